@@ -1,0 +1,508 @@
+#!/usr/bin/env python3
+"""Build the pinned Go tools into the shared cache (see tools/toolchain.py, tools/README.md).
+
+    python tools/install.py              # every tool in PINS, cheap ones first
+    python tools/install.py promtool etcd
+    python tools/install.py --list       # pins, module versions, install state
+
+Each tool is compiled from the Go module proxy in a throwaway wrapper module under
+cache_dir()/build (never inside the checkout), then copied atomically to
+cache_dir()/bin/<name>-<version>. A tool already there is skipped without running Go, so a
+warm run takes milliseconds. Stdlib only: this runs before any venv exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Run as `python tools/install.py`, sys.path[0] is tools/; the repo root makes the
+# documented `tools.toolchain` import work in both that and `python -m tools.install`.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tools.toolchain import PINS, bin_dir, cache_dir, expected_path, is_installed
+
+# Parallelism for the Go compiler and linker. The machine has 2 cores and the
+# kube-apiserver link alone needs several GB; more parallel packages only adds memory.
+GO_PARALLEL = "2"
+
+
+class InstallError(RuntimeError):
+    """A tool could not be built or failed its smoke check."""
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    """A Go module (wrapper) that builds one or more tools from one upstream module.
+
+    Tools that share a wrapper (promtool + prometheus, kube-apiserver + kubectl) share
+    its directory, go.mod, go.sum and module downloads.
+    """
+
+    key: str  # directory name under cache_dir()/build, includes the version
+    module: str  # upstream module path
+    version: str  # upstream module version (Go module semver)
+    # Copy upstream's `replace` directives that point at published module versions
+    # (descheduler pins k8s.io/kube-openapi this way).
+    copy_versioned_replaces: bool = False
+    # For k8s.io/kubernetes: replace each required ./staging/src/<m> module with <m> at
+    # this version (the staging modules are published separately as v0.N.P).
+    staging_version: str | None = None
+    # Copy upstream's godebug directive so runtime defaults match upstream's binaries.
+    copy_godebug: bool = False
+    # Extra Go source files written into the wrapper (file name -> content).
+    files: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    wrapper: Wrapper
+    package: str  # import path to build ("." = the wrapper's own main package)
+    ldflags: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    smoke: tuple[str, ...] = ("--version",)  # arguments for the post-build check
+    smoke_ok: tuple[int, ...] = (0,)  # accepted exit codes of the smoke check
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def _x(var: str, value: str) -> str:
+    return f"-X {var}={value}"
+
+
+def _k8s_version_ldflags(version: str) -> tuple[str, ...]:
+    # Same variables upstream's hack/lib/version.sh sets; without them the apiserver
+    # reports v0.0.0-master, which clients (and kubectl's skew warning) dislike.
+    major, minor = version.lstrip("v").split(".")[:2]
+    base = "k8s.io/component-base/version"
+    return (
+        _x(f"{base}.gitVersion", version),
+        _x(f"{base}.gitMajor", major),
+        _x(f"{base}.gitMinor", minor),
+        _x(f"{base}.gitTreeState", "clean"),
+        _x(f"{base}.buildDate", "1970-01-01T00:00:00Z"),
+    )
+
+
+def _prometheus_ldflags(release: str) -> tuple[str, ...]:
+    base = "github.com/prometheus/common/version"
+    return (
+        _x(f"{base}.Version", release.lstrip("v")),
+        _x(f"{base}.Branch", "HEAD"),
+        _x(f"{base}.BuildUser", "trainyard"),
+        _x(f"{base}.Revision", "go-module-proxy"),
+    )
+
+
+ETCD_MAIN = """\
+// Wrapper for etcd's server binary: go.etcd.io/etcd/server/v3 replaces its sibling
+// modules with relative paths, so it cannot be `go install`ed; requiring it from this
+// module uses the published siblings instead.
+package main
+
+import (
+\t"os"
+
+\t"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() {
+\tetcdmain.Main(os.Args)
+}
+"""
+
+
+def _tools() -> dict[str, Tool]:
+    """Build recipes, in install order (cheap first, kube-apiserver last)."""
+    prom_release = PINS["prometheus"]
+    assert PINS["promtool"] == prom_release, "promtool and prometheus share one release"
+    # Prometheus 3.x.y is published as Go module v0.3xx.y (3.16.0 -> v0.316.0).
+    pmaj, pmin, ppatch = prom_release.lstrip("v").split(".")
+    prom_module_version = f"v0.{int(pmaj) * 100 + int(pmin)}.{ppatch}"
+    k8s = PINS["kube-apiserver"]
+    assert PINS["kubectl"] == k8s, "kubectl and kube-apiserver share one wrapper"
+    k8s_staging = "v0." + k8s.lstrip("v").split(".", 1)[1]  # v1.36.5 -> v0.36.5
+
+    def simple(name: str, module: str) -> Wrapper:
+        return Wrapper(key=f"{name}-{PINS[name]}", module=module, version=PINS[name])
+
+    prom = Wrapper(
+        key=f"prometheus-{prom_module_version}",
+        module="github.com/prometheus/prometheus",
+        version=prom_module_version,
+    )
+    kube = Wrapper(
+        key=f"kubernetes-{k8s}",
+        module="k8s.io/kubernetes",
+        version=k8s,
+        staging_version=k8s_staging,
+        copy_godebug=True,
+    )
+    tools = [
+        Tool(
+            "kubeconform",
+            simple("kubeconform", "github.com/yannh/kubeconform"),
+            "github.com/yannh/kubeconform/cmd/kubeconform",
+            ldflags=(_x("main.version", PINS["kubeconform"]),),
+            smoke=("-v",),
+        ),
+        Tool(
+            "actionlint",
+            simple("actionlint", "github.com/rhysd/actionlint"),
+            "github.com/rhysd/actionlint/cmd/actionlint",
+            ldflags=(_x("github.com/rhysd/actionlint.version", PINS["actionlint"]),),
+            smoke=("-version",),
+        ),
+        Tool(
+            "promtool",
+            prom,
+            "github.com/prometheus/prometheus/cmd/promtool",
+            ldflags=_prometheus_ldflags(prom_release),
+        ),
+        Tool(
+            "prometheus",
+            prom,
+            "github.com/prometheus/prometheus/cmd/prometheus",
+            ldflags=_prometheus_ldflags(prom_release),
+        ),
+        Tool(
+            "etcd",
+            Wrapper(
+                key=f"etcd-{PINS['etcd']}",
+                module="go.etcd.io/etcd/server/v3",
+                version=PINS["etcd"],
+                files=(("main.go", ETCD_MAIN),),
+            ),
+            ".",
+        ),
+        Tool(
+            "kueue",
+            simple("kueue", "sigs.k8s.io/kueue"),
+            "sigs.k8s.io/kueue/cmd/kueue",
+            ldflags=(_x("sigs.k8s.io/kueue/pkg/version.GitVersion", PINS["kueue"]),),
+            smoke=("--help",),
+        ),
+        Tool(
+            "descheduler",
+            Wrapper(
+                key=f"descheduler-{PINS['descheduler']}",
+                module="sigs.k8s.io/descheduler",
+                version=PINS["descheduler"],
+                copy_versioned_replaces=True,
+                copy_godebug=True,
+            ),
+            "sigs.k8s.io/descheduler/cmd/descheduler",
+            ldflags=(_x("sigs.k8s.io/descheduler/pkg/version.version", PINS["descheduler"]),),
+            smoke=("version",),
+        ),
+        Tool(
+            "kube-apiserver",
+            kube,
+            "k8s.io/kubernetes/cmd/kube-apiserver",
+            ldflags=_k8s_version_ldflags(k8s),
+        ),
+        Tool(
+            "kubectl",
+            kube,
+            "k8s.io/kubernetes/cmd/kubectl",
+            ldflags=_k8s_version_ldflags(k8s),
+            smoke=("version", "--client"),
+        ),
+    ]
+    recipes = {t.name: t for t in tools}
+    missing = set(PINS) ^ set(recipes)
+    assert not missing, f"PINS and install recipes disagree: {sorted(missing)}"
+    return recipes
+
+
+# --------------------------------------------------------------------------- go helpers
+
+
+def go_env() -> dict[str, str]:
+    """Environment for every go command we run."""
+    env = dict(os.environ)
+    env.update(
+        {
+            # -mod=mod lets `go build` fill in go.mod/go.sum of the wrapper itself.
+            "GOFLAGS": "-mod=mod -buildvcs=false -trimpath",
+            "CGO_ENABLED": "0",
+            # Never switch to another Go toolchain behind our back; fail loudly instead.
+            "GOTOOLCHAIN": "local",
+            # A go.work above the build dir (or GOWORK in the caller's env) must not leak in.
+            "GOWORK": "off",
+            "GOMAXPROCS": GO_PARALLEL,
+            "GO111MODULE": "on",
+        }
+    )
+    return env
+
+
+def run_go(args: Sequence[str], cwd: Path, log: Path, timeout: float | None = None) -> str:
+    """Run `go <args>` in cwd, appending output to log; raise InstallError on failure."""
+    cmd = ["go", *args]
+    with log.open("a") as fh:
+        fh.write(f"\n$ (cd {cwd} && {' '.join(cmd)})\n")
+        fh.flush()
+        try:
+            proc = subprocess.run(
+                cmd,
+                cwd=cwd,
+                env=go_env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise InstallError("`go` is not on PATH; install Go >= 1.26") from None
+        except subprocess.TimeoutExpired:
+            raise InstallError(f"timed out after {timeout}s: {' '.join(cmd)}") from None
+        fh.write(proc.stdout)
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stdout.strip().splitlines()[-25:])
+        raise InstallError(
+            f"`{' '.join(cmd)}` failed (exit {proc.returncode}); full log: {log}\n{tail}"
+        )
+    return proc.stdout
+
+
+def local_go_version() -> str:
+    """The local Go version, e.g. '1.26.8'."""
+    out = subprocess.run(
+        ["go", "env", "GOVERSION"], env=go_env(), capture_output=True, text=True, check=True
+    ).stdout.strip()
+    return out.removeprefix("go")
+
+
+def upstream_gomod(module: str, version: str, workdir: Path, log: Path) -> str:
+    """Text of the upstream go.mod, fetched through the Go module proxy."""
+    out = run_go(["mod", "download", "-json", f"{module}@{version}"], workdir, log)
+    info = json.loads(out)
+    if info.get("Error"):
+        raise InstallError(f"{module}@{version}: {info['Error']}")
+    return Path(info["GoMod"]).read_text()
+
+
+_REPLACE_RE = re.compile(r"^\s*(?:replace\s+)?(\S+)(?:\s+(\S+))?\s+=>\s+(\S+)(?:\s+(\S+))?\s*$")
+_REQUIRE_RE = re.compile(r"^\s*(?:require\s+)?(\S+)\s+(v\S+)(?:\s*//.*)?$")
+
+
+def _blocks(gomod: str, verb: str) -> Iterator[str]:
+    """Lines of every `verb ( ... )` block and every single-line `verb x` directive."""
+    in_block = False
+    for raw in gomod.splitlines():
+        line = raw.split("//", 1)[0].rstrip() if verb != "require" else raw.rstrip()
+        stripped = line.strip()
+        if in_block:
+            if stripped == ")":
+                in_block = False
+            elif stripped:
+                yield stripped
+        elif stripped == f"{verb} (":
+            in_block = True
+        elif stripped.startswith(f"{verb} "):
+            yield stripped
+
+
+def wrapper_gomod(w: Wrapper, upstream: str, go_version: str) -> str:
+    """go.mod of the wrapper module that builds from `w.module`."""
+    lines = [
+        "// Generated by trainyard tools/install.py; safe to delete (it is rebuilt).",
+        f"module trainyard.local/tools/{w.key}",
+        "",
+        f"go {go_version}",
+        "",
+    ]
+    if w.copy_godebug:
+        for d in _blocks(upstream, "godebug"):
+            lines.append(d if d.startswith("godebug ") else f"godebug {d}")
+        lines.append("")
+    lines += [f"require {w.module} {w.version}", ""]
+    replaces: list[str] = []
+    if w.copy_versioned_replaces:
+        for d in _blocks(upstream, "replace"):
+            m = _REPLACE_RE.match(d)
+            # Only replacements by another module version; relative paths can't be used.
+            if m and m.group(4):
+                old = m.group(1) + (f" {m.group(2)}" if m.group(2) else "")
+                replaces.append(f"replace {old} => {m.group(3)} {m.group(4)}")
+    if w.staging_version:
+        required = set()
+        for d in _blocks(upstream, "require"):
+            r = _REQUIRE_RE.match(d)
+            if r:
+                required.add(r.group(1))
+        for d in _blocks(upstream, "replace"):
+            m = _REPLACE_RE.match(d)
+            # Replace only staging modules upstream actually requires: a few (sample-*)
+            # are not published on the proxy and are not in the build graph anyway.
+            if m and m.group(3).startswith("./staging/src/") and m.group(1) in required:
+                replaces.append(f"replace {m.group(1)} => {m.group(1)} {w.staging_version}")
+        if not replaces:
+            raise InstallError(f"no staging replaces found in {w.module}@{w.version} go.mod")
+    lines += replaces
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- install
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Exclusive lock so concurrent installs (parallel CI jobs, devs) don't double-build."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def prepare_wrapper(w: Wrapper, log: Path) -> Path:
+    """Create (or reuse) the wrapper module directory for w."""
+    wdir = cache_dir() / "build" / w.key
+    wdir.mkdir(parents=True, exist_ok=True)
+    gomod = wdir / "go.mod"
+    if not gomod.exists():
+        upstream = upstream_gomod(w.module, w.version, wdir, log)
+        up_go = re.search(r"^go\s+(\S+)", upstream, re.M)
+        # The wrapper's go line must not be below upstream's (Go refuses to build then).
+        go_version = up_go.group(1) if up_go else local_go_version()
+        for name, content in w.files:
+            (wdir / name).write_text(content)
+        # Write go.mod last and atomically: its presence marks a complete wrapper.
+        tmp = wdir / "go.mod.tmp"
+        tmp.write_text(wrapper_gomod(w, upstream, go_version))
+        os.replace(tmp, gomod)
+    return wdir
+
+
+def smoke_check(tool: Tool, binary: Path) -> str:
+    """Run the binary once; return the first output line, raise if it does not start."""
+    try:
+        proc = subprocess.run(
+            [str(binary), *tool.smoke],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InstallError(f"{tool.name}: smoke check failed: {exc}") from None
+    out = (proc.stdout + proc.stderr).strip()
+    if proc.returncode not in tool.smoke_ok:
+        raise InstallError(
+            f"{tool.name}: `{binary.name} {' '.join(tool.smoke)}` exited {proc.returncode}:"
+            f" {out[:500]}"
+        )
+    return out.splitlines()[0] if out else ""
+
+
+def build(tool: Tool, verbose: bool) -> str:
+    """Build tool into the cache; return the smoke-check line."""
+    logdir = cache_dir() / "build" / "logs"
+    logdir.mkdir(parents=True, exist_ok=True)
+    log = logdir / f"{tool.name}-{PINS[tool.name]}.log"
+    log.write_text(f"# build of {tool.name} {PINS[tool.name]}\n")
+    if verbose:
+        print(f"  log: {log}", flush=True)
+    wdir = prepare_wrapper(tool.wrapper, log)
+    outdir = wdir / "out"
+    outdir.mkdir(exist_ok=True)
+    out = outdir / tool.name
+    args = ["build", "-p", GO_PARALLEL, "-o", str(out)]
+    if tool.tags:
+        args += ["-tags", ",".join(tool.tags)]
+    # -s -w: no symbol table/DWARF; smaller binaries and a cheaper (less RAM) link.
+    args += ["-ldflags", " ".join(("-s", "-w", *tool.ldflags)), tool.package]
+    run_go(args, wdir, log)
+    line = smoke_check(tool, out)
+    dest = expected_path(tool.name)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.tmp{os.getpid()}")
+    shutil.copy2(out, tmp)
+    tmp.chmod(0o755)
+    os.replace(tmp, dest)  # atomic: readers see the old state or a complete binary
+    out.unlink()
+    return line
+
+
+def install(names: Sequence[str], force: bool, verbose: bool) -> int:
+    recipes = _tools()
+    failures: list[tuple[str, str]] = []
+    total = time.monotonic()
+    for name in names:
+        tool = recipes[name]
+        label = f"{name} {PINS[name]}"
+        start = time.monotonic()
+        if is_installed(name) and not force:
+            print(f"{label}: cached ({time.monotonic() - start:.2f}s)", flush=True)
+            continue
+        print(f"{label}: building from {tool.wrapper.module}@{tool.wrapper.version} ...",
+              flush=True)
+        try:
+            with file_lock(cache_dir() / "locks" / f"{name}.lock"):
+                # Another process may have finished the build while we waited.
+                if is_installed(name) and not force:
+                    print(f"{label}: cached, built concurrently "
+                          f"({time.monotonic() - start:.2f}s)", flush=True)
+                    continue
+                line = build(tool, verbose)
+        except (InstallError, OSError, subprocess.SubprocessError) as exc:
+            failures.append((name, str(exc)))
+            print(f"{label}: FAILED after {time.monotonic() - start:.1f}s: {exc}",
+                  file=sys.stderr, flush=True)
+            continue
+        print(f"{label}: installed ({time.monotonic() - start:.1f}s) -> "
+              f"{expected_path(name)} [{line}]", flush=True)
+    print(f"total {time.monotonic() - total:.2f}s", flush=True)
+    if failures:
+        print(f"install.py: {len(failures)} tool(s) failed: "
+              f"{', '.join(n for n, _ in failures)} (logs in {cache_dir() / 'build' / 'logs'})",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def list_tools(recipes: dict[str, Tool], out: Callable[[str], None] = print) -> None:
+    for name, tool in recipes.items():
+        state = "installed" if is_installed(name) else "missing"
+        out(f"{name:15} {PINS[name]:9} {tool.wrapper.module}@{tool.wrapper.version:10} "
+            f"{state:9} {expected_path(name)}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    recipes = _tools()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help=f"tools to install (default: all): {', '.join(recipes)}")
+    parser.add_argument("--force", action="store_true", help="rebuild even if cached")
+    parser.add_argument("--list", action="store_true", help="show pins and install state")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print build log paths")
+    args = parser.parse_args(argv)
+    if args.list:
+        list_tools(recipes)
+        return 0
+    unknown = [n for n in args.names if n not in recipes]
+    if unknown:
+        parser.error(f"unknown tool(s) {', '.join(unknown)}; known: {', '.join(recipes)}")
+    # Keep the recipe order (cheap first) whatever order the names were given in.
+    names = [n for n in recipes if not args.names or n in args.names]
+    bin_dir().mkdir(parents=True, exist_ok=True)
+    return install(names, args.force, args.verbose)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
