@@ -450,28 +450,39 @@ def install(names: Sequence[str], force: bool, verbose: bool) -> int:
         if is_installed(name) and not force:
             print(f"{label}: cached ({time.monotonic() - start:.2f}s)", flush=True)
             continue
-        print(f"{label}: building from {tool.wrapper.module}@{tool.wrapper.version} ...",
-              flush=True)
+        print(
+            f"{label}: building from {tool.wrapper.module}@{tool.wrapper.version} ...", flush=True
+        )
         try:
             with file_lock(cache_dir() / "locks" / f"{name}.lock"):
                 # Another process may have finished the build while we waited.
                 if is_installed(name) and not force:
-                    print(f"{label}: cached, built concurrently "
-                          f"({time.monotonic() - start:.2f}s)", flush=True)
+                    print(
+                        f"{label}: cached, built concurrently ({time.monotonic() - start:.2f}s)",
+                        flush=True,
+                    )
                     continue
                 line = build(tool, verbose)
         except (InstallError, OSError, subprocess.SubprocessError) as exc:
             failures.append((name, str(exc)))
-            print(f"{label}: FAILED after {time.monotonic() - start:.1f}s: {exc}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"{label}: FAILED after {time.monotonic() - start:.1f}s: {exc}",
+                file=sys.stderr,
+                flush=True,
+            )
             continue
-        print(f"{label}: installed ({time.monotonic() - start:.1f}s) -> "
-              f"{expected_path(name)} [{line}]", flush=True)
+        print(
+            f"{label}: installed ({time.monotonic() - start:.1f}s) -> "
+            f"{expected_path(name)} [{line}]",
+            flush=True,
+        )
     print(f"total {time.monotonic() - total:.2f}s", flush=True)
     if failures:
-        print(f"install.py: {len(failures)} tool(s) failed: "
-              f"{', '.join(n for n, _ in failures)} (logs in {cache_dir() / 'build' / 'logs'})",
-              file=sys.stderr)
+        print(
+            f"install.py: {len(failures)} tool(s) failed: "
+            f"{', '.join(n for n, _ in failures)} (logs in {cache_dir() / 'build' / 'logs'})",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -479,15 +490,21 @@ def install(names: Sequence[str], force: bool, verbose: bool) -> int:
 def list_tools(recipes: dict[str, Tool], out: Callable[[str], None] = print) -> None:
     for name, tool in recipes.items():
         state = "installed" if is_installed(name) else "missing"
-        out(f"{name:15} {PINS[name]:9} {tool.wrapper.module}@{tool.wrapper.version:10} "
-            f"{state:9} {expected_path(name)}")
+        out(
+            f"{name:15} {PINS[name]:9} {tool.wrapper.module}@{tool.wrapper.version:10} "
+            f"{state:9} {expected_path(name)}"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     recipes = _tools()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
-    parser.add_argument("names", nargs="*", metavar="NAME",
-                        help=f"tools to install (default: all): {', '.join(recipes)}")
+    parser.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help=f"tools to install (default: all): {', '.join(recipes)}",
+    )
     parser.add_argument("--force", action="store_true", help="rebuild even if cached")
     parser.add_argument("--list", action="store_true", help="show pins and install state")
     parser.add_argument("-v", "--verbose", action="store_true", help="print build log paths")

@@ -87,7 +87,6 @@ def tool_path(name: str) -> Path:
     path = expected_path(name)
     if not is_installed(name):
         raise ToolNotInstalled(
-            f"{name} {PINS[name]} is not installed at {path}; "
-            f"run: python tools/install.py {name}"
+            f"{name} {PINS[name]} is not installed at {path}; run: python tools/install.py {name}"
         )
     return path
