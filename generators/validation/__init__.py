@@ -1,0 +1,1 @@
+"""Validation of rendered manifests: offline pinned schemas and the kubeconform runner."""

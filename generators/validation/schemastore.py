@@ -1,0 +1,391 @@
+"""kubeconform's standalone schema layout, built offline from pinned inputs and cached.
+
+kubeconform resolves a local `-schema-location DIR` (one not ending in "json") as
+`DIR/v<kubernetes-version>-standalone[-strict]/<kind><kind-suffix>.json` and compiles each
+file on its own, so every file must be STANDALONE (no `$ref` to other files). We build:
+
+- Kubernetes kinds from the kubernetes-validate wheel (`v1.N.0-local-strict`), `$ref`s into
+  `_definitions.json` inlined; the one recursive definition (JSONSchemaProps, the schema of
+  a CRD's openAPIV3Schema) is cut to `{}` where it recurses.
+- CRD kinds from each SERVED version's openAPIV3Schema of the pinned CRDs, made strict the
+  way the apiserver prunes: closed objects, int-or-string as oneOf, ObjectMeta for metadata.
+
+Files are draft-04 (kubeconform's default draft, the one OpenAPI v3 schemas follow), compact,
+without descriptions. The result is cached outside the repo under
+`<cache>/schemas/<key>/`, key = hash of every pinned input, so it is rebuilt only when a pin
+changes. See docs/validation-schemas.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import kubernetes_validate
+import yaml
+
+from tools.toolchain import cache_dir
+
+# Bump when the output of this module changes for the same inputs: it is part of the key.
+SCHEMA_FORMAT_VERSION: Final = 1
+DRAFT4: Final = "http://json-schema.org/draft-04/schema#"
+MANIFEST: Final = "manifest.json"
+SOURCES_FILE: Final = "SOURCES.txt"
+REPO_ROOT: Final = Path(__file__).resolve().parents[2]
+_OBJECT_META: Final = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_SUBSCHEMA_MAPS: Final = ("properties", "patternProperties", "definitions", "$defs")
+_SUBSCHEMA_LISTS: Final = ("allOf", "anyOf", "oneOf")
+_SOURCE_LINE: Final = re.compile(
+    r"^(?P<sha>[0-9a-f]{64})\s+(?P<file>\S+)\s+<-\s+"
+    r"(?P<owner>[^/\s]+)/(?P<repo>[^@\s]+)@(?P<ref>[^:\s]+):(?P<path>\S+)$"
+)
+
+Schema = dict[str, Any]
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class SchemaBuildError(RuntimeError):
+    """The pinned inputs cannot be turned into a schema set (bad version, CRD, clash)."""
+
+
+class CrdVerificationError(SchemaBuildError):
+    """CRD files do not match the sha256 pins of their SOURCES.txt."""
+
+
+@dataclass(frozen=True)
+class CrdSource:
+    """One pinned CRD file: where it lives locally and upstream, and its sha256."""
+
+    sha256: str
+    file: str  # relative to the CRD directory
+    url: str
+
+
+@dataclass(frozen=True)
+class CrdProblem:
+    """A CRD file that is missing, altered, or not pinned."""
+
+    file: str
+    problem: str
+
+
+def default_crd_dir() -> Path:
+    """The pinned CRDs shipped next to the repository: ../shared/crds."""
+    return REPO_ROOT / ".." / "shared" / "crds"
+
+
+def normalize_kubernetes_version(version: str) -> str:
+    """'1.36', 'v1.36.5' -> '1.36.0': kubernetes-validate ships one schema set per minor."""
+    match = re.fullmatch(r"v?1\.(\d+)(?:\.\d+)?", version.strip())
+    if not match:
+        raise SchemaBuildError(f"not a Kubernetes version: {version!r} (expected 1.N or 1.N.P)")
+    return f"1.{match.group(1)}.0"
+
+
+def schema_file_name(kind: str, api_version: str) -> str:
+    """kubeconform's `{{.ResourceKind}}{{.KindSuffix}}.json` for a kind and apiVersion."""
+    group, _, version = api_version.rpartition("/")
+    suffix = f"-{group.split('.')[0]}-{version}" if group else f"-{version}"
+    return f"{kind}{suffix}.json".lower()
+
+
+def strict_dir_name(kubernetes_version: str) -> str:
+    """`{{.NormalizedKubernetesVersion}}-standalone-strict`: we always run -strict."""
+    return f"v{normalize_kubernetes_version(kubernetes_version)}-standalone-strict"
+
+
+def crd_files(crd_dir: Path) -> list[Path]:
+    """Every YAML file under crd_dir, in a stable order."""
+    return sorted(p for p in crd_dir.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def cache_key(kubernetes_version: str, crd_dir: Path) -> str:
+    """Hash of every pinned input; a new value means a new schema set."""
+    inputs = {
+        "format": SCHEMA_FORMAT_VERSION,
+        "kubernetes-validate": importlib.metadata.version("kubernetes-validate"),
+        "kubernetes": normalize_kubernetes_version(kubernetes_version),
+        "crds": {p.relative_to(crd_dir).as_posix(): _sha256(p) for p in crd_files(crd_dir)},
+    }
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def ensure_schemas(kubernetes_version: str, crd_dir: Path | None = None) -> Path:
+    """Directory to pass as kubeconform's -schema-location; built on first use of a key.
+
+    A CRD directory holding SOURCES.txt is verified against it first (CrdVerificationError).
+    Concurrent builders each build into a temporary directory; the first rename wins.
+    """
+    crd_dir = default_crd_dir() if crd_dir is None else crd_dir
+    if not crd_dir.is_dir():
+        raise SchemaBuildError(f"CRD directory {crd_dir} does not exist; see fetch_crds()")
+    if (crd_dir / SOURCES_FILE).is_file() and (problems := verify_crds(crd_dir)):
+        lines = "; ".join(f"{p.file}: {p.problem}" for p in problems)
+        raise CrdVerificationError(f"CRDs in {crd_dir} do not match {SOURCES_FILE}: {lines}")
+    root = cache_dir() / "schemas"
+    final = root / cache_key(kubernetes_version, crd_dir)
+    if (final / MANIFEST).is_file():
+        return final
+    if final.exists():  # an incomplete set left by hand: never trust it
+        shutil.rmtree(final)
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".build-{final.name}-", dir=root))
+    try:
+        build_schemas(kubernetes_version, crd_dir, tmp)
+        os.rename(tmp, final)
+    except OSError:
+        if not (final / MANIFEST).is_file():  # not a lost race: a real failure
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def build_schemas(kubernetes_version: str, crd_dir: Path, dest: Path) -> dict[str, Any]:
+    """Write the standalone-strict layout and manifest.json into dest; return the manifest."""
+    started = time.perf_counter()
+    k8s = KubernetesDefinitions(normalize_kubernetes_version(kubernetes_version))
+    out = dest / strict_dir_name(kubernetes_version)
+    out.mkdir(parents=True)
+    origin: dict[str, str] = {}
+    schemas = [*k8s.kind_schemas(), *crd_schemas(crd_dir, k8s.inline_definition(_OBJECT_META))]
+    for name, source, schema in schemas:
+        if name in origin:
+            raise SchemaBuildError(f"{name} comes from both {origin[name]} and {source}")
+        origin[name] = source
+        text = json.dumps(schema, sort_keys=True, separators=(",", ":"))
+        (out / name).write_text(text, encoding="utf-8")
+    manifest = {
+        "schemaFormatVersion": SCHEMA_FORMAT_VERSION,
+        "kubernetesVersion": k8s.version,
+        "kubernetesValidate": importlib.metadata.version("kubernetes-validate"),
+        "crds": {p.relative_to(crd_dir).as_posix(): _sha256(p) for p in crd_files(crd_dir)},
+        "files": len(origin),
+        "buildSeconds": round(time.perf_counter() - started, 3),
+    }
+    (dest / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return manifest
+
+
+class KubernetesDefinitions:
+    """The kubernetes-validate schemas of one Kubernetes minor, with refs inlined."""
+
+    def __init__(self, version: str) -> None:
+        self.version = version
+        package = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
+        self.source = package / f"v{version}-local-strict"
+        if not self.source.is_dir():
+            shipped = sorted(p.name for p in package.glob("v*-local-strict"))
+            raise SchemaBuildError(f"kubernetes-validate has no {self.source.name}: {shipped}")
+        defs_file = json.loads((self.source / "_definitions.json").read_text())
+        self._defs: dict[str, Schema] = defs_file["$defs"]
+        self._done: dict[str, Schema] = {}
+
+    def kind_schemas(self) -> Iterator[tuple[str, str, Schema]]:
+        """(file name, source, schema) for every kind (files with a group-version-kind)."""
+        for path in sorted(self.source.glob("*.json")):
+            raw = json.loads(path.read_text())
+            gvks = raw.get("x-kubernetes-group-version-kind") if isinstance(raw, dict) else None
+            if not gvks:
+                continue
+            schema = {"$schema": DRAFT4, **self._inline(raw, (), set())}
+            for gvk in gvks:
+                api_version = "/".join(filter(None, (gvk["group"], gvk["version"])))
+                name = schema_file_name(gvk["kind"], api_version)
+                yield name, f"kubernetes-validate {path.name}", schema
+
+    def inline_definition(self, name: str) -> Schema:
+        """A definition with every $ref inlined (recursion cut to {})."""
+        return self._resolve(name, (), set())
+
+    def _resolve(self, name: str, stack: tuple[str, ...], cuts: set[str]) -> Schema:
+        if name in stack:
+            cuts.add(name)
+            return {}  # recursion (JSONSchemaProps): accept anything below this point
+        if name in self._done:
+            return self._done[name]
+        inner: set[str] = set()
+        result = self._inline(self._defs[name], (*stack, name), inner)
+        inner.discard(name)
+        # What is left in inner are cuts at our callers: the result depends on the path by
+        # which we got here, so it must not be reused from another path.
+        if not inner:
+            self._done[name] = result
+        cuts |= inner
+        return result
+
+    def _inline(self, node: Schema, stack: tuple[str, ...], cuts: set[str]) -> Schema:
+        ref = node.get("$ref")
+        if not isinstance(ref, str):
+            return _map_subschemas(node, lambda sub: self._inline(sub, stack, cuts))
+        target = self._resolve(ref.rsplit("/", 1)[-1], stack, cuts)
+        rest = self._inline({k: v for k, v in node.items() if k != "$ref"}, stack, cuts)
+        if rest.keys() & target.keys():
+            return {"allOf": [target, rest]}
+        return {**target, **rest}
+
+
+def _annotation(key: str) -> bool:
+    """Keys that do not validate and only cost bytes (descriptions, x-kubernetes-*, ids)."""
+    return key in ("description", "$id", "$schema") or key.startswith("x-kubernetes-")
+
+
+def _map_subschemas(node: Schema, fn: Any) -> Schema:
+    """Copy node without annotations, applying fn to each subschema (not to data keywords)."""
+    out: Schema = {}
+    for key, value in node.items():
+        if _annotation(key):
+            continue
+        if key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: fn(sub) for name, sub in value.items()}
+        elif key in _SUBSCHEMA_LISTS or (key == "items" and isinstance(value, list)):
+            out[key] = [fn(sub) for sub in value]
+        elif key in ("items", "additionalProperties", "additionalItems", "not") and isinstance(
+            value, dict
+        ):
+            out[key] = fn(value)
+        else:
+            out[key] = value
+    return out
+
+
+def crd_schemas(crd_dir: Path, object_meta: Schema) -> Iterator[tuple[str, str, Schema]]:
+    """(file name, source, schema) for each served version of each CRD under crd_dir."""
+    for path in crd_files(crd_dir):
+        with path.open("rb") as stream:
+            documents = [d for d in yaml.load_all(stream, Loader=_Loader) if d]
+        for crd in documents:
+            if crd.get("kind") != "CustomResourceDefinition":
+                continue
+            spec = crd["spec"]
+            for version in spec["versions"]:
+                if not version.get("served", False):
+                    continue
+                api_version = f"{spec['group']}/{version['name']}"
+                raw = version.get("schema", {}).get("openAPIV3Schema")
+                if raw is None:
+                    raise SchemaBuildError(f"{path}: {api_version} has no openAPIV3Schema")
+                kind = spec["names"]["kind"]
+                schema = strict_crd_root(raw, kind, api_version, object_meta)
+                source = path.relative_to(crd_dir).as_posix()
+                yield schema_file_name(kind, api_version), source, schema
+
+
+def strict_crd_root(raw: Schema, kind: str, api_version: str, object_meta: Schema) -> Schema:
+    """A CRD version's openAPIV3Schema as a standalone strict draft-04 schema."""
+    root = strict_crd_schema(raw)
+    properties = root.setdefault("properties", {})
+    properties["apiVersion"] = {"type": "string", "enum": [api_version]}
+    properties["kind"] = {"type": "string", "enum": [kind]}
+    metadata = raw.get("properties", {}).get("metadata", {})
+    # The apiserver validates metadata as ObjectMeta whatever the CRD says; a CRD may only
+    # narrow it (e.g. name length), which allOf keeps without closing the object twice.
+    narrowed = {k: v for k, v in strict_crd_schema(metadata).items() if k != "type"}
+    narrowed.pop("additionalProperties", None)
+    properties["metadata"] = {"allOf": [object_meta, narrowed]} if narrowed else object_meta
+    root["additionalProperties"] = False
+    root.setdefault("type", "object")
+    return {"$schema": DRAFT4, **root}
+
+
+def strict_crd_schema(node: Schema) -> Schema:
+    """Structural-schema semantics in plain JSON schema (what the apiserver would prune)."""
+    out = _map_subschemas(node, strict_crd_schema)
+    preserve = bool(node.get("x-kubernetes-preserve-unknown-fields"))
+    if node.get("x-kubernetes-int-or-string"):
+        # Usually paired with anyOf [integer, string]; oneOf says the same, exactly once.
+        if all(set(s) <= {"type"} for s in out.get("anyOf", [])):
+            out.pop("anyOf", None)
+        out["oneOf"] = [{"type": "integer"}, {"type": "string"}]
+    if node.get("x-kubernetes-embedded-resource") and "properties" in out:
+        for key in ("apiVersion", "kind"):
+            out["properties"].setdefault(key, {"type": "string"})
+        out["properties"].setdefault("metadata", {"type": "object"})
+    if "properties" in out and "additionalProperties" not in out and not preserve:
+        out["additionalProperties"] = False
+    if node.get("nullable"):
+        out.pop("nullable", None)
+        if isinstance(out.get("type"), str):
+            out["type"] = [out["type"], "null"]
+        if "oneOf" in out:
+            out["oneOf"] = [*out["oneOf"], {"type": "null"}]
+    return out
+
+
+def read_sources(sources: Path) -> list[CrdSource]:
+    """Parse SOURCES.txt: `<sha256>  <file>  <- owner/repo@ref:path` per line."""
+    result = []
+    for number, line in enumerate(sources.read_text().splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        match = _SOURCE_LINE.match(line.strip())
+        if not match:
+            raise SchemaBuildError(f"{sources}:{number}: not `<sha256>  <file>  <- o/r@ref:path`")
+        url = "https://raw.githubusercontent.com/{owner}/{repo}/{ref}/{path}".format(
+            **match.groupdict()
+        )
+        result.append(CrdSource(match["sha"], match["file"], url))
+    return result
+
+
+def verify_crds(crd_dir: Path, sources: Path | None = None) -> list[CrdProblem]:
+    """Compare the CRD files under crd_dir with their pins; [] when all match."""
+    pins = {s.file: s for s in read_sources(sources or crd_dir / SOURCES_FILE)}
+    problems = []
+    for name, pin in sorted(pins.items()):
+        path = crd_dir / name
+        if not path.is_file():
+            problems.append(CrdProblem(name, "missing"))
+        elif (actual := _sha256(path)) != pin.sha256:
+            problems.append(CrdProblem(name, f"sha256 {actual}, pinned {pin.sha256}"))
+    for path in crd_files(crd_dir):
+        name = path.relative_to(crd_dir).as_posix()
+        if name not in pins:
+            problems.append(CrdProblem(name, f"not pinned in {SOURCES_FILE}"))
+    return problems
+
+
+def fetch_crds(dest: Path, sources: Path | None = None, timeout: float = 60.0) -> list[Path]:
+    """Download every pinned CRD into dest (with a copy of SOURCES.txt), verifying sha256.
+
+    Nothing is written for a file whose download does not match its pin.
+    """
+    sources = sources or default_crd_dir() / SOURCES_FILE
+    written = []
+    for pin in read_sources(sources):
+        with urllib.request.urlopen(pin.url, timeout=timeout) as response:
+            body: bytes = response.read()
+        if (actual := hashlib.sha256(body).hexdigest()) != pin.sha256:
+            raise CrdVerificationError(f"{pin.url}: sha256 {actual}, pinned {pin.sha256}")
+        written.append(_write_atomic(dest / pin.file, body))
+    _write_atomic(dest / SOURCES_FILE, sources.read_bytes())
+    return written
+
+
+def _write_atomic(path: Path, body: bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(body)
+    os.replace(tmp, path)
+    return path
+
+
+def load_manifest(schema_dir: Path) -> Mapping[str, Any]:
+    """The manifest.json written with a schema set (inputs, file count, build time)."""
+    manifest: Mapping[str, Any] = json.loads((schema_dir / MANIFEST).read_text())
+    return manifest
