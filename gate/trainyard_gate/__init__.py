@@ -1,0 +1,1 @@
+"""trainyard overflow gate controller: Prometheus free-GPU count -> NoSchedule taint."""
