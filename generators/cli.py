@@ -1,0 +1,49 @@
+"""Command line: `python generate.py <command> ...`. Exit 0 ok, 1 findings, 2 usage.
+
+Each command lives in generators/commands/<command>.py with `HELP`, `add_arguments(parser)`
+and `run(args) -> int`. Command modules import heavy libraries inside run(), so that
+`generate.py --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+from generators.errors import SpecError
+
+COMMANDS: tuple[str, ...] = ("render",)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="generate.py",
+        description="Render, validate and diff the GitOps tree of shared GPU clusters "
+        "from environments/<env>.yaml.",
+    )
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        module = importlib.import_module(f"generators.commands.{name.replace('-', '_')}")
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(command)
+        command.set_defaults(run=module.run)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    args.root = ROOT
+    try:
+        code: int = args.run(args)
+    except SpecError as exc:
+        for problem in exc.problems:
+            print(problem.format(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    return code

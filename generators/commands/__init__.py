@@ -1,0 +1,19 @@
+"""CLI commands, one module each (see generators/cli.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from generators.spec.load import environment_names
+
+
+def select_environments(root: Path, names: list[str]) -> list[str] | None:
+    """The named environments (all shipped ones if none), or None after a usage message."""
+    known = environment_names(root)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        print(f"generate.py: error: unknown environment {unknown[0]!r}; known: {', '.join(known)}",
+              file=sys.stderr)
+        return None
+    return names or known

@@ -1,0 +1,15 @@
+"""rendered/<env>/namespaces/: a Namespace per team namespace."""
+
+from __future__ import annotations
+
+from generators.components import Obj
+from generators.model.types import Environment
+from generators.templating import render
+
+
+def generate(env: Environment) -> list[Obj]:
+    return [
+        render("namespaces/namespace.yaml.j2", namespace=ns, team=team)
+        for team in env.teams
+        for ns in team.namespaces
+    ]

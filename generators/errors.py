@@ -1,0 +1,52 @@
+"""User-facing errors: one line, `path:line:col: error: what (spec.path); hint`, never a traceback."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Location:
+    """A 1-based position in a file, shown relative to the repository root."""
+
+    file: str
+    line: int = 1
+    col: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    location: Location
+    message: str
+    spec_path: str = ""
+    hint: str = ""
+
+    def format(self) -> str:
+        text = f"{self.location}: error: {self.message}"
+        if self.spec_path:
+            text += f" ({self.spec_path})"
+        if self.hint:
+            text += f"; {self.hint}"
+        return text
+
+
+class SpecError(Exception):
+    """One or more problems in an environment file; nothing may be written."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("\n".join(p.format() for p in problems))
+        self.problems = problems
+
+
+def format_path(path: tuple[str | int, ...]) -> str:
+    """`("pools", 0, "nodes")` -> `pools[0].nodes`: how people name a spot in the spec."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out or "<root>"

@@ -1,0 +1,179 @@
+"""The model: frozen, typed objects built once from a validated environment.
+
+Generators read only these. Every number the spec implies (capacity, quotas, limits,
+priority thresholds) is derived in this package, once, and never re-derived elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal
+
+from generators.quantity import Format, canonical
+
+Role = Literal["training", "inference", "shared"]
+
+
+@dataclass(frozen=True)
+class ResourceKind:
+    """A resource that ClusterQueues cover, in coveredResources order."""
+
+    name: str
+    format: Format  # how quantities of it are printed
+
+    def show(self, amount: Fraction) -> str:
+        return canonical(amount, self.format)
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str | None
+    effect: str
+
+
+@dataclass(frozen=True)
+class Pool:
+    name: str
+    role: Role
+    gpu_model: str
+    gpu_resource: str
+    gpus_per_node: int
+    nodes: int
+    reserve_nodes: int
+    per_node: Mapping[str, Fraction]  # resource name -> base units (cores, bytes, devices)
+    node_labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    topology_levels: tuple[str, ...]
+
+    @property
+    def schedulable_nodes(self) -> int:
+        """Nodes that back quota: the reserve absorbs failed nodes without breaking gangs."""
+        return self.nodes - self.reserve_nodes
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    @property
+    def schedulable_gpus(self) -> int:
+        return self.schedulable_nodes * self.gpus_per_node
+
+    def capacity(self, resource: str) -> Fraction:
+        """Quota-backing capacity of `resource` (0 if the pool lacks it)."""
+        return self.per_node.get(resource, Fraction(0)) * self.schedulable_nodes
+
+
+@dataclass(frozen=True)
+class Cohort:
+    name: str
+    parent: str | None
+    fair_sharing_weight: float | None
+
+
+@dataclass(frozen=True)
+class Team:
+    name: str
+    namespaces: tuple[str, ...]
+    cohort: str | None
+    shares: Mapping[str, int]  # pool -> percent
+    max_usage_percent: int | None
+    lendable_percent: int | None
+    fair_sharing_weight: float | None
+
+
+@dataclass(frozen=True)
+class Tier:
+    name: str
+    role: Literal["training", "inference"]
+    workload_priority: int
+    pod_priority: int
+    preemption_policy: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Quota:
+    """One (flavor, resource) cell of a ClusterQueue."""
+
+    resource: ResourceKind
+    nominal: Fraction
+    borrowing_limit: Fraction | None
+    lending_limit: Fraction | None
+
+
+@dataclass(frozen=True)
+class FlavorQuota:
+    pool: str
+    nodes: int  # schedulable nodes of the pool this team owns
+    quotas: tuple[Quota, ...]  # in coveredResources order
+
+
+@dataclass(frozen=True)
+class Preemption:
+    reclaim_within_cohort: str
+    within_cluster_queue: str
+    borrow_within_cohort: str
+    borrow_max_priority: int  # highest inference workload priority: what borrowing may preempt
+
+
+@dataclass(frozen=True)
+class WaitForPodsReady:
+    enabled: bool
+    timeout: str
+    recovery_timeout: str
+    block_admission: bool
+    backoff_limit_count: int
+    backoff_base_seconds: int
+    backoff_max_seconds: int
+
+
+@dataclass(frozen=True)
+class KueueOptions:
+    namespace: str
+    queueing_strategy: str
+    integrations: tuple[str, ...]
+    manage_jobs_without_queue_name: bool
+    wait_for_pods_ready: WaitForPodsReady
+    fair_sharing: bool
+    fair_sharing_strategies: tuple[str, ...]
+    preemption: Preemption
+
+
+@dataclass(frozen=True)
+class ArgoCD:
+    namespace: str
+    project: str
+    repo_url: str
+    target_revision: str
+    destination_server: str
+    automated: bool
+
+
+@dataclass(frozen=True)
+class Environment:
+    name: str
+    display_name: str
+    source_file: str  # environments/<name>.yaml
+    kubernetes_version: str
+    argocd: ArgoCD
+    pools: tuple[Pool, ...]
+    cohorts: tuple[Cohort, ...]
+    teams: tuple[Team, ...]
+    tiers: tuple[Tier, ...]
+    kueue: KueueOptions
+    resources: tuple[ResourceKind, ...]  # coveredResources, same order in every ClusterQueue
+    queues: Mapping[str, tuple[FlavorQuota, ...]]  # team -> its flavors with quotas
+
+    def pool(self, name: str) -> Pool:
+        return next(p for p in self.pools if p.name == name)
+
+    @property
+    def gpus(self) -> int:
+        return sum(p.gpus for p in self.pools)
+
+    @property
+    def schedulable_gpus(self) -> int:
+        return sum(p.schedulable_gpus for p in self.pools)

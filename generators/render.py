@@ -1,0 +1,122 @@
+"""Environment -> files under rendered/<env>/, written atomically; and the staleness check.
+
+Paths: rendered/<env>/<component>/[<namespace>/]<kind>-<name>.yaml, one object per file.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from generators import yamlemit
+from generators.components import COMPONENTS, Obj, generator
+from generators.model.types import Environment
+from generators.syncwaves import wave
+
+RENDERED = "rendered"
+MANAGED_BY = "trainyard"
+
+
+@dataclass(frozen=True)
+class RenderedFile:
+    path: str  # relative to rendered/<env>/
+    obj: Obj
+    text: str
+
+
+def _decorate(obj: Obj, env: Environment, component: str) -> Obj:
+    """Common labels and the sync-wave annotation, added in one place for every object."""
+    meta: dict[str, Any] = obj.setdefault("metadata", {})
+    meta["labels"] = {
+        "app.kubernetes.io/managed-by": MANAGED_BY,
+        "trainyard.dev/environment": env.name,
+        "trainyard.dev/component": component,
+        **meta.get("labels", {}),
+    }
+    annotations = meta.get("annotations", {})
+    annotations.setdefault("argocd.argoproj.io/sync-wave", str(wave(obj["kind"])))
+    meta["annotations"] = annotations
+    return obj
+
+
+def file_path(component: str, obj: Obj) -> str:
+    meta = obj["metadata"]
+    name = f"{obj['kind'].lower()}-{meta['name']}.yaml"
+    namespace = meta.get("namespace")
+    return f"{component}/{namespace}/{name}" if namespace else f"{component}/{name}"
+
+
+def render_environment(env: Environment) -> list[RenderedFile]:
+    files: dict[str, RenderedFile] = {}
+    for component in COMPONENTS:
+        for obj in generator(component)(env):
+            obj = _decorate(obj, env, component)
+            path = file_path(component, obj)
+            if path in files:
+                raise ValueError(f"two objects render to {RENDERED}/{env.name}/{path}")
+            files[path] = RenderedFile(path, obj, yamlemit.dump(obj))
+    return [files[p] for p in sorted(files)]
+
+
+def write(root: Path, env_name: str, files: list[RenderedFile]) -> None:
+    """Write into a temp dir inside rendered/, then swap it in place of rendered/<env>.
+    Stale files vanish with the old directory; a crash leaves the old tree or the new one."""
+    base = root / RENDERED
+    base.mkdir(exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{env_name}-", dir=base))
+    try:
+        for f in files:
+            target = tmp / f.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(f.text, encoding="utf-8")
+        final = base / env_name
+        old = base / f".old-{env_name}-{os.getpid()}"
+        if final.exists():
+            final.rename(old)
+        tmp.rename(final)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def remove_unknown(root: Path, keep: set[str]) -> list[str]:
+    """Delete rendered/<dir> for environments that no longer exist; returns what went."""
+    base = root / RENDERED
+    gone = []
+    if base.is_dir():
+        for child in sorted(base.iterdir()):
+            if child.is_dir() and child.name not in keep:
+                shutil.rmtree(child)
+                gone.append(f"{RENDERED}/{child.name}/")
+    return gone
+
+
+def stale(root: Path, env_name: str, files: list[RenderedFile]) -> list[str]:
+    """Lines `rendered/<env>/<path>: stale|missing|extra`, sorted; empty when up to date."""
+    base = root / RENDERED / env_name
+    want = {f.path: f.text for f in files}
+    have: set[str] = set()
+    if base.is_dir():
+        have = {p.relative_to(base).as_posix() for p in base.rglob("*") if p.is_file()}
+    out = []
+    for path in sorted(set(want) | have):
+        shown = f"{RENDERED}/{env_name}/{path}"
+        if path not in have:
+            out.append(f"{shown}: missing")
+        elif path not in want:
+            out.append(f"{shown}: extra")
+        elif (base / path).read_text(encoding="utf-8") != want[path]:
+            out.append(f"{shown}: stale")
+    return out
+
+
+def unknown_dirs(root: Path, keep: set[str]) -> list[str]:
+    base = root / RENDERED
+    if not base.is_dir():
+        return []
+    return [f"{RENDERED}/{c.name}/: extra" for c in sorted(base.iterdir())
+            if c.is_dir() and c.name not in keep]

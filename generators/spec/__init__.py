@@ -1,0 +1,1 @@
+"""The environment file: load (with positions), validate (schema + semantics)."""

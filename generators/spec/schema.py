@@ -1,0 +1,138 @@
+"""JSON Schema validation of the merged environment, with errors mapped to file:line:col.
+
+The schema files in schemas/ are the single source of field meaning, limits AND defaults:
+`apply_defaults` fills missing keys from the schema's `default` keywords, so a default is
+never typed twice (once for editors, once in code).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from referencing import Registry, Resource
+
+from generators.errors import Problem, format_path
+from generators.spec.source import Document
+
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
+ROOT_SCHEMA = "environment.schema.json"
+MAX_PROBLEMS = 20
+
+
+@cache
+def _schemas() -> tuple[dict[str, Any], Registry]:
+    resources = []
+    root: dict[str, Any] = {}
+    for path in sorted(SCHEMA_DIR.glob("*.schema.json")):
+        contents = json.loads(path.read_text())
+        resources.append((contents["$id"], Resource.from_contents(contents)))
+        if path.name == ROOT_SCHEMA:
+            root = contents
+    registry: Registry = Registry().with_resources(resources)
+    return root, registry
+
+
+@cache
+def _validator() -> jsonschema.Draft202012Validator:
+    root, registry = _schemas()
+    return jsonschema.Draft202012Validator(root, registry=registry)
+
+
+def check(doc: Document) -> list[Problem]:
+    """All schema violations, sorted by position, at most MAX_PROBLEMS."""
+    errors = sorted(_validator().iter_errors(doc.value), key=lambda e: list(map(str, e.absolute_path)))
+    problems = [_problem(doc, _deepest(e)) for e in errors]
+    problems.sort(key=lambda p: (p.location.file, p.location.line, p.location.col))
+    return problems[:MAX_PROBLEMS]
+
+
+def _deepest(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
+    """For oneOf/anyOf, the branch error that explains the most (like best_match)."""
+    if error.context:
+        best: jsonschema.ValidationError | None = jsonschema.exceptions.best_match(error.context)
+        if best is not None:
+            return best
+    return error
+
+
+def _problem(doc: Document, error: jsonschema.ValidationError) -> Problem:
+    path = tuple(error.absolute_path)
+    spec_path = format_path(path)
+    instance = error.instance
+    schema: dict[str, Any] = error.schema if isinstance(error.schema, dict) else {}
+    expected: Any = error.validator_value
+    if error.validator == "additionalProperties" and isinstance(instance, dict):
+        allowed = sorted(schema.get("properties", {}))
+        unknown = sorted(set(instance) - set(allowed))
+        if unknown and allowed:
+            key = unknown[0]
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"allowed keys: {', '.join(allowed)}"
+            return Problem(doc.locate((*path, key), key=True), f"unknown key {key!r}",
+                           format_path((*path, key)), hint)
+    if error.validator == "required":
+        return Problem(doc.locate(path), error.message, spec_path)
+    if error.validator == "type":
+        return Problem(doc.locate(path), f"expected {expected}, got {_describe(instance)}", spec_path,
+                       "quote values such as 1.30 or yes that YAML would read as numbers or booleans"
+                       if expected == "string" else "")
+    if error.validator == "pattern":
+        hint = schema.get("description", "")
+        return Problem(doc.locate(path), f"{_describe(instance)} does not match {expected}",
+                       spec_path, hint.split(".")[0] if hint else "")
+    if error.validator == "enum":
+        choices = [str(c) for c in expected]
+        close = difflib.get_close_matches(str(instance), choices, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"one of: {', '.join(choices)}"
+        return Problem(doc.locate(path), f"{_describe(instance)} is not allowed", spec_path, hint)
+    if error.validator == "propertyNames":
+        return Problem(doc.locate(path), f"invalid key: {error.message}", spec_path)
+    return Problem(doc.locate(path), error.message, spec_path)
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"number {value}"
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return repr(value) if len(value) < 60 else repr(value[:57] + "...")
+    return type(value).__name__ if not isinstance(value, (dict, list)) else (
+        "a mapping" if isinstance(value, dict) else "a list")
+
+
+def apply_defaults(value: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of `value` with every schema default filled in (value must be valid)."""
+    root, registry = _schemas()
+    resolver = registry.resolver(base_uri=root["$id"])
+    return _fill(root, value, resolver)  # type: ignore[no-any-return]
+
+
+def _fill(schema: dict[str, Any], value: Any, resolver: Any) -> Any:
+    while "$ref" in schema:
+        resolved = resolver.lookup(schema["$ref"])
+        resolver = resolved.resolver
+        schema = {**resolved.contents, **{k: v for k, v in schema.items() if k != "$ref"}}
+    if isinstance(value, dict):
+        out = {}
+        props: dict[str, Any] = schema.get("properties", {})
+        for key, sub in props.items():
+            if key in value:
+                out[key] = _fill(sub, value[key], resolver)
+            elif "default" in sub:
+                out[key] = _fill(sub, json.loads(json.dumps(sub["default"])), resolver)
+        for key, item in value.items():
+            if key not in props:
+                extra = schema.get("additionalProperties")
+                out[key] = _fill(extra, item, resolver) if isinstance(extra, dict) else item
+        return out
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [_fill(schema["items"], item, resolver) for item in value]
+    return value

@@ -1,0 +1,162 @@
+"""Rules the schema cannot express: cross references, sums, orderings, file naming.
+
+Each check returns Problems located at the offending value; all of them run, so a person
+fixing a file sees every mistake at once.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from generators.errors import Problem, format_path
+from generators.spec.source import Document
+
+Path_ = tuple[str | int, ...]
+
+
+class _Checker:
+    def __init__(self, doc: Document, value: dict[str, Any], env_name: str) -> None:
+        self.doc = doc
+        self.v = value
+        self.env_name = env_name
+        self.problems: list[Problem] = []
+
+    def add(self, path: Path_, message: str, hint: str = "", *, key: bool = False) -> None:
+        self.problems.append(Problem(self.doc.locate(path, key=key), message, format_path(path), hint))
+
+    def unknown(self, path: Path_, what: str, name: str, known: Iterable[str], *, key: bool = False) -> None:
+        choices = sorted(known)
+        close = difflib.get_close_matches(name, choices, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"known {what}s: {', '.join(choices) or 'none'}"
+        self.add(path, f"unknown {what} {name!r}", hint, key=key)
+
+    def unique(self, section: str, items: list[dict[str, Any]], what: str) -> None:
+        seen: dict[str, int] = {}
+        for i, item in enumerate(items):
+            name = item["name"]
+            if name in seen:
+                self.add((section, i, "name"), f"duplicate {what} name {name!r}",
+                         f"first used at {section}[{seen[name]}]")
+            seen.setdefault(name, i)
+
+    def run(self) -> list[Problem]:
+        v = self.v
+        if v["name"] != self.env_name:
+            self.add(("name",), f"environment name {v['name']!r} does not match its file "
+                     f"{self.env_name}.yaml", f"rename the file or set name: {self.env_name}")
+        self.unique("pools", v["pools"], "pool")
+        self.unique("teams", v["teams"], "team")
+        self.unique("cohorts", v["cohorts"], "cohort")
+        self.unique_tiers()
+        self.pools()
+        self.cohorts()
+        self.teams()
+        self.priorities()
+        return self.problems
+
+    def unique_tiers(self) -> None:
+        seen: set[str] = set()
+        for i, tier in enumerate(self.v["priorities"]["tiers"]):
+            if tier["name"].startswith("system-"):
+                self.add(("priorities", "tiers", i, "name"), "names starting with 'system-' are reserved "
+                         "for Kubernetes", "pick another tier name")
+            if tier["name"] in seen:
+                self.add(("priorities", "tiers", i, "name"), f"duplicate tier name {tier['name']!r}")
+            seen.add(tier["name"])
+
+    def pools(self) -> None:
+        gpu_resources: dict[str, str] = {}
+        for i, pool in enumerate(self.v["pools"]):
+            if pool["reserveNodes"] >= pool["nodes"]:
+                self.add(("pools", i, "reserveNodes"), f"reserve of {pool['reserveNodes']} nodes leaves "
+                         f"no capacity in a pool of {pool['nodes']}", "reserveNodes must be below nodes")
+            for resource in pool["extraResources"]:
+                if resource in ("cpu", "memory", pool["gpu"]["resource"]):
+                    self.add(("pools", i, "extraResources", resource), f"{resource!r} is already covered "
+                             "by gpu/cpu/memory", key=True)
+            gpu_resources.setdefault(pool["gpu"]["resource"], pool["name"])
+            levels = pool.get("topology", {}).get("levels", [])
+            if "kubernetes.io/hostname" in levels[:-1]:
+                self.add(("pools", i, "topology", "levels"), "kubernetes.io/hostname may only be the "
+                         "last (finest) topology level", "Kueue Topology rule")
+
+    def cohorts(self) -> None:
+        names = {c["name"] for c in self.v["cohorts"]}
+        parents = {c["name"]: c.get("parent") for c in self.v["cohorts"]}
+        for i, cohort in enumerate(self.v["cohorts"]):
+            parent = cohort.get("parent")
+            if parent is not None and parent not in names:
+                self.unknown(("cohorts", i, "parent"), "cohort", parent, names)
+            seen = {cohort["name"]}
+            while parent is not None and parent in parents:
+                if parent in seen:
+                    self.add(("cohorts", i, "parent"), f"cohort {cohort['name']!r} is its own ancestor")
+                    break
+                seen.add(parent)
+                parent = parents[parent]
+
+    def teams(self) -> None:
+        pools = {p["name"]: p for p in self.v["pools"]}
+        cohorts = {c["name"] for c in self.v["cohorts"]}
+        totals: Counter[str] = Counter()
+        namespaces: dict[str, str] = {}
+        for i, team in enumerate(self.v["teams"]):
+            cohort = team.get("cohort")
+            if cohort is not None and cohort not in cohorts:
+                self.unknown(("teams", i, "cohort"), "cohort", cohort, cohorts)
+            if cohort is None:
+                for field in ("maxUsagePercent", "lendablePercent"):
+                    if field in team:
+                        self.add(("teams", i, field), f"{field} needs a cohort to borrow from or lend to",
+                                 "set teams[].cohort or remove the field", key=True)
+            for pool, share in team["shares"].items():
+                if pool not in pools:
+                    self.unknown(("teams", i, "shares", pool), "pool", pool, pools, key=True)
+                totals[pool] += share
+            for j, ns in enumerate(team["namespaces"]):
+                if ns in namespaces:
+                    self.add(("teams", i, "namespaces", j), f"namespace {ns!r} already belongs to team "
+                             f"{namespaces[ns]!r}", "a namespace feeds exactly one ClusterQueue")
+                namespaces.setdefault(ns, team["name"])
+        for i, pool in enumerate(self.v["pools"]):
+            total = totals.get(pool["name"], 0)
+            if total != 100:
+                owners = ", ".join(f"{t['name']}={t['shares'][pool['name']]}" for t in self.v["teams"]
+                                   if pool["name"] in t["shares"]) or "no team"
+                verdict = "over" if total > 100 else "under"
+                self.add(("pools", i, "name"), f"team shares of pool {pool['name']!r} sum to {total}%, "
+                         f"{verdict} 100%", f"shares: {owners}; they must add up to exactly 100 so quota "
+                         "equals capacity")
+
+    def priorities(self) -> None:
+        tiers = self.v["priorities"]["tiers"]
+        by_role: dict[str, list[tuple[int, dict[str, Any]]]] = {"training": [], "inference": []}
+        for i, tier in enumerate(tiers):
+            by_role[tier["role"]].append((i, tier))
+        for role in ("training", "inference"):
+            if not by_role[role]:
+                self.add(("priorities", "tiers"), f"no {role} tier", "the talk's scheme needs at least one "
+                         "training and one inference tier")
+        for field in ("workloadPriority", "podPriority"):
+            if not (by_role["training"] and by_role["inference"]):
+                break
+            low_i, lowest_training = min(by_role["training"], key=lambda t: t[1][field])
+            _, highest_inference = max(by_role["inference"], key=lambda t: t[1][field])
+            if lowest_training[field] <= highest_inference[field]:
+                self.add(("priorities", "tiers", low_i, field),
+                         f"training tier {lowest_training['name']!r} ({lowest_training[field]}) is not above "
+                         f"inference tier {highest_inference['name']!r} ({highest_inference[field]})",
+                         "every training tier must outrank every inference tier so training preempts serving")
+            values = Counter(t[field] for t in tiers)
+            for i, tier in enumerate(tiers):
+                if values[tier[field]] > 1:
+                    self.add(("priorities", "tiers", i, field), f"{field} {tier[field]} is used by more "
+                             "than one tier", "values must be unique so the order is unambiguous")
+
+
+def check(doc: Document, value: dict[str, Any], env_name: str) -> list[Problem]:
+    """Semantic problems of a schema-valid, defaulted environment."""
+    return _Checker(doc, value, env_name).run()

@@ -1,0 +1,80 @@
+"""Jinja2 templates give each object its YAML shape; values enter only as data.
+
+Every `{{ ... }}` must end in the `y` filter, which turns a Python value into a YAML flow
+scalar or collection (a quoted string stays a string, whatever it contains). A finalizer
+refuses anything else, so text from an environment file can never be spliced into YAML
+structure or evaluated as template code. The rendered text is parsed back into objects
+once; the emitter, not the template, decides the final bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from generators.yamlemit import _float
+
+TEMPLATE_DIR = Path(__file__).resolve().parents[1] / "templates"
+
+
+class Flow(str):
+    """A fragment produced by the `y` filter: safe to place in YAML."""
+
+
+def to_flow(value: Any) -> Flow:
+    return Flow(_flow(value))
+
+
+def _flow(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _float(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(str(k))}: {_flow(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_flow(v) for v in value) + "]"
+    raise TypeError(f"template value of type {type(value).__name__} is not data")
+
+
+def _finalize(value: Any) -> Any:
+    if isinstance(value, Flow):
+        return value
+    raise jinja2.TemplateError(f"every interpolation must end in '| y' (got {value!r})")
+
+
+@cache
+def environment() -> ImmutableSandboxedEnvironment:
+    env = ImmutableSandboxedEnvironment(
+        loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        finalize=_finalize,
+    )
+    env.filters["y"] = to_flow
+    return env
+
+
+def render(template: str, **context: Any) -> Any:
+    """Render templates/<template> with `context` and parse the YAML back into an object."""
+    text = environment().get_template(template).render(**context)
+    return yaml.load(text, Loader=yaml.CSafeLoader)
+
+
+def render_all(template: str, **context: Any) -> list[Any]:
+    """Like render, for a template that emits a '---'-separated stream of objects."""
+    text = environment().get_template(template).render(**context)
+    return [doc for doc in yaml.load_all(text, Loader=yaml.CSafeLoader) if doc is not None]

@@ -1,0 +1,146 @@
+"""Canonical YAML for the objects we render: fast, byte-stable, safe under YAML 1.1.
+
+Why our own emitter: PyYAML's dumper (even the C one) costs ~0.6 ms per small object
+(../shared/reference/performance.md), and emission dominates a render. We only ever emit
+plain data (dict, list, str, int, float, bool, None), so a small emitter is enough.
+Rules, all chosen so that PyYAML's safe loader (YAML 1.1, as Kubernetes tooling reads it)
+loads exactly the object back (tests/test_yamlemit.py proves it with hypothesis):
+- block style; sequences are not indented under their key (kubectl's style);
+- key order is the order the generator built (templates fix it; user maps arrive sorted);
+- a string is plain only if the YAML 1.1 resolver would read it back as that same string
+  and it has no character with meaning in YAML; otherwise it is double-quoted;
+- multi-line strings (dashboards, CSV, embedded configs) use literal blocks when that is
+  exact, so that diffs stay readable.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from functools import lru_cache
+from typing import Any
+
+import yaml
+
+# Plain scalars: start with a safe character, no ': ' or ' #', no leading/trailing blanks.
+_PLAIN = re.compile(r"[A-Za-z0-9_./]([A-Za-z0-9_./@+,;()' -]*[A-Za-z0-9_./@+)-])?")
+_RESOLVER = yaml.resolver.Resolver()
+_STR_TAG = "tag:yaml.org,2002:str"
+_INDENT = "  "
+
+
+@lru_cache(maxsize=65536)
+def scalar(text: str) -> str:
+    """A one-line YAML scalar for `text`: plain when that round-trips, else double-quoted."""
+    if (
+        _PLAIN.fullmatch(text)
+        and _RESOLVER.resolve(yaml.ScalarNode, text, (True, False)) == _STR_TAG  # type: ignore[no-untyped-call]
+        and not _looks_numeric_in_yaml12(text)
+    ):
+        return text
+    quoted = json.dumps(text, ensure_ascii=False)
+    if not quoted.isprintable():  # e.g. U+2028, which YAML would read as a line break
+        quoted = json.dumps(text, ensure_ascii=True)
+    return quoted
+
+
+_YAML12_NUMBER = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|0o[0-7]+|0x[0-9a-fA-F]+")
+
+
+def _looks_numeric_in_yaml12(text: str) -> bool:
+    """Quote what a YAML 1.2 reader (Go's yaml.v3, e.g. in kubectl) would read as a number."""
+    return _YAML12_NUMBER.fullmatch(text) is not None
+
+
+def _literal_ok(text: str) -> bool:
+    if "\n" not in text or "\r" in text or text.startswith((" ", "\n")):
+        return False
+    body = text[:-1] if text.endswith("\n") else text
+    if body.endswith("\n"):
+        return False  # several trailing newlines would need '|+'
+    return all(line == "" or (line.isprintable() and not line.isspace() and line.rstrip(" ") == line)
+               for line in body.split("\n"))
+
+
+def _float(value: float) -> str:
+    if math.isnan(value):
+        return ".nan"
+    if math.isinf(value):
+        return ".inf" if value > 0 else "-.inf"
+    text = repr(value)
+    if "e" in text and "." not in text.split("e")[0]:
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}.0e{exponent}"  # YAML 1.1 floats need a dot
+    if "e" in text and text.split("e")[1][0] not in "+-":
+        text = text.replace("e", "e+")
+    return text
+
+
+def _atom(value: Any) -> str | None:
+    """Inline form of a scalar or empty collection; None for a non-empty collection."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _float(value)
+    if isinstance(value, str):
+        return scalar(value)
+    if isinstance(value, dict):
+        return None if value else "{}"
+    if isinstance(value, (list, tuple)):
+        return None if value else "[]"
+    raise TypeError(f"cannot emit {type(value).__name__} as YAML")
+
+
+def _block(value: str, indent: str) -> str:
+    chomp = "" if value.endswith("\n") else "-"
+    body = value[:-1] if value.endswith("\n") else value
+    lines = [f"{indent}{line}" if line else "" for line in body.split("\n")]
+    return f"|{chomp}\n" + "\n".join(lines)
+
+
+def _emit(value: Any, indent: str, out: list[str]) -> None:
+    """Append the lines of a non-empty mapping or sequence at `indent`."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"mapping keys must be strings, got {key!r}")
+            head = f"{indent}{scalar(key)}:"
+            if isinstance(item, str) and _literal_ok(item):
+                out.append(f"{head} {_block(item, indent + _INDENT)}")
+                continue
+            atom = _atom(item)
+            if atom is not None:
+                out.append(f"{head} {atom}")
+            else:
+                out.append(head)
+                _emit(item, indent if isinstance(item, (list, tuple)) else indent + _INDENT, out)
+        return
+    for item in value:
+        if isinstance(item, str) and _literal_ok(item):
+            out.append(f"{indent}- {_block(item, indent + _INDENT)}")
+            continue
+        atom = _atom(item)
+        if atom is not None:
+            out.append(f"{indent}- {atom}")
+            continue
+        start = len(out)
+        _emit(item, indent + _INDENT, out)
+        # Put the first line of the nested block on the dash line: "- name: x".
+        out[start] = f"{indent}- {out[start][len(indent) + len(_INDENT):]}"
+
+
+def dump(value: Any) -> str:
+    """One YAML document (no '---'), ending in a newline."""
+    atom = _atom(value)
+    if atom is not None:
+        return atom + "\n"
+    out: list[str] = []
+    _emit(value, "", out)
+    return "\n".join(out) + "\n"

@@ -1,0 +1,151 @@
+"""Fixtures for the gate controller: gate/ on sys.path, a real Prometheus, a test exporter."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import requests
+
+# The controller is its own program under gate/ (not part of the generators' package);
+# its tests import it the way `python -m trainyard_gate` does from inside gate/.
+GATE_DIR = Path(__file__).resolve().parents[2] / "gate"
+if str(GATE_DIR) not in sys.path:
+    sys.path.insert(0, str(GATE_DIR))
+
+from tools.toolchain import ToolNotInstalled, tool_path  # noqa: E402
+
+METRIC = "trainyard_test_free_gpus"
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class Exporter:
+    """A /metrics endpoint whose `trainyard_test_free_gpus` series the test sets."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._series: list[tuple[str, float]] = []
+        exporter = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = exporter.render().encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass  # scrapes every second would drown the test output
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port: int = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def set(self, value: float) -> None:
+        """Export exactly one series with `value`."""
+        self.set_series([("", value)])
+
+    def set_series(self, series: list[tuple[str, float]]) -> None:
+        """Export these (label text, value) series; [] exports none."""
+        with self._lock:
+            self._series = list(series)
+
+    def render(self) -> str:
+        with self._lock:
+            lines = [f"# TYPE {METRIC} gauge"]
+            for labels, value in self._series:
+                lines.append(f"{METRIC}{{{labels}}} {value}" if labels else f"{METRIC} {value}")
+        return "\n".join(lines) + "\n"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def exporter() -> Iterator[Exporter]:
+    served = Exporter()
+    try:
+        yield served
+    finally:
+        served.close()
+
+
+@pytest.fixture(scope="module")
+def prometheus_url(exporter: Exporter, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Prometheus (the pinned build from tools/install.py) scraping `exporter` at 1s."""
+    try:
+        binary = tool_path("prometheus")
+    except ToolNotInstalled as err:
+        pytest.fail(str(err))
+    workdir = tmp_path_factory.mktemp("prometheus")
+    config = workdir / "prometheus.yml"
+    config.write_text(
+        "global:\n"
+        "  scrape_interval: 1s\n"
+        "  scrape_timeout: 900ms\n"
+        "scrape_configs:\n"
+        "  - job_name: trainyard-test\n"
+        "    static_configs:\n"
+        f"      - targets: ['127.0.0.1:{exporter.port}']\n",
+        encoding="utf-8",
+    )
+    port = free_port()
+    log_path = workdir / "prometheus.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [
+                str(binary),
+                f"--config.file={config}",
+                f"--storage.tsdb.path={workdir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--log.level=warn",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_ready(url, process, log_path)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+
+
+def _wait_ready(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            tail = log_path.read_text(errors="replace")[-2000:]
+            pytest.fail(f"prometheus exited with {process.returncode}:\n{tail}")
+        try:
+            if requests.get(f"{url}/-/ready", timeout=1).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(0.1)
+    pytest.fail(f"prometheus at {url} not ready after 20s")
