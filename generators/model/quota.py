@@ -47,7 +47,8 @@ def build_queues(pools: tuple[Pool, ...], teams: tuple[Team, ...],
             borrow = _borrowable_nodes(team, pool, own)
             lend = None if team.lendable_percent is None else own * team.lendable_percent // 100
             cells: tuple[Quota, ...] = tuple(
-                Quota(r, own * pool.per_node.get(r.name, Fraction(0)), _times(borrow, pool, r), _times(lend, pool, r))
+                Quota(r, own * pool.per_node.get(r.name, Fraction(0)),
+                      _times(borrow, pool, r), _times(lend, pool, r))
                 for r in resources
             )
             flavors.append(FlavorQuota(pool.name, own, cells))

@@ -178,7 +178,7 @@ def test_overlapping_selectors_with_distinct_taint_keys_are_allowed() -> None:
 def test_unreadable_and_malformed_files(tmp_path: Path) -> None:
     with pytest.raises(PolicyError, match=r"cannot read policy"):
         load(tmp_path / "absent.yaml")
-    with pytest.raises(PolicyError, match=r"^policy\.yaml:2:\d+: error: invalid YAML"):
+    with pytest.raises(PolicyError, match=r"^policy\.yaml:3:1: error: invalid YAML"):
         parse("spec:\n  gates: [\n", "policy.yaml")
     with pytest.raises(PolicyError, match=r"policy file is empty"):
         parse("", "policy.yaml")
