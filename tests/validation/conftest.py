@@ -1,0 +1,37 @@
+"""Shared fixtures: the pinned CRDs, the built schema set, the kubeconform binary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from generators.validation.schemastore import default_crd_dir, ensure_schemas
+from tools.toolchain import ToolNotInstalled, tool_path
+
+KUBERNETES_VERSION = "1.36"
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def crd_dir() -> Path:
+    """../shared/crds: the pinned CRDs (read-only)."""
+    path = default_crd_dir()
+    if not path.is_dir():
+        pytest.fail(f"pinned CRDs not found at {path}; see fetch_crds()", pytrace=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def schema_dir(crd_dir: Path) -> Path:
+    """The schema set for KUBERNETES_VERSION, from the real cache (built once per key)."""
+    return ensure_schemas(KUBERNETES_VERSION, crd_dir)
+
+
+@pytest.fixture(scope="session")
+def kubeconform() -> Path:
+    """The pinned kubeconform binary; a missing one fails with the install command."""
+    try:
+        return tool_path("kubeconform")
+    except ToolNotInstalled as error:
+        pytest.fail(f"{error} (CI installs tools first: make tools)", pytrace=False)
