@@ -96,11 +96,7 @@ def step(
 
     since = now if memory.leaving_since is None else memory.leaving_since
     held = max(0.0, now - since)
-    required = (
-        thresholds.close_after_seconds
-        if target is GateState.CLOSED
-        else thresholds.open_after_seconds
-    )
+    required = thresholds.close_after_seconds if target is GateState.CLOSED else thresholds.open_after_seconds
     if held >= required:
         reason = f"{why} for {held:g}s (required {required:g}s)"
         return GateMemory(target), Decision(memory.state, target, free_gpus, held, required, reason)

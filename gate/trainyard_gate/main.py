@@ -63,19 +63,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=DEFAULT_METRICS_PORT,
         help=f"port for /metrics, 0 to disable (default {DEFAULT_METRICS_PORT})",
     )
-    parser.add_argument(
-        "--metrics-address", default="0.0.0.0", help="address for /metrics (default 0.0.0.0)"
-    )
+    parser.add_argument("--metrics-address", default="0.0.0.0", help="address for /metrics (default 0.0.0.0)")
     parser.add_argument(
         "--node-resync-seconds",
         type=float,
         default=5.0,
-        help="re-check nodes between queries this often, 0 to only re-check "
-        "on each query (default 5)",
+        help="re-check nodes between queries this often, 0 to only re-check on each query (default 5)",
     )
-    parser.add_argument(
-        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
-    )
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser.parse_args(argv)
 
 

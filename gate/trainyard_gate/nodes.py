@@ -47,15 +47,11 @@ def has_gate_taint(taints: Sequence[TaintDict], taint: Taint) -> bool:
 def is_converged(node: NodeTaints, taint: Taint, state: GateState) -> bool:
     """True when the node already carries exactly what `state` asks for."""
     if state is GateState.CLOSED:
-        return has_gate_taint(node.taints, taint) and (
-            sum(owns(entry, taint) for entry in node.taints) == 1
-        )
+        return has_gate_taint(node.taints, taint) and (sum(owns(entry, taint) for entry in node.taints) == 1)
     return not any(owns(entry, taint) for entry in node.taints)
 
 
-def desired_taints(
-    taints: Sequence[TaintDict], taint: Taint, state: GateState
-) -> list[dict[str, Any]]:
+def desired_taints(taints: Sequence[TaintDict], taint: Taint, state: GateState) -> list[dict[str, Any]]:
     """Other writers' taints untouched and in order; the gate's taint present iff closed."""
     kept = [dict(entry) for entry in taints if not owns(entry, taint)]
     if state is GateState.CLOSED:

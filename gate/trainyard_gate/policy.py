@@ -213,9 +213,7 @@ class _Reader:
         parsed = urlparse(url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise self.fail((*path, "url"), f"expected an http(s) URL with a host, got {url!r}")
-        timeout = self.seconds(
-            prom.get("timeoutSeconds", 5), (*path, "timeoutSeconds"), positive=True
-        )
+        timeout = self.seconds(prom.get("timeoutSeconds", 5), (*path, "timeoutSeconds"), positive=True)
         return PrometheusEndpoint(url=url.rstrip("/"), timeout_seconds=timeout)
 
     def on_unavailable(self, value: Any) -> OnUnavailable:
@@ -308,9 +306,7 @@ class _Reader:
             if not isinstance(key, str) or not _QUALIFIED_NAME.match(key):
                 raise self.fail((*path, str(key)), f"invalid label key {key!r}")
             if not isinstance(label, str) or not _LABEL_VALUE.match(label):
-                raise self.fail(
-                    (*path, key), f"label value must be a string label value, got {label!r}"
-                )
+                raise self.fail((*path, key), f"label value must be a string label value, got {label!r}")
             pairs.append((key, label))
         return tuple(sorted(pairs))
 

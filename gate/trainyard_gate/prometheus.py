@@ -23,9 +23,7 @@ class QueryFailed(Exception):
 class PrometheusClient:
     """Instant queries against one Prometheus server."""
 
-    def __init__(
-        self, endpoint: PrometheusEndpoint, session: requests.Session | None = None
-    ) -> None:
+    def __init__(self, endpoint: PrometheusEndpoint, session: requests.Session | None = None) -> None:
         self._endpoint = endpoint
         self._session = session or requests.Session()
 
@@ -36,9 +34,7 @@ class PrometheusClient:
         """Evaluate `query` now and return its one sample's value."""
         url = f"{self._endpoint.url}/api/v1/query"
         try:
-            response = self._session.get(
-                url, params={"query": query}, timeout=self._endpoint.timeout_seconds
-            )
+            response = self._session.get(url, params={"query": query}, timeout=self._endpoint.timeout_seconds)
         except requests.RequestException as err:
             raise QueryFailed(f"cannot reach {url}: {type(err).__name__}") from err
         try:

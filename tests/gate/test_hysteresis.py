@@ -44,9 +44,7 @@ class Gate:
     def see(self, free: float | None, after: float = 0.0) -> Decision:
         """Advance the clock by `after` seconds, then observe `free`."""
         self.now += after
-        self.memory, decision = step(
-            self.memory, self.now, free, self.thresholds, self.on_unavailable
-        )
+        self.memory, decision = step(self.memory, self.now, free, self.thresholds, self.on_unavailable)
         self.log.append(decision)
         return decision
 

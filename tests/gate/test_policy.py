@@ -97,9 +97,7 @@ def test_prefer_no_schedule_is_refused() -> None:
 
 @pytest.mark.parametrize("open_below", [64, 65, 100])
 def test_close_threshold_must_exceed_open_threshold(open_below: int) -> None:
-    message = _error(
-        EXAMPLE.replace("openWhenFreeGpusBelow: 16", f"openWhenFreeGpusBelow: {open_below}")
-    )
+    message = _error(EXAMPLE.replace("openWhenFreeGpusBelow: 16", f"openWhenFreeGpusBelow: {open_below}"))
     assert "must be greater than openWhenFreeGpusBelow" in message
     assert message.endswith("(spec.gates[0].closeWhenFreeGpusAtLeast)")
 

@@ -1,0 +1,214 @@
+"""Taint add/remove against a REAL kube-apiserver (no fake API).
+
+Needs a pytest fixture named `kubeconfig` (a path to the kubeconfig of a throwaway
+kube-apiserver + etcd) from the control-plane harness of issue 7; until that exists these
+tests skip. They create Node objects with unique names and labels and delete them after.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+from trainyard_gate.controller import TaintEnforcer
+from trainyard_gate.hysteresis import GateState, OnUnavailable, Thresholds
+from trainyard_gate.main import core_api, run
+from trainyard_gate.metrics import GateMetrics
+from trainyard_gate.nodes import KubeNodes, owns
+from trainyard_gate.policy import Gate, PrometheusEndpoint, Taint, TaintPolicy
+from trainyard_gate.prometheus import PrometheusClient, QueryFailed
+
+from .conftest import METRIC, Exporter
+
+pytestmark = pytest.mark.controlplane
+
+SKIP_REASON = "control-plane harness not available yet (issue 7)"
+TAINT = Taint("trainyard.dev/overflow-gate", "closed", "NoSchedule")
+# Taints other writers own: virtual-kubelet's provider taint and a node-lifecycle one whose
+# timeAdded must survive our patches byte for byte.
+PROVIDER_TAINT = client.V1Taint(key="virtual-kubelet.io/provider", value="mock", effect="NoSchedule")
+UNREACHABLE_TAINT = client.V1Taint(
+    key="node.kubernetes.io/unreachable",
+    effect="NoExecute",
+    time_added=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+)
+
+
+@pytest.fixture
+def api(request: pytest.FixtureRequest) -> Iterator[client.CoreV1Api]:
+    try:
+        kubeconfig = request.getfixturevalue("kubeconfig")
+    except pytest.FixtureLookupError:
+        pytest.skip(SKIP_REASON)
+    core = core_api(Path(kubeconfig))
+    yield core
+    core.api_client.close()
+
+
+class Fleet:
+    """Virtual-kubelet-like Node objects for one test, labelled so only they match."""
+
+    def __init__(self, api: client.CoreV1Api) -> None:
+        self.api = api
+        self.provider = f"gate-test-{uuid.uuid4().hex[:8]}"
+        self.gate = Gate(
+            self.provider,
+            (("trainyard.dev/provider", self.provider), ("type", "virtual-kubelet")),
+            TAINT,
+            Thresholds(64, 0, 16, 0),
+        )
+        self.names: list[str] = []
+
+    def create(self, index: int) -> str:
+        name = f"{self.provider}-{index}"
+        body = client.V1Node(
+            metadata=client.V1ObjectMeta(name=name, labels=dict(self.gate.match_labels)),
+            spec=client.V1NodeSpec(taints=[PROVIDER_TAINT, UNREACHABLE_TAINT]),
+        )
+        self.api.create_node(body)
+        if name not in self.names:
+            self.names.append(name)
+        return name
+
+    def delete(self, name: str) -> None:
+        self.api.delete_node(name, grace_period_seconds=0)
+
+    def taints(self, name: str) -> list[dict[str, Any]]:
+        spec = self.api.read_node(name).spec
+        raw = self.api.api_client.sanitize_for_serialization((spec and spec.taints) or [])
+        return list(raw)
+
+    def version(self, name: str) -> str:
+        meta = self.api.read_node(name).metadata
+        assert meta is not None and meta.resource_version
+        return meta.resource_version
+
+    def others(self, name: str) -> list[dict[str, Any]]:
+        return [entry for entry in self.taints(name) if not owns(entry, TAINT)]
+
+    def gated(self, name: str) -> bool:
+        return any(owns(entry, TAINT) and entry.get("value") == "closed"
+                   for entry in self.taints(name))  # fmt: skip
+
+    def cleanup(self) -> None:
+        for name in self.names:
+            try:
+                self.delete(name)
+            except client.ApiException as err:
+                if err.status != 404:
+                    raise
+
+
+@pytest.fixture
+def fleet(api: client.CoreV1Api) -> Iterator[Fleet]:
+    nodes = Fleet(api)
+    try:
+        yield nodes
+    finally:
+        nodes.cleanup()
+
+
+def patches(metrics: GateMetrics, gate: str, action: str, dry_run: bool = False) -> float:
+    labels = {"gate": gate, "action": action, "dry_run": str(dry_run).lower()}
+    return metrics.registry.get_sample_value("trainyard_gate_node_patches_total", labels) or 0
+
+
+def test_close_and_open_touch_only_the_gate_taint(fleet: Fleet) -> None:
+    names = [fleet.create(0), fleet.create(1)]
+    before = {name: fleet.others(name) for name in names}
+    metrics = GateMetrics([fleet.gate.name])
+    enforcer = TaintEnforcer(KubeNodes(fleet.api), metrics, dry_run=False)
+    assert enforcer.initial_states([fleet.gate]) == {fleet.gate.name: GateState.OPEN}
+
+    assert enforcer.enforce(fleet.gate, GateState.CLOSED)
+    for name in names:
+        assert fleet.gated(name) and fleet.others(name) == before[name]
+    assert patches(metrics, fleet.gate.name, "taint") == 2
+    assert enforcer.initial_states([fleet.gate]) == {fleet.gate.name: GateState.CLOSED}
+
+    versions = {name: fleet.version(name) for name in names}
+    assert enforcer.enforce(fleet.gate, GateState.CLOSED)  # idempotent: no patch at all
+    assert patches(metrics, fleet.gate.name, "taint") == 2
+    assert versions == {n: fleet.version(n) for n in names}
+
+    assert enforcer.enforce(fleet.gate, GateState.OPEN)
+    for name in names:
+        assert not fleet.gated(name) and fleet.others(name) == before[name]
+    assert patches(metrics, fleet.gate.name, "untaint") == 2
+
+
+def test_recreated_node_gets_the_taint_back(fleet: Fleet) -> None:
+    name = fleet.create(0)
+    enforcer = TaintEnforcer(KubeNodes(fleet.api), GateMetrics([fleet.gate.name]), False)
+    enforcer.enforce(fleet.gate, GateState.CLOSED)
+    fleet.delete(name)
+    fleet.create(0)  # virtual-kubelet restarted and registered its node again
+    assert not fleet.gated(name)
+    enforcer.enforce(fleet.gate, GateState.CLOSED)
+    assert fleet.gated(name)
+
+
+def test_dry_run_changes_nothing(fleet: Fleet) -> None:
+    name = fleet.create(0)
+    version = fleet.version(name)
+    metrics = GateMetrics([fleet.gate.name])
+    enforcer = TaintEnforcer(KubeNodes(fleet.api), metrics, dry_run=True)
+    enforcer.enforce(fleet.gate, GateState.CLOSED)
+    enforcer.enforce(fleet.gate, GateState.CLOSED)
+    assert fleet.version(name) == version
+    assert patches(metrics, fleet.gate.name, "taint", dry_run=True) == 1  # reported once
+
+
+def test_conflicting_writer_is_not_overwritten(fleet: Fleet) -> None:
+    name = fleet.create(0)
+    nodes = KubeNodes(fleet.api)
+    [stale] = nodes.list(fleet.gate.label_selector)
+    other = {"key": "example.com/maintenance", "value": "true", "effect": "NoSchedule"}
+    fleet.api.patch_node(  # someone else adds a taint after our read
+        name,
+        {"spec": {"taints": [*fleet.taints(name), other]}},
+        _content_type="application/merge-patch+json",
+    )
+    assert nodes.converge(stale, TAINT, GateState.CLOSED)  # 409, re-read, patched
+    assert fleet.gated(name) and other in fleet.taints(name)
+
+
+def test_once_pass_with_real_prometheus_and_apiserver(
+    fleet: Fleet, exporter: Exporter, prometheus_url: str
+) -> None:
+    name = fleet.create(0)
+    policy = TaintPolicy(
+        name="overflow-gate",
+        prometheus=PrometheusEndpoint(prometheus_url, 2),
+        query=METRIC,
+        reconcile_interval_seconds=1,
+        on_prometheus_unavailable=OnUnavailable.HOLD,
+        dry_run=False,
+        gates=(fleet.gate,),  # hold times 0: one observation decides
+    )
+    exporter.set(100)
+    prometheus = PrometheusClient(policy.prometheus)
+    deadline = time.monotonic() + 10
+    while not _shows(prometheus, 100.0):
+        assert time.monotonic() < deadline, "Prometheus never scraped the exporter"
+        time.sleep(0.1)
+    metrics = GateMetrics([fleet.gate.name])
+    enforcer = TaintEnforcer(KubeNodes(fleet.api), metrics, dry_run=False)
+    code = run(policy, prometheus, enforcer, metrics, threading.Event(), once=True,
+               node_resync_seconds=0)  # fmt: skip
+    prometheus.close()
+    assert code == 0 and fleet.gated(name)
+
+
+def _shows(prometheus: PrometheusClient, value: float) -> bool:
+    try:
+        return prometheus.query_single(METRIC) == value
+    except QueryFailed:
+        return False
