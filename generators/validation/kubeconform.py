@@ -195,9 +195,7 @@ def _findings(resource: Mapping[str, Any]) -> list[Finding]:
     return [Finding(**base, check=f"kubeconform/{status}", status=status, message=message)]
 
 
-def _uncounted(
-    resources: Sequence[Mapping[str, Any]], per_file: Mapping[str, int]
-) -> list[Finding]:
+def _uncounted(resources: Sequence[Mapping[str, Any]], per_file: Mapping[str, int]) -> list[Finding]:
     """A finding per file where kubeconform accounted for fewer or more objects than we see."""
     seen = Counter(str(r.get("filename", "")) for r in resources)
     findings = []

@@ -38,7 +38,7 @@ import yaml
 from tools.toolchain import cache_dir
 
 # Bump when the output of this module changes for the same inputs: it is part of the key.
-SCHEMA_FORMAT_VERSION: Final = 1
+SCHEMA_FORMAT_VERSION: Final = 2
 DRAFT4: Final = "http://json-schema.org/draft-04/schema#"
 MANIFEST: Final = "manifest.json"
 SOURCES_FILE: Final = "SOURCES.txt"
@@ -61,6 +61,17 @@ class SchemaBuildError(RuntimeError):
 
 class CrdVerificationError(SchemaBuildError):
     """CRD files do not match the sha256 pins of their SOURCES.txt."""
+
+
+@dataclass(frozen=True)
+class SchemaFile:
+    """One file of the layout and the kind it validates."""
+
+    name: str  # <kind><kind-suffix>.json
+    api_version: str
+    kind: str
+    source: str  # where the schema came from, for error messages and the manifest
+    schema: Schema
 
 
 @dataclass(frozen=True)
@@ -162,20 +173,22 @@ def build_schemas(kubernetes_version: str, crd_dir: Path, dest: Path) -> dict[st
     k8s = KubernetesDefinitions(normalize_kubernetes_version(kubernetes_version))
     out = dest / strict_dir_name(kubernetes_version)
     out.mkdir(parents=True)
-    origin: dict[str, str] = {}
+    kinds: dict[str, dict[str, str]] = {}
     schemas = [*k8s.kind_schemas(), *crd_schemas(crd_dir, k8s.inline_definition(_OBJECT_META))]
-    for name, source, schema in schemas:
-        if name in origin:
-            raise SchemaBuildError(f"{name} comes from both {origin[name]} and {source}")
-        origin[name] = source
-        text = json.dumps(schema, sort_keys=True, separators=(",", ":"))
-        (out / name).write_text(text, encoding="utf-8")
+    for file in schemas:
+        if file.name in kinds:
+            other = kinds[file.name]["source"]
+            raise SchemaBuildError(f"{file.name} comes from both {other} and {file.source}")
+        kinds[file.name] = {"apiVersion": file.api_version, "kind": file.kind}
+        kinds[file.name]["source"] = file.source
+        text = json.dumps(file.schema, sort_keys=True, separators=(",", ":"))
+        (out / file.name).write_text(text, encoding="utf-8")
     manifest = {
         "schemaFormatVersion": SCHEMA_FORMAT_VERSION,
         "kubernetesVersion": k8s.version,
         "kubernetesValidate": importlib.metadata.version("kubernetes-validate"),
         "crds": {p.relative_to(crd_dir).as_posix(): _sha256(p) for p in crd_files(crd_dir)},
-        "files": len(origin),
+        "files": kinds,
         "buildSeconds": round(time.perf_counter() - started, 3),
     }
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
@@ -196,8 +209,8 @@ class KubernetesDefinitions:
         self._defs: dict[str, Schema] = defs_file["$defs"]
         self._done: dict[str, Schema] = {}
 
-    def kind_schemas(self) -> Iterator[tuple[str, str, Schema]]:
-        """(file name, source, schema) for every kind (files with a group-version-kind)."""
+    def kind_schemas(self) -> Iterator[SchemaFile]:
+        """A file for every kind (every schema with a group-version-kind)."""
         for path in sorted(self.source.glob("*.json")):
             raw = json.loads(path.read_text())
             gvks = raw.get("x-kubernetes-group-version-kind") if isinstance(raw, dict) else None
@@ -207,7 +220,8 @@ class KubernetesDefinitions:
             for gvk in gvks:
                 api_version = "/".join(filter(None, (gvk["group"], gvk["version"])))
                 name = schema_file_name(gvk["kind"], api_version)
-                yield name, f"kubernetes-validate {path.name}", schema
+                source = f"kubernetes-validate {path.name}"
+                yield SchemaFile(name, api_version, gvk["kind"], source, schema)
 
     def inline_definition(self, name: str) -> Schema:
         """A definition with every $ref inlined (recursion cut to {})."""
@@ -255,17 +269,15 @@ def _map_subschemas(node: Schema, fn: Any) -> Schema:
             out[key] = {name: fn(sub) for name, sub in value.items()}
         elif key in _SUBSCHEMA_LISTS or (key == "items" and isinstance(value, list)):
             out[key] = [fn(sub) for sub in value]
-        elif key in ("items", "additionalProperties", "additionalItems", "not") and isinstance(
-            value, dict
-        ):
+        elif key in ("items", "additionalProperties", "additionalItems", "not") and isinstance(value, dict):
             out[key] = fn(value)
         else:
             out[key] = value
     return out
 
 
-def crd_schemas(crd_dir: Path, object_meta: Schema) -> Iterator[tuple[str, str, Schema]]:
-    """(file name, source, schema) for each served version of each CRD under crd_dir."""
+def crd_schemas(crd_dir: Path, object_meta: Schema) -> Iterator[SchemaFile]:
+    """A file for each served version of each CRD under crd_dir."""
     for path in crd_files(crd_dir):
         with path.open("rb") as stream:
             documents = [d for d in yaml.load_all(stream, Loader=_Loader) if d]
@@ -283,7 +295,7 @@ def crd_schemas(crd_dir: Path, object_meta: Schema) -> Iterator[tuple[str, str, 
                 kind = spec["names"]["kind"]
                 schema = strict_crd_root(raw, kind, api_version, object_meta)
                 source = path.relative_to(crd_dir).as_posix()
-                yield schema_file_name(kind, api_version), source, schema
+                yield SchemaFile(schema_file_name(kind, api_version), api_version, kind, source, schema)
 
 
 def strict_crd_root(raw: Schema, kind: str, api_version: str, object_meta: Schema) -> Schema:
@@ -336,9 +348,7 @@ def read_sources(sources: Path) -> list[CrdSource]:
         match = _SOURCE_LINE.match(line.strip())
         if not match:
             raise SchemaBuildError(f"{sources}:{number}: not `<sha256>  <file>  <- o/r@ref:path`")
-        url = "https://raw.githubusercontent.com/{owner}/{repo}/{ref}/{path}".format(
-            **match.groupdict()
-        )
+        url = "https://raw.githubusercontent.com/{owner}/{repo}/{ref}/{path}".format(**match.groupdict())
         result.append(CrdSource(match["sha"], match["file"], url))
     return result
 
