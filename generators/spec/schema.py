@@ -46,9 +46,17 @@ def _validator() -> jsonschema.Draft202012Validator:
 def check(doc: Document) -> list[Problem]:
     """All schema violations, sorted by position, at most MAX_PROBLEMS."""
     errors = sorted(_validator().iter_errors(doc.value), key=lambda e: list(map(str, e.absolute_path)))
-    problems = [_problem(doc, _deepest(e)) for e in errors]
+    problems = _drop_explained([_problem(doc, _deepest(e)) for e in errors])
     problems.sort(key=lambda p: (p.location.file, p.location.line, p.location.col))
     return problems[:MAX_PROBLEMS]
+
+
+def _drop_explained(problems: list[Problem]) -> list[Problem]:
+    """A typo'd key also makes the real key 'required': report only the typo."""
+    typos = {(p.spec_path.rsplit(".", 1)[0], p.hint) for p in problems if p.message.startswith("unknown key")}
+    return [p for p in problems
+            if not any(p.spec_path == parent and hint.startswith("did you mean")
+                       and f"'{hint.split(chr(39))[1]}' is a required" in p.message for parent, hint in typos)]
 
 
 def _deepest(error: jsonschema.ValidationError) -> jsonschema.ValidationError:

@@ -1,0 +1,37 @@
+"""Helpers for tests of the render pipeline: run the CLI in-process against a given root."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+from pathlib import Path
+
+from generators import cli
+
+
+def run_cli(root: Path, *argv: str) -> tuple[int, str, str]:
+    """Run generate.py with `root` as the repository root; returns (exit, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    original = cli.ROOT
+    cli.ROOT = root
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = cli.main(list(argv))
+            except SystemExit as exc:  # argparse usage errors
+                code = int(exc.code or 0)
+    finally:
+        cli.ROOT = original
+    return code, out.getvalue(), err.getvalue()
+
+
+def tree_digest(folder: Path) -> str:
+    """A digest of every file path and byte under `folder` (empty string if absent)."""
+    if not folder.exists():
+        return ""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(folder).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
