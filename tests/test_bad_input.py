@@ -66,7 +66,7 @@ def test_template_syntax_in_values_stays_data(tmp_path: Path) -> None:
 
 def test_valid_minimal_renders(tmp_path: Path) -> None:
     root = _repo_with(tmp_path, (CORPUS / "valid-minimal.yaml").read_text())
-    code, out, err = run_cli(root, "render", "bad")
+    code, _, err = run_cli(root, "render", "bad")
     assert code == 0, err
     assert (root / "rendered" / "bad" / "kueue" / "clusterqueue-alpha.yaml").is_file()
 

@@ -46,17 +46,31 @@ def _validator() -> jsonschema.Draft202012Validator:
 def check(doc: Document) -> list[Problem]:
     """All schema violations, sorted by position, at most MAX_PROBLEMS."""
     errors = sorted(_validator().iter_errors(doc.value), key=lambda e: list(map(str, e.absolute_path)))
-    problems = _drop_explained([_problem(doc, _deepest(e)) for e in errors])
+    typos = _typo_targets(errors)
+    problems = [_problem(doc, _deepest(e)) for e in errors if not _explained_by_typo(e, typos)]
     problems.sort(key=lambda p: (p.location.file, p.location.line, p.location.col))
     return problems[:MAX_PROBLEMS]
 
 
-def _drop_explained(problems: list[Problem]) -> list[Problem]:
+def _typo_targets(errors: list[jsonschema.ValidationError]) -> set[tuple[tuple[Any, ...], str]]:
+    """(object path, key) pairs that an unknown key in that object probably misspells."""
+    targets = set()
+    for error in errors:
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            schema = error.schema if isinstance(error.schema, dict) else {}
+            allowed = list(schema.get("properties", {}))
+            for key in set(error.instance) - set(allowed):
+                for close in difflib.get_close_matches(key, allowed, n=1):
+                    targets.add((tuple(error.absolute_path), close))
+    return targets
+
+
+def _explained_by_typo(error: jsonschema.ValidationError, typos: set[tuple[tuple[Any, ...], str]]) -> bool:
     """A typo'd key also makes the real key 'required': report only the typo."""
-    typos = {(p.spec_path.rsplit(".", 1)[0], p.hint) for p in problems if p.message.startswith("unknown key")}
-    return [p for p in problems
-            if not any(p.spec_path == parent and hint.startswith("did you mean")
-                       and f"'{hint.split(chr(39))[1]}' is a required" in p.message for parent, hint in typos)]
+    if error.validator != "required":
+        return False
+    missing = set(error.validator_value) - set(error.instance) if isinstance(error.instance, dict) else set()
+    return any((tuple(error.absolute_path), key) in typos for key in missing)
 
 
 def _deepest(error: jsonschema.ValidationError) -> jsonschema.ValidationError:

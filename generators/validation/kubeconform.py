@@ -156,6 +156,8 @@ def run_kubeconform(
             f"{(done.stderr or done.stdout).strip()[:2000]}"
         ) from error
     resources = [r for r in report.get("resources", []) if r.get("status") in _STATUS]
+    if len(resources) != sum(int(summary[k]) for k in ("valid", "invalid", "errors", "skipped")):
+        raise KubeconformFailed(f"kubeconform listed {len(resources)} results for {summary}")
     findings = [f for r in resources for f in _findings(r)]
     findings += _uncounted(resources, per_file)
     return KubeconformResult(
