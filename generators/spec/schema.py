@@ -69,7 +69,8 @@ def _explained_by_typo(error: jsonschema.ValidationError, typos: set[tuple[tuple
     """A typo'd key also makes the real key 'required': report only the typo."""
     if error.validator != "required":
         return False
-    missing = set(error.validator_value) - set(error.instance) if isinstance(error.instance, dict) else set()
+    required: Any = error.validator_value
+    missing = set(required) - set(error.instance) if isinstance(error.instance, dict) else set()
     return any((tuple(error.absolute_path), key) in typos for key in missing)
 
 
