@@ -38,7 +38,7 @@ import yaml
 from tools.toolchain import cache_dir
 
 # Bump when the output of this module changes for the same inputs: it is part of the key.
-SCHEMA_FORMAT_VERSION: Final = 2
+SCHEMA_FORMAT_VERSION: Final = 3
 DRAFT4: Final = "http://json-schema.org/draft-04/schema#"
 MANIFEST: Final = "manifest.json"
 SOURCES_FILE: Final = "SOURCES.txt"
@@ -330,12 +330,30 @@ def strict_crd_schema(node: Schema) -> Schema:
         out["properties"].setdefault("metadata", {"type": "object"})
     if "properties" in out and "additionalProperties" not in out and not preserve:
         out["additionalProperties"] = False
-    if node.get("nullable"):
-        out.pop("nullable", None)
-        if isinstance(out.get("type"), str):
-            out["type"] = [out["type"], "null"]
-        if "oneOf" in out:
-            out["oneOf"] = [*out["oneOf"], {"type": "null"}]
+    # The apiserver drops a null field value (or defaults it) before validating, so a field
+    # may be null whatever its schema says; a null list item is still an error.
+    if "properties" in out:
+        out["properties"] = {k: _accept_null(v) for k, v in out["properties"].items()}
+    if isinstance(out.get("additionalProperties"), dict):
+        out["additionalProperties"] = _accept_null(out["additionalProperties"])
+    if out.pop("nullable", False):
+        out = _accept_null(out)
+    return out
+
+
+def _accept_null(schema: Schema) -> Schema:
+    """schema, also accepting null (types, enums and our int-or-string oneOf)."""
+    out = dict(schema)
+    kind = out.get("type")
+    if isinstance(kind, str):
+        out["type"] = [kind, "null"]
+    elif isinstance(kind, list) and "null" not in kind:
+        out["type"] = [*kind, "null"]
+    if isinstance(out.get("enum"), list) and None not in out["enum"]:
+        out["enum"] = [*out["enum"], None]
+    one_of = out.get("oneOf")
+    if isinstance(one_of, list) and all("type" in branch for branch in one_of):
+        out["oneOf"] = [b for b in one_of if b != {"type": "null"}] + [{"type": "null"}]
     return out
 
 

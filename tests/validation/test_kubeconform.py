@@ -95,6 +95,12 @@ def test_integer_cpu_limit_is_int_or_string(valid_run: KubeconformResult) -> Non
         ),
         ("localqueue-metadata-typo.yaml", "kubeconform/invalid", "/metadata", "'lables'"),
         (
+            "clusterqueue-null-covered-resource.yaml",
+            "kubeconform/invalid",
+            "/spec/resourceGroups/0/coveredResources/0",
+            "",
+        ),
+        (
             "clusterqueue-fractional-quota.yaml",
             "kubeconform/invalid",
             "/spec/resourceGroups/0/flavors/0/resources/0/nominalQuota",

@@ -144,22 +144,29 @@ def test_strict_crd_schema_closes_objects_like_the_apiserver_prunes() -> None:
             "defaulted": {"type": "object", "default": {"properties": {"x": 1}},
                           "properties": {"x": {"type": "integer"}}},
             "maybe": {"type": "string", "nullable": True},
+            "mode": {"type": "string", "enum": ["A", "B"]},
+            "names": {"type": "array", "items": {"type": "string"}},
+            "values": {"type": "array", "items": {"type": "string", "nullable": True}},
         },
     }  # fmt: skip
     out = strict_crd_schema(raw)
     props = out["properties"]
     assert out["additionalProperties"] is False and "description" not in out
-    assert props["description"] == {"type": "string"}  # a property, not an annotation
+    assert props["description"] == {"type": ["string", "null"]}  # a field, not an annotation
     assert props["quota"] == {
-        "oneOf": [{"type": "integer"}, {"type": "string"}],
+        "oneOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}],
         "pattern": "^[0-9]+$",
     }
     assert "additionalProperties" not in props["open"]  # preserved: stays open
     assert props["open"]["properties"]["known"]["additionalProperties"] is False
-    assert props["map"]["additionalProperties"] == {"type": "string"}
+    assert props["map"]["additionalProperties"] == {"type": ["string", "null"]}
     assert props["list"]["items"]["additionalProperties"] is False
     assert props["defaulted"]["default"] == {"properties": {"x": 1}}  # data, untouched
     assert props["maybe"]["type"] == ["string", "null"]
+    # A null field is dropped by the apiserver; a null list item is kept, and rejected.
+    assert props["mode"]["enum"] == ["A", "B", None]
+    assert props["names"]["items"] == {"type": "string"}
+    assert props["values"]["items"] == {"type": ["string", "null"]}
 
 
 def test_cache_is_reused_and_rebuilt_when_a_pin_changes(
