@@ -116,7 +116,7 @@ class TaintEnforcer:
         self._nodes = nodes
         self._metrics = metrics
         self.dry_run = dry_run
-        self._reported: set[tuple[str, str, GateState]] = set()  # dry-run intents logged
+        self._reported: dict[tuple[str, str], GateState] = {}  # last dry-run intent per node
 
     def initial_states(self, gates: Sequence[Gate]) -> dict[str, GateState]:
         states = {}
@@ -147,8 +147,8 @@ class TaintEnforcer:
             action = "taint" if state is GateState.CLOSED else "untaint"
             if self.dry_run:
                 # Nothing changes in dry run, so every pass would repeat this: report once.
-                if (gate.name, node.name, state) not in self._reported:
-                    self._reported.add((gate.name, node.name, state))
+                if self._reported.get((gate.name, node.name)) is not state:
+                    self._reported[(gate.name, node.name)] = state
                     self._metrics.record_patch(gate.name, state is GateState.CLOSED, True)
                     event(
                         LOG,

@@ -88,7 +88,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signum, lambda *_: stop.set())
 
     metrics = GateMetrics(gate.name for gate in policy.gates)
-    server = metrics.serve(args.metrics_port, args.metrics_address) if args.metrics_port else None
+    try:
+        server = metrics.serve(args.metrics_port, args.metrics_address) if args.metrics_port else None
+    except OSError as err:
+        print(f"cannot serve metrics on {args.metrics_address}:{args.metrics_port}: {err}", file=sys.stderr)
+        return 1
     prometheus = PrometheusClient(policy.prometheus)
     enforcer = TaintEnforcer(KubeNodes(api), metrics, dry_run=args.dry_run or policy.dry_run)
     event(
@@ -121,8 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def core_api(kubeconfig: Path | None) -> client.CoreV1Api:
     if kubeconfig is not None:
         # kubernetes.config is not annotated; the API classes are.
+        # persist_config=False: never write refreshed credentials back into the file.
         api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=str(kubeconfig)
+            config_file=str(kubeconfig), persist_config=False
         )
         return client.CoreV1Api(api_client)
     configuration = client.Configuration()

@@ -7,6 +7,7 @@ the generators' errors, and is raised before the controller touches anything.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -171,7 +172,7 @@ class _Reader:
 
     def seconds(self, value: Any, path: SpecPath, *, positive: bool = False) -> float:
         ok = isinstance(value, int | float) and not isinstance(value, bool)
-        if not ok or value < 0 or (positive and value == 0) or value != value:
+        if not ok or not math.isfinite(value) or value < 0 or (positive and value == 0):
             bound = "> 0" if positive else ">= 0"
             raise self.fail(path, f"expected a number of seconds {bound}, got {value!r}")
         return float(value)
