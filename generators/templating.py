@@ -18,7 +18,7 @@ import jinja2
 import yaml
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from generators.yamlemit import _float
+from generators.yamlemit import double_quoted, float_text
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[1] / "templates"
 
@@ -37,11 +37,11 @@ def _flow(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return _float(value)
+        return float_text(value)
     if isinstance(value, str):
-        return json.dumps(value)
+        return double_quoted(value)
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(str(k))}: {_flow(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{double_quoted(str(k))}: {_flow(v)}" for k, v in value.items()) + "}"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_flow(v) for v in value) + "]"
     raise TypeError(f"template value of type {type(value).__name__} is not data")

@@ -15,7 +15,6 @@ loads exactly the object back (tests/test_yamlemit.py proves it with hypothesis)
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from functools import lru_cache
@@ -39,10 +38,26 @@ def scalar(text: str) -> str:
         and not _looks_numeric_in_yaml12(text)
     ):
         return text
-    quoted = json.dumps(text, ensure_ascii=False)
-    if not quoted.isprintable():  # e.g. U+2028, which YAML would read as a line break
-        quoted = json.dumps(text, ensure_ascii=True)
-    return quoted
+    return double_quoted(text)
+
+
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\x00": "\\0"}
+
+
+def double_quoted(text: str) -> str:
+    """YAML double-quoted scalar: printable characters as they are, the rest escaped
+    (\\uXXXX or \\UXXXXXXXX; JSON's surrogate pairs are not valid YAML)."""
+    out = []
+    for char in text:
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif char.isprintable() and char != "\ufeff":
+            out.append(char)
+        elif ord(char) <= 0xFFFF:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    return '"' + "".join(out) + '"'
 
 
 _YAML12_NUMBER = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|0o[0-7]+|0x[0-9a-fA-F]+")
@@ -63,7 +78,7 @@ def _literal_ok(text: str) -> bool:
                for line in body.split("\n"))
 
 
-def _float(value: float) -> str:
+def float_text(value: float) -> str:
     if math.isnan(value):
         return ".nan"
     if math.isinf(value):
@@ -88,7 +103,7 @@ def _atom(value: Any) -> str | None:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return _float(value)
+        return float_text(value)
     if isinstance(value, str):
         return scalar(value)
     if isinstance(value, dict):
