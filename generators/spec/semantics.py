@@ -55,7 +55,15 @@ class _Checker:
         self.cohorts()
         self.teams()
         self.priorities()
+        self.preemption()
         return self.problems
+
+    def preemption(self) -> None:
+        rules = self.v["kueue"]["preemption"]
+        if rules["reclaimWithinCohort"] == "Never" and rules["borrowWithinCohort"] != "Never":
+            self.add(("kueue", "preemption", "borrowWithinCohort"), "borrowWithinCohort needs "
+                     "reclaimWithinCohort other than Never", "a Kueue validation rule; set both to Never "
+                     "or allow reclaiming")
 
     def unique_tiers(self) -> None:
         seen: set[str] = set()
