@@ -14,7 +14,7 @@ from pathlib import Path
 
 from generators.errors import SpecError
 
-COMMANDS: tuple[str, ...] = ("render",)
+COMMANDS: tuple[str, ...] = ("render", "diff", "plan")
 ROOT = Path(__file__).resolve().parents[1]
 
 

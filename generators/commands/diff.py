@@ -1,0 +1,40 @@
+"""`diff [--base REF] [--format text|markdown|json]`: what a change does to the clusters."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = ("compare the working tree's rendering with rendered/ at a git ref (default: the merge "
+        "base with main), per object, with a summary in pools, quotas and tiers")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--base", metavar="REF",
+                        help="git ref to compare with (default: merge base of HEAD and main; "
+                             "HEAD when there is no main)")
+    parser.add_argument("--format", choices=("text", "markdown", "json"), default="text",
+                        help="text for a terminal, markdown for a PR comment, json for machines")
+    parser.add_argument("--no-color", action="store_true", help="no ANSI colours (also: NO_COLOR=1)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from generators.diff import jsondoc, markdown, report, text
+    from generators.diff.gitref import GitError
+    from generators.diff.objects import RenderedTreeError
+
+    try:
+        built = report.build(args.root, args.base)
+    except GitError as exc:
+        print(f"generate.py diff: error: {exc}", file=sys.stderr)
+        return 2
+    except RenderedTreeError as exc:
+        print(f"generate.py diff: error: {exc}", file=sys.stderr)
+        return 1
+    if args.format == "json":
+        sys.stdout.write(jsondoc.render(built))
+    elif args.format == "markdown":
+        sys.stdout.write(markdown.render(built))
+    else:
+        sys.stdout.write(text.render(built, text.Palette(text.use_colour(sys.stdout, args.no_color))))
+    return 0

@@ -1,0 +1,24 @@
+"""`plan ENV`: pools, team quotas and priority tiers of one environment, as tables."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from generators.commands import select_environments
+
+HELP = "print the capacity and queue plan of one environment: pools, team quotas, priority tiers"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("env", metavar="ENV", help="environment name (environments/<ENV>.yaml)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from generators import model
+    from generators.plan import plan
+
+    if select_environments(args.root, [args.env]) is None:
+        return 2
+    sys.stdout.write(plan(model.load(args.root, args.env)))
+    return 0

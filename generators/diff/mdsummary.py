@@ -1,0 +1,58 @@
+"""Markdown summary tables of one environment (the top of the PR comment)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from generators.diff import wording
+from generators.diff.summary import Delta, EnvSummary
+
+ARROW = "→"
+
+
+def cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[object]], max_rows: int) -> str:
+    """A GitHub table of at most `max_rows` rows, with a note counting the rest."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows[:max_rows]]
+    if len(rows) > max_rows:
+        lines.append(f"\n_… and {len(rows) - max_rows} more rows: run `python generate.py diff` "
+                     "locally for all of them._")
+    return "\n".join(lines)
+
+
+def _d(value: Delta[Any], absent: str = "-") -> str:
+    return wording.delta(value, ARROW, absent)
+
+
+def summary_tables(summary: EnvSummary, max_rows: int) -> str:
+    """Pools, quotas, tiers and overflow settings that changed; empty string if none did."""
+    parts = []
+    if summary.pools:
+        parts.append("**Capacity per pool**\n\n" + table(
+            ("pool", "change", "role", "GPU", "nodes", "reserve", "schedulable GPUs", "per node"),
+            [(p.name, p.presence, p.role, p.gpu_model, _d(p.nodes), _d(p.reserve_nodes),
+              _d(p.schedulable_gpus), ", ".join(f"{n} {_d(d)}" for n, d in p.per_node) or "")
+             for p in summary.pools], max_rows))
+    if summary.quotas:
+        gpus = [q for q in summary.quotas if q.is_gpu]
+        others = wording.other_quotas(summary.quotas)
+        parts.append("**GPU quota per team and flavor** (changed cells; `-` absent, `none` no limit)\n\n"
+                     + table(("team", "flavor", "resource", "nominal quota", "borrowing limit",
+                              "lending limit"),
+                             [(q.team, q.flavor, q.resource, _d(q.nominal), _d(q.borrowing_limit, "none"),
+                               _d(q.lending_limit, "none")) for q in gpus], max_rows)
+                     + (f"\n\n_{others[0].upper()}{others[1:]}._" if others else ""))
+    if summary.tiers:
+        parts.append("**Priority tiers**\n\n" + table(
+            ("tier", "change", "workload priority", "pod priority", "preemption policy"),
+            [(t.name, t.presence, _d(t.workload_priority), _d(t.pod_priority), _d(t.preemption_policy))
+             for t in summary.tiers], max_rows))
+    if summary.overflow:
+        parts.append("**Overflow: providers and gate thresholds**\n\n" + table(
+            ("setting", "value"), [(o.path, _d(o.value, "(unset)")) for o in summary.overflow], max_rows))
+    return "\n\n".join(parts)

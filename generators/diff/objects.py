@@ -1,0 +1,83 @@
+"""Rendered objects of both sides, keyed by what identifies them on a cluster.
+
+The key is (environment, API group, kind, namespace, name): a version bump of an API
+(v1beta1 -> v1beta2) or a move to another component folder is a change of the same object,
+not a removal plus an addition.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from generators.render import RENDERED, RenderedFile
+
+Obj = dict[str, Any]
+
+
+class RenderedTreeError(Exception):
+    """A committed rendered file that is not a Kubernetes object we can compare."""
+
+
+@dataclass(frozen=True, order=True)
+class ObjectKey:
+    env: str
+    group: str  # "" for the core API group
+    kind: str
+    namespace: str  # "" for cluster-scoped objects
+    name: str
+
+    def show(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind}{'.' + self.group if self.group else ''} {where}"
+
+
+@dataclass(frozen=True)
+class ObjectRecord:
+    key: ObjectKey
+    path: str  # repository-relative: rendered/<env>/...
+    obj: Obj
+
+
+def key_of(env: str, obj: Obj) -> ObjectKey:
+    api_version = str(obj.get("apiVersion", ""))
+    meta = obj.get("metadata") or {}
+    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+    return ObjectKey(env, group, str(obj.get("kind", "")), str(meta.get("namespace") or ""),
+                     str(meta.get("name", "")))
+
+
+def from_files(files: dict[str, bytes]) -> dict[ObjectKey, ObjectRecord]:
+    """Committed files rendered/<env>/**.yaml -> records. Other files are not objects."""
+    records: dict[ObjectKey, ObjectRecord] = {}
+    for path in sorted(files):
+        parts = path.split("/")
+        if len(parts) < 3 or parts[0] != RENDERED or not path.endswith((".yaml", ".yml")):
+            continue
+        try:
+            documents = list(yaml.load_all(files[path], Loader=yaml.CSafeLoader))
+        except yaml.YAMLError as exc:
+            raise RenderedTreeError(f"{path}: not YAML at the base ref ({exc.__class__.__name__})") from None
+        for obj in documents:
+            if obj is None:
+                continue
+            if not isinstance(obj, dict):
+                raise RenderedTreeError(f"{path}: not a Kubernetes object at the base ref")
+            _add(records, ObjectRecord(key_of(parts[1], obj), path, obj))
+    return records
+
+
+def from_rendering(env: str, files: list[RenderedFile]) -> dict[ObjectKey, ObjectRecord]:
+    """The in-memory rendering of one environment (what `render` would write)."""
+    records: dict[ObjectKey, ObjectRecord] = {}
+    for f in files:
+        _add(records, ObjectRecord(key_of(env, f.obj), f"{RENDERED}/{env}/{f.path}", f.obj))
+    return records
+
+
+def _add(records: dict[ObjectKey, ObjectRecord], record: ObjectRecord) -> None:
+    if record.key in records:
+        raise RenderedTreeError(f"{record.path}: same object as {records[record.key].path}")
+    records[record.key] = record

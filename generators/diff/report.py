@@ -1,0 +1,94 @@
+"""Both sides of a diff, compared: per environment, object changes and the model summary.
+
+Working tree: rendered in memory from environments/ (what `render` would write; rendered/
+on disk may be stale and is not read). Base: the rendered/ files committed at the ref, and
+the ref's environment files loaded with TODAY's code for the summary; when they do not
+load (the spec format moved on), the summary is skipped and the report says why.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from generators import model, render
+from generators.diff import gitref
+from generators.diff.changes import ObjectChange, compare
+from generators.diff.objects import ObjectKey, ObjectRecord, from_files, from_rendering
+from generators.diff.summary import EnvSummary, summarize
+from generators.errors import SpecError
+from generators.model.types import Environment
+from generators.render import RENDERED
+from generators.spec.load import ENV_DIR, environment_names
+
+
+@dataclass(frozen=True)
+class EnvReport:
+    name: str
+    changes: tuple[ObjectChange, ...]
+    summary: EnvSummary | None  # None when the base spec does not load with today's code
+    note: str | None  # why there is no summary
+    model: Environment | None  # the working tree's model (None: environment removed)
+
+    def count(self, action: str) -> int:
+        return sum(1 for c in self.changes if c.action == action)
+
+
+@dataclass(frozen=True)
+class Report:
+    base: gitref.Base
+    envs: tuple[EnvReport, ...]
+
+    @property
+    def changed(self) -> bool:
+        return any(e.changes or (e.summary and not e.summary.empty) for e in self.envs)
+
+
+@dataclass(frozen=True)
+class _BaseModel:
+    env: Environment | None  # None: no such environment at the base
+    note: str | None = None  # set when the base file exists but does not load
+
+
+def _base_models(files: dict[str, bytes]) -> dict[str, _BaseModel]:
+    """Load the base's environment files with today's loader, from a scratch copy."""
+    with tempfile.TemporaryDirectory(prefix="trainyard-base-") as scratch:
+        root = Path(scratch)
+        (root / ENV_DIR).mkdir()
+        for path, content in files.items():
+            if path.startswith(f"{ENV_DIR}/") and path.count("/") == 1:
+                (root / path).write_bytes(content)
+        out = {}
+        for name in environment_names(root):
+            try:
+                out[name] = _BaseModel(model.load(root, name))
+            except SpecError as exc:
+                out[name] = _BaseModel(None, f"the base's {ENV_DIR}/{name}.yaml does not load with "
+                                             f"today's code ({exc.problems[0].format()}); "
+                                             "object-level diff only")
+        return out
+
+
+def _split_by_env(records: dict[ObjectKey, ObjectRecord]) -> dict[str, dict[ObjectKey, ObjectRecord]]:
+    out: dict[str, dict[ObjectKey, ObjectRecord]] = {}
+    for key, record in records.items():
+        out.setdefault(record.key.env, {})[key] = record
+    return out
+
+
+def build(root: Path, ref: str | None) -> Report:
+    base = gitref.resolve(root, ref)
+    files = gitref.read_tree(root, base.commit, (RENDERED, ENV_DIR))
+    base_objects = _split_by_env(from_files(files))
+    base_models = _base_models(files)
+    head_models = {name: model.load(root, name) for name in environment_names(root)}
+    envs = []
+    for name in sorted(set(head_models) | set(base_objects) | set(base_models)):
+        head = head_models.get(name)
+        head_objects = from_rendering(name, render.render_environment(head)) if head else {}
+        changes = compare(base_objects.get(name, {}), head_objects)
+        before = base_models.get(name, _BaseModel(None))
+        summary = None if before.note else summarize(before.env, head)
+        envs.append(EnvReport(name, tuple(changes), summary, before.note, head))
+    return Report(base, tuple(envs))

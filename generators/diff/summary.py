@@ -1,0 +1,212 @@
+"""What a change means in the terms people think in, read from the two models.
+
+Capacity per pool, quota per team and flavor, priority tiers, overflow settings. Every
+number comes from the model (generators.model): nothing is re-derived here, so the summary
+can never disagree with what is rendered.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+from generators.model.types import Environment, Pool, Quota, Tier
+
+T = TypeVar("T")
+Presence = Literal["added", "removed", "changed"]
+
+
+@dataclass(frozen=True)
+class Delta(Generic[T]):
+    """A value before and after; None means absent (or, for limits, no limit)."""
+
+    before: T | None
+    after: T | None
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+@dataclass(frozen=True)
+class PoolSummary:
+    name: str
+    presence: Presence
+    role: str
+    gpu_model: str
+    gpu_resource: str
+    nodes: Delta[int]
+    reserve_nodes: Delta[int]
+    schedulable_gpus: Delta[int]
+    per_node: tuple[tuple[str, Delta[str]], ...]  # resources whose per-node amount changed
+
+    @property
+    def changed(self) -> bool:
+        return self.presence != "changed" or any(
+            d.changed for d in (self.nodes, self.reserve_nodes, self.schedulable_gpus)) or bool(self.per_node)
+
+
+@dataclass(frozen=True)
+class QuotaSummary:
+    team: str
+    flavor: str
+    resource: str
+    is_gpu: bool
+    nominal: Delta[str]  # canonical quantities, as rendered
+    borrowing_limit: Delta[str]
+    lending_limit: Delta[str]
+
+
+@dataclass(frozen=True)
+class TierSummary:
+    name: str
+    presence: Presence
+    workload_priority: Delta[int]
+    pod_priority: Delta[int]
+    preemption_policy: Delta[str]
+
+
+@dataclass(frozen=True)
+class SettingSummary:
+    """One overflow setting (providers, gate thresholds), by its path in the model."""
+
+    path: str
+    value: Delta[Any]
+
+
+@dataclass(frozen=True)
+class EnvSummary:
+    pools: tuple[PoolSummary, ...]
+    quotas: tuple[QuotaSummary, ...]
+    tiers: tuple[TierSummary, ...]
+    overflow: tuple[SettingSummary, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not (self.pools or self.quotas or self.tiers or self.overflow)
+
+
+def _pair(before: object | None, after: object | None, attribute: str) -> Delta[Any]:
+    """Delta of one attribute of the same thing on both sides (None where it is absent)."""
+    return Delta(None if before is None else getattr(before, attribute),
+                 None if after is None else getattr(after, attribute))
+
+
+def _presence(before: object, after: object) -> Presence:
+    return "added" if before is None else "removed" if after is None else "changed"
+
+
+def _per_node(before: Environment | None, b: Pool | None,
+              after: Environment | None, a: Pool | None) -> tuple[tuple[str, Delta[str]], ...]:
+    """Per-node amounts (cpu, memory, extras) that changed, canonical as in the queues."""
+    if b is None or a is None or before is None or after is None:
+        return ()
+    kinds = {r.name: r for r in (*before.resources, *after.resources)}
+    out = []
+    for name in sorted(set(b.per_node) | set(a.per_node)):
+        old, new = b.per_node.get(name), a.per_node.get(name)
+        if old != new:
+            out.append((name, Delta(None if old is None else kinds[name].show(old),
+                                    None if new is None else kinds[name].show(new))))
+    return tuple(out)
+
+
+def _pools(before: Environment | None, after: Environment | None) -> list[PoolSummary]:
+    old = {p.name: p for p in before.pools} if before else {}
+    new = {p.name: p for p in after.pools} if after else {}
+    out = []
+    for name in [*new, *(n for n in old if n not in new)]:
+        b, a = old.get(name), new.get(name)
+        shown: Pool = a or b  # type: ignore[assignment]  # one side always exists
+        row = PoolSummary(
+            name, _presence(b, a), shown.role, shown.gpu_model, shown.gpu_resource,
+            _pair(b, a, "nodes"), _pair(b, a, "reserve_nodes"), _pair(b, a, "schedulable_gpus"),
+            _per_node(before, b, after, a),
+        )
+        if row.changed:
+            out.append(row)
+    return out
+
+
+def _cells(env: Environment | None) -> dict[tuple[str, str, str], Quota]:
+    """(team, flavor, resource) -> quota cell, in team, pool and coveredResources order."""
+    if env is None:
+        return {}
+    return {(team, flavor.pool, q.resource.name): q
+            for team, flavors in env.queues.items() for flavor in flavors for q in flavor.quotas}
+
+
+def _show(quota: Quota | None, field: Literal["nominal", "borrowing_limit", "lending_limit"]) -> str | None:
+    if quota is None:
+        return None
+    amount = getattr(quota, field)
+    return None if amount is None else quota.resource.show(amount)
+
+
+def _quotas(before: Environment | None, after: Environment | None) -> list[QuotaSummary]:
+    old, new = _cells(before), _cells(after)
+    gpu_resources = {p.gpu_resource for env in (before, after) if env for p in env.pools}
+    out = []
+    for key in [*new, *(k for k in old if k not in new)]:
+        b, a = old.get(key), new.get(key)
+        row = QuotaSummary(*key, key[2] in gpu_resources,
+                           *(Delta(_show(b, f), _show(a, f))
+                             for f in ("nominal", "borrowing_limit", "lending_limit")))
+        if row.nominal.changed or row.borrowing_limit.changed or row.lending_limit.changed:
+            out.append(row)
+    return out
+
+
+def _tiers(before: Environment | None, after: Environment | None) -> list[TierSummary]:
+    old = {t.name: t for t in before.tiers} if before else {}
+    new = {t.name: t for t in after.tiers} if after else {}
+    out = []
+    for name in [*new, *(n for n in old if n not in new)]:
+        b: Tier | None = old.get(name)
+        a: Tier | None = new.get(name)
+        row = TierSummary(name, _presence(b, a), _pair(b, a, "workload_priority"),
+                          _pair(b, a, "pod_priority"), _pair(b, a, "preemption_policy"))
+        if row.presence != "changed" or row.workload_priority.changed or row.pod_priority.changed \
+                or row.preemption_policy.changed:
+            out.append(row)
+    return out
+
+
+def flatten(value: Any, path: str = "") -> dict[str, Any]:
+    """Leaves of a model subtree by path; items with a `name` are keyed by it (stable when
+    a list is reordered). Used for the overflow section, whatever fields it grows."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out: dict[str, Any] = {}
+        for field in dataclasses.fields(value):
+            out.update(flatten(getattr(value, field.name), f"{path}.{field.name}" if path else field.name))
+        return out
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            out.update(flatten(item, f"{path}[{key}]"))
+        return out
+    if isinstance(value, (tuple, list)) and value and all(hasattr(v, "name") for v in value):
+        out = {}
+        for item in value:
+            out.update(flatten(item, f"{path}[{item.name}]"))
+        return out
+    if isinstance(value, (tuple, list)):
+        return {path: ", ".join(str(v) for v in value)}
+    return {path: value if value is None or isinstance(value, (bool, int, str)) else str(value)}
+
+
+def _overflow(before: Environment | None, after: Environment | None) -> list[SettingSummary]:
+    # The overflow section is optional (and newer than this module): absent means no settings.
+    old = flatten(getattr(before, "overflow", None) or {}) if before else {}
+    new = flatten(getattr(after, "overflow", None) or {}) if after else {}
+    return [SettingSummary(path, Delta(old.get(path), new.get(path)))
+            for path in [*new, *(p for p in old if p not in new)] if old.get(path) != new.get(path)]
+
+
+def summarize(before: Environment | None, after: Environment | None) -> EnvSummary:
+    """What changed between two models of one environment (None: the side has no such env)."""
+    return EnvSummary(tuple(_pools(before, after)), tuple(_quotas(before, after)),
+                      tuple(_tiers(before, after)), tuple(_overflow(before, after)))
+

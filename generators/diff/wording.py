@@ -1,0 +1,92 @@
+"""The words of a diff, shared by the text and markdown outputs, so both say the same thing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from generators.diff.changes import ObjectChange
+from generators.diff.fields import MISSING, FieldChange, format_path
+from generators.diff.summary import Delta, PoolSummary, QuotaSummary, SettingSummary, TierSummary
+
+MAX_VALUE_CHARS = 80
+
+
+def delta(value: Delta[Any], arrow: str = "->", absent: str = "-") -> str:
+    """`1024 -> 960` when it changed, `1024` when not; `absent` stands for None."""
+    def one(v: Any) -> str:
+        return absent if v is None else str(v)
+    if not value.changed:
+        return one(value.after)
+    return f"{one(value.before)} {arrow} {one(value.after)}"
+
+
+def value(v: Any) -> str:
+    """A field value on one line: JSON-ish scalars, a line count for text blocks."""
+    if v is MISSING:
+        return "(absent)"
+    if isinstance(v, str) and "\n" in v.rstrip("\n"):
+        return f"<{v.count(chr(10)) + (0 if v.endswith(chr(10)) else 1)} lines of text>"
+    text = json.dumps(v, ensure_ascii=False, separators=(",", ":"), sort_keys=False, default=str)
+    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS - 1] + "…"
+
+
+def field(change: ObjectChange, fc: FieldChange, arrow: str = "->") -> str:
+    """`spec.x.nominalQuota: "400" -> "384"`, or `data.password: changed (masked)`."""
+    path = format_path(fc.path)
+    if change.masked(fc):
+        what = "added" if fc.before is MISSING else "removed" if fc.after is MISSING else "changed"
+        return f"{path}: {what} (masked)"
+    return f"{path}: {value(fc.before)} {arrow} {value(fc.after)}"
+
+
+def pool(row: PoolSummary, arrow: str = "->") -> str:
+    gpus = f"schedulable {row.gpu_resource} {delta(row.schedulable_gpus, arrow)}"
+    if row.presence != "changed":
+        side = "after" if row.presence == "added" else "before"
+        nodes, reserve = getattr(row.nodes, side), getattr(row.reserve_nodes, side)
+        gpus = f"schedulable {row.gpu_resource} {getattr(row.schedulable_gpus, side)}"
+        return (f"{row.name}: pool {row.presence} ({row.role}, {row.gpu_model}): {nodes} nodes, "
+                f"reserve {reserve}, {gpus}")
+    text = (f"{row.name}: nodes {delta(row.nodes, arrow)}, reserve {delta(row.reserve_nodes, arrow)}, "
+            f"{gpus}")
+    if row.per_node:
+        text += "; per node: " + ", ".join(f"{name} {delta(d, arrow)}" for name, d in row.per_node)
+    return text
+
+
+def other_quotas(rows: Sequence[QuotaSummary]) -> str | None:
+    """One line for the CPU, memory and extra-resource cells: they move with the GPUs
+    (quotas are whole nodes), so listing them would bury the GPU lines."""
+    others = [q for q in rows if not q.is_gpu]
+    if not others:
+        return None
+    names = ", ".join(dict.fromkeys(q.resource for q in others))
+    return (f"and {len(others)} {names} quota cell{'s' if len(others) != 1 else ''} "
+            "(whole nodes: they follow the GPUs; each is in the object diffs and --format json)")
+
+
+def quota(row: QuotaSummary, arrow: str = "->") -> str:
+    """`research [train-h100-a]: nvidia.com/gpu 400 -> 384; borrowing limit 784 -> 752`."""
+    text = f"{row.team} [{row.flavor}]: {row.resource} {delta(row.nominal, arrow)}"
+    for label, limit in (("borrowing limit", row.borrowing_limit), ("lending limit", row.lending_limit)):
+        if limit.changed:
+            text += f"; {label} {delta(limit, arrow, absent='none')}"
+    return text
+
+
+def tier(row: TierSummary, arrow: str = "->") -> str:
+    if row.presence != "changed":
+        side = "after" if row.presence == "added" else "before"
+        return (f"{row.name}: tier {row.presence} (workload priority {getattr(row.workload_priority, side)}, "
+                f"pod priority {getattr(row.pod_priority, side)}, "
+                f"{getattr(row.preemption_policy, side)})")
+    parts = [f"{label} {delta(d, arrow)}" for label, d in (
+        ("workload priority", row.workload_priority), ("pod priority", row.pod_priority),
+        ("preemption policy", row.preemption_policy)) if d.changed]
+    return f"{row.name}: {', '.join(parts)}"
+
+
+def setting(row: SettingSummary, arrow: str = "->") -> str:
+    return f"{row.path}: {delta(row.value, arrow, absent='(unset)')}"

@@ -1,0 +1,73 @@
+"""`plan ENV`: the capacity and queue tables of one environment, for humans.
+
+Every number is read from the model (generators.model), never recomputed here, so the
+plan shows exactly what `render` writes into the ClusterQueues.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from generators.diff.summary import flatten
+from generators.model.types import Environment, Quota
+from generators.texttable import table
+
+NO_LIMIT = "-"
+
+
+def _limit(quota: Quota, amount: Fraction | None) -> str:
+    return NO_LIMIT if amount is None else quota.resource.show(amount)
+
+
+def _cell(quota: Quota) -> str:
+    """`nominal / borrowing limit / lending limit`, canonical quantities as rendered."""
+    return " / ".join((quota.resource.show(quota.nominal), _limit(quota, quota.borrowing_limit),
+                       _limit(quota, quota.lending_limit)))
+
+
+def pools(env: Environment) -> str:
+    return table(
+        ("pool", "role", "GPU model", "resource", "GPUs/node", "nodes", "reserve", "schedulable nodes",
+         "schedulable GPUs"),
+        [(p.name, p.role, p.gpu_model, p.gpu_resource, p.gpus_per_node, p.nodes, p.reserve_nodes,
+          p.schedulable_nodes, p.schedulable_gpus) for p in env.pools])
+
+
+def teams(env: Environment) -> str:
+    header = ("team", "cohort", "flavor", "nodes", *(r.name for r in env.resources))
+    rows = []
+    for team in env.teams:
+        for flavor in env.queues[team.name]:
+            rows.append((team.name, team.cohort or NO_LIMIT, flavor.pool, flavor.nodes,
+                         *(_cell(q) for q in flavor.quotas)))
+    return table(header, rows)
+
+
+def tiers(env: Environment) -> str:
+    return table(("tier", "role", "workload priority", "pod priority", "preemption policy"),
+                 [(t.name, t.role, t.workload_priority, t.pod_priority, t.preemption_policy)
+                  for t in env.tiers])
+
+
+def overflow(env: Environment) -> str | None:
+    """Providers and gate thresholds, when the environment has an overflow section."""
+    section = getattr(env, "overflow", None)  # optional section; older models lack the field
+    if not section:
+        return None
+    return table(("setting", "value"),
+                 [(path, "-" if value is None else value) for path, value in flatten(section).items()])
+
+
+def plan(env: Environment) -> str:
+    parts = [
+        f"{env.name}: {env.display_name} ({env.source_file}); {env.gpus} GPUs, "
+        f"{env.schedulable_gpus} schedulable",
+        "Pools\n" + pools(env),
+        "Teams: nominal quota / borrowing limit / lending limit per flavor "
+        f"('{NO_LIMIT}': no limit; CPU in cores, memory in bytes, canonical units)\n" + teams(env),
+        "Priority tiers\n" + tiers(env),
+    ]
+    extra = overflow(env)
+    if extra:
+        parts.append("Overflow: providers and gate thresholds\n" + extra)
+    return "\n\n".join(parts) + "\n"
