@@ -5,11 +5,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from generators.spec.load import environment_names
 
 
 def select_environments(root: Path, names: list[str]) -> list[str] | None:
     """The named environments (all shipped ones if none), or None after a usage message."""
+    from generators.spec.load import environment_names  # jsonschema is slow to import: not for --help
+
     known = environment_names(root)
     unknown = [n for n in names if n not in known]
     if unknown:
