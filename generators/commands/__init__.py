@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 
-
 def select_environments(root: Path, names: list[str]) -> list[str] | None:
     """The named environments (all shipped ones if none), or None after a usage message."""
     from generators.spec.load import environment_names  # jsonschema is slow to import: not for --help
