@@ -24,6 +24,8 @@ def parser() -> argparse.ArgumentParser:
         description="Render, validate and diff the GitOps tree of shared GPU clusters "
         "from environments/<env>.yaml.",
     )
+    top.add_argument("-C", dest="root", type=Path, default=None, metavar="DIR",
+                     help="run as if started in DIR (a checkout with environments/ and rendered/)")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"generators.commands.{name.replace('-', '_')}")
@@ -35,7 +37,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    args.root = ROOT
+    args.root = (args.root or ROOT).resolve()
     try:
         code: int = args.run(args)
     except SpecError as exc:
