@@ -1,0 +1,104 @@
+"""Decide the new node counts of an environment, or refuse, before anything is written.
+
+Refused (every reason listed, one line each): GPU nodes in no pool, nodes in several
+pools, a pool losing more than `max_drop` of its nodes at once (a mass outage, a wrong
+kubeconfig or a label migration must not zero the quotas through an automated PR), and an
+edited file that no longer validates.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+from generators import model
+from generators.errors import SpecError
+from generators.inventory import census, edit
+from generators.inventory.nodes import Node
+from generators.spec.load import ENV_DIR, load_document
+
+SHOWN_NODE_NAMES = 5
+
+
+@dataclass(frozen=True)
+class PoolUpdate:
+    pool: str
+    before: int
+    after: int
+    matched: int
+    counted_out: dict[str, str]  # node -> reason
+
+    def describe(self) -> str:
+        count = f"{self.before} -> {self.after} nodes" if self.after != self.before \
+            else f"{self.after} nodes (unchanged)"
+        text = f"{self.pool}: {count}; {self.matched} matched"
+        if self.counted_out:
+            shown = [f"{n} {why}" for n, why in list(self.counted_out.items())[:SHOWN_NODE_NAMES]]
+            more = len(self.counted_out) - len(shown)
+            text += f", {len(self.counted_out)} counted out: {', '.join(shown)}" + \
+                (f", and {more} more" if more else "")
+        return text
+
+
+@dataclass
+class SyncPlan:
+    updates: list[PoolUpdate]
+    refusals: list[str] = field(default_factory=list)
+    edit: edit.NodeCountEdit | None = None  # None when refused or nothing changes
+
+
+def _node_refusals(taken: census.Census, nodes_display: str) -> list[str]:
+    out = [f"{nodes_display}: error: GPU node {n.name} matches no pool's nodeLabels; label it like "
+           "its pool, or add the pool to the environment" for n in taken.unmatched]
+    out += [f"{nodes_display}: error: node {n.name} matches the nodeLabels of several pools "
+            f"({', '.join(pools)}); make the pools' nodeLabels disjoint" for n, pools in taken.ambiguous]
+    return out
+
+
+def _drop_refusal(root: Path, env_name: str, index: int, update: PoolUpdate, max_drop: Fraction) -> str:
+    where = load_document(root, env_name).locate(("pools", index, "nodes"))
+    lost = update.before - update.after
+    share = float(Fraction(lost, update.before))
+    return (f"{where}: error: pool {update.pool} would lose {lost} of {update.before} nodes at once, "
+            f"{share:.0%}, over the {float(max_drop):.0%} allowed (pools[{index}].nodes); "
+            "check the cluster first, or accept the drop with --max-drop-fraction")
+
+
+def _validate(root: Path, env_name: str, planned: edit.NodeCountEdit) -> list[str]:
+    """Load the edited environment from a scratch copy: nothing invalid is ever written."""
+    with tempfile.TemporaryDirectory(prefix="trainyard-sync-") as scratch:
+        copy = Path(scratch)
+        shutil.copytree(root / ENV_DIR, copy / ENV_DIR)
+        (copy / ENV_DIR / planned.path.name).write_text(planned.edited, encoding="utf-8")
+        try:
+            model.load(copy, env_name)
+        except SpecError as exc:
+            return [p.format() for p in exc.problems]
+    return []
+
+
+def plan_sync(root: Path, env_name: str, nodes: list[Node], nodes_display: str,
+              max_drop: Fraction) -> SyncPlan:
+    env = model.load(root, env_name)
+    taken = census.take(env, nodes)
+    updates = [PoolUpdate(p.name, p.nodes, len(c.counted), len(c.matched), c.counted_out)
+               for p, c in ((p, taken.pools[p.name]) for p in env.pools)]
+    result = SyncPlan(updates, _node_refusals(taken, nodes_display))
+    for index, update in enumerate(updates):
+        if update.before > 0 and Fraction(update.before - update.after, update.before) > max_drop:
+            result.refusals.append(_drop_refusal(root, env_name, index, update, max_drop))
+    changed = {u.pool: u.after for u in updates if u.after != u.before}
+    if result.refusals or not changed:
+        return result
+    try:
+        result.edit = edit.plan_edit(root, env_name, changed)
+    except edit.EditRefused as exc:
+        result.refusals.append(str(exc))
+        return result
+    result.refusals += _validate(root, env_name, result.edit)
+    if result.refusals:
+        result.edit = None
+    return result
