@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import yaml
 
@@ -22,6 +23,7 @@ from generators.validation.schemastore import (
     CrdVerificationError,
     SchemaBuildError,
     crd_files,
+    deduplicate,
     ensure_schemas,
     fetch_crds,
     load_manifest,
@@ -45,6 +47,23 @@ def _walk(node: Any) -> Iterator[dict[str, Any]]:
     elif isinstance(node, list):
         for value in node:
             yield from _walk(value)
+
+
+def _deref(root: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    """node, or the local definition it refers to."""
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        resolved: dict[str, Any] = root["definitions"][ref.removeprefix("#/definitions/")]
+        return resolved
+    return node
+
+
+def _at(root: dict[str, Any], *path: str) -> dict[str, Any]:
+    """The subschema at path, following local refs on the way."""
+    node = _deref(root, root)
+    for key in path:
+        node = _deref(root, node[key])
+    return node
 
 
 def _writable_copy(source: Path, dest: Path) -> Path:
@@ -104,25 +123,48 @@ def test_every_file_is_standalone_draft4_and_reasonably_small(schema_dir: Path) 
         assert path.stat().st_size < 1_000_000, path.name
         schema = json.loads(path.read_text())
         assert schema["$schema"] == DRAFT4, path.name
-        refs = [n["$ref"] for n in _walk(schema) if isinstance(n.get("$ref"), str)]
-        assert not refs, f"{path.name} is not standalone: {refs[:3]}"
+        refs = {n["$ref"] for n in _walk(schema) if isinstance(n.get("$ref"), str)}
+        local = {f"#/definitions/{name}" for name in schema.get("definitions", {})}
+        assert refs <= local, f"{path.name} is not standalone: {sorted(refs - local)[:3]}"
     assert total < 20_000_000
+
+
+def test_repeated_subschemas_become_local_definitions() -> None:
+    item = {
+        "type": "object",
+        "properties": {f"field{i}": {"type": "string", "maxLength": i} for i in range(40)},
+        "additionalProperties": False,
+    }
+    schema = {
+        "$schema": DRAFT4,
+        "type": "object",
+        "properties": {"a": item, "b": {"type": "array", "items": dict(item)}, "c": {}},
+    }
+    out = deduplicate(schema)
+    (name,) = out["definitions"]
+    assert out["properties"]["a"] == out["properties"]["b"]["items"] == {"$ref": f"#/definitions/{name}"}
+    assert out["definitions"][name] == item and out["$schema"] == DRAFT4
+    assert deduplicate(schema, min_bytes=10**9) == schema  # small repeats stay inline
+    for instance in ({"a": {"field3": "abc"}}, {"b": [{"field3": "abcd"}]}, {"a": {"x": 1}}):
+        expected = jsonschema.Draft4Validator(schema).is_valid(instance)
+        assert jsonschema.Draft4Validator(out).is_valid(instance) == expected
 
 
 def test_recursive_jsonschemaprops_is_cut_to_anything(schema_dir: Path) -> None:
     name = "customresourcedefinition-apiextensions-v1.json"
     schema = json.loads((schema_dir / strict_dir_name(KUBERNETES_VERSION) / name).read_text())
-    version = schema["properties"]["spec"]["properties"]["versions"]["items"]
-    props = version["properties"]["schema"]["properties"]["openAPIV3Schema"]
+    props = _at(schema, "properties", "spec", "properties", "versions", "items", "properties",
+                "schema", "properties", "openAPIV3Schema")  # fmt: skip
     assert props["additionalProperties"] is False  # the first level is still strict
-    assert props["properties"]["properties"]["additionalProperties"] == {}  # then: anything
+    nested = _deref(schema, props["properties"]["properties"])
+    assert nested["additionalProperties"] == {}  # then: anything
     assert props["properties"]["items"] == {}
 
 
 def test_crd_metadata_is_object_meta(schema_dir: Path) -> None:
     name = "localqueue-kueue-v1beta2.json"
     schema = json.loads((schema_dir / strict_dir_name(KUBERNETES_VERSION) / name).read_text())
-    metadata = schema["properties"]["metadata"]
+    metadata = _at(schema, "properties", "metadata")
     assert metadata["additionalProperties"] is False
     assert {"name", "namespace", "labels", "annotations"} <= set(metadata["properties"])
     assert schema["properties"]["kind"]["enum"] == ["LocalQueue"]
