@@ -100,10 +100,20 @@ def default_crd_dir() -> Path:
 
 def normalize_kubernetes_version(version: str) -> str:
     """'1.36', 'v1.36.5' -> '1.36.0': kubernetes-validate ships one schema set per minor."""
-    match = re.fullmatch(r"v?1\.(\d+)(?:\.\d+)?", version.strip())
+    return f"1.{_parse_version(version)[0]}.0"
+
+
+def exact_kubernetes_version(version: str) -> str:
+    """'1.36' -> '1.36.0', 'v1.36.5' -> '1.36.5': what kubeconform's -kubernetes-version gets."""
+    minor, patch = _parse_version(version)
+    return f"1.{minor}.{patch}"
+
+
+def _parse_version(version: str) -> tuple[int, int]:
+    match = re.fullmatch(r"v?1\.(\d+)(?:\.(\d+))?", version.strip())
     if not match:
         raise SchemaBuildError(f"not a Kubernetes version: {version!r} (expected 1.N or 1.N.P)")
-    return f"1.{match.group(1)}.0"
+    return int(match.group(1)), int(match.group(2) or 0)
 
 
 def schema_file_name(kind: str, api_version: str) -> str:
@@ -152,21 +162,35 @@ def ensure_schemas(kubernetes_version: str, crd_dir: Path | None = None) -> Path
         raise CrdVerificationError(f"CRDs in {crd_dir} do not match {SOURCES_FILE}: {lines}")
     root = cache_dir() / "schemas"
     final = root / cache_key(kubernetes_version, crd_dir)
-    if (final / MANIFEST).is_file():
-        return final
-    if final.exists():  # an incomplete set left by hand: never trust it
-        shutil.rmtree(final)
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".build-{final.name}-", dir=root))
-    try:
-        build_schemas(kubernetes_version, crd_dir, tmp)
-        os.rename(tmp, final)
-    except OSError:
-        if not (final / MANIFEST).is_file():  # not a lost race: a real failure
-            raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    if not (final / MANIFEST).is_file():
+        if final.exists():  # an incomplete set left by hand: never trust it
+            shutil.rmtree(final)
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".build-{final.name}-", dir=root))
+        try:
+            build_schemas(kubernetes_version, crd_dir, tmp)
+            os.rename(tmp, final)
+        except OSError:
+            if not (final / MANIFEST).is_file():  # not a lost race: a real failure
+                raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    _link_patch_version(final, kubernetes_version)
     return final
+
+
+def _link_patch_version(schema_dir: Path, kubernetes_version: str) -> None:
+    """v1.N.P-standalone-strict -> v1.N.0-...: kubeconform run by hand with the environment's
+    exact version (1.36.2) finds the schemas too. Relative, so a copied set keeps working."""
+    name = f"v{exact_kubernetes_version(kubernetes_version)}-standalone-strict"
+    target = strict_dir_name(kubernetes_version)
+    link = schema_dir / name
+    if name == target or link.is_symlink():
+        return
+    tmp = schema_dir / f".{name}.{os.getpid()}.tmp"
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(target, target_is_directory=True)
+    os.replace(tmp, link)
 
 
 def build_schemas(kubernetes_version: str, crd_dir: Path, dest: Path) -> dict[str, Any]:

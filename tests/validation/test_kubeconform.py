@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from generators.validation.kubeconform import (
     count_objects,
     run_kubeconform,
 )
-from generators.validation.schemastore import crd_files, strict_dir_name
+from generators.validation.schemastore import crd_files, ensure_schemas, strict_dir_name
 
 from .conftest import FIXTURES, KUBERNETES_VERSION
 
@@ -177,3 +178,15 @@ def test_schema_dir_copy_is_independent_of_location(
     shutil.copytree(schema_dir, copy)
     result = run_kubeconform([VALID / "clusterqueue-training.yaml"], "v1.36.4", copy)
     assert (result.findings, result.valid) == ((), 1)
+
+
+def test_kubeconform_by_hand_with_the_exact_environment_version(kubeconform: Path, crd_dir: Path) -> None:
+    # Callers that run kubeconform themselves pass the environment's version (1.36.2).
+    schema_dir = ensure_schemas("1.36.2", crd_dir)
+    done = subprocess.run(
+        [str(kubeconform), "-strict", "-summary", "-kubernetes-version", "1.36.2",
+         "-schema-location", str(schema_dir), str(VALID / "clusterqueue-training.yaml")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Valid: 1," in done.stdout

@@ -25,6 +25,7 @@ from generators.validation.schemastore import (
     crd_files,
     deduplicate,
     ensure_schemas,
+    exact_kubernetes_version,
     fetch_crds,
     load_manifest,
     normalize_kubernetes_version,
@@ -94,6 +95,11 @@ def test_file_names_follow_kubeconform_template(kind: str, api_version: str, nam
 def test_kubernetes_version_is_normalized_to_the_minor(given: str, normalized: str) -> None:
     assert normalize_kubernetes_version(given) == normalized
     assert strict_dir_name(given) == f"v{normalized}-standalone-strict"
+
+
+@pytest.mark.parametrize(("given", "exact"), [("1.36", "1.36.0"), ("v1.36.5", "1.36.5")])
+def test_exact_version_keeps_the_patch(given: str, exact: str) -> None:
+    assert exact_kubernetes_version(given) == exact
 
 
 @pytest.mark.parametrize("bad", ["", "2.0", "1", "latest", "1.36.x"])
@@ -233,6 +239,8 @@ def test_cache_is_reused_and_rebuilt_when_a_pin_changes(
     assert ensure_schemas("v1.36.3", crds) == first  # same minor: same key, no build
     assert (first / "manifest.json").stat().st_mtime_ns == stamp
     assert len(builds) == 1
+    # ... but kubeconform run by hand with -kubernetes-version 1.36.3 finds the set too.
+    assert (first / "v1.36.3-standalone-strict").resolve() == first / strict_dir_name("1.36")
 
     assert ensure_schemas("1.35", crds) != first  # Kubernetes pin
     (crds / source.name).write_text(source.read_text() + "# changed\n")
