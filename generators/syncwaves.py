@@ -29,6 +29,8 @@ WAVES: dict[str, int] = {
     "DaemonSet": 5,
     "HorizontalPodAutoscaler": 5,
     "PodDisruptionBudget": 5,
+    "MutatingAdmissionPolicy": 3,  # labels virtual nodes: must exist before virtual-kubelets start
+    "MutatingAdmissionPolicyBinding": 4,
     "ValidatingAdmissionPolicy": 4,
     "ValidatingAdmissionPolicyBinding": 5,
     "PrometheusRule": 5,

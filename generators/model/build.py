@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from generators import quantity
+from generators.model.overflow import build_overflow
 from generators.model.quota import build_queues
 from generators.model.types import (
     ArgoCD,
@@ -113,4 +114,5 @@ def build(value: dict[str, Any], source_file: str) -> Environment:
         kueue=_kueue(value["kueue"], tiers),
         resources=resources,
         queues=build_queues(pools, teams, resources),
+        overflow=build_overflow(value.get("overflow"), pools),
     )

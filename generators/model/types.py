@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from generators.quantity import Format, canonical
+
+if TYPE_CHECKING:
+    from generators.model.overflow import Overflow
 
 Role = Literal["training", "inference", "shared"]
 
@@ -166,6 +169,7 @@ class Environment:
     kueue: KueueOptions
     resources: tuple[ResourceKind, ...]  # coveredResources, same order in every ClusterQueue
     queues: Mapping[str, tuple[FlavorQuota, ...]]  # team -> its flavors with quotas
+    overflow: Overflow | None = None  # serving overflow; None: nothing of it is rendered
 
     def pool(self, name: str) -> Pool:
         return next(p for p in self.pools if p.name == name)

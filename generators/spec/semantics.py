@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from generators.errors import Problem, format_path
+from generators.spec import overflow_checks
 from generators.spec.source import Document
 
 Path_ = tuple[str | int, ...]
@@ -56,6 +57,7 @@ class _Checker:
         self.teams()
         self.priorities()
         self.preemption()
+        self.problems += overflow_checks.check(self.doc, v)
         return self.problems
 
     def preemption(self) -> None:

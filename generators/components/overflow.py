@@ -1,0 +1,184 @@
+"""rendered/<env>/overflow/: virtual-kubelets, the gate controller, the descheduler, inference.
+
+Nothing is rendered for an environment without an `overflow` section. Admission policies
+(CEL) and the inference pod snippet live in overflow_admission.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from generators import yamlemit
+from generators.components import Obj
+from generators.components.overflow_admission import admission_objects
+from generators.model.overflow import (
+    GATE_TAINT_VALUE,
+    PROVIDER_TAINT_KEY,
+    VIRTUAL_NODE_LABELS,
+    Overflow,
+    Provider,
+    Resources,
+)
+from generators.model.types import Environment
+from generators.templating import render
+
+T = "overflow/"
+GATE = "overflow-gate"
+DESCHEDULER = "descheduler"
+CLUSTER_PREFIX = "trainyard-"  # cluster-scoped names: say whose they are
+POLICY_FILE = "policy.yaml"
+NON_ROOT_UID = 65532  # the distroless "nonroot" user; the gate image uses it too
+
+POD_SECURITY: dict[str, Any] = {
+    "runAsNonRoot": True, "runAsUser": NON_ROOT_UID, "runAsGroup": NON_ROOT_UID,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+CONTAINER_SECURITY: dict[str, Any] = {
+    "allowPrivilegeEscalation": False, "privileged": False, "readOnlyRootFilesystem": True,
+    "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+def _rule(groups: list[str], resources: list[str], verbs: list[str], names: list[str] | None = None
+          ) -> dict[str, Any]:
+    rule: dict[str, Any] = {"apiGroups": groups, "resources": resources}
+    if names:
+        rule["resourceNames"] = names
+    rule["verbs"] = verbs
+    return rule
+
+
+def virtual_kubelet_rules(node: str) -> list[dict[str, Any]]:
+    """What a virtual-kubelet needs (../shared/reference/overflow.md), scoped to its own node
+    and lease where the API allows resourceNames (create, list and watch cannot be)."""
+    return [
+        _rule([""], ["configmaps", "secrets", "services"], ["get", "list", "watch"]),
+        _rule([""], ["pods"], ["get", "list", "watch", "patch", "delete"]),
+        _rule([""], ["pods/status"], ["update", "patch"]),
+        _rule([""], ["nodes"], ["create", "list", "watch"]),
+        _rule([""], ["nodes"], ["get", "update", "patch"], [node]),
+        _rule([""], ["nodes/status"], ["update", "patch"], [node]),
+        _rule([""], ["events"], ["create", "patch"]),
+        _rule(["coordination.k8s.io"], ["leases"], ["create"]),
+        _rule(["coordination.k8s.io"], ["leases"], ["get", "update"], [node]),
+    ]
+
+
+GATE_RULES = [_rule([""], ["nodes"], ["get", "list", "watch", "patch"])]
+DESCHEDULER_RULES = [
+    _rule(["", "events.k8s.io"], ["events"], ["create", "update"]),
+    _rule([""], ["nodes", "namespaces", "pods"], ["get", "list", "watch"]),
+    _rule([""], ["pods/eviction"], ["create"]),
+    _rule(["scheduling.k8s.io"], ["priorityclasses"], ["get", "list", "watch"]),
+    _rule(["policy"], ["poddisruptionbudgets"], ["get", "list", "watch"]),
+    _rule([""], ["persistentvolumeclaims"], ["get", "list", "watch"]),
+]
+DESCHEDULER_LEASE_RULES = [  # only used if leader election is ever turned on; own namespace only
+    _rule(["coordination.k8s.io"], ["leases"], ["create"]),
+    _rule(["coordination.k8s.io"], ["leases"], ["get", "update", "patch"], [DESCHEDULER]),
+]
+
+
+def _resources(res: Resources) -> dict[str, Any]:
+    return {"requests": {"cpu": res.cpu_request, "memory": res.memory_request},
+            "limits": {"cpu": res.cpu_limit, "memory": res.memory_limit}}
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _identity(ov: Overflow, account: str, cluster_name: str, rules: list[dict[str, Any]]) -> list[Obj]:
+    """ServiceAccount + ClusterRole + ClusterRoleBinding of one workload."""
+    return [
+        render(T + "serviceaccount.yaml.j2", name=account, namespace=ov.namespace),
+        render(T + "clusterrole.yaml.j2", name=cluster_name, rules=rules),
+        render(T + "clusterrolebinding.yaml.j2", name=cluster_name, account=account, namespace=ov.namespace),
+    ]
+
+
+def provider_objects(ov: Overflow, provider: Provider) -> list[Obj]:
+    config = json.dumps(provider.config, indent=2, sort_keys=True) + "\n"
+    args = [f"--nodename={provider.node_name}", f"--provider={provider.type}",
+            "--provider-config=/etc/virtual-kubelet/config.json", "--os=Linux", "--metrics-addr=:10255"]
+    return [
+        *_identity(ov, provider.node_name, CLUSTER_PREFIX + provider.node_name,
+                   virtual_kubelet_rules(provider.node_name)),
+        render(T + "configmap.yaml.j2", name=provider.node_name, namespace=ov.namespace,
+               data={"config.json": config}),
+        render(T + "virtual-kubelet-deployment.yaml.j2", provider=provider, namespace=ov.namespace,
+               args=args, taint_key=PROVIDER_TAINT_KEY, config_sha256=_sha256(config),
+               resources=_resources(provider.resources), pod_security=POD_SECURITY,
+               container_security=CONTAINER_SECURITY),
+    ]
+
+
+def taint_policy(ov: Overflow) -> Obj:
+    """The gate controller's TaintPolicy: one gate per provider, preferred first."""
+    obj: Obj = render(T + "taintpolicy.yaml.j2", name=GATE, gate=ov.gate, providers=ov.providers,
+                      taint_value=GATE_TAINT_VALUE)
+    return obj
+
+
+def gate_objects(ov: Overflow) -> list[Obj]:
+    policy = yamlemit.dump(taint_policy(ov))
+    args = [f"--policy=/etc/trainyard/{POLICY_FILE}", f"--metrics-port={ov.gate.metrics_port}"]
+    return [
+        *_identity(ov, GATE, CLUSTER_PREFIX + GATE, GATE_RULES),
+        render(T + "configmap.yaml.j2", name=GATE, namespace=ov.namespace, data={POLICY_FILE: policy}),
+        render(T + "gate-deployment.yaml.j2", name=GATE, namespace=ov.namespace, gate=ov.gate, args=args,
+               policy_sha256=_sha256(policy), resources=_resources(ov.gate.resources),
+               pod_security=POD_SECURITY, container_security=CONTAINER_SECURITY),
+        render(T + "gate-service.yaml.j2", name=GATE, namespace=ov.namespace, port=ov.gate.metrics_port),
+    ]
+
+
+def descheduler_policy(ov: Overflow) -> Obj:
+    selector = ",".join(f"{key}={value}" for key, value in VIRTUAL_NODE_LABELS.items())
+    obj: Obj = render(T + "deschedulerpolicy.yaml.j2", back=ov.migrate_back, node_selector=selector,
+                      included_taints=[ov.gate.taint_key])
+    return obj
+
+
+def descheduler_objects(ov: Overflow) -> list[Obj]:
+    back = ov.migrate_back
+    policy = yamlemit.dump(descheduler_policy(ov))
+    args = [f"--policy-config-file=/policy-dir/{POLICY_FILE}",
+            f"--descheduling-interval={back.descheduling_interval}", "--v=3"]
+    if back.dry_run:
+        args.append("--dry-run")
+    return [
+        *_identity(ov, DESCHEDULER, CLUSTER_PREFIX + DESCHEDULER, DESCHEDULER_RULES),
+        render(T + "role.yaml.j2", name=DESCHEDULER, namespace=ov.namespace, rules=DESCHEDULER_LEASE_RULES),
+        render(T + "rolebinding.yaml.j2", name=DESCHEDULER, account=DESCHEDULER, namespace=ov.namespace),
+        render(T + "configmap.yaml.j2", name=DESCHEDULER, namespace=ov.namespace,
+               data={POLICY_FILE: policy}),
+        render(T + "descheduler-deployment.yaml.j2", name=DESCHEDULER, namespace=ov.namespace, back=back,
+               args=args, policy_sha256=_sha256(policy), resources=_resources(back.resources),
+               pod_security=POD_SECURITY, container_security=CONTAINER_SECURITY),
+    ]
+
+
+def inference_objects(ov: Overflow) -> list[Obj]:
+    objects: list[Obj] = []
+    for svc in ov.inference:
+        objects.append(render(T + "hpa.yaml.j2", svc=svc))
+        objects.append(render(T + "pdb.yaml.j2", svc=svc))
+    return objects
+
+
+def generate(env: Environment) -> list[Obj]:
+    ov = env.overflow
+    if ov is None:
+        return []
+    objects: list[Obj] = [render(T + "namespace.yaml.j2", name=ov.namespace, role="infrastructure")]
+    objects += [render(T + "namespace.yaml.j2", name=ns, role="inference") for ns in ov.extra_namespaces]
+    for provider in ov.providers:
+        objects += provider_objects(ov, provider)
+    objects += gate_objects(ov)
+    objects += descheduler_objects(ov)
+    objects += inference_objects(ov)
+    objects += admission_objects(ov)
+    return objects

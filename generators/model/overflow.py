@@ -1,0 +1,272 @@
+"""The overflow model: providers in fill order, their staggered gate bands, the free-GPU query.
+
+Every number the overflow objects carry (per-provider thresholds and hold times, affinity
+weights, the default PromQL, the mock capacity) is derived here, once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from generators.model.types import Pool
+
+NODE_PREFIX = "vk-"  # virtual node of provider p is vk-<p>; the default query excludes these
+VIRTUAL_NODE_LABELS = {"type": "virtual-kubelet"}  # set by virtual-kubelet itself
+PROVIDER_LABEL = "trainyard.dev/provider"  # set by the rendered MutatingAdmissionPolicy
+PROVIDER_TAINT_KEY = "virtual-kubelet.io/provider"  # virtual-kubelet's own NoSchedule taint
+GATE_TAINT_VALUE = "closed"
+IN_CLUSTER_WEIGHT = 100  # node-affinity weight of real nodes: always above any provider
+PROVIDER_WEIGHT_SPAN = 50  # the preferred provider's weight; the others share it downwards
+
+OnUnavailable = Literal["hold", "close", "open"]
+
+
+@dataclass(frozen=True)
+class Image:
+    repository: str
+    tag: str
+    digest: str | None
+
+    @property
+    def reference(self) -> str:
+        pinned = f"{self.repository}:{self.tag}"
+        return f"{pinned}@{self.digest}" if self.digest else pinned
+
+
+@dataclass(frozen=True)
+class Resources:
+    cpu_request: str
+    memory_request: str
+    cpu_limit: str
+    memory_limit: str
+
+
+@dataclass(frozen=True)
+class GateBand:
+    """One provider's hysteresis band (GPU counts are whole GPUs, times seconds)."""
+
+    close_when_free_gpus_at_least: int
+    close_after_seconds: int
+    open_when_free_gpus_below: int
+    open_after_seconds: int
+
+
+@dataclass(frozen=True)
+class SecretRef:
+    name: str
+    key: str
+    env: str
+
+
+@dataclass(frozen=True)
+class Provider:
+    name: str
+    type: str
+    rank: int  # 0 = preferred: fills first, closes last
+    image: Image
+    credentials: SecretRef
+    config: Mapping[str, Any]  # what config.json holds (mock: capacity keyed by node name)
+    gpus: int
+    gpu_model: str
+    gpu_resource: str
+    cost_per_gpu_hour_usd: float
+    preference: int
+    band: GateBand
+    affinity_weight: int  # preferredDuringScheduling weight in the inference snippet
+    resources: Resources
+
+    @property
+    def node_name(self) -> str:
+        return f"{NODE_PREFIX}{self.name}"
+
+    @property
+    def node_labels(self) -> dict[str, str]:
+        return {**VIRTUAL_NODE_LABELS, PROVIDER_LABEL: self.name}
+
+    @property
+    def max_usd_per_hour(self) -> float:
+        """Spend with every advertised GPU busy: the worst case the gate guards against."""
+        return round(self.gpus * self.cost_per_gpu_hour_usd, 2)
+
+
+@dataclass(frozen=True)
+class Gate:
+    prometheus_url: str
+    prometheus_timeout_seconds: float
+    free_gpus_query: str
+    reconcile_interval_seconds: int
+    on_prometheus_unavailable: OnUnavailable
+    taint_key: str
+    image: Image
+    dry_run: bool
+    metrics_port: int
+    resources: Resources
+
+
+@dataclass(frozen=True)
+class MigrateBack:
+    max_pods_to_evict_per_node: int
+    max_pods_to_evict_per_namespace: int
+    max_pods_to_evict_total: int
+    descheduling_interval: str
+    min_pod_age: str
+    image: Image
+    dry_run: bool
+    resources: Resources
+
+
+@dataclass(frozen=True)
+class InferenceService:
+    namespace: str
+    deployment: str
+    tier: str
+    pod_selector: Mapping[str, str]
+    min_replicas: int
+    max_replicas: int
+    metric_name: str
+    metric_selector: Mapping[str, str]
+    metric_average_value: str
+    max_unavailable: int | str
+    scale_down_stabilization_seconds: int
+
+
+@dataclass(frozen=True)
+class Overflow:
+    namespace: str
+    providers: tuple[Provider, ...]  # fill order: preferred first
+    gate: Gate
+    migrate_back: MigrateBack
+    extra_namespaces: tuple[str, ...]
+    inference: tuple[InferenceService, ...]
+
+    @property
+    def inference_namespaces(self) -> tuple[str, ...]:
+        return tuple(sorted({s.namespace for s in self.inference}))
+
+    @property
+    def virtual_nodes(self) -> tuple[str, ...]:
+        return tuple(p.node_name for p in self.providers)
+
+
+def _image(raw: dict[str, Any]) -> Image:
+    return Image(raw["repository"], raw["tag"], raw.get("digest"))
+
+
+def _resources(raw: dict[str, Any]) -> Resources:
+    return Resources(raw["cpuRequest"], raw["memoryRequest"], raw["cpuLimit"], raw["memoryLimit"])
+
+
+def fill_order(raw_providers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Preferred first: lowest preference, then cheapest, then name (deterministic)."""
+    return sorted(raw_providers, key=lambda p: (p["preference"], p["costPerGpuHourUsd"], p["name"]))
+
+
+def stagger_step(gate: dict[str, Any], providers: int) -> int:
+    """GPUs each step down the fill order lowers both thresholds by."""
+    explicit: int | None = gate.get("staggerFreeGpus")
+    return explicit if explicit is not None else gate["openWhenFreeGpusBelow"] // providers
+
+
+def band(gate: dict[str, Any], rank: int, step: int) -> GateBand:
+    """Less-preferred providers open at fewer free GPUs (and later) and close at fewer: the
+    preferred one opens first and closes last, so the cheapest capacity is used first and
+    the dearest is given back first."""
+    return GateBand(
+        close_when_free_gpus_at_least=gate["closeWhenFreeGpusAtLeast"] - rank * step,
+        close_after_seconds=gate["closeAfterSeconds"],
+        open_when_free_gpus_below=gate["openWhenFreeGpusBelow"] - rank * step,
+        open_after_seconds=gate["openAfterSeconds"] + rank * gate["staggerOpenSeconds"],
+    )
+
+
+def affinity_weight(rank: int, providers: int) -> int:
+    """Preferred provider PROVIDER_WEIGHT_SPAN, the others evenly less, never below 1."""
+    return max(1, PROVIDER_WEIGHT_SPAN * (providers - rank) // providers)
+
+
+def _provider_config(raw: dict[str, Any]) -> dict[str, Any]:
+    config: dict[str, Any] = json.loads(json.dumps(raw["config"]))
+    if raw["type"] != "mock":
+        return config
+    # The reference mock provider reads capacity per node name; GPUs come from `gpus`.
+    others = {**config.get("others", {}), raw["gpuResource"]: str(raw["gpus"])}
+    return {f"{NODE_PREFIX}{raw['name']}": {**config, "others": others}}
+
+
+def default_query(pools: tuple[Pool, ...], virtual_nodes: tuple[str, ...]) -> str:
+    """Free in-cluster GPUs from kube-state-metrics: allocatable minus the requests of pods
+    bound to a node and not finished, both over non-virtual nodes."""
+    resources = sorted({p.gpu_resource.replace(".", "_").replace("/", "_").replace("-", "_")
+                        for p in pools})
+    resource = (f'resource="{resources[0]}"' if len(resources) == 1
+                else f'resource=~"{"|".join(resources)}"')
+    nodes = f'node!~"{"|".join(virtual_nodes)}"'
+    return (
+        f"sum(kube_node_status_allocatable{{{resource},{nodes}}})"
+        f" - (sum(kube_pod_container_resource_requests{{{resource},{nodes},node!=\"\"}}"
+        " * on(namespace, pod) group_left()"
+        ' max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running"} == 1))'
+        " or vector(0))"
+    )
+
+
+def _service(raw: dict[str, Any]) -> InferenceService:
+    metric = raw["metric"]
+    return InferenceService(
+        namespace=raw["namespace"], deployment=raw["deployment"], tier=raw["tier"],
+        pod_selector=dict(sorted(raw["podSelector"].items())),
+        min_replicas=raw["minReplicas"], max_replicas=raw["maxReplicas"],
+        metric_name=metric["name"], metric_selector=dict(sorted(metric["selector"].items())),
+        metric_average_value=metric["averageValue"], max_unavailable=raw["maxUnavailable"],
+        scale_down_stabilization_seconds=raw["scaleDownStabilizationSeconds"],
+    )
+
+
+def _providers(raw: dict[str, Any]) -> tuple[Provider, ...]:
+    ordered = fill_order(raw["providers"])
+    step = stagger_step(raw["gate"], len(ordered))
+    return tuple(
+        Provider(
+            name=p["name"], type=p["type"], rank=rank, image=_image(p["image"]),
+            credentials=SecretRef(p["credentialsSecret"]["name"], p["credentialsSecret"]["key"],
+                                  p["credentialsSecret"]["env"]),
+            config=_provider_config(p), gpus=p["gpus"], gpu_model=p["gpuModel"],
+            gpu_resource=p["gpuResource"], cost_per_gpu_hour_usd=float(p["costPerGpuHourUsd"]),
+            preference=p["preference"], band=band(raw["gate"], rank, step),
+            affinity_weight=affinity_weight(rank, len(ordered)), resources=_resources(p["resources"]),
+        )
+        for rank, p in enumerate(ordered)
+    )
+
+
+def build_overflow(raw: dict[str, Any] | None, pools: tuple[Pool, ...]) -> Overflow | None:
+    """The overflow model, or None when the environment has no overflow section."""
+    if raw is None:
+        return None
+    providers = _providers(raw)
+    gate, back = raw["gate"], raw["migrateBack"]
+    query = gate.get("freeGpusQuery") or default_query(pools, tuple(p.node_name for p in providers))
+    return Overflow(
+        namespace=raw["namespace"],
+        providers=providers,
+        gate=Gate(
+            prometheus_url=gate["prometheusUrl"],
+            prometheus_timeout_seconds=gate["prometheusTimeoutSeconds"], free_gpus_query=query,
+            reconcile_interval_seconds=gate["reconcileIntervalSeconds"],
+            on_prometheus_unavailable=gate["onPrometheusUnavailable"], taint_key=gate["taintKey"],
+            image=_image(gate["image"]), dry_run=gate["dryRun"], metrics_port=gate["metricsPort"],
+            resources=_resources(gate["resources"]),
+        ),
+        migrate_back=MigrateBack(
+            max_pods_to_evict_per_node=back["maxPodsToEvictPerNode"],
+            max_pods_to_evict_per_namespace=back["maxPodsToEvictPerNamespace"],
+            max_pods_to_evict_total=back["maxPodsToEvictTotal"],
+            descheduling_interval=back["deschedulingInterval"], min_pod_age=back["minPodAge"],
+            image=_image(back["image"]), dry_run=back["dryRun"], resources=_resources(back["resources"]),
+        ),
+        extra_namespaces=tuple(raw["extraNamespaces"]),
+        inference=tuple(_service(s) for s in raw["inference"]),
+    )

@@ -1,0 +1,119 @@
+"""Semantic rules of the `overflow` section that its schema cannot express.
+
+Called from semantics.check; each Problem sits at the offending value of the file.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from generators.errors import Problem, format_path
+from generators.spec.source import Document
+
+Path_ = tuple[str | int, ...]
+MIN_KUBERNETES = (1, 36)  # MutatingAdmissionPolicy v1
+
+
+class _OverflowChecker:
+    def __init__(self, doc: Document, value: dict[str, Any]) -> None:
+        self.doc = doc
+        self.v = value
+        self.o: dict[str, Any] = value["overflow"]
+        self.problems: list[Problem] = []
+
+    def add(self, path: Path_, message: str, hint: str = "") -> None:
+        full = ("overflow", *path)
+        self.problems.append(Problem(self.doc.locate(full), message, format_path(full), hint))
+
+    def run(self) -> list[Problem]:
+        self.kubernetes_version()
+        self.providers()
+        self.gate()
+        self.namespaces()
+        self.inference()
+        return self.problems
+
+    def kubernetes_version(self) -> None:
+        version = self.v["cluster"]["kubernetesVersion"]
+        if tuple(int(part) for part in version.split(".")[:2]) < MIN_KUBERNETES:
+            self.problems.append(Problem(
+                self.doc.locate(("cluster", "kubernetesVersion")), f"overflow needs Kubernetes "
+                f"{'.'.join(map(str, MIN_KUBERNETES))} or newer, the cluster runs {version}",
+                "cluster.kubernetesVersion", "virtual nodes are labelled by a MutatingAdmissionPolicy "
+                "(admissionregistration.k8s.io/v1, GA in 1.36)"))
+
+    def providers(self) -> None:
+        seen: dict[str, int] = {}
+        for i, provider in enumerate(self.o["providers"]):
+            name = provider["name"]
+            if name in seen:
+                self.add(("providers", i, "name"), f"duplicate provider name {name!r}",
+                         f"first used at overflow.providers[{seen[name]}]; node and gate names come from it")
+            seen.setdefault(name, i)
+
+    def gate(self) -> None:
+        # The thresholds are derived in the model; the model package imports spec (it loads
+        # the file), so importing it at module level here would be circular.
+        from generators.model.overflow import PROVIDER_TAINT_KEY, fill_order, stagger_step
+
+        gate = self.o["gate"]
+        close_at, open_below = gate["closeWhenFreeGpusAtLeast"], gate["openWhenFreeGpusBelow"]
+        if close_at <= open_below:
+            self.add(("gate", "closeWhenFreeGpusAtLeast"), f"closeWhenFreeGpusAtLeast ({close_at}) must "
+                     f"be greater than openWhenFreeGpusBelow ({open_below})",
+                     "the band between them is what stops the gate from flapping")
+        if gate["taintKey"] == PROVIDER_TAINT_KEY:
+            self.add(("gate", "taintKey"), f"the gate taint key must differ from {PROVIDER_TAINT_KEY!r}",
+                     "inference tolerates the provider taint but must never tolerate the gate")
+        count = len(self.o["providers"])
+        lowest = open_below - (count - 1) * stagger_step(gate, count)
+        if count > 1 and lowest < 1:
+            last = fill_order(self.o["providers"])[-1]["name"]
+            self.add(("gate", "staggerFreeGpus"), f"provider {last!r} would open only below {lowest} free "
+                     "GPUs, which never happens", "lower staggerFreeGpus or raise openWhenFreeGpusBelow")
+
+    def namespaces(self) -> None:
+        teams = {ns: t["name"] for t in self.v["teams"] for ns in t["namespaces"]}
+        for i, ns in enumerate(self.o["extraNamespaces"]):
+            if ns in teams:
+                self.add(("extraNamespaces", i), f"namespace {ns!r} already belongs to team {teams[ns]!r}",
+                         "list only namespaces no team owns")
+        if self.o["namespace"] in teams or self.o["namespace"] in self.o["extraNamespaces"]:
+            self.add(("namespace",), f"namespace {self.o['namespace']!r} is also an inference or team "
+                     "namespace", "keep the overflow infrastructure in its own namespace")
+
+    def inference(self) -> None:
+        tiers = {t["name"]: t["role"] for t in self.v["priorities"]["tiers"]}
+        known = {ns for t in self.v["teams"] for ns in t["namespaces"]} | set(self.o["extraNamespaces"])
+        seen: set[tuple[str, str]] = set()
+        for i, service in enumerate(self.o["inference"]):
+            tier = service["tier"]
+            if tier not in tiers:
+                inference_tiers = sorted(n for n, role in tiers.items() if role == "inference")
+                close = difflib.get_close_matches(tier, inference_tiers, n=1)
+                self.add(("inference", i, "tier"), f"unknown tier {tier!r}",
+                         f"did you mean {close[0]!r}?" if close
+                         else f"inference tiers: {', '.join(inference_tiers) or 'none'}")
+            elif tiers[tier] != "inference":
+                self.add(("inference", i, "tier"), f"tier {tier!r} is a {tiers[tier]} tier, not an "
+                         "inference tier", "spilled pods must rank below training so training preempts them")
+            if service["namespace"] not in known:
+                close = difflib.get_close_matches(service["namespace"], sorted(known), n=1)
+                self.add(("inference", i, "namespace"), f"namespace {service['namespace']!r} belongs to no "
+                         "team and is not in overflow.extraNamespaces",
+                         f"did you mean {close[0]!r}?" if close else "add it to overflow.extraNamespaces")
+            if service["minReplicas"] > service["maxReplicas"]:
+                self.add(("inference", i, "minReplicas"), f"minReplicas ({service['minReplicas']}) exceeds "
+                         f"maxReplicas ({service['maxReplicas']})")
+            key = (service["namespace"], service["deployment"])
+            if key in seen:
+                self.add(("inference", i, "deployment"), f"Deployment {key[0]}/{key[1]} is declared twice")
+            seen.add(key)
+
+
+def check(doc: Document, value: dict[str, Any]) -> list[Problem]:
+    """Problems of the overflow section (none when the environment has no such section)."""
+    if "overflow" not in value:
+        return []
+    return _OverflowChecker(doc, value).run()
