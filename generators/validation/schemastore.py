@@ -11,7 +11,8 @@ file on its own, so every file must be STANDALONE (no `$ref` to other files). We
   way the apiserver prunes: closed objects, int-or-string as oneOf, ObjectMeta for metadata.
 
 Files are draft-04 (kubeconform's default draft, the one OpenAPI v3 schemas follow), compact,
-without descriptions. The result is cached outside the repo under
+without descriptions; a subschema repeated within a file is written once under its local
+`definitions` (still standalone: no ref leaves the file). The result is cached outside the repo under
 `<cache>/schemas/<key>/`, key = hash of every pinned input, so it is rebuilt only when a pin
 changes. See docs/validation-schemas.md.
 """
@@ -29,7 +30,7 @@ import tempfile
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -188,9 +189,12 @@ def _link_patch_version(schema_dir: Path, kubernetes_version: str) -> None:
     if name == target or link.is_symlink():
         return
     tmp = schema_dir / f".{name}.{os.getpid()}.tmp"
-    tmp.unlink(missing_ok=True)
-    tmp.symlink_to(target, target_is_directory=True)
-    os.replace(tmp, link)
+    try:
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(target, target_is_directory=True)
+        os.replace(tmp, link)
+    except OSError:  # a read-only cache: the link is a convenience, the set is complete
+        pass
 
 
 def build_schemas(kubernetes_version: str, crd_dir: Path, dest: Path) -> dict[str, Any]:
@@ -206,8 +210,7 @@ def build_schemas(kubernetes_version: str, crd_dir: Path, dest: Path) -> dict[st
         if file.name in kinds:
             other = kinds[file.name]["source"]
             raise SchemaBuildError(f"{file.name} comes from both {other} and {file.source}")
-        kinds[file.name] = {"apiVersion": file.api_version, "kind": file.kind}
-        kinds[file.name]["source"] = file.source
+        kinds[file.name] = dict(apiVersion=file.api_version, kind=file.kind, source=file.source)
         schema = deduplicate(file.schema, measured=measured)
         text = json.dumps(schema, sort_keys=True, separators=(",", ":"))
         (out / file.name).write_text(text, encoding="utf-8")
@@ -295,7 +298,7 @@ def _annotation(key: str) -> bool:
     return key in ("description", "$id", "$schema") or key.startswith("x-kubernetes-")
 
 
-def _map_subschemas(node: Schema, fn: Any) -> Schema:
+def _map_subschemas(node: Schema, fn: Callable[[Schema], Any]) -> Schema:
     """Copy node without annotations, applying fn to each subschema (not to data keywords)."""
     out: Schema = {}
     for key, value in node.items():
