@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import sys
@@ -80,7 +81,7 @@ class Exporter:
         self._thread.join(timeout=5)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def exporter() -> Iterator[Exporter]:
     served = Exporter()
     try:
@@ -89,7 +90,7 @@ def exporter() -> Iterator[Exporter]:
         served.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def prometheus_url(exporter: Exporter, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real Prometheus (the pinned build from tools/install.py) scraping `exporter` at 1s."""
     try:
@@ -126,6 +127,7 @@ def prometheus_url(exporter: Exporter, tmp_path_factory: pytest.TempPathFactory)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(url, process, log_path)
+        _wait_first_scrape(url)
         yield url
     finally:
         process.terminate()
@@ -149,3 +151,15 @@ def _wait_ready(url: str, process: subprocess.Popen[bytes], log_path: Path) -> N
             pass
         time.sleep(0.1)
     pytest.fail(f"prometheus at {url} not ready after 20s")
+
+
+def _wait_first_scrape(url: str) -> None:
+    """Until the exporter target has been scraped once, so tests start from a warm server."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with contextlib.suppress(requests.RequestException, ValueError):
+            body = requests.get(f"{url}/api/v1/query", params={"query": "up"}, timeout=1).json()
+            if any(item["value"][1] == "1" for item in body["data"]["result"]):
+                return
+        time.sleep(0.1)
+    pytest.fail(f"prometheus at {url} did not scrape the test exporter within 20s")

@@ -223,7 +223,7 @@ def _pulls(state: GateState, free: int | None, mode: OnUnavailable) -> bool:
     return free >= 64 if state is OPEN else free < 16
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     start=st.sampled_from(list(GateState)),
     mode=st.sampled_from(list(OnUnavailable)),

@@ -183,7 +183,7 @@ def test_conflicting_writer_is_not_overwritten(fleet: Fleet) -> None:
 def test_once_pass_with_real_prometheus_and_apiserver(
     fleet: Fleet, exporter: Exporter, request: pytest.FixtureRequest
 ) -> None:
-    # Looked up here, not as a parameter: a module-scoped fixture would start Prometheus
+    # Looked up here, not as a parameter: a session-scoped fixture would start Prometheus
     # before `fleet` gets the chance to skip.
     prometheus_url: str = request.getfixturevalue("prometheus_url")
     name = fleet.create(0)
