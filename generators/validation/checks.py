@@ -1,0 +1,163 @@
+"""Everything `generate.py validate` checks for one environment, as sorted findings.
+
+1. the environment file (schema + semantics: the same load as render);
+2. rendered/<env> is what that file renders today (not stale, nothing missing or extra);
+3. kubeconform -strict against the offline schemas for the environment's Kubernetes
+   version, with every object accounted for;
+4. every policy in policies/;
+5. promtool check rules over every rule group shipped.
+kubeconform runs in a worker thread (it is a separate process) while Python does 1, 2, 4, 5.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from generators import model, render
+from generators.errors import SpecError
+from generators.validation import kubeconform as kc
+from generators.validation import promtool
+from generators.validation.schemastore import ensure_schemas
+from policies import registry, run_all
+from policies.context import Context, Finding, RenderedObject, read_objects
+
+KUBECONFORM = "kubeconform"
+STALE = "stale"
+SPEC = "spec"
+
+
+@dataclass(frozen=True)
+class KubeconformCounts:
+    valid: int = 0
+    invalid: int = 0
+    errors: int = 0
+    skipped: int = 0
+    expected: int = 0
+
+
+@dataclass(frozen=True)
+class EnvironmentReport:
+    name: str
+    objects: int
+    findings: tuple[Finding, ...]
+    kubeconform: KubeconformCounts
+    policies: int
+    rule_files: int
+    rules: int
+    seconds: float  # this environment's own work, kubeconform's run included
+
+    @property
+    def errors(self) -> int:
+        return sum(f.severity == "error" for f in self.findings)
+
+    @property
+    def warnings(self) -> int:
+        return sum(f.severity == "warning" for f in self.findings)
+
+
+@dataclass
+class _Schemas:
+    """Schema directory per Kubernetes version, built (or found in the cache) once."""
+
+    dirs: dict[str, Path] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, version: str) -> Path:
+        with self.lock:  # kubeconform workers of two environments may ask at once
+            if version not in self.dirs:
+                self.dirs[version] = ensure_schemas(version)
+            return self.dirs[version]
+
+
+def validate(root: Path, names: list[str]) -> list[EnvironmentReport]:
+    """Reports for the named environments, in the given order."""
+    schemas = _Schemas()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return [validate_environment(root, name, schemas, pool.submit) for name in names]
+
+
+def validate_environment(root: Path, name: str, schemas: Callable[[str], Path],
+                         submit: Callable[..., Future[kc.KubeconformResult]]) -> EnvironmentReport:
+    started = time.perf_counter()
+    try:
+        env = model.load(root, name)
+    except SpecError as error:
+        problems = tuple(_spec_finding(p.format()) for p in error.problems)
+        return EnvironmentReport(name, 0, problems, KubeconformCounts(), 0, 0, 0,
+                                 time.perf_counter() - started)
+    base = root / render.RENDERED / name
+    files = kc.manifest_files([base]) if base.is_dir() else []
+    kubeconform_run = submit(_kubeconform, root, base, env.kubernetes_version, schemas) if files else None
+    objects, _ = read_objects(root, files)
+    findings: list[Finding] = _stale(root, name, env, objects)
+    ctx = Context(env, tuple(objects))
+    findings += run_all(ctx)
+    rules = promtool.check_rules(promtool.rule_sources(objects))
+    findings += rules.findings
+    counts, kubeconform_findings, kubeconform_seconds = KubeconformCounts(), list[Finding](), 0.0
+    python_seconds = time.perf_counter() - started
+    if kubeconform_run is not None:
+        counts, kubeconform_findings, kubeconform_seconds = _collect(kubeconform_run, root, base)
+    findings += kubeconform_findings
+    return EnvironmentReport(name, len(objects), tuple(sorted(set(findings))), counts,
+                             len(registry()), rules.sources, rules.rules,
+                             python_seconds + kubeconform_seconds)
+
+
+def _spec_finding(line: str) -> Finding:
+    """`environments/x.yaml:3:5: error: msg` -> a finding printed the same way."""
+    where, _, rest = line.partition(": error: ")
+    return Finding(where, "", "", SPEC, rest)
+
+
+def _stale(root: Path, name: str, env: model.Environment,
+           objects: list[RenderedObject]) -> list[Finding]:
+    """A finding per rendered file that differs from what the environment renders now."""
+    files = render.render_environment(env)
+    wanted = {f"{render.RENDERED}/{name}/{f.path}": f.obj for f in files}
+    on_disk = {o.path: o for o in objects}
+    findings = []
+    for line in render.stale(root, name, files):
+        path, _, state = line.rpartition(": ")
+        obj = wanted.get(path) or (on_disk[path].obj if path in on_disk else {})
+        meta = obj.get("metadata") or {}
+        message = {"stale": f"differs from what {env.source_file} renders",
+                   "missing": f"{env.source_file} renders it but it is not committed",
+                   "extra": f"{env.source_file} does not render it"}.get(state, state)
+        findings.append(Finding(path, str(obj.get("kind", "")), str(meta.get("name", "")), STALE,
+                                f"{message}; run: python generate.py render {name}"))
+    return findings
+
+
+def _kubeconform(root: Path, base: Path, version: str,
+                 schemas: Callable[[str], Path]) -> kc.KubeconformResult:
+    return kc.run_kubeconform([base], version, schemas(version))
+
+
+def _collect(run: Future[kc.KubeconformResult], root: Path,
+             base: Path) -> tuple[KubeconformCounts, list[Finding], float]:
+    shown = base.relative_to(root).as_posix()
+    try:
+        result = run.result()
+    except Exception as error:  # no binary, no schemas, crash: validation did not happen
+        return KubeconformCounts(), [Finding(shown, "", "", KUBECONFORM, f"did not run: {error}")], 0.0
+    findings = [_kubeconform_finding(f, root) for f in result.findings]
+    if result.counted != result.expected and not any(f.status == "uncounted" for f in result.findings):
+        findings.append(Finding(shown, "", "", KUBECONFORM,
+                                f"validated {result.counted} objects of {result.expected}"))
+    counts = KubeconformCounts(result.valid, result.invalid, result.errors, result.skipped,
+                               result.expected)
+    return counts, findings, result.seconds
+
+
+def _kubeconform_finding(finding: kc.Finding, root: Path) -> Finding:
+    path = Path(finding.file)
+    shown = path.relative_to(root).as_posix() if path.is_absolute() else finding.file
+    what = finding.check.partition("/")[2] or finding.check
+    where = f"{finding.field}: " if finding.field else ""
+    return Finding(shown, finding.kind, finding.name, KUBECONFORM, f"{what}: {where}{finding.message}")

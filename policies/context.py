@@ -1,0 +1,142 @@
+"""What a policy sees: the rendered objects of one environment and its model; what it says.
+
+A policy reads `Context` and yields `Finding`s made with `RenderedObject.finding(message)`;
+the registry (policies/__init__.py) stamps each with the policy's ID and SEVERITY, so a
+policy never repeats its own id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from generators.model.types import Environment
+
+Severity = Literal["error", "warning"]
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+COMPONENT_LABEL = "trainyard.dev/component"
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    """One problem with one object: `<file>: <kind>/<name>: <policy>: <message>`."""
+
+    file: str  # relative to the repository root: rendered/<env>/<component>/...
+    kind: str
+    name: str
+    policy: str
+    message: str
+    severity: Severity = "error"
+
+    def line(self) -> str:
+        where = f"{self.kind}/{self.name}: " if self.kind or self.name else ""
+        return f"{self.file}: {where}{self.policy}: {self.message}"
+
+    def as_json(self) -> dict[str, str]:
+        return {"file": self.file, "kind": self.kind, "name": self.name, "policy": self.policy,
+                "severity": self.severity, "message": self.message}
+
+
+@dataclass(frozen=True, eq=False)  # identity: objects are dict keys in policies
+class RenderedObject:
+    """One YAML document of a file under rendered/<env>/."""
+
+    path: str  # relative to the repository root
+    obj: Mapping[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return str(self.obj.get("kind") or "")
+
+    @property
+    def metadata(self) -> Mapping[str, Any]:
+        meta = self.obj.get("metadata")
+        return meta if isinstance(meta, Mapping) else {}
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata.get("name") or "")
+
+    @property
+    def namespace(self) -> str | None:
+        namespace = self.metadata.get("namespace")
+        return str(namespace) if namespace else None
+
+    @property
+    def labels(self) -> Mapping[str, Any]:
+        labels = self.metadata.get("labels")
+        return labels if isinstance(labels, Mapping) else {}
+
+    @property
+    def annotations(self) -> Mapping[str, Any]:
+        annotations = self.metadata.get("annotations")
+        return annotations if isinstance(annotations, Mapping) else {}
+
+    @property
+    def component(self) -> str:
+        return str(self.labels.get(COMPONENT_LABEL, ""))
+
+    @property
+    def spec(self) -> Mapping[str, Any]:
+        spec = self.obj.get("spec")
+        return spec if isinstance(spec, Mapping) else {}
+
+    def finding(self, message: str) -> Finding:
+        """A finding on this object; the registry fills in policy id and severity."""
+        return Finding(self.path, self.kind, self.name, "", message)
+
+
+@dataclass(frozen=True)
+class Context:
+    """The rendered objects of one environment (as committed) and its model."""
+
+    env: Environment
+    objects: tuple[RenderedObject, ...]
+    _by_kind: dict[str, list[RenderedObject]] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for item in self.objects:
+            self._by_kind.setdefault(item.kind, []).append(item)
+
+    def of_kind(self, *kinds: str) -> list[RenderedObject]:
+        """Objects of the given kinds, in file order."""
+        if len(kinds) == 1:
+            return list(self._by_kind.get(kinds[0], []))
+        return [item for item in self.objects if item.kind in kinds]
+
+    def names(self, kind: str) -> dict[str, RenderedObject]:
+        """Objects of a kind keyed by name (cluster-scoped kinds, or one namespace)."""
+        return {item.name: item for item in self.of_kind(kind)}
+
+
+def read_objects(root: Path, files: Iterable[Path]) -> tuple[list[RenderedObject], list[Path]]:
+    """Parse manifest files into objects; also the files that are not valid YAML
+    (kubeconform reports those; policies simply do not see them)."""
+    objects: list[RenderedObject] = []
+    broken: list[Path] = []
+    for path in files:
+        shown = path.relative_to(root).as_posix()
+        try:
+            documents = list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_Loader))
+        except (yaml.YAMLError, UnicodeDecodeError):
+            broken.append(path)
+            continue
+        objects.extend(RenderedObject(shown, d) for d in _documents(documents))
+    return objects, broken
+
+
+def _documents(documents: list[Any]) -> Iterator[Mapping[str, Any]]:
+    """Non-empty mapping documents, with List items split out as kubeconform does."""
+    for document in documents:
+        if not isinstance(document, Mapping):
+            continue
+        if str(document.get("kind", "")).lower() == "list":
+            yield from (i for i in document.get("items") or [] if isinstance(i, Mapping))
+        else:
+            yield document

@@ -1,0 +1,92 @@
+"""Generic traversals over Kubernetes objects, shared by several policies.
+
+Traversals are structural (any mapping with `containers` is a pod spec, any `tolerations`
+list holds tolerations) rather than per kind, so a kind added later (JobSet, PyTorchJob,
+an operator's CR) is covered without touching the policies.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import yaml
+
+Path = tuple[str | int, ...]
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def nodes(value: Any, path: Path = ()) -> Iterator[tuple[Path, Mapping[str, Any]]]:
+    """Every mapping inside value (value itself included), depth first, with its path."""
+    if isinstance(value, Mapping):
+        yield path, value
+        for key, child in value.items():
+            yield from nodes(child, (*path, str(key)))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            yield from nodes(child, (*path, index))
+
+
+def show(path: Path) -> str:
+    """spec.template.spec.containers[0].image"""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out
+
+
+def pod_specs(obj: Mapping[str, Any]) -> Iterator[tuple[Path, Mapping[str, Any]]]:
+    """Every pod spec in an object: a mapping with a `containers` list."""
+    for path, node in nodes(obj):
+        if isinstance(node.get("containers"), list):
+            yield path, node
+
+
+def containers(pod: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(`containers[i]` or `initContainers[i]`, container) of a pod spec."""
+    for key in ("initContainers", "containers"):
+        for index, container in enumerate(pod.get(key) or []):
+            if isinstance(container, Mapping):
+                yield f"{key}[{index}]", container
+
+
+def items_under(obj: Any, key: str) -> Iterator[tuple[Path, Mapping[str, Any]]]:
+    """Each mapping in a list stored under `key` anywhere in obj (e.g. every toleration)."""
+    for path, node in nodes(obj):
+        value = node.get(key)
+        if isinstance(value, list):
+            for index, item in enumerate(value):
+                if isinstance(item, Mapping):
+                    yield (*path, key, index), item
+
+
+def label_maps(obj: Mapping[str, Any]) -> Iterator[tuple[Path, Mapping[str, Any]]]:
+    """metadata.labels of the object and of every template inside it."""
+    for path, node in nodes(obj):
+        if path and path[-1] == "metadata" and isinstance(node.get("labels"), Mapping):
+            yield (*path, "labels"), node["labels"]
+
+
+def embedded_documents(obj: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    """(data key, parsed value) of a ConfigMap's YAML/JSON data entries that parse to
+    a mapping: configuration files shipped inside ConfigMaps (TaintPolicy, Kueue config,
+    dashboards, rule files)."""
+    if obj.get("kind") != "ConfigMap":
+        return
+    data = obj.get("data")
+    if not isinstance(data, Mapping):
+        return
+    for key, text in sorted(data.items()):
+        if not isinstance(text, str) or not str(key).endswith((".yaml", ".yml", ".json")):
+            continue
+        try:
+            if str(key).endswith(".json"):
+                documents = [json.loads(text)]
+            else:
+                documents = [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+        except (yaml.YAMLError, ValueError):
+            continue
+        for document in documents:
+            if isinstance(document, Mapping):
+                yield str(key), document
