@@ -104,6 +104,6 @@ def _gate_tolerations(item: RenderedObject, gate_keys: set[str],
         everything = not key and toleration.get("operator") == "Exists"
         if everything or key in gate_keys:
             what = "tolerates every taint, including" if everything else "tolerates"
+            keys = sorted(gate_keys) if everything else [str(key)]
             yield item.finding(f"{show(path)}: {why} {what} the overflow gate taint "
-                               f"{', '.join(sorted(gate_keys)) if everything else key!r}; "
-                               "it would bypass the gate")
+                               f"{', '.join(map(repr, keys))}; it would bypass the gate")

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from generators import model, render
@@ -60,25 +60,23 @@ class EnvironmentReport:
         return sum(f.severity == "warning" for f in self.findings)
 
 
-@dataclass
-class _Schemas:
-    """Schema directory per Kubernetes version, built (or found in the cache) once."""
+_SCHEMA_DIRS: dict[str, Path] = {}
+_SCHEMA_LOCK = threading.Lock()
 
-    dirs: dict[str, Path] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def __call__(self, version: str) -> Path:
-        with self.lock:  # kubeconform workers of two environments may ask at once
-            if version not in self.dirs:
-                self.dirs[version] = ensure_schemas(version)
-            return self.dirs[version]
+def schema_dir(version: str) -> Path:
+    """The schema set for a Kubernetes version, looked up (hashing the pinned inputs) once
+    per process: kubeconform workers of two environments may ask at the same time."""
+    with _SCHEMA_LOCK:
+        if version not in _SCHEMA_DIRS:
+            _SCHEMA_DIRS[version] = ensure_schemas(version)
+        return _SCHEMA_DIRS[version]
 
 
 def validate(root: Path, names: list[str]) -> list[EnvironmentReport]:
     """Reports for the named environments, in the given order."""
-    schemas = _Schemas()
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return [validate_environment(root, name, schemas, pool.submit) for name in names]
+        return [validate_environment(root, name, schema_dir, pool.submit) for name in names]
 
 
 def validate_environment(root: Path, name: str, schemas: Callable[[str], Path],
