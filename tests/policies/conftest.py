@@ -68,10 +68,8 @@ def repo(tmp_path: Path) -> Repo:
 @pytest.fixture
 def validate(capsys: pytest.CaptureFixture[str]) -> Callable[..., Run]:
     def run(root: Path, *argv: str) -> Run:
-        args = cli.parser().parse_args(["validate", *argv])
-        args.root = root
         capsys.readouterr()
-        code: int = args.run(args)
+        code = cli.main(["-C", str(root), "validate", *argv])
         captured = capsys.readouterr()
         return Run(code, captured.out, captured.err)
 

@@ -223,7 +223,7 @@ def test_workload_hardening(repo: Repo, validate: Validate) -> None:
     container["securityContext"] = {"allowPrivilegeEscalation": True}
     container["resources"] = {"requests": {"cpu": "100m"}}
     repo.write(f"{DEV}/fixture/sandbox/deployment-exporter.yaml", deployment)
-    cronjob = {
+    cronjob: dict[str, Any] = {
         "apiVersion": "batch/v1", "kind": "CronJob", "metadata": meta("sync", "fixture", 5, "sandbox"),
         "spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": {
             "spec": {**hardened_deployment("sync", "sandbox")["spec"]["template"]["spec"],
