@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+import yaml
+
+from generators import yamlemit
 
 from .conftest import Repo, Run, hardened_deployment, meta
 
@@ -138,43 +143,58 @@ def test_no_execute_taint_and_instant_toleration(repo: Repo, validate: Validate)
            "pods the moment the taint lands")
 
 
-TAINT_POLICY = """\
-apiVersion: trainyard.dev/v1alpha1
-kind: TaintPolicy
-metadata: {name: overflow}
-spec:
-  gates:
-  - name: cloud-a
-    nodeSelector: {matchLabels: {type: virtual-kubelet}}
-    taint: {key: trainyard.dev/overflow-closed, value: "true", effect: NoSchedule}
-"""
+def _gate_keys(root: Path, env: str) -> list[str]:
+    """Gate taint keys of the TaintPolicy the overflow component renders (read independently)."""
+    keys = []
+    for path in sorted((root / "rendered" / env).rglob("configmap-*.yaml")):
+        for text in (yaml.safe_load(path.read_text()).get("data") or {}).values():
+            document = yaml.safe_load(text) if isinstance(text, str) else None
+            if isinstance(document, dict) and document.get("kind") == "TaintPolicy":
+                keys += [gate["taint"]["key"] for gate in document["spec"]["gates"]]
+    return sorted(set(keys))
 
 
 def test_inference_tolerates_gate_taint(repo: Repo, validate: Validate) -> None:
-    repo.write(f"{STAGING}/overflow/trainyard-system/configmap-overflow-policy.yaml", {
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": meta("overflow-policy", "overflow", 4, "trainyard-system", "staging"),
-        "data": {"policy.yaml": TAINT_POLICY},
-    })
-    serving = hardened_deployment("server", "serving-staging", "staging")
-    serving["spec"]["template"]["spec"]["tolerations"] = [
-        {"key": "trainyard.dev/overflow-closed", "operator": "Exists", "effect": "NoSchedule"}]
+    keys = _gate_keys(repo.root, "staging")
+    assert keys, "staging renders an overflow TaintPolicy"
+    toleration = [{"key": keys[0], "operator": "Exists", "effect": "NoSchedule"}]
+    serving = hardened_deployment("server", "serving-staging", "staging")  # an inference team
+    serving["spec"]["template"]["spec"]["tolerations"] = toleration
     repo.write(f"{STAGING}/fixture/serving-staging/deployment-server.yaml", serving)
     batch = hardened_deployment("batch", "research", "staging")  # a training namespace ...
     batch["spec"]["template"]["spec"]["priorityClassName"] = "inference-batch"  # ... inference tier
     batch["spec"]["template"]["spec"]["tolerations"] = [{"operator": "Exists"}]
     repo.write(f"{STAGING}/fixture/research/deployment-batch.yaml", batch)
     allowed = hardened_deployment("trainer", "research", "staging")  # training may tolerate it
-    allowed["spec"]["template"]["spec"]["tolerations"] = serving["spec"]["template"]["spec"]["tolerations"]
+    allowed["spec"]["template"]["spec"]["tolerations"] = toleration
     repo.write(f"{STAGING}/fixture/research/deployment-trainer.yaml", allowed)
     expect(validate(repo.root, "staging"),
            f"{STAGING}/fixture/serving-staging/deployment-server.yaml: Deployment/server: taints: "
            "spec.template.spec.tolerations[0]: inference namespace serving-staging tolerates the "
-           "overflow gate taint 'trainyard.dev/overflow-closed'; it would bypass the gate",
+           f"overflow gate taint {keys[0]!r}; it would bypass the gate",
            f"{STAGING}/fixture/research/deployment-batch.yaml: Deployment/batch: taints: "
            "spec.template.spec.tolerations[0]: inference workload (tier inference-batch) tolerates "
-           "every taint, including the overflow gate taint 'trainyard.dev/overflow-closed'; it would "
+           f"every taint, including the overflow gate taint {', '.join(map(repr, keys))}; it would "
            "bypass the gate")
+
+
+def test_gate_key_comes_from_the_rendered_taint_policy(repo: Repo, validate: Validate) -> None:
+    """dev renders no TaintPolicy: tolerating a key is harmless until one names it."""
+    batch = hardened_deployment("batch", "sandbox")
+    batch["spec"]["template"]["spec"]["priorityClassName"] = "inference-batch"
+    batch["spec"]["template"]["spec"]["tolerations"] = [{"key": "example.com/gate", "operator": "Exists"}]
+    repo.write(f"{DEV}/fixture/sandbox/deployment-batch.yaml", batch)
+    assert problems(validate(repo.root, "dev")) == []
+    policy = {"apiVersion": "trainyard.dev/v1alpha1", "kind": "TaintPolicy",
+              "spec": {"gates": [{"name": "g", "taint": {"key": "example.com/gate",
+                                                         "effect": "NoSchedule"}}]}}
+    repo.write(f"{DEV}/fixture/sandbox/configmap-gate.yaml", {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": meta("gate", "fixture", 4, "sandbox"),
+        "data": {"policy.yaml": yamlemit.dump(policy)}})
+    expect(validate(repo.root, "dev"),
+           f"{DEV}/fixture/sandbox/deployment-batch.yaml: Deployment/batch: taints: "
+           "spec.template.spec.tolerations[0]: inference workload (tier inference-batch) tolerates "
+           "the overflow gate taint 'example.com/gate'; it would bypass the gate")
 
 
 # rbac ------------------------------------------------------------------------------------
