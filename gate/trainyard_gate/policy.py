@@ -99,6 +99,8 @@ def parse(text: str, source: str) -> TaintPolicy:
         raise PolicyError(f"{where}: error: invalid YAML: {err.problem}") from None
     except yaml.YAMLError as err:
         raise PolicyError(f"{source}: error: invalid YAML: {err}") from None
+    except RecursionError:
+        raise PolicyError(f"{source}: error: invalid YAML: recursive alias") from None
     finally:
         loader.dispose()
     return _Reader(source, marks).policy(data)

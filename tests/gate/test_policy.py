@@ -182,3 +182,5 @@ def test_unreadable_and_malformed_files(tmp_path: Path) -> None:
         parse("", "policy.yaml")
     with pytest.raises(PolicyError, match=r"expected a mapping, got a list"):
         parse("- 1\n", "policy.yaml")
+    with pytest.raises(PolicyError, match=r"recursive alias"):
+        parse("spec: &a\n  gates: *a\n", "policy.yaml")
