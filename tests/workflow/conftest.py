@@ -1,0 +1,98 @@
+"""A real git repository per test: the project's sources copied, rendered and committed on
+main, so `generate.py diff` reads real commits with real git."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+COPIED = ("environments", "schemas", "generators", "templates", "policies", "generate.py")
+GIT_IDENTITY = (
+    "-c",
+    "user.name=trainyard tests",
+    "-c",
+    "user.email=tests@trainyard.invalid",
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "init.defaultBranch=main",
+)
+
+
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", *GIT_IDENTITY, *args], cwd=root, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def generate(
+    root: Path, *args: str, env: dict[str, str] | None = None, check: int | None = 0
+) -> subprocess.CompletedProcess[str]:
+    """Run the copied generate.py in `root`; `check` is the exit code expected (None: any)."""
+    environ = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    environ.update(env or {})
+    done = subprocess.run(
+        [sys.executable, "generate.py", *args], cwd=root, capture_output=True, text=True, env=environ
+    )
+    if check is not None:
+        assert done.returncode == check, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def commit_all(root: Path, message: str) -> str:
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    """Replace exactly one occurrence of `old`; fail loudly when the fixture drifted."""
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times in {path}"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def base_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("base") / "repo"
+    root.mkdir()
+    for name in COPIED:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif source.is_file():
+            shutil.copy2(source, root / name)
+    generate(root, "render")
+    git(root, "init", "-q")
+    commit_all(root, "base: rendered tree")
+    return root
+
+
+@pytest.fixture
+def repo(base_repo: Path, tmp_path: Path) -> Path:
+    """A private copy of the base repository (on main, one commit), free to change."""
+    root = tmp_path / "repo"
+    shutil.copytree(base_repo, root, symlinks=True)
+    git(root, "checkout", "-q", "-b", "change")
+    return root
+
+
+def change_prod(root: Path) -> None:
+    """The everyday change: a pool loses 16 nodes, and two teams trade 5% of a pool."""
+    prod = root / "environments" / "prod.yaml"
+    edit(prod, "nodes: 256\n    reserveNodes: 8  # hot", "nodes: 240\n    reserveNodes: 8  # hot")
+    edit(
+        prod,
+        "namespaces: [research]\n    cohort: training\n    shares: {train-h100-a: 20,",
+        "namespaces: [research]\n    cohort: training\n    shares: {train-h100-a: 15,",
+    )
+    edit(
+        prod,
+        "namespaces: [video]\n    cohort: training\n    shares: {train-h100-a: 15,",
+        "namespaces: [video]\n    cohort: training\n    shares: {train-h100-a: 20,",
+    )

@@ -1,0 +1,203 @@
+"""The three outputs of `generate.py diff`: markdown (size limit, structure), text (colour
+rules on a real terminal), json (shape); and secret masking."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from generators.diff import markdown
+from generators.diff.changes import ObjectChange
+from generators.diff.fields import changed_fields
+from generators.diff.objects import key_of
+from tests.workflow.conftest import change_prod, commit_all, generate, git
+
+ESC = "\x1b["
+
+
+def _many_teams(path: Path, count: int) -> None:
+    """prod with `count` training teams sharing the H100 pools 1% each (as many as fit)."""
+    spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    teams = [
+        {
+            "name": f"team-{i:03d}",
+            "namespaces": [f"team-{i:03d}"],
+            "cohort": "training",
+            "shares": {"train-h100-a": 1, "train-h100-b": 1},
+            "maxUsagePercent": 50,
+        }
+        for i in range(count)
+    ]
+    teams.append(
+        {
+            "name": "serving",
+            "namespaces": ["serving-prod"],
+            "cohort": "serving",
+            "shares": {"infer-l40s": 100},
+        }
+    )
+    spec["teams"] = teams
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+
+
+def test_markdown_stays_under_the_limit_on_a_huge_change(repo: Path) -> None:
+    git(repo, "checkout", "-q", "main")
+    _many_teams(repo / "environments" / "prod.yaml", 100)
+    generate(repo, "render")
+    commit_all(repo, "prod: 100 teams")
+    git(repo, "checkout", "-q", "-b", "huge")
+    prod = repo / "environments" / "prod.yaml"
+    spec = yaml.safe_load(prod.read_text(encoding="utf-8"))
+    for pool in spec["pools"]:
+        pool["nodes"] *= 10
+    prod.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+
+    comment = generate(repo, "diff", "--format", "markdown").stdout
+    assert len(comment) <= markdown.COMMENT_LIMIT
+    counts = json.loads(generate(repo, "diff", "--format", "json").stdout)
+    env = next(e for e in counts["environments"] if e["name"] == "prod")
+    total = sum(env["counts"].values())
+    note = re.search(
+        r"_(\d+) of (\d+) per-object diffs omitted to keep this comment under GitHub's "
+        r"65,536-character limit\. See them all locally: `python generate\.py diff --base "
+        r"[0-9a-f]{12}`\._",
+        comment,
+    )
+    assert note is not None, comment[-2000:]
+    omitted, announced = int(note[1]), int(note[2])
+    assert announced == total > 100
+    shown = comment.count("<details><summary>🟡 changed")
+    assert 0 < shown == total - omitted
+    assert "**Capacity per pool**" in comment and "| train-h100-a | changed |" in comment
+
+
+def test_markdown_comment_structure(repo: Path) -> None:
+    change_prod(repo)
+    comment = generate(repo, "diff", "--format", "markdown").stdout
+    assert comment.startswith(markdown.MARKER + "\n## trainyard diff: 1 environment changed\n")
+    assert "### `prod`: " in comment and "### `staging`" not in comment
+    assert re.search(r"^\| research \| train-h100-a \| nvidia\.com/gpu \| \d+ → \d+ \|", comment, re.M)
+    assert "```mermaid\nflowchart LR\n" in comment and "c_training --> q_research" in comment
+    assert "<details><summary>🟡 changed <code>ClusterQueue.kueue.x-k8s.io research</code>" in comment
+    assert "```diff\n--- a/rendered/prod/kueue/clusterqueue-research.yaml\n" in comment
+    assert comment.count("<details>") == comment.count("</details>")
+
+
+def _on_a_terminal(repo: Path, *args: str, env: dict[str, str]) -> str:
+    """Run diff with stdout on a real pseudo-terminal and return what it wrote."""
+    controller, terminal = pty.openpty()
+    environ = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | env
+    with subprocess.Popen(
+        [sys.executable, "generate.py", "diff", *args],
+        cwd=repo,
+        stdout=terminal,
+        stderr=subprocess.PIPE,
+        env=environ,
+    ) as proc:
+        os.close(terminal)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert proc.wait() == 0
+    os.close(controller)
+    return b"".join(chunks).decode()
+
+
+def test_colour_on_a_terminal_unless_no_color(repo: Path) -> None:
+    change_prod(repo)
+    assert ESC in _on_a_terminal(repo, env={})
+    plain = _on_a_terminal(repo, env={"NO_COLOR": "1"})
+    assert ESC not in plain and "research [train-h100-a]" in plain
+    assert ESC not in _on_a_terminal(repo, "--no-color", env={})
+    assert ESC not in generate(repo, "diff").stdout  # a pipe is not a terminal
+
+
+def test_json_shape(repo: Path) -> None:
+    change_prod(repo)
+    doc = json.loads(generate(repo, "diff", "--format", "json").stdout)
+    assert set(doc) == {"schemaVersion", "base", "changed", "environments"}
+    assert doc["schemaVersion"] == 1 and set(doc["base"]) == {"ref", "commit"}
+    assert [e["name"] for e in doc["environments"]] == ["dev", "prod", "staging"]
+    prod = doc["environments"][1]
+    assert set(prod) == {"name", "counts", "summary", "summaryNote", "objects"}
+    assert set(prod["summary"]) == {"pools", "quotas", "priorityTiers", "overflow"}
+    pool = prod["summary"]["pools"][0]
+    assert set(pool) == {
+        "name",
+        "change",
+        "role",
+        "gpuModel",
+        "gpuResource",
+        "nodes",
+        "reserveNodes",
+        "schedulableGpus",
+        "perNode",
+    }
+    assert pool["nodes"] == {"before": 256, "after": 240}
+    quota = prod["summary"]["quotas"][0]
+    assert set(quota) == {
+        "team",
+        "flavor",
+        "resource",
+        "isGpu",
+        "nominalQuota",
+        "borrowingLimit",
+        "lendingLimit",
+    }
+    obj = prod["objects"][0]
+    assert set(obj) == {"change", "apiVersion", "group", "kind", "namespace", "name", "path", "fields"}
+    assert set(obj["fields"][0]) == {"path", "before", "after", "beforePresent", "afterPresent", "masked"}
+
+
+def _change(before: dict[str, Any], after: dict[str, Any]) -> ObjectChange:
+    return ObjectChange(
+        "changed",
+        key_of("prod", after),
+        "rendered/prod/x/secret.yaml",
+        before,
+        after,
+        tuple(changed_fields(before, after)),
+    )
+
+
+def test_secret_like_values_are_masked_but_said_to_change() -> None:
+    meta = {"name": "creds", "namespace": "gate"}
+    secret = _change(
+        {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "data": {"token": "czNjcjN0"}},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "data": {"token": "bjN3c2VjcmV0"}},
+    )
+    config = _change(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": meta,
+            "data": {"api-token": "hunter2", "workers": "3"},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": meta,
+            "data": {"api-token": "hunter3", "workers": "4"},
+        },
+    )
+    details = markdown.object_details(secret) + markdown.object_details(config)
+    for value in ("czNjcjN0", "bjN3c2VjcmV0", "hunter2", "hunter3"):
+        assert value not in details
+    assert "data.token: changed (masked)" in details and "data.api-token: changed (masked)" in details
+    assert '\n-  workers: "3"\n' in details and '\n+  workers: "4"\n' in details  # not a credential
+    assert '\n-  token: "<masked>"\n+  token: "<masked: changed>"\n' in details
+    assert '\n+  api-token: "<masked: changed>"\n' in details

@@ -1,0 +1,240 @@
+"""`generate.py sync-inventory`: only the numbers change, byte for byte elsewhere; unsafe
+inventories are refused and nothing is written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from generators import model
+from generators.model.types import Environment, Pool
+from generators.spec.load import load_document
+from tests.workflow.conftest import edit, generate
+
+TRAINING_TAINT = {"key": "trainyard.dev/training", "value": "true", "effect": "NoSchedule"}
+
+
+def node(
+    name: str,
+    labels: dict[str, str],
+    *,
+    gpus: int = 8,
+    ready: bool = True,
+    cordoned: bool = False,
+    taints: list[dict[str, str]] | None = None,
+    resource: str = "nvidia.com/gpu",
+) -> dict[str, Any]:
+    """A Node as `kubectl get nodes -o json` prints it (the fields sync-inventory reads)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **labels}},
+        "spec": {
+            **({"unschedulable": True} if cordoned else {}),
+            **({"taints": [dict(t) for t in taints]} if taints else {}),
+        },
+        "status": {
+            "capacity": {"cpu": "224", "memory": "2Ti", resource: str(gpus)},
+            "allocatable": {"cpu": "208", "memory": "1800Gi", resource: str(gpus)},
+            "conditions": [
+                {"type": "MemoryPressure", "status": "False"},
+                {"type": "Ready", "status": "True" if ready else "False"},
+            ],
+        },
+    }
+
+
+def pool_nodes(pool: Pool, count: int, prefix: str = "") -> list[dict[str, Any]]:
+    taints = [{"key": t.key, "value": t.value or "", "effect": t.effect} for t in pool.taints]
+    return [
+        node(
+            f"{prefix}{pool.name}-{i:04d}",
+            dict(pool.node_labels),
+            gpus=pool.gpus_per_node,
+            taints=taints,
+            resource=pool.gpu_resource,
+        )
+        for i in range(count)
+    ]
+
+
+def inventory(env: Environment, counts: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """Every pool at its spec'd size (or `counts`), plus nodes that must be ignored."""
+    items = [n for p in env.pools for n in pool_nodes(p, (counts or {}).get(p.name, p.nodes))]
+    items.append(node("control-1", {"node-role.kubernetes.io/control-plane": ""}, gpus=0))
+    items.append(node("vk-provider", {"type": "virtual-kubelet", "kubernetes.io/role": "agent"}, gpus=64))
+    items.append(node("cpu-only-1", {"kubernetes.io/os": "linux"}, gpus=0))
+    return items
+
+
+def write_nodes(root: Path, items: list[dict[str, Any]]) -> Path:
+    path = root / "nodes.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}), encoding="utf-8")
+    return path
+
+
+def substituted(root: Path, env: str, pool_index: int, new: int) -> str:
+    """The environment file with one pool's `nodes` number replaced at the position our own
+    loader reports (not ruamel's): the expected bytes."""
+    where = load_document(root, env).locate(("pools", pool_index, "nodes"))
+    path = root / where.file
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    line = lines[where.line - 1]
+    start = where.col - 1
+    end = start + len(line[start:]) - len(line[start:].lstrip("0123456789"))
+    lines[where.line - 1] = line[:start] + str(new) + line[end:]
+    return "".join(lines)
+
+
+def test_counts_out_not_ready_cordoned_tainted_and_degraded(repo: Path) -> None:
+    env = model.load(repo, "prod")
+    pool = env.pools[0]
+    items = inventory(env, {pool.name: pool.nodes - 8})  # 8 nodes gone from the cluster
+    broken = pool_nodes(pool, 4, prefix="broken-")
+    broken[0]["status"]["conditions"][1]["status"] = "False"  # NotReady
+    broken[1]["spec"]["unschedulable"] = True  # cordoned
+    broken[2]["spec"]["taints"].append({"key": "nvidia.com/gpu-xid", "effect": "NoExecute"})
+    broken[3]["status"]["allocatable"]["nvidia.com/gpu"] = "7"  # a GPU fell off the bus
+    path = write_nodes(repo, items + broken)
+    expected = substituted(repo, "prod", 0, pool.nodes - 8)
+    before = (repo / "environments" / "prod.yaml").read_text(encoding="utf-8")
+
+    dry = generate(repo, "sync-inventory", "prod", "--nodes", str(path), "--dry-run").stdout
+    assert (repo / "environments" / "prod.yaml").read_text(encoding="utf-8") == before
+    assert (
+        f"{pool.name}: {pool.nodes} -> {pool.nodes - 8} nodes; {pool.nodes - 4} matched, 4 counted out" in dry
+    )
+    for reason in (
+        "NotReady",
+        "cordoned",
+        "tainted nvidia.com/gpu-xid:NoExecute",
+        "7 of 8 nvidia.com/gpu allocatable",
+    ):
+        assert reason in dry
+
+    out = generate(repo, "sync-inventory", "prod", "--nodes", str(path)).stdout
+    assert (repo / "environments" / "prod.yaml").read_text(encoding="utf-8") == expected
+    assert "wrote environments/prod.yaml" in out
+    assert model.load(repo, "prod").pools[0].nodes == pool.nodes - 8
+    generate(repo, "render", "prod")  # the quotas follow the new count
+    assert model.load(repo, "prod").queues != env.queues
+
+
+def test_matching_inventory_writes_nothing(repo: Path) -> None:
+    env = model.load(repo, "prod")
+    out = generate(repo, "sync-inventory", "prod", "--nodes", str(write_nodes(repo, inventory(env)))).stdout
+    assert "node counts already match; nothing to write" in out
+
+
+def test_several_pools_change_at_once_only_numbers_move(repo: Path) -> None:
+    env = model.load(repo, "staging")
+    new = {env.pools[0].name: env.pools[0].nodes + 5, env.pools[1].name: env.pools[1].nodes - 1}
+    generate(repo, "sync-inventory", "staging", "--nodes", str(write_nodes(repo, inventory(env, new))))
+    assert [p.nodes for p in model.load(repo, "staging").pools] == list(new.values())
+    text = (repo / "environments" / "staging.yaml").read_text(encoding="utf-8")
+    assert "# Staging: the production layout at 1/8 scale; syncs automatically." in text
+    assert 'kubernetesVersion: "1.36.2"' in text and "gpu: {model: H100-SXM5-80GB, perNode: 8}" in text
+
+
+def _refused(repo: Path, env: str, items: list[dict[str, Any]], *extra: str) -> str:
+    before = {p: p.read_bytes() for p in (repo / "environments").iterdir()}
+    done = generate(repo, "sync-inventory", env, "--nodes", str(write_nodes(repo, items)), *extra, check=1)
+    assert {p: p.read_bytes() for p in (repo / "environments").iterdir()} == before
+    assert "refused: nothing written" in done.stderr and "Traceback" not in done.stderr
+    return done.stderr
+
+
+def test_refuses_a_gpu_node_in_no_pool(repo: Path) -> None:
+    env = model.load(repo, "prod")
+    stray = node("stray-gpu-1", {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"})
+    err = _refused(repo, "prod", [*inventory(env), stray])
+    assert "error: GPU node stray-gpu-1 matches no pool's nodeLabels" in err
+
+
+def test_refuses_a_node_in_several_pools(repo: Path) -> None:
+    staging = repo / "environments" / "staging.yaml"
+    edit(staging, "nodeLabels: {trainyard.dev/pool: infer-l40s}", "nodeLabels: {trainyard.dev/rack: r1}")
+    env = model.load(repo, "staging")
+    items = inventory(env)
+    items[0]["metadata"]["labels"]["trainyard.dev/rack"] = "r1"  # a training node also in infer-l40s
+    err = _refused(repo, "staging", items)
+    assert (
+        f"node {items[0]['metadata']['name']} matches the nodeLabels of several pools "
+        "(train-h100, infer-l40s)" in err
+    )
+
+
+@pytest.mark.parametrize("lost_fraction", [0.30, 1.0])
+def test_refuses_a_mass_drop(repo: Path, lost_fraction: float) -> None:
+    env = model.load(repo, "prod")
+    pool = env.pools[1]
+    left = int(pool.nodes * (1 - lost_fraction))
+    items = inventory(env, {pool.name: left})
+    err = _refused(repo, "prod", items)
+    where = load_document(repo, "prod").locate(("pools", 1, "nodes"))
+    assert (
+        f"{where}: error: pool {pool.name} would lose {pool.nodes - left} of {pool.nodes} nodes at once"
+        in err
+    )
+    if lost_fraction < 0.5:
+        generate(
+            repo, "sync-inventory", "prod", "--nodes", str(repo / "nodes.json"), "--max-drop-fraction", "0.5"
+        )
+        assert model.load(repo, "prod").pools[1].nodes == left
+
+
+def test_exactly_the_allowed_fraction_passes(repo: Path) -> None:
+    env = model.load(repo, "prod")
+    pool = env.pools[0]
+    left = pool.nodes - pool.nodes // 4  # 256 -> 192: exactly 25%
+    generate(
+        repo, "sync-inventory", "prod", "--nodes", str(write_nodes(repo, inventory(env, {pool.name: left})))
+    )
+    assert model.load(repo, "prod").pools[0].nodes == left
+
+
+def _lab(root: Path, base_pools_for: tuple[str, ...]) -> None:
+    """Environments whose pools come from a base file `_lab.yaml`."""
+    prod = (root / "environments" / "dev.yaml").read_text(encoding="utf-8")
+    head, pools_and_rest = prod.split("pools:\n", 1)
+    pools, rest = pools_and_rest.split("\ncohorts:", 1)
+    (root / "environments" / "_lab.yaml").write_text(
+        "extends: _defaults.yaml\n# pools shared by lab environments\npools:\n" + pools + "\n",
+        encoding="utf-8",
+    )
+    for name in base_pools_for:
+        body = head.replace("extends: _defaults.yaml", "extends: _lab.yaml").replace(
+            "name: dev", f"name: {name}"
+        )
+        (root / "environments" / f"{name}.yaml").write_text(body + "cohorts:" + rest, encoding="utf-8")
+
+
+def test_updates_pools_inherited_from_a_base_used_once(repo: Path) -> None:
+    _lab(repo, ("lab1",))
+    env = model.load(repo, "lab1")
+    expected = substituted(repo, "lab1", 0, env.pools[0].nodes + 2)
+    assert load_document(repo, "lab1").locate(("pools", 0, "nodes")).file == "environments/_lab.yaml"
+    items = inventory(env, {env.pools[0].name: env.pools[0].nodes + 2})
+    out = generate(repo, "sync-inventory", "lab1", "--nodes", str(write_nodes(repo, items))).stdout
+    assert "wrote environments/_lab.yaml" in out
+    assert (repo / "environments" / "_lab.yaml").read_text(encoding="utf-8") == expected
+
+
+def test_refuses_pools_inherited_from_a_shared_base(repo: Path) -> None:
+    _lab(repo, ("lab1", "lab2"))
+    env = model.load(repo, "lab1")
+    err = _refused(repo, "lab1", inventory(env, {env.pools[0].name: env.pools[0].nodes + 2}))
+    assert "environments/_lab.yaml: error: the pools of lab1 are defined here, shared with lab2" in err
+
+
+def test_bad_nodes_file(repo: Path) -> None:
+    path = repo / "nodes.json"
+    path.write_text("{not json", encoding="utf-8")
+    done = generate(repo, "sync-inventory", "prod", "--nodes", str(path), check=1)
+    assert done.stderr.startswith(f"{path}: error: not JSON")
+    done = generate(repo, "sync-inventory", "prod", "--nodes", str(repo / "missing.json"), check=2)
+    assert "cannot read" in done.stderr
+    generate(repo, "sync-inventory", "nowhere", "--nodes", str(path), check=2)
