@@ -271,9 +271,7 @@ def run_go(args: Sequence[str], cwd: Path, log: Path, timeout: float | None = No
         fh.write(proc.stdout)
     if proc.returncode != 0:
         tail = "\n".join(proc.stdout.strip().splitlines()[-25:])
-        raise InstallError(
-            f"`{' '.join(cmd)}` failed (exit {proc.returncode}); full log: {log}\n{tail}"
-        )
+        raise InstallError(f"`{' '.join(cmd)}` failed (exit {proc.returncode}); full log: {log}\n{tail}")
     return proc.stdout
 
 
@@ -404,8 +402,7 @@ def smoke_check(tool: Tool, binary: Path) -> str:
     out = (proc.stdout + proc.stderr).strip()
     if proc.returncode not in tool.smoke_ok:
         raise InstallError(
-            f"{tool.name}: `{binary.name} {' '.join(tool.smoke)}` exited {proc.returncode}:"
-            f" {out[:500]}"
+            f"{tool.name}: `{binary.name} {' '.join(tool.smoke)}` exited {proc.returncode}: {out[:500]}"
         )
     return out.splitlines()[0] if out else ""
 
@@ -450,11 +447,11 @@ def install(names: Sequence[str], force: bool, verbose: bool) -> int:
         if is_installed(name) and not force:
             print(f"{label}: cached ({time.monotonic() - start:.2f}s)", flush=True)
             continue
-        print(
-            f"{label}: building from {tool.wrapper.module}@{tool.wrapper.version} ...", flush=True
-        )
+        print(f"{label}: building from {tool.wrapper.module}@{tool.wrapper.version} ...", flush=True)
         try:
-            with file_lock(cache_dir() / "locks" / f"{name}.lock"):
+            # Lock per wrapper, not per tool: kubectl and kube-apiserver (promtool and
+            # prometheus) share a wrapper dir whose go.mod/go.sum `go build` rewrites.
+            with file_lock(cache_dir() / "locks" / f"{tool.wrapper.key}.lock"):
                 # Another process may have finished the build while we waited.
                 if is_installed(name) and not force:
                     print(
@@ -472,8 +469,7 @@ def install(names: Sequence[str], force: bool, verbose: bool) -> int:
             )
             continue
         print(
-            f"{label}: installed ({time.monotonic() - start:.1f}s) -> "
-            f"{expected_path(name)} [{line}]",
+            f"{label}: installed ({time.monotonic() - start:.1f}s) -> {expected_path(name)} [{line}]",
             flush=True,
         )
     print(f"total {time.monotonic() - total:.2f}s", flush=True)
