@@ -22,6 +22,9 @@ render: setup
 check: setup
 	$(PY) generate.py render --check
 
+validate: tools  # kubeconform and promtool are pinned binaries
+	$(PY) generate.py validate
+
 lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m mypy

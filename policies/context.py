@@ -115,28 +115,53 @@ class Context:
         return {item.name: item for item in self.of_kind(kind)}
 
 
-def read_objects(root: Path, files: Iterable[Path]) -> tuple[list[RenderedObject], list[Path]]:
-    """Parse manifest files into objects; also the files that are not valid YAML
-    (kubeconform reports those; policies simply do not see them)."""
-    objects: list[RenderedObject] = []
-    broken: list[Path] = []
+@dataclass(frozen=True)
+class ParsedTree:
+    objects: list[RenderedObject]
+    counts: dict[str, int]  # str(path) -> objects kubeconform will see (List items split)
+    broken: list[Path]  # not valid YAML: kubeconform reports them; policies do not see them
+
+
+def read_objects(root: Path, files: Iterable[Path]) -> ParsedTree:
+    """Parse manifest files into objects (paths shown relative to root)."""
+    tree = ParsedTree([], {}, [])
     for path in files:
         shown = path.relative_to(root).as_posix()
         try:
             documents = list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_Loader))
         except (yaml.YAMLError, UnicodeDecodeError):
-            broken.append(path)
+            tree.broken.append(path)
             continue
-        objects.extend(RenderedObject(shown, d) for d in _documents(documents))
-    return objects, broken
+        count = 0
+        for document in documents:
+            if document is None:
+                continue
+            count += _count(document)
+            tree.objects.extend(RenderedObject(shown, item) for item in _items(document))
+        tree.counts[str(path)] = count
+    return tree
 
 
-def _documents(documents: list[Any]) -> Iterator[Mapping[str, Any]]:
-    """Non-empty mapping documents, with List items split out as kubeconform does."""
-    for document in documents:
-        if not isinstance(document, Mapping):
-            continue
-        if str(document.get("kind", "")).lower() == "list":
-            yield from (i for i in document.get("items") or [] if isinstance(i, Mapping))
-        else:
-            yield document
+def _is_list(document: Any) -> bool:
+    return isinstance(document, Mapping) and str(document.get("kind", "")).lower() == "list"
+
+
+def _count(document: Any) -> int:
+    """Objects kubeconform counts in a document: a List's items, else the document."""
+    if _is_list(document):
+        items = document.get("items") or []
+        return len(items) if isinstance(items, list) else 0
+    return 1
+
+
+def _items(document: Any) -> Iterator[Mapping[str, Any]]:
+    """The mapping objects of a document: itself, or a List's items."""
+    if not isinstance(document, Mapping):
+        return
+    if not _is_list(document):
+        yield document
+        return
+    items = document.get("items")
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, Mapping):
+            yield item

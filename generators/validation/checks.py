@@ -90,8 +90,12 @@ def validate_environment(root: Path, name: str, schemas: Callable[[str], Path],
                                  time.perf_counter() - started)
     base = root / render.RENDERED / name
     files = kc.manifest_files([base]) if base.is_dir() else []
-    kubeconform_run = submit(_kubeconform, root, base, env.kubernetes_version, schemas) if files else None
-    objects, _ = read_objects(root, files)
+    tree = read_objects(root, files)
+    objects = tree.objects
+    # Our parse gives kubeconform its expected counts; only unparsable files are counted its way.
+    expected = {**tree.counts, **kc.count_objects(tree.broken)}
+    kubeconform_run = (submit(_kubeconform, base, env.kubernetes_version, schemas, expected)
+                       if files else None)
     findings: list[Finding] = _stale(root, name, env, objects)
     ctx = Context(env, tuple(objects))
     findings += run_all(ctx)
@@ -132,9 +136,9 @@ def _stale(root: Path, name: str, env: model.Environment,
     return findings
 
 
-def _kubeconform(root: Path, base: Path, version: str,
-                 schemas: Callable[[str], Path]) -> kc.KubeconformResult:
-    return kc.run_kubeconform([base], version, schemas(version))
+def _kubeconform(base: Path, version: str, schemas: Callable[[str], Path],
+                 expected: dict[str, int]) -> kc.KubeconformResult:
+    return kc.run_kubeconform([base], version, schemas(version), expected=expected)
 
 
 def _collect(run: Future[kc.KubeconformResult], root: Path,

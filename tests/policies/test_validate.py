@@ -3,11 +3,15 @@ promtool findings; output formats and exit codes; the policy registry's contract
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from generators.validation import checks
+from generators.validation.schemastore import strict_dir_name
 from policies import POLICIES, registry
 
 from .conftest import REPO, Repo, Run, meta
@@ -135,3 +139,18 @@ def test_expect_helper_rejects_clean_runs(repo: Repo, validate: Validate) -> Non
     assert run.code == 0, run.out
     with pytest.raises(AssertionError):
         expect(run, "anything")
+
+
+def test_schema_that_does_not_compile_fails(repo: Repo, validate: Validate, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """kubeconform drops a schema it cannot compile and calls the object schema-less:
+    validate must fail on it, not pass it by."""
+    real = checks.schema_dir("1.36.2")
+    broken = tmp_path / "schemas"
+    shutil.copytree(real, broken, symlinks=True)
+    (broken / strict_dir_name("1.36.2") / "namespace-v1.json").write_text('{"type": 12}')
+    monkeypatch.setattr(checks, "schema_dir", lambda version: broken)
+    run = validate(repo.root, "dev")
+    expect(run, *(f"{DEV}/namespaces/namespace-{ns}.yaml: Namespace/{ns}: kubeconform: no-schema: "
+                  "no schema for v1 Namespace (is its CRD pinned?)" for ns in ("platform-dev", "sandbox")))
+    assert "kubeconform 15/17 valid" in run.out
