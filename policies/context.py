@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 
 from generators.model.types import Environment
+from policies import walk
 
 Severity = Literal["error", "warning"]
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
@@ -86,6 +88,16 @@ class RenderedObject:
     def spec(self) -> Mapping[str, Any]:
         spec = self.obj.get("spec")
         return spec if isinstance(spec, Mapping) else {}
+
+    @cached_property
+    def tree(self) -> list[tuple[walk.Path, Mapping[str, Any]]]:
+        """Every mapping in the object with its path (walk.nodes), computed once."""
+        return list(walk.nodes(self.obj))
+
+    @cached_property
+    def embedded(self) -> list[tuple[str, Mapping[str, Any]]]:
+        """Configuration files inside a ConfigMap, parsed once (walk.embedded_documents)."""
+        return list(walk.embedded_documents(self.obj))
 
     def finding(self, message: str) -> Finding:
         """A finding on this object; the registry fills in policy id and severity."""

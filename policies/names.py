@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from policies.context import Context, Finding, RenderedObject
-from policies.walk import embedded_documents, label_maps, show
+from policies.walk import label_maps, show
 
 ID = "names"
 RATIONALE = ("the apiserver rejects invalid names and labels, and Grafana rejects or silently "
@@ -39,7 +39,7 @@ def check(ctx: Context) -> Iterable[Finding]:
         yield from _name(item)
         if item.namespace is not None and not dns_label(item.namespace):
             yield item.finding(f"metadata.namespace {item.namespace!r} is not a DNS-1123 label")
-        for path, labels in label_maps(item.obj):
+        for path, labels in label_maps(item.tree):
             for key, value in labels.items():
                 for problem in label_problems(str(key), value):
                     yield item.finding(f"{show(path)}[{key}]: {problem}")
@@ -97,7 +97,7 @@ def dashboard_uids(item: RenderedObject) -> Iterator[tuple[str, str]]:
             model = None
         if isinstance(model, Mapping) and isinstance(model.get("uid"), str):
             yield "spec.json.uid", model["uid"]
-    for key, document in embedded_documents(item.obj):
+    for key, document in item.embedded:
         if key.endswith(".json") and _is_dashboard(document):
             yield f"data[{key}].uid", str(document["uid"])
 

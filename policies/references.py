@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from policies.context import Context, Finding, RenderedObject
-from policies.walk import label_maps, nodes, show
+from policies.walk import label_maps, show
 
 ID = "references"
 RATIONALE = ("a queue, flavor, cohort or priority class that names a missing object goes "
@@ -75,7 +75,7 @@ def _priority_classes(ctx: Context) -> Iterator[Finding]:
     for item in ctx.objects:
         if item.kind == "PriorityClass":
             continue
-        for path, node in nodes(item.obj):
+        for path, node in item.tree:
             name = node.get("priorityClassName")
             if isinstance(name, str) and name not in known:
                 yield item.finding(
@@ -86,7 +86,7 @@ def _priority_classes(ctx: Context) -> Iterator[Finding]:
 def _workload_priority_classes(ctx: Context) -> Iterator[Finding]:
     known = ctx.names("WorkloadPriorityClass")
     for item in ctx.objects:
-        for path, labels in label_maps(item.obj):
+        for path, labels in label_maps(item.tree):
             name = labels.get(PRIORITY_CLASS_LABEL)
             if name is not None and str(name) not in known:
                 yield item.finding(

@@ -13,11 +13,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
 
 from policies.context import Context, Finding, RenderedObject
 from policies.references import PRIORITY_CLASS_LABEL
-from policies.walk import embedded_documents, items_under, label_maps, nodes, show
+from policies.walk import Tree, items_under, label_maps, nodes, show
 
 ID = "taints"
 RATIONALE = ("a NoExecute taint or zero-second toleration evicts running production at once, and an "
@@ -37,22 +36,22 @@ def check(ctx: Context) -> Iterable[Finding]:
             yield from _gate_tolerations(item, gate_keys, inference)
 
 
-def _documents(item: RenderedObject) -> Iterator[tuple[str, Any]]:
+def _documents(item: RenderedObject) -> Iterator[tuple[str, Tree]]:
     """The object itself, and configuration files inside a ConfigMap (TaintPolicy)."""
-    yield "", item.obj
-    for key, document in embedded_documents(item.obj):
-        yield f"data[{key}].", document
+    yield "", item.tree
+    for key, document in item.embedded:
+        yield f"data[{key}].", list(nodes(document))
 
 
-def _no_execute(item: RenderedObject, where: str, document: Any) -> Iterator[Finding]:
-    taints = [pair for key in _TAINT_LISTS for pair in items_under(document, key)]
-    taints += [((*path, "taint"), node["taint"]) for path, node in nodes(document)
+def _no_execute(item: RenderedObject, where: str, tree: Tree) -> Iterator[Finding]:
+    taints = [pair for key in _TAINT_LISTS for pair in items_under(tree, key)]
+    taints += [((*path, "taint"), node["taint"]) for path, node in tree
                if isinstance(node.get("taint"), Mapping)]
     for path, taint in taints:
         if taint.get("effect") == "NoExecute":
             yield item.finding(f"{where}{show(path)}: NoExecute taint {taint.get('key')!r} evicts "
                                "every running pod without a toleration at once; use NoSchedule")
-    for path, toleration in items_under(document, "tolerations"):
+    for path, toleration in items_under(tree, "tolerations"):
         seconds = toleration.get("tolerationSeconds")
         if toleration.get("effect") == "NoExecute" and isinstance(seconds, int) and seconds <= 0:
             yield item.finding(f"{where}{show(path)}: NoExecute toleration with tolerationSeconds "
@@ -63,9 +62,9 @@ def _gate_keys(ctx: Context) -> set[str]:
     keys: set[str] = set()
     for item in ctx.objects:
         documents = [item.obj] if item.kind == TAINT_POLICY_KIND else []
-        documents += [d for _, d in embedded_documents(item.obj) if d.get("kind") == TAINT_POLICY_KIND]
+        documents += [d for _, d in item.embedded if d.get("kind") == TAINT_POLICY_KIND]
         for document in documents:
-            for _, gate in items_under(document.get("spec") or {}, "gates"):
+            for _, gate in items_under(nodes(document.get("spec") or {}), "gates"):
                 taint = gate.get("taint")
                 if isinstance(taint, Mapping) and taint.get("key"):
                     keys.add(str(taint["key"]))
@@ -89,8 +88,8 @@ class _Inference:
         return item.namespace in self.namespaces or bool(self.tiers_of(item))
 
     def tiers_of(self, item: RenderedObject) -> set[str]:
-        named = {str(n.get("priorityClassName")) for _, n in nodes(item.obj)}
-        named |= {str(labels.get(PRIORITY_CLASS_LABEL)) for _, labels in label_maps(item.obj)}
+        named = {str(n.get("priorityClassName")) for _, n in item.tree}
+        named |= {str(labels.get(PRIORITY_CLASS_LABEL)) for _, labels in label_maps(item.tree)}
         return named & self.tiers
 
 
@@ -99,7 +98,7 @@ def _gate_tolerations(item: RenderedObject, gate_keys: set[str],
     why = (f"ResourceFlavor of inference pool {item.name}" if item.kind == "ResourceFlavor"
            else f"inference workload (tier {', '.join(sorted(inference.tiers_of(item)))})"
            if inference.tiers_of(item) else f"inference namespace {item.namespace}")
-    for path, toleration in items_under(item.obj, "tolerations"):
+    for path, toleration in items_under(item.tree, "tolerations"):
         key = toleration.get("key")
         everything = not key and toleration.get("operator") == "Exists"
         if everything or key in gate_keys:

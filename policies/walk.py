@@ -8,12 +8,13 @@ an operator's CR) is covered without touching the policies.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import yaml
 
 Path = tuple[str | int, ...]
+Tree = Iterable[tuple[Path, Mapping[str, Any]]]  # what nodes() yields; RenderedObject.tree caches it
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -36,9 +37,9 @@ def show(path: Path) -> str:
     return out
 
 
-def pod_specs(obj: Mapping[str, Any]) -> Iterator[tuple[Path, Mapping[str, Any]]]:
+def pod_specs(tree: Tree) -> Iterator[tuple[Path, Mapping[str, Any]]]:
     """Every pod spec in an object: a mapping with a `containers` list."""
-    for path, node in nodes(obj):
+    for path, node in tree:
         if isinstance(node.get("containers"), list):
             yield path, node
 
@@ -51,9 +52,9 @@ def containers(pod: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]
                 yield f"{key}[{index}]", container
 
 
-def items_under(obj: Any, key: str) -> Iterator[tuple[Path, Mapping[str, Any]]]:
-    """Each mapping in a list stored under `key` anywhere in obj (e.g. every toleration)."""
-    for path, node in nodes(obj):
+def items_under(tree: Tree, key: str) -> Iterator[tuple[Path, Mapping[str, Any]]]:
+    """Each mapping in a list stored under `key` anywhere in an object (every toleration)."""
+    for path, node in tree:
         value = node.get(key)
         if isinstance(value, list):
             for index, item in enumerate(value):
@@ -61,9 +62,9 @@ def items_under(obj: Any, key: str) -> Iterator[tuple[Path, Mapping[str, Any]]]:
                     yield (*path, key, index), item
 
 
-def label_maps(obj: Mapping[str, Any]) -> Iterator[tuple[Path, Mapping[str, Any]]]:
+def label_maps(tree: Tree) -> Iterator[tuple[Path, Mapping[str, Any]]]:
     """metadata.labels of the object and of every template inside it."""
-    for path, node in nodes(obj):
+    for path, node in tree:
         if path and path[-1] == "metadata" and isinstance(node.get("labels"), Mapping):
             yield (*path, "labels"), node["labels"]
 

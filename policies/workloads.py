@@ -24,7 +24,7 @@ WORKLOAD_KINDS = ("Deployment", "DaemonSet", "StatefulSet", "Job", "CronJob")
 
 def check(ctx: Context) -> Iterable[Finding]:
     for item in ctx.of_kind(*WORKLOAD_KINDS):
-        for path, pod in pod_specs(item.obj):
+        for path, pod in pod_specs(item.tree):
             pod_context: Mapping[str, Any] = pod.get("securityContext") or {}
             for where, container in containers(pod):
                 prefix = f"{show(path)}.{where}"

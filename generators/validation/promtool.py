@@ -18,7 +18,6 @@ from typing import Any
 
 from generators import yamlemit
 from policies.context import Finding, RenderedObject
-from policies.walk import embedded_documents
 from tools.toolchain import ToolNotInstalled, tool_path
 
 POLICY = "promtool"
@@ -51,7 +50,7 @@ def rule_sources(objects: Iterable[RenderedObject]) -> list[RuleSource]:
             sources.append(RuleSource(item, "spec.groups", {"groups": item.spec.get("groups") or []}))
         elif not item.kind and _rule_file(item.obj):
             sources.append(RuleSource(item, "", item.obj))
-        for key, document in embedded_documents(item.obj):
+        for key, document in item.embedded:
             if _rule_file(document):
                 sources.append(RuleSource(item, f"data[{key}]", document))
     return sources
