@@ -24,7 +24,7 @@ from generators.validation import kubeconform as kc
 from generators.validation import promtool
 from generators.validation.schemastore import ensure_schemas
 from policies import registry, run_all
-from policies.context import Context, Finding, RenderedObject, read_objects
+from policies.context import Context, Finding, ParsedTree, RenderedObject, read_objects
 
 KUBECONFORM = "kubeconform"
 STALE = "stale"
@@ -73,40 +73,57 @@ def schema_dir(version: str) -> Path:
         return _SCHEMA_DIRS[version]
 
 
+@dataclass(frozen=True)
+class _Started:
+    """An environment whose kubeconform run is under way."""
+
+    env: model.Environment
+    base: Path
+    tree: ParsedTree
+    kubeconform: Future[kc.KubeconformResult] | None
+    seconds: float
+
+
 def validate(root: Path, names: list[str]) -> list[EnvironmentReport]:
-    """Reports for the named environments, in the given order."""
+    """Reports for the named environments, in the given order. Every kubeconform run is
+    started first, so they overlap with the Python checks of the environments before them."""
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return [validate_environment(root, name, schema_dir, pool.submit) for name in names]
+        started = [_start(root, name, pool.submit) for name in names]
+        return [s if isinstance(s, EnvironmentReport) else _finish(root, s) for s in started]
 
 
-def validate_environment(root: Path, name: str, schemas: Callable[[str], Path],
-                         submit: Callable[..., Future[kc.KubeconformResult]]) -> EnvironmentReport:
-    started = time.perf_counter()
+def _start(root: Path, name: str, submit: Callable[..., Future[kc.KubeconformResult]]
+           ) -> _Started | EnvironmentReport:
+    began = time.perf_counter()
     try:
         env = model.load(root, name)
     except SpecError as error:
         problems = tuple(_spec_finding(p.format()) for p in error.problems)
         return EnvironmentReport(name, 0, problems, KubeconformCounts(), 0, 0, 0,
-                                 time.perf_counter() - started)
+                                 time.perf_counter() - began)
     base = root / render.RENDERED / name
     files = kc.manifest_files([base]) if base.is_dir() else []
     tree = read_objects(root, files)
-    objects = tree.objects
     # Our parse gives kubeconform its expected counts; only unparsable files are counted its way.
     expected = {**tree.counts, **kc.count_objects(tree.broken)}
-    kubeconform_run = (submit(_kubeconform, base, env.kubernetes_version, schemas, expected)
-                       if files else None)
-    findings: list[Finding] = _stale(root, name, env, objects)
-    ctx = Context(env, tuple(objects))
-    findings += run_all(ctx)
+    run = submit(_kubeconform, base, env.kubernetes_version, expected) if files else None
+    return _Started(env, base, tree, run, time.perf_counter() - began)
+
+
+def _finish(root: Path, started: _Started) -> EnvironmentReport:
+    began = time.perf_counter()
+    env, objects = started.env, started.tree.objects
+    findings: list[Finding] = _stale(root, env.name, env, objects)
+    findings += run_all(Context(env, tuple(objects)))
     rules = promtool.check_rules(promtool.rule_sources(objects))
     findings += rules.findings
+    python_seconds = started.seconds + time.perf_counter() - began
     counts, kubeconform_findings, kubeconform_seconds = KubeconformCounts(), list[Finding](), 0.0
-    python_seconds = time.perf_counter() - started
-    if kubeconform_run is not None:
-        counts, kubeconform_findings, kubeconform_seconds = _collect(kubeconform_run, root, base)
+    if started.kubeconform is not None:
+        counts, kubeconform_findings, kubeconform_seconds = _collect(started.kubeconform, root,
+                                                                     started.base)
     findings += kubeconform_findings
-    return EnvironmentReport(name, len(objects), tuple(sorted(set(findings))), counts,
+    return EnvironmentReport(env.name, len(objects), tuple(sorted(set(findings))), counts,
                              len(registry()), rules.sources, rules.rules,
                              python_seconds + kubeconform_seconds)
 
@@ -136,9 +153,8 @@ def _stale(root: Path, name: str, env: model.Environment,
     return findings
 
 
-def _kubeconform(base: Path, version: str, schemas: Callable[[str], Path],
-                 expected: dict[str, int]) -> kc.KubeconformResult:
-    return kc.run_kubeconform([base], version, schemas(version), expected=expected)
+def _kubeconform(base: Path, version: str, expected: dict[str, int]) -> kc.KubeconformResult:
+    return kc.run_kubeconform([base], version, schema_dir(version), expected=expected)
 
 
 def _collect(run: Future[kc.KubeconformResult], root: Path,
