@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from generators.diff.summary import flatten
 from generators.model.types import Environment, Quota
 from generators.texttable import table
 
@@ -49,13 +48,20 @@ def tiers(env: Environment) -> str:
                   for t in env.tiers])
 
 
-def overflow(env: Environment) -> str | None:
-    """Providers and gate thresholds, when the environment has an overflow section."""
-    section = getattr(env, "overflow", None)  # optional section; older models lack the field
-    if not section:
+def providers(env: Environment) -> str | None:
+    """Overflow providers in fill order with their gate bands; None without overflow."""
+    if env.overflow is None:
         return None
-    return table(("setting", "value"),
-                 [(path, "-" if value is None else value) for path, value in flatten(section).items()])
+    rows = [(p.rank + 1, p.name, p.type, p.gpus, p.gpu_model, p.cost_per_gpu_hour_usd, p.max_usd_per_hour,
+             f"< {p.band.open_when_free_gpus_below} for {p.band.open_after_seconds}s",
+             f">= {p.band.close_when_free_gpus_at_least} for {p.band.close_after_seconds}s")
+            for p in env.overflow.providers]
+    gate = env.overflow.gate
+    return (table(("order", "provider", "type", "GPUs", "GPU model", "USD/GPU-h", "max USD/h",
+                   "gate opens (free GPUs)", "gate closes (free GPUs)"), rows)
+            + f"\nfree GPUs = {gate.free_gpus_query}"
+            f"\nPrometheus unavailable: {gate.on_prometheus_unavailable}; "
+            f"reconcile every {gate.reconcile_interval_seconds}s; dry run: {str(gate.dry_run).lower()}")
 
 
 def plan(env: Environment) -> str:
@@ -67,7 +73,7 @@ def plan(env: Environment) -> str:
         f"('{NO_LIMIT}': no limit; CPU in cores, memory in bytes, canonical units)\n" + teams(env),
         "Priority tiers\n" + tiers(env),
     ]
-    extra = overflow(env)
-    if extra:
-        parts.append("Overflow: providers and gate thresholds\n" + extra)
+    overflow = providers(env)
+    if overflow:
+        parts.append("Overflow: providers in fill order and their gate thresholds\n" + overflow)
     return "\n\n".join(parts) + "\n"

@@ -36,7 +36,7 @@ def _summary(s: EnvSummary) -> dict[str, Any]:
                            "workloadPriority": _delta(t.workload_priority),
                            "podPriority": _delta(t.pod_priority),
                            "preemptionPolicy": _delta(t.preemption_policy)} for t in s.tiers],
-        "overflow": [{"path": o.path, **_delta(o.value)} for o in s.overflow],
+        "overflow": [{"setting": o.label, **_delta(o.value)} for o in s.overflow],
     }
 
 

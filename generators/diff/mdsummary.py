@@ -54,5 +54,5 @@ def summary_tables(summary: EnvSummary, max_rows: int) -> str:
              for t in summary.tiers], max_rows))
     if summary.overflow:
         parts.append("**Overflow: providers and gate thresholds**\n\n" + table(
-            ("setting", "value"), [(o.path, _d(o.value, "(unset)")) for o in summary.overflow], max_rows))
+            ("setting", "value"), [(o.label, _d(o.value, "(unset)")) for o in summary.overflow], max_rows))
     return "\n\n".join(parts)

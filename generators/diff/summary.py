@@ -7,11 +7,10 @@ can never disagree with what is rendered.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
+from generators.diff import overflow
 from generators.model.types import Environment, Pool, Quota, Tier
 
 T = TypeVar("T")
@@ -70,9 +69,9 @@ class TierSummary:
 
 @dataclass(frozen=True)
 class SettingSummary:
-    """One overflow setting (providers, gate thresholds), by its path in the model."""
+    """One overflow setting (providers, gate thresholds), by its label (diff/overflow.py)."""
 
-    path: str
+    label: str
     value: Delta[Any]
 
 
@@ -174,35 +173,10 @@ def _tiers(before: Environment | None, after: Environment | None) -> list[TierSu
     return out
 
 
-def flatten(value: Any, path: str = "") -> dict[str, Any]:
-    """Leaves of a model subtree by path; items with a `name` are keyed by it (stable when
-    a list is reordered). Used for the overflow section, whatever fields it grows."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out: dict[str, Any] = {}
-        for field in dataclasses.fields(value):
-            out.update(flatten(getattr(value, field.name), f"{path}.{field.name}" if path else field.name))
-        return out
-    if isinstance(value, Mapping):
-        out = {}
-        for key, item in value.items():
-            out.update(flatten(item, f"{path}[{key}]"))
-        return out
-    if isinstance(value, (tuple, list)) and value and all(hasattr(v, "name") for v in value):
-        out = {}
-        for item in value:
-            out.update(flatten(item, f"{path}[{item.name}]"))
-        return out
-    if isinstance(value, (tuple, list)):
-        return {path: ", ".join(str(v) for v in value)}
-    return {path: value if value is None or isinstance(value, (bool, int, str)) else str(value)}
-
-
 def _overflow(before: Environment | None, after: Environment | None) -> list[SettingSummary]:
-    # The overflow section is optional (and newer than this module): absent means no settings.
-    old = flatten(getattr(before, "overflow", None) or {}) if before else {}
-    new = flatten(getattr(after, "overflow", None) or {}) if after else {}
-    return [SettingSummary(path, Delta(old.get(path), new.get(path)))
-            for path in [*new, *(p for p in old if p not in new)] if old.get(path) != new.get(path)]
+    old, new = overflow.settings(before), overflow.settings(after)
+    return [SettingSummary(label, Delta(old.get(label), new.get(label)))
+            for label in [*new, *(k for k in old if k not in new)] if old.get(label) != new.get(label)]
 
 
 def summarize(before: Environment | None, after: Environment | None) -> EnvSummary:

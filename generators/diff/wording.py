@@ -89,4 +89,4 @@ def tier(row: TierSummary, arrow: str = "->") -> str:
 
 
 def setting(row: SettingSummary, arrow: str = "->") -> str:
-    return f"{row.path}: {delta(row.value, arrow, absent='(unset)')}"
+    return f"{row.label} {delta(row.value, arrow, absent='(unset)')}"  # label ends in its unit

@@ -36,14 +36,8 @@ def _many_teams(path: Path, count: int) -> None:
         }
         for i in range(count)
     ]
-    teams.append(
-        {
-            "name": "serving",
-            "namespaces": ["serving-prod"],
-            "cohort": "serving",
-            "shares": {"infer-l40s": 100},
-        }
-    )
+    serving = next(t for t in spec["teams"] if t["name"] == "serving")  # overflow refers to it
+    teams.append({**serving, "shares": {"infer-l40s": 100}})
     spec["teams"] = teams
     path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
 
