@@ -1,0 +1,74 @@
+"""The contract between the overflow generator and the gate controller, on committed output.
+
+Every TaintPolicy the generator renders must load in the controller, and every Deployment
+running the gate image must pass flags the controller accepts, mount the policy where
+--policy points, and expose the port --metrics-port serves.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from trainyard_gate.main import parse_args
+from trainyard_gate.policy import parse
+
+ROOT = Path(__file__).resolve().parents[2]
+RENDERED = ROOT / "rendered"
+
+
+def _objects(pattern: str, marker: str) -> list[tuple[str, dict[str, Any]]]:
+    found: list[tuple[str, dict[str, Any]]] = []
+    for path in sorted(RENDERED.glob(pattern)):
+        text = path.read_text(encoding="utf-8")
+        if marker in text:
+            found.extend(
+                (str(path.relative_to(ROOT)), doc)
+                for doc in yaml.safe_load_all(text)
+                if isinstance(doc, dict)
+            )
+    return found
+
+
+POLICIES = [
+    (name, doc)
+    for name, doc in _objects("**/*.yaml", "kind: TaintPolicy")
+    if doc.get("kind") == "ConfigMap" and "policy.yaml" in doc.get("data", {})
+]
+GATE_DEPLOYMENTS = [
+    (name, doc) for name, doc in _objects("**/*.yaml", "trainyard-gate") if doc.get("kind") == "Deployment"
+]
+
+
+def test_the_generator_renders_gate_policies_and_deployments() -> None:
+    assert POLICIES, "no ConfigMap with a TaintPolicy under rendered/"
+    assert GATE_DEPLOYMENTS, "no Deployment running the trainyard-gate image under rendered/"
+
+
+@pytest.mark.parametrize(("path", "configmap"), POLICIES, ids=[name for name, _ in POLICIES])
+def test_rendered_policy_loads(path: str, configmap: dict[str, Any]) -> None:
+    policy = parse(configmap["data"]["policy.yaml"], f"{path}#policy.yaml")
+    assert policy.gates
+    assert all(gate.taint.effect == "NoSchedule" for gate in policy.gates)
+
+
+@pytest.mark.parametrize(("path", "deployment"), GATE_DEPLOYMENTS, ids=[name for name, _ in GATE_DEPLOYMENTS])
+def test_rendered_deployment_matches_the_cli(path: str, deployment: dict[str, Any]) -> None:
+    pod = deployment["spec"]["template"]["spec"]
+    [container] = [c for c in pod["containers"] if "trainyard-gate" in c.get("image", "")]
+    args = parse_args([*container.get("command", [])[1:], *container.get("args", [])])
+    mounts = {m["mountPath"].rstrip("/"): m["name"] for m in container.get("volumeMounts", [])}
+    volume = mounts.get(str(args.policy.parent))
+    assert volume, f"--policy {args.policy} is not under any volumeMount of {path}"
+    [source] = [v for v in pod.get("volumes", []) if v["name"] == volume]
+    configmap = source["configMap"]["name"]
+    namespace = deployment["metadata"].get("namespace")
+    assert any(
+        doc["metadata"]["name"] == configmap and doc["metadata"].get("namespace") == namespace
+        for _, doc in POLICIES
+    ), f"{path} mounts ConfigMap {configmap}, which holds no TaintPolicy"
+    if args.metrics_port:
+        ports = [p["containerPort"] for p in container.get("ports", [])]
+        assert args.metrics_port in ports, f"--metrics-port {args.metrics_port} not exposed"
