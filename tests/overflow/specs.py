@@ -1,0 +1,58 @@
+"""A small valid environment with an overflow section, and a repository copy to render it in."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tests.conftest import CORPUS, ROOT
+
+OVERFLOW = """\
+overflow:
+  providers:
+    - name: cheap
+      type: mock
+      image: {repository: ghcr.io/example/vk, tag: v1.13.0}
+      credentialsSecret: {name: cheap, key: token}
+      config: {cpu: "8", memory: 64Gi, pods: "110"}
+      gpus: 8
+      gpuModel: L4
+      costPerGpuHourUsd: 0.8
+  gate:
+    prometheusUrl: http://prometheus:9090
+    closeWhenFreeGpusAtLeast: 16
+    openWhenFreeGpusBelow: 4
+    image: {repository: ghcr.io/example/gate, tag: 0.1.0}
+  migrateBack:
+    maxPodsToEvictPerNode: 2
+    maxPodsToEvictPerNamespace: 2
+    maxPodsToEvictTotal: 4
+  inference:
+    - namespace: alpha
+      deployment: api
+      tier: serve
+      podSelector: {app: api}
+      minReplicas: 1
+      maxReplicas: 4
+      metric: {name: queue_depth, averageValue: "5"}
+"""
+SECOND_PROVIDER = """\
+    - name: dear
+      type: mock
+      image: {repository: ghcr.io/example/vk, tag: v1.13.0}
+      credentialsSecret: {name: dear, key: token}
+      config: {cpu: "8", memory: 64Gi, pods: "110"}
+      gpus: 8
+      gpuModel: H100
+      costPerGpuHourUsd: 3.5
+"""
+BASE = (CORPUS / "valid-minimal.yaml").read_text() + OVERFLOW
+
+def repo_with(root: Path, text: str) -> Path:
+    (root / "environments").mkdir()
+    shutil.copy(ROOT / "environments" / "_defaults.yaml", root / "environments")
+    (root / "environments" / "bad.yaml").write_text(text)
+    shutil.copytree(ROOT / "rendered", root / "rendered")
+    return root
+
+

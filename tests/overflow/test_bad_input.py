@@ -1,0 +1,85 @@
+"""Bad overflow sections: one `environments/bad.yaml:line:col: error:` line each, exit 1, and
+rendered/ left byte-identical. Positions are computed from the edited text, not typed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.spine_helpers import run_cli, tree_digest
+
+from .specs import BASE, SECOND_PROVIDER, repo_with
+
+ONE_LINE = re.compile(r"^environments/bad\.yaml:\d+:\d+: error: [^\n]+$")
+
+# (id, old text, new text, marker: where after the edit the error must point, message part);
+# cases whose id starts with "2:" edit an environment with a second, dearer provider.
+CASES = [
+    ("close-equals-open", "closeWhenFreeGpusAtLeast: 16", "closeWhenFreeGpusAtLeast: 4", "4",
+     "closeWhenFreeGpusAtLeast (4) must be greater than openWhenFreeGpusBelow (4)"),
+    ("close-below-open", "closeWhenFreeGpusAtLeast: 16", "closeWhenFreeGpusAtLeast: 3", "3",
+     "closeWhenFreeGpusAtLeast (3) must be greater than openWhenFreeGpusBelow (4)"),
+    ("missing-cap", "    maxPodsToEvictPerNode: 2\n", "", "maxPodsToEvictPerNamespace",
+     "'maxPodsToEvictPerNode' is a required property"),
+    ("zero-cap", "maxPodsToEvictTotal: 4", "maxPodsToEvictTotal: 0", "0", "less than the minimum of 1"),
+    ("unknown-tier", "tier: serve", "tier: serv", "serv",
+     "unknown tier 'serv' (overflow.inference[0].tier); did you mean 'serve'?"),
+    ("training-tier", "tier: serve", "tier: train", "train",
+     "tier 'train' is a training tier, not an inference tier"),
+    ("namespace-of-no-team", "namespace: alpha", "namespace: alpah", "alpah",
+     "namespace 'alpah' belongs to no team"),
+    ("2:duplicate-provider", "name: dear", "name: cheap", "cheap", "duplicate provider name 'cheap'"),
+    ("2:stagger-too-deep", "    openWhenFreeGpusBelow: 4\n",
+     "    openWhenFreeGpusBelow: 4\n    staggerFreeGpus: 4\n", "4\n    image",
+     "provider 'dear' would open only below 0 free GPUs"),
+    ("kubernetes-too-old", '"1.36.2"', '"1.35.4"', '"1.35.4"', "overflow needs Kubernetes 1.36 or newer"),
+    ("mock-without-capacity", 'config: {cpu: "8", memory: 64Gi, pods: "110"}',
+     'config: {cpu: "8", memory: 64Gi}', "{cpu", "'pods' is a required property"),
+    ("floating-tag", "tag: 0.1.0", "tag: latest", "latest", "does not match"),
+    ("gate-key-is-provider-key", "    openWhenFreeGpusBelow: 4\n",
+     "    openWhenFreeGpusBelow: 4\n    taintKey: virtual-kubelet.io/provider\n", "virtual-kubelet.io",
+     "the gate taint key must differ from 'virtual-kubelet.io/provider'"),
+    ("min-above-max", "minReplicas: 1", "minReplicas: 5", "5", "minReplicas (5) exceeds maxReplicas (4)"),
+]
+
+
+def _with_second_provider(text: str) -> str:
+    return text.replace("  gate:\n", SECOND_PROVIDER + "  gate:\n", 1)
+
+
+def _position(text: str, edited_at: int, marker: str) -> str:
+    """line:col (1-based) of the first `marker` at or after offset `edited_at`."""
+    offset = text.index(marker, edited_at)
+    return f"{text.count(chr(10), 0, offset) + 1}:{offset - text.rfind(chr(10), 0, offset)}"
+
+
+def test_base_renders_overflow(tmp_path: Path) -> None:
+    root = repo_with(tmp_path, BASE)
+    code, _, err = run_cli(root, "render", "bad")
+    assert code == 0, err
+    infra = root / "rendered" / "bad" / "overflow" / "trainyard-system"
+    assert (infra / "deployment-vk-cheap.yaml").is_file()
+
+
+@pytest.mark.parametrize(("case", "old", "new", "marker", "message"), CASES, ids=[c[0] for c in CASES])
+def test_bad_overflow_section(
+    tmp_path: Path, case: str, old: str, new: str, marker: str, message: str
+) -> None:
+    base = _with_second_provider(BASE) if case.startswith("2:") else BASE
+    edited_at = base.index(old)
+    text = base.replace(old, new, 1)
+    root = repo_with(tmp_path, text)
+    before = tree_digest(root / "rendered")
+    code, out, err = run_cli(root, "render", "bad")
+    assert code == 1, (out, err)
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert ONE_LINE.match(lines[0]), lines[0]
+    where = _position(text, edited_at, marker)
+    assert lines[0].startswith(f"environments/bad.yaml:{where}: error: "), lines[0]
+    assert message in lines[0], lines[0]
+    assert tree_digest(root / "rendered") == before
+    assert not (root / "rendered" / "bad").exists()

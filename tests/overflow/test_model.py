@@ -1,0 +1,78 @@
+"""Derived overflow numbers: fill order, staggered gate bands, affinity weights, capacity."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from generators import model
+from generators.model.overflow import Overflow, default_query
+from generators.model.types import Pool
+
+from .specs import BASE, SECOND_PROVIDER, repo_with
+
+THIRD_PROVIDER = SECOND_PROVIDER.replace("name: dear", "name: deal").replace(
+    "costPerGpuHourUsd: 3.5", "costPerGpuHourUsd: 9.0\n      preference: 1")
+
+
+def _overflow(tmp_path: Path, text: str) -> Overflow:
+    ov = model.load(repo_with(tmp_path, text), "bad").overflow
+    assert ov is not None
+    return ov
+
+
+def _three(extra_gate: str = "") -> str:
+    providers = SECOND_PROVIDER + THIRD_PROVIDER
+    text = BASE.replace("  gate:\n", providers + "  gate:\n" + extra_gate, 1)
+    return text.replace("openWhenFreeGpusBelow: 4", "openWhenFreeGpusBelow: 12")
+
+
+def test_fill_order_is_preference_then_cost(tmp_path: Path) -> None:
+    ov = _overflow(tmp_path, _three())
+    # "deal" costs most but has a negotiated preference; then cheapest first.
+    assert [p.name for p in ov.providers] == ["deal", "cheap", "dear"]
+    assert [p.rank for p in ov.providers] == [0, 1, 2]
+    assert [p.affinity_weight for p in ov.providers] == [50, 33, 16]
+
+
+def test_default_stagger_spreads_the_open_threshold(tmp_path: Path) -> None:
+    ov = _overflow(tmp_path, _three())
+    bands = [p.band for p in ov.providers]
+    assert [b.open_when_free_gpus_below for b in bands] == [12, 8, 4]  # step 12 // 3
+    assert [b.close_when_free_gpus_at_least for b in bands] == [16, 12, 8]
+    assert [b.open_after_seconds for b in bands] == [60, 180, 300]  # + staggerOpenSeconds 120
+    assert {b.close_after_seconds for b in bands} == {600}
+    assert all(b.close_when_free_gpus_at_least > b.open_when_free_gpus_below for b in bands)
+
+
+def test_explicit_stagger(tmp_path: Path) -> None:
+    ov = _overflow(tmp_path, _three("    staggerFreeGpus: 5\n    staggerOpenSeconds: 0\n"))
+    assert [p.band.open_when_free_gpus_below for p in ov.providers] == [12, 7, 2]
+    assert {p.band.open_after_seconds for p in ov.providers} == {60}
+
+
+def test_single_provider_is_not_staggered(tmp_path: Path) -> None:
+    ov = _overflow(tmp_path, BASE)
+    [provider] = ov.providers
+    assert (provider.band.open_when_free_gpus_below, provider.band.close_when_free_gpus_at_least) == (4, 16)
+    assert provider.affinity_weight == 50 and provider.node_name == "vk-cheap"
+    assert provider.max_usd_per_hour == pytest.approx(8 * 0.8)
+
+
+def test_mock_capacity_is_keyed_by_node_and_carries_the_gpus(tmp_path: Path) -> None:
+    ov = _overflow(tmp_path, BASE)
+    assert ov.providers[0].config == {"vk-cheap": {"cpu": "8", "memory": "64Gi", "pods": "110",
+                                                   "others": {"nvidia.com/gpu": "8"}}}
+
+
+def _pool(resource: str) -> Pool:
+    return Pool(name="p", role="inference", gpu_model="m", gpu_resource=resource, gpus_per_node=8, nodes=1,
+                reserve_nodes=0, per_node={}, node_labels={}, taints=(), topology_levels=())
+
+
+def test_default_query_covers_every_gpu_resource_and_excludes_virtual_nodes() -> None:
+    one = default_query((_pool("nvidia.com/gpu"),), ("vk-a",))
+    assert 'resource="nvidia_com_gpu"' in one and 'node!~"vk-a"' in one
+    two = default_query((_pool("nvidia.com/gpu"), _pool("amd.com/gpu")), ("vk-a", "vk-b"))
+    assert 'resource=~"amd_com_gpu|nvidia_com_gpu"' in two and 'node!~"vk-a|vk-b"' in two

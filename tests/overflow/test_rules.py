@@ -1,0 +1,227 @@
+"""Rules over the committed output of every shipped environment (rendered/<env>/)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from trainyard_gate.policy import load as load_taint_policy
+
+from generators import model
+from generators.components.overflow_admission import inference_pod_snippet
+from tests.conftest import ROOT
+
+from .conftest import ENVIRONMENTS, Obj, objects, one, overflow_envs, rendered
+
+OVERFLOW_ENVS = overflow_envs()
+PLUGIN_SET_KEYS = {"presort", "sort", "deschedule", "balance", "filter", "preevictionfilter"}
+PINNED_IMAGE = re.compile(r"^[a-z0-9][a-z0-9./_:-]*[a-z0-9]:(?!latest$)[\w][\w.-]*(@sha256:[a-f0-9]{64})?$")
+
+
+def _walk(value: Any) -> Iterator[dict[str, Any]]:
+    """Every mapping nested anywhere in `value`."""
+    if isinstance(value, dict):
+        yield value
+        for item in value.values():
+            yield from _walk(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _walk(item)
+
+
+def _embedded(obj: Obj, key: str) -> Obj:
+    """A YAML document a ConfigMap carries under data[key]."""
+    document: Obj = yaml.safe_load(obj["data"][key])
+    return document
+
+
+def _all_rendered(env: str) -> list[Obj]:
+    return [obj for path in sorted((ROOT / "rendered" / env).rglob("*.yaml"))
+            for obj in [yaml.safe_load(path.read_text(encoding="utf-8"))]]
+
+
+def _gate_key(env: str) -> str:
+    gates = _embedded(one(env, "ConfigMap", "overflow-gate"), "policy.yaml")["spec"]["gates"]
+    keys: set[str] = {gate["taint"]["key"] for gate in gates}
+    assert len(keys) == 1
+    return keys.pop()
+
+
+def _pod_specs(obj: Obj) -> list[Obj]:
+    template = obj.get("spec", {}).get("template", {})
+    return [template["spec"]] if "spec" in template else []
+
+
+def test_shipped_environments_have_the_expected_overflow() -> None:
+    assert set(OVERFLOW_ENVS) == {"prod", "staging"} and "dev" in ENVIRONMENTS
+    prod = model.load(ROOT, "prod").overflow
+    assert prod is not None and len(prod.providers) >= 2
+    assert len({p.cost_per_gpu_hour_usd for p in prod.providers}) == len(prod.providers)
+    staging = model.load(ROOT, "staging").overflow
+    assert staging is not None and len(staging.providers) == 1
+    assert model.load(ROOT, "dev").overflow is None
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_no_noexecute_taint_or_toleration_anywhere(env: str) -> None:
+    for obj in _all_rendered(env):
+        for mapping in _walk(obj):
+            assert mapping.get("effect") != "NoExecute", (env, obj["kind"], obj["metadata"]["name"])
+            if mapping.get("name") == "VKUBELET_TAINT_EFFECT":
+                assert mapping["value"] == "NoSchedule"
+    for _, obj in rendered(env):
+        if obj["kind"] == "ConfigMap" and obj["metadata"]["name"] == "overflow-gate":
+            for gate in _embedded(obj, "policy.yaml")["spec"]["gates"]:
+                assert gate["taint"]["effect"] == "NoSchedule"
+
+
+@pytest.mark.parametrize("env", OVERFLOW_ENVS)
+def test_inference_never_tolerates_the_gate(env: str) -> None:
+    key = _gate_key(env)
+    for obj in _all_rendered(env):
+        for spec in _pod_specs(obj):
+            assert all(t.get("key") != key for t in spec.get("tolerations", [])), obj["metadata"]["name"]
+    ov = model.load(ROOT, env).overflow
+    assert ov is not None and ov.inference
+    for svc in ov.inference:
+        tolerations = inference_pod_snippet(ov, svc)["tolerations"]
+        assert tolerations and all(t["key"] != key and t.get("key") for t in tolerations)
+    binding = one(env, "ValidatingAdmissionPolicyBinding", "trainyard-inference-tolerations")
+    [expression] = binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"]
+    assert set(expression["values"]) == {svc.namespace for svc in ov.inference}
+    assert binding["spec"]["validationActions"] == ["Deny"]
+
+
+@pytest.mark.parametrize("env", OVERFLOW_ENVS)
+def test_descheduler_caps_are_finite_and_the_taint_is_the_gate(env: str) -> None:
+    policy = _embedded(one(env, "ConfigMap", "descheduler"), "policy.yaml")
+    assert policy["apiVersion"] == "descheduler/v1alpha2" and policy["kind"] == "DeschedulerPolicy"
+    for cap in ("maxNoOfPodsToEvictPerNode", "maxNoOfPodsToEvictPerNamespace", "maxNoOfPodsToEvictTotal"):
+        value = policy[cap]
+        assert isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 1000, cap
+    assert policy["nodeSelector"] == "type=virtual-kubelet"
+    [profile] = policy["profiles"]
+    args = {entry["name"]: entry.get("args", {}) for entry in profile["pluginConfig"]}
+    assert args["RemovePodsViolatingNodeTaints"] == {"includedTaints": [_gate_key(env)]}
+    evictor = args["DefaultEvictor"]
+    assert evictor["nodeFit"] is True and re.fullmatch(r"([0-9]+[hms])+", evictor["minPodAge"])
+    assert "PodsWithLocalStorage" in evictor["podProtections"]["defaultDisabled"]  # emptyDir pods move
+    assert set(profile["plugins"]) <= PLUGIN_SET_KEYS  # camelCase keys are silently ignored
+    assert profile["plugins"]["deschedule"]["enabled"] == ["RemovePodsViolatingNodeTaints"]
+    deployment = one(env, "Deployment", "descheduler")
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    assert any(a.startswith("--descheduling-interval=") for a in container["args"])
+    assert "--policy-config-file=/policy-dir/policy.yaml" in container["args"]
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_rbac_has_no_wildcards(env: str) -> None:
+    roles = [obj for obj in _all_rendered(env) if obj["kind"] in ("ClusterRole", "Role")]
+    for role in roles:
+        for rule in role["rules"]:
+            assert "nonResourceURLs" not in rule
+            for field in ("apiGroups", "resources", "verbs", "resourceNames"):
+                assert "*" not in rule.get(field, []), (role["metadata"]["name"], field)
+                assert not any("*" in item for item in rule.get(field, [])), (role["metadata"]["name"], field)
+    names = {(r["kind"], r["metadata"]["name"]) for r in roles}
+    for binding in (o for o in _all_rendered(env) if o["kind"] in ("ClusterRoleBinding", "RoleBinding")):
+        assert (binding["roleRef"]["kind"], binding["roleRef"]["name"]) in names  # never cluster-admin
+
+
+@pytest.mark.parametrize("env", OVERFLOW_ENVS)
+def test_gate_may_only_read_and_patch_nodes(env: str) -> None:
+    role = one(env, "ClusterRole", "trainyard-overflow-gate")
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"],
+                              "verbs": ["get", "list", "watch", "patch"]}]
+
+
+@pytest.mark.parametrize("env", OVERFLOW_ENVS)
+def test_taint_policy_loads_with_the_gate_controllers_loader(env: str, tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(one(env, "ConfigMap", "overflow-gate")["data"]["policy.yaml"], encoding="utf-8")
+    policy = load_taint_policy(path)
+    ov = model.load(ROOT, env).overflow
+    assert ov is not None
+    assert [gate.name for gate in policy.gates] == [p.name for p in ov.providers]
+    assert policy.query == ov.gate.free_gpus_query and policy.dry_run is ov.gate.dry_run
+    for gate, provider in zip(policy.gates, ov.providers, strict=True):
+        assert dict(gate.match_labels) == {"type": "virtual-kubelet", "trainyard.dev/provider": provider.name}
+        assert gate.taint.effect == "NoSchedule"
+    # Preferred first: every later gate opens at fewer free GPUs, no sooner, and closes no later.
+    for first, then in zip(policy.gates, policy.gates[1:], strict=False):
+        assert then.thresholds.open_when_free_gpus_below < first.thresholds.open_when_free_gpus_below
+        assert then.thresholds.open_after_seconds >= first.thresholds.open_after_seconds
+        assert then.thresholds.close_when_free_gpus_at_least < first.thresholds.close_when_free_gpus_at_least
+    gate_deployment = one(env, "Deployment", "overflow-gate")
+    [volume] = [v for v in gate_deployment["spec"]["template"]["spec"]["volumes"] if "configMap" in v]
+    assert volume["configMap"]["name"] == "overflow-gate"
+
+
+def _containers(obj: Obj) -> list[Obj]:
+    spec = obj["spec"]["template"]["spec"]
+    return [*spec.get("initContainers", []), *spec["containers"]]
+
+
+@pytest.mark.parametrize("env", OVERFLOW_ENVS)
+def test_deployments_are_hardened_pinned_and_bounded(env: str) -> None:
+    deployments = objects(env, "Deployment")
+    assert {d["metadata"]["name"] for d in deployments} >= {"overflow-gate", "descheduler"}
+    for deployment in deployments:
+        name = deployment["metadata"]["name"]
+        assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"] == {"type": "Recreate"}
+        pod = deployment["spec"]["template"]["spec"]["securityContext"]
+        assert pod["runAsNonRoot"] is True and pod["seccompProfile"] == {"type": "RuntimeDefault"}
+        for container in _containers(deployment):
+            security = container["securityContext"]
+            assert security["allowPrivilegeEscalation"] is False, name
+            assert security["readOnlyRootFilesystem"] is True, name
+            assert security["capabilities"] == {"drop": ["ALL"]}, name
+            assert security.get("privileged", False) is False, name
+            for bound in ("requests", "limits"):
+                assert set(container["resources"][bound]) == {"cpu", "memory"}, (name, bound)
+            assert PINNED_IMAGE.match(container["image"]), container["image"]
+
+
+@pytest.mark.parametrize("env", OVERFLOW_ENVS)
+def test_virtual_kubelets_register_their_node_with_the_provider_taint(env: str) -> None:
+    ov = model.load(ROOT, env).overflow
+    assert ov is not None
+    for provider in ov.providers:
+        deployment = one(env, "Deployment", provider.node_name)
+        [container] = deployment["spec"]["template"]["spec"]["containers"]
+        assert f"--nodename={provider.node_name}" in container["args"]
+        assert f"--provider={provider.type}" in container["args"]
+        assert "--provider-config=/etc/virtual-kubelet/config.json" in container["args"]
+        env_vars = {e["name"]: e for e in container["env"]}
+        assert env_vars["VKUBELET_TAINT_KEY"]["value"] == "virtual-kubelet.io/provider"
+        assert env_vars["VKUBELET_TAINT_VALUE"]["value"] == provider.type
+        assert env_vars["VKUBELET_TAINT_EFFECT"]["value"] == "NoSchedule"
+        secret = env_vars[provider.credentials.env]["valueFrom"]["secretKeyRef"]
+        assert secret == {"name": provider.credentials.name, "key": provider.credentials.key}
+        assert "config.json" in one(env, "ConfigMap", provider.node_name)["data"]
+        role = one(env, "ClusterRole", f"trainyard-{provider.node_name}")
+        scoped = [r for r in role["rules"] if "resourceNames" in r]
+        assert scoped and all(r["resourceNames"] == [provider.node_name] for r in scoped)
+    assert not objects(env, "Secret")  # credentials are referenced, never rendered
+
+
+@pytest.mark.parametrize("env", OVERFLOW_ENVS)
+def test_each_inference_service_has_an_hpa_and_a_pdb(env: str) -> None:
+    ov = model.load(ROOT, env).overflow
+    assert ov is not None
+    for svc in ov.inference:
+        hpa = next(o for o in objects(env, "HorizontalPodAutoscaler")
+                   if (o["metadata"]["name"], o["metadata"]["namespace"]) == (svc.deployment, svc.namespace))
+        [metric] = hpa["spec"]["metrics"]
+        assert metric["type"] == "External" and metric["external"]["metric"]["name"] == svc.metric_name
+        assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment",
+                                                 "name": svc.deployment}
+        assert hpa["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] >= 0
+        pdb = next(o for o in objects(env, "PodDisruptionBudget")
+                   if (o["metadata"]["name"], o["metadata"]["namespace"]) == (svc.deployment, svc.namespace))
+        assert pdb["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+        assert pdb["spec"]["selector"] == {"matchLabels": dict(svc.pod_selector)}
