@@ -16,6 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("text", "markdown", "json"), default="text",
                         help="text for a terminal, markdown for a PR comment, json for machines")
     parser.add_argument("--no-color", action="store_true", help="no ANSI colours (also: NO_COLOR=1)")
+    parser.add_argument("--max-chars", type=int, default=65_536, metavar="N",
+                        help="markdown: keep the comment within N characters (default: GitHub's 65,536)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(jsondoc.render(built))
     elif args.format == "markdown":
-        sys.stdout.write(markdown.render(built))
+        sys.stdout.write(markdown.render(built, args.max_chars))
     else:
         sys.stdout.write(text.render(built, text.Palette(text.use_colour(sys.stdout, args.no_color))))
     return 0

@@ -86,14 +86,15 @@ def _heading(report: Report) -> str:
             + table(("environment", "changed objects", "added", "removed"), rows, len(rows)))
 
 
-def _omitted_note(omitted: int, total: int, report: Report) -> str:
-    return (f"_{omitted} of {total} per-object diffs omitted to keep this comment under GitHub's "
-            f"{COMMENT_LIMIT:,}-character limit. See them all locally: "
+def _omitted_note(omitted: int, total: int, report: Report, limit: int) -> str:
+    whose = "GitHub's" if limit == COMMENT_LIMIT else "the"
+    return (f"_{omitted} of {total} per-object diffs omitted to keep this comment under {whose} "
+            f"{limit:,}-character limit. See them all locally: "
             f"`python generate.py diff --base {report.base.short}`._")
 
 
 def _assemble(report: Report, envs: list[_EnvParts], max_rows: int, with_diagrams: bool,
-              detail_budget: int | None) -> tuple[str, int]:
+              detail_budget: int | None, limit: int) -> tuple[str, int]:
     """The comment; with a budget, details are kept in order while they fit. Returns the
     text and the number of details left out."""
     blocks = [_heading(report)]
@@ -110,22 +111,23 @@ def _assemble(report: Report, envs: list[_EnvParts], max_rows: int, with_diagram
         omitted_total += omitted
         blocks += kept
         if omitted:
-            blocks.append(_omitted_note(omitted, len(parts.details), report))
+            blocks.append(_omitted_note(omitted, len(parts.details), report, limit))
     return "\n\n".join(blocks) + "\n", omitted_total
 
 
-def render(report: Report) -> str:
+def render(report: Report, limit: int = COMMENT_LIMIT) -> str:
+    """The comment, at most `limit` characters (leave room when a workflow adds its own text)."""
     envs = [_EnvParts(e, [object_details(c) for c in e.changes]) for e in report.envs if _has_changes(e)]
-    full, _ = _assemble(report, envs, ROW_CAPS[0], True, None)
-    if len(full) <= COMMENT_LIMIT:
+    full, _ = _assemble(report, envs, ROW_CAPS[0], True, None, limit)
+    if len(full) <= limit:
         return full
     for with_diagrams in (True, False):
         for max_rows in ROW_CAPS:
-            frame, _ = _assemble(report, envs, max_rows, with_diagrams, 0)  # every detail omitted
-            spare = COMMENT_LIMIT - len(frame)
+            frame, _ = _assemble(report, envs, max_rows, with_diagrams, 0, limit)  # every detail omitted
+            spare = limit - len(frame)
             if spare >= 0:
-                text, _ = _assemble(report, envs, max_rows, with_diagrams, spare)
-                if len(text) <= COMMENT_LIMIT:
+                text, _ = _assemble(report, envs, max_rows, with_diagrams, spare, limit)
+                if len(text) <= limit:
                     return text
-    cut = "\n\n_Comment cut at GitHub's limit; run `python generate.py diff` locally._\n"
-    return frame[:COMMENT_LIMIT - len(cut)] + cut
+    cut = "\n\n_Comment cut at the size limit; run `python generate.py diff` locally._\n"
+    return frame[:max(0, limit - len(cut))] + cut

@@ -195,3 +195,16 @@ def test_secret_like_values_are_masked_but_said_to_change() -> None:
     assert '\n-  workers: "3"\n' in details and '\n+  workers: "4"\n' in details  # not a credential
     assert '\n-  token: "<masked>"\n+  token: "<masked: changed>"\n' in details
     assert '\n+  api-token: "<masked: changed>"\n' in details
+
+
+def test_max_chars_leaves_room_for_a_wrapper(repo: Path) -> None:
+    change_prod(repo)
+    full = generate(repo, "diff", "--format", "markdown").stdout
+    for limit in (len(full) // 2, 300):
+        text = generate(repo, "diff", "--format", "markdown", "--max-chars", str(limit)).stdout
+        assert len(text) <= limit
+    half = generate(repo, "diff", "--format", "markdown", "--max-chars", str(len(full) // 2)).stdout
+    assert (
+        f"per-object diffs omitted to keep this comment under the {len(full) // 2:,}-character limit" in half
+    )
+    assert "| research | train-h100-a | nvidia.com/gpu |" in half  # the summary survives
