@@ -6,12 +6,14 @@ non-empty value) or --no-color is given.
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Iterable
 from typing import TextIO
 
 from generators.diff import wording
 from generators.diff.changes import ObjectChange
+from generators.diff.fields import FieldChange
 from generators.diff.report import EnvReport, Report
 
 _CODES = {"bold": "1", "red": "31", "green": "32", "yellow": "33", "dim": "2"}
@@ -52,10 +54,24 @@ def _summary(env: EnvReport, paint: Palette) -> list[str]:
     ]
 
 
+def _text_block_diff(change: ObjectChange, fc: FieldChange, paint: Palette) -> list[str]:
+    """The changed lines of an embedded text (a config file in a ConfigMap), not just
+    "<40 lines of text> -> <40 lines of text>"."""
+    if change.masked(fc) or not (isinstance(fc.before, str) and isinstance(fc.after, str)) \
+            or "\n" not in fc.before + fc.after:
+        return []
+    lines = list(difflib.unified_diff(fc.before.splitlines(), fc.after.splitlines(), lineterm="", n=0))[2:]
+    colours = {"+": "green", "-": "red", "@": "dim"}
+    return [f"        {paint(colours[line[0]], line) if line[:1] in colours else line}" for line in lines]
+
+
 def _object(change: ObjectChange, paint: Palette) -> list[str]:
     mark, colour = _MARK[change.action]
-    head = f"{paint(colour, mark)} {change.key.show()}  {paint('dim', change.path)}"
-    return [head, *(f"    {wording.field(change, fc)}" for fc in change.fields)]
+    lines = [f"{paint(colour, mark)} {change.key.show()}  {paint('dim', change.path)}"]
+    for fc in change.fields:
+        lines.append(f"    {wording.field(change, fc)}")
+        lines += _text_block_diff(change, fc, paint)
+    return lines
 
 
 def render(report: Report, paint: Palette) -> str:
