@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+# Session fixtures for a real kube-apiserver + etcd (issue 7), shared by every test folder.
+from tests.controlplane.fixtures import control_plane, kube, kubeconfig  # noqa: F401
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpus"
 

@@ -1,0 +1,69 @@
+"""Session fixtures for a real control plane, importable by any test folder.
+
+tests/conftest.py imports `control_plane`, `kubeconfig` and `kube` from here, so every
+test folder (tests/gate included) gets the same server. The server is started on first
+use only: a run that selects no `controlplane` test starts nothing.
+
+Skips happen in exactly one case: a pinned binary is not installed (ToolNotInstalled,
+whose message names the install command). A server that is installed but fails to start
+is an error, never a skip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.controlplane.harness import ControlPlane
+from tests.controlplane.kube import Kube
+from tests.controlplane.manifests import install_crds
+from tools.toolchain import ToolNotInstalled, tool_path
+
+CONTROL_PLANE_TOOLS = ("etcd", "kube-apiserver")
+
+
+def require_tools(*names: str) -> dict[str, Path]:
+    """Paths of the pinned binaries, or skip naming what is missing and how to build it."""
+    paths: dict[str, Path] = {}
+    missing: list[str] = []
+    for name in names:
+        try:
+            paths[name] = tool_path(name)
+        except ToolNotInstalled as err:
+            missing.append(str(err))
+    if missing:
+        pytest.skip("pinned binaries not installed (make tools): " + " | ".join(missing))
+    return paths
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """etcd + kube-apiserver on loopback with every CRD of ../shared/crds Established."""
+    require_tools(*CONTROL_PLANE_TOOLS)
+    plane = ControlPlane(tmp_path_factory.mktemp("controlplane"))
+    plane.start()
+    try:
+        kube = Kube(plane.kubeconfig, plane.workdir / "discovery.json")
+        try:
+            install_crds(kube)
+        finally:
+            kube.close()
+        yield plane
+    finally:
+        plane.stop()  # raises if a process or port survived
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(control_plane: ControlPlane) -> Path:
+    """Path of an admin kubeconfig (O=system:masters) for the session's apiserver."""
+    return control_plane.kubeconfig
+
+
+@pytest.fixture(scope="session")
+def kube(control_plane: ControlPlane) -> Iterator[Kube]:
+    """A plain-dict client of the session's apiserver."""
+    client = Kube(control_plane.kubeconfig, control_plane.workdir / "discovery.json")
+    yield client
+    client.close()

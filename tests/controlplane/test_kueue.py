@@ -1,0 +1,213 @@
+"""What the real Kueue controller does with the rendered queues.
+
+A tiny environment (one 8-GPU pool of 12 nodes; team alpha owns 67 %, team beta 33 %, no
+cohort, so no borrowing blurs the numbers) is written next to the shipped _defaults.yaml,
+rendered by the real generators, applied, and driven with suspended 64-GPU Jobs. The
+largest-remainder split gives alpha 8 nodes (64 GPUs) and beta 4 (32); with 10 nodes,
+alpha gets 7 (56).
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.controlplane.daemon import Daemon
+from tests.controlplane.fixtures import require_tools
+from tests.controlplane.harness import ControlPlane
+from tests.controlplane.jobs import (
+    KUEUE_SECONDS,
+    gpu_job,
+    pods_removed,
+    pods_started,
+    reread,
+    submit,
+    wait_admitted,
+    wait_pending,
+    workload_of,
+)
+from tests.controlplane.kube import Kube, Obj, condition, is_true, wait_for, wait_true
+from tests.controlplane.kueue_controller import rendered_configuration, start_kueue
+from tests.controlplane.manifests import (
+    REPO_ROOT,
+    apply_all,
+    ensure_external_namespaces,
+    environment_objects,
+    remove_all,
+)
+
+pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
+
+ENV = "kueue-e2e"
+TEAMS = ("alpha", "beta")
+ENVIRONMENT = """\
+extends: _defaults.yaml
+name: kueue-e2e
+cluster:
+  displayName: Kueue behaviour test
+  kubernetesVersion: "1.36.2"
+  argocd:
+    syncPolicy: automated
+pools:
+  - name: gpu
+    role: training
+    gpu: {{model: H100-SXM5-80GB, perNode: 8}}
+    nodes: {nodes}
+    cpu: 192
+    memory: 1800Gi
+    nodeLabels: {{trainyard.dev/pool: gpu}}
+teams:
+  - name: alpha
+    namespaces: [alpha]
+    shares: {{gpu: 67}}
+  - name: beta
+    namespaces: [beta]
+    shares: {{gpu: 33}}
+"""
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+INSUFFICIENT = "insufficient quota for nvidia.com/gpu in flavor gpu"
+
+
+def write_environment(root: Path, nodes: int) -> None:
+    """environments/kueue-e2e.yaml (+ the shipped _defaults.yaml it extends) under `root`."""
+    folder = root / "environments"
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO_ROOT / "environments" / "_defaults.yaml", folder / "_defaults.yaml")
+    (folder / f"{ENV}.yaml").write_text(ENVIRONMENT.format(nodes=nodes), encoding="utf-8")
+
+
+@dataclass
+class Scenario:
+    kube: Kube
+    root: Path
+    objects: list[Obj]
+    kueue: Daemon
+
+
+@pytest.fixture(scope="module")
+def scenario(
+    kube: Kube, control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Scenario]:
+    binary = require_tools("kueue")["kueue"]
+    root = tmp_path_factory.mktemp("kueue-env")
+    write_environment(root, nodes=12)
+    objects = environment_objects(root, ENV)
+    external = ensure_external_namespaces(kube, objects)
+    apply_all(kube, objects)
+    daemon = start_kueue(binary, control_plane.kubeconfig, rendered_configuration(objects), root / "kueue")
+    try:
+        yield Scenario(kube, root, objects, daemon)
+    finally:
+        daemon.stop()
+        remove_all(kube, objects, external)
+
+
+@pytest.fixture
+def clean(scenario: Scenario) -> Iterator[Scenario]:
+    """Each test starts with no Jobs or Workloads in the team namespaces."""
+    yield scenario
+    for namespace in TEAMS:
+        for kind, version in (("Job", "batch/v1"), ("Workload", "kueue.x-k8s.io/v1beta2")):
+            for item in scenario.kube.list(version, kind, namespace):
+                scenario.kube.delete(version, kind, item["metadata"]["name"], namespace)
+    assert scenario.kueue.running(), scenario.kueue.log_tail()
+
+
+def job(team: str, priority: str, pods: int = 8) -> Obj:
+    return gpu_job(f"{team}-{priority}-{uuid.uuid4().hex[:6]}", team, team, priority, pods=pods)
+
+
+def gpu_quota(kube: Kube, queue: str) -> str:
+    cluster_queue = kube.get("kueue.x-k8s.io/v1beta2", "ClusterQueue", queue)
+    assert cluster_queue is not None
+    [flavor] = cluster_queue["spec"]["resourceGroups"][0]["flavors"]
+    return str(next(r["nominalQuota"] for r in flavor["resources"] if r["name"] == "nvidia.com/gpu"))
+
+
+def test_every_cluster_queue_becomes_active(clean: Scenario) -> None:
+    queues = [obj["metadata"]["name"] for obj in clean.objects if obj["kind"] == "ClusterQueue"]
+    assert sorted(queues) == sorted(TEAMS)
+    for name in queues:
+        wait_true(clean.kube, KUEUE_API, "ClusterQueue", name, "Active", KUEUE_SECONDS)
+    for obj in clean.objects:
+        if obj["kind"] == "LocalQueue":
+            meta = obj["metadata"]
+            wait_true(
+                clean.kube, KUEUE_API, "LocalQueue", meta["name"], "Active", KUEUE_SECONDS, meta["namespace"]
+            )
+
+
+def test_64_gpu_job_is_admitted_within_quota_and_pends_beyond_it(clean: Scenario) -> None:
+    kube = clean.kube
+    assert (gpu_quota(kube, "alpha"), gpu_quota(kube, "beta")) == ("64", "32")
+    fits = submit(kube, job("alpha", "training"))
+    workload = wait_admitted(kube, fits)
+    assert workload["spec"]["priority"] == 500  # the rendered WorkloadPriorityClass `training`
+    admission = workload["status"]["admission"]
+    assert admission["clusterQueue"] == "alpha"
+    [pod_set] = admission["podSetAssignments"]
+    assert pod_set["flavors"] == {"nvidia.com/gpu": "gpu", "cpu": "gpu", "memory": "gpu"}
+    assert pod_set["resourceUsage"]["nvidia.com/gpu"] == "64" and pod_set["count"] == 8
+    # Kueue injected the flavor's node labels, so the gang lands on the pool's nodes.
+    selector = reread(kube, fits)["spec"]["template"]["spec"].get("nodeSelector")
+    assert selector == {"trainyard.dev/pool": "gpu"}
+    pods_started(kube, fits)  # waitForPodsReady.blockAdmission would hold everything else
+
+    too_big = submit(kube, job("beta", "training"))
+    pending = wait_pending(kube, too_big, INSUFFICIENT)
+    assert "maximum capacity (32)" in condition(pending, "QuotaReserved")["message"]  # type: ignore[index]
+
+
+def test_training_critical_preempts_training_in_the_same_queue(clean: Scenario) -> None:
+    kube = clean.kube
+    low = submit(kube, job("alpha", "training"))
+    wait_admitted(kube, low)
+    pods_started(kube, low)
+
+    high = submit(kube, job("alpha", "training-critical"))
+
+    def evicted() -> Obj | None:
+        victim = workload_of(kube, low)
+        return victim if is_true(victim, "Evicted") and is_true(victim, "Preempted") else None
+
+    victim = wait_for(evicted, KUEUE_SECONDS, "the training workload evicted by preemption")
+    assert condition(victim, "Evicted")["reason"] == "Preempted"  # type: ignore[index]
+    # withinClusterQueue: LowerPriority, as rendered; no cohort, so in the ClusterQueue.
+    assert condition(victim, "Preempted")["reason"] == "InClusterQueue"  # type: ignore[index]
+    wait_for(lambda: reread(kube, low)["spec"]["suspend"] is True, KUEUE_SECONDS, "victim suspended")
+    pods_removed(kube, low)
+    winner = wait_admitted(kube, high)
+    assert winner["spec"]["priority"] == 1000
+    pods_started(kube, high)
+    wait_pending(kube, low, INSUFFICIENT)
+
+    # LowerPriority, not LowerOrNewerEqualPriority: an equal-priority newcomer waits.
+    peer = submit(kube, job("alpha", "training-critical"))
+    wait_pending(kube, peer, INSUFFICIENT)
+    assert not is_true(workload_of(kube, high), "Evicted")
+
+
+def test_fewer_nodes_give_smaller_quotas_that_are_enforced(clean: Scenario) -> None:
+    kube = clean.kube
+    before = submit(kube, job("alpha", "training"))
+    wait_admitted(kube, before)
+    kube.delete("batch/v1", "Job", before["metadata"]["name"], "alpha")
+    kube.delete("kueue.x-k8s.io/v1beta2", "Workload", workload_of(kube, before)["metadata"]["name"], "alpha")  # type: ignore[index]
+
+    write_environment(clean.root, nodes=10)  # two nodes left the pool (inventory change)
+    shrunk = environment_objects(clean.root, ENV)
+    try:
+        apply_all(kube, shrunk)
+        assert gpu_quota(kube, "alpha") == "56"
+        after = submit(kube, job("alpha", "training"))
+        workload = wait_pending(kube, after, INSUFFICIENT)
+        assert "maximum capacity (56)" in condition(workload, "QuotaReserved")["message"]  # type: ignore[index]
+        smaller = submit(kube, job("alpha", "training", pods=7))  # 56 GPUs still fit
+        wait_admitted(kube, smaller)
+    finally:
+        apply_all(kube, clean.objects)  # back to 12 nodes for whatever runs next
