@@ -7,9 +7,13 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from generators.commands import select_environments
+
+if TYPE_CHECKING:  # heavy imports stay inside run(), so that --help is fast
+    from generators.validation.checks import EnvironmentReport
+    from policies.context import Finding
 
 HELP = "check rendered/<env>/: kubeconform, policies/, promtool (all environments when none named)"
 
@@ -48,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if any(f.severity == "error" for f in findings) else 0
 
 
-def _summary(report: Any) -> str:
+def _summary(report: EnvironmentReport) -> str:
     k = report.kubeconform
     return (f"{report.name}: {report.objects} objects, {len(report.findings)} findings "
             f"({report.errors} errors, {report.warnings} warnings); kubeconform {k.valid}/{k.expected} "
@@ -56,7 +60,8 @@ def _summary(report: Any) -> str:
             f"{report.seconds:.2f}s")
 
 
-def _document(reports: list[Any], findings: list[Any], seconds: float) -> dict[str, Any]:
+def _document(reports: list[EnvironmentReport], findings: list[Finding],
+              seconds: float) -> dict[str, Any]:
     return {
         "ok": not any(f.severity == "error" for f in findings),
         "seconds": round(seconds, 3),
