@@ -251,8 +251,9 @@ def run_go(args: Sequence[str], cwd: Path, log: Path, timeout: float | None = No
     """Run `go <args>` in cwd, appending output to log; raise InstallError on failure."""
     cmd = ["go", *args]
     with log.open("a") as fh:
-        fh.write(f"\n$ (cd {cwd} && {' '.join(cmd)})\n")
+        fh.write(f"\n# {time.strftime('%Y-%m-%dT%H:%M:%S')}\n$ (cd {cwd} && {' '.join(cmd)})\n")
         fh.flush()
+        started = time.monotonic()
         try:
             proc = subprocess.run(
                 cmd,
@@ -269,6 +270,8 @@ def run_go(args: Sequence[str], cwd: Path, log: Path, timeout: float | None = No
         except subprocess.TimeoutExpired:
             raise InstallError(f"timed out after {timeout}s: {' '.join(cmd)}") from None
         fh.write(proc.stdout)
+        # Wall clock per go command, so cold-build costs can be read back from the log.
+        fh.write(f"# exit {proc.returncode} after {time.monotonic() - started:.1f}s\n")
     if proc.returncode != 0:
         tail = "\n".join(proc.stdout.strip().splitlines()[-25:])
         raise InstallError(f"`{' '.join(cmd)}` failed (exit {proc.returncode}); full log: {log}\n{tail}")
