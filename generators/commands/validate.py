@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from generators.validation.checks import validate
+    from generators.validation.checks import orphan_dirs, validate
 
     if args.list:
         return _list_policies()
@@ -37,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     reports = validate(args.root, names)
     seconds = time.perf_counter() - started
-    findings = sorted(f for report in reports for f in report.findings)
+    orphans = [] if args.envs else orphan_dirs(args.root, names)
+    findings = sorted([*orphans, *(f for report in reports for f in report.findings)])
     if args.format == "json":
         json.dump(_document(reports, findings, seconds), sys.stdout, indent=2)
         print()

@@ -128,6 +128,14 @@ def _finish(root: Path, started: _Started) -> EnvironmentReport:
                              python_seconds + kubeconform_seconds)
 
 
+def orphan_dirs(root: Path, names: list[str]) -> list[Finding]:
+    """rendered/<dir>/ without an environment file: Argo CD's directory generator would still
+    deploy it. Only meaningful when every environment is validated."""
+    return [Finding(line.rpartition(": ")[0], "", "", STALE,
+                    "no environments/*.yaml renders this directory; run: python generate.py render")
+            for line in render.unknown_dirs(root, set(names))]
+
+
 def _spec_finding(line: str) -> Finding:
     """`environments/x.yaml:3:5: error: msg` -> a finding printed the same way."""
     where, _, rest = line.partition(": error: ")

@@ -173,3 +173,15 @@ def test_schema_that_does_not_compile_fails(repo: Repo, validate: Validate, tmp_
     expect(run, *(f"{DEV}/namespaces/namespace-{ns}.yaml: Namespace/{ns}: kubeconform: no-schema: "
                   "no schema for v1 Namespace (is its CRD pinned?)" for ns in ("platform-dev", "sandbox")))
     assert f"kubeconform {dev_objects() - 2}/{dev_objects()} valid" in run.out
+
+
+def test_orphaned_rendered_directory(repo: Repo, validate: Validate) -> None:
+    """Argo CD's directory generator deploys every rendered/<dir>: one without an
+    environment file is a finding when all environments are validated."""
+    shutil.copytree(repo.root / DEV, repo.root / "rendered/old")
+    run = validate(repo.root)
+    assert run.code == 1
+    assert run.findings("stale") == ["rendered/old/: stale: no environments/*.yaml renders this "
+                                     "directory; run: python generate.py render"], run.out
+    assert problems(run) == [], run.out
+    assert validate(repo.root, "dev").code == 0  # naming environments checks only those
