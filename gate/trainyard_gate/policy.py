@@ -12,11 +12,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any
 from urllib.parse import urlparse
 
-import yaml
-
+from .document import InvalidDocument, Position, SpecPath, load_with_positions, render_path
 from .hysteresis import OnUnavailable, Thresholds
 
 API_VERSION = "trainyard.dev/v1alpha1"
@@ -27,8 +26,6 @@ _NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 _DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 _QUALIFIED_NAME = re.compile(rf"^({_DNS_SUBDOMAIN}/)?{_NAME}$")
 _LABEL_VALUE = re.compile(rf"^({_NAME})?$")
-
-SpecPath: TypeAlias = tuple[str | int, ...]
 
 
 class PolicyError(ValueError):
@@ -85,66 +82,27 @@ def load(path: Path) -> TaintPolicy:
 
 def parse(text: str, source: str) -> TaintPolicy:
     """Validate policy text; `source` names the file in error messages."""
-    loader = yaml.SafeLoader(text)
     try:
-        node = loader.get_single_node()
-        if node is None:
-            raise PolicyError(f"{source}:1:1: error: policy file is empty")
-        marks: dict[SpecPath, tuple[int, int]] = {}
-        _collect_marks(node, (), marks, source)
-        data = loader.construct_document(node)
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark
-        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
-        raise PolicyError(f"{where}: error: invalid YAML: {err.problem}") from None
-    except yaml.YAMLError as err:
-        raise PolicyError(f"{source}: error: invalid YAML: {err}") from None
-    except RecursionError:
-        raise PolicyError(f"{source}: error: invalid YAML: recursive alias") from None
-    finally:
-        loader.dispose()
-    return _Reader(source, marks).policy(data)
-
-
-def _collect_marks(
-    node: yaml.Node, path: SpecPath, marks: dict[SpecPath, tuple[int, int]], source: str
-) -> None:
-    marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
-    if isinstance(node, yaml.MappingNode):
-        seen: set[object] = set()
-        for key_node, value_node in node.value:
-            key = key_node.value
-            if key in seen:
-                line, col = key_node.start_mark.line + 1, key_node.start_mark.column + 1
-                where = _render_path((*path, key))
-                raise PolicyError(f"{source}:{line}:{col}: error: duplicate key ({where})")
-            seen.add(key)
-            _collect_marks(value_node, (*path, key), marks, source)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _collect_marks(item, (*path, index), marks, source)
-
-
-def _render_path(path: SpecPath) -> str:
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
-    return text or "<document>"
+        data, positions = load_with_positions(text)
+    except InvalidDocument as err:
+        where = f"{source}:{err.position[0]}:{err.position[1]}" if err.position else source
+        raise PolicyError(f"{where}: error: {err}") from None
+    return _Reader(source, positions).policy(data)
 
 
 class _Reader:
     """Typed access to the parsed document; every failure names file:line:col and path."""
 
-    def __init__(self, source: str, marks: Mapping[SpecPath, tuple[int, int]]) -> None:
+    def __init__(self, source: str, positions: Mapping[SpecPath, Position]) -> None:
         self._source = source
-        self._marks = marks
+        self._positions = positions
 
     def fail(self, path: SpecPath, what: str) -> PolicyError:
         probe = path
-        while probe not in self._marks and probe:
+        while probe not in self._positions and probe:
             probe = probe[:-1]  # a missing key is reported at its parent mapping
-        line, col = self._marks.get(probe, (1, 1))
-        return PolicyError(f"{self._source}:{line}:{col}: error: {what} ({_render_path(path)})")
+        line, col = self._positions.get(probe, (1, 1))
+        return PolicyError(f"{self._source}:{line}:{col}: error: {what} ({render_path(path)})")
 
     def mapping(self, value: Any, path: SpecPath, allowed: tuple[str, ...]) -> dict[str, Any]:
         if not isinstance(value, dict):
