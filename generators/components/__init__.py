@@ -19,6 +19,7 @@ COMPONENTS: tuple[str, ...] = (
     "namespaces",
     "priorities",
     "kueue",
+    "monitoring",
     "overflow",
 )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from generators import quantity
+from generators.model.monitoring import build_monitoring
 from generators.model.overflow import build_overflow
 from generators.model.quota import build_queues
 from generators.model.types import (
@@ -114,5 +115,6 @@ def build(value: dict[str, Any], source_file: str) -> Environment:
         kueue=_kueue(value["kueue"], tiers),
         resources=resources,
         queues=build_queues(pools, teams, resources),
+        monitoring=build_monitoring(value["monitoring"]),
         overflow=build_overflow(value.get("overflow"), pools),
     )

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
 
+from generators.model.monitoring import Monitoring
 from generators.quantity import Format, canonical
 
 if TYPE_CHECKING:
@@ -169,6 +170,7 @@ class Environment:
     kueue: KueueOptions
     resources: tuple[ResourceKind, ...]  # coveredResources, same order in every ClusterQueue
     queues: Mapping[str, tuple[FlavorQuota, ...]]  # team -> its flavors with quotas
+    monitoring: Monitoring  # always present: every field has a schema default
     overflow: Overflow | None = None  # serving overflow; None: nothing of it is rendered
 
     def pool(self, name: str) -> Pool:

@@ -1,0 +1,24 @@
+"""Alert rules, one module per area; groups() is what both the PrometheusRule and the plain
+rules file carry, so promtool tests exactly what Prometheus loads.
+
+Mixin conventions: CamelCase names, severity critical (drain or act now) | warning,
+annotations summary + description + runbook_url (a section of docs/monitoring.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generators.components.alerts import exporters, fabric, gpu, scheduling
+from generators.components.promql import Queries
+from generators.model.types import Environment
+
+
+def groups(env: Environment) -> list[dict[str, Any]]:
+    q = Queries(env)
+    return [
+        {"name": "trainyard-gpu", "rules": gpu.rules(q)},
+        {"name": "trainyard-fabric", "rules": fabric.rules(q)},
+        {"name": "trainyard-scheduling", "rules": scheduling.rules(q)},
+        {"name": "trainyard-exporters", "rules": exporters.rules(q)},
+    ]

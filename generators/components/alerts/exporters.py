@@ -1,0 +1,27 @@
+"""ExporterDown: every other alert is silent when its exporter is gone, so watch them too.
+
+One rule per exporter (same alert name, an `exporter` label), as the mixins do: absent()
+catches a target that vanished from service discovery, == 0 one that fails its scrapes.
+"""
+
+from __future__ import annotations
+
+from generators.components.alerts.rule import Rule, alert, label
+from generators.components.promql import Queries, selector
+
+
+def exporter_down(q: Queries, exporter: str, matchers: str) -> Rule:
+    m = q.m
+    up = "up" + selector(matchers)
+    return alert(
+        m, "ExporterDown", f"({up} == 0) or absent({up})",
+        for_=m.alerts.exporter_down_for, severity="warning", labels={"exporter": exporter},
+        summary=f"{exporter} is down or not scraped.",
+        description=(f"Prometheus has had no successful scrape of {exporter} ({matchers}, instance "
+                     f"{label('instance')}) for {m.alerts.exporter_down_for}. The alerts and dashboards "
+                     "built on it are blind until it is back."),
+    )
+
+
+def rules(q: Queries) -> list[Rule]:
+    return [exporter_down(q, name, matchers) for name, matchers in q.m.selectors.by_exporter().items()]

@@ -1,0 +1,28 @@
+"""One alert rule in mixin shape: the only place annotations and labels are assembled."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generators.model.monitoring import Monitoring
+
+Rule = dict[str, Any]
+
+VALUE = "{{ $value }}"
+VALUE_PERCENT = "{{ $value | humanizePercentage }}"
+
+
+def label(name: str) -> str:
+    """Alert template text that expands to the value of label `name`."""
+    return "{{ $labels." + name + " }}"
+
+
+def alert(m: Monitoring, name: str, expr: str, *, severity: str, summary: str, description: str,
+          for_: str | None = None, labels: dict[str, str] | None = None) -> Rule:
+    rule: Rule = {"alert": name, "expr": expr}
+    if for_:
+        rule["for"] = for_
+    rule["labels"] = {"severity": severity, **(labels or {})}
+    rule["annotations"] = {"summary": summary, "description": description,
+                           "runbook_url": m.runbook_url(name)}
+    return rule

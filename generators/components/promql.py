@@ -1,0 +1,138 @@
+"""PromQL shared by dashboards and alert rules: selectors, and joins against the inventory.
+
+Every expression here is built from the model (monitoring selectors, pool node labels,
+GPUs per node), so a dashboard panel and the alert that watches the same thing cannot
+disagree about what they measure.
+"""
+
+from __future__ import annotations
+
+import re
+
+from generators.model.monitoring import Monitoring
+from generators.model.types import Environment, Pool
+
+# DCGM reports "no value" as large sentinels (DCGM_INT32_BLANK = 0x7ffffff0 and above, the
+# INT64 blanks are larger still). A counter that jumps to one looks like millions of errors.
+DCGM_BLANK_MIN = 2147483632
+
+
+def selector(*matchers: str) -> str:
+    """`{a, b}` from non-empty matcher strings."""
+    return "{" + ", ".join(m for m in matchers if m) + "}"
+
+
+def quote(value: str) -> str:
+    """A PromQL double-quoted string literal."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def regex_any(values: list[str]) -> str:
+    """An RE2 alternation matching exactly the given literal values."""
+    return "|".join(re.sub(r"([.+*?()\[\]{}|^$\\])", r"\\\1", v) for v in values)
+
+
+def match_any(label: str, values: list[str]) -> str:
+    """`label="v"` for one value, `label=~"v1|v2"` for several."""
+    unique = sorted(set(values))
+    if len(unique) == 1:
+        return f"{label}={quote(unique[0])}"
+    return f"{label}=~{quote(regex_any(unique))}"
+
+
+def ksm_label(key: str) -> str:
+    """The label name kube-state-metrics gives a Kubernetes label on kube_node_labels."""
+    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
+
+
+def ksm_resource(resource: str) -> str:
+    """kube-state-metrics' resource label value for an extended resource (nvidia.com/gpu ->
+    nvidia_com_gpu)."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", resource)
+
+
+def num(value: float) -> str:
+    """A number as PromQL prints best: 78, 0.05."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+class Queries:
+    """Expressions for one environment."""
+
+    def __init__(self, env: Environment) -> None:
+        self.env = env
+        self.m: Monitoring = env.monitoring
+
+    # --- selectors -------------------------------------------------------------------
+    def dcgm(self, metric: str, *extra: str) -> str:
+        return metric + selector(self.m.selectors.dcgm, *extra)
+
+    def node(self, metric: str, *extra: str) -> str:
+        return metric + selector(self.m.selectors.node_exporter, *extra)
+
+    def ksm(self, metric: str, *extra: str) -> str:
+        return metric + selector(self.m.selectors.kube_state_metrics, *extra)
+
+    def kueue(self, metric: str, *extra: str) -> str:
+        return metric + selector(self.m.selectors.kueue, *extra)
+
+    def ib(self, metric: str, *extra: str) -> str:
+        """A node-exporter InfiniBand series, restricted to the watched devices."""
+        return self.node(metric, f"device=~{quote(self.m.infiniband_devices)}", *extra)
+
+    def temp_plausible(self, metric: str, *extra: str) -> str:
+        """Temperature readings without DCGM placeholders."""
+        return f"({self.dcgm(metric, *extra)} < {self.m.gpu_temp_plausible_max_celsius})"
+
+    # --- inventory ---------------------------------------------------------------------
+    def pool_nodes(self, pool: Pool) -> str:
+        """kube_node_labels of the pool's nodes (every nodeLabel must be on the KSM allowlist)."""
+        labels = [f"{ksm_label(k)}={quote(v)}" for k, v in pool.node_labels.items()]
+        return f"max by (node) ({self.ksm('kube_node_labels', *labels)})"
+
+    def expected_gpus_per_node(self) -> str:
+        """Per node: the GPUs its pool promises, with labels pool and expected."""
+        parts = [
+            f'label_replace(label_replace({self.pool_nodes(p)} * 0 + {p.gpus_per_node}, '
+            f'"pool", {quote(p.name)}, "", ""), "expected", "{p.gpus_per_node}", "", "")'
+            for p in self.env.pools
+        ]
+        return "(" + " or ".join(parts) + ")"
+
+    def gpu_resources_ksm(self) -> str:
+        return match_any("resource", [ksm_resource(p.gpu_resource) for p in self.env.pools])
+
+    def gpus_seen_per_node(self) -> str:
+        """GPUs a node shows: dcgm-exporter's count, else the device plugin's capacity."""
+        h = self.m.host_label
+        dcgm = (f'label_replace(count by ({h}) ({self.dcgm("DCGM_FI_DEV_GPU_TEMP")}), '
+                f'"node", "$1", {quote(h)}, "(.*)")')
+        capacity = self.ksm("kube_node_status_capacity", self.gpu_resources_ksm())
+        return f"(max by (node) ({dcgm}) or max by (node) ({capacity}))"
+
+    def usable_nodes(self) -> str:
+        """Nodes that can take pods: Ready and not cordoned."""
+        ready = self.ksm("kube_node_status_condition", 'condition="Ready"', 'status="true"')
+        return (f"(max by (node) ({self.ksm('kube_node_spec_unschedulable')}) == 0) "
+                f"and on (node) (max by (node) ({ready}) == 1)")
+
+    def allocatable_gpus_by_flavor(self) -> str:
+        """Per Kueue flavor (= pool): allocatable GPUs of its usable nodes."""
+        parts = []
+        for p in self.env.pools:
+            resource = f"resource={quote(ksm_resource(p.gpu_resource))}"
+            alloc = self.ksm("kube_node_status_allocatable", resource)
+            total = (f"sum(max by (node) ({alloc}) and on (node) {self.pool_nodes(p)} "
+                     f"and on (node) ({self.usable_nodes()}))")
+            parts.append(f'label_replace({total} or vector(0), "flavor", {quote(p.name)}, "", "")')
+        return "(" + " or ".join(parts) + ")"
+
+    def nominal_gpus_by_flavor(self) -> str:
+        """Per flavor: nominal GPU quota summed over ClusterQueues (needs Kueue's
+        metrics.enableClusterQueueResources, which the kueue component turns on)."""
+        resources = match_any("resource", [p.gpu_resource for p in self.env.pools])
+        flavors = match_any("flavor", [p.name for p in self.env.pools])
+        return f"sum by (flavor) ({self.kueue('kueue_cluster_queue_nominal_quota', resources, flavors)})"
+
+    def inference_priority_classes(self) -> list[str]:
+        return [t.name for t in self.env.tiers if t.role == "inference"]
