@@ -58,8 +58,10 @@ CSV_KEY = "dcgm-metrics.csv"  # the file name the GPU operator's docs mount it u
 
 
 def csv_text() -> str:
-    lines = ["# Rendered by trainyard (generators/components/dcgm_counters.py); do not edit.",
-             "# Format: DCGM FIELD, Prometheus metric type, help message"]
+    lines = [
+        "# Rendered by trainyard (generators/components/dcgm_counters.py); do not edit.",
+        "# Format: DCGM FIELD, Prometheus metric type, help message",
+    ]
     lines += [f"{field}, {kind}, {help_text}" for field, kind, help_text in COUNTERS]
     return "\n".join(lines) + "\n"
 

@@ -53,13 +53,25 @@ def dashboard_objects(env: Environment) -> list[Obj]:
         uid = m.dashboard_uid(slug)
         text = dashboard_json(build(env))
         if m.dashboards.delivery == "sidecar":
-            obj = render("monitoring/dashboard-configmap.yaml.j2", name=uid, namespace=m.namespace,
-                         labels=dict(m.dashboards.sidecar_labels), key=f"{uid}.json", json=text,
-                         annotations={m.dashboards.sidecar_folder_annotation: m.dashboards.folder})
+            obj = render(
+                "monitoring/dashboard-configmap.yaml.j2",
+                name=uid,
+                namespace=m.namespace,
+                labels=dict(m.dashboards.sidecar_labels),
+                key=f"{uid}.json",
+                json=text,
+                annotations={m.dashboards.sidecar_folder_annotation: m.dashboards.folder},
+            )
         else:
-            obj = render("monitoring/grafanadashboard.yaml.j2", name=uid, namespace=m.namespace,
-                         instance_labels=dict(m.dashboards.instance_selector), folder=m.dashboards.folder,
-                         uid=uid, json=text)
+            obj = render(
+                "monitoring/grafanadashboard.yaml.j2",
+                name=uid,
+                namespace=m.namespace,
+                instance_labels=dict(m.dashboards.instance_selector),
+                folder=m.dashboards.folder,
+                uid=uid,
+                json=text,
+            )
         objects.append(_sized(obj))
     return objects
 
@@ -67,16 +79,30 @@ def dashboard_objects(env: Environment) -> list[Obj]:
 def rule_objects(env: Environment) -> list[Obj]:
     m = env.monitoring
     rule_groups = groups(env)
-    rule = render("monitoring/prometheusrule.yaml.j2", name=RULES_NAME, namespace=m.namespace,
-                  labels=dict(m.rule_labels), groups=rule_groups)
-    plain = render("monitoring/rules-configmap.yaml.j2", name=f"{RULES_NAME}-rules-file",
-                   namespace=m.namespace, key=RULES_KEY, rules=yamlemit.dump({"groups": rule_groups}))
+    rule = render(
+        "monitoring/prometheusrule.yaml.j2",
+        name=RULES_NAME,
+        namespace=m.namespace,
+        labels=dict(m.rule_labels),
+        groups=rule_groups,
+    )
+    plain = render(
+        "monitoring/rules-configmap.yaml.j2",
+        name=f"{RULES_NAME}-rules-file",
+        namespace=m.namespace,
+        key=RULES_KEY,
+        rules=yamlemit.dump({"groups": rule_groups}),
+    )
     return [_sized(rule), _sized(plain)]
 
 
 def generate(env: Environment) -> list[Obj]:
     m = env.monitoring
-    counters: Obj = render("monitoring/dcgm-counters.yaml.j2", name=m.dcgm_config_map,
-                           namespace=m.dcgm_namespace, key=dcgm_counters.CSV_KEY,
-                           csv=dcgm_counters.csv_text())
+    counters: Obj = render(
+        "monitoring/dcgm-counters.yaml.j2",
+        name=m.dcgm_config_map,
+        namespace=m.dcgm_namespace,
+        key=dcgm_counters.CSV_KEY,
+        csv=dcgm_counters.csv_text(),
+    )
     return [counters, *dashboard_objects(env), *rule_objects(env)]

@@ -12,9 +12,10 @@ import re
 from generators.model.monitoring import Monitoring
 from generators.model.types import Environment, Pool
 
-# DCGM reports "no value" as large sentinels (DCGM_INT32_BLANK = 0x7ffffff0 and above, the
-# INT64 blanks are larger still). A counter that jumps to one looks like millions of errors.
-DCGM_BLANK_MIN = 2147483632
+# DCGM reports "no value" as sentinels from DCGM_INT64_BLANK = 0x7ffffffffffffff0 up (old
+# exporters show 9223372036854775794, NOT_SUPPORTED). A counter that jumps to one looks like
+# billions of errors; real counters (even nanoseconds of throttling) never get near it.
+DCGM_BLANK_MIN = 0x7FFFFFFFFFFFFFF0
 
 
 def selector(*matchers: str) -> str:
@@ -93,7 +94,7 @@ class Queries:
     def expected_gpus_per_node(self) -> str:
         """Per node: the GPUs its pool promises, with labels pool and expected."""
         parts = [
-            f'label_replace(label_replace({self.pool_nodes(p)} * 0 + {p.gpus_per_node}, '
+            f"label_replace(label_replace({self.pool_nodes(p)} * 0 + {p.gpus_per_node}, "
             f'"pool", {quote(p.name)}, "", ""), "expected", "{p.gpus_per_node}", "", "")'
             for p in self.env.pools
         ]
@@ -105,16 +106,20 @@ class Queries:
     def gpus_seen_per_node(self) -> str:
         """GPUs a node shows: dcgm-exporter's count, else the device plugin's capacity."""
         h = self.m.host_label
-        dcgm = (f'label_replace(count by ({h}) ({self.dcgm("DCGM_FI_DEV_GPU_TEMP")}), '
-                f'"node", "$1", {quote(h)}, "(.*)")')
+        dcgm = (
+            f"label_replace(count by ({h}) ({self.dcgm('DCGM_FI_DEV_GPU_TEMP')}), "
+            f'"node", "$1", {quote(h)}, "(.*)")'
+        )
         capacity = self.ksm("kube_node_status_capacity", self.gpu_resources_ksm())
         return f"(max by (node) ({dcgm}) or max by (node) ({capacity}))"
 
     def usable_nodes(self) -> str:
         """Nodes that can take pods: Ready and not cordoned."""
         ready = self.ksm("kube_node_status_condition", 'condition="Ready"', 'status="true"')
-        return (f"(max by (node) ({self.ksm('kube_node_spec_unschedulable')}) == 0) "
-                f"and on (node) (max by (node) ({ready}) == 1)")
+        return (
+            f"(max by (node) ({self.ksm('kube_node_spec_unschedulable')}) == 0) "
+            f"and on (node) (max by (node) ({ready}) == 1)"
+        )
 
     def allocatable_gpus_by_flavor(self) -> str:
         """Per Kueue flavor (= pool): allocatable GPUs of its usable nodes."""
@@ -122,8 +127,10 @@ class Queries:
         for p in self.env.pools:
             resource = f"resource={quote(ksm_resource(p.gpu_resource))}"
             alloc = self.ksm("kube_node_status_allocatable", resource)
-            total = (f"sum(max by (node) ({alloc}) and on (node) {self.pool_nodes(p)} "
-                     f"and on (node) ({self.usable_nodes()}))")
+            total = (
+                f"sum(max by (node) ({alloc}) and on (node) {self.pool_nodes(p)} "
+                f"and on (node) ({self.usable_nodes()}))"
+            )
             parts.append(f'label_replace({total} or vector(0), "flavor", {quote(p.name)}, "", "")')
         return "(" + " or ".join(parts) + ")"
 

@@ -28,8 +28,12 @@ class Selectors:
 
     def by_exporter(self) -> dict[str, str]:
         """Exporter name -> matchers, in a fixed order (used by the exporter-down alerts)."""
-        return {"dcgm-exporter": self.dcgm, "node-exporter": self.node_exporter,
-                "kube-state-metrics": self.kube_state_metrics, "kueue": self.kueue}
+        return {
+            "dcgm-exporter": self.dcgm,
+            "node-exporter": self.node_exporter,
+            "kube-state-metrics": self.kube_state_metrics,
+            "kueue": self.kueue,
+        }
 
 
 @dataclass(frozen=True)
@@ -95,8 +99,12 @@ def build_monitoring(raw: dict[str, Any]) -> Monitoring:
         namespace=raw["namespace"],
         host_label=raw["hostLabel"],
         node_exporter_host_label=raw["nodeExporterHostLabel"],
-        selectors=Selectors(dcgm=sel["dcgm"], node_exporter=sel["nodeExporter"],
-                            kube_state_metrics=sel["kubeStateMetrics"], kueue=sel["kueue"]),
+        selectors=Selectors(
+            dcgm=sel["dcgm"],
+            node_exporter=sel["nodeExporter"],
+            kube_state_metrics=sel["kubeStateMetrics"],
+            kueue=sel["kueue"],
+        ),
         gpu_temp_limit_celsius=raw["gpuTempLimitCelsius"],
         gpu_temp_plausible_max_celsius=raw["gpuTempPlausibleMaxCelsius"],
         xid_replace_codes=tuple(sorted(raw["xidReplaceCodes"])),
@@ -105,7 +113,9 @@ def build_monitoring(raw: dict[str, Any]) -> Monitoring:
         dcgm_namespace=raw["dcgmExporter"]["namespace"],
         dcgm_config_map=raw["dcgmExporter"]["configMapName"],
         dashboards=Dashboards(
-            delivery=dash["delivery"], uid_prefix=dash["uidPrefix"], folder=dash["folder"],
+            delivery=dash["delivery"],
+            uid_prefix=dash["uidPrefix"],
+            folder=dash["folder"],
             sidecar_labels=dict(sorted(dash["sidecarLabels"].items())),
             sidecar_folder_annotation=dash["sidecarFolderAnnotation"],
             instance_selector=dict(sorted(dash["instanceSelector"].items())),

@@ -14,12 +14,18 @@ def exporter_down(q: Queries, exporter: str, matchers: str) -> Rule:
     m = q.m
     up = "up" + selector(matchers)
     return alert(
-        m, "ExporterDown", f"({up} == 0) or absent({up})",
-        for_=m.alerts.exporter_down_for, severity="warning", labels={"exporter": exporter},
+        m,
+        "ExporterDown",
+        f"({up} == 0) or absent({up})",
+        for_=m.alerts.exporter_down_for,
+        severity="warning",
+        labels={"exporter": exporter},
         summary=f"{exporter} is down or not scraped.",
-        description=(f"Prometheus has had no successful scrape of {exporter} ({matchers}, instance "
-                     f"{label('instance')}) for {m.alerts.exporter_down_for}. The alerts and dashboards "
-                     "built on it are blind until it is back."),
+        description=(
+            f"Prometheus has had no successful scrape of {exporter} ({matchers}, instance "
+            f"{label('instance')}) for {m.alerts.exporter_down_for}. The alerts and dashboards "
+            "built on it are blind until it is back."
+        ),
     )
 
 

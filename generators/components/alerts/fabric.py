@@ -24,31 +24,47 @@ def _by_port(q: Queries, extra: str = "") -> str:
 
 def port_not_active(q: Queries) -> Rule:
     m, h = q.m, q.m.node_exporter_host_label
-    expr = (f"max by ({_by_port(q)}) ({q.ib('node_infiniband_state_id')} != {ACTIVE_STATE} "
-            f"or {q.ib('node_infiniband_physical_state_id')} != {LINK_UP_PHYSICAL_STATE})")
+    expr = (
+        f"max by ({_by_port(q)}) ({q.ib('node_infiniband_state_id')} != {ACTIVE_STATE} "
+        f"or {q.ib('node_infiniband_physical_state_id')} != {LINK_UP_PHYSICAL_STATE})"
+    )
     return alert(
-        m, "InfiniBandPortNotActive", expr, for_=m.alerts.infiniband_port_down_for, severity="critical",
+        m,
+        "InfiniBandPortNotActive",
+        expr,
+        for_=m.alerts.infiniband_port_down_for,
+        severity="critical",
         summary=f"InfiniBand port {label('device')}/{label('port')} on {label(h)} is not active.",
-        description=(f"Port {label('port')} of {label('device')} on {label(h)} has not been ACTIVE with "
-                     f"its link up for {m.alerts.infiniband_port_down_for}. Multi-node jobs on this "
-                     "node will hang in NCCL: drain the node and check cable, switch port and HCA."),
+        description=(
+            f"Port {label('port')} of {label('device')} on {label(h)} has not been ACTIVE with "
+            f"its link up for {m.alerts.infiniband_port_down_for}. Multi-node jobs on this "
+            "node will hang in NCCL: drain the node and check cable, switch port and HCA."
+        ),
     )
 
 
 def link_errors(q: Queries) -> Rule:
     m, h = q.m, q.m.node_exporter_host_label
     window = m.alerts.error_window
-    parts = [f'label_replace(increase({q.ib(metric)}[{window}]), "counter", "{name}", "", "")'
-             for name, metric in LINK_ERROR_COUNTERS.items()]
-    expr = (f"sum by ({_by_port(q, 'counter')}) ({' or '.join(parts)}) "
-            f"> {m.alerts.infiniband_errors_per_window}")
+    parts = [
+        f'label_replace(increase({q.ib(metric)}[{window}]), "counter", "{name}", "", "")'
+        for name, metric in LINK_ERROR_COUNTERS.items()
+    ]
+    expr = (
+        f"sum by ({_by_port(q, 'counter')}) ({' or '.join(parts)}) > {m.alerts.infiniband_errors_per_window}"
+    )
     return alert(
-        m, "InfiniBandLinkErrors", expr, severity="warning",
+        m,
+        "InfiniBandLinkErrors",
+        expr,
+        severity="warning",
         summary=f"InfiniBand {label('counter')} errors on {label(h)} {label('device')}/{label('port')}.",
-        description=(f"Port {label('port')} of {label('device')} on {label(h)} counted {VALUE} "
-                     f"{label('counter')} errors within {window} (threshold "
-                     f"{m.alerts.infiniband_errors_per_window}). A degrading link slows every "
-                     "collective of the job: drain the node and have the link checked."),
+        description=(
+            f"Port {label('port')} of {label('device')} on {label(h)} counted {VALUE} "
+            f"{label('counter')} errors within {window} (threshold "
+            f"{m.alerts.infiniband_errors_per_window}). A degrading link slows every "
+            "collective of the job: drain the node and have the link checked."
+        ),
     )
 
 

@@ -33,30 +33,40 @@ def temperature(q: Queries) -> Rule:
     m, h = q.m, q.m.host_label
     limit = m.gpu_temp_limit_celsius
     return alert(
-        m, "GPUTemperatureHigh",
+        m,
+        "GPUTemperatureHigh",
         f"max by ({_by_gpu(q)}) {q.temp_plausible('DCGM_FI_DEV_GPU_TEMP')} > {limit}",
-        for_=m.alerts.gpu_temp_for, severity="critical",
+        for_=m.alerts.gpu_temp_for,
+        severity="critical",
         summary=f"GPU {label('gpu')} on {label(h)} is above {limit} °C.",
-        description=(f"GPU {label('gpu')} ({label('UUID')}) on node {label(h)} has been at "
-                     f"{VALUE} °C for more than {m.alerts.gpu_temp_for}, above the {limit} °C limit. "
-                     "A hot GPU throttles and destabilises the whole job: drain the node and have "
-                     "the GPU replaced."),
+        description=(
+            f"GPU {label('gpu')} ({label('UUID')}) on node {label(h)} has been at "
+            f"{VALUE} °C for more than {m.alerts.gpu_temp_for}, above the {limit} °C limit. "
+            "A hot GPU throttles and destabilises the whole job: drain the node and have "
+            "the GPU replaced."
+        ),
     )
 
 
 def throttling(q: Queries) -> Rule:
     m, h = q.m, q.m.host_label
     metric = "DCGM_FI_DEV_THERMAL_VIOLATION"
-    ratio = (f"(rate({q.dcgm(metric)}[{THROTTLE_RATE_WINDOW}]) / 1e9 "
-             f"and ({q.dcgm(metric)} < {DCGM_BLANK_MIN}))")
+    ratio = (
+        f"(rate({q.dcgm(metric)}[{THROTTLE_RATE_WINDOW}]) / 1e9 and ({q.dcgm(metric)} < {DCGM_BLANK_MIN}))"
+    )
     threshold = num(m.alerts.thermal_throttle_percent / 100)
     return alert(
-        m, "GPUThermalThrottling", f"max by ({_by_gpu(q)}) {ratio} > {threshold}",
-        for_=m.alerts.thermal_throttle_for, severity="warning",
+        m,
+        "GPUThermalThrottling",
+        f"max by ({_by_gpu(q)}) {ratio} > {threshold}",
+        for_=m.alerts.thermal_throttle_for,
+        severity="warning",
         summary=f"GPU {label('gpu')} on {label(h)} is thermally throttled.",
-        description=(f"GPU {label('gpu')} ({label('UUID')}) on node {label(h)} spends {VALUE_PERCENT} "
-                     f"of its time thermally throttled (limit {num(m.alerts.thermal_throttle_percent)}%). "
-                     "Its job runs at the speed of this GPU: check cooling, then drain and replace."),
+        description=(
+            f"GPU {label('gpu')} ({label('UUID')}) on node {label(h)} spends {VALUE_PERCENT} "
+            f"of its time thermally throttled (limit {num(m.alerts.thermal_throttle_percent)}%). "
+            "Its job runs at the speed of this GPU: check cooling, then drain and replace."
+        ),
     )
 
 
@@ -65,68 +75,97 @@ def xid(q: Queries) -> Rule:
     codes = "|".join(str(c) for c in m.xid_replace_codes)
     series = q.dcgm("DCGM_EXP_XID_ERRORS_COUNT", f"xid=~{quote(codes)}")
     return alert(
-        m, "GPUXidRequiresReplacement",
+        m,
+        "GPUXidRequiresReplacement",
         f"max by ({_by_gpu(q, 'xid')}) (max_over_time({series}[{m.alerts.error_window}])) > 0",
         severity="critical",
         summary=f"GPU {label('gpu')} on {label(h)} reported XID {label('xid')}.",
-        description=(f"GPU {label('gpu')} ({label('UUID')}) on node {label(h)} reported XID "
-                     f"{label('xid')}, one of the codes that mean the GPU must be replaced "
-                     f"({', '.join(str(c) for c in m.xid_replace_codes)}). Drain the node."),
+        description=(
+            f"GPU {label('gpu')} ({label('UUID')}) on node {label(h)} reported XID "
+            f"{label('xid')}, one of the codes that mean the GPU must be replaced "
+            f"({', '.join(str(c) for c in m.xid_replace_codes)}). Drain the node."
+        ),
     )
 
 
 def memory(q: Queries) -> Rule:
     m, h = q.m, q.m.host_label
     failed = f"({q.dcgm('DCGM_FI_DEV_ROW_REMAP_FAILURE')} > 0 < {DCGM_BLANK_MIN})"
-    expr = (f"max by ({_by_gpu(q)}) ({_increase(q, 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL')} > 0 "
-            f"or {_increase(q, 'DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS')} > 0 or {failed})")
+    expr = (
+        f"max by ({_by_gpu(q)}) ({_increase(q, 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL')} > 0 "
+        f"or {_increase(q, 'DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS')} > 0 or {failed})"
+    )
     return alert(
-        m, "GPUUncorrectableMemoryErrors", expr, severity="critical",
+        m,
+        "GPUUncorrectableMemoryErrors",
+        expr,
+        severity="critical",
         summary=f"GPU {label('gpu')} on {label(h)} has uncorrectable memory errors.",
-        description=(f"GPU {label('gpu')} ({label('UUID')}) on node {label(h)} had double-bit ECC "
-                     f"errors or uncorrectable row remaps within {m.alerts.error_window}, or row "
-                     "remapping failed. Results computed on it cannot be trusted: drain and replace."),
+        description=(
+            f"GPU {label('gpu')} ({label('UUID')}) on node {label(h)} had double-bit ECC "
+            f"errors or uncorrectable row remaps within {m.alerts.error_window}, or row "
+            "remapping failed. Results computed on it cannot be trusted: drain and replace."
+        ),
     )
 
 
 def nvlink(q: Queries) -> Rule:
     m, h = q.m, q.m.host_label
-    parts = [f'label_replace({_increase(q, metric)}, "counter", "{name}", "", "")'
-             for name, metric in NVLINK_COUNTERS.items()]
-    expr = (f"sum by ({_by_gpu(q, 'counter')}) ({' or '.join(parts)}) "
-            f"> {m.alerts.nvlink_errors_per_window}")
+    parts = [
+        f'label_replace({_increase(q, metric)}, "counter", "{name}", "", "")'
+        for name, metric in NVLINK_COUNTERS.items()
+    ]
+    expr = f"sum by ({_by_gpu(q, 'counter')}) ({' or '.join(parts)}) > {m.alerts.nvlink_errors_per_window}"
     return alert(
-        m, "NVLinkErrors", expr, severity="warning",
+        m,
+        "NVLinkErrors",
+        expr,
+        severity="warning",
         summary=f"NVLink {label('counter')} errors on GPU {label('gpu')} of {label(h)}.",
-        description=(f"GPU {label('gpu')} ({label('UUID')}) on node {label(h)} counted {VALUE} NVLink "
-                     f"{label('counter')} errors within {m.alerts.error_window}. A node can look "
-                     "healthy and still corrupt collectives: drain it and have the machine replaced."),
+        description=(
+            f"GPU {label('gpu')} ({label('UUID')}) on node {label(h)} counted {VALUE} NVLink "
+            f"{label('counter')} errors within {m.alerts.error_window}. A node can look "
+            "healthy and still corrupt collectives: drain it and have the machine replaced."
+        ),
     )
 
 
 def missing(q: Queries) -> Rule:
     m = q.m
-    expr = (f"{q.gpus_seen_per_node()} < on (node) group_left (pool, expected) "
-            f"{q.expected_gpus_per_node()}")
+    expr = f"{q.gpus_seen_per_node()} < on (node) group_left (pool, expected) {q.expected_gpus_per_node()}"
     return alert(
-        m, "GPUMissing", expr, for_=m.alerts.gpu_missing_for, severity="warning",
+        m,
+        "GPUMissing",
+        expr,
+        for_=m.alerts.gpu_missing_for,
+        severity="warning",
         summary=f"Node {label('node')} shows {VALUE} of {label('expected')} GPUs.",
-        description=(f"Node {label('node')} of pool {label('pool')} shows {VALUE} GPUs, but nodes of "
-                     f"that pool have {label('expected')}. A GPU fell off the bus or the driver lost "
-                     "it: drain the node and have it repaired."),
+        description=(
+            f"Node {label('node')} of pool {label('pool')} shows {VALUE} GPUs, but nodes of "
+            f"that pool have {label('expected')}. A GPU fell off the bus or the driver lost "
+            "it: drain the node and have it repaired."
+        ),
     )
 
 
 def profiling(q: Queries) -> Rule:
     m, h = q.m, q.m.host_label
-    expr = (f"count by ({h}) ({q.dcgm('DCGM_FI_DEV_GPU_TEMP')}) unless on ({h}) "
-            f"count by ({h}) ({q.dcgm('DCGM_FI_PROF_SM_ACTIVE')})")
+    expr = (
+        f"count by ({h}) ({q.dcgm('DCGM_FI_DEV_GPU_TEMP')}) unless on ({h}) "
+        f"count by ({h}) ({q.dcgm('DCGM_FI_PROF_SM_ACTIVE')})"
+    )
     return alert(
-        m, "DCGMProfilingMetricsMissing", expr, for_=m.alerts.profiling_missing_for, severity="warning",
+        m,
+        "DCGMProfilingMetricsMissing",
+        expr,
+        for_=m.alerts.profiling_missing_for,
+        severity="warning",
         summary=f"No profiling metrics from {label(h)}.",
-        description=(f"dcgm-exporter on node {label(h)} reports GPUs but no DCGM_FI_PROF_SM_ACTIVE: "
-                     "tensor and SM activity (the real utilization) are blind there. Check that the "
-                     f"counters ConfigMap {m.dcgm_config_map} is mounted and the exporter has SYS_ADMIN."),
+        description=(
+            f"dcgm-exporter on node {label(h)} reports GPUs but no DCGM_FI_PROF_SM_ACTIVE: "
+            "tensor and SM activity (the real utilization) are blind there. Check that the "
+            f"counters ConfigMap {m.dcgm_config_map} is mounted and the exporter has SYS_ADMIN."
+        ),
     )
 
 

@@ -8,7 +8,7 @@ from generators.model.monitoring import Monitoring
 
 Rule = dict[str, Any]
 
-VALUE = "{{ $value }}"
+VALUE = "{{ $value | humanize }}"  # %.4g with SI prefixes: no float noise
 VALUE_PERCENT = "{{ $value | humanizePercentage }}"
 
 
@@ -17,12 +17,20 @@ def label(name: str) -> str:
     return "{{ $labels." + name + " }}"
 
 
-def alert(m: Monitoring, name: str, expr: str, *, severity: str, summary: str, description: str,
-          for_: str | None = None, labels: dict[str, str] | None = None) -> Rule:
+def alert(
+    m: Monitoring,
+    name: str,
+    expr: str,
+    *,
+    severity: str,
+    summary: str,
+    description: str,
+    for_: str | None = None,
+    labels: dict[str, str] | None = None,
+) -> Rule:
     rule: Rule = {"alert": name, "expr": expr}
     if for_:
         rule["for"] = for_
     rule["labels"] = {"severity": severity, **(labels or {})}
-    rule["annotations"] = {"summary": summary, "description": description,
-                           "runbook_url": m.runbook_url(name)}
+    rule["annotations"] = {"summary": summary, "description": description, "runbook_url": m.runbook_url(name)}
     return rule

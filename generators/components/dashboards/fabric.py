@@ -18,8 +18,9 @@ IB_TABLE_COUNTERS = {**LINK_ERROR_COUNTERS, "vl15_dropped": "node_infiniband_vl1
 
 
 def _labelled_increase(series: dict[str, str], window: str) -> str:
-    return " or ".join(f'label_replace(increase({s}[{window}]), "counter", "{name}", "", "")'
-                       for name, s in series.items())
+    return " or ".join(
+        f'label_replace(increase({s}[{window}]), "counter", "{name}", "", "")' for name, s in series.items()
+    )
 
 
 def build(env: Environment) -> dict[str, Any]:
@@ -28,9 +29,14 @@ def build(env: Environment) -> dict[str, Any]:
     host = f"{nh}=~{quote('$host')}"
     gpu_host = f"{h}=~{quote('$host')}"
     port = legend(nh) + " {{device}}/{{port}}"
-    board = Board(m, SLUG, "Fabric", "InfiniBand per port (throughput, congestion, discards, errors) "
-                  "and NVLink per GPU (throughput, error counters).",
-                  variables=[query_variable("host", "Host", q.ib(RX_BYTES), nh)])
+    board = Board(
+        m,
+        SLUG,
+        "Fabric",
+        "InfiniBand per port (throughput, congestion, discards, errors) "
+        "and NVLink per GPU (throughput, error counters).",
+        variables=[query_variable("host", "Host", q.ib(RX_BYTES), nh)],
+    )
 
     def rate(metric: str) -> str:
         return f"rate({q.ib(metric, host)}[$__rate_interval])"
@@ -38,43 +44,97 @@ def build(env: Environment) -> dict[str, Any]:
     ib_errors = {name: q.ib(series, host) for name, series in IB_TABLE_COUNTERS.items()}
     board.row(
         "InfiniBand",
-        graph("Transmit throughput per port", "Bytes/s sent.", "Bps",
-              [Query(rate("node_infiniband_port_data_transmitted_bytes_total"), port)]),
-        graph("Receive throughput per port", "Bytes/s received.", "Bps",
-              [Query(rate(RX_BYTES), port)]),
-        graph("Transmit wait (congestion)", "Ticks per second a port had data but could not send: "
-              "the fabric is congested or a peer is slow.", "short",
-              [Query(rate("node_infiniband_port_transmit_wait_total"), port)]),
-        graph("Transmit discards", "Packets dropped on send (port down or congestion).", "pps",
-              [Query(rate("node_infiniband_port_discards_transmitted_total"), port)]),
-        graph("Packets", "Packets per second by direction.", "pps",
-              [Query(rate("node_infiniband_port_packets_transmitted_total"), port + " tx"),
-               Query(rate("node_infiniband_port_packets_received_total"), port + " rx")]),
-        single("Ports not active", "Watched ports not ACTIVE now (InfiniBandPortNotActive).", "none",
-               Query(f"count({q.ib('node_infiniband_state_id', host)} != {ACTIVE_STATE}) or vector(0)"),
-               limit=1, span=12),
-        grid(f"Error counters in range (top {TOP_ROWS})",
-             "Increase over the selected range per port and counter: symbol, link recovery, link "
-             "downed, receive errors, buffer overrun, link integrity, VL15 drops.", "none",
-             [Query(f"topk({TOP_ROWS}, sum by ({nh}, device, port, counter) ("
-                    f"{_labelled_increase(ib_errors, '$__range')}))")],
-             ["Errors"], span=24),
+        graph(
+            "Transmit throughput per port",
+            "Bytes/s sent.",
+            "Bps",
+            [Query(rate("node_infiniband_port_data_transmitted_bytes_total"), port)],
+        ),
+        graph("Receive throughput per port", "Bytes/s received.", "Bps", [Query(rate(RX_BYTES), port)]),
+        graph(
+            "Transmit wait (congestion)",
+            "Ticks per second a port had data but could not send: the fabric is congested or a peer is slow.",
+            "short",
+            [Query(rate("node_infiniband_port_transmit_wait_total"), port)],
+        ),
+        graph(
+            "Transmit discards",
+            "Packets dropped on send (port down or congestion).",
+            "pps",
+            [Query(rate("node_infiniband_port_discards_transmitted_total"), port)],
+        ),
+        graph(
+            "Packets",
+            "Packets per second by direction.",
+            "pps",
+            [
+                Query(rate("node_infiniband_port_packets_transmitted_total"), port + " tx"),
+                Query(rate("node_infiniband_port_packets_received_total"), port + " rx"),
+            ],
+        ),
+        single(
+            "Ports not active",
+            "Watched ports not ACTIVE now (InfiniBandPortNotActive).",
+            "none",
+            Query(f"count({q.ib('node_infiniband_state_id', host)} != {ACTIVE_STATE}) or vector(0)"),
+            limit=1,
+            span=12,
+        ),
+        grid(
+            f"Error counters in range (top {TOP_ROWS})",
+            "Increase over the selected range per port and counter: symbol, link recovery, link "
+            "downed, receive errors, buffer overrun, link integrity, VL15 drops.",
+            "none",
+            [
+                Query(
+                    f"topk({TOP_ROWS}, sum by ({nh}, device, port, counter) ("
+                    f"{_labelled_increase(ib_errors, '$__range')}))"
+                )
+            ],
+            ["Errors"],
+            span=24,
+        ),
     )
     nvlink_errors = {n: q.dcgm(s, gpu_host) for n, s in NVLINK_COUNTERS.items()}
     board.row(
         "NVLink",
-        graph("NVLink throughput per host", "Bytes/s over NVLink (profiling metrics), all GPUs of a host.",
-              "Bps", [Query(f"sum by ({h}) ({q.dcgm('DCGM_FI_PROF_NVLINK_TX_BYTES', gpu_host)})",
-                            legend(h) + " tx"),
-                      Query(f"sum by ({h}) ({q.dcgm('DCGM_FI_PROF_NVLINK_RX_BYTES', gpu_host)})",
-                            legend(h) + " rx")]),
-        graph("NVLink errors", "Error counter increases per GPU (NVLinkErrors). A healthy-looking node "
-              "with NVLink errors should be replaced.", "none",
-              [Query(f"sum by ({h}, gpu, counter) ({_labelled_increase(nvlink_errors, '$__rate_interval')})",
-                     legend(h) + " GPU {{gpu}} {{counter}}")]),
-        grid(f"NVLink errors in range (top {TOP_ROWS})",
-             "Increase over the selected range per GPU and counter.", "none",
-             [Query(f"topk({TOP_ROWS}, sum by ({h}, gpu, counter) "
-                    f"({_labelled_increase(nvlink_errors, '$__range')}))")], ["Errors"], span=24),
+        graph(
+            "NVLink throughput per host",
+            "Bytes/s over NVLink (profiling metrics), all GPUs of a host.",
+            "Bps",
+            [
+                Query(
+                    f"sum by ({h}) ({q.dcgm('DCGM_FI_PROF_NVLINK_TX_BYTES', gpu_host)})", legend(h) + " tx"
+                ),
+                Query(
+                    f"sum by ({h}) ({q.dcgm('DCGM_FI_PROF_NVLINK_RX_BYTES', gpu_host)})", legend(h) + " rx"
+                ),
+            ],
+        ),
+        graph(
+            "NVLink errors",
+            "Error counter increases per GPU (NVLinkErrors). A healthy-looking node "
+            "with NVLink errors should be replaced.",
+            "none",
+            [
+                Query(
+                    f"sum by ({h}, gpu, counter) ({_labelled_increase(nvlink_errors, '$__rate_interval')})",
+                    legend(h) + " GPU {{gpu}} {{counter}}",
+                )
+            ],
+        ),
+        grid(
+            f"NVLink errors in range (top {TOP_ROWS})",
+            "Increase over the selected range per GPU and counter.",
+            "none",
+            [
+                Query(
+                    f"topk({TOP_ROWS}, sum by ({h}, gpu, counter) "
+                    f"({_labelled_increase(nvlink_errors, '$__range')}))"
+                )
+            ],
+            ["Errors"],
+            span=24,
+        ),
     )
     return board.build()

@@ -59,46 +59,107 @@ def _steps(limit: float | None, color: str = "red") -> dash.ThresholdsConfig:
     return dash.ThresholdsConfig().mode(dm.ThresholdsMode.ABSOLUTE).steps(steps)
 
 
-def graph(title: str, description: str, unit: str, queries: list[Query], *, limit: float | None = None,
-          span: int = 12, height: int = 8, stacked: bool = False) -> timeseries.Panel:
+def graph(
+    title: str,
+    description: str,
+    unit: str,
+    queries: list[Query],
+    *,
+    limit: float | None = None,
+    span: int = 12,
+    height: int = 8,
+    stacked: bool = False,
+) -> timeseries.Panel:
     """A time series; `limit` draws a red threshold line (e.g. the temperature limit)."""
-    panel = (timeseries.Panel().title(title).description(description).datasource(DATASOURCE)
-             .unit(unit).span(span).height(height).fill_opacity(10)
-             .legend(common_builders.VizLegendOptions().show_legend(True)
-                     .display_mode(common.LegendDisplayMode.LIST).placement(common.LegendPlacement.BOTTOM))
-             .tooltip(common_builders.VizTooltipOptions().mode(common.TooltipDisplayMode.MULTI)
-                      .sort(common.SortOrder.DESCENDING))
-             .thresholds(_steps(limit)))
+    panel = (
+        timeseries.Panel()
+        .title(title)
+        .description(description)
+        .datasource(DATASOURCE)
+        .unit(unit)
+        .span(span)
+        .height(height)
+        .fill_opacity(10)
+        .legend(
+            common_builders.VizLegendOptions()
+            .show_legend(True)
+            .display_mode(common.LegendDisplayMode.LIST)
+            .placement(common.LegendPlacement.BOTTOM)
+        )
+        .tooltip(
+            common_builders.VizTooltipOptions()
+            .mode(common.TooltipDisplayMode.MULTI)
+            .sort(common.SortOrder.DESCENDING)
+        )
+        .thresholds(_steps(limit))
+    )
     if limit is not None:
         panel = panel.thresholds_style(
-            common_builders.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.LINE))
+            common_builders.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.LINE)
+        )
     if stacked:
         panel = panel.stacking(common_builders.StackingConfig().mode(common.StackingMode.NORMAL))
     return _targets(panel, queries)  # type: ignore[no-any-return]
 
 
-def single(title: str, description: str, unit: str, query: Query, *, limit: float | None = None,
-           calc: str = "lastNotNull", span: int = 6, height: int = 8) -> stat.Panel:
+def single(
+    title: str,
+    description: str,
+    unit: str,
+    query: Query,
+    *,
+    limit: float | None = None,
+    calc: str = "lastNotNull",
+    span: int = 6,
+    height: int = 8,
+) -> stat.Panel:
     """A stat reducing the series with `calc` (lastNotNull, max ...); turns red at `limit`."""
-    panel = (stat.Panel().title(title).description(description).datasource(DATASOURCE).unit(unit)
-             .span(span).height(height).thresholds(_steps(limit))
-             .reduce_options(common_builders.ReduceDataOptions().calcs([calc]).values(False)))
+    panel = (
+        stat.Panel()
+        .title(title)
+        .description(description)
+        .datasource(DATASOURCE)
+        .unit(unit)
+        .span(span)
+        .height(height)
+        .thresholds(_steps(limit))
+        .reduce_options(common_builders.ReduceDataOptions().calcs([calc]).values(False))
+    )
     return _targets(panel, [query])  # type: ignore[no-any-return]
 
 
-def grid(title: str, description: str, unit: str, queries: list[Query], columns: list[str], *,
-         descending: bool = True, span: int = 12, height: int = 8) -> table.Panel:
+def grid(
+    title: str,
+    description: str,
+    unit: str,
+    queries: list[Query],
+    columns: list[str],
+    *,
+    descending: bool = True,
+    span: int = 12,
+    height: int = 8,
+) -> table.Panel:
     """A table of instant values: one row per label set, one value column per query, named
     by `columns` and sorted by the first of them."""
     values = ["Value"] if len(queries) == 1 else [f"Value #{chr(ord('A') + i)}" for i in range(len(queries))]
     rename = dict(zip(values, columns, strict=True))
-    panel = (table.Panel().title(title).description(description).datasource(DATASOURCE).unit(unit)
-             .span(span).height(height)
-             .sort_by([common_builders.TableSortByFieldState().display_name(columns[0]).desc(descending)]))
+    panel = (
+        table.Panel()
+        .title(title)
+        .description(description)
+        .datasource(DATASOURCE)
+        .unit(unit)
+        .span(span)
+        .height(height)
+        .sort_by([common_builders.TableSortByFieldState().display_name(columns[0]).desc(descending)])
+    )
     if len(queries) > 1:  # one frame per query: join them on their labels
         panel = panel.with_transformation(dm.DataTransformerConfig(id_val="merge", options={}))
-    panel = panel.with_transformation(dm.DataTransformerConfig(
-        id_val="organize", options={"excludeByName": {"Time": True}, "renameByName": rename}))
+    panel = panel.with_transformation(
+        dm.DataTransformerConfig(
+            id_val="organize", options={"excludeByName": {"Time": True}, "renameByName": rename}
+        )
+    )
     return _targets(panel, queries, instant=True)  # type: ignore[no-any-return]
 
 
@@ -110,9 +171,18 @@ def query_variable(name: str, label: str, series: str, label_name: str) -> dash.
     """A variable of the values of `label_name` on `series`; multi-select with All = `.*`
     (a regex: queries use =~)."""
     query = f"label_values({series}, {label_name})"
-    return (dash.QueryVariable(name).label(label).datasource(DATASOURCE)
-            .query(query).definition(query).multi(True).include_all(True).all_value(".*")
-            .refresh(dm.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(dm.VariableSort.ALPHABETICAL_ASC))
+    return (
+        dash.QueryVariable(name)
+        .label(label)
+        .datasource(DATASOURCE)
+        .query(query)
+        .definition(query)
+        .multi(True)
+        .include_all(True)
+        .all_value(".*")
+        .refresh(dm.VariableRefresh.ON_TIME_RANGE_CHANGED)
+        .sort(dm.VariableSort.ALPHABETICAL_ASC)
+    )
 
 
 @dataclass
@@ -131,13 +201,26 @@ class Board:
         return self
 
     def build(self) -> dict[str, Any]:
-        builder = (dash.Dashboard(self.title).uid(self.m.dashboard_uid(self.slug))
-                   .description(self.description).tags([TAG]).readonly().timezone("browser")
-                   .time("now-6h", "now").refresh(self.m.dashboards.refresh)
-                   .tooltip(dm.DashboardCursorSync.CROSSHAIR)
-                   .link(dash.DashboardLink("Trainyard dashboards").type(dm.DashboardLinkType.DASHBOARDS)
-                         .tags([TAG]).as_dropdown(True).include_vars(False).keep_time(True))
-                   .with_variable(datasource_variable()))
+        builder = (
+            dash.Dashboard(self.title)
+            .uid(self.m.dashboard_uid(self.slug))
+            .description(self.description)
+            .tags([TAG])
+            .readonly()
+            .timezone("browser")
+            .time("now-6h", "now")
+            .refresh(self.m.dashboards.refresh)
+            .tooltip(dm.DashboardCursorSync.CROSSHAIR)
+            .link(
+                dash.DashboardLink("Trainyard dashboards")
+                .type(dm.DashboardLinkType.DASHBOARDS)
+                .tags([TAG])
+                .as_dropdown(True)
+                .include_vars(False)
+                .keep_time(True)
+            )
+            .with_variable(datasource_variable())
+        )
         for variable in self.variables:
             builder = builder.with_variable(variable)
         next_id = 1

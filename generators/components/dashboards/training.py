@@ -16,9 +16,14 @@ SLUG = "training"
 def training_namespaces(env: Environment) -> list[str]:
     """Namespaces of teams that own a share of a training or shared pool."""
     roles = {p.name: p.role for p in env.pools}
-    return sorted({ns for t in env.teams if any(share > 0 and roles[pool] != "inference"
-                                                for pool, share in t.shares.items())
-                   for ns in t.namespaces})
+    return sorted(
+        {
+            ns
+            for t in env.teams
+            if any(share > 0 and roles[pool] != "inference" for pool, share in t.shares.items())
+            for ns in t.namespaces
+        }
+    )
 
 
 def build(env: Environment) -> dict[str, Any]:
@@ -26,25 +31,55 @@ def build(env: Environment) -> dict[str, Any]:
     m = q.m
     checkpoint = m.checkpoint_write_query
     namespaces = match_any("namespace", training_namespaces(env))
-    board = Board(m, SLUG, "Training", "Checkpoint write throughput, tensor-core activity and restarts "
-                  "of the training namespaces.")
+    board = Board(
+        m,
+        SLUG,
+        "Training",
+        "Checkpoint write throughput, tensor-core activity and restarts of the training namespaces.",
+    )
     board.row(
         "Checkpoints",
-        graph("Checkpoint write throughput", "From monitoring.checkpointWriteQuery (filesystem-specific).",
-              "Bps", [Query(checkpoint, "write")], span=16),
-        single("Peak checkpoint write", "Highest total write rate in the selected range.", "Bps",
-               Query(f"sum({checkpoint})"), calc="max", span=8),
+        graph(
+            "Checkpoint write throughput",
+            "From monitoring.checkpointWriteQuery (filesystem-specific).",
+            "Bps",
+            [Query(checkpoint, "write")],
+            span=16,
+        ),
+        single(
+            "Peak checkpoint write",
+            "Highest total write rate in the selected range.",
+            "Bps",
+            Query(f"sum({checkpoint})"),
+            calc="max",
+            span=8,
+        ),
     )
     board.row(
         "Jobs",
-        graph("Tensor-core activity of training namespaces", "Rises with resolution (128 px -> 1024 px); "
-              "a drop across a whole job often means a hang or a slow rank.", "percentunit",
-              [Query(f"avg by (namespace) ({q.dcgm('DCGM_FI_PROF_PIPE_TENSOR_ACTIVE', namespaces)})",
-                     "{{namespace}}")]),
-        graph("Container restarts in training namespaces", "Restarts per interval: each one is a job "
-              "resuming from its last checkpoint.", "none",
-              [Query(f"sum by (namespace) (increase("
-                     f"{q.ksm('kube_pod_container_status_restarts_total', namespaces)}[$__rate_interval]))",
-                     "{{namespace}}")]),
+        graph(
+            "Tensor-core activity of training namespaces",
+            "Rises with resolution (128 px -> 1024 px); "
+            "a drop across a whole job often means a hang or a slow rank.",
+            "percentunit",
+            [
+                Query(
+                    f"avg by (namespace) ({q.dcgm('DCGM_FI_PROF_PIPE_TENSOR_ACTIVE', namespaces)})",
+                    "{{namespace}}",
+                )
+            ],
+        ),
+        graph(
+            "Container restarts in training namespaces",
+            "Restarts per interval: each one is a job resuming from its last checkpoint.",
+            "none",
+            [
+                Query(
+                    f"sum by (namespace) (increase("
+                    f"{q.ksm('kube_pod_container_status_restarts_total', namespaces)}[$__rate_interval]))",
+                    "{{namespace}}",
+                )
+            ],
+        ),
     )
     return board.build()

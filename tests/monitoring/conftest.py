@@ -1,0 +1,63 @@
+"""Shared fixtures: the shipped environments (spec values and model), their rendered
+monitoring objects, and the pinned promtool / prometheus binaries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from generators.model.build import build
+from generators.model.types import Environment
+from generators.spec.load import environment_names, load_environment
+from tools.toolchain import ToolNotInstalled, tool_path
+
+ROOT = Path(__file__).resolve().parents[2]
+ENVIRONMENTS = environment_names(ROOT)
+
+
+@dataclass(frozen=True)
+class Shipped:
+    name: str
+    spec: dict[str, Any]  # the validated, defaulted environment file: the values people wrote
+    env: Environment
+    objects: list[dict[str, Any]]  # rendered/<env>/monitoring/**, as committed
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [o for o in self.objects if o["kind"] == kind]
+
+    def named(self, kind: str, name: str) -> dict[str, Any]:
+        return next(o for o in self.of_kind(kind) if o["metadata"]["name"] == name)
+
+
+def load_shipped(name: str) -> Shipped:
+    _, spec = load_environment(ROOT, name)
+    env = build(spec, f"environments/{name}.yaml")
+    folder = ROOT / "rendered" / name / "monitoring"
+    objects = [yaml.safe_load(p.read_text()) for p in sorted(folder.rglob("*.yaml"))]
+    return Shipped(name, spec, env, objects)
+
+
+@pytest.fixture(scope="session", params=ENVIRONMENTS)
+def shipped(request: pytest.FixtureRequest) -> Shipped:
+    return load_shipped(request.param)
+
+
+def _tool(name: str) -> Path:
+    try:
+        return tool_path(name)
+    except ToolNotInstalled as error:
+        pytest.fail(f"{error} (CI installs tools first: make tools)", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def promtool() -> Path:
+    return _tool("promtool")
+
+
+@pytest.fixture(scope="session")
+def prometheus_binary() -> Path:
+    return _tool("prometheus")
