@@ -22,6 +22,7 @@ from policies.context import Context, Finding, Severity
 POLICIES: tuple[str, ...] = (
     "quota_conservation",
     "references",
+    "kueue_rules",
     "priorities",
     "taints",
     "rbac",

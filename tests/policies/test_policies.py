@@ -362,3 +362,42 @@ def test_sync_waves(repo: Repo, validate: Validate) -> None:
            f"{DEV}/kueue/kueue-system/configmap-kueue-manager-config.yaml: "
            "ConfigMap/kueue-manager-config: sync-waves: annotation argocd.argoproj.io/sync-wave "
            "is missing")
+
+
+# kueue-rules -----------------------------------------------------------------------------
+
+def test_kueue_cel_rules(repo: Repo, validate: Validate) -> None:
+    def break_queue(cq: dict[str, Any]) -> None:
+        cq["spec"].pop("cohortName")
+        cq["spec"]["preemption"] = {"reclaimWithinCohort": "Never",
+                                    "borrowWithinCohort": {"policy": "LowerPriority"}}
+
+    repo.edit(f"{DEV}/kueue/clusterqueue-sandbox.yaml", break_queue)
+    repo.edit(f"{DEV}/kueue/clusterqueue-platform.yaml", lambda cq: cq["spec"]["resourceGroups"][0][
+        "flavors"][0]["resources"][0].update(lendingLimit="9"))
+    repo.edit(f"{DEV}/kueue/resourceflavor-dev-a100.yaml", lambda rf: rf["spec"].update(
+        tolerations=[{"operator": "Equal", "effect": "NoSchedule", "tolerationSeconds": 5}]))
+    cells = "spec.resourceGroups[0].flavors[0].resources"
+    sandbox = f"{DEV}/kueue/clusterqueue-sandbox.yaml: ClusterQueue/sandbox: kueue-rules: "
+    flavor = f"{DEV}/kueue/resourceflavor-dev-a100.yaml: ResourceFlavor/dev-a100: kueue-rules: "
+    expect(validate(repo.root, "dev"),
+           *(f"{sandbox}{cells}[{i}].borrowingLimit needs spec.cohortName: limits only apply within "
+             "a cohort" for i in range(3)),
+           f"{sandbox}preemption.reclaimWithinCohort Never forbids borrowWithinCohort.policy "
+           "LowerPriority",
+           f"{DEV}/kueue/clusterqueue-platform.yaml: ClusterQueue/platform: kueue-rules: {cells}[0]"
+           ".lendingLimit 9 is above nominalQuota 8",
+           f"{flavor}spec.tolerations[0]: an empty key needs operator Exists",
+           f"{flavor}spec.tolerations[0]: tolerationSeconds needs effect NoExecute")
+
+
+def test_topology_levels(repo: Repo, validate: Validate) -> None:
+    def shuffle(topology: dict[str, Any]) -> None:
+        labels = ["kubernetes.io/hostname", "example.com/rack", "example.com/rack"]
+        topology["spec"]["levels"] = [{"nodeLabel": label} for label in labels]
+
+    repo.edit(f"{STAGING}/kueue/topology-train-h100.yaml", shuffle)
+    where = f"{STAGING}/kueue/topology-train-h100.yaml: Topology/train-h100: kueue-rules: spec.levels"
+    expect(validate(repo.root, "staging"),
+           f"{where} repeats example.com/rack; levels must be unique",
+           f"{where}: kubernetes.io/hostname can only be the last (lowest) level")
