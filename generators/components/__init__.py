@@ -21,6 +21,7 @@ COMPONENTS: tuple[str, ...] = (
     "kueue",
     "monitoring",
     "overflow",
+    "argocd",  # last by convention; it derives its whitelist from the others
 )
 
 

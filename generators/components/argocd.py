@@ -1,0 +1,179 @@
+"""rendered/<env>/argocd/: the Argo CD objects that apply rendered/<env>/ to its cluster.
+
+Two AppProject + Application pairs per environment (docs/gitops.md has the why):
+- `<project>-<env>`: the environment's Application, a directory source over rendered/<env>
+  minus argocd/, in a project that allows only this repository, only the environment's
+  destination server and exactly the kinds the other components render. The kinds are
+  derived by running the other components' generators on the same model: they are pure,
+  so the whitelist cannot drift from what is rendered, and no pipeline ordering is needed.
+- `<project>-<env>-bootstrap`: the app-of-apps over rendered/<env>/argocd/ itself, on the
+  cluster Argo CD runs in. A person applies this folder once; from then on the bootstrap
+  Application keeps the pair above, and itself, in sync with git.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from generators.components import COMPONENTS, Obj, generator
+from generators.model.types import Environment
+from generators.templating import render
+
+COMPONENT = "argocd"
+RENDERED = "rendered"
+ARGO_GROUP = "argoproj.io"
+# The cluster Argo CD itself runs in, under the name every installation gives it.
+IN_CLUSTER = "https://kubernetes.default.svc"
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+# Deleting an Application or AppProject from git must never cascade into the cluster
+# (a vanished ClusterQueue evicts every admitted workload): the bootstrap never prunes them.
+KEEP = {SYNC_OPTIONS: "Prune=false"}
+
+KUEUE_GROUP = "kueue.x-k8s.io"
+# Kueue's webhook and controllers add this finalizer so that a flavor or queue in use is not
+# deleted under admitted workloads; it is not ours to remove.
+KUEUE_FINALIZER = "kueue.x-k8s.io/resource-in-use"
+KUEUE_FINALIZED_KINDS = frozenset({"ClusterQueue", "ResourceFlavor", "AdmissionCheck"})
+# spec fields the API server fills from the Kueue v0.19 CRD defaults when we leave them out
+# (tests/gitops check this table against ../shared/crds). Only fields that no rendered object
+# of the kind sets are ignored: a field we render must stay enforced. stopPolicy doubles as
+# the operators' brake (Hold / HoldAndDrain during an incident); selfHeal must not undo it.
+DEFAULTED_SPEC_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
+    (KUEUE_GROUP, "ClusterQueue"): ("flavorFungibility", "preemption", "queueingStrategy", "stopPolicy"),
+    (KUEUE_GROUP, "LocalQueue"): ("stopPolicy",),
+}
+# Whole-app sync options. Server-side apply is per object (an annotation added centrally for
+# large objects), not here, so that ordinary objects keep the simpler client-side diff.
+ENV_SYNC_OPTIONS = (
+    "ApplyOutOfSyncOnly=true",  # prod renders hundreds of objects; re-apply only what changed
+    "PruneLast=true",  # delete only after every wave is healthy again
+    "RespectIgnoreDifferences=true",  # a sync must not overwrite the fields ignored below
+)
+
+
+def names(env: Environment) -> tuple[str, str]:
+    """(environment app/project name, bootstrap app/project name)."""
+    base = f"{env.argocd.project}-{env.name}"
+    return base, f"{base}-bootstrap"
+
+
+def group_of(api_version: str) -> str:
+    return api_version.rpartition("/")[0]
+
+
+def group_kinds(objects: Iterable[Obj]) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """(cluster-scoped, namespaced) {group, kind} of `objects`, sorted. An object with
+    metadata.namespace is namespaced: that is how the generators place every object."""
+    cluster: set[tuple[str, str]] = set()
+    namespaced: set[tuple[str, str]] = set()
+    for obj in objects:
+        scope = namespaced if obj["metadata"].get("namespace") else cluster
+        scope.add((group_of(obj["apiVersion"]), obj["kind"]))
+    both = cluster & namespaced
+    if both:
+        raise ValueError(f"kinds rendered both with and without a namespace: {sorted(both)}")
+    return ([{"group": g, "kind": k} for g, k in sorted(cluster)],
+            [{"group": g, "kind": k} for g, k in sorted(namespaced)])
+
+
+def ignore_differences(objects: list[Obj]) -> list[dict[str, Any]]:
+    """Fields controllers own on the rendered objects, which Argo CD must neither report nor
+    revert: Kueue's finalizer, CRD-defaulted Kueue fields, replicas of HPA targets."""
+    kinds = sorted({(group_of(o["apiVersion"]), o["kind"]) for o in objects})
+    entries: list[dict[str, Any]] = []
+    for group, kind in kinds:
+        pointers = [f"/spec/{field}" for field in DEFAULTED_SPEC_FIELDS.get((group, kind), ())
+                    if not any(field in o.get("spec", {}) for o in objects
+                               if o["kind"] == kind and group_of(o["apiVersion"]) == group)]
+        expressions = []
+        if group == KUEUE_GROUP and kind in KUEUE_FINALIZED_KINDS:
+            expressions.append(f'.metadata.finalizers[]? | select(. == "{KUEUE_FINALIZER}")')
+        if pointers or expressions:
+            entry: dict[str, Any] = {"group": group, "kind": kind}
+            if pointers:
+                entry["jsonPointers"] = pointers
+            if expressions:
+                entry["jqPathExpressions"] = expressions
+            entries.append(entry)
+    return entries + _hpa_targets(objects)
+
+
+def _hpa_targets(objects: list[Obj]) -> list[dict[str, Any]]:
+    """The HPA, not git, owns spec.replicas of what it scales."""
+    entries = []
+    for obj in objects:
+        if obj["kind"] != "HorizontalPodAutoscaler":
+            continue
+        target = obj["spec"]["scaleTargetRef"]
+        entries.append({
+            "group": group_of(target.get("apiVersion", "")), "kind": target["kind"],
+            "name": target["name"], "namespace": obj["metadata"]["namespace"],
+            "jsonPointers": ["/spec/replicas"],
+        })
+    return sorted(entries, key=lambda e: (e["group"], e["kind"], e["namespace"], e["name"]))
+
+
+def _project(env: Environment, name: str, destination: tuple[str, str], description: str,
+             objects: list[Obj]) -> Obj:
+    """`destination` is (server, namespace glob); kinds are exactly those of `objects`."""
+    cluster_kinds, namespaced_kinds = group_kinds(objects)
+    obj: Obj = render(
+        "argocd/appproject.yaml.j2", name=name, namespace=env.argocd.namespace,
+        annotations=KEEP, description=description, repo_url=env.argocd.repo_url,
+        server=destination[0], destination_namespace=destination[1],
+        cluster_kinds=cluster_kinds, namespaced_kinds=namespaced_kinds,
+    )
+    return obj
+
+
+def _application(env: Environment, name: str, **spec: Any) -> Obj:
+    obj: Obj = render(
+        "argocd/application.yaml.j2", name=name, namespace=env.argocd.namespace,
+        annotations=KEEP, project=name, source_file=env.source_file,
+        repo_url=env.argocd.repo_url, target_revision=env.argocd.target_revision, **spec,
+    )
+    return obj
+
+
+def environment_application(env: Environment, objects: list[Obj]) -> Obj:
+    """Applies rendered/<env>/ except argocd/ (the bootstrap's folder) to the cluster."""
+    return _application(
+        env, names(env)[0], path=f"{RENDERED}/{env.name}",
+        exclude=f"{COMPONENT}/*",  # Argo CD's glob has no separators: * spans subfolders
+        server=env.argocd.destination_server, destination_namespace=None,
+        automated={"prune": True, "selfHeal": True} if env.argocd.automated else None,
+        sync_options=list(ENV_SYNC_OPTIONS), ignore_differences=ignore_differences(objects),
+    )
+
+
+def bootstrap_application(env: Environment) -> Obj:
+    """The app-of-apps. Always automated: it only carries reviewed Argo CD objects, and the
+    environment Application still syncs by its own policy. It ignores the env app's
+    automated block, so a person may pause auto-sync during an incident without selfHeal
+    switching it straight back; the next git change to that Application restores it."""
+    return _application(
+        env, names(env)[1], path=f"{RENDERED}/{env.name}/{COMPONENT}", exclude=None,
+        server=IN_CLUSTER, destination_namespace=env.argocd.namespace,
+        automated={"prune": False, "selfHeal": True},
+        sync_options=["ApplyOutOfSyncOnly=true"],
+        ignore_differences=[{"group": ARGO_GROUP, "kind": "Application",
+                             "jsonPointers": ["/spec/syncPolicy/automated"]}],
+    )
+
+
+def generate(env: Environment) -> list[Obj]:
+    others = [obj for component in COMPONENTS if component != COMPONENT
+              for obj in generator(component)(env)]
+    env_name, bootstrap_name = names(env)
+    env_project = _project(
+        env, env_name, (env.argocd.destination_server, "*"),
+        f"{env.display_name}: what {RENDERED}/{env.name}/ may create, and where", others)
+    env_app = environment_application(env, others)
+    bootstrap_app = bootstrap_application(env)
+    own = [env_project, env_app, bootstrap_app]
+    # The bootstrap project's own kinds come from what the bootstrap carries (itself included).
+    bootstrap_project = _project(
+        env, bootstrap_name, (IN_CLUSTER, env.argocd.namespace),
+        f"{env.display_name}: the Argo CD objects in {RENDERED}/{env.name}/{COMPONENT}/", own)
+    return [env_project, env_app, bootstrap_project, bootstrap_app]
