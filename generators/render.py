@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generators import yamlemit
+from generators import syncoptions, yamlemit
 from generators.components import COMPONENTS, Obj, generator
 from generators.model.types import Environment
 from generators.syncwaves import wave
@@ -58,7 +58,11 @@ def render_environment(env: Environment) -> list[RenderedFile]:
             path = file_path(component, obj)
             if path in files:
                 raise ValueError(f"two objects render to {RENDERED}/{env.name}/{path}")
-            files[path] = RenderedFile(path, obj, yamlemit.dump(obj))
+            text = yamlemit.dump(obj)
+            if syncoptions.needs_server_side_apply(text):
+                syncoptions.add(obj, syncoptions.SERVER_SIDE_APPLY)
+                text = yamlemit.dump(obj)
+            files[path] = RenderedFile(path, obj, text)
     return [files[p] for p in sorted(files)]
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from generators.components import COMPONENTS, Obj, generator
 from generators.model.types import Environment
+from generators.syncoptions import ANNOTATION as SYNC_OPTIONS
 from generators.templating import render
 
 COMPONENT = "argocd"
@@ -25,7 +26,6 @@ RENDERED = "rendered"
 ARGO_GROUP = "argoproj.io"
 # The cluster Argo CD itself runs in, under the name every installation gives it.
 IN_CLUSTER = "https://kubernetes.default.svc"
-SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 # Deleting an Application or AppProject from git must never cascade into the cluster
 # (a vanished ClusterQueue evicts every admitted workload): the bootstrap never prunes them.
 KEEP = {SYNC_OPTIONS: "Prune=false"}
