@@ -1,0 +1,37 @@
+"""Shared fixtures: the rendered tree per environment and the workflow files, as data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from generators.spec.load import environment_names
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOWS = ROOT / ".github" / "workflows"
+ENVIRONMENTS = environment_names(ROOT)
+Obj = dict[str, Any]
+
+
+def rendered_objects(env: str) -> dict[str, Obj]:
+    """rendered/<env>/ as committed (what Argo CD reads): path relative to it -> object."""
+    base = ROOT / "rendered" / env
+    return {p.relative_to(base).as_posix(): yaml.safe_load(p.read_text(encoding="utf-8"))
+            for p in sorted(base.rglob("*.yaml"))}
+
+
+def load_yaml(path: Path) -> Any:
+    """YAML as GitHub reads it: YAML 1.1 turns the key `on` into True; put it back."""
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if isinstance(document, dict) and True in document:
+        document["on"] = document.pop(True)
+    return document
+
+
+@pytest.fixture(params=ENVIRONMENTS)
+def env(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
