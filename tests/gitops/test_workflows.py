@@ -1,0 +1,193 @@
+""".github/ and .pre-commit-config.yaml: actionlint clean, the right triggers, least
+permissions, pinned actions, and every generate.py invocation accepted by the real CLI."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from generators import cli
+from tools.toolchain import ToolNotInstalled, tool_path
+
+from .conftest import ENVIRONMENTS, ROOT, WORKFLOWS, load_yaml
+
+PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
+VERSION_COMMENT = re.compile(r"uses: (\S+) # v\d+\.\d+\.\d+$")
+WORKFLOW_FILES = sorted(WORKFLOWS.glob("*.yml"))
+
+
+def _workflow(name: str) -> dict[str, Any]:
+    document: dict[str, Any] = load_yaml(WORKFLOWS / f"{name}.yml")
+    return document
+
+
+def _steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:
+    return [step for job in workflow["jobs"].values() for step in job.get("steps", [])]
+
+
+def _actionlint() -> Path:
+    try:
+        return tool_path("actionlint")
+    except ToolNotInstalled as error:
+        pytest.fail(f"{error} (CI installs tools first: make tools)", pytrace=False)
+
+
+def _lint(binary: Path, files: list[Path]) -> subprocess.CompletedProcess[str]:
+    # shellcheck, when on PATH (it is on GitHub's runners), also checks every run: script.
+    return subprocess.run([str(binary), "-no-color", "-oneline", *map(str, files)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_actionlint_passes() -> None:
+    done = _lint(_actionlint(), WORKFLOW_FILES)
+    assert (done.returncode, done.stdout + done.stderr) == (0, "")
+
+
+def test_actionlint_catches_a_broken_workflow(tmp_path: Path) -> None:
+    """The check above can fail: a typo'd expression context is reported."""
+    bad = tmp_path / "bad.yml"
+    bad.write_text("on: push\njobs:\n  a:\n    runs-on: ubuntu-24.04\n    steps:\n"
+                   "      - run: echo ${{ github.evnt.pull_request.number }}\n", encoding="utf-8")
+    done = _lint(_actionlint(), [bad])
+    assert done.returncode == 1 and "evnt" in done.stdout
+
+
+def test_shipped_workflows() -> None:
+    assert [p.name for p in WORKFLOW_FILES] == [
+        "pr-comment.yml", "pr.yml", "sync-inventory.yml", "verify.yml"]
+
+
+@pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
+def test_every_workflow_declares_least_permissions(path: Path) -> None:
+    workflow = load_yaml(path)
+    assert isinstance(workflow["permissions"], dict)  # never the broad default token
+    assert all(v in ("read", "none") for v in workflow["permissions"].values())
+    for job in workflow["jobs"].values():
+        assert job.get("permissions", {}) != "write-all"
+
+
+@pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
+def test_every_third_party_action_is_pinned_by_sha_with_its_version(path: Path) -> None:
+    lines = [line.strip().removeprefix("- ") for line in path.read_text(encoding="utf-8").splitlines()
+             if line.strip().removeprefix("- ").startswith("uses:")]
+    assert lines
+    for line in lines:
+        match = VERSION_COMMENT.fullmatch(line)
+        assert match and PINNED.fullmatch(match.group(1)), line
+
+
+def test_pr_workflow_runs_pr_code_read_only() -> None:
+    workflow = _workflow("pr")
+    assert set(workflow["on"]) == {"pull_request"}
+    assert workflow["permissions"] == {"contents": "read"}
+    assert all("permissions" not in job for job in workflow["jobs"].values())
+    assert "github.event.pull_request.number" in workflow["concurrency"]["group"]
+    assert workflow["concurrency"]["cancel-in-progress"] is True
+    runs = " ".join(step.get("run", "") for step in _steps(workflow))
+    for command in ("render --check", "validate", "diff --base HEAD^1 --format markdown"):
+        assert f"python generate.py {command}" in runs
+    setup = next(s for s in _steps(workflow) if s.get("uses", "").startswith("actions/setup-python@"))
+    assert setup["with"]["cache"] == "pip"
+    upload = next(s for s in _steps(workflow) if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["with"]["name"] == "pr-comment"
+
+
+def test_comment_workflow_never_runs_pr_code() -> None:
+    workflow = _workflow("pr-comment")
+    assert workflow["on"] == {"workflow_run": {"workflows": [_workflow("pr")["name"]],
+                                               "types": ["completed"]}}
+    assert workflow["permissions"] == {}
+    [job] = workflow["jobs"].values()
+    assert job["permissions"] == {"actions": "read", "pull-requests": "write"}
+    steps = _steps(workflow)
+    assert not any("checkout" in step.get("uses", "") for step in steps)
+    runs = " ".join(step.get("run", "") for step in steps)
+    assert not re.search(r"^\s*(\S*/)?(git|python3?|pip|make|bash|sh)\s", runs, re.MULTILINE)
+    download = next(s for s in steps if s.get("uses", "").startswith("actions/download-artifact@"))
+    assert download["with"]["name"] == "pr-comment"
+    assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
+    [sticky] = [s for s in steps if s.get("uses", "").startswith("marocchino/sticky-pull-request-comment@")]
+    assert sticky["with"]["header"] == "trainyard-diff"  # one comment, found again on each push
+
+
+def test_verify_workflow_runs_make_test_on_main() -> None:
+    workflow = _workflow("verify")
+    assert workflow["on"]["push"] == {"branches": ["main"]}
+    assert workflow["permissions"] == {"contents": "read"}
+    runs = [step.get("run", "") for step in _steps(workflow)]
+    assert "make test" in runs
+
+
+def test_sync_inventory_workflow_reads_nodes_and_opens_a_pr() -> None:
+    workflow = _workflow("sync-inventory")
+    assert set(workflow["on"]) == {"schedule", "workflow_dispatch"}
+    assert workflow["permissions"] == {"contents": "read"}
+    [job] = workflow["jobs"].values()
+    assert job["environment"] == "${{ matrix.env }}"
+    assert job["permissions"] == {"contents": "write", "pull-requests": "write"}
+    matrix = job["strategy"]["matrix"]["include"]
+    for entry in matrix:
+        assert entry["env"] in ENVIRONMENTS
+        assert entry["kubeconfig"] == f"KUBECONFIG_{entry['env'].upper()}"
+    runs = " ".join(step.get("run", "") for step in _steps(workflow))
+    assert "kubectl get nodes -o json" in runs
+    assert 'python generate.py sync-inventory "$ENV_NAME" --nodes' in runs
+    assert any(s.get("uses", "").startswith("peter-evans/create-pull-request@") for s in _steps(workflow))
+
+
+def _generate_invocations(text: str) -> list[list[str]]:
+    """argv after `generate.py` of every invocation in shell text (continuations joined)."""
+    joined = text.replace("\\\n", " ")
+    found = []
+    command = r"(?:^|[;&|]\s*)\s*(?:\S*/)?python3? generate\.py ([^|>\n;&]*)"
+    for match in re.finditer(command, joined, re.MULTILINE):
+        found.append(shlex.split(match.group(1)))
+    return found
+
+
+def _all_invocations() -> list[list[str]]:
+    invocations = []
+    for path in WORKFLOW_FILES:
+        for step in _steps(load_yaml(path)):
+            invocations += _generate_invocations(step.get("run", ""))
+    for hook in load_yaml(ROOT / ".pre-commit-config.yaml")["repos"][0]["hooks"]:
+        invocations += _generate_invocations(hook["entry"])
+    return invocations
+
+
+def test_every_generate_invocation_parses_with_the_real_cli() -> None:
+    invocations = _all_invocations()
+    assert {argv[0] for argv in invocations} == {"render", "validate", "diff", "sync-inventory"}
+    parser = cli.parser()
+    for argv in invocations:
+        try:
+            parser.parse_args(argv)
+        except SystemExit:
+            pytest.fail(f"generate.py {shlex.join(argv)}: rejected by generators/cli.py")
+
+
+def test_pre_commit_runs_render_check_and_validate() -> None:
+    config = load_yaml(ROOT / ".pre-commit-config.yaml")
+    [repo] = config["repos"]
+    assert repo["repo"] == "local"
+    hooks = {hook["id"]: hook for hook in repo["hooks"]}
+    assert set(hooks) == {"render-check", "validate"}
+    for hook in hooks.values():
+        interpreter, script, *_ = shlex.split(hook["entry"])
+        assert (ROOT / script).is_file() and interpreter.endswith("python")
+        assert hook["language"] == "system" and hook["pass_filenames"] is False
+        assert re.search(hook["files"], "environments/prod.yaml")
+    assert shlex.split(hooks["render-check"]["entry"])[2:] == ["render", "--check"]
+    assert shlex.split(hooks["validate"]["entry"])[2:] == ["validate"]
+
+
+def test_dependabot_updates_actions_and_pip() -> None:
+    config = load_yaml(ROOT / ".github" / "dependabot.yml")
+    assert config["version"] == 2
+    ecosystems = {update["package-ecosystem"] for update in config["updates"]}
+    assert {"github-actions", "pip"} <= ecosystems
