@@ -6,7 +6,8 @@
    version, with every object accounted for;
 4. every policy in policies/;
 5. promtool check rules over every rule group shipped.
-kubeconform runs in a worker thread (it is a separate process) while Python does 1, 2, 4, 5.
+kubeconform and promtool run in worker threads (they are separate processes), started for
+every environment before the Python steps, so they overlap with them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from generators import model, render
 from generators.errors import SpecError
@@ -81,6 +83,7 @@ class _Started:
     base: Path
     tree: ParsedTree
     kubeconform: Future[kc.KubeconformResult] | None
+    rules: Future[promtool.RulesResult]
     seconds: float
 
 
@@ -92,8 +95,7 @@ def validate(root: Path, names: list[str]) -> list[EnvironmentReport]:
         return [s if isinstance(s, EnvironmentReport) else _finish(root, s) for s in started]
 
 
-def _start(root: Path, name: str, submit: Callable[..., Future[kc.KubeconformResult]]
-           ) -> _Started | EnvironmentReport:
+def _start(root: Path, name: str, submit: Callable[..., Future[Any]]) -> _Started | EnvironmentReport:
     began = time.perf_counter()
     try:
         env = model.load(root, name)
@@ -107,7 +109,8 @@ def _start(root: Path, name: str, submit: Callable[..., Future[kc.KubeconformRes
     # Our parse gives kubeconform its expected counts; only unparsable files are counted its way.
     expected = {**tree.counts, **kc.count_objects(tree.broken)}
     run = submit(_kubeconform, base, env.kubernetes_version, expected) if files else None
-    return _Started(env, base, tree, run, time.perf_counter() - began)
+    rules = submit(promtool.check_rules, promtool.rule_sources(tree.objects))
+    return _Started(env, base, tree, run, rules, time.perf_counter() - began)
 
 
 def _finish(root: Path, started: _Started) -> EnvironmentReport:
@@ -115,9 +118,9 @@ def _finish(root: Path, started: _Started) -> EnvironmentReport:
     env, objects = started.env, started.tree.objects
     findings: list[Finding] = _stale(root, env.name, env, objects)
     findings += run_all(Context(env, tuple(objects)))
-    rules = promtool.check_rules(promtool.rule_sources(objects))
-    findings += rules.findings
     python_seconds = started.seconds + time.perf_counter() - began
+    rules = started.rules.result()
+    findings += rules.findings
     counts, kubeconform_findings, kubeconform_seconds = KubeconformCounts(), list[Finding](), 0.0
     if started.kubeconform is not None:
         counts, kubeconform_findings, kubeconform_seconds = _collect(started.kubeconform, root,
