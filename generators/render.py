@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from generators import syncoptions, yamlemit
-from generators.components import COMPONENTS, Obj, generator
+from generators.components import COMPONENTS, Obj, describer, generator
 from generators.model.types import Environment
 from generators.syncwaves import wave
 
@@ -53,7 +53,9 @@ def file_path(component: str, obj: Obj) -> str:
 def render_environment(env: Environment) -> list[RenderedFile]:
     files: dict[str, RenderedFile] = {}
     for component in COMPONENTS:
-        for obj in generator(component)(env):
+        describe = describer(component)
+        earlier = [f.obj for f in files.values()]
+        for obj in describe(env, earlier) if describe else generator(component)(env):
             obj = _decorate(obj, env, component)
             path = file_path(component, obj)
             if path in files:

@@ -14,6 +14,9 @@ from generators.model.types import Environment
 
 Obj = dict[str, Any]
 Generator = Callable[[Environment], list[Obj]]
+# generate(env, objects of the components listed before it): for a component that describes
+# the others (argocd). It may also define generate(env) for standalone use.
+Describer = Callable[[Environment, list[Obj]], list[Obj]]
 
 COMPONENTS: tuple[str, ...] = (
     "namespaces",
@@ -21,7 +24,7 @@ COMPONENTS: tuple[str, ...] = (
     "kueue",
     "monitoring",
     "overflow",
-    "argocd",  # last by convention; it derives its whitelist from the others
+    "argocd",  # last: its whitelist and ignoreDifferences describe everything above
 )
 
 
@@ -29,3 +32,10 @@ def generator(component: str) -> Generator:
     module = importlib.import_module(f"generators.components.{component}")
     gen: Generator = module.generate
     return gen
+
+
+def describer(component: str) -> Describer | None:
+    """The component's generate_from(env, earlier objects), if it has one."""
+    module = importlib.import_module(f"generators.components.{component}")
+    describe: Describer | None = getattr(module, "generate_from", None)
+    return describe

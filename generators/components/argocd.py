@@ -3,9 +3,10 @@
 Two AppProject + Application pairs per environment (docs/gitops.md has the why):
 - `<project>-<env>`: the environment's Application, a directory source over rendered/<env>
   minus argocd/, in a project that allows only this repository, only the environment's
-  destination server and exactly the kinds the other components render. The kinds are
-  derived by running the other components' generators on the same model: they are pure,
-  so the whitelist cannot drift from what is rendered, and no pipeline ordering is needed.
+  destination server and exactly the kinds the other components render. The kinds (and
+  the fields controllers own) are read off the other components' objects: render.py hands
+  them to generate_from(), and generate() runs their pure generators when used alone, so
+  the whitelist cannot drift from what is rendered and no kind list is typed by hand.
 - `<project>-<env>-bootstrap`: the app-of-apps over rendered/<env>/argocd/ itself, on the
   cluster Argo CD runs in. A person applies this folder once; from then on the bootstrap
   Application keeps the pair above, and itself, in sync with git.
@@ -163,17 +164,23 @@ def bootstrap_application(env: Environment) -> Obj:
 
 
 def generate(env: Environment) -> list[Obj]:
-    others = [obj for component in COMPONENTS if component != COMPONENT
-              for obj in generator(component)(env)]
+    """Standalone: runs the other components' (pure) generators for their objects."""
+    return generate_from(env, [obj for component in COMPONENTS if component != COMPONENT
+                               for obj in generator(component)(env)])
+
+
+def generate_from(env: Environment, others: list[Obj]) -> list[Obj]:
+    """The render pipeline's entry: `others` are the objects of the components listed before
+    this one in COMPONENTS, so nothing is generated twice."""
     env_name, bootstrap_name = names(env)
     env_project = _project(
         env, env_name, (env.argocd.destination_server, "*"),
         f"{env.display_name}: what {RENDERED}/{env.name}/ may create, and where", others)
     env_app = environment_application(env, others)
     bootstrap_app = bootstrap_application(env)
-    own = [env_project, env_app, bootstrap_app]
     # The bootstrap project's own kinds come from what the bootstrap carries (itself included).
     bootstrap_project = _project(
         env, bootstrap_name, (IN_CLUSTER, env.argocd.namespace),
-        f"{env.display_name}: the Argo CD objects in {RENDERED}/{env.name}/{COMPONENT}/", own)
+        f"{env.display_name}: the Argo CD objects in {RENDERED}/{env.name}/{COMPONENT}/",
+        [env_project, env_app, bootstrap_app])
     return [env_project, env_app, bootstrap_project, bootstrap_app]

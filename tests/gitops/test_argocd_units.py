@@ -79,3 +79,13 @@ def test_only_large_objects_are_applied_server_side(monkeypatch: pytest.MonkeyPa
     assert annotations["namespaces/ops/configmap-big.yaml"][syncoptions.ANNOTATION] == "ServerSideApply=true"
     assert syncoptions.ANNOTATION not in annotations["namespaces/ops/configmap-small.yaml"]
     assert "ServerSideApply=true" in files["namespaces/ops/configmap-big.yaml"].text
+
+
+@pytest.mark.parametrize("name", ["dev", "prod"])
+def test_standalone_generate_equals_the_pipelines(name: str) -> None:
+    """generate(env) re-runs the other generators; render hands generate_from() their
+    (decorated) objects: both paths must give the same Argo CD objects."""
+    env = model.load(ROOT, name)
+    earlier = [f.obj for f in render.render_environment(env)
+               if not f.path.startswith(f"{argocd.COMPONENT}/")]
+    assert argocd.generate(env) == argocd.generate_from(env, earlier)
