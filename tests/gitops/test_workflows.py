@@ -19,6 +19,8 @@ from .conftest import ENVIRONMENTS, ROOT, WORKFLOWS, load_yaml
 PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
 VERSION_COMMENT = re.compile(r"uses: (\S+) # v\d+\.\d+\.\d+$")
 WORKFLOW_FILES = sorted(WORKFLOWS.glob("*.yml"))
+# Values the shell variables in workflow invocations take, for argument parsing.
+SHELL_SAMPLES = {"$budget": "64000", "$ENV_NAME": "prod"}
 
 
 def _workflow(name: str) -> dict[str, Any]:
@@ -144,9 +146,9 @@ def _generate_invocations(text: str) -> list[list[str]]:
     """argv after `generate.py` of every invocation in shell text (continuations joined)."""
     joined = text.replace("\\\n", " ")
     found = []
-    command = r"(?:^|[;&|]\s*)\s*(?:\S*/)?python3? generate\.py ([^|>\n;&]*)"
+    command = r"(?:^|[;&|!]|\bif|\bthen|\belse)\s*(?:\S*/)?python3? generate\.py ([^|>\n;&]*)"
     for match in re.finditer(command, joined, re.MULTILINE):
-        found.append(shlex.split(match.group(1)))
+        found.append([SHELL_SAMPLES.get(word, word) for word in shlex.split(match.group(1))])
     return found
 
 
