@@ -73,6 +73,9 @@ class Tool:
     tags: tuple[str, ...] = ()
     smoke: tuple[str, ...] = ("--version",)  # arguments for the post-build check
     smoke_ok: tuple[int, ...] = (0,)  # accepted exit codes of the smoke check
+    # Text the smoke output must contain: proves the version ldflags took (or, for kueue,
+    # which has no version flag, that its own flags are registered). Empty: the version.
+    smoke_expect: str = ""
     env: dict[str, str] = field(default_factory=dict)
 
 
@@ -191,6 +194,8 @@ def _tools() -> dict[str, Tool]:
             "sigs.k8s.io/kueue/cmd/kueue",
             ldflags=(_x("sigs.k8s.io/kueue/pkg/version.GitVersion", PINS["kueue"]),),
             smoke=("--help",),
+            # cmd/kueue links ginkgo, whose flags head --help; check for kueue's own flag.
+            smoke_expect="-config string",
         ),
         Tool(
             "descheduler",
@@ -402,12 +407,19 @@ def smoke_check(tool: Tool, binary: Path) -> str:
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise InstallError(f"{tool.name}: smoke check failed: {exc}") from None
-    out = (proc.stdout + proc.stderr).strip()
+    # Strip terminal colour codes (kueue's --help is coloured even without a tty).
+    out = _ANSI_RE.sub("", proc.stdout + proc.stderr).strip()
+    cmd = f"`{binary.name} {' '.join(tool.smoke)}`"
     if proc.returncode not in tool.smoke_ok:
-        raise InstallError(
-            f"{tool.name}: `{binary.name} {' '.join(tool.smoke)}` exited {proc.returncode}: {out[:500]}"
-        )
-    return out.splitlines()[0] if out else ""
+        raise InstallError(f"{tool.name}: {cmd} exited {proc.returncode}: {out[:500]}")
+    expect = tool.smoke_expect or PINS[tool.name].lstrip("v")
+    lines = [line.strip() for line in out.splitlines() if expect in line]
+    if not lines:
+        raise InstallError(f"{tool.name}: {cmd} output lacks {expect!r}: {out[:500]}")
+    return lines[0]
+
+
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def build(tool: Tool, verbose: bool) -> str:
@@ -495,6 +507,22 @@ def list_tools(recipes: dict[str, Tool], out: Callable[[str], None] = print) -> 
         )
 
 
+def verify(recipes: dict[str, Tool], names: Sequence[str]) -> int:
+    """Run each installed tool's smoke check again (e.g. after a Go or OS upgrade)."""
+    bad = 0
+    for name in names:
+        if not is_installed(name):
+            print(f"{name} {PINS[name]}: missing (python tools/install.py {name})")
+            bad += 1
+            continue
+        try:
+            print(f"{name} {PINS[name]}: ok [{smoke_check(recipes[name], expected_path(name))}]")
+        except InstallError as exc:
+            print(f"{name} {PINS[name]}: BROKEN: {exc}", file=sys.stderr)
+            bad += 1
+    return 1 if bad else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     recipes = _tools()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
@@ -506,6 +534,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--force", action="store_true", help="rebuild even if cached")
     parser.add_argument("--list", action="store_true", help="show pins and install state")
+    parser.add_argument("--verify", action="store_true", help="smoke-check installed tools, build nothing")
     parser.add_argument("-v", "--verbose", action="store_true", help="print build log paths")
     args = parser.parse_args(argv)
     if args.list:
@@ -516,6 +545,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unknown tool(s) {', '.join(unknown)}; known: {', '.join(recipes)}")
     # Keep the recipe order (cheap first) whatever order the names were given in.
     names = [n for n in recipes if not args.names or n in args.names]
+    if args.verify:
+        return verify(recipes, names)
     bin_dir().mkdir(parents=True, exist_ok=True)
     return install(names, args.force, args.verbose)
 
