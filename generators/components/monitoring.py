@@ -15,6 +15,7 @@ from typing import Any
 from generators import yamlemit
 from generators.components import Obj, dashboards, dcgm_counters
 from generators.components.alerts import groups
+from generators.components.promql import GATE_JOB
 from generators.model.types import Environment
 from generators.templating import render
 
@@ -96,6 +97,19 @@ def rule_objects(env: Environment) -> list[Obj]:
     return [_sized(rule), _sized(plain)]
 
 
+def scrape_objects(env: Environment) -> list[Obj]:
+    """A ServiceMonitor for the overflow gate, whose metrics the overflow alerts and panels use."""
+    if env.overflow is None:
+        return []
+    obj: Obj = render(
+        "monitoring/servicemonitor.yaml.j2",
+        name=GATE_JOB,
+        namespace=env.overflow.namespace,
+        labels=dict(env.monitoring.rule_labels),
+    )
+    return [obj]
+
+
 def generate(env: Environment) -> list[Obj]:
     m = env.monitoring
     counters: Obj = render(
@@ -105,4 +119,4 @@ def generate(env: Environment) -> list[Obj]:
         key=dcgm_counters.CSV_KEY,
         csv=dcgm_counters.csv_text(),
     )
-    return [counters, *dashboard_objects(env), *rule_objects(env)]
+    return [counters, *dashboard_objects(env), *rule_objects(env), *scrape_objects(env)]

@@ -8,9 +8,14 @@ disagree about what they measure.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
+from generators.components.overflow import GATE
 from generators.model.monitoring import Monitoring
+from generators.model.overflow import Overflow, Provider
 from generators.model.types import Environment, Pool
+
+GATE_JOB = GATE  # Prometheus' job label is the gate's Service name
 
 # DCGM reports "no value" as sentinels from DCGM_INT64_BLANK = 0x7ffffffffffffff0 up (old
 # exporters show 9223372036854775794, NOT_SUPPORTED). A counter that jumps to one looks like
@@ -143,3 +148,48 @@ class Queries:
 
     def inference_priority_classes(self) -> list[str]:
         return [t.name for t in self.env.tiers if t.role == "inference"]
+
+    # --- overflow (only with an `overflow` section) ------------------------------------------
+    @property
+    def overflow(self) -> Overflow:
+        if self.env.overflow is None:
+            raise ValueError("this environment has no overflow section")
+        return self.env.overflow
+
+    def gate(self, metric: str, *extra: str) -> str:
+        """A series of the overflow gate controller, scraped through its ServiceMonitor."""
+        ns = quote(self.overflow.namespace)
+        return metric + selector(f"job={quote(GATE_JOB)}", f"namespace={ns}", *extra)
+
+    def virtual_nodes(self) -> str:
+        return match_any("node", [p.node_name for p in self.overflow.providers])
+
+    def active_pods(self) -> str:
+        """Per pod: 1 while it is Pending or Running (finished pods hold no GPUs)."""
+        phase = self.ksm("kube_pod_status_phase", 'phase=~"Pending|Running"')
+        return f"(max by (namespace, pod) ({phase}) == 1)"
+
+    def provider_gpus(self, provider: Provider) -> str:
+        """GPUs requested by live pods on the provider's virtual node."""
+        requests = self.ksm(
+            "kube_pod_container_resource_requests",
+            f"resource={quote(ksm_resource(provider.gpu_resource))}",
+            f"node={quote(provider.node_name)}",
+        )
+        return f"(sum({requests} * on (namespace, pod) group_left () {self.active_pods()}) or vector(0))"
+
+    def provider_pods(self, provider: Provider) -> str:
+        info = self.ksm("kube_pod_info", f"node={quote(provider.node_name)}")
+        return f"(count({info} * on (namespace, pod) group_left () {self.active_pods()}) or vector(0))"
+
+    def per_provider(self, expr_of: Callable[[Provider], str]) -> str:
+        """One series per provider (label provider), even when the provider is idle."""
+        parts = [
+            f'label_replace({expr_of(p)}, "provider", {quote(p.name)}, "", "")'
+            for p in self.overflow.providers
+        ]
+        return "(" + " or ".join(parts) + ")"
+
+    def spend_usd_per_hour(self, provider: Provider) -> str:
+        """Estimated spend: GPUs in use times the provider's price (USD per GPU-hour)."""
+        return f"({self.provider_gpus(provider)} * {num(provider.cost_per_gpu_hour_usd)})"

@@ -51,6 +51,8 @@ class AlertThresholds:
     quota_drift_for: str
     pods_ready_timeout_evictions_per_hour: int
     inference_pending_for: str
+    gate_transitions_per_hour: int
+    virtual_node_not_ready_for: str
 
 
 @dataclass(frozen=True)
@@ -137,5 +139,7 @@ def build_monitoring(raw: dict[str, Any]) -> Monitoring:
             quota_drift_for=alerts["quotaDriftFor"],
             pods_ready_timeout_evictions_per_hour=alerts["podsReadyTimeoutEvictionsPerHour"],
             inference_pending_for=alerts["inferencePendingFor"],
+            gate_transitions_per_hour=alerts["gateTransitionsPerHour"],
+            virtual_node_not_ready_for=alerts["virtualNodeNotReadyFor"],
         ),
     )

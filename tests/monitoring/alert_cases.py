@@ -496,6 +496,8 @@ class Builder:
             "kube-state-metrics": self.ksm_job,
             "kueue": self.kueue_job,
         }
+        if "overflow" in self.spec:  # the gate's Service is called overflow-gate
+            jobs["overflow-gate"] = {"job": "overflow-gate", "namespace": self.spec["overflow"]["namespace"]}
         cases = []
         for exporter, job in jobs.items():
             healthy = [
@@ -527,8 +529,58 @@ class Builder:
             ]
         return cases
 
-    def all(self) -> list[Case]:
+    def gate_flapping(self) -> list[Case]:
+        limit = self.alerts["gateTransitionsPerHour"]
+        gate = next(p["name"] for p in self.spec["overflow"]["providers"])
+        job = {"job": "overflow-gate", "namespace": self.spec["overflow"]["namespace"]}
+        end = 90
+
+        def transitions(per_hour: int) -> list[tuple[str, str]]:  # split over both directions
+            return [
+                (
+                    series("trainyard_gate_transitions_total", {**job, "gate": gate, "direction": d}),
+                    f"0+{per_hour / 120}x{end}",
+                )
+                for d in ("open", "close")
+            ]
+
         return [
+            Case(
+                "OverflowGateFlapping",
+                "twice the allowed transitions",
+                transitions(2 * limit),
+                end,
+                [Expect({"gate": gate, "severity": "warning"}, humanize(2 * limit))],
+            ),
+            Case("OverflowGateFlapping", "half the allowed transitions", transitions(limit // 2), end),
+        ]
+
+    def virtual_node(self) -> list[Case]:
+        end = minutes(self.alerts["virtualNodeNotReadyFor"]) + 5
+        node = "vk-" + next(p["name"] for p in self.spec["overflow"]["providers"])
+
+        def ready(value: int, name: str = node) -> tuple[str, str]:
+            labels = {**self.ksm_job, "node": name, "condition": "Ready", "status": "true"}
+            return (series("kube_node_status_condition", labels), f"{value}x{end}")
+
+        return [
+            Case(
+                "VirtualNodeNotReady",
+                "virtual node NotReady",
+                [ready(0)],
+                end,
+                [Expect({"node": node, "severity": "warning"})],
+            ),
+            Case("VirtualNodeNotReady", "virtual node Ready", [ready(1)], end),
+            Case(
+                "VirtualNodeNotReady", "a real node NotReady is not a virtual node", [ready(0, "gpu-1")], end
+            ),
+        ]
+
+    def all(self) -> list[Case]:
+        overflow = [*self.gate_flapping(), *self.virtual_node()] if "overflow" in self.spec else []
+        return [
+            *overflow,
             *self.temperature(),
             *self.throttling(),
             *self.xid(),

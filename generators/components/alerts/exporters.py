@@ -6,8 +6,8 @@ catches a target that vanished from service discovery, == 0 one that fails its s
 
 from __future__ import annotations
 
-from generators.components.alerts.rule import Rule, alert, label
-from generators.components.promql import Queries, selector
+from generators.components.alerts.rule import Rule, alert
+from generators.components.promql import GATE_JOB, Queries, quote, selector
 
 
 def exporter_down(q: Queries, exporter: str, matchers: str) -> Rule:
@@ -22,12 +22,15 @@ def exporter_down(q: Queries, exporter: str, matchers: str) -> Rule:
         labels={"exporter": exporter},
         summary=f"{exporter} is down or not scraped.",
         description=(
-            f"Prometheus has had no successful scrape of {exporter} ({matchers}, instance "
-            f"{label('instance')}) for {m.alerts.exporter_down_for}. The alerts and dashboards "
-            "built on it are blind until it is back."
+            f"Prometheus has had no successful scrape of {exporter} ({matchers}) for "
+            f"{m.alerts.exporter_down_for}. The alerts and dashboards built on it are blind "
+            "until it is back."
         ),
     )
 
 
 def rules(q: Queries) -> list[Rule]:
-    return [exporter_down(q, name, matchers) for name, matchers in q.m.selectors.by_exporter().items()]
+    exporters = q.m.selectors.by_exporter()
+    if q.env.overflow is not None:  # the gate's own metrics: its alerts and panels need them
+        exporters[GATE_JOB] = f"job={quote(GATE_JOB)}, namespace={quote(q.env.overflow.namespace)}"
+    return [exporter_down(q, name, matchers) for name, matchers in exporters.items()]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from generators.components.dashboards import fabric, gpu_health, queues, training, utilization
+from generators.components.dashboards import fabric, gpu_health, overflow, queues, training, utilization
 from generators.model.types import Environment
 
 Builder = Callable[[Environment], dict[str, Any]]
@@ -13,4 +13,7 @@ Builder = Callable[[Environment], dict[str, Any]]
 
 def builders(env: Environment) -> list[tuple[str, Builder]]:
     """(slug, build) for every dashboard this environment gets, in a fixed order."""
-    return [(module.SLUG, module.build) for module in (gpu_health, utilization, fabric, training, queues)]
+    modules = [gpu_health, utilization, fabric, training, queues]
+    if env.overflow is not None:
+        modules.append(overflow)
+    return [(module.SLUG, module.build) for module in modules]

@@ -1,0 +1,142 @@
+"""Overflow: free in-cluster GPUs against each provider's gate band, gate state and
+transitions, pods on the virtual nodes, and the money it costs (GPUs in use x the
+provider's price). Rendered only for environments with an `overflow` section."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generators.components.dashboards.panels import Board, Query, graph, single
+from generators.components.promql import Queries, num
+from generators.model.types import Environment
+
+SLUG = "overflow"
+SPEND_STEP = "5m"  # subquery resolution of the spend-in-range estimate
+
+
+def _free_gpus(q: Queries) -> list[Query]:
+    """The gate's own query and reading, and every provider's thresholds as flat lines."""
+    ov = q.overflow
+    lines = [
+        Query(ov.gate.free_gpus_query, "free GPUs (gate query)"),
+        Query(f"max({q.gate('trainyard_gate_free_gpus')})", "free GPUs (gate's last reading)"),
+    ]
+    for p in ov.providers:
+        lines.append(
+            Query(
+                f"vector({p.band.close_when_free_gpus_at_least})",
+                f"{p.name}: closes at >= {p.band.close_when_free_gpus_at_least}",
+            )
+        )
+        lines.append(
+            Query(
+                f"vector({p.band.open_when_free_gpus_below})",
+                f"{p.name}: opens below {p.band.open_when_free_gpus_below}",
+            )
+        )
+    return lines
+
+
+def build(env: Environment) -> dict[str, Any]:
+    q = Queries(env)
+    m, ov = q.m, q.overflow
+    spend = q.per_provider(q.spend_usd_per_hour)
+    total_spend = f"sum({spend})"
+    board = Board(
+        m,
+        SLUG,
+        "Overflow",
+        "Inference spills to providers while training holds the GPUs: "
+        "free GPUs against the gate bands, gate state, virtual-node pods and estimated spend.",
+    )
+    transitions = q.gate("trainyard_gate_transitions_total")
+    ready = q.ksm("kube_node_status_condition", 'condition="Ready"', 'status="true"', q.virtual_nodes())
+    board.row(
+        "Gate",
+        graph(
+            "Free in-cluster GPUs vs gate thresholds",
+            "A gate opens (taint removed) after free GPUs "
+            "stay below its open line, and closes after they stay at or above its close line.",
+            "none",
+            _free_gpus(q),
+            span=24,
+        ),
+        graph(
+            "Gate state (1 = closed)",
+            "Closed: the provider's virtual node carries the NoSchedule taint.",
+            "none",
+            [Query(f"max by (gate) ({q.gate('trainyard_gate_closed')})", "{{gate}}")],
+            span=9,
+        ),
+        graph(
+            "Gate transitions",
+            "Opens and closes per interval (OverflowGateFlapping).",
+            "none",
+            [
+                Query(
+                    f"sum by (gate, direction) (increase({transitions}[$__rate_interval]))",
+                    "{{gate}} {{direction}}",
+                )
+            ],
+            span=9,
+        ),
+        single(
+            "Gates open now",
+            "Providers inference may spill to right now.",
+            "none",
+            Query(f"count({q.gate('trainyard_gate_closed')} == 0) or vector(0)"),
+            span=6,
+        ),
+    )
+    board.row(
+        "Virtual nodes",
+        graph(
+            "Pods on virtual nodes by provider",
+            "Pending or Running pods bound to each provider's virtual node.",
+            "none",
+            [Query(q.per_provider(q.provider_pods), "{{provider}}")],
+            stacked=True,
+        ),
+        graph(
+            "GPUs in use by provider",
+            "GPUs requested by those pods.",
+            "none",
+            [Query(q.per_provider(q.provider_gpus), "{{provider}}")],
+            stacked=True,
+        ),
+        graph(
+            "Virtual node ready",
+            "1 = Ready (VirtualNodeNotReady).",
+            "none",
+            [Query(f"max by (node) ({ready})", "{{node}}")],
+            span=24,
+        ),
+    )
+    worst = sum(p.max_usd_per_hour for p in ov.providers)
+    board.row(
+        "Spend (estimate)",
+        graph(
+            "Estimated spend rate",
+            "GPUs in use x costPerGpuHourUsd, per provider (USD per hour).",
+            "currencyUSD",
+            [Query(spend, "{{provider}}")],
+            stacked=True,
+            span=12,
+        ),
+        single("Spend rate now", "USD per hour, all providers.", "currencyUSD", Query(total_spend), span=4),
+        single(
+            "Estimated spend in range",
+            "Average spend rate over the range x its length (USD).",
+            "currencyUSD",
+            Query(f"avg_over_time(({total_spend})[$__range:{SPEND_STEP}]) * $__range_s / 3600"),
+            span=4,
+        ),
+        single(
+            "Worst case per hour",
+            "Every advertised provider GPU busy (USD per hour).",
+            "currencyUSD",
+            Query(f"vector({num(round(worst, 2))})"),
+            span=4,
+        ),
+    )
+    return board.build()
