@@ -1,0 +1,77 @@
+"""The rendered DeschedulerPolicy, loaded by the pinned descheduler binary itself.
+
+The descheduler decodes and validates its policy file before it first talks to the API
+server. Pointed at an address nobody serves, a valid policy therefore gets as far as the
+connection attempt ("connection refused"), while an invalid one stops earlier with the
+validation error. The two negative controls prove the binary does check the file.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tools.toolchain import ToolNotInstalled, tool_path
+
+from .conftest import one, overflow_envs
+
+REACHED_THE_API = "connection refused"
+
+
+def _unused_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _load(policy_text: str, tmp_path: Path) -> str:
+    """Run the descheduler on `policy_text` against no API server; its combined output."""
+    try:
+        descheduler = tool_path("descheduler")
+    except ToolNotInstalled as error:
+        pytest.fail(f"{error} (make tools installs it)", pytrace=False)
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(policy_text, encoding="utf-8")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: none\n"
+        f"clusters: [{{name: none, cluster: {{server: 'https://127.0.0.1:{_unused_port()}', "
+        "insecure-skip-tls-verify: true}}]\n"
+        "users: [{name: none, user: {token: unused}}]\n"
+        "contexts: [{name: none, context: {cluster: none, user: none}}]\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [str(descheduler), f"--policy-config-file={policy}", f"--kubeconfig={kubeconfig}",
+         "--descheduling-interval=0", "--v=2"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert done.returncode != 0, "no API server: the descheduler cannot have succeeded"
+    return done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("env", overflow_envs())
+def test_rendered_policy_passes_the_descheduler_own_validation(env: str, tmp_path: Path) -> None:
+    output = _load(one(env, "ConfigMap", "descheduler")["data"]["policy.yaml"], tmp_path)
+    assert REACHED_THE_API in output, output[-3000:]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "refusal"),
+    [
+        ("- PodsWithLocalStorage\n", "- PodsWithLocalStorages\n", "PodsWithLocalStorages"),
+        ("      includedTaints:\n", "      namespaces: {include: [a], exclude: [b]}\n      includedTaints:\n",
+         "Include/Exclude"),
+    ],
+    ids=["unknown-protection", "include-and-exclude-namespaces"],
+)
+def test_a_broken_policy_is_refused_before_the_api(old: str, new: str, refusal: str, tmp_path: Path) -> None:
+    text = one("prod", "ConfigMap", "descheduler")["data"]["policy.yaml"]
+    assert old in text
+    output = _load(text.replace(old, new), tmp_path)
+    assert REACHED_THE_API not in output, output[-3000:]
+    assert refusal in output, output[-3000:]
