@@ -1,0 +1,272 @@
+"""promtool cases for the fabric, scheduling, exporter and overflow alerts, from the spec values."""
+
+from __future__ import annotations
+
+import re
+
+from tests.monitoring.alert_cases import Builder, Case, Expect, humanize, minutes, series
+
+
+def ib_port_state(b: Builder) -> list[Case]:
+    end = minutes(b.alerts["infinibandPortDownFor"]) + 5
+    fired = [Expect({b.node_host: "node-a", "device": "mlx5_0", "port": "1", "severity": "critical"})]
+
+    def port(state: int, physical: int, device: str = "mlx5_0") -> list[tuple[str, str]]:
+        return [
+            (series("node_infiniband_state_id", b.ib_port(device)), f"{state}x{end}"),
+            (series("node_infiniband_physical_state_id", b.ib_port(device)), f"{physical}x{end}"),
+        ]
+
+    cases = [
+        Case("InfiniBandPortNotActive", "port DOWN", port(1, 3), end, fired),
+        Case("InfiniBandPortNotActive", "ACTIVE but link training", port(4, 4), end, fired),
+        Case("InfiniBandPortNotActive", "ACTIVE and LinkUp", port(4, 5), end),
+    ]
+    if not re.fullmatch(b.mon["infinibandDevices"], "lo0"):
+        cases.append(Case("InfiniBandPortNotActive", "a device outside the filter", port(1, 3, "lo0"), end))
+    return cases
+
+
+def ib_errors(b: Builder) -> list[Case]:
+    limit = b.alerts["infinibandErrorsPerWindow"]
+    end = b.window + 20
+    symbol = series("node_infiniband_symbol_error_total", b.ib_port())
+    step = limit // b.window + 1  # errors per minute: window * step > limit
+    quiet = max(limit - 1, 0) // b.window  # window * quiet < limit: clear of float noise
+    return [
+        Case(
+            "InfiniBandLinkErrors",
+            "symbol errors above the threshold",
+            [(symbol, f"100+{step}x{end}")],
+            end,
+            [
+                Expect(
+                    {
+                        b.node_host: "node-a",
+                        "device": "mlx5_0",
+                        "port": "1",
+                        "counter": "symbol_error",
+                        "severity": "warning",
+                    },
+                    humanize(step * b.window),
+                )
+            ],
+        ),
+        Case(
+            "InfiniBandLinkErrors",
+            "symbol errors below the threshold",
+            [(symbol, f"100+{quiet}x{end}")],
+            end,
+        ),
+    ]
+
+
+def quota_drift(b: Builder) -> list[Case]:
+    pool = b.pool()
+    per_node = pool["gpu"]["perNode"]
+    end = minutes(b.alerts["quotaDriftFor"]) + 5
+    nominal = (
+        series(
+            "kueue_cluster_queue_nominal_quota",
+            {
+                **b.kueue_job,
+                "cohort": "c",
+                "cluster_queue": "team-a",
+                "flavor": pool["name"],
+                "resource": pool["gpu"]["resource"],
+            },
+        ),
+        f"{2 * per_node}x{end}",
+    )
+    fired = [Expect({"flavor": pool["name"], "severity": "warning"}, humanize(2 * per_node))]
+    two = b.usable_node("node-a", end)
+    return [
+        Case(
+            "KueueQuotaDrift",
+            "quota equals two usable nodes",
+            [nominal, *two, *b.usable_node("node-b", end)],
+            end,
+        ),
+        Case(
+            "KueueQuotaDrift",
+            "one of the two nodes cordoned",
+            [nominal, *two, *b.usable_node("node-b", end, unschedulable=1)],
+            end,
+            fired,
+        ),
+        Case(
+            "KueueQuotaDrift",
+            "one of the two nodes NotReady",
+            [nominal, *two, *b.usable_node("node-b", end, ready="0")],
+            end,
+            fired,
+        ),
+    ]
+
+
+def gang(b: Builder) -> list[Case]:
+    limit = b.alerts["podsReadyTimeoutEvictionsPerHour"]
+    end = 90
+    evictions = series(
+        "kueue_evicted_workloads_total",
+        {**b.kueue_job, "cluster_queue": "team-a", "reason": "PodsReadyTimeout"},
+    )
+    preempted = series(
+        "kueue_evicted_workloads_total",
+        {**b.kueue_job, "cluster_queue": "team-a", "reason": "Preempted"},
+    )
+    step = limit // 60 + 1  # evictions per minute: 60 * step > limit
+    return [
+        Case(
+            "KueueGangAdmissionFailing",
+            "gangs time out",
+            [(evictions, f"0+{step}x{end}")],
+            end,
+            [Expect({"cluster_queue": "team-a", "severity": "warning"}, humanize(60 * step))],
+        ),
+        Case(
+            "KueueGangAdmissionFailing",
+            "preemptions are not gang failures",
+            [(preempted, f"0+{step}x{end}"), (evictions, f"0+{max(limit - 1, 0) // 60}x{end}")],
+            end,
+        ),
+    ]
+
+
+def inference_pending(b: Builder) -> list[Case]:
+    tiers = b.spec["priorities"]["tiers"]
+    inference = next(t["name"] for t in tiers if t["role"] == "inference")
+    training = next(t["name"] for t in tiers if t["role"] == "training")
+    end = minutes(b.alerts["inferencePendingFor"]) + 5
+
+    def pod(name: str, priority_class: str, pending: int) -> list[tuple[str, str]]:
+        base = {**b.ksm_job, "namespace": "serving", "pod": name}
+        return [
+            (series("kube_pod_info", {**base, "priority_class": priority_class, "node": ""}), f"1x{end}"),
+            (series("kube_pod_status_phase", {**base, "phase": "Pending"}), f"{pending}x{end}"),
+            (series("kube_pod_status_phase", {**base, "phase": "Running"}), f"{1 - pending}x{end}"),
+        ]
+
+    return [
+        Case(
+            "InferencePendingTooLong",
+            "an inference pod stays Pending",
+            pod("web-0", inference, 1),
+            end,
+            [
+                Expect(
+                    {
+                        "namespace": "serving",
+                        "pod": "web-0",
+                        "priority_class": inference,
+                        "severity": "warning",
+                    }
+                )
+            ],
+        ),
+        Case(
+            "InferencePendingTooLong",
+            "running inference and pending training",
+            [*pod("web-1", inference, 0), *pod("train-0", training, 1)],
+            end,
+        ),
+    ]
+
+
+def exporters(b: Builder) -> list[Case]:
+    end = minutes(b.alerts["exporterDownFor"]) + 5
+    jobs = {
+        "dcgm-exporter": b.dcgm_job,
+        "node-exporter": b.node_job,
+        "kube-state-metrics": b.ksm_job,
+        "kueue": b.kueue_job,
+    }
+    if "overflow" in b.spec:  # the gate's Service is called overflow-gate
+        jobs["overflow-gate"] = {"job": "overflow-gate", "namespace": b.spec["overflow"]["namespace"]}
+    cases = []
+    for exporter, job in jobs.items():
+        healthy = [
+            (series("up", {**other, "instance": "10.0.0.1:9100"}), f"1x{end}")
+            for name, other in jobs.items()
+            if name != exporter
+        ]
+        mine = series("up", {**job, "instance": "10.0.0.2:9400"})
+        cases += [
+            Case(
+                "ExporterDown",
+                f"{exporter} fails its scrapes",
+                [*healthy, (mine, f"0x{end}")],
+                end,
+                [Expect({**job, "instance": "10.0.0.2:9400", "exporter": exporter, "severity": "warning"})],
+            ),
+            Case(
+                "ExporterDown",
+                f"{exporter} vanished from discovery",
+                healthy,
+                end,
+                [Expect({**job, "exporter": exporter, "severity": "warning"})],
+            ),
+            Case("ExporterDown", f"{exporter} up", [*healthy, (mine, f"1x{end}")], end),
+        ]
+    return cases
+
+
+def gate_flapping(b: Builder) -> list[Case]:
+    limit = b.alerts["gateTransitionsPerHour"]
+    gate = next(p["name"] for p in b.spec["overflow"]["providers"])
+    job = {"job": "overflow-gate", "namespace": b.spec["overflow"]["namespace"]}
+    end = 90
+
+    def transitions(per_hour: int) -> list[tuple[str, str]]:  # split over both directions
+        return [
+            (
+                series("trainyard_gate_transitions_total", {**job, "gate": gate, "direction": d}),
+                f"0+{per_hour / 120}x{end}",
+            )
+            for d in ("open", "close")
+        ]
+
+    return [
+        Case(
+            "OverflowGateFlapping",
+            "twice the allowed transitions",
+            transitions(2 * limit),
+            end,
+            [Expect({"gate": gate, "severity": "warning"}, humanize(2 * limit))],
+        ),
+        Case("OverflowGateFlapping", "half the allowed transitions", transitions(limit // 2), end),
+    ]
+
+
+def virtual_node(b: Builder) -> list[Case]:
+    end = minutes(b.alerts["virtualNodeNotReadyFor"]) + 5
+    node = "vk-" + next(p["name"] for p in b.spec["overflow"]["providers"])
+
+    def ready(value: int, name: str = node) -> tuple[str, str]:
+        labels = {**b.ksm_job, "node": name, "condition": "Ready", "status": "true"}
+        return (series("kube_node_status_condition", labels), f"{value}x{end}")
+
+    return [
+        Case(
+            "VirtualNodeNotReady",
+            "virtual node NotReady",
+            [ready(0)],
+            end,
+            [Expect({"node": node, "severity": "warning"})],
+        ),
+        Case("VirtualNodeNotReady", "virtual node Ready", [ready(1)], end),
+        Case("VirtualNodeNotReady", "a real node NotReady is not a virtual node", [ready(0, "gpu-1")], end),
+    ]
+
+
+def cases(b: Builder) -> list[Case]:
+    overflow = [*gate_flapping(b), *virtual_node(b)] if "overflow" in b.spec else []
+    return [
+        *ib_port_state(b),
+        *ib_errors(b),
+        *quota_drift(b),
+        *gang(b),
+        *inference_pending(b),
+        *exporters(b),
+        *overflow,
+    ]
