@@ -7,7 +7,16 @@ from typing import Any
 
 from generators.components.alerts.fabric import ACTIVE_STATE, LINK_ERROR_COUNTERS
 from generators.components.alerts.gpu import NVLINK_COUNTERS
-from generators.components.dashboards.panels import Board, Query, graph, grid, legend, query_variable, single
+from generators.components.dashboards.panels import (
+    Board,
+    Panel,
+    Query,
+    graph,
+    grid,
+    legend,
+    query_variable,
+    single,
+)
 from generators.components.promql import Queries, quote
 from generators.model.types import Environment
 
@@ -23,27 +32,19 @@ def _labelled_increase(series: dict[str, str], window: str) -> str:
     )
 
 
-def build(env: Environment) -> dict[str, Any]:
-    q = Queries(env)
-    m, nh, h = q.m, q.m.node_exporter_host_label, q.m.host_label
+def infiniband(q: Queries) -> list[Panel]:
+    nh = q.m.node_exporter_host_label
     host = f"{nh}=~{quote('$host')}"
-    gpu_host = f"{h}=~{quote('$host')}"
     port = legend(nh) + " {{device}}/{{port}}"
-    board = Board(
-        m,
-        SLUG,
-        "Fabric",
-        "InfiniBand per port (throughput, congestion, discards, errors) "
-        "and NVLink per GPU (throughput, error counters).",
-        variables=[query_variable("host", "Host", q.ib(RX_BYTES), nh)],
-    )
 
     def rate(metric: str) -> str:
         return f"rate({q.ib(metric, host)}[$__rate_interval])"
 
-    ib_errors = {name: q.ib(series, host) for name, series in IB_TABLE_COUNTERS.items()}
-    board.row(
-        "InfiniBand",
+    errors = _labelled_increase(
+        {name: q.ib(series, host) for name, series in IB_TABLE_COUNTERS.items()}, "$__range"
+    )
+    not_active = f"count({q.ib('node_infiniband_state_id', host)} != {ACTIVE_STATE}) or vector(0)"
+    return [
         graph(
             "Transmit throughput per port",
             "Bytes/s sent.",
@@ -76,7 +77,7 @@ def build(env: Environment) -> dict[str, Any]:
             "Ports not active",
             "Watched ports not ACTIVE now (InfiniBandPortNotActive).",
             "none",
-            Query(f"count({q.ib('node_infiniband_state_id', host)} != {ACTIVE_STATE}) or vector(0)"),
+            Query(not_active),
             limit=1,
             span=12,
         ),
@@ -85,30 +86,25 @@ def build(env: Environment) -> dict[str, Any]:
             "Increase over the selected range per port and counter: symbol, link recovery, link "
             "downed, receive errors, buffer overrun, link integrity, VL15 drops.",
             "none",
-            [
-                Query(
-                    f"topk({TOP_ROWS}, sum by ({nh}, device, port, counter) ("
-                    f"{_labelled_increase(ib_errors, '$__range')}))"
-                )
-            ],
+            [Query(f"topk({TOP_ROWS}, sum by ({nh}, device, port, counter) ({errors}))")],
             ["Errors"],
             span=24,
         ),
-    )
-    nvlink_errors = {n: q.dcgm(s, gpu_host) for n, s in NVLINK_COUNTERS.items()}
-    board.row(
-        "NVLink",
+    ]
+
+
+def nvlink(q: Queries) -> list[Panel]:
+    h = q.m.host_label
+    host = f"{h}=~{quote('$host')}"
+    errors = {name: q.dcgm(series, host) for name, series in NVLINK_COUNTERS.items()}
+    return [
         graph(
             "NVLink throughput per host",
             "Bytes/s over NVLink (profiling metrics), all GPUs of a host.",
             "Bps",
             [
-                Query(
-                    f"sum by ({h}) ({q.dcgm('DCGM_FI_PROF_NVLINK_TX_BYTES', gpu_host)})", legend(h) + " tx"
-                ),
-                Query(
-                    f"sum by ({h}) ({q.dcgm('DCGM_FI_PROF_NVLINK_RX_BYTES', gpu_host)})", legend(h) + " rx"
-                ),
+                Query(f"sum by ({h}) ({q.dcgm('DCGM_FI_PROF_NVLINK_TX_BYTES', host)})", legend(h) + " tx"),
+                Query(f"sum by ({h}) ({q.dcgm('DCGM_FI_PROF_NVLINK_RX_BYTES', host)})", legend(h) + " rx"),
             ],
         ),
         graph(
@@ -118,7 +114,7 @@ def build(env: Environment) -> dict[str, Any]:
             "none",
             [
                 Query(
-                    f"sum by ({h}, gpu, counter) ({_labelled_increase(nvlink_errors, '$__rate_interval')})",
+                    f"sum by ({h}, gpu, counter) ({_labelled_increase(errors, '$__rate_interval')})",
                     legend(h) + " GPU {{gpu}} {{counter}}",
                 )
             ],
@@ -129,12 +125,26 @@ def build(env: Environment) -> dict[str, Any]:
             "none",
             [
                 Query(
-                    f"topk({TOP_ROWS}, sum by ({h}, gpu, counter) "
-                    f"({_labelled_increase(nvlink_errors, '$__range')}))"
+                    f"topk({TOP_ROWS}, sum by ({h}, gpu, counter) ({_labelled_increase(errors, '$__range')}))"
                 )
             ],
             ["Errors"],
             span=24,
         ),
+    ]
+
+
+def build(env: Environment) -> dict[str, Any]:
+    q = Queries(env)
+    nh = q.m.node_exporter_host_label
+    board = Board(
+        q.m,
+        SLUG,
+        "Fabric",
+        "InfiniBand per port (throughput, congestion, discards, errors) "
+        "and NVLink per GPU (throughput, error counters).",
+        variables=[query_variable("host", "Host", q.ib(RX_BYTES), nh)],
     )
+    board.row("InfiniBand", *infiniband(q))
+    board.row("NVLink", *nvlink(q))
     return board.build()

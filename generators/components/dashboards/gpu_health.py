@@ -4,39 +4,55 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.components.dashboards.panels import Board, Query, graph, grid, legend, query_variable, single
+from generators.components.dashboards.panels import (
+    Board,
+    Panel,
+    Query,
+    graph,
+    grid,
+    legend,
+    query_variable,
+    single,
+)
 from generators.components.promql import DCGM_BLANK_MIN, Queries, quote
 from generators.model.types import Environment
 
 SLUG = "gpu-health"
 NOT_IDLE = 'clock_event!="gpu_idle"'  # an idle GPU lowering its clocks is not a problem
+REMAP_SERIES = (
+    ("uncorrectable", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"),
+    ("correctable", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"),
+    ("failed", "DCGM_FI_DEV_ROW_REMAP_FAILURE"),
+)
 
 
-def build(env: Environment) -> dict[str, Any]:
-    q = Queries(env)
-    m, h = q.m, q.m.host_label
-    host = f"{h}=~{quote('$host')}"
-    limit = m.gpu_temp_limit_celsius
-    by_gpu = f"{h}, gpu"
-    per_gpu = legend(h) + " GPU {{gpu}}"
-    temp = q.temp_plausible("DCGM_FI_DEV_GPU_TEMP", host)
-    board = Board(
-        m,
-        SLUG,
-        "GPU health",
-        "Temperature, power, clocks, throttling and errors per GPU. "
-        f"Above {limit} °C a GPU throttles the whole job: drain the node, have it replaced.",
-        variables=[query_variable("host", "Host", q.dcgm("DCGM_FI_DEV_GPU_TEMP"), h)],
+class _Scope:
+    """The host variable applied to dcgm-exporter series, and per-GPU grouping."""
+
+    def __init__(self, q: Queries) -> None:
+        self.q, self.h = q, q.m.host_label
+        self.host = f"{self.h}=~{quote('$host')}"
+        self.by_gpu = f"{self.h}, gpu"
+        self.legend = legend(self.h) + " GPU {{gpu}}"
+
+    def per_gpu(self, metric: str, *extra: str) -> str:
+        return f"max by ({self.by_gpu}) ({self.q.dcgm(metric, self.host, *extra)})"
+
+
+def temperature(s: _Scope) -> list[Panel]:
+    q, limit = s.q, s.q.m.gpu_temp_limit_celsius
+    temp = q.temp_plausible("DCGM_FI_DEV_GPU_TEMP", s.host)
+    missing = (
+        f"count({q.gpus_seen_per_node()} < on (node) group_left (pool, expected) "
+        f"{q.expected_gpus_per_node()}) or vector(0)"
     )
-    board.row(
-        "Temperature",
+    return [
         graph(
             "GPU temperature",
             f"Per GPU; the red line is the {limit} °C limit (GPUTemperatureHigh).",
             "celsius",
-            [Query(f"max by ({by_gpu}) ({temp})", per_gpu)],
+            [Query(f"max by ({s.by_gpu}) ({temp})", s.legend)],
             limit=limit,
-            span=12,
         ),
         single(
             f"GPUs above {limit} °C",
@@ -58,10 +74,7 @@ def build(env: Environment) -> dict[str, Any]:
             "Nodes missing GPUs",
             "Nodes showing fewer GPUs than their pool's perNode (GPUMissing).",
             "none",
-            Query(
-                f"count({q.gpus_seen_per_node()} < on (node) group_left (pool, expected) "
-                f"{q.expected_gpus_per_node()}) or vector(0)"
-            ),
+            Query(missing),
             limit=1,
             span=4,
         ),
@@ -69,67 +82,58 @@ def build(env: Environment) -> dict[str, Any]:
             "HBM temperature",
             "Memory (HBM) temperature per GPU.",
             "celsius",
-            [Query(f"max by ({by_gpu}) {q.temp_plausible('DCGM_FI_DEV_MEMORY_TEMP', host)}", per_gpu)],
+            [Query(f"max by ({s.by_gpu}) {q.temp_plausible('DCGM_FI_DEV_MEMORY_TEMP', s.host)}", s.legend)],
         ),
-    )
-    board.row(
-        "Power, clocks and throttling",
-        graph(
-            "Power draw",
-            "Per GPU.",
-            "watt",
-            [Query(f"max by ({by_gpu}) ({q.dcgm('DCGM_FI_DEV_POWER_USAGE', host)})", per_gpu)],
-        ),
+    ]
+
+
+def power_and_clocks(s: _Scope) -> list[Panel]:
+    q = s.q
+
+    def throttled(metric: str) -> str:
+        return f"max by ({s.by_gpu}) (rate({q.dcgm(metric, s.host)}[$__rate_interval]) / 1e9)"
+
+    events = f"sum by ({s.h}, clock_event) ({q.dcgm('DCGM_EXP_CLOCK_EVENTS_COUNT', s.host, NOT_IDLE)})"
+    return [
+        graph("Power draw", "Per GPU.", "watt", [Query(s.per_gpu("DCGM_FI_DEV_POWER_USAGE"), s.legend)]),
         graph(
             "SM clock",
             "Per GPU; a drop under load means throttling.",
             "hertz",
-            [Query(f"max by ({by_gpu}) ({q.dcgm('DCGM_FI_DEV_SM_CLOCK', host)}) * 1e6", per_gpu)],
+            [Query(f"{s.per_gpu('DCGM_FI_DEV_SM_CLOCK')} * 1e6", s.legend)],
         ),
         graph(
             "Time throttled",
             "Share of time throttled by temperature or power (DCGM violation counters).",
             "percentunit",
             [
-                Query(
-                    f"max by ({by_gpu}) (rate({q.dcgm('DCGM_FI_DEV_THERMAL_VIOLATION', host)}"
-                    f"[$__rate_interval]) / 1e9)",
-                    per_gpu + " thermal",
-                ),
-                Query(
-                    f"max by ({by_gpu}) (rate({q.dcgm('DCGM_FI_DEV_POWER_VIOLATION', host)}"
-                    f"[$__rate_interval]) / 1e9)",
-                    per_gpu + " power",
-                ),
+                Query(throttled("DCGM_FI_DEV_THERMAL_VIOLATION"), s.legend + " thermal"),
+                Query(throttled("DCGM_FI_DEV_POWER_VIOLATION"), s.legend + " power"),
             ],
-            limit=m.alerts.thermal_throttle_percent / 100,
+            limit=q.m.alerts.thermal_throttle_percent / 100,
         ),
         graph(
             "Throttle reasons",
             "Clock events per host and reason within dcgm-exporter's count window.",
             "none",
-            [
-                Query(
-                    f"sum by ({h}, clock_event) ({q.dcgm('DCGM_EXP_CLOCK_EVENTS_COUNT', host, NOT_IDLE)})",
-                    legend(h) + " {{clock_event}}",
-                )
-            ],
+            [Query(events, legend(s.h) + " {{clock_event}}")],
         ),
+    ]
+
+
+def errors(s: _Scope) -> list[Panel]:
+    q = s.q
+    codes = ", ".join(str(c) for c in q.m.xid_replace_codes)
+    xids = (
+        f"max by ({s.by_gpu}, xid) (max_over_time("
+        f"{q.dcgm('DCGM_EXP_XID_ERRORS_COUNT', s.host)}[$__range])) > 0"
     )
-    board.row(
-        "Errors",
+    return [
         grid(
             "XID errors in range",
-            "XIDs per GPU in the selected range; replace codes: "
-            + ", ".join(str(c) for c in m.xid_replace_codes)
-            + ".",
+            f"XIDs per GPU in the selected range; replace codes: {codes}.",
             "none",
-            [
-                Query(
-                    f"max by ({by_gpu}, xid) (max_over_time("
-                    f"{q.dcgm('DCGM_EXP_XID_ERRORS_COUNT', host)}[$__range])) > 0"
-                )
-            ],
+            [Query(xids)],
             ["Count"],
         ),
         graph(
@@ -137,13 +141,28 @@ def build(env: Environment) -> dict[str, Any]:
             "Remapped rows (uncorrectable errors mean a reset, failure means replace).",
             "none",
             [
-                Query(f"max by ({by_gpu}) ({q.dcgm(metric, host)} < {DCGM_BLANK_MIN})", f"{per_gpu} {name}")
-                for name, metric in (
-                    ("uncorrectable", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"),
-                    ("correctable", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"),
-                    ("failed", "DCGM_FI_DEV_ROW_REMAP_FAILURE"),
+                Query(
+                    f"max by ({s.by_gpu}) ({q.dcgm(metric, s.host)} < {DCGM_BLANK_MIN})", f"{s.legend} {name}"
                 )
+                for name, metric in REMAP_SERIES
             ],
         ),
+    ]
+
+
+def build(env: Environment) -> dict[str, Any]:
+    q = Queries(env)
+    s = _Scope(q)
+    limit = q.m.gpu_temp_limit_celsius
+    board = Board(
+        q.m,
+        SLUG,
+        "GPU health",
+        "Temperature, power, clocks, throttling and errors per GPU. "
+        f"Above {limit} °C a GPU throttles the whole job: drain the node, have it replaced.",
+        variables=[query_variable("host", "Host", q.dcgm("DCGM_FI_DEV_GPU_TEMP"), s.h)],
     )
+    board.row("Temperature", *temperature(s))
+    board.row("Power, clocks and throttling", *power_and_clocks(s))
+    board.row("Errors", *errors(s))
     return board.build()

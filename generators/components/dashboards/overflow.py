@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.components.dashboards.panels import Board, Query, graph, single
+from generators.components.dashboards.panels import Board, Panel, Query, graph, single
 from generators.components.promql import Queries, num
 from generators.model.types import Environment
 
@@ -37,22 +37,10 @@ def _free_gpus(q: Queries) -> list[Query]:
     return lines
 
 
-def build(env: Environment) -> dict[str, Any]:
-    q = Queries(env)
-    m, ov = q.m, q.overflow
-    spend = q.per_provider(q.spend_usd_per_hour)
-    total_spend = f"sum({spend})"
-    board = Board(
-        m,
-        SLUG,
-        "Overflow",
-        "Inference spills to providers while training holds the GPUs: "
-        "free GPUs against the gate bands, gate state, virtual-node pods and estimated spend.",
-    )
+def gate(q: Queries) -> list[Panel]:
     transitions = q.gate("trainyard_gate_transitions_total")
-    ready = q.ksm("kube_node_status_condition", 'condition="Ready"', 'status="true"', q.virtual_nodes())
-    board.row(
-        "Gate",
+    closed = q.gate("trainyard_gate_closed")
+    return [
         graph(
             "Free in-cluster GPUs vs gate thresholds",
             "A gate opens (taint removed) after free GPUs "
@@ -65,7 +53,7 @@ def build(env: Environment) -> dict[str, Any]:
             "Gate state (1 = closed)",
             "Closed: the provider's virtual node carries the NoSchedule taint.",
             "none",
-            [Query(f"max by (gate) ({q.gate('trainyard_gate_closed')})", "{{gate}}")],
+            [Query(f"max by (gate) ({closed})", "{{gate}}")],
             span=9,
         ),
         graph(
@@ -84,12 +72,15 @@ def build(env: Environment) -> dict[str, Any]:
             "Gates open now",
             "Providers inference may spill to right now.",
             "none",
-            Query(f"count({q.gate('trainyard_gate_closed')} == 0) or vector(0)"),
+            Query(f"count({closed} == 0) or vector(0)"),
             span=6,
         ),
-    )
-    board.row(
-        "Virtual nodes",
+    ]
+
+
+def virtual_nodes(q: Queries) -> list[Panel]:
+    ready = q.ksm("kube_node_status_condition", 'condition="Ready"', 'status="true"', q.virtual_nodes())
+    return [
         graph(
             "Pods on virtual nodes by provider",
             "Pending or Running pods bound to each provider's virtual node.",
@@ -111,24 +102,28 @@ def build(env: Environment) -> dict[str, Any]:
             [Query(f"max by (node) ({ready})", "{{node}}")],
             span=24,
         ),
-    )
-    worst = sum(p.max_usd_per_hour for p in ov.providers)
-    board.row(
-        "Spend (estimate)",
+    ]
+
+
+def spend(q: Queries) -> list[Panel]:
+    per_provider = q.per_provider(q.spend_usd_per_hour)
+    total = f"sum({per_provider})"
+    worst = sum(p.max_usd_per_hour for p in q.overflow.providers)
+    return [
         graph(
             "Estimated spend rate",
             "GPUs in use x costPerGpuHourUsd, per provider (USD per hour).",
             "currencyUSD",
-            [Query(spend, "{{provider}}")],
+            [Query(per_provider, "{{provider}}")],
             stacked=True,
             span=12,
         ),
-        single("Spend rate now", "USD per hour, all providers.", "currencyUSD", Query(total_spend), span=4),
+        single("Spend rate now", "USD per hour, all providers.", "currencyUSD", Query(total), span=4),
         single(
             "Estimated spend in range",
             "Average spend rate over the range x its length (USD).",
             "currencyUSD",
-            Query(f"avg_over_time(({total_spend})[$__range:{SPEND_STEP}]) * $__range_s / 3600"),
+            Query(f"avg_over_time(({total})[$__range:{SPEND_STEP}]) * $__range_s / 3600"),
             span=4,
         ),
         single(
@@ -138,5 +133,19 @@ def build(env: Environment) -> dict[str, Any]:
             Query(f"vector({num(round(worst, 2))})"),
             span=4,
         ),
+    ]
+
+
+def build(env: Environment) -> dict[str, Any]:
+    q = Queries(env)
+    board = Board(
+        q.m,
+        SLUG,
+        "Overflow",
+        "Inference spills to providers while training holds the GPUs: "
+        "free GPUs against the gate bands, gate state, virtual-node pods and estimated spend.",
     )
+    board.row("Gate", *gate(q))
+    board.row("Virtual nodes", *virtual_nodes(q))
+    board.row("Spend (estimate)", *spend(q))
     return board.build()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.components.dashboards.panels import Board, Query, graph, grid, query_variable, single
+from generators.components.dashboards.panels import Board, Panel, Query, graph, grid, query_variable, single
 from generators.components.promql import Queries, match_any, quote
 from generators.model.types import Environment
 
@@ -14,32 +14,20 @@ SLUG = "queues"
 TIMEOUT = 'reason="PodsReadyTimeout"'
 
 
-def build(env: Environment) -> dict[str, Any]:
-    q = Queries(env)
-    m = q.m
-    cq = f"cluster_queue=~{quote('$cluster_queue')}"
-    gpu = match_any("resource", [p.gpu_resource for p in env.pools])
-    board = Board(
-        m,
-        SLUG,
-        "Queues",
-        "Kueue workloads, GPU quota against usage and against the nodes "
-        "that really exist, preemptions and evictions.",
-        variables=[
-            query_variable(
-                "cluster_queue", "ClusterQueue", q.kueue("kueue_pending_workloads"), "cluster_queue"
-            )
-        ],
-    )
-    board.row(
-        "Workloads",
+CQ = f"cluster_queue=~{quote('$cluster_queue')}"
+
+
+def workloads(q: Queries) -> list[Panel]:
+    wait = q.kueue("kueue_admission_wait_time_seconds_bucket", CQ)
+    buckets = f"sum by (cluster_queue, le) (rate({wait}[$__rate_interval]))"
+    return [
         graph(
             "Pending workloads",
             "Per ClusterQueue; inadmissible ones cannot fit even when borrowing.",
             "none",
             [
                 Query(
-                    f"sum by (cluster_queue, status) ({q.kueue('kueue_pending_workloads', cq)})",
+                    f"sum by (cluster_queue, status) ({q.kueue('kueue_pending_workloads', CQ)})",
                     "{{cluster_queue}} {{status}}",
                 )
             ],
@@ -51,7 +39,7 @@ def build(env: Environment) -> dict[str, Any]:
             "none",
             [
                 Query(
-                    f"sum by (cluster_queue) ({q.kueue('kueue_admitted_active_workloads', cq)})",
+                    f"sum by (cluster_queue) ({q.kueue('kueue_admitted_active_workloads', CQ)})",
                     "{{cluster_queue}}",
                 )
             ],
@@ -63,19 +51,21 @@ def build(env: Environment) -> dict[str, Any]:
             "s",
             [
                 Query(
-                    f"histogram_quantile({quantile}, sum by (cluster_queue, le) (rate("
-                    f"{q.kueue('kueue_admission_wait_time_seconds_bucket', cq)}[$__rate_interval])))",
+                    f"histogram_quantile({quantile}, {buckets})",
                     f"{{{{cluster_queue}}}} p{int(quantile * 100)}",
                 )
                 for quantile in (0.5, 0.9)
             ],
             span=24,
         ),
-    )
-    nominal = f"sum by (cluster_queue, flavor) ({q.kueue('kueue_cluster_queue_nominal_quota', gpu, cq)})"
-    usage = f"sum by (cluster_queue, flavor) ({q.kueue('kueue_cluster_queue_resource_usage', gpu, cq)})"
-    board.row(
-        "GPU quota",
+    ]
+
+
+def quota(q: Queries) -> list[Panel]:
+    gpu = match_any("resource", [p.gpu_resource for p in q.env.pools])
+    nominal = f"sum by (cluster_queue, flavor) ({q.kueue('kueue_cluster_queue_nominal_quota', gpu, CQ)})"
+    usage = f"sum by (cluster_queue, flavor) ({q.kueue('kueue_cluster_queue_resource_usage', gpu, CQ)})"
+    return [
         graph(
             "GPU quota vs usage",
             "Nominal quota and usage per ClusterQueue and flavor.",
@@ -104,10 +94,14 @@ def build(env: Environment) -> dict[str, Any]:
             ],
             span=24,
         ),
-    )
-    evictions = q.kueue("kueue_evicted_workloads_total", cq)
-    board.row(
-        "Preemption and eviction",
+    ]
+
+
+def preemption(q: Queries) -> list[Panel]:
+    evictions = q.kueue("kueue_evicted_workloads_total", CQ)
+    preempted = q.kueue("kueue_preempted_workloads_total")
+    timeouts = q.kueue("kueue_evicted_workloads_total", CQ, TIMEOUT)
+    return [
         graph(
             "Evictions by reason",
             "PodsReadyTimeout: admitted gangs whose pods never all became Ready.",
@@ -122,8 +116,7 @@ def build(env: Environment) -> dict[str, Any]:
             "none",
             [
                 Query(
-                    f"sum by (preempting_cluster_queue, reason) (increase("
-                    f"{q.kueue('kueue_preempted_workloads_total')}[$__rate_interval]))",
+                    f"sum by (preempting_cluster_queue, reason) (increase({preempted}[$__rate_interval]))",
                     "{{preempting_cluster_queue}} {{reason}}",
                 )
             ],
@@ -134,12 +127,28 @@ def build(env: Environment) -> dict[str, Any]:
             "Gang timeouts in range",
             "PodsReadyTimeout evictions in the selected range.",
             "none",
-            Query(
-                f"sum(increase({q.kueue('kueue_evicted_workloads_total', cq, TIMEOUT)}[$__range])) "
-                "or vector(0)"
-            ),
+            Query(f"sum(increase({timeouts}[$__range])) or vector(0)"),
             limit=1,
             span=6,
         ),
+    ]
+
+
+def build(env: Environment) -> dict[str, Any]:
+    q = Queries(env)
+    board = Board(
+        q.m,
+        SLUG,
+        "Queues",
+        "Kueue workloads, GPU quota against usage and against the nodes "
+        "that really exist, preemptions and evictions.",
+        variables=[
+            query_variable(
+                "cluster_queue", "ClusterQueue", q.kueue("kueue_pending_workloads"), "cluster_queue"
+            )
+        ],
     )
+    board.row("Workloads", *workloads(q))
+    board.row("GPU quota", *quota(q))
+    board.row("Preemption and eviction", *preemption(q))
     return board.build()
