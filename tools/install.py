@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -376,11 +378,49 @@ def file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def _digest(obj: object) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def wrapper_digest(w: Wrapper) -> str:
+    """Hash of everything that shapes a wrapper's go.mod and sources."""
+    return _digest(dataclasses.asdict(w))
+
+
+def recipe_digest(tool: Tool) -> str:
+    """Hash of everything that shapes a tool's binary besides the Go toolchain."""
+    return _digest(dataclasses.asdict(tool))
+
+
+def manifest_path(name: str) -> Path:
+    """Build record of an installed binary (kept out of bin/ so bin/ holds binaries only)."""
+    return cache_dir() / "manifests" / f"{expected_path(name).name}.json"
+
+
+def recipe_changed(tool: Tool) -> bool:
+    """True if the cached binary was built from a different recipe than the current one.
+
+    The binary's cache key is only <name>-<version> (the contract other code relies on), so
+    a change of flags or tags under the same pin is reported, not silently rebuilt.
+    """
+    try:
+        built = json.loads(manifest_path(tool.name).read_text()).get("recipe")
+    except (OSError, ValueError):
+        return False  # no record (built before manifests existed): nothing to compare
+    return bool(built) and built != recipe_digest(tool)
+
+
 def prepare_wrapper(w: Wrapper, log: Path) -> Path:
     """Create (or reuse) the wrapper module directory for w."""
     wdir = cache_dir() / "build" / w.key
     wdir.mkdir(parents=True, exist_ok=True)
     gomod = wdir / "go.mod"
+    stamp = wdir / "recipe"
+    # A wrapper written by an older recipe (other replaces, godebug, sources) is rebuilt
+    # from scratch; module downloads stay in GOMODCACHE, so this costs seconds.
+    if gomod.exists() and (not stamp.exists() or stamp.read_text().strip() != wrapper_digest(w)):
+        for stale in (gomod, wdir / "go.sum", *(wdir / n for n, _ in w.files)):
+            stale.unlink(missing_ok=True)
     if not gomod.exists():
         upstream = upstream_gomod(w.module, w.version, wdir, log)
         up_go = re.search(r"^go\s+(\S+)", upstream, re.M)
@@ -391,6 +431,7 @@ def prepare_wrapper(w: Wrapper, log: Path) -> Path:
         # Write go.mod last and atomically: its presence marks a complete wrapper.
         tmp = wdir / "go.mod.tmp"
         tmp.write_text(wrapper_gomod(w, upstream, go_version))
+        stamp.write_text(wrapper_digest(w) + "\n")
         os.replace(tmp, gomod)
     return wdir
 
@@ -424,6 +465,7 @@ _ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 
 def build(tool: Tool, verbose: bool) -> str:
     """Build tool into the cache; return the smoke-check line."""
+    started = time.monotonic()
     logdir = cache_dir() / "build" / "logs"
     logdir.mkdir(parents=True, exist_ok=True)
     log = logdir / f"{tool.name}-{PINS[tool.name]}.log"
@@ -448,6 +490,22 @@ def build(tool: Tool, verbose: bool) -> str:
     tmp.chmod(0o755)
     os.replace(tmp, dest)  # atomic: readers see the old state or a complete binary
     out.unlink()
+    record = {
+        "tool": tool.name,
+        "version": PINS[tool.name],
+        "module": f"{tool.wrapper.module}@{tool.wrapper.version}",
+        "package": tool.package,
+        "ldflags": list(tool.ldflags),
+        "tags": list(tool.tags),
+        "go": local_go_version(),
+        "recipe": recipe_digest(tool),
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "build_seconds": round(time.monotonic() - started, 1),
+        "smoke": line,
+    }
+    manifest = manifest_path(tool.name)
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    manifest.write_text(json.dumps(record, indent=2) + "\n")
     return line
 
 
@@ -460,7 +518,8 @@ def install(names: Sequence[str], force: bool, verbose: bool) -> int:
         label = f"{name} {PINS[name]}"
         start = time.monotonic()
         if is_installed(name) and not force:
-            print(f"{label}: cached ({time.monotonic() - start:.2f}s)", flush=True)
+            note = " [recipe changed since this build: --force rebuilds]" if recipe_changed(tool) else ""
+            print(f"{label}: cached ({time.monotonic() - start:.2f}s){note}", flush=True)
             continue
         print(f"{label}: building from {tool.wrapper.module}@{tool.wrapper.version} ...", flush=True)
         try:
