@@ -1,8 +1,9 @@
 """Taint add/remove against a REAL kube-apiserver (no fake API).
 
-Needs a pytest fixture named `kubeconfig` (a path to the kubeconfig of a throwaway
-kube-apiserver + etcd) from the control-plane harness of issue 7; until that exists these
-tests skip. They create Node objects with unique names and labels and delete them after.
+The apiserver comes from the `kubeconfig` fixture of the control-plane harness (issue 7,
+tests/controlplane/fixtures.py: etcd + kube-apiserver on loopback, shared by the session);
+without that fixture these tests skip. They create Node objects with unique names and
+labels, the way virtual-kubelet registers its node, and delete them afterwards.
 """
 
 from __future__ import annotations
