@@ -138,7 +138,7 @@ def bench_tools(repo: Path, cli: list[str], runs: int, count: int, objects: int)
         kubeconform = str(tool_path("kubeconform"))
         from generators.validation.schemastore import ensure_schemas
 
-        schema_dir = ensure_schemas("1.36.2", ROOT.parent / "shared" / "crds")
+        schema_dir = ensure_schemas("1.36.2")  # the pinned CRDs (schemas/crds.lock)
         samples.append(measure("anchor: kubeconform alone", [
             kubeconform, "-strict", "-summary", "-n", "2", "-kubernetes-version", "1.36.2",
             "-schema-location", str(schema_dir), *files], repo, runs, count, objects, ok=(0, 1)))

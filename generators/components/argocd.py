@@ -37,7 +37,7 @@ KUEUE_GROUP = "kueue.x-k8s.io"
 KUEUE_FINALIZER = "kueue.x-k8s.io/resource-in-use"
 KUEUE_FINALIZED_KINDS = frozenset({"ClusterQueue", "ResourceFlavor", "AdmissionCheck"})
 # spec fields the API server fills from the Kueue v0.19 CRD defaults when we leave them out
-# (tests/gitops check this table against ../shared/crds). Only fields that no rendered object
+# (tests/gitops check this table against the pinned CRDs). Only fields that no rendered object
 # of the kind sets are ignored: a field we render must stay enforced. stopPolicy doubles as
 # the operators' brake (Hold / HoldAndDrain during an incident); selfHeal must not undo it.
 DEFAULTED_SPEC_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {

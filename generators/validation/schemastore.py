@@ -28,7 +28,6 @@ import re
 import shutil
 import tempfile
 import time
-import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -37,6 +36,17 @@ from typing import Any, Final
 
 import yaml
 
+# The pinned CRDs live in pinned_crds.py; these names stay importable from here.
+from generators.validation.pinned_crds import SOURCES_FILE as SOURCES_FILE
+from generators.validation.pinned_crds import CrdPinError as CrdPinError
+from generators.validation.pinned_crds import CrdProblem as CrdProblem
+from generators.validation.pinned_crds import CrdSource as CrdSource
+from generators.validation.pinned_crds import CrdVerificationError as CrdVerificationError
+from generators.validation.pinned_crds import crd_files as crd_files
+from generators.validation.pinned_crds import fetch_crds as fetch_crds
+from generators.validation.pinned_crds import read_sources as read_sources
+from generators.validation.pinned_crds import resolve_crd_dir, sha256_file
+from generators.validation.pinned_crds import verify_crds as verify_crds
 from tools.toolchain import cache_dir
 
 # Bump when the output of this module changes for the same inputs: it is part of the key.
@@ -44,26 +54,15 @@ SCHEMA_FORMAT_VERSION: Final = 4
 DRAFT4: Final = "http://json-schema.org/draft-04/schema#"
 MANIFEST: Final = "manifest.json"
 DEDUPLICATE_MIN_BYTES: Final = 1024  # smaller repeats cost less to compile than to look up
-SOURCES_FILE: Final = "SOURCES.txt"
-REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 _OBJECT_META: Final = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _SUBSCHEMA_MAPS: Final = ("properties", "patternProperties", "definitions", "$defs")
 _SUBSCHEMA_LISTS: Final = ("allOf", "anyOf", "oneOf")
-_SOURCE_LINE: Final = re.compile(
-    r"^(?P<sha>[0-9a-f]{64})\s+(?P<file>\S+)\s+<-\s+"
-    r"(?P<owner>[^/\s]+)/(?P<repo>[^@\s]+)@(?P<ref>[^:\s]+):(?P<path>\S+)$"
-)
-
 Schema = dict[str, Any]
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class SchemaBuildError(RuntimeError):
     """The pinned inputs cannot be turned into a schema set (bad version, CRD, clash)."""
-
-
-class CrdVerificationError(SchemaBuildError):
-    """CRD files do not match the sha256 pins of their SOURCES.txt."""
 
 
 @dataclass(frozen=True)
@@ -77,26 +76,11 @@ class SchemaFile:
     schema: Schema
 
 
-@dataclass(frozen=True)
-class CrdSource:
-    """One pinned CRD file: where it lives locally and upstream, and its sha256."""
-
-    sha256: str
-    file: str  # relative to the CRD directory
-    url: str
-
-
-@dataclass(frozen=True)
-class CrdProblem:
-    """A CRD file that is missing, altered, or not pinned."""
-
-    file: str
-    problem: str
-
-
 def default_crd_dir() -> Path:
-    """The pinned CRDs shipped next to the repository: ../shared/crds."""
-    return REPO_ROOT / ".." / "shared" / "crds"
+    """The verified directory of the CRDs pinned in schemas/crds.lock: $TRAINYARD_CRDS,
+    ../shared/crds or the fetched cache copy (pinned_crds.resolve_crd_dir); CrdsNotFound
+    says to run `python generate.py fetch-crds` when there is none."""
+    return resolve_crd_dir()
 
 
 def normalize_kubernetes_version(version: str) -> str:
@@ -129,22 +113,13 @@ def strict_dir_name(kubernetes_version: str) -> str:
     return f"v{normalize_kubernetes_version(kubernetes_version)}-standalone-strict"
 
 
-def crd_files(crd_dir: Path) -> list[Path]:
-    """Every YAML file under crd_dir, in a stable order."""
-    return sorted(p for p in crd_dir.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def cache_key(kubernetes_version: str, crd_dir: Path) -> str:
     """Hash of every pinned input; a new value means a new schema set."""
     inputs = {
         "format": SCHEMA_FORMAT_VERSION,
         "kubernetes-validate": importlib.metadata.version("kubernetes-validate"),
         "kubernetes": normalize_kubernetes_version(kubernetes_version),
-        "crds": {p.relative_to(crd_dir).as_posix(): _sha256(p) for p in crd_files(crd_dir)},
+        "crds": {p.relative_to(crd_dir).as_posix(): sha256_file(p) for p in crd_files(crd_dir)},
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:20]
 
@@ -152,13 +127,15 @@ def cache_key(kubernetes_version: str, crd_dir: Path) -> str:
 def ensure_schemas(kubernetes_version: str, crd_dir: Path | None = None) -> Path:
     """Directory to pass as kubeconform's -schema-location; built on first use of a key.
 
-    A CRD directory holding SOURCES.txt is verified against it first (CrdVerificationError).
+    Without crd_dir, the pinned CRDs (default_crd_dir(), verified against the lock); a given
+    CRD directory holding SOURCES.txt is verified against it first (CrdVerificationError).
     Concurrent builders each build into a temporary directory; the first rename wins.
     """
-    crd_dir = default_crd_dir() if crd_dir is None else crd_dir
-    if not crd_dir.is_dir():
-        raise SchemaBuildError(f"CRD directory {crd_dir} does not exist; see fetch_crds()")
-    if (crd_dir / SOURCES_FILE).is_file() and (problems := verify_crds(crd_dir)):
+    if crd_dir is None:
+        crd_dir = default_crd_dir()
+    elif not crd_dir.is_dir():
+        raise SchemaBuildError(f"CRD directory {crd_dir} does not exist")
+    elif (crd_dir / SOURCES_FILE).is_file() and (problems := verify_crds(crd_dir)):
         lines = "; ".join(f"{p.file}: {p.problem}" for p in problems)
         raise CrdVerificationError(f"CRDs in {crd_dir} do not match {SOURCES_FILE}: {lines}")
     root = cache_dir() / "schemas"
@@ -218,7 +195,7 @@ def build_schemas(kubernetes_version: str, crd_dir: Path, dest: Path) -> dict[st
         "schemaFormatVersion": SCHEMA_FORMAT_VERSION,
         "kubernetesVersion": k8s.version,
         "kubernetesValidate": importlib.metadata.version("kubernetes-validate"),
-        "crds": {p.relative_to(crd_dir).as_posix(): _sha256(p) for p in crd_files(crd_dir)},
+        "crds": {p.relative_to(crd_dir).as_posix(): sha256_file(p) for p in crd_files(crd_dir)},
         "files": kinds,
         "buildSeconds": round(time.perf_counter() - started, 3),
     }
@@ -454,62 +431,6 @@ def _accept_null(schema: Schema) -> Schema:
     if isinstance(one_of, list) and all("type" in branch for branch in one_of):
         out["oneOf"] = [b for b in one_of if b != {"type": "null"}] + [{"type": "null"}]
     return out
-
-
-def read_sources(sources: Path) -> list[CrdSource]:
-    """Parse SOURCES.txt: `<sha256>  <file>  <- owner/repo@ref:path` per line."""
-    result = []
-    for number, line in enumerate(sources.read_text().splitlines(), 1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        match = _SOURCE_LINE.match(line.strip())
-        if not match:
-            raise SchemaBuildError(f"{sources}:{number}: not `<sha256>  <file>  <- o/r@ref:path`")
-        url = "https://raw.githubusercontent.com/{owner}/{repo}/{ref}/{path}".format(**match.groupdict())
-        result.append(CrdSource(match["sha"], match["file"], url))
-    return result
-
-
-def verify_crds(crd_dir: Path, sources: Path | None = None) -> list[CrdProblem]:
-    """Compare the CRD files under crd_dir with their pins; [] when all match."""
-    pins = {s.file: s for s in read_sources(sources or crd_dir / SOURCES_FILE)}
-    problems = []
-    for name, pin in sorted(pins.items()):
-        path = crd_dir / name
-        if not path.is_file():
-            problems.append(CrdProblem(name, "missing"))
-        elif (actual := _sha256(path)) != pin.sha256:
-            problems.append(CrdProblem(name, f"sha256 {actual}, pinned {pin.sha256}"))
-    for path in crd_files(crd_dir):
-        name = path.relative_to(crd_dir).as_posix()
-        if name not in pins:
-            problems.append(CrdProblem(name, f"not pinned in {SOURCES_FILE}"))
-    return problems
-
-
-def fetch_crds(dest: Path, sources: Path | None = None, timeout: float = 60.0) -> list[Path]:
-    """Download every pinned CRD into dest (with a copy of SOURCES.txt), verifying sha256.
-
-    Nothing is written for a file whose download does not match its pin.
-    """
-    sources = sources or default_crd_dir() / SOURCES_FILE
-    written = []
-    for pin in read_sources(sources):
-        with urllib.request.urlopen(pin.url, timeout=timeout) as response:
-            body: bytes = response.read()
-        if (actual := hashlib.sha256(body).hexdigest()) != pin.sha256:
-            raise CrdVerificationError(f"{pin.url}: sha256 {actual}, pinned {pin.sha256}")
-        written.append(_write_atomic(dest / pin.file, body))
-    _write_atomic(dest / SOURCES_FILE, sources.read_bytes())
-    return written
-
-
-def _write_atomic(path: Path, body: bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(body)
-    os.replace(tmp, path)
-    return path
 
 
 def load_manifest(schema_dir: Path) -> Mapping[str, Any]:

@@ -10,11 +10,10 @@ import yaml
 
 from generators.model import load
 from generators.render import render_environment
+from generators.validation.pinned_crds import resolve_crd_dir
 from tests.controlplane.kube import Kube, Obj, purge_namespaces, wait_true
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# ../shared/crds relative to the repository root (the pinned upstream CRDs, SOURCES.txt).
-CRD_ROOT = REPO_ROOT.parent / "shared" / "crds"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 CRD_ESTABLISHED_SECONDS = 60
 
@@ -24,17 +23,18 @@ EXTERNAL_NAMESPACES = {
 }
 
 
-def crd_documents(crd_root: Path = CRD_ROOT) -> list[Obj]:
-    """Every CustomResourceDefinition under `crd_root`, sorted by file path."""
+def crd_documents(crd_root: Path | None = None) -> list[Obj]:
+    """Every CustomResourceDefinition under `crd_root` (default: the pinned CRDs of
+    schemas/crds.lock, resolve_crd_dir()), sorted by file path."""
     documents: list[Obj] = []
-    for path in sorted(crd_root.rglob("*.yaml")):
+    for path in sorted((crd_root or resolve_crd_dir()).rglob("*.yaml")):
         for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
             if document and document.get("kind") == "CustomResourceDefinition":
                 documents.append(document)
     return documents
 
 
-def install_crds(kube: Kube, crd_root: Path = CRD_ROOT) -> list[str]:
+def install_crds(kube: Kube, crd_root: Path | None = None) -> list[str]:
     """Server-side apply every pinned CRD and wait until each is Established."""
     names = []
     for crd in crd_documents(crd_root):

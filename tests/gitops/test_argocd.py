@@ -38,7 +38,7 @@ ISSUE_ORDER: tuple[frozenset[str], ...] = (
 
 @cache
 def _crds() -> tuple[Any, ...]:
-    """Every pinned CRD document (../shared/crds), parsed once with the C loader."""
+    """Every pinned CRD document (schemas/crds.lock, default_crd_dir()), parsed once with the C loader."""
     documents = []
     for path in sorted(default_crd_dir().rglob("*.yaml")):
         for doc in yaml.load_all(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader):

@@ -142,6 +142,21 @@ def test_sync_inventory_workflow_reads_nodes_and_opens_a_pr() -> None:
     assert any(s.get("uses", "").startswith("peter-evans/create-pull-request@") for s in _steps(workflow))
 
 
+@pytest.mark.parametrize(("name", "first_use"), [("pr", "python generate.py render --check"),
+                                               ("verify", "make test")])
+def test_pinned_crds_are_fetched_before_they_are_needed(name: str, first_use: str) -> None:
+    """GitHub's runners have no ../shared/crds: validate and the tests need the fetched copy,
+    cached by the lock's hash, and fetch-crds checks whatever the cache restored."""
+    steps = _steps(_workflow(name))
+    runs = [step.get("run", "") for step in steps]
+    fetch = runs.index("python generate.py fetch-crds")
+    [cache] = [i for i, step in enumerate(steps)
+               if step.get("with", {}).get("path") == "~/.cache/trainyard/crds"]
+    assert steps[cache]["uses"].startswith("actions/cache@")
+    assert steps[cache]["with"]["key"] == "trainyard-crds-${{ hashFiles('schemas/crds.lock') }}"
+    assert cache < fetch < next(i for i, run in enumerate(runs) if run.startswith(first_use))
+
+
 def _generate_invocations(text: str) -> list[list[str]]:
     """argv after `generate.py` of every invocation in shell text (continuations joined)."""
     joined = text.replace("\\\n", " ")
@@ -164,7 +179,7 @@ def _all_invocations() -> list[list[str]]:
 
 def test_every_generate_invocation_parses_with_the_real_cli() -> None:
     invocations = _all_invocations()
-    assert {argv[0] for argv in invocations} == {"render", "validate", "diff", "sync-inventory"}
+    assert {argv[0] for argv in invocations} == {"render", "validate", "diff", "sync-inventory", "fetch-crds"}
     parser = cli.parser()
     for argv in invocations:
         try:

@@ -1,0 +1,34 @@
+"""`fetch-crds`: download the CRDs pinned in schemas/crds.lock into the cache, once per lock.
+
+Needed wherever ../shared/crds is absent (a clone elsewhere, GitHub's runners): `validate`
+builds its kubeconform schemas from these files. Each download must match its sha256 pin;
+files already fetched and verified are not downloaded again. $TRAINYARD_CRD_MIRROR replaces
+https://raw.githubusercontent.com (same paths below it) for networks without GitHub access.
+Exit 0 when every pinned file is in place and verified, 1 on a mismatch or network failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = ("download the CRDs pinned in schemas/crds.lock into the cache, verifying each sha256 "
+        "(once; needed where ../shared/crds is absent)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="per-file download timeout (default: 60)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from generators.validation.pinned_crds import LOCK_FILE, CrdPinError, fetch_pinned, read_sources
+
+    try:
+        dest, downloaded = fetch_pinned(LOCK_FILE, timeout=args.timeout)
+    except CrdPinError as error:
+        print(f"generate.py fetch-crds: error: {error}", file=sys.stderr)
+        return 1
+    total = len(read_sources(LOCK_FILE))
+    print(f"{dest}: {total} pinned CRD files verified ({len(downloaded)} downloaded)")
+    return 0
