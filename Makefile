@@ -15,6 +15,7 @@ setup: $(STAMP)
 
 tools: setup
 	$(PY) tools/install.py
+	$(PY) generate.py fetch-crds --if-missing
 
 render: setup
 	$(PY) generate.py render

@@ -19,11 +19,28 @@ HELP = ("download the CRDs pinned in schemas/crds.lock into the cache, verifying
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                         help="per-file download timeout (default: 60)")
+    parser.add_argument("--if-missing", action="store_true",
+                        help="do nothing when a verified copy is already found (../shared/crds, "
+                        "$TRAINYARD_CRDS or the cache): what `make` runs")
 
 
 def run(args: argparse.Namespace) -> int:
-    from generators.validation.pinned_crds import LOCK_FILE, CrdPinError, fetch_pinned, read_sources
+    from generators.validation.pinned_crds import (
+        LOCK_FILE,
+        CrdPinError,
+        fetch_pinned,
+        read_sources,
+        resolve_crd_dir,
+    )
 
+    if args.if_missing:
+        try:
+            found = resolve_crd_dir()
+        except CrdPinError:
+            pass
+        else:
+            print(f"{found}: pinned CRDs present and verified")
+            return 0
     try:
         dest, downloaded = fetch_pinned(LOCK_FILE, timeout=args.timeout)
     except CrdPinError as error:
