@@ -27,10 +27,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from generators.validation.pinned_crds import (
         LOCK_FILE,
+        SHARED_CRD_DIR,
         CrdPinError,
         fetch_pinned,
         read_sources,
         resolve_crd_dir,
+        seed_cache,
     )
 
     if args.if_missing:
@@ -39,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
         except CrdPinError:
             pass
         else:
+            if found.resolve() == SHARED_CRD_DIR.resolve():
+                found = seed_cache(found)  # later clones elsewhere on this machine find them too
             print(f"{found}: pinned CRDs present and verified")
             return 0
     try:

@@ -220,6 +220,21 @@ def fetch_pinned(lock: Path = LOCK_FILE, timeout: float = 60.0) -> tuple[Path, l
     return dest, downloaded
 
 
+def seed_cache(source: Path, lock: Path = LOCK_FILE) -> Path:
+    """Copy a verified CRD directory (e.g. ../shared/crds) into <cache>/crds/<key>, so that
+    checkouts anywhere on this machine (CI's fresh clone) find the pins without a network."""
+    dest = cached_crd_dir(lock)
+    for pin in read_sources(lock):
+        target = dest / pin.file
+        if not (target.is_file() and sha256_file(target) == pin.sha256):
+            body = (source / pin.file).read_bytes()
+            if hashlib.sha256(body).hexdigest() != pin.sha256:
+                raise CrdVerificationError(f"{source / pin.file}: does not match its pin")
+            _write_atomic(target, body)
+    _write_atomic(dest / SOURCES_FILE, lock.read_bytes())
+    return dest
+
+
 def _write_atomic(path: Path, body: bytes) -> Path:
     """Write via a uniquely named temporary file and rename: concurrent fetchers never collide."""
     path.parent.mkdir(parents=True, exist_ok=True)
