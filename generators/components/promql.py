@@ -8,7 +8,7 @@ disagree about what they measure.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from generators.components.overflow import GATE
 from generators.model.monitoring import Monitoring
@@ -57,6 +57,17 @@ def ksm_resource(resource: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_]", "_", resource)
 
 
+def with_label(expr: str, label: str, value: str) -> str:
+    """`expr` with label `label` set to the constant `value` (label_replace from no source)."""
+    return f'label_replace({expr}, {quote(label)}, {quote(value)}, "", "")'
+
+
+def labelled_union(label: str, exprs: Mapping[str, str]) -> str:
+    """One series set from several expressions, each told apart by `label` = its key
+    (the `counter` of an error-counter family, the `provider` of a spend series)."""
+    return " or ".join(with_label(expr, label, value) for value, expr in exprs.items())
+
+
 def num(value: float) -> str:
     """A number as PromQL prints best: 78, 0.05."""
     return str(int(value)) if float(value).is_integer() else repr(float(value))
@@ -99,8 +110,11 @@ class Queries:
     def expected_gpus_per_node(self) -> str:
         """Per node: the GPUs its pool promises, with labels pool and expected."""
         parts = [
-            f"label_replace(label_replace({self.pool_nodes(p)} * 0 + {p.gpus_per_node}, "
-            f'"pool", {quote(p.name)}, "", ""), "expected", "{p.gpus_per_node}", "", "")'
+            with_label(
+                with_label(f"{self.pool_nodes(p)} * 0 + {p.gpus_per_node}", "pool", p.name),
+                "expected",
+                str(p.gpus_per_node),
+            )
             for p in self.env.pools
         ]
         return "(" + " or ".join(parts) + ")"
@@ -128,16 +142,15 @@ class Queries:
 
     def allocatable_gpus_by_flavor(self) -> str:
         """Per Kueue flavor (= pool): allocatable GPUs of its usable nodes."""
-        parts = []
+        totals = {}
         for p in self.env.pools:
             resource = f"resource={quote(ksm_resource(p.gpu_resource))}"
             alloc = self.ksm("kube_node_status_allocatable", resource)
-            total = (
+            totals[p.name] = (
                 f"sum(max by (node) ({alloc}) and on (node) {self.pool_nodes(p)} "
-                f"and on (node) ({self.usable_nodes()}))"
+                f"and on (node) ({self.usable_nodes()})) or vector(0)"
             )
-            parts.append(f'label_replace({total} or vector(0), "flavor", {quote(p.name)}, "", "")')
-        return "(" + " or ".join(parts) + ")"
+        return "(" + labelled_union("flavor", totals) + ")"
 
     def nominal_gpus_by_flavor(self) -> str:
         """Per flavor: nominal GPU quota summed over ClusterQueues (needs Kueue's
@@ -184,11 +197,7 @@ class Queries:
 
     def per_provider(self, expr_of: Callable[[Provider], str]) -> str:
         """One series per provider (label provider), even when the provider is idle."""
-        parts = [
-            f'label_replace({expr_of(p)}, "provider", {quote(p.name)}, "", "")'
-            for p in self.overflow.providers
-        ]
-        return "(" + " or ".join(parts) + ")"
+        return "(" + labelled_union("provider", {p.name: expr_of(p) for p in self.overflow.providers}) + ")"
 
     def spend_usd_per_hour(self, provider: Provider) -> str:
         """Estimated spend: GPUs in use times the provider's price (USD per GPU-hour)."""

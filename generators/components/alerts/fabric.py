@@ -4,7 +4,7 @@ failures were cross-node communication, and DCGM does not see the fabric."""
 from __future__ import annotations
 
 from generators.components.alerts.rule import VALUE, Rule, alert, label
-from generators.components.promql import Queries
+from generators.components.promql import Queries, labelled_union
 
 ACTIVE_STATE = 4  # node_infiniband_state_id: 4 = ACTIVE
 LINK_UP_PHYSICAL_STATE = 5  # node_infiniband_physical_state_id: 5 = LinkUp
@@ -46,12 +46,10 @@ def port_not_active(q: Queries) -> Rule:
 def link_errors(q: Queries) -> Rule:
     m, h = q.m, q.m.node_exporter_host_label
     window = m.alerts.error_window
-    parts = [
-        f'label_replace(increase({q.ib(metric)}[{window}]), "counter", "{name}", "", "")'
-        for name, metric in LINK_ERROR_COUNTERS.items()
-    ]
+    increases = {name: f"increase({q.ib(metric)}[{window}])" for name, metric in LINK_ERROR_COUNTERS.items()}
     expr = (
-        f"sum by ({_by_port(q, 'counter')}) ({' or '.join(parts)}) > {m.alerts.infiniband_errors_per_window}"
+        f"sum by ({_by_port(q, 'counter')}) ({labelled_union('counter', increases)}) "
+        f"> {m.alerts.infiniband_errors_per_window}"
     )
     return alert(
         m,

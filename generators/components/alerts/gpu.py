@@ -8,7 +8,7 @@ restart when the pod on the GPU changes.
 from __future__ import annotations
 
 from generators.components.alerts.rule import VALUE, VALUE_PERCENT, Rule, alert, label
-from generators.components.promql import DCGM_BLANK_MIN, Queries, num, quote
+from generators.components.promql import DCGM_BLANK_MIN, Queries, labelled_union, num, quote
 
 THROTTLE_RATE_WINDOW = "5m"  # long enough to smooth DCGM's 30s sampling of the ns counter
 NVLINK_COUNTERS = {  # counter label -> DCGM field (none is in dcgm-exporter's default CSV)
@@ -111,11 +111,11 @@ def memory(q: Queries) -> Rule:
 
 def nvlink(q: Queries) -> Rule:
     m, h = q.m, q.m.host_label
-    parts = [
-        f'label_replace({_increase(q, metric)}, "counter", "{name}", "", "")'
-        for name, metric in NVLINK_COUNTERS.items()
-    ]
-    expr = f"sum by ({_by_gpu(q, 'counter')}) ({' or '.join(parts)}) > {m.alerts.nvlink_errors_per_window}"
+    increases = {name: _increase(q, metric) for name, metric in NVLINK_COUNTERS.items()}
+    expr = (
+        f"sum by ({_by_gpu(q, 'counter')}) ({labelled_union('counter', increases)}) "
+        f"> {m.alerts.nvlink_errors_per_window}"
+    )
     return alert(
         m,
         "NVLinkErrors",

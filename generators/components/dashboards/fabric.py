@@ -17,7 +17,7 @@ from generators.components.dashboards.panels import (
     query_variable,
     single,
 )
-from generators.components.promql import Queries, quote
+from generators.components.promql import Queries, labelled_union, quote
 from generators.model.types import Environment
 
 SLUG = "fabric"
@@ -27,9 +27,7 @@ IB_TABLE_COUNTERS = {**LINK_ERROR_COUNTERS, "vl15_dropped": "node_infiniband_vl1
 
 
 def _labelled_increase(series: dict[str, str], window: str) -> str:
-    return " or ".join(
-        f'label_replace(increase({s}[{window}]), "counter", "{name}", "", "")' for name, s in series.items()
-    )
+    return labelled_union("counter", {name: f"increase({s}[{window}])" for name, s in series.items()})
 
 
 def infiniband(q: Queries) -> list[Panel]:
