@@ -7,6 +7,8 @@ restart when the pod on the GPU changes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from generators.components.alerts.rule import VALUE, VALUE_PERCENT, Rule, alert, label
 from generators.components.promql import DCGM_BLANK_MIN, Queries, labelled_union, num, quote
 
@@ -19,10 +21,15 @@ NVLINK_COUNTERS = {  # counter label -> DCGM field (none is in dcgm-exporter's d
 }
 
 
+def _unless_blank(q: Queries, metric: str, expr_of: Callable[[str], str]) -> str:
+    """`expr_of(series)`, ignoring GPUs whose counter reads a DCGM blank."""
+    series = q.dcgm(metric)
+    return f"({expr_of(series)} and ({series} < {DCGM_BLANK_MIN}))"
+
+
 def _increase(q: Queries, metric: str) -> str:
     """Increase over the error window, ignoring GPUs whose counter reads a DCGM blank."""
-    window = q.m.alerts.error_window
-    return f"(increase({q.dcgm(metric)}[{window}]) and ({q.dcgm(metric)} < {DCGM_BLANK_MIN}))"
+    return _unless_blank(q, metric, lambda series: f"increase({series}[{q.m.alerts.error_window}])")
 
 
 def _by_gpu(q: Queries, extra: str = "") -> str:
@@ -50,9 +57,8 @@ def temperature(q: Queries) -> Rule:
 
 def throttling(q: Queries) -> Rule:
     m, h = q.m, q.m.host_label
-    metric = "DCGM_FI_DEV_THERMAL_VIOLATION"
-    ratio = (
-        f"(rate({q.dcgm(metric)}[{THROTTLE_RATE_WINDOW}]) / 1e9 and ({q.dcgm(metric)} < {DCGM_BLANK_MIN}))"
+    ratio = _unless_blank(  # the counter is in ns: / 1e9 makes it a share of time
+        q, "DCGM_FI_DEV_THERMAL_VIOLATION", lambda series: f"rate({series}[{THROTTLE_RATE_WINDOW}]) / 1e9"
     )
     threshold = num(m.alerts.thermal_throttle_percent / 100)
     return alert(
