@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from grafana_foundation_sdk.builders import common as common_builders
 from grafana_foundation_sdk.builders import dashboard as dash
@@ -24,6 +24,7 @@ from generators.model.monitoring import Monitoring
 DATASOURCE = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
 TAG = "trainyard"
 Panel = timeseries.Panel | stat.Panel | table.Panel
+PanelT = TypeVar("PanelT", timeseries.Panel, stat.Panel, table.Panel)
 
 
 def legend(name: str) -> str:
@@ -46,7 +47,19 @@ def _target(query: Query, ref: str, *, instant: bool) -> prometheus.Dataquery:
     return target
 
 
-def _targets(panel: Any, queries: list[Query], *, instant: bool = False) -> Any:
+def _framed(panel: PanelT, title: str, description: str, unit: str, span: int, height: int) -> PanelT:
+    """What every panel sets alike: its texts, the datasource variable, unit and size."""
+    return (
+        panel.title(title)
+        .description(description)
+        .datasource(DATASOURCE)
+        .unit(unit)
+        .span(span)
+        .height(height)
+    )
+
+
+def _targets(panel: PanelT, queries: list[Query], *, instant: bool = False) -> PanelT:
     for index, query in enumerate(queries):
         panel = panel.with_target(_target(query, chr(ord("A") + index), instant=instant))
     return panel
@@ -72,13 +85,7 @@ def graph(
 ) -> timeseries.Panel:
     """A time series; `limit` draws a red threshold line (e.g. the temperature limit)."""
     panel = (
-        timeseries.Panel()
-        .title(title)
-        .description(description)
-        .datasource(DATASOURCE)
-        .unit(unit)
-        .span(span)
-        .height(height)
+        _framed(timeseries.Panel(), title, description, unit, span, height)
         .fill_opacity(10)
         .legend(
             common_builders.VizLegendOptions()
@@ -99,7 +106,7 @@ def graph(
         )
     if stacked:
         panel = panel.stacking(common_builders.StackingConfig().mode(common.StackingMode.NORMAL))
-    return _targets(panel, queries)  # type: ignore[no-any-return]
+    return _targets(panel, queries)
 
 
 def single(
@@ -115,17 +122,11 @@ def single(
 ) -> stat.Panel:
     """A stat reducing the series with `calc` (lastNotNull, max ...); turns red at `limit`."""
     panel = (
-        stat.Panel()
-        .title(title)
-        .description(description)
-        .datasource(DATASOURCE)
-        .unit(unit)
-        .span(span)
-        .height(height)
+        _framed(stat.Panel(), title, description, unit, span, height)
         .thresholds(_steps(limit))
         .reduce_options(common_builders.ReduceDataOptions().calcs([calc]).values(False))
     )
-    return _targets(panel, [query])  # type: ignore[no-any-return]
+    return _targets(panel, [query])
 
 
 def grid(
@@ -143,16 +144,8 @@ def grid(
     by `columns` and sorted by the first of them."""
     values = ["Value"] if len(queries) == 1 else [f"Value #{chr(ord('A') + i)}" for i in range(len(queries))]
     rename = dict(zip(values, columns, strict=True))
-    panel = (
-        table.Panel()
-        .title(title)
-        .description(description)
-        .datasource(DATASOURCE)
-        .unit(unit)
-        .span(span)
-        .height(height)
-        .sort_by([common_builders.TableSortByFieldState().display_name(columns[0]).desc(descending)])
-    )
+    sort = common_builders.TableSortByFieldState().display_name(columns[0]).desc(descending)
+    panel = _framed(table.Panel(), title, description, unit, span, height).sort_by([sort])
     if len(queries) > 1:  # one frame per query: join them on their labels
         panel = panel.with_transformation(dm.DataTransformerConfig(id_val="merge", options={}))
     panel = panel.with_transformation(
@@ -160,7 +153,7 @@ def grid(
             id_val="organize", options={"excludeByName": {"Time": True}, "renameByName": rename}
         )
     )
-    return _targets(panel, queries, instant=True)  # type: ignore[no-any-return]
+    return _targets(panel, queries, instant=True)
 
 
 def datasource_variable() -> dash.DatasourceVariable:
