@@ -14,10 +14,11 @@ from generators.components.dashboards.panels import (
     graph,
     grid,
     legend,
+    matches,
     query_variable,
     single,
 )
-from generators.components.promql import Queries, labelled_union, quote
+from generators.components.promql import Queries, labelled_union
 from generators.model.types import Environment
 
 SLUG = "fabric"
@@ -32,7 +33,7 @@ def _labelled_increase(series: dict[str, str], window: str) -> str:
 
 def infiniband(q: Queries) -> list[Panel]:
     nh = q.m.node_exporter_host_label
-    host = f"{nh}=~{quote('$host')}"
+    host = matches(nh, "host")
     port = legend(nh) + " {{device}}/{{port}}"
 
     def rate(metric: str) -> str:
@@ -93,7 +94,7 @@ def infiniband(q: Queries) -> list[Panel]:
 
 def nvlink(q: Queries) -> list[Panel]:
     h = q.m.host_label
-    host = f"{h}=~{quote('$host')}"
+    host = matches(h, "host")
     errors = {name: q.dcgm(series, host) for name, series in NVLINK_COUNTERS.items()}
     return [
         graph(

@@ -11,10 +11,11 @@ from generators.components.dashboards.panels import (
     graph,
     grid,
     legend,
+    matches,
     query_variable,
     single,
 )
-from generators.components.promql import DCGM_BLANK_MIN, Queries, quote
+from generators.components.promql import DCGM_BLANK_MIN, Queries
 from generators.model.types import Environment
 
 SLUG = "gpu-health"
@@ -31,7 +32,7 @@ class _Scope:
 
     def __init__(self, q: Queries) -> None:
         self.q, self.h = q, q.m.host_label
-        self.host = f"{self.h}=~{quote('$host')}"
+        self.host = matches(self.h, "host")
         self.by_gpu = f"{self.h}, gpu"
         self.legend = legend(self.h) + " GPU {{gpu}}"
 

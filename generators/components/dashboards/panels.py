@@ -19,6 +19,7 @@ from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as dm
 from grafana_foundation_sdk.models import prometheus as pm
 
+from generators.components.promql import quote
 from generators.model.monitoring import Monitoring
 
 DATASOURCE = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
@@ -156,13 +157,18 @@ def grid(
     return _targets(panel, queries, instant=True)
 
 
+def matches(label_name: str, variable: str) -> str:
+    """The matcher that filters `label_name` by a query_variable's selection."""
+    return f"{label_name}=~{quote('$' + variable)}"
+
+
 def datasource_variable() -> dash.DatasourceVariable:
     return dash.DatasourceVariable("datasource").label("Data source").type("prometheus")
 
 
 def query_variable(name: str, label: str, series: str, label_name: str) -> dash.QueryVariable:
     """A variable of the values of `label_name` on `series`; multi-select with All = `.*`
-    (a regex: queries use =~)."""
+    (a regex: queries filter with matches())."""
     query = f"label_values({series}, {label_name})"
     return (
         dash.QueryVariable(name)

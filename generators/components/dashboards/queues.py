@@ -6,15 +6,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.components.dashboards.panels import Board, Panel, Query, graph, grid, query_variable, single
-from generators.components.promql import Queries, match_any, quote
+from generators.components.dashboards.panels import (
+    Board,
+    Panel,
+    Query,
+    graph,
+    grid,
+    matches,
+    query_variable,
+    single,
+)
+from generators.components.promql import Queries, match_any
 from generators.model.types import Environment
 
 SLUG = "queues"
 TIMEOUT = 'reason="PodsReadyTimeout"'
 
 
-CQ = f"cluster_queue=~{quote('$cluster_queue')}"
+CQ = matches("cluster_queue", "cluster_queue")
 
 
 def workloads(q: Queries) -> list[Panel]:

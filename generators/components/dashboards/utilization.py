@@ -6,8 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.components.dashboards.panels import Board, Panel, Query, graph, grid, query_variable, single
-from generators.components.promql import Queries, quote
+from generators.components.dashboards.panels import (
+    Board,
+    Panel,
+    Query,
+    graph,
+    grid,
+    matches,
+    query_variable,
+    single,
+)
+from generators.components.promql import Queries
 from generators.model.types import Environment
 
 SLUG = "utilization"
@@ -23,7 +32,7 @@ class _Signals:
 
     def __init__(self, q: Queries) -> None:
         self.q, self.h = q, q.m.host_label
-        self.filters = (f"{self.h}=~{quote('$host')}", f"namespace=~{quote('$namespace')}")
+        self.filters = (matches(self.h, "host"), matches("namespace", "namespace"))
         self.util = f"{q.dcgm('DCGM_FI_DEV_GPU_UTIL', *self.filters)} / 100"
         self.sm = q.dcgm("DCGM_FI_PROF_SM_ACTIVE", *self.filters)
         self.tensor = q.dcgm("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", *self.filters)
