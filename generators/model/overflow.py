@@ -150,6 +150,11 @@ class Overflow:
     def virtual_nodes(self) -> tuple[str, ...]:
         return tuple(p.node_name for p in self.providers)
 
+    @property
+    def max_usd_per_hour(self) -> float:
+        """Spend with every provider's every advertised GPU busy."""
+        return round(sum(p.max_usd_per_hour for p in self.providers), 2)
+
 
 def _image(raw: dict[str, Any]) -> Image:
     return Image(raw["repository"], raw["tag"], raw.get("digest"))

@@ -108,7 +108,6 @@ def virtual_nodes(q: Queries) -> list[Panel]:
 def spend(q: Queries) -> list[Panel]:
     per_provider = q.per_provider(q.spend_usd_per_hour)
     total = f"sum({per_provider})"
-    worst = sum(p.max_usd_per_hour for p in q.overflow.providers)
     return [
         graph(
             "Estimated spend rate",
@@ -130,7 +129,7 @@ def spend(q: Queries) -> list[Panel]:
             "Worst case per hour",
             "Every advertised provider GPU busy (USD per hour).",
             "currencyUSD",
-            Query(f"vector({num(round(worst, 2))})"),
+            Query(f"vector({num(q.overflow.max_usd_per_hour)})"),
             span=4,
         ),
     ]
