@@ -22,18 +22,11 @@ def _free_gpus(q: Queries) -> list[Query]:
         Query(f"max({q.gate('trainyard_gate_free_gpus')})", "free GPUs (gate's last reading)"),
     ]
     for p in ov.providers:
-        lines.append(
-            Query(
-                f"vector({p.band.close_when_free_gpus_at_least})",
-                f"{p.name}: closes at >= {p.band.close_when_free_gpus_at_least}",
-            )
-        )
-        lines.append(
-            Query(
-                f"vector({p.band.open_when_free_gpus_below})",
-                f"{p.name}: opens below {p.band.open_when_free_gpus_below}",
-            )
-        )
+        for gpus, meaning in (
+            (p.band.close_when_free_gpus_at_least, "closes at >="),
+            (p.band.open_when_free_gpus_below, "opens below"),
+        ):
+            lines.append(Query(f"vector({gpus})", f"{p.name}: {meaning} {gpus}"))
     return lines
 
 
