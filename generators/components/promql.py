@@ -175,7 +175,7 @@ class Queries:
         return metric + selector(f"job={quote(GATE_JOB)}", f"namespace={ns}", *extra)
 
     def virtual_nodes(self) -> str:
-        return match_any("node", [p.node_name for p in self.overflow.providers])
+        return match_any("node", list(self.overflow.virtual_nodes))
 
     def active_pods(self) -> str:
         """Per pod: 1 while it is Pending or Running (finished pods hold no GPUs)."""
