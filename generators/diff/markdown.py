@@ -55,7 +55,7 @@ class _EnvParts:
 
     def head(self, max_rows: int, with_diagram: bool) -> str:
         env = self.env
-        out = [f"### `{env.name}`: {_counts(env)}"]
+        out = [f"### `{env.name}`: {wording.counts(env)}"]
         if env.summary is None:
             out.append(f"> [!NOTE]\n> {env.note}")
         elif not env.summary.empty:
@@ -65,10 +65,6 @@ class _EnvParts:
                        "</summary>\n\n" + fence(mermaid.diagram(env.model, env.summary), "mermaid")
                        + "\n\n</details>")
         return "\n\n".join(out)
-
-
-def _counts(env: EnvReport) -> str:
-    return f"{env.count('changed')} changed, {env.count('added')} added, {env.count('removed')} removed"
 
 
 def _has_changes(env: EnvReport) -> bool:

@@ -32,10 +32,6 @@ class Palette:
         return f"\x1b[{_CODES[style]}m{text}\x1b[0m" if self.enabled else text
 
 
-def counts(env: EnvReport) -> str:
-    return f"{env.count('changed')} changed, {env.count('added')} added, {env.count('removed')} removed"
-
-
 def _section(title: str, lines: Iterable[str], paint: Palette) -> list[str]:
     body = [f"    {line}" for line in lines]
     return [f"  {paint('bold', title)}", *body] if body else []
@@ -82,7 +78,7 @@ def render(report: Report, paint: Palette) -> str:
         if not env.changes and summary_empty:
             lines.append(f"{paint('bold', env.name)}: no changes")
             continue
-        lines.append(f"{paint('bold', env.name)}: {counts(env)}")
+        lines.append(f"{paint('bold', env.name)}: {wording.counts(env)}")
         lines += _summary(env, paint)
         objects: list[str] = []
         for change in env.changes:

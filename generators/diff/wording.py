@@ -8,9 +8,15 @@ from typing import Any
 
 from generators.diff.changes import ObjectChange
 from generators.diff.fields import MISSING, FieldChange, format_path
+from generators.diff.report import EnvReport
 from generators.diff.summary import Delta, PoolSummary, QuotaSummary, SettingSummary, TierSummary
 
 MAX_VALUE_CHARS = 80
+
+
+def counts(env: EnvReport) -> str:
+    """`2 changed, 1 added, 0 removed`: the objects of one environment."""
+    return f"{env.count('changed')} changed, {env.count('added')} added, {env.count('removed')} removed"
 
 
 def delta(value: Delta[Any], arrow: str = "->", absent: str = "-") -> str:
