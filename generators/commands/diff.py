@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("text", "markdown", "json"), default="text",
                         help="text for a terminal, markdown for a PR comment, json for machines")
     parser.add_argument("--no-color", action="store_true", help="no ANSI colours (also: NO_COLOR=1)")
-    parser.add_argument("--max-chars", type=int, default=65_536, metavar="N",
+    parser.add_argument("--max-chars", type=int, metavar="N",
                         help="markdown: keep the comment within N characters (default: GitHub's 65,536)")
 
 
@@ -36,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(jsondoc.render(built))
     elif args.format == "markdown":
-        sys.stdout.write(markdown.render(built, args.max_chars))
+        limit = markdown.COMMENT_LIMIT if args.max_chars is None else args.max_chars
+        sys.stdout.write(markdown.render(built, limit))
     else:
         sys.stdout.write(text.render(built, text.Palette(text.use_colour(sys.stdout, args.no_color))))
     return 0
