@@ -7,6 +7,7 @@ can never disagree with what is rendered.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
@@ -14,6 +15,7 @@ from generators.diff import overflow
 from generators.model.types import Environment, Pool, Quota, Tier
 
 T = TypeVar("T")
+K = TypeVar("K")
 Presence = Literal["added", "removed", "changed"]
 
 
@@ -87,6 +89,11 @@ class EnvSummary:
         return not (self.pools or self.quotas or self.tiers or self.overflow)
 
 
+def _after_then_removed(old: Mapping[K, Any], new: Mapping[K, Any]) -> list[K]:
+    """Keys in the order of the new side, then those only the old side has."""
+    return [*new, *(key for key in old if key not in new)]
+
+
 def _pair(before: object | None, after: object | None, attribute: str) -> Delta[Any]:
     """Delta of one attribute of the same thing on both sides (None where it is absent)."""
     return Delta(None if before is None else getattr(before, attribute),
@@ -116,7 +123,7 @@ def _pools(before: Environment | None, after: Environment | None) -> list[PoolSu
     old = {p.name: p for p in before.pools} if before else {}
     new = {p.name: p for p in after.pools} if after else {}
     out = []
-    for name in [*new, *(n for n in old if n not in new)]:
+    for name in _after_then_removed(old, new):
         b, a = old.get(name), new.get(name)
         shown: Pool = a or b  # type: ignore[assignment]  # one side always exists
         row = PoolSummary(
@@ -148,7 +155,7 @@ def _quotas(before: Environment | None, after: Environment | None) -> list[Quota
     old, new = _cells(before), _cells(after)
     gpu_resources = {p.gpu_resource for env in (before, after) if env for p in env.pools}
     out = []
-    for key in [*new, *(k for k in old if k not in new)]:
+    for key in _after_then_removed(old, new):
         b, a = old.get(key), new.get(key)
         row = QuotaSummary(*key, key[2] in gpu_resources,
                            *(Delta(_show(b, f), _show(a, f))
@@ -162,7 +169,7 @@ def _tiers(before: Environment | None, after: Environment | None) -> list[TierSu
     old = {t.name: t for t in before.tiers} if before else {}
     new = {t.name: t for t in after.tiers} if after else {}
     out = []
-    for name in [*new, *(n for n in old if n not in new)]:
+    for name in _after_then_removed(old, new):
         b: Tier | None = old.get(name)
         a: Tier | None = new.get(name)
         row = TierSummary(name, _presence(b, a), _pair(b, a, "workload_priority"),
@@ -176,7 +183,7 @@ def _tiers(before: Environment | None, after: Environment | None) -> list[TierSu
 def _overflow(before: Environment | None, after: Environment | None) -> list[SettingSummary]:
     old, new = overflow.settings(before), overflow.settings(after)
     return [SettingSummary(label, Delta(old.get(label), new.get(label)))
-            for label in [*new, *(k for k in old if k not in new)] if old.get(label) != new.get(label)]
+            for label in _after_then_removed(old, new) if old.get(label) != new.get(label)]
 
 
 def summarize(before: Environment | None, after: Environment | None) -> EnvSummary:
