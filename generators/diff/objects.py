@@ -44,7 +44,7 @@ class ObjectRecord:
 def key_of(env: str, obj: Obj) -> ObjectKey:
     api_version = str(obj.get("apiVersion", ""))
     meta = obj.get("metadata") or {}
-    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+    group = api_version.rpartition("/")[0]  # "" for the core group's bare "v1"
     return ObjectKey(env, group, str(obj.get("kind", "")), str(meta.get("namespace") or ""),
                      str(meta.get("name", "")))
 
