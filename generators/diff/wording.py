@@ -48,15 +48,13 @@ def field(change: ObjectChange, fc: FieldChange, arrow: str = "->") -> str:
 
 
 def pool(row: PoolSummary, arrow: str = "->") -> str:
-    gpus = f"schedulable {row.gpu_resource} {delta(row.schedulable_gpus, arrow)}"
     if row.presence != "changed":
         side = "after" if row.presence == "added" else "before"
         nodes, reserve = getattr(row.nodes, side), getattr(row.reserve_nodes, side)
-        gpus = f"schedulable {row.gpu_resource} {getattr(row.schedulable_gpus, side)}"
         return (f"{row.name}: pool {row.presence} ({row.role}, {row.gpu_model}): {nodes} nodes, "
-                f"reserve {reserve}, {gpus}")
+                f"reserve {reserve}, schedulable {row.gpu_resource} {getattr(row.schedulable_gpus, side)}")
     text = (f"{row.name}: nodes {delta(row.nodes, arrow)}, reserve {delta(row.reserve_nodes, arrow)}, "
-            f"{gpus}")
+            f"schedulable {row.gpu_resource} {delta(row.schedulable_gpus, arrow)}")
     if row.per_node:
         text += "; per node: " + ", ".join(f"{name} {delta(d, arrow)}" for name, d in row.per_node)
     return text
