@@ -22,7 +22,6 @@ Severity = Literal["error", "warning"]
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 COMPONENT_LABEL = "trainyard.dev/component"
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True, order=True)
@@ -45,6 +44,12 @@ class Finding:
                 "severity": self.severity, "message": self.message}
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """`value` if it is a mapping, else empty: a policy must not crash on a malformed object
+    (kubeconform reports the shape)."""
+    return value if isinstance(value, Mapping) else {}
+
+
 @dataclass(frozen=True, eq=False)  # identity: objects are dict keys in policies
 class RenderedObject:
     """One YAML document of a file under rendered/<env>/."""
@@ -58,8 +63,7 @@ class RenderedObject:
 
     @property
     def metadata(self) -> Mapping[str, Any]:
-        meta = self.obj.get("metadata")
-        return meta if isinstance(meta, Mapping) else {}
+        return _mapping(self.obj.get("metadata"))
 
     @property
     def name(self) -> str:
@@ -72,13 +76,11 @@ class RenderedObject:
 
     @property
     def labels(self) -> Mapping[str, Any]:
-        labels = self.metadata.get("labels")
-        return labels if isinstance(labels, Mapping) else {}
+        return _mapping(self.metadata.get("labels"))
 
     @property
     def annotations(self) -> Mapping[str, Any]:
-        annotations = self.metadata.get("annotations")
-        return annotations if isinstance(annotations, Mapping) else {}
+        return _mapping(self.metadata.get("annotations"))
 
     @property
     def component(self) -> str:
@@ -86,8 +88,7 @@ class RenderedObject:
 
     @property
     def spec(self) -> Mapping[str, Any]:
-        spec = self.obj.get("spec")
-        return spec if isinstance(spec, Mapping) else {}
+        return _mapping(self.obj.get("spec"))
 
     @cached_property
     def tree(self) -> list[tuple[walk.Path, Mapping[str, Any]]]:
@@ -140,7 +141,7 @@ def read_objects(root: Path, files: Iterable[Path]) -> ParsedTree:
     for path in files:
         shown = path.relative_to(root).as_posix()
         try:
-            documents = list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_Loader))
+            documents = list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=walk.LOADER))
         except (yaml.YAMLError, UnicodeDecodeError):
             tree.broken.append(path)
             continue

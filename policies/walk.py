@@ -15,7 +15,7 @@ import yaml
 
 Path = tuple[str | int, ...]
 Tree = Iterable[tuple[Path, Mapping[str, Any]]]  # what nodes() yields; RenderedObject.tree caches it
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's C loader where PyYAML has it
 
 
 def nodes(value: Any, path: Path = ()) -> Iterator[tuple[Path, Mapping[str, Any]]]:
@@ -85,7 +85,7 @@ def embedded_documents(obj: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
             if str(key).endswith(".json"):
                 documents = [json.loads(text)]
             else:
-                documents = [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+                documents = [d for d in yaml.load_all(text, Loader=LOADER) if d is not None]
         except (yaml.YAMLError, ValueError):
             continue
         for document in documents:
