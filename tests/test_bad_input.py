@@ -3,13 +3,12 @@ no traceback, and rendered/ stays byte-identical."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import CORPUS, ROOT
-from tests.spine_helpers import run_cli, tree_digest
+from tests.scratch_repo import repo_with, run_cli, tree_digest
 
 CASES = sorted((CORPUS / "bad").glob("*.yaml"))
 
@@ -20,17 +19,9 @@ def _expectation(case: Path) -> str:
     return first.removeprefix("# expect: ")
 
 
-def _repo_with(tmp_path: Path, env_text: str) -> Path:
-    (tmp_path / "environments").mkdir()
-    shutil.copy(ROOT / "environments" / "_defaults.yaml", tmp_path / "environments")
-    (tmp_path / "environments" / "bad.yaml").write_text(env_text)
-    shutil.copytree(ROOT / "rendered", tmp_path / "rendered")
-    return tmp_path
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.stem)
 def test_bad_input_is_one_clear_line(tmp_path: Path, case: Path) -> None:
-    root = _repo_with(tmp_path, case.read_text())
+    root = repo_with(tmp_path, case.read_text())
     before = tree_digest(root / "rendered")
     code, out, err = run_cli(root, "render", "bad")
     assert code == 1, (out, err)
@@ -46,7 +37,7 @@ def test_bad_input_is_one_clear_line(tmp_path: Path, case: Path) -> None:
 
 def test_oversized_file(tmp_path: Path) -> None:
     valid = (CORPUS / "valid-minimal.yaml").read_text()
-    root = _repo_with(tmp_path, valid + "#" + "x" * 600_000 + "\n")
+    root = repo_with(tmp_path, valid + "#" + "x" * 600_000 + "\n")
     code, _, err = run_cli(root, "render", "bad")
     assert code == 1
     assert err.startswith("environments/bad.yaml:1:1: error: file is ") and "limit" in err
@@ -56,7 +47,7 @@ def test_template_syntax_in_values_stays_data(tmp_path: Path) -> None:
     """Strings are data: Jinja syntax in a value is rendered literally, never evaluated."""
     text = (CORPUS / "valid-minimal.yaml").read_text().replace(
         "podPriority: 1000}", "podPriority: 1000, description: \"{{ 7*7 }} {% if 1 %}x{% endif %}\"}")
-    root = _repo_with(tmp_path, text)
+    root = repo_with(tmp_path, text)
     code, _, err = run_cli(root, "render", "bad")
     assert code == 0, err
     rendered = (root / "rendered" / "bad" / "priorities" / "priorityclass-train.yaml").read_text()
@@ -65,7 +56,7 @@ def test_template_syntax_in_values_stays_data(tmp_path: Path) -> None:
 
 
 def test_valid_minimal_renders(tmp_path: Path) -> None:
-    root = _repo_with(tmp_path, (CORPUS / "valid-minimal.yaml").read_text())
+    root = repo_with(tmp_path, (CORPUS / "valid-minimal.yaml").read_text())
     code, _, err = run_cli(root, "render", "bad")
     assert code == 0, err
     assert (root / "rendered" / "bad" / "kueue" / "clusterqueue-alpha.yaml").is_file()

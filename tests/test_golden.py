@@ -9,7 +9,7 @@ import yaml
 from generators import model, render
 from generators.spec.load import environment_names
 from tests.conftest import ROOT
-from tests.spine_helpers import run_cli, tree_digest
+from tests.scratch_repo import run_cli, tree_digest
 
 SHIPPED = environment_names(ROOT)
 

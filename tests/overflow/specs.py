@@ -1,11 +1,8 @@
-"""A small valid environment with an overflow section, and a repository copy to render it in."""
+"""A small valid environment with an overflow section (BASE), and a second provider to add."""
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
-from tests.conftest import CORPUS, ROOT
+from tests.conftest import CORPUS
 
 OVERFLOW = """\
 overflow:
@@ -48,11 +45,5 @@ SECOND_PROVIDER = """\
 """
 BASE = (CORPUS / "valid-minimal.yaml").read_text() + OVERFLOW
 
-def repo_with(root: Path, text: str) -> Path:
-    (root / "environments").mkdir()
-    shutil.copy(ROOT / "environments" / "_defaults.yaml", root / "environments")
-    (root / "environments" / "bad.yaml").write_text(text)
-    shutil.copytree(ROOT / "rendered", root / "rendered")
-    return root
 
 

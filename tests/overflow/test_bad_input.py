@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.spine_helpers import run_cli, tree_digest
+from tests.scratch_repo import repo_with, run_cli, tree_digest
 
-from .specs import BASE, SECOND_PROVIDER, repo_with
+from .specs import BASE, SECOND_PROVIDER
 
 ONE_LINE = re.compile(r"^environments/bad\.yaml:\d+:\d+: error: [^\n]+$")
 

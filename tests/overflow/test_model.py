@@ -9,8 +9,9 @@ import pytest
 from generators import model
 from generators.model.overflow import Overflow, default_query
 from generators.model.types import Pool
+from tests.scratch_repo import repo_with
 
-from .specs import BASE, SECOND_PROVIDER, repo_with
+from .specs import BASE, SECOND_PROVIDER
 
 THIRD_PROVIDER = SECOND_PROVIDER.replace("name: dear", "name: deal").replace(
     "costPerGpuHourUsd: 3.5", "costPerGpuHourUsd: 9.0\n      preference: 1")

@@ -1,13 +1,26 @@
-"""Helpers for tests of the render pipeline: run the CLI in-process against a given root."""
+"""A scratch copy of the repository for tests of the render pipeline: make one with an
+environment file of the test's choosing, run the CLI in-process against it, digest a tree."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import io
+import shutil
 from pathlib import Path
 
 from generators import cli
+from tests.conftest import ROOT
+
+
+def repo_with(root: Path, env_text: str) -> Path:
+    """`root` as a repository whose only environment, `bad`, is `env_text` (extending the
+    shipped _defaults.yaml), with a copy of the committed rendered/."""
+    (root / "environments").mkdir()
+    shutil.copy(ROOT / "environments" / "_defaults.yaml", root / "environments")
+    (root / "environments" / "bad.yaml").write_text(env_text)
+    shutil.copytree(ROOT / "rendered", root / "rendered")
+    return root
 
 
 def run_cli(root: Path, *argv: str) -> tuple[int, str, str]:
