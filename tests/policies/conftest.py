@@ -17,6 +17,8 @@ from generators import cli, yamlemit
 from tools.toolchain import ToolNotInstalled, tool_path
 
 REPO = Path(__file__).resolve().parents[2]
+DEV = "rendered/dev"
+STAGING = "rendered/staging"
 
 
 @dataclass
@@ -60,13 +62,27 @@ class Repo:
         self.write(rel, obj)
 
 
+Validate = Callable[..., Run]
+
+
+def problems(run: Run) -> list[str]:
+    """Finding lines other than staleness (every fixture edits a rendered file)."""
+    return [line for line in run.lines
+            if line.startswith(("rendered/", "environments/")) and ": stale: " not in line]
+
+
+def expect(run: Run, *lines: str) -> None:
+    assert run.code == 1, run.out
+    assert problems(run) == sorted(lines), run.out
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Repo:
     return Repo(tmp_path)
 
 
 @pytest.fixture
-def validate(capsys: pytest.CaptureFixture[str]) -> Callable[..., Run]:
+def validate(capsys: pytest.CaptureFixture[str]) -> Validate:
     def run(root: Path, *argv: str) -> Run:
         capsys.readouterr()
         code = cli.main(["-C", str(root), "validate", *argv])

@@ -15,8 +15,7 @@ from generators.validation.schemastore import strict_dir_name
 from policies import POLICIES, registry
 from policies.context import read_objects
 
-from .conftest import REPO, Repo, Run, meta
-from .test_policies import DEV, expect, problems
+from .conftest import DEV, REPO, Repo, Run, expect, meta, problems
 
 Validate = Callable[..., Run]
 

@@ -1,10 +1,10 @@
-"""Each policy: a small break of a copied rendered tree makes `validate` exit 1 with the
-expected line, and nothing else but the staleness findings the edit itself causes."""
+"""Policies about safety and limits (taints, rbac, workloads, size, names): a small break of
+a copied rendered tree makes `validate` exit 1 with the expected line, and nothing else
+but the staleness findings the edit itself causes."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,119 +12,7 @@ import yaml
 
 from generators import yamlemit
 
-from .conftest import Repo, Run, hardened_deployment, meta
-
-Validate = Callable[..., Run]
-DEV = "rendered/dev"
-STAGING = "rendered/staging"
-
-
-def problems(run: Run) -> list[str]:
-    """Finding lines other than staleness (every fixture edits a rendered file)."""
-    return [line for line in run.lines
-            if line.startswith(("rendered/", "environments/")) and ": stale: " not in line]
-
-
-def expect(run: Run, *lines: str) -> None:
-    assert run.code == 1, run.out
-    assert problems(run) == sorted(lines), run.out
-
-
-# quota-conservation ----------------------------------------------------------------------
-
-def test_quota_above_pool_capacity(repo: Repo, validate: Validate) -> None:
-    def grow(cq: dict[str, Any]) -> None:
-        cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "10"
-
-    repo.edit(f"{DEV}/kueue/clusterqueue-platform.yaml", grow)
-    expect(validate(repo.root, "dev"),
-           f"{DEV}/kueue/resourceflavor-dev-a100.yaml: ResourceFlavor/dev-a100: quota-conservation: "
-           "nvidia.com/gpu: nominal quotas sum to 18, above the 16 that 4 schedulable nodes of pool "
-           "dev-a100 back (ClusterQueue platform 10, ClusterQueue sandbox 8)")
-
-
-def test_cohort_quota_counts(repo: Repo, validate: Validate) -> None:
-    def lend(cohort: dict[str, Any]) -> None:
-        cohort["spec"] = {"resourceGroups": [{
-            "coveredResources": ["cpu"],
-            "flavors": [{"name": "dev-a100", "resources": [{"name": "cpu", "nominalQuota": "1"}]}],
-        }]}
-
-    repo.edit(f"{DEV}/kueue/cohort-dev.yaml", lend)
-    expect(validate(repo.root, "dev"),
-           f"{DEV}/kueue/resourceflavor-dev-a100.yaml: ResourceFlavor/dev-a100: quota-conservation: "
-           "cpu: nominal quotas sum to 385, above the 384 that 4 schedulable nodes of pool dev-a100 "
-           "back (ClusterQueue platform 192, ClusterQueue sandbox 192, Cohort dev 1)")
-
-
-# references ------------------------------------------------------------------------------
-
-def test_local_queue_names_missing_cluster_queue(repo: Repo, validate: Validate) -> None:
-    repo.edit(f"{DEV}/kueue/sandbox/localqueue-sandbox.yaml",
-              lambda lq: lq["spec"].update(clusterQueue="sandbx"))
-    expect(validate(repo.root, "dev"),
-           f"{DEV}/kueue/sandbox/localqueue-sandbox.yaml: LocalQueue/sandbox: references: "
-           "spec.clusterQueue names ClusterQueue 'sandbx', which this environment does not render "
-           "(known: platform, sandbox)")
-
-
-def test_covered_resources_order(repo: Repo, validate: Validate) -> None:
-    def swap(cq: dict[str, Any]) -> None:
-        resources = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
-        resources[1], resources[2] = resources[2], resources[1]
-
-    repo.edit(f"{DEV}/kueue/clusterqueue-platform.yaml", swap)
-    expect(validate(repo.root, "dev"),
-           f"{DEV}/kueue/clusterqueue-platform.yaml: ClusterQueue/platform: references: "
-           "spec.resourceGroups[0].flavors[0].resources lists ['nvidia.com/gpu', 'memory', 'cpu'] "
-           "but coveredResources is ['nvidia.com/gpu', 'cpu', 'memory']: Kueue requires the same "
-           "resources in the same order")
-
-
-def test_missing_flavor_and_priority_classes(repo: Repo, validate: Validate) -> None:
-    (repo.root / DEV / "kueue/resourceflavor-dev-a100.yaml").unlink()
-    deployment = hardened_deployment("batch", "sandbox")
-    pod = deployment["spec"]["template"]
-    pod["spec"]["priorityClassName"] = "training-urgent"
-    pod["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "inference-bulk"
-    repo.write(f"{DEV}/fixture/sandbox/deployment-batch.yaml", deployment)
-    known = "(known: inference-batch, inference-prod, training, training-critical)"
-    ref = f"{DEV}/kueue/clusterqueue-%s.yaml: ClusterQueue/%s: references: spec.resourceGroups[0]" \
-          ".flavors[0].name names ResourceFlavor 'dev-a100', which this environment does not render"
-    where = f"{DEV}/fixture/sandbox/deployment-batch.yaml: Deployment/batch: references: "
-    run = validate(repo.root, "dev")
-    expect(run, ref % ("platform", "platform"), ref % ("sandbox", "sandbox"),
-           f"{where}spec.template.spec.priorityClassName names PriorityClass 'training-urgent', "
-           f"which this environment does not render {known}",
-           f"{where}spec.template.metadata.labels[kueue.x-k8s.io/priority-class] names "
-           f"WorkloadPriorityClass 'inference-bulk', which this environment does not render {known}")
-    # quota conservation still sees the quota, now held by a flavor that is not rendered
-    assert run.findings("quota-conservation") == []
-
-
-# priorities ------------------------------------------------------------------------------
-
-def test_inference_above_training(repo: Repo, validate: Validate) -> None:
-    repo.edit(f"{DEV}/priorities/workloadpriorityclass-inference-prod.yaml",
-              lambda wpc: wpc.update(value=600))
-    expect(validate(repo.root, "dev"),
-           f"{DEV}/priorities/workloadpriorityclass-inference-prod.yaml: "
-           "WorkloadPriorityClass/inference-prod: priorities: inference tier value 600 is not below "
-           "training tier 'training' (500): training must preempt inference, not the reverse")
-
-
-def test_priority_limits_and_uniqueness(repo: Repo, validate: Validate) -> None:
-    repo.edit(f"{DEV}/priorities/priorityclass-training-critical.yaml",
-              lambda pc: pc.update(value=2_000_000_000))
-    repo.edit(f"{DEV}/priorities/priorityclass-inference-batch.yaml",
-              lambda pc: pc.update(value=100000))
-    prefix = f"{DEV}/priorities/priorityclass-"
-    expect(validate(repo.root, "dev"),
-           f"{prefix}training-critical.yaml: PriorityClass/training-critical: priorities: "
-           "value 2000000000 is outside [-2147483648, 1000000000]",
-           f"{prefix}inference-prod.yaml: PriorityClass/inference-prod: priorities: value 100000 "
-           "equals PriorityClass 'inference-batch': equal tiers cannot preempt each other")
-
+from .conftest import DEV, STAGING, Repo, Validate, expect, hardened_deployment, meta, problems
 
 # taints ----------------------------------------------------------------------------------
 
@@ -342,62 +230,3 @@ def test_dashboard_uids(repo: Repo, validate: Validate) -> None:
            "Grafana keeps one")
 
 
-# sync-waves ------------------------------------------------------------------------------
-
-def test_sync_waves(repo: Repo, validate: Validate) -> None:
-    repo.edit(f"{DEV}/kueue/sandbox/localqueue-sandbox.yaml",
-              lambda lq: lq["metadata"]["annotations"].update({"argocd.argoproj.io/sync-wave": "2"}))
-    repo.edit(f"{DEV}/kueue/platform-dev/localqueue-platform.yaml",
-              lambda lq: lq["metadata"]["annotations"].update({"argocd.argoproj.io/sync-wave": "0"}))
-    repo.edit(f"{DEV}/kueue/kueue-system/configmap-kueue-manager-config.yaml",
-              lambda cm: cm["metadata"].pop("annotations"))
-    lq = f"{DEV}/kueue/%s/localqueue-%s.yaml: LocalQueue/%s: sync-waves: "
-    expect(validate(repo.root, "dev"),
-           (lq % ("sandbox", "sandbox", "sandbox")) + "sync wave 2 is not after ClusterQueue "
-           "'platform' (wave 2): ClusterQueue must be applied before LocalQueue",
-           (lq % ("platform-dev", "platform", "platform")) + "sync wave 0 is not after ClusterQueue "
-           "'platform' (wave 2): ClusterQueue must be applied before LocalQueue",
-           (lq % ("platform-dev", "platform", "platform")) + "sync wave 0 is not after its Namespace "
-           "'platform-dev' (wave 0)",
-           f"{DEV}/kueue/kueue-system/configmap-kueue-manager-config.yaml: "
-           "ConfigMap/kueue-manager-config: sync-waves: annotation argocd.argoproj.io/sync-wave "
-           "is missing")
-
-
-# kueue-rules -----------------------------------------------------------------------------
-
-def test_kueue_cel_rules(repo: Repo, validate: Validate) -> None:
-    def break_queue(cq: dict[str, Any]) -> None:
-        cq["spec"].pop("cohortName")
-        cq["spec"]["preemption"] = {"reclaimWithinCohort": "Never",
-                                    "borrowWithinCohort": {"policy": "LowerPriority"}}
-
-    repo.edit(f"{DEV}/kueue/clusterqueue-sandbox.yaml", break_queue)
-    repo.edit(f"{DEV}/kueue/clusterqueue-platform.yaml", lambda cq: cq["spec"]["resourceGroups"][0][
-        "flavors"][0]["resources"][0].update(lendingLimit="9"))
-    repo.edit(f"{DEV}/kueue/resourceflavor-dev-a100.yaml", lambda rf: rf["spec"].update(
-        tolerations=[{"operator": "Equal", "effect": "NoSchedule", "tolerationSeconds": 5}]))
-    cells = "spec.resourceGroups[0].flavors[0].resources"
-    sandbox = f"{DEV}/kueue/clusterqueue-sandbox.yaml: ClusterQueue/sandbox: kueue-rules: "
-    flavor = f"{DEV}/kueue/resourceflavor-dev-a100.yaml: ResourceFlavor/dev-a100: kueue-rules: "
-    expect(validate(repo.root, "dev"),
-           *(f"{sandbox}{cells}[{i}].borrowingLimit needs spec.cohortName: limits only apply within "
-             "a cohort" for i in range(3)),
-           f"{sandbox}preemption.reclaimWithinCohort Never forbids borrowWithinCohort.policy "
-           "LowerPriority",
-           f"{DEV}/kueue/clusterqueue-platform.yaml: ClusterQueue/platform: kueue-rules: {cells}[0]"
-           ".lendingLimit 9 is above nominalQuota 8",
-           f"{flavor}spec.tolerations[0]: an empty key needs operator Exists",
-           f"{flavor}spec.tolerations[0]: tolerationSeconds needs effect NoExecute")
-
-
-def test_topology_levels(repo: Repo, validate: Validate) -> None:
-    def shuffle(topology: dict[str, Any]) -> None:
-        labels = ["kubernetes.io/hostname", "example.com/rack", "example.com/rack"]
-        topology["spec"]["levels"] = [{"nodeLabel": label} for label in labels]
-
-    repo.edit(f"{STAGING}/kueue/topology-train-h100.yaml", shuffle)
-    where = f"{STAGING}/kueue/topology-train-h100.yaml: Topology/train-h100: kueue-rules: spec.levels"
-    expect(validate(repo.root, "staging"),
-           f"{where} repeats example.com/rack; levels must be unique",
-           f"{where}: kubernetes.io/hostname can only be the last (lowest) level")
