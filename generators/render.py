@@ -8,9 +8,10 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 from generators import syncoptions, yamlemit
 from generators.components import COMPONENTS, Obj, describer, generator
@@ -26,6 +27,21 @@ class RenderedFile:
     path: str  # relative to rendered/<env>/
     obj: Obj
     text: str
+
+
+class FileText(NamedTuple):
+    """A rendered file without its object: what a render worker sends back."""
+
+    path: str
+    text: str
+
+
+class HasText(Protocol):
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
 
 
 def _decorate(obj: Obj, env: Environment, component: str) -> Obj:
@@ -68,7 +84,7 @@ def render_environment(env: Environment) -> list[RenderedFile]:
     return [files[p] for p in sorted(files)]
 
 
-def write(root: Path, env_name: str, files: list[RenderedFile]) -> None:
+def write(root: Path, env_name: str, files: Sequence[HasText]) -> None:
     """Write into a temp dir inside rendered/, then swap it in place of rendered/<env>.
     Stale files vanish with the old directory; a crash leaves the old tree or the new one."""
     base = root / RENDERED
@@ -101,7 +117,7 @@ def remove_unknown(root: Path, keep: set[str]) -> list[str]:
     return gone
 
 
-def stale(root: Path, env_name: str, files: list[RenderedFile]) -> list[str]:
+def stale(root: Path, env_name: str, files: Sequence[HasText]) -> list[str]:
     """Lines `rendered/<env>/<path>: stale|missing|extra`, sorted; empty when up to date."""
     base = root / RENDERED / env_name
     want = {f.path: f.text for f in files}

@@ -18,6 +18,7 @@ import jinja2
 import yaml
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from generators import templateshapes
 from generators.yamlemit import double_quoted, float_text
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[1] / "templates"
@@ -64,17 +65,38 @@ def environment() -> ImmutableSandboxedEnvironment:
         keep_trailing_newline=True,
         finalize=_finalize,
     )
-    env.filters["y"] = to_flow
+    env.filters["y"] = _y
     return env
+
+
+@jinja2.pass_context  # never folded into a compiled template: a token belongs to one render
+def _y(_context: Any, value: Any) -> Flow:
+    token = templateshapes.token(value)
+    return Flow(token) if token is not None else to_flow(value)
 
 
 def render(template: str, **context: Any) -> Any:
     """Render templates/<template> with `context` and parse the YAML back into an object."""
-    text = environment().get_template(template).render(**context)
-    return yaml.load(text, Loader=yaml.CSafeLoader)
+    return _render(template, context, stream=False)
 
 
 def render_all(template: str, **context: Any) -> list[Any]:
     """Like render, for a template that emits a '---'-separated stream of objects."""
-    text = environment().get_template(template).render(**context)
-    return [doc for doc in yaml.load_all(text, Loader=yaml.CSafeLoader) if doc is not None]
+    parsed: list[Any] = _render(template, context, stream=True)
+    return parsed
+
+
+def _render(name: str, context: dict[str, Any], *, stream: bool) -> Any:
+    """Through the template's parsed shape (templateshapes) when possible, else by parsing
+    the classic text, whose errors are the ones a template author should see."""
+    template = environment().get_template(name)  # compiled outside any recording
+    try:
+        with templateshapes.recording() as values:
+            text = template.render(**context)
+        return templateshapes.fill(text, values, stream=stream)
+    except (templateshapes.NoShape, TypeError, IndexError):
+        templateshapes.misses[name] += 1
+    text = template.render(**context)
+    if stream:
+        return [doc for doc in yaml.load_all(text, Loader=yaml.CSafeLoader) if doc is not None]
+    return yaml.load(text, Loader=yaml.CSafeLoader)

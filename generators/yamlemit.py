@@ -42,11 +42,21 @@ def scalar(text: str) -> str:
 
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\x00": "\\0"}
+_ESCAPE_TABLE = str.maketrans(_ESCAPES)
 
 
 def double_quoted(text: str) -> str:
     """YAML double-quoted scalar: printable characters as they are, the rest escaped
     (\\uXXXX or \\UXXXXXXXX; JSON's surrogate pairs are not valid YAML)."""
+    # Fast path, in C: once the named escapes are replaced, a wholly printable result is
+    # exactly what the loop below would build (dashboard JSON is ~25 kB of such text).
+    escaped = text.translate(_ESCAPE_TABLE)
+    if escaped.isprintable() and "\ufeff" not in escaped:
+        return f'"{escaped}"'
+    return _double_quoted_by_char(text)
+
+
+def _double_quoted_by_char(text: str) -> str:
     out = []
     for char in text:
         if char in _ESCAPES:

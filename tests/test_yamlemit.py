@@ -66,3 +66,13 @@ def test_template_flow_filter_round_trips(value: Any) -> None:
     from generators.templating import to_flow
 
     assert yaml.load(f"v: {to_flow(value)}\n", Loader=yaml.CSafeLoader) == {"v": value}
+
+
+@settings(max_examples=500)
+@given(st.one_of(st.text(), st.sampled_from(TRICKY), st.text(alphabet=st.characters(codec="utf-8"))))
+def test_double_quoted_fast_path_matches_per_character_escaping(text: str) -> None:
+    """double_quoted() escapes in C when it can; the bytes must be the per-character ones."""
+    from generators.yamlemit import _double_quoted_by_char, double_quoted
+
+    assert double_quoted(text) == _double_quoted_by_char(text)
+    assert yaml.load(f"v: {double_quoted(text)}\n", Loader=yaml.CSafeLoader) == {"v": text}

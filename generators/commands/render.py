@@ -17,26 +17,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from generators import model, render
-    from generators.errors import SpecError
+    from generators import fleet, render
 
     names = select_environments(args.root, args.envs)
     if names is None:
         return 2
-    rendered = {}
-    problems = []
-    for name in names:  # load everything first: one bad file means nothing is written
-        try:
-            rendered[name] = render.render_environment(model.load(args.root, name))
-        except SpecError as exc:
-            problems.extend(exc.problems)
+    # Everything is loaded and rendered before anything is written: one bad file means
+    # nothing is written. Several environments render in a process pool (generators/fleet.py).
+    work = fleet.check_stale if args.check else fleet.render_texts
+    outcomes = fleet.map_environments(work, args.root, names)
+    problems = [problem for outcome in outcomes for problem in outcome.problems]
     if problems:
         for problem in problems:
             print(problem.format(), file=sys.stderr)
         return 1
     everything = not args.envs
     if args.check:
-        lines = [line for name in names for line in render.stale(args.root, name, rendered[name])]
+        lines = [line for outcome in outcomes for line in outcome.stale]
         if everything:
             lines += render.unknown_dirs(args.root, set(names))
         for line in lines:
@@ -45,10 +42,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"{len(lines)} file(s) out of date; run: python generate.py render", file=sys.stderr)
             return 1
         return 0
-    for name in names:
-        render.write(args.root, name, rendered[name])
+    for outcome in outcomes:
+        render.write(args.root, outcome.name, outcome.files)
     removed = render.remove_unknown(args.root, set(names)) if everything else []
-    total = sum(len(files) for files in rendered.values())
+    total = sum(len(outcome.files) for outcome in outcomes)
     print(f"rendered {total} objects for {len(names)} environment(s)"
           + (f"; removed {', '.join(removed)}" if removed else ""))
     return 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from generators import yamlemit
+from generators import jsontext, yamlemit
 from generators.components import Obj, dashboards, dcgm_counters
 from generators.components.alerts import groups
 from generators.components.promql import GATE_JOB
@@ -29,7 +29,7 @@ CONFIGMAP_LIMIT_BYTES = 1024 * 1024  # etcd refuses larger ConfigMaps
 
 
 def dashboard_json(model: dict[str, Any]) -> str:
-    return json.dumps(model, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    return jsontext.dumps_sorted_indented(model) + "\n"  # json.dumps(sort_keys, indent=2), faster
 
 
 def object_bytes(obj: Obj) -> int:
