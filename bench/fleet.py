@@ -206,6 +206,17 @@ def kustomize_loop(repo: Path, kubectl: str) -> list[str]:
     return ["sh", "-c", loop, kubectl, *(str(d) for d in sorted(kdir.iterdir()))]
 
 
+def warm_up(work: Path) -> None:
+    """One untimed render and validate, so that every module's bytecode is cached (a fresh
+    virtualenv would otherwise charge compilation to the first measured run)."""
+    repo = work / "warm-up"
+    synthesise(repo, 1)
+    cli = [PY, str(ROOT / "generate.py"), "-C", str(repo)]
+    work_script = [PY, str(ROOT / "bench" / "python_work.py"), str(repo)]
+    for argv in ([*cli, "render"], [*cli, "validate"], work_script):
+        subprocess.run(argv, cwd=repo, capture_output=True, check=False)
+
+
 def startup(runs: int) -> Sample:
     return measure("start-up (--help)", [PY, str(ROOT / "generate.py"), "--help"], ROOT, runs, 0, 0)
 
@@ -275,8 +286,9 @@ def main() -> int:
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     started = os.getloadavg()
-    samples = [startup(args.runs)]
     with tempfile.TemporaryDirectory(prefix="trainyard-bench-") as tmp:
+        warm_up(Path(tmp))
+        samples = [startup(args.runs)]
         for size in sizes:
             samples += bench_size(size, args.runs, Path(tmp), size == sizes[-1])
     fits = scaling(samples)
