@@ -88,14 +88,20 @@ def wait_admitted(kube: Kube, job: Obj) -> Obj:
 def wait_pending(kube: Kube, job: Obj, message_part: str) -> Obj:
     """Until Kueue reports the Workload inadmissible with `message_part` in the reason."""
 
+    seen: list[Any] = []
+
     def pending() -> Obj | None:
         workload = workload_of(kube, job)
+        seen[:] = ((workload or {}).get("status") or {}).get("conditions") or []
         reserved = condition(workload, "QuotaReserved")
         if reserved and reserved["status"] == "False" and message_part in reserved.get("message", ""):
             return workload
         return None
 
-    workload = wait_for(pending, KUEUE_SECONDS, f"job {job['metadata']['name']} pending ({message_part})")
+    try:
+        workload = wait_for(pending, KUEUE_SECONDS, f"job {job['metadata']['name']} pending ({message_part})")
+    except AssertionError as err:
+        raise AssertionError(f"{err}; workload conditions: {seen}") from None
     assert reread(kube, job)["spec"]["suspend"] is True
     assert not is_true(workload, "Admitted")
     return workload

@@ -8,6 +8,7 @@ namespaces (the namespace controller) and dropping finalizers nobody will ever r
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -49,26 +50,31 @@ class Kube:
             force_conflicts=True,
             # Unknown or duplicate fields are errors, not warnings (kubectl's --validate=strict).
             query_params=[("fieldValidation", "Strict")],
+            serialize=False,
         )
-        return dict(result.to_dict())
+        return _json(result)
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj | None:
         resource = self.resource(api_version, kind)
         try:
-            return dict(self.dynamic.get(resource, name=name, namespace=namespace).to_dict())
+            return _json(self.dynamic.get(resource, name=name, namespace=namespace, serialize=False))
         except NotFoundError:
             return None
 
     def list(self, api_version: str, kind: str, namespace: str | None = None,
              label_selector: str | None = None) -> list[Obj]:  # fmt: skip
         resource = self.resource(api_version, kind)
-        items = self.dynamic.get(resource, namespace=namespace, label_selector=label_selector).to_dict()
+        items = _json(
+            self.dynamic.get(resource, namespace=namespace, label_selector=label_selector, serialize=False)
+        )
         return list(items.get("items") or [])
 
     def create(self, obj: Obj) -> Obj:
         resource = self.resource(obj["apiVersion"], obj["kind"])
-        created = self.dynamic.create(resource, body=obj, namespace=obj["metadata"].get("namespace"))
-        return dict(created.to_dict())
+        created = self.dynamic.create(
+            resource, body=obj, namespace=obj["metadata"].get("namespace"), serialize=False
+        )
+        return _json(created)
 
     def patch_status(self, api_version: str, kind: str, name: str, status: Obj,
                      namespace: str | None = None) -> Obj:  # fmt: skip
@@ -76,18 +82,18 @@ class Kube:
         resource = self.resource(api_version, kind).subresources["status"]
         patched = self.dynamic.patch(
             resource, body={"status": status}, name=name, namespace=namespace,
-            content_type="application/merge-patch+json",
+            content_type="application/merge-patch+json", serialize=False,
         )  # fmt: skip
-        return dict(patched.to_dict())
+        return _json(patched)
 
     def merge_patch(self, api_version: str, kind: str, name: str, body: Obj,
                     namespace: str | None = None) -> Obj:  # fmt: skip
         resource = self.resource(api_version, kind)
         patched = self.dynamic.patch(
             resource, body=body, name=name, namespace=namespace,
-            content_type="application/merge-patch+json",
+            content_type="application/merge-patch+json", serialize=False,
         )  # fmt: skip
-        return dict(patched.to_dict())
+        return _json(patched)
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
         """Delete if present; drop finalizers first (no controller will ever remove them)."""
@@ -100,10 +106,13 @@ class Kube:
                                 propagation_policy="Background")  # fmt: skip
 
     def raw_get(self, path: str) -> Obj:
-        response = self.dynamic.request("get", path, serialize=False)
-        import json
+        return _json(self.dynamic.request("get", path, serialize=False))
 
-        return dict(json.loads(response.data))
+
+def _json(response: Any) -> Obj:
+    """The decoded body. Raw responses, not the client's ResourceInstance: wrapping a CRD of
+    a few MB field by field takes seconds."""
+    return dict(json.loads(response.data))
 
 
 def wait_for(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.2) -> T:

@@ -7,15 +7,16 @@ configurations and conversion webhooks that do not exist here), loopback listene
 ports, and batch/job as the only framework (JobSet/PyTorchJob CRDs are not installed).
 No webhook configuration is installed, so the apiserver never calls Kueue's webhooks.
 
-One wrinkle: with internal cert management off, Kueue v0.19.2 reads its metrics serving
-certificate from the hard-coded /etc/kueue/metrics/certs (cmd/kueue/main.go) and exits if
-it is missing. The process therefore runs in a private mount namespace (`unshare`) where
+Two wrinkles, both hard-coded paths in Kueue v0.19.2. The on-demand visibility API server
+(pending-workload listings, not admission) wants /visibility/tls.crt: it is switched off
+with --feature-gates=VisibilityOnDemand=false. And with internal cert management off, Kueue
+reads its metrics serving certificate from /etc/kueue/metrics/certs (cmd/kueue/main.go) and
+exits if it is missing. The process therefore runs in a private mount namespace (`unshare`) where
 /etc is an overlay with that directory added; the host's /etc is never written.
 """
 
 from __future__ import annotations
 
-import os
 import shlex
 import urllib.request
 from pathlib import Path
@@ -51,7 +52,6 @@ def out_of_cluster(configuration: dict[str, Any], ports: dict[str, int], cert_di
     changed["health"] = {"healthProbeBindAddress": f"127.0.0.1:{ports['health']}"}
     changed["metrics"] = {**configuration.get("metrics", {}), "bindAddress": f"127.0.0.1:{ports['metrics']}"}
     changed["webhook"] = {"port": ports["webhook"], "host": "127.0.0.1", "certDir": str(cert_dir)}
-    changed["visibilityServer"] = {"bindAddress": "127.0.0.1", "bindPort": ports["visibility"]}
     changed["integrations"] = {**configuration.get("integrations", {}), "frameworks": ["batch/job"]}
     return changed
 
@@ -81,20 +81,27 @@ def _private_etc_script(cert_dir: Path, scratch: Path, argv: list[str]) -> str:
 def start_kueue(binary: Path, kubeconfig: Path, configuration: dict[str, Any], workdir: Path) -> Daemon:
     """Start Kueue with `configuration` (out_of_cluster applied here) and wait for /readyz."""
     workdir.mkdir(parents=True, exist_ok=True)
-    ports = {name: free_port() for name in ("health", "metrics", "webhook", "visibility")}
+    ports = {name: free_port() for name in ("health", "metrics", "webhook")}
     cert_dir = _serving_certs(workdir / "certs")
     config_path = workdir / "kueue-config.yaml"
     config_path.write_text(yaml.safe_dump(out_of_cluster(configuration, ports, cert_dir)), encoding="utf-8")
     scratch = workdir / "private-etc"
     scratch.mkdir(exist_ok=True)
-    argv = [str(binary), f"--config={config_path}", "--zap-log-level=2"]
+    argv = [
+        str(binary),
+        f"--config={config_path}",
+        f"--kubeconfig={kubeconfig}",
+        # The on-demand visibility API server reads its certificate from the hard-coded
+        # /visibility/tls.crt; it only serves pending-workload listings, not admission.
+        "--feature-gates=VisibilityOnDemand=false",
+        "--zap-log-level=2",
+    ]
     script = _private_etc_script(cert_dir, scratch, argv)
     daemon = Daemon(
         "kueue",
         ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
         workdir / "kueue.log",
         ports=tuple(ports.values()),
-        env={**os.environ, "KUBECONFIG": str(kubeconfig)},
         cwd=workdir,
     )
     daemon.start()

@@ -183,6 +183,9 @@ def _build(kube: Kube, env_name: str, policy: dict[str, object], objects: list[O
                  "no owner: nothing would recreate it"),
         "too-big": (PodSpec("too-big", namespace, virtual, tolerate_provider, owner, gpus=8),
                     "8 GPUs fit on no in-cluster node (nodeFit)"),
+        "critical": (PodSpec("critical", namespace, virtual, tolerate_provider, owner,
+                             priority_class="system-cluster-critical"),
+                     "priority >= system-cluster-critical (SystemCriticalPods protection)"),
         "gated-ok": (PodSpec("gated-ok", other, virtual, tolerate_gate, other_owner),
                      "tolerates the gate taint (allowed outside inference namespaces)"),
     }  # fmt: skip

@@ -32,7 +32,7 @@ def test_server_reports_the_pinned_version(kube: Kube) -> None:
 
 def test_admin_is_a_cluster_admin(kube: Kube) -> None:
     review = kube.create({
-        "apiVersion": "authorization.k8s.io/v1",
+        "apiVersion": "authentication.k8s.io/v1",
         "kind": "SelfSubjectReview",
         "metadata": {"name": "ignored"},
     })  # fmt: skip

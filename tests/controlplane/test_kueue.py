@@ -70,7 +70,9 @@ teams:
     shares: {{gpu: 33}}
 """
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
-INSUFFICIENT = "insufficient quota for nvidia.com/gpu in flavor gpu"
+# Kueue's two refusals: the request exceeds the queue's whole quota, or only what is unused.
+EXCEEDS_QUOTA = "insufficient quota for nvidia.com/gpu in flavor gpu"
+QUOTA_IN_USE = "insufficient unused quota for nvidia.com/gpu in flavor gpu, 64 more needed"
 
 
 def write_environment(root: Path, nodes: int) -> None:
@@ -159,7 +161,7 @@ def test_64_gpu_job_is_admitted_within_quota_and_pends_beyond_it(clean: Scenario
     pods_started(kube, fits)  # waitForPodsReady.blockAdmission would hold everything else
 
     too_big = submit(kube, job("beta", "training"))
-    pending = wait_pending(kube, too_big, INSUFFICIENT)
+    pending = wait_pending(kube, too_big, EXCEEDS_QUOTA)
     assert "maximum capacity (32)" in condition(pending, "QuotaReserved")["message"]  # type: ignore[index]
 
 
@@ -184,11 +186,11 @@ def test_training_critical_preempts_training_in_the_same_queue(clean: Scenario) 
     winner = wait_admitted(kube, high)
     assert winner["spec"]["priority"] == 1000
     pods_started(kube, high)
-    wait_pending(kube, low, INSUFFICIENT)
+    wait_pending(kube, low, QUOTA_IN_USE)
 
     # LowerPriority, not LowerOrNewerEqualPriority: an equal-priority newcomer waits.
     peer = submit(kube, job("alpha", "training-critical"))
-    wait_pending(kube, peer, INSUFFICIENT)
+    wait_pending(kube, peer, QUOTA_IN_USE)
     assert not is_true(workload_of(kube, high), "Evicted")
 
 
@@ -205,7 +207,7 @@ def test_fewer_nodes_give_smaller_quotas_that_are_enforced(clean: Scenario) -> N
         apply_all(kube, shrunk)
         assert gpu_quota(kube, "alpha") == "56"
         after = submit(kube, job("alpha", "training"))
-        workload = wait_pending(kube, after, INSUFFICIENT)
+        workload = wait_pending(kube, after, EXCEEDS_QUOTA)
         assert "maximum capacity (56)" in condition(workload, "QuotaReserved")["message"]  # type: ignore[index]
         smaller = submit(kube, job("alpha", "training", pods=7))  # 56 GPUs still fit
         wait_admitted(kube, smaller)
