@@ -69,12 +69,12 @@ class Kube:
         )
         return list(items.get("items") or [])
 
-    def create(self, obj: Obj) -> Obj:
+    def create(self, obj: Obj, dry_run: bool = False) -> Obj:
+        """POST `obj`; with dry_run the server admits (mutates, validates) but stores nothing."""
         resource = self.resource(obj["apiVersion"], obj["kind"])
-        created = self.dynamic.create(
-            resource, body=obj, namespace=obj["metadata"].get("namespace"), serialize=False
-        )
-        return _json(created)
+        namespace = obj["metadata"].get("namespace")
+        extra = {"dry_run": "All"} if dry_run else {}
+        return _json(self.dynamic.create(resource, body=obj, namespace=namespace, serialize=False, **extra))
 
     def patch_status(self, api_version: str, kind: str, name: str, status: Obj,
                      namespace: str | None = None) -> Obj:  # fmt: skip

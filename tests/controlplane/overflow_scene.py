@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from tests.controlplane.kube import Kube, Obj
+from tests.controlplane.kube import Kube, Obj, wait_for
 
 GPU = "nvidia.com/gpu"
 CONTAINER = {"name": "server", "image": "registry.example/vllm:1"}
@@ -45,14 +45,15 @@ def gates(objects: list[Obj]) -> list[Gate]:
 
 
 def virtual_node_names(objects: list[Obj]) -> dict[str, str]:
-    """Provider -> virtual node name, from the rendered virtual-kubelet ConfigMaps (vk-<provider>)."""
+    """Provider -> virtual node name: the --nodename of the rendered vk-<provider> Deployment."""
     names = {}
     for obj in objects:
         meta = obj["metadata"]
-        if obj["kind"] == "ConfigMap" and meta["name"].startswith("vk-"):
-            config = yaml.safe_load(obj["data"]["config.json"])
-            [node] = config  # the mock/provider config is keyed by node name
-            names[meta["name"].removeprefix("vk-")] = node
+        if obj["kind"] == "Deployment" and meta["name"].startswith("vk-"):
+            for container in obj["spec"]["template"]["spec"]["containers"]:
+                for arg in container.get("args") or []:
+                    if arg.startswith("--nodename="):
+                        names[meta["name"].removeprefix("vk-")] = arg.split("=", 1)[1]
     return names
 
 
@@ -60,9 +61,26 @@ def timestamp(ago: datetime.timedelta = datetime.timedelta(0)) -> str:
     return (datetime.datetime.now(datetime.UTC) - ago).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def wait_node_labelled(kube: Kube, name: str, labels: dict[str, str], expected: dict[str, str]) -> None:
+    """Until a dry-run create of Node `name` comes back with `expected` labels added.
+
+    Admission policies take effect a second or two after they are created (the apiserver
+    compiles them from its informer); a virtual-kubelet registering in that window would
+    miss the label. Dry-run: admission runs, nothing is stored.
+    """
+    body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}
+
+    def labelled() -> bool:
+        admitted = kube.create(body, dry_run=True)
+        present: dict[str, str] = admitted["metadata"].get("labels", {})
+        return expected.items() <= present.items()
+
+    wait_for(labelled, 30, f"admission policies labelling node {name} with {expected}")
+
+
 def make_ready_node(kube: Kube, name: str, labels: dict[str, str], taints: list[dict[str, str]],
                     gpus: int) -> Obj:  # fmt: skip
-    """Create a Node and write a kubelet-like status: Ready, with allocatable GPUs."""
+    """Create a Node, write a kubelet-like status (Ready, allocatable GPUs), keep only `taints`."""
     kube.create({"apiVersion": "v1", "kind": "Node",
                  "metadata": {"name": name, "labels": labels}, "spec": {"taints": taints}})  # fmt: skip
     capacity = {"cpu": "64", "memory": "512Gi", "pods": "110", GPU: str(gpus)}
@@ -73,7 +91,11 @@ def make_ready_node(kube: Kube, name: str, labels: dict[str, str], taints: list[
         "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                         "message": "test kubelet", "lastHeartbeatTime": now, "lastTransitionTime": now}],
     }  # fmt: skip
-    return kube.patch_status("v1", "Node", name, status)
+    kube.patch_status("v1", "Node", name, status)
+    # The TaintNodesByCondition admission plugin put node.kubernetes.io/not-ready:NoSchedule
+    # on the new node; the node lifecycle controller (no controller-manager here) would drop
+    # it once the node reports Ready. Without this nothing would fit on the in-cluster nodes.
+    return kube.merge_patch("v1", "Node", name, {"spec": {"taints": taints or None}})
 
 
 def owner_replica_set(kube: Kube, namespace: str, name: str, replicas: int) -> Obj:
