@@ -21,6 +21,9 @@ CRD_ESTABLISHED_SECONDS = 60
 # Namespaces rendered objects live in that another project's installer creates, not ours.
 EXTERNAL_NAMESPACES = {
     "kueue-system": "created by Kueue's own install (its manager reads kueue-manager-config there)",
+    "argocd": "created by Argo CD's own install (AppProjects and Applications live there)",
+    "monitoring": "created by the Prometheus/Grafana operators' install (rules, dashboards)",
+    "gpu-operator": "created by the NVIDIA GPU operator's install (dcgm-exporter metrics config)",
 }
 
 
@@ -108,7 +111,8 @@ def apply_all(kube: Kube, objects: list[Obj]) -> dict[tuple[str, str, str, str],
         try:
             stored[identity(obj)] = kube.apply(obj)
         except Exception as err:
-            raise AssertionError(f"server-side apply refused {'/'.join(identity(obj))}: {err}") from err
+            reason = err.summary() if hasattr(err, "summary") else str(err)  # the API's own message
+            raise AssertionError(f"server-side apply refused {'/'.join(identity(obj))}: {reason}") from err
     return stored
 
 
