@@ -81,12 +81,13 @@ def group_kinds(objects: Iterable[Obj]) -> tuple[list[dict[str, str]], list[dict
 def ignore_differences(objects: list[Obj]) -> list[dict[str, Any]]:
     """Fields controllers own on the rendered objects, which Argo CD must neither report nor
     revert: Kueue's finalizer, CRD-defaulted Kueue fields, replicas of HPA targets."""
-    kinds = sorted({(group_of(o["apiVersion"]), o["kind"]) for o in objects})
+    set_fields: dict[tuple[str, str], set[str]] = {}  # (group, kind) -> spec fields any object sets
+    for o in objects:
+        set_fields.setdefault((group_of(o["apiVersion"]), o["kind"]), set()).update(o.get("spec", {}))
     entries: list[dict[str, Any]] = []
-    for group, kind in kinds:
+    for (group, kind), rendered in sorted(set_fields.items()):
         pointers = [f"/spec/{field}" for field in DEFAULTED_SPEC_FIELDS.get((group, kind), ())
-                    if not any(field in o.get("spec", {}) for o in objects
-                               if o["kind"] == kind and group_of(o["apiVersion"]) == group)]
+                    if field not in rendered]
         expressions = []
         if group == KUEUE_GROUP and kind in KUEUE_FINALIZED_KINDS:
             expressions.append(f'.metadata.finalizers[]? | select(. == "{KUEUE_FINALIZER}")')
