@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.components.dashboards.panels import Board, Query, graph, single
+from generators.components.dashboards.panels import Board, Panel, Query, graph, single
 from generators.components.promql import Queries, match_any
 from generators.model.types import Environment
 
@@ -26,19 +26,9 @@ def training_namespaces(env: Environment) -> list[str]:
     )
 
 
-def build(env: Environment) -> dict[str, Any]:
-    q = Queries(env)
-    m = q.m
-    checkpoint = m.checkpoint_write_query
-    namespaces = match_any("namespace", training_namespaces(env))
-    board = Board(
-        m,
-        SLUG,
-        "Training",
-        "Checkpoint write throughput, tensor-core activity and restarts of the training namespaces.",
-    )
-    board.row(
-        "Checkpoints",
+def checkpoints(q: Queries) -> list[Panel]:
+    checkpoint = q.m.checkpoint_write_query
+    return [
         graph(
             "Checkpoint write throughput",
             "From monitoring.checkpointWriteQuery (filesystem-specific).",
@@ -54,9 +44,12 @@ def build(env: Environment) -> dict[str, Any]:
             calc="max",
             span=8,
         ),
-    )
-    board.row(
-        "Jobs",
+    ]
+
+
+def jobs(q: Queries) -> list[Panel]:
+    namespaces = match_any("namespace", training_namespaces(q.env))
+    return [
         graph(
             "Tensor-core activity of training namespaces",
             "Rises with resolution (128 px -> 1024 px); "
@@ -81,5 +74,17 @@ def build(env: Environment) -> dict[str, Any]:
                 )
             ],
         ),
+    ]
+
+
+def build(env: Environment) -> dict[str, Any]:
+    q = Queries(env)
+    board = Board(
+        q.m,
+        SLUG,
+        "Training",
+        "Checkpoint write throughput, tensor-core activity and restarts of the training namespaces.",
     )
+    board.row("Checkpoints", *checkpoints(q))
+    board.row("Jobs", *jobs(q))
     return board.build()
