@@ -94,19 +94,54 @@ class Monitoring:
         return uid
 
 
+def _selectors(raw: dict[str, Any]) -> Selectors:
+    return Selectors(
+        dcgm=raw["dcgm"],
+        node_exporter=raw["nodeExporter"],
+        kube_state_metrics=raw["kubeStateMetrics"],
+        kueue=raw["kueue"],
+    )
+
+
+def _dashboards(raw: dict[str, Any]) -> Dashboards:
+    return Dashboards(
+        delivery=raw["delivery"],
+        uid_prefix=raw["uidPrefix"],
+        folder=raw["folder"],
+        sidecar_labels=dict(sorted(raw["sidecarLabels"].items())),
+        sidecar_folder_annotation=raw["sidecarFolderAnnotation"],
+        instance_selector=dict(sorted(raw["instanceSelector"].items())),
+        refresh=raw["refresh"],
+    )
+
+
+def _alert_thresholds(raw: dict[str, Any]) -> AlertThresholds:
+    return AlertThresholds(
+        gpu_temp_for=raw["gpuTempFor"],
+        thermal_throttle_percent=raw["thermalThrottlePercent"],
+        thermal_throttle_for=raw["thermalThrottleFor"],
+        error_window=raw["errorWindow"],
+        nvlink_errors_per_window=raw["nvlinkErrorsPerWindow"],
+        infiniband_errors_per_window=raw["infinibandErrorsPerWindow"],
+        infiniband_port_down_for=raw["infinibandPortDownFor"],
+        gpu_missing_for=raw["gpuMissingFor"],
+        profiling_missing_for=raw["profilingMissingFor"],
+        exporter_down_for=raw["exporterDownFor"],
+        quota_drift_for=raw["quotaDriftFor"],
+        pods_ready_timeout_evictions_per_hour=raw["podsReadyTimeoutEvictionsPerHour"],
+        inference_pending_for=raw["inferencePendingFor"],
+        gate_transitions_per_hour=raw["gateTransitionsPerHour"],
+        virtual_node_not_ready_for=raw["virtualNodeNotReadyFor"],
+    )
+
+
 def build_monitoring(raw: dict[str, Any]) -> Monitoring:
     """Model of the defaulted `monitoring` section."""
-    sel, dash, rules, alerts = raw["selectors"], raw["dashboards"], raw["rules"], raw["alerts"]
     return Monitoring(
         namespace=raw["namespace"],
         host_label=raw["hostLabel"],
         node_exporter_host_label=raw["nodeExporterHostLabel"],
-        selectors=Selectors(
-            dcgm=sel["dcgm"],
-            node_exporter=sel["nodeExporter"],
-            kube_state_metrics=sel["kubeStateMetrics"],
-            kueue=sel["kueue"],
-        ),
+        selectors=_selectors(raw["selectors"]),
         gpu_temp_limit_celsius=raw["gpuTempLimitCelsius"],
         gpu_temp_plausible_max_celsius=raw["gpuTempPlausibleMaxCelsius"],
         xid_replace_codes=tuple(sorted(raw["xidReplaceCodes"])),
@@ -114,32 +149,8 @@ def build_monitoring(raw: dict[str, Any]) -> Monitoring:
         checkpoint_write_query=raw["checkpointWriteQuery"],
         dcgm_namespace=raw["dcgmExporter"]["namespace"],
         dcgm_config_map=raw["dcgmExporter"]["configMapName"],
-        dashboards=Dashboards(
-            delivery=dash["delivery"],
-            uid_prefix=dash["uidPrefix"],
-            folder=dash["folder"],
-            sidecar_labels=dict(sorted(dash["sidecarLabels"].items())),
-            sidecar_folder_annotation=dash["sidecarFolderAnnotation"],
-            instance_selector=dict(sorted(dash["instanceSelector"].items())),
-            refresh=dash["refresh"],
-        ),
-        rule_labels=dict(sorted(rules["labels"].items())),
-        runbook_url_pattern=rules["runbookUrlPattern"],
-        alerts=AlertThresholds(
-            gpu_temp_for=alerts["gpuTempFor"],
-            thermal_throttle_percent=alerts["thermalThrottlePercent"],
-            thermal_throttle_for=alerts["thermalThrottleFor"],
-            error_window=alerts["errorWindow"],
-            nvlink_errors_per_window=alerts["nvlinkErrorsPerWindow"],
-            infiniband_errors_per_window=alerts["infinibandErrorsPerWindow"],
-            infiniband_port_down_for=alerts["infinibandPortDownFor"],
-            gpu_missing_for=alerts["gpuMissingFor"],
-            profiling_missing_for=alerts["profilingMissingFor"],
-            exporter_down_for=alerts["exporterDownFor"],
-            quota_drift_for=alerts["quotaDriftFor"],
-            pods_ready_timeout_evictions_per_hour=alerts["podsReadyTimeoutEvictionsPerHour"],
-            inference_pending_for=alerts["inferencePendingFor"],
-            gate_transitions_per_hour=alerts["gateTransitionsPerHour"],
-            virtual_node_not_ready_for=alerts["virtualNodeNotReadyFor"],
-        ),
+        dashboards=_dashboards(raw["dashboards"]),
+        rule_labels=dict(sorted(raw["rules"]["labels"].items())),
+        runbook_url_pattern=raw["rules"]["runbookUrlPattern"],
+        alerts=_alert_thresholds(raw["alerts"]),
     )
