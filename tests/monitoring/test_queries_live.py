@@ -76,6 +76,33 @@ def all_shipped() -> list[Shipped]:
     return [load_shipped(name) for name in ENVIRONMENTS]
 
 
+def backfill(promtool: Path, work: Path, all_shipped: list[Shipped]) -> None:
+    """A TSDB at work/tsdb holding the synthetic series of every shipped environment."""
+    (work / "data.om").write_text(synthetic.openmetrics([s.env for s in all_shipped]))
+    done = subprocess.run(
+        [str(promtool), "tsdb", "create-blocks-from", "openmetrics", "data.om", "tsdb"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def wait_ready(url: str, server: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + READY_DEADLINE_SECONDS
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"prometheus did not start:\n{log.read_text()[-3000:]}")
+        time.sleep(0.5)
+
+
 @pytest.fixture(scope="module")
 def prometheus_url(
     all_shipped: list[Shipped],
@@ -84,15 +111,7 @@ def prometheus_url(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[str]:
     work = tmp_path_factory.mktemp("prometheus")
-    (work / "data.om").write_text(synthetic.openmetrics([s.env for s in all_shipped]))
-    backfill = subprocess.run(
-        [str(promtool), "tsdb", "create-blocks-from", "openmetrics", "data.om", "tsdb"],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert backfill.returncode == 0, backfill.stdout + backfill.stderr
+    backfill(promtool, work, all_shipped)
     (work / "prometheus.yml").write_text("global: {scrape_interval: 1m}\n")
     port = free_port()
     log = (work / "prometheus.log").open("w")
@@ -110,17 +129,7 @@ def prometheus_url(
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + READY_DEADLINE_SECONDS
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"prometheus did not start:\n{(work / 'prometheus.log').read_text()[-3000:]}")
-            time.sleep(0.5)
+        wait_ready(url, server, work / "prometheus.log")
         yield url
     finally:
         server.terminate()
