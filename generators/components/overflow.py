@@ -81,9 +81,12 @@ DESCHEDULER_LEASE_RULES = [  # only used if leader election is ever turned on; o
 ]
 
 
-def _resources(res: Resources) -> dict[str, Any]:
-    return {"requests": {"cpu": res.cpu_request, "memory": res.memory_request},
-            "limits": {"cpu": res.cpu_limit, "memory": res.memory_limit}}
+def _hardened(res: Resources) -> dict[str, Any]:
+    """Template values every Deployment here shares: its requests and limits, a non-root,
+    read-only, capability-free security context."""
+    resources = {"requests": {"cpu": res.cpu_request, "memory": res.memory_request},
+                 "limits": {"cpu": res.cpu_limit, "memory": res.memory_limit}}
+    return {"resources": resources, "pod_security": POD_SECURITY, "container_security": CONTAINER_SECURITY}
 
 
 def _sha256(text: str) -> str:
@@ -110,8 +113,7 @@ def provider_objects(ov: Overflow, provider: Provider) -> list[Obj]:
                data={"config.json": config}),
         render(T + "virtual-kubelet-deployment.yaml.j2", provider=provider, namespace=ov.namespace,
                args=args, taint_key=PROVIDER_TAINT_KEY, config_sha256=_sha256(config),
-               resources=_resources(provider.resources), pod_security=POD_SECURITY,
-               container_security=CONTAINER_SECURITY),
+               **_hardened(provider.resources)),
     ]
 
 
@@ -129,8 +131,7 @@ def gate_objects(ov: Overflow) -> list[Obj]:
         *_identity(ov, GATE, CLUSTER_PREFIX + GATE, GATE_RULES),
         render(T + "configmap.yaml.j2", name=GATE, namespace=ov.namespace, data={POLICY_FILE: policy}),
         render(T + "gate-deployment.yaml.j2", name=GATE, namespace=ov.namespace, gate=ov.gate, args=args,
-               policy_sha256=_sha256(policy), resources=_resources(ov.gate.resources),
-               pod_security=POD_SECURITY, container_security=CONTAINER_SECURITY),
+               policy_sha256=_sha256(policy), **_hardened(ov.gate.resources)),
         render(T + "gate-service.yaml.j2", name=GATE, namespace=ov.namespace, port=ov.gate.metrics_port),
     ]
 
@@ -156,8 +157,7 @@ def descheduler_objects(ov: Overflow) -> list[Obj]:
         render(T + "configmap.yaml.j2", name=DESCHEDULER, namespace=ov.namespace,
                data={POLICY_FILE: policy}),
         render(T + "descheduler-deployment.yaml.j2", name=DESCHEDULER, namespace=ov.namespace, back=back,
-               args=args, policy_sha256=_sha256(policy), resources=_resources(back.resources),
-               pod_security=POD_SECURITY, container_security=CONTAINER_SECURITY),
+               args=args, policy_sha256=_sha256(policy), **_hardened(back.resources)),
     ]
 
 
