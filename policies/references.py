@@ -87,8 +87,5 @@ def _workload_priority_classes(ctx: Context) -> Iterator[Finding]:
     known = ctx.names("WorkloadPriorityClass")
     for item in ctx.objects:
         for path, labels in label_maps(item.tree):
-            name = labels.get(PRIORITY_CLASS_LABEL)
-            if name is not None and str(name) not in known:
-                yield item.finding(
-                    f"{show(path)}[{PRIORITY_CLASS_LABEL}] names WorkloadPriorityClass {name!r}, "
-                    f"which this environment does not render{_known(known)}")
+            yield from _missing(item, f"{show(path)}[{PRIORITY_CLASS_LABEL}]", "WorkloadPriorityClass",
+                                labels.get(PRIORITY_CLASS_LABEL), known)
