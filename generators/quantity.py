@@ -36,10 +36,6 @@ class Quantity:
     value: Fraction
     format: Format
 
-    @property
-    def millis(self) -> Fraction:
-        return self.value * 1000
-
 
 def parse(text: str | int | float) -> Quantity:
     """Parse `text` ("192", "1.5", "500m", "2Ti", 8). Exponent forms are refused on purpose:

@@ -80,12 +80,6 @@ def render(template: str, **context: Any) -> Any:
     return _render(template, context, stream=False)
 
 
-def render_all(template: str, **context: Any) -> list[Any]:
-    """Like render, for a template that emits a '---'-separated stream of objects."""
-    parsed: list[Any] = _render(template, context, stream=True)
-    return parsed
-
-
 def _render(name: str, context: dict[str, Any], *, stream: bool) -> Any:
     """Through the template's parsed shape (templateshapes) when possible, else by parsing
     the classic text, whose errors are the ones a template author should see."""
