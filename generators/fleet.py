@@ -2,8 +2,9 @@
 
 Environments are independent (one file in, one rendered/<env>/ out), so a fleet renders in
 a process pool, one environment per task. Workers are forked after the generators are
-imported, so they start warm. A worker returns text, never live objects: pickling 4,300
-rendered files' text costs milliseconds, and the parent decides what is written.
+imported, so they start warm. A worker returns a small Outcome, never live objects: a
+render writes its files into a staging directory, and the parent only swaps the staged trees
+into place once every environment rendered (one bad environment: nothing is written).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from generators import model, render
+from generators import model, render, templating
 from generators.components import COMPONENTS
 from generators.errors import Problem, SpecError
 
@@ -38,8 +39,11 @@ def map_environments(work: Callable[[Path, str], T], root: Path, names: Sequence
     jobs = min(len(names), cores())
     if jobs < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return [work(root, name) for name in names]
-    for component in COMPONENTS:  # imported once here, inherited by every worker
+    for component in COMPONENTS:  # imported (and templates compiled) once here, inherited
         importlib.import_module(f"generators.components.{component}")
+    templates = templating.environment()
+    for name in templates.list_templates():
+        templates.get_template(name)
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
         return list(pool.map(work, [root] * len(names), names))
@@ -51,16 +55,19 @@ class Outcome:
 
     name: str
     problems: tuple[Problem, ...] = ()
-    files: tuple[render.FileText, ...] = ()
+    staged: str = ""  # rendered/.tmp-<env>-*/ written by the worker, to be swapped in
+    objects: int = 0
     stale: tuple[str, ...] = ()
 
 
-def render_texts(root: Path, name: str) -> Outcome:
+def render_staged(root: Path, name: str) -> Outcome:
+    """Render and write into a staging directory: workers create the files in parallel (on
+    a busy disk each new file costs ~0.2 ms of system time), the parent only renames."""
     try:
         files = render.render_environment(model.load(root, name))
     except SpecError as error:
         return Outcome(name, tuple(error.problems))
-    return Outcome(name, files=tuple(render.FileText(f.path, f.text) for f in files))
+    return Outcome(name, staged=str(render.stage(root, name, files)), objects=len(files))
 
 
 def check_stale(root: Path, name: str) -> Outcome:

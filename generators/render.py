@@ -19,6 +19,7 @@ from generators.model.types import Environment
 from generators.syncwaves import wave
 
 RENDERED = "rendered"
+STAGING = ".tmp-"  # rendered/.tmp-<env>-*: a tree being written
 MANAGED_BY = "trainyard"
 
 
@@ -87,22 +88,47 @@ def render_environment(env: Environment) -> list[RenderedFile]:
 def write(root: Path, env_name: str, files: Sequence[HasText]) -> None:
     """Write into a temp dir inside rendered/, then swap it in place of rendered/<env>.
     Stale files vanish with the old directory; a crash leaves the old tree or the new one."""
+    staged = stage(root, env_name, files)
+    try:
+        swap(root, env_name, staged)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+
+
+def stage(root: Path, env_name: str, files: Sequence[HasText]) -> Path:
+    """rendered/.tmp-<env>-*/ holding the files; swap() puts it in place, or delete it."""
     base = root / RENDERED
     base.mkdir(exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{env_name}-", dir=base))
+    tmp = Path(tempfile.mkdtemp(prefix=f"{STAGING}{env_name}-", dir=base))
     try:
+        for folder in sorted({(tmp / f.path).parent for f in files}):  # once each, not per file
+            folder.mkdir(parents=True, exist_ok=True)
         for f in files:
-            target = tmp / f.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(f.text, encoding="utf-8")
-        final = base / env_name
-        old = base / f".old-{env_name}-{os.getpid()}"
-        if final.exists():
-            final.rename(old)
-        tmp.rename(final)
-        shutil.rmtree(old, ignore_errors=True)
-    finally:
+            (tmp / f.path).write_text(f.text, encoding="utf-8")
+    except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return tmp
+
+
+def swap(root: Path, env_name: str, staged: Path) -> None:
+    base = root / RENDERED
+    final = base / env_name
+    old = base / f".old-{env_name}-{os.getpid()}"
+    if final.exists():
+        final.rename(old)
+    staged.rename(final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def discard_staged(root: Path, env_names: Sequence[str], *, remove_empty_base: bool = False) -> None:
+    """Remove staged trees of these environments that were never swapped in (a failure)."""
+    base = root / RENDERED
+    for name in env_names:
+        for leftover in base.glob(f"{STAGING}{name}-*"):
+            shutil.rmtree(leftover, ignore_errors=True)
+    if remove_empty_base and base.is_dir() and not any(base.iterdir()):
+        base.rmdir()
 
 
 def remove_unknown(root: Path, keep: set[str]) -> list[str]:

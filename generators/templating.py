@@ -18,7 +18,7 @@ import jinja2
 import yaml
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from generators import templateshapes
+from generators import templatecache, templateshapes
 from generators.yamlemit import double_quoted, float_text
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[1] / "templates"
@@ -64,6 +64,8 @@ def environment() -> ImmutableSandboxedEnvironment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
         finalize=_finalize,
+        auto_reload=False,  # templates do not change while we render: no stat() per render
+        bytecode_cache=templatecache.bytecode_cache(Path(__file__)),
     )
     env.filters["y"] = _y
     return env

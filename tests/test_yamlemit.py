@@ -76,3 +76,15 @@ def test_double_quoted_fast_path_matches_per_character_escaping(text: str) -> No
 
     assert double_quoted(text) == _double_quoted_by_char(text)
     assert yaml.load(f"v: {double_quoted(text)}\n", Loader=yaml.CSafeLoader) == {"v": text}
+
+
+@settings(max_examples=1000)
+@given(st.one_of(
+    st.text(alphabet=st.sampled_from(["a", " ", "\n", "\t", "\r", "\u3000", "\u00a0", "\x85", "é", "\x00"]),
+            max_size=12),
+    st.text(max_size=20),
+))
+def test_literal_block_rule_matches_the_line_by_line_rule(text: str) -> None:
+    from generators.yamlemit import _literal_ok, _literal_ok_by_line
+
+    assert _literal_ok(text) == _literal_ok_by_line(text)

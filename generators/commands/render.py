@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from generators.commands import select_environments
+
+if TYPE_CHECKING:  # imported inside run(), so that --help is fast
+    from generators import fleet
 
 HELP = "render environments into rendered/<env>/ (all when none named)"
 
@@ -24,8 +29,18 @@ def run(args: argparse.Namespace) -> int:
         return 2
     # Everything is loaded and rendered before anything is written: one bad file means
     # nothing is written. Several environments render in a process pool (generators/fleet.py).
-    work = fleet.check_stale if args.check else fleet.render_texts
-    outcomes = fleet.map_environments(work, args.root, names)
+    work = fleet.check_stale if args.check else fleet.render_staged
+    base_existed = (args.root / render.RENDERED).is_dir()
+    try:
+        outcomes = fleet.map_environments(work, args.root, names)
+        return _report(args, names, outcomes)
+    finally:  # after a failure: staged trees never swapped in, and a rendered/ made for them
+        render.discard_staged(args.root, names, remove_empty_base=not base_existed)
+
+
+def _report(args: argparse.Namespace, names: list[str], outcomes: list[fleet.Outcome]) -> int:
+    from generators import render
+
     problems = [problem for outcome in outcomes for problem in outcome.problems]
     if problems:
         for problem in problems:
@@ -43,9 +58,9 @@ def run(args: argparse.Namespace) -> int:
             return 1
         return 0
     for outcome in outcomes:
-        render.write(args.root, outcome.name, outcome.files)
+        render.swap(args.root, outcome.name, Path(outcome.staged))
     removed = render.remove_unknown(args.root, set(names)) if everything else []
-    total = sum(len(outcome.files) for outcome in outcomes)
+    total = sum(outcome.objects for outcome in outcomes)
     print(f"rendered {total} objects for {len(names)} environment(s)"
           + (f"; removed {', '.join(removed)}" if removed else ""))
     return 0

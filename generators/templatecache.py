@@ -1,0 +1,50 @@
+"""Compiled templates cached on disk, as __pycache__ caches Python modules.
+
+Compiling the 37 templates costs ~0.2 s per process, nearly half of rendering one
+environment (docs/performance.md). Jinja's FileSystemBytecodeCache keys each entry by the
+template's path and checks a hash of its source (and the Python version) before use; what
+it does not key on is the Environment's settings (trim_blocks, finalize ...), which change
+the compiled code: the directory name therefore hashes Jinja's version and the source of
+generators/templating.py, where those settings live. The cache is an optimisation only:
+any failure to read or write it is ignored, and the template is compiled as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from pathlib import Path
+
+import jinja2
+from jinja2.bccache import Bucket
+
+
+def cache_dir() -> Path:
+    """tools/toolchain.py's cache root ($TRAINYARD_CACHE, else ~/.cache/trainyard), found
+    without importing tools/: a checkout may ship generators without it."""
+    configured = os.environ.get("TRAINYARD_CACHE")
+    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "trainyard"
+
+
+class _QuietCache(jinja2.FileSystemBytecodeCache):
+    def load_bytecode(self, bucket: Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except Exception:  # unreadable or corrupt (pickle, marshal, I/O errors alike): compile
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        with contextlib.suppress(OSError):  # read-only home, full disk: compiled again next time
+            super().dump_bytecode(bucket)
+
+
+def bytecode_cache(settings_source: Path) -> jinja2.BytecodeCache | None:
+    """A cache directory for templates compiled with the settings in `settings_source`."""
+    key = hashlib.sha256(jinja2.__version__.encode() + settings_source.read_bytes()).hexdigest()[:16]
+    directory = cache_dir() / "jinja" / key
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return _QuietCache(str(directory))

@@ -1,0 +1,78 @@
+"""The on-disk cache of compiled templates (generators/templatecache.py) is only ever an
+optimisation: a corrupt or unwritable cache gives the same output as no cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+import pytest
+
+from generators import templatecache
+
+TEMPLATE = "{% for x in items %}- {{ x }}\n{% endfor %}"
+
+
+def render_with(settings: Path, loader_dir: Path) -> tuple[str, jinja2.BytecodeCache | None]:
+    cache = templatecache.bytecode_cache(settings)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(loader_dir), bytecode_cache=cache)
+    return env.get_template("t.j2").render(items=[1, 2]), cache
+
+
+@pytest.fixture
+def template_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TRAINYARD_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "t.j2").write_text(TEMPLATE)
+    (tmp_path / "settings.py").write_text("trim_blocks = True\n")
+    return tmp_path
+
+
+def test_second_run_loads_what_the_first_compiled(template_dir: Path) -> None:
+    first, _ = render_with(template_dir / "settings.py", template_dir)
+    entries = list((template_dir / "cache" / "jinja").rglob("*.cache"))
+    assert len(entries) == 1
+    assert render_with(template_dir / "settings.py", template_dir)[0] == first == "- 1\n- 2\n"
+
+
+def test_other_settings_get_another_directory(template_dir: Path) -> None:
+    render_with(template_dir / "settings.py", template_dir)
+    (template_dir / "settings.py").write_text("trim_blocks = False\n")
+    render_with(template_dir / "settings.py", template_dir)
+    assert len(list((template_dir / "cache" / "jinja").iterdir())) == 2
+
+
+def test_corrupt_entries_are_compiled_again(template_dir: Path) -> None:
+    render_with(template_dir / "settings.py", template_dir)
+    for entry in (template_dir / "cache" / "jinja").rglob("*.cache"):
+        entry.write_bytes(entry.read_bytes()[:40] + b"\x00garbage")
+    assert render_with(template_dir / "settings.py", template_dir)[0] == "- 1\n- 2\n"
+
+
+def test_uncreatable_cache_directory_is_no_cache(template_dir: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(self: Path, *args: object, **kwargs: object) -> None:
+        raise PermissionError(f"read-only: {self}")
+
+    monkeypatch.setattr(Path, "mkdir", refuse)
+    text, cache = render_with(template_dir / "settings.py", template_dir)
+    assert text == "- 1\n- 2\n"
+    assert cache is None
+
+
+def test_failed_writes_are_ignored(template_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(jinja2.FileSystemBytecodeCache, "dump_bytecode", refuse)
+    assert render_with(template_dir / "settings.py", template_dir)[0] == "- 1\n- 2\n"
+
+
+@pytest.mark.parametrize("configured", [None, "/somewhere/else"])
+def test_same_cache_root_as_the_toolchain(configured: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tools.toolchain import cache_dir
+
+    if configured is None:
+        monkeypatch.delenv("TRAINYARD_CACHE", raising=False)
+    else:
+        monkeypatch.setenv("TRAINYARD_CACHE", configured)
+    assert templatecache.cache_dir() == cache_dir()
