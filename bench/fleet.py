@@ -60,12 +60,14 @@ class Sample:
     note: str = ""
 
 
-def run_timed(argv: list[str], cwd: Path, ok: tuple[int, ...] = (0,)) -> tuple[float, float, float]:
+def run_timed(argv: list[str], cwd: Path, ok: tuple[int, ...] = (0,),
+              env: dict[str, str] | None = None) -> tuple[float, float, float]:
     """Wall seconds, CPU seconds and peak RSS (MB) of one child process, from wait4's rusage:
     CPU includes the child's own waited-for children (a process pool's workers); RSS is the
     largest single process of that tree, not their sum."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={**os.environ, **(env or {})})
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)
@@ -78,13 +80,14 @@ def run_timed(argv: list[str], cwd: Path, ok: tuple[int, ...] = (0,)) -> tuple[f
 
 
 def measure(name: str, argv: list[str], cwd: Path, runs: int, envs: int, objects: int,
-            before: list[str] | None = None, ok: tuple[int, ...] = (0,), note: str = "") -> Sample:
+            before: list[str] | None = None, ok: tuple[int, ...] = (0,), note: str = "",
+            env: dict[str, str] | None = None) -> Sample:
     load = os.getloadavg()[0]
     times, cpus, peaks = [], [], []
     for _ in range(runs):
         if before:
             subprocess.run(before, cwd=cwd, check=True, capture_output=True)
-        elapsed, cpu, peak = run_timed(argv, cwd, ok)
+        elapsed, cpu, peak = run_timed(argv, cwd, ok, env)
         times.append(elapsed)
         cpus.append(cpu)
         peaks.append(peak)
@@ -136,7 +139,9 @@ def bench_size(count: int, runs: int, work: Path, biggest: bool) -> list[Sample]
     objects = count_objects(repo / "rendered")
     samples[0].objects = objects
     samples.append(measure("render --check (no change)", [*cli, "render", "--check"], repo, runs, count,
-                           objects))
+                           objects, note="stamps from the render above vouch for every environment"))
+    samples.append(measure("render --check, no stamps", [*cli, "render", "--check"], repo, runs, count,
+                           objects, env={"TRAINYARD_RENDER_STAMPS": "0"}, note="renders every environment"))
     samples.append(measure("render one env", [*cli, "render", "cluster-000"], repo, runs, 1,
                            objects // count))
     samples.append(measure("python work (load+render+policies)",
@@ -236,7 +241,7 @@ def scaling(samples: list[Sample]) -> dict[str, float]:
     below 1; the marginal one (time minus the 1-environment time, from the second size on)
     shows whether the per-object cost grows with the fleet."""
     out = {}
-    for name in ("render (cold)", "render --check (no change)", "python work (load+render+policies)"):
+    for name in ("render (cold)", "render --check, no stamps", "python work (load+render+policies)"):
         points = sorted((s.objects, s.median_s) for s in samples if s.name == name)
         out[f"{name}: all sizes"] = exponent(points)
         if len(points) >= 3:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from generators import model, render, templating
+from generators import model, render, renderstamp, templating
 from generators.components import COMPONENTS
 from generators.errors import Problem, SpecError
 
@@ -58,6 +58,11 @@ class Outcome:
     staged: str = ""  # rendered/.tmp-<env>-*/ written by the worker, to be swapped in
     objects: int = 0
     stale: tuple[str, ...] = ()
+    digest: str = ""  # renderstamp.digest() of the files this environment renders
+
+
+def _digest(files: Sequence[render.RenderedFile]) -> str:
+    return renderstamp.digest((f.path, f.text.encode("utf-8")) for f in files)
 
 
 def render_staged(root: Path, name: str) -> Outcome:
@@ -67,7 +72,8 @@ def render_staged(root: Path, name: str) -> Outcome:
         files = render.render_environment(model.load(root, name))
     except SpecError as error:
         return Outcome(name, tuple(error.problems))
-    return Outcome(name, staged=str(render.stage(root, name, files)), objects=len(files))
+    return Outcome(name, staged=str(render.stage(root, name, files)), objects=len(files),
+                   digest=_digest(files))
 
 
 def check_stale(root: Path, name: str) -> Outcome:
@@ -75,4 +81,4 @@ def check_stale(root: Path, name: str) -> Outcome:
         files = render.render_environment(model.load(root, name))
     except SpecError as error:
         return Outcome(name, tuple(error.problems))
-    return Outcome(name, stale=tuple(render.stale(root, name, files)))
+    return Outcome(name, stale=tuple(render.stale(root, name, files)), digest=_digest(files))

@@ -15,10 +15,11 @@ from typing import Any, NamedTuple, Protocol
 
 from generators import syncoptions, yamlemit
 from generators.components import COMPONENTS, Obj, describer, generator
+from generators.layout import RENDERED as RENDERED  # re-exported: callers name render.RENDERED
+from generators.layout import unknown_dirs as unknown_dirs
 from generators.model.types import Environment
 from generators.syncwaves import wave
 
-RENDERED = "rendered"
 STAGING = ".tmp-"  # rendered/.tmp-<env>-*: a tree being written
 MANAGED_BY = "trainyard"
 
@@ -160,11 +161,3 @@ def stale(root: Path, env_name: str, files: Sequence[HasText]) -> list[str]:
         elif (base / path).read_text(encoding="utf-8") != want[path]:
             out.append(f"{shown}: stale")
     return out
-
-
-def unknown_dirs(root: Path, keep: set[str]) -> list[str]:
-    base = root / RENDERED
-    if not base.is_dir():
-        return []
-    return [f"{RENDERED}/{c.name}/: extra" for c in sorted(base.iterdir())
-            if c.is_dir() and c.name not in keep]

@@ -13,18 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 from pathlib import Path
 
 import jinja2
 from jinja2.bccache import Bucket
 
-
-def cache_dir() -> Path:
-    """tools/toolchain.py's cache root ($TRAINYARD_CACHE, else ~/.cache/trainyard), found
-    without importing tools/: a checkout may ship generators without it."""
-    configured = os.environ.get("TRAINYARD_CACHE")
-    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "trainyard"
+from generators.layout import cache_dir
 
 
 class _QuietCache(jinja2.FileSystemBytecodeCache):

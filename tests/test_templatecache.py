@@ -8,7 +8,7 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from generators import templatecache
+from generators import layout, templatecache
 
 TEMPLATE = "{% for x in items %}- {{ x }}\n{% endfor %}"
 
@@ -75,4 +75,4 @@ def test_same_cache_root_as_the_toolchain(configured: str | None, monkeypatch: p
         monkeypatch.delenv("TRAINYARD_CACHE", raising=False)
     else:
         monkeypatch.setenv("TRAINYARD_CACHE", configured)
-    assert templatecache.cache_dir() == cache_dir()
+    assert layout.cache_dir() == cache_dir()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 def select_environments(root: Path, names: list[str]) -> list[str] | None:
     """The named environments (all shipped ones if none), or None after a usage message."""
-    from generators.spec.load import environment_names  # jsonschema is slow to import: not for --help
+    from generators.layout import environment_names
 
     known = environment_names(root)
     unknown = [n for n in names if n not in known]

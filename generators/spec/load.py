@@ -6,16 +6,12 @@ from pathlib import Path
 from typing import Any
 
 from generators.errors import Location, Problem, SpecError
+from generators.layout import ENV_DIR, environment_names
 from generators.spec import schema, semantics
 from generators.spec.source import Document, load_file, merge
 
-ENV_DIR = "environments"
 MAX_EXTENDS_DEPTH = 4
-
-
-def environment_names(root: Path) -> list[str]:
-    """Shipped environments: environments/*.yaml, except bases (files starting with '_')."""
-    return sorted(p.stem for p in (root / ENV_DIR).glob("*.yaml") if not p.name.startswith("_"))
+__all__ = ["ENV_DIR", "environment_names", "load_document", "load_environment"]
 
 
 def load_document(root: Path, name: str) -> Document:

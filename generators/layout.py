@@ -1,0 +1,31 @@
+"""Where things live in a checkout and beside it: stdlib only, so that cheap answers (which
+environments exist, is rendered/ up to date) do not pay for jsonschema, Jinja or YAML."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ENV_DIR = "environments"
+RENDERED = "rendered"
+
+
+def environment_names(root: Path) -> list[str]:
+    """Shipped environments: environments/*.yaml, except bases (files starting with '_')."""
+    return sorted(p.stem for p in (root / ENV_DIR).glob("*.yaml") if not p.name.startswith("_"))
+
+
+def unknown_dirs(root: Path, keep: set[str]) -> list[str]:
+    """`rendered/<dir>/: extra` for every directory no environment in `keep` renders."""
+    base = root / RENDERED
+    if not base.is_dir():
+        return []
+    return [f"{RENDERED}/{c.name}/: extra" for c in sorted(base.iterdir())
+            if c.is_dir() and c.name not in keep]
+
+
+def cache_dir() -> Path:
+    """tools/toolchain.py's cache root ($TRAINYARD_CACHE, else ~/.cache/trainyard), found
+    without importing tools/: a checkout may ship generators without it."""
+    configured = os.environ.get("TRAINYARD_CACHE")
+    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "trainyard"
