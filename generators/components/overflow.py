@@ -16,7 +16,6 @@ from generators.components.overflow_admission import admission_objects
 from generators.model.overflow import (
     GATE_TAINT_VALUE,
     PROVIDER_TAINT_KEY,
-    VIRTUAL_NODE_LABELS,
     Overflow,
     Provider,
     Resources,
@@ -137,8 +136,7 @@ def gate_objects(ov: Overflow) -> list[Obj]:
 
 
 def descheduler_policy(ov: Overflow) -> Obj:
-    selector = ",".join(f"{key}={value}" for key, value in VIRTUAL_NODE_LABELS.items())
-    obj: Obj = render(T + "deschedulerpolicy.yaml.j2", back=ov.migrate_back, node_selector=selector,
+    obj: Obj = render(T + "deschedulerpolicy.yaml.j2", back=ov.migrate_back,
                       included_taints=[ov.gate.taint_key])
     return obj
 

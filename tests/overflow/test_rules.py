@@ -103,7 +103,9 @@ def test_descheduler_caps_are_finite_and_the_taint_is_the_gate(env: str) -> None
     for cap in ("maxNoOfPodsToEvictPerNode", "maxNoOfPodsToEvictPerNamespace", "maxNoOfPodsToEvictTotal"):
         value = policy[cap]
         assert isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 1000, cap
-    assert policy["nodeSelector"] == "type=virtual-kubelet"
+    # v0.36 skips a cycle when < 2 Ready nodes match a top-level nodeSelector (one provider
+    # would never migrate back); the gate taint alone confines evictions to virtual nodes.
+    assert "nodeSelector" not in policy
     [profile] = policy["profiles"]
     args = {entry["name"]: entry.get("args", {}) for entry in profile["pluginConfig"]}
     assert args["RemovePodsViolatingNodeTaints"] == {"includedTaints": [_gate_key(env)]}
