@@ -135,13 +135,23 @@ class ParsedTree:
     broken: list[Path]  # not valid YAML: kubeconform reports them; policies do not see them
 
 
-def read_objects(root: Path, files: Iterable[Path]) -> ParsedTree:
-    """Parse manifest files into objects (paths shown relative to root)."""
+def read_objects(root: Path, files: Iterable[Path],
+                 known: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None) -> ParsedTree:
+    """Parse manifest files into objects (paths shown relative to root).
+
+    `known` maps a shown path to (text, object) when the caller holds the object that text
+    parses to (a fresh render: the emitter's round trip is tested); a file with exactly that
+    text is not parsed again. Only plain data qualifies (is_plain), as parsing gives."""
     tree = ParsedTree([], {}, [])
     for path in files:
         shown = path.relative_to(root).as_posix()
         try:
-            documents = list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=walk.LOADER))
+            text = path.read_text(encoding="utf-8")
+            held = (known or {}).get(shown)
+            if held is not None and held[0] == text and is_plain(held[1]):
+                documents: list[Any] = [held[1]]
+            else:
+                documents = list(yaml.load_all(text, Loader=walk.LOADER))
         except (yaml.YAMLError, UnicodeDecodeError):
             tree.broken.append(path)
             continue
@@ -153,6 +163,17 @@ def read_objects(root: Path, files: Iterable[Path]) -> ParsedTree:
             tree.objects.extend(RenderedObject(shown, item) for item in _items(document))
         tree.counts[str(path)] = count
     return tree
+
+
+def is_plain(value: Any) -> bool:
+    """Only what a YAML parse builds: dicts with str keys, lists, str, int, float, bool, None
+    (a tuple, say, would hide its items from walk.nodes, which follows lists)."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and is_plain(v) for k, v in value.items())
+    if kind is list:
+        return all(is_plain(v) for v in value)
+    return value is None or kind in (str, int, float, bool)
 
 
 def _is_list(document: Any) -> bool:

@@ -81,6 +81,7 @@ class _Started:
 
     env: model.Environment
     base: Path
+    rendered: list[render.RenderedFile]  # what the environment file renders today
     tree: ParsedTree
     kubeconform: Future[kc.KubeconformResult] | None
     rules: Future[promtool.RulesResult]
@@ -103,20 +104,23 @@ def _start(root: Path, name: str, submit: Callable[..., Future[Any]]) -> _Starte
         problems = tuple(_spec_finding(p.format()) for p in error.problems)
         return EnvironmentReport(name, 0, problems, KubeconformCounts(), 0, 0, 0,
                                  time.perf_counter() - began)
+    rendered = render.render_environment(env)
     base = root / render.RENDERED / name
     files = kc.manifest_files([base]) if base.is_dir() else []
-    tree = read_objects(root, files)
+    # A committed file identical to today's rendering is not parsed again: its object is known.
+    known = {f"{render.RENDERED}/{name}/{f.path}": (f.text, f.obj) for f in rendered}
+    tree = read_objects(root, files, known)
     # Our parse gives kubeconform its expected counts; only unparsable files are counted its way.
     expected = {**tree.counts, **kc.count_objects(tree.broken)}
     run = submit(_kubeconform, base, env.kubernetes_version, expected) if files else None
     rules = submit(promtool.check_rules, promtool.rule_sources(tree.objects))
-    return _Started(env, base, tree, run, rules, time.perf_counter() - began)
+    return _Started(env, base, rendered, tree, run, rules, time.perf_counter() - began)
 
 
 def _finish(root: Path, started: _Started) -> EnvironmentReport:
     began = time.perf_counter()
     env, objects = started.env, started.tree.objects
-    findings: list[Finding] = _stale(root, env.name, env, objects)
+    findings: list[Finding] = _stale(root, started.base.name, env, started.rendered, objects)
     findings += run_all(Context(env, tuple(objects)))
     python_seconds = started.seconds + time.perf_counter() - began
     rules = started.rules.result()
@@ -145,10 +149,9 @@ def _spec_finding(line: str) -> Finding:
     return Finding(where, "", "", SPEC, rest)
 
 
-def _stale(root: Path, name: str, env: model.Environment,
+def _stale(root: Path, name: str, env: model.Environment, files: list[render.RenderedFile],
            objects: list[RenderedObject]) -> list[Finding]:
     """A finding per rendered file that differs from what the environment renders now."""
-    files = render.render_environment(env)
     wanted = {f"{render.RENDERED}/{name}/{f.path}": f.obj for f in files}
     on_disk = {o.path: o for o in objects}
     findings = []

@@ -1,0 +1,50 @@
+"""validate reuses the objects of a fresh render for committed files with exactly the rendered
+text (policies.context.read_objects(known=...)): the objects must be what parsing gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from generators import model, render
+from generators.spec.load import environment_names
+from generators.validation.kubeconform import manifest_files
+from policies.context import is_plain, read_objects
+from tests.conftest import ROOT
+from tests.test_templateshapes import same
+
+
+def known_for(root: Path, name: str) -> dict[str, tuple[str, dict[str, Any]]]:
+    files = render.render_environment(model.load(root, name))
+    return {f"rendered/{name}/{f.path}": (f.text, f.obj) for f in files}
+
+
+@pytest.mark.parametrize("name", environment_names(ROOT))
+def test_reused_objects_equal_parsed_ones(name: str) -> None:
+    files = manifest_files([ROOT / "rendered" / name])
+    known = known_for(ROOT, name)
+    assert all(is_plain(obj) for _, obj in known.values()), "every rendered object is reusable"
+    reused, parsed = read_objects(ROOT, files, known), read_objects(ROOT, files)
+    assert reused.counts == parsed.counts
+    assert [o.path for o in reused.objects] == [o.path for o in parsed.objects]
+    for a, b in zip(reused.objects, parsed.objects, strict=True):
+        assert same(a.obj, b.obj), a.path
+
+
+def test_a_file_that_differs_is_parsed(repo_copy: Path) -> None:
+    known = known_for(repo_copy, "dev")
+    path = next(p for p in sorted((repo_copy / "rendered" / "dev").rglob("*.yaml")) if "namespace-" in p.name)
+    path.write_text(path.read_text().replace("kind: Namespace", "kind: Namespace\nedited: true"))
+    tree = read_objects(repo_copy, [path], known)
+    assert tree.objects[0].obj["edited"] is True
+
+
+def test_objects_that_parsing_could_not_give_are_not_reused(tmp_path: Path) -> None:
+    path = tmp_path / "rendered" / "x" / "a.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text("items:\n- a\n")
+    tree = read_objects(tmp_path, [path], {"rendered/x/a.yaml": ("items:\n- a\n", {"items": ("a",)})})
+    assert tree.objects[0].obj == {"items": ["a"]}
+    assert not is_plain({"k": ("a",)}) and not is_plain({1: "a"}) and is_plain({"a": [1, 2.0, None, True]})
