@@ -16,6 +16,7 @@ from typing import Any, Literal
 import yaml
 
 from generators.model.types import Environment
+from generators.yamlemit import is_plain
 from policies import walk
 
 Severity = Literal["error", "warning"]
@@ -163,17 +164,6 @@ def read_objects(root: Path, files: Iterable[Path],
             tree.objects.extend(RenderedObject(shown, item) for item in _items(document))
         tree.counts[str(path)] = count
     return tree
-
-
-def is_plain(value: Any) -> bool:
-    """Only what a YAML parse builds: dicts with str keys, lists, str, int, float, bool, None
-    (a tuple, say, would hide its items from walk.nodes, which follows lists)."""
-    kind = type(value)
-    if kind is dict:
-        return all(type(k) is str and is_plain(v) for k, v in value.items())
-    if kind is list:
-        return all(is_plain(v) for v in value)
-    return value is None or kind in (str, int, float, bool)
 
 
 def _is_list(document: Any) -> bool:

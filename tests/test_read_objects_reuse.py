@@ -11,7 +11,8 @@ import pytest
 from generators import model, render
 from generators.spec.load import environment_names
 from generators.validation.kubeconform import manifest_files
-from policies.context import is_plain, read_objects
+from generators.yamlemit import is_plain
+from policies.context import read_objects
 from tests.conftest import ROOT
 from tests.test_templateshapes import same
 
@@ -48,3 +49,17 @@ def test_objects_that_parsing_could_not_give_are_not_reused(tmp_path: Path) -> N
     tree = read_objects(tmp_path, [path], {"rendered/x/a.yaml": ("items:\n- a\n", {"items": ("a",)})})
     assert tree.objects[0].obj == {"items": ["a"]}
     assert not is_plain({"k": ("a",)}) and not is_plain({1: "a"}) and is_plain({"a": [1, 2.0, None, True]})
+
+
+def test_diff_base_records_equal_parsed_ones() -> None:
+    """diff's base side (generators.diff.objects.from_files) with today's rendering known."""
+    from generators.diff.objects import from_files
+
+    files = {p.relative_to(ROOT).as_posix(): p.read_bytes() for p in (ROOT / "rendered").rglob("*.yaml")}
+    known = {path: (text.encode(), obj) for name in environment_names(ROOT)
+             for path, (text, obj) in known_for(ROOT, name).items()}
+    reused, parsed = from_files(files, known), from_files(files)
+    assert list(reused) == list(parsed)
+    for key, record in parsed.items():
+        assert same(reused[key].obj, record.obj) and reused[key].path == record.path
+    assert sum(reused[key].obj is known[reused[key].path][1] for key in reused) == len(files), "all reused"

@@ -39,7 +39,7 @@ def compare(base: dict[ObjectKey, ObjectRecord],
             out.append(ObjectChange("added", key, new.path, None, new.obj, ()))
         elif new is None and old is not None:
             out.append(ObjectChange("removed", key, old.path, old.obj, None, ()))
-        elif old is not None and new is not None:
+        elif old is not None and new is not None and old.obj is not new.obj:  # same: reused
             fields = changed_fields(old.obj, new.obj)
             if fields:
                 out.append(ObjectChange("changed", key, new.path, old.obj, new.obj, tuple(fields)))

@@ -7,12 +7,14 @@ not a removal plus an addition.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from generators.render import RENDERED, RenderedFile
+from generators.yamlemit import is_plain
 
 Obj = dict[str, Any]
 
@@ -49,12 +51,20 @@ def key_of(env: str, obj: Obj) -> ObjectKey:
                      str(meta.get("name", "")))
 
 
-def from_files(files: dict[str, bytes]) -> dict[ObjectKey, ObjectRecord]:
-    """Committed files rendered/<env>/**.yaml -> records. Other files are not objects."""
+def from_files(files: dict[str, bytes],
+               known: Mapping[str, tuple[bytes, Obj]] | None = None) -> dict[ObjectKey, ObjectRecord]:
+    """Committed files rendered/<env>/**.yaml -> records. Other files are not objects.
+
+    `known` maps a path to (bytes, object) of today's rendering: a committed file with the
+    same bytes holds that object (the emitter's round trip is tested) and is not parsed."""
     records: dict[ObjectKey, ObjectRecord] = {}
     for path in sorted(files):
         parts = path.split("/")
         if len(parts) < 3 or parts[0] != RENDERED or not path.endswith((".yaml", ".yml")):
+            continue
+        held = (known or {}).get(path)
+        if held is not None and held[0] == files[path] and is_plain(held[1]):
+            _add(records, ObjectRecord(key_of(parts[1], held[1]), path, held[1]))
             continue
         try:
             documents = list(yaml.load_all(files[path], Loader=yaml.CSafeLoader))

@@ -80,13 +80,17 @@ def _split_by_env(records: dict[ObjectKey, ObjectRecord]) -> dict[str, dict[Obje
 def build(root: Path, ref: str | None) -> Report:
     base = gitref.resolve(root, ref)
     files = gitref.read_tree(root, base.commit, (RENDERED, ENV_DIR))
-    base_objects = _split_by_env(from_files(files))
-    base_models = _base_models(files)
     head_models = {name: model.load(root, name) for name in environment_names(root)}
+    head_files = {name: render.render_environment(head) for name, head in head_models.items()}
+    # Base files with exactly today's bytes hold today's objects: only the others are parsed.
+    known = {f"{RENDERED}/{name}/{f.path}": (f.text.encode("utf-8"), f.obj)
+             for name, rendered in head_files.items() for f in rendered}
+    base_objects = _split_by_env(from_files(files, known))
+    base_models = _base_models(files)
     envs = []
     for name in sorted(set(head_models) | set(base_objects) | set(base_models)):
         head = head_models.get(name)
-        head_objects = from_rendering(name, render.render_environment(head)) if head else {}
+        head_objects = from_rendering(name, head_files[name]) if head else {}
         changes = compare(base_objects.get(name, {}), head_objects)
         before = base_models.get(name, _BaseModel(None))
         summary = None if before.note else summarize(before.env, head)
