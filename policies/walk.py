@@ -19,14 +19,29 @@ LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's C loade
 
 
 def nodes(value: Any, path: Path = ()) -> Iterator[tuple[Path, Mapping[str, Any]]]:
-    """Every mapping inside value (value itself included), depth first, with its path."""
-    if isinstance(value, Mapping):
-        yield path, value
-        for key, child in value.items():
-            yield from nodes(child, (*path, str(key)))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            yield from nodes(child, (*path, index))
+    """Every mapping inside value (value itself included), depth first, with its path.
+
+    An explicit stack rather than nested generators, and scalars never pushed: policies walk
+    every object of every environment (docs/performance.md)."""
+    stack: list[tuple[Path, Any]] = [(path, value)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, Mapping):
+            yield path, value
+            children = [((*path, str(key)), child) for key, child in value.items() if _branch(child)]
+        elif isinstance(value, list):
+            children = [((*path, index), child) for index, child in enumerate(value) if _branch(child)]
+        else:
+            continue
+        stack.extend(reversed(children))
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _branch(value: Any) -> bool:
+    """A mapping or a list (what nodes() descends into); scalars are ruled out cheaply."""
+    return type(value) not in _SCALARS and isinstance(value, (dict, list, Mapping))
 
 
 def show(path: Path) -> str:

@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import difflib
 import json
+import pickle
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin
 
-import jsonschema
-from referencing import Registry, Resource
-
+from generators import renderstamp
 from generators.errors import Problem, format_path
+from generators.layout import cache_dir
 from generators.spec.source import Document
+
+if TYPE_CHECKING:  # jsonschema costs ~0.1 s to import: only when a document needs checking
+    import jsonschema
+    from referencing import Registry
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
 ROOT_SCHEMA = "environment.schema.json"
@@ -25,26 +30,72 @@ MAX_PROBLEMS = 20
 
 
 @cache
-def _schemas() -> tuple[dict[str, Any], Registry]:
-    resources = []
-    root: dict[str, Any] = {}
+def _documents() -> dict[str, dict[str, Any]]:
+    """$id -> contents of every schema file."""
+    out = {}
     for path in sorted(SCHEMA_DIR.glob("*.schema.json")):
         contents = json.loads(path.read_text())
-        resources.append((contents["$id"], Resource.from_contents(contents)))
-        if path.name == ROOT_SCHEMA:
-            root = contents
+        out[contents["$id"]] = contents
+    return out
+
+
+def _root() -> dict[str, Any]:
+    return next(c for c in _documents().values() if c["$id"].endswith(f"/{ROOT_SCHEMA}"))
+
+
+@cache
+def _schemas() -> tuple[dict[str, Any], Registry]:
+    from referencing import Registry, Resource
+
+    resources = [(uri, Resource.from_contents(contents)) for uri, contents in _documents().items()]
     registry: Registry = Registry().with_resources(resources)
-    return root, registry
+    return _root(), registry
 
 
 @cache
 def _validator() -> jsonschema.Draft202012Validator:
+    import jsonschema
+
     root, registry = _schemas()
     return jsonschema.Draft202012Validator(root, registry=registry)
 
 
 def check(doc: Document) -> list[Problem]:
-    """All schema violations, sorted by position, at most MAX_PROBLEMS."""
+    """All schema violations, sorted by position, at most MAX_PROBLEMS.
+
+    A document that passed before with the same code, schemas and libraries is not checked
+    again (a cache of successes only, keyed with renderstamp.code_fingerprint(): rendering
+    one environment then never imports jsonschema)."""
+    known = _known_valid(doc.value)
+    if known is not None and known.is_file():
+        return []
+    problems = _check(doc)
+    if not problems and known is not None:
+        _remember(known)
+    return problems
+
+
+def _known_valid(value: Any) -> Path | None:
+    """Where a success for exactly this document is recorded; None: no cache for it."""
+    if not renderstamp.enabled():
+        return None
+    try:
+        data = pickle.dumps(value, protocol=5)  # exact: types included, unlike JSON
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return None
+    key = renderstamp.digest([("code", renderstamp.code_fingerprint().encode()), ("document", data)])
+    return cache_dir() / "schema-valid" / key
+
+
+def _remember(marker: Path) -> None:
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass  # a cache: the next run checks again
+
+
+def _check(doc: Document) -> list[Problem]:
     errors = sorted(_validator().iter_errors(doc.value), key=lambda e: list(map(str, e.absolute_path)))
     typos = _typo_targets(errors)
     problems = [_problem(doc, _deepest(e)) for e in errors if not _explained_by_typo(e, typos)]
@@ -77,7 +128,9 @@ def _explained_by_typo(error: jsonschema.ValidationError, typos: set[tuple[tuple
 def _deepest(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
     """For oneOf/anyOf, the branch error that explains the most (like best_match)."""
     if error.context:
-        best: jsonschema.ValidationError | None = jsonschema.exceptions.best_match(error.context)
+        from jsonschema.exceptions import best_match
+
+        best: jsonschema.ValidationError | None = best_match(error.context)
         if best is not None:
             return best
     return error
@@ -133,29 +186,37 @@ def _describe(value: Any) -> str:
 
 def apply_defaults(value: dict[str, Any]) -> dict[str, Any]:
     """A deep copy of `value` with every schema default filled in (value must be valid)."""
-    root, registry = _schemas()
-    resolver = registry.resolver(base_uri=root["$id"])
-    return _fill(root, value, resolver)  # type: ignore[no-any-return]
+    root = _root()
+    return _fill(root, value, root["$id"])  # type: ignore[no-any-return]
 
 
-def _fill(schema: dict[str, Any], value: Any, resolver: Any) -> Any:
+def _resolve(ref: str, base: str) -> tuple[dict[str, Any], str]:
+    """The subschema a $ref names, and the $id of the file it is in. Our schemas refer to
+    `#/$defs/x` in their own file or to a whole sibling file (`overflow.schema.json`)."""
+    uri, _, pointer = urljoin(base, ref).partition("#")
+    node: Any = _documents()[uri]
+    for part in pointer.split("/")[1:]:
+        node = node[part.replace("~1", "/").replace("~0", "~")]
+    return node, uri
+
+
+def _fill(schema: dict[str, Any], value: Any, base: str) -> Any:
     while "$ref" in schema:
-        resolved = resolver.lookup(schema["$ref"])
-        resolver = resolved.resolver
-        schema = {**resolved.contents, **{k: v for k, v in schema.items() if k != "$ref"}}
+        resolved, base = _resolve(schema["$ref"], base)
+        schema = {**resolved, **{k: v for k, v in schema.items() if k != "$ref"}}
     if isinstance(value, dict):
         out = {}
         props: dict[str, Any] = schema.get("properties", {})
         for key, sub in props.items():
             if key in value:
-                out[key] = _fill(sub, value[key], resolver)
+                out[key] = _fill(sub, value[key], base)
             elif "default" in sub:
-                out[key] = _fill(sub, json.loads(json.dumps(sub["default"])), resolver)
+                out[key] = _fill(sub, json.loads(json.dumps(sub["default"])), base)
         for key, item in value.items():
             if key not in props:
                 extra = schema.get("additionalProperties")
-                out[key] = _fill(extra, item, resolver) if isinstance(extra, dict) else item
+                out[key] = _fill(extra, item, base) if isinstance(extra, dict) else item
         return out
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [_fill(schema["items"], item, resolver) for item in value]
+        return [_fill(schema["items"], item, base) for item in value]
     return value
