@@ -83,17 +83,55 @@ class _Started:
     base: Path
     rendered: list[render.RenderedFile]  # what the environment file renders today
     tree: ParsedTree
-    kubeconform: Future[kc.KubeconformResult] | None
+    expected: dict[str, int]  # objects per manifest file, for kubeconform (empty: no files)
     rules: Future[promtool.RulesResult]
     seconds: float
 
 
+# Environments per kubeconform run: each run costs a start and a schema load (~0.1 s), and
+# a run starts as soon as its environments are read, overlapping with the next ones' checks.
+KUBECONFORM_BATCH = 10
+
+
+class _Batches:
+    """kubeconform runs over several environments of one Kubernetes version."""
+
+    def __init__(self, submit: Callable[..., Future[Any]]) -> None:
+        self.submit = submit
+        self.pending: dict[str, list[_Started]] = {}
+        self.runs: dict[Path, Future[kc.KubeconformResult]] = {}
+
+    def add(self, started: _Started) -> None:
+        group = self.pending.setdefault(started.env.kubernetes_version, [])
+        group.append(started)
+        if len(group) >= KUBECONFORM_BATCH:
+            self._run(started.env.kubernetes_version)
+
+    def flush(self) -> None:
+        for version in list(self.pending):
+            self._run(version)
+
+    def _run(self, version: str) -> None:
+        group = self.pending.pop(version, [])
+        if group:
+            expected = {file: n for s in group for file, n in s.expected.items()}
+            run = self.submit(_kubeconform, [s.base for s in group], version, expected)
+            self.runs.update({s.base: run for s in group})
+
+
 def validate(root: Path, names: list[str]) -> list[EnvironmentReport]:
-    """Reports for the named environments, in the given order. Every kubeconform run is
-    started first, so they overlap with the Python checks of the environments before them."""
+    """Reports for the named environments, in the given order. kubeconform runs start as
+    soon as their environments are read, overlapping with the Python checks of the rest."""
     with ThreadPoolExecutor(max_workers=2) as pool:
-        started = [_start(root, name, pool.submit) for name in names]
-        return [s if isinstance(s, EnvironmentReport) else _finish(root, s) for s in started]
+        batches = _Batches(pool.submit)
+        started = []
+        for name in names:
+            started.append(_start(root, name, pool.submit))
+            if isinstance(started[-1], _Started) and started[-1].expected:
+                batches.add(started[-1])
+        batches.flush()
+        return [s if isinstance(s, EnvironmentReport) else _finish(root, s, batches.runs.get(s.base))
+                for s in started]
 
 
 def _start(root: Path, name: str, submit: Callable[..., Future[Any]]) -> _Started | EnvironmentReport:
@@ -111,13 +149,13 @@ def _start(root: Path, name: str, submit: Callable[..., Future[Any]]) -> _Starte
     known = {f"{render.RENDERED}/{name}/{f.path}": (f.text, f.obj) for f in rendered}
     tree = read_objects(root, files, known)
     # Our parse gives kubeconform its expected counts; only unparsable files are counted its way.
-    expected = {**tree.counts, **kc.count_objects(tree.broken)}
-    run = submit(_kubeconform, base, env.kubernetes_version, expected) if files else None
+    expected = {**tree.counts, **kc.count_objects(tree.broken)} if files else {}
     rules = submit(promtool.check_rules, promtool.rule_sources(tree.objects))
-    return _Started(env, base, rendered, tree, run, rules, time.perf_counter() - began)
+    return _Started(env, base, rendered, tree, expected, rules, time.perf_counter() - began)
 
 
-def _finish(root: Path, started: _Started) -> EnvironmentReport:
+def _finish(root: Path, started: _Started,
+            kubeconform: Future[kc.KubeconformResult] | None) -> EnvironmentReport:
     began = time.perf_counter()
     env, objects = started.env, started.tree.objects
     findings: list[Finding] = _stale(root, started.base.name, env, started.rendered, objects)
@@ -126,9 +164,8 @@ def _finish(root: Path, started: _Started) -> EnvironmentReport:
     rules = started.rules.result()
     findings += rules.findings
     counts, kubeconform_findings, kubeconform_seconds = KubeconformCounts(), list[Finding](), 0.0
-    if started.kubeconform is not None:
-        counts, kubeconform_findings, kubeconform_seconds = _collect(started.kubeconform, root,
-                                                                     started.base)
+    if kubeconform is not None:
+        counts, kubeconform_findings, kubeconform_seconds = _collect(kubeconform, root, started.base)
     findings += kubeconform_findings
     return EnvironmentReport(env.name, len(objects), tuple(sorted(set(findings))), counts,
                              len(registry()), rules.sources, rules.rules,
@@ -167,15 +204,15 @@ def _stale(root: Path, name: str, env: model.Environment, files: list[render.Ren
     return findings
 
 
-def _kubeconform(base: Path, version: str, expected: dict[str, int]) -> kc.KubeconformResult:
-    return kc.run_kubeconform([base], version, schema_dir(version), expected=expected)
+def _kubeconform(bases: list[Path], version: str, expected: dict[str, int]) -> kc.KubeconformResult:
+    return kc.run_kubeconform(bases, version, schema_dir(version), expected=expected)
 
 
 def _collect(run: Future[kc.KubeconformResult], root: Path,
              base: Path) -> tuple[KubeconformCounts, list[Finding], float]:
     shown = base.relative_to(root).as_posix()
     try:
-        result = run.result()
+        result = kc.part(run.result(), base)
     except Exception as error:  # no binary, no schemas, crash: validation did not happen
         return KubeconformCounts(), [Finding(shown, "", "", KUBECONFORM, f"did not run: {error}")], 0.0
     findings = [_kubeconform_finding(f, root) for f in result.findings]

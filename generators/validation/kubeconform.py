@@ -9,6 +9,7 @@ report any difference, per file.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from collections import Counter
@@ -68,6 +69,8 @@ class KubeconformResult:
     skipped: int
     expected: int  # objects we passed, counted by us
     seconds: float
+    statuses: tuple[tuple[str, str], ...] = ()  # (file, kubeconform status) per object listed
+    expected_by_file: tuple[tuple[str, int], ...] = ()  # objects we passed, per file
 
     @property
     def counted(self) -> int:
@@ -168,6 +171,29 @@ def run_kubeconform(
         skipped=int(summary["skipped"]),
         expected=sum(per_file.values()),
         seconds=seconds,
+        statuses=tuple((str(r.get("filename", "")), str(r["status"])) for r in resources),
+        expected_by_file=tuple(sorted(per_file.items())),
+    )
+
+
+def part(result: KubeconformResult, folder: Path) -> KubeconformResult:
+    """The share of a run over several folders that concerns the files under `folder` (one
+    run over many environments costs one start and one schema load instead of many)."""
+    prefix = f"{folder}{os.sep}"
+    statuses = tuple((file, status) for file, status in result.statuses if file.startswith(prefix))
+    counts = Counter(status for _, status in statuses)
+    expected_by_file = tuple((file, n) for file, n in result.expected_by_file if file.startswith(prefix))
+    expected = sum(n for _, n in expected_by_file)
+    return KubeconformResult(
+        findings=tuple(f for f in result.findings if f.file.startswith(prefix)),
+        valid=counts["statusValid"],
+        invalid=counts["statusInvalid"],
+        errors=counts["statusError"],
+        skipped=counts["statusSkipped"],
+        expected=expected,
+        seconds=result.seconds * expected / result.expected if result.expected else 0.0,
+        statuses=statuses,
+        expected_by_file=expected_by_file,
     )
 
 

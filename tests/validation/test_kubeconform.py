@@ -190,3 +190,17 @@ def test_kubeconform_by_hand_with_the_exact_environment_version(kubeconform: Pat
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Valid: 1," in done.stdout
+
+
+def test_a_run_over_several_folders_splits_into_their_own_results(kubeconform: Path,
+                                                                  schema_dir: Path) -> None:
+    """validate runs kubeconform once per batch of environments and reads each one's part."""
+    from generators.validation.kubeconform import part
+
+    together = run_kubeconform([VALID, INVALID], KUBERNETES_VERSION, schema_dir)
+    for folder in (VALID, INVALID):
+        alone, share = run_kubeconform([folder], KUBERNETES_VERSION, schema_dir), part(together, folder)
+        assert share.findings == alone.findings
+        assert (share.valid, share.invalid, share.errors, share.skipped, share.expected) == (
+            alone.valid, alone.invalid, alone.errors, alone.skipped, alone.expected)
+    assert part(together, VALID).expected + part(together, INVALID).expected == together.expected
