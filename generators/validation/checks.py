@@ -6,8 +6,8 @@
    version, with every object accounted for;
 4. every policy in policies/;
 5. promtool check rules over every rule group shipped.
-kubeconform and promtool run in worker threads (they are separate processes), started for
-every environment before the Python steps, so they overlap with them.
+Steps 1, 2, 4 and 5 run per environment in a process pool (one environment per task);
+kubeconform then runs over batches of environments on worker threads.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generators import model, render
+from generators import fleet, model, render
 from generators.errors import SpecError
 from generators.validation import kubeconform as kc
 from generators.validation import promtool
 from generators.validation.schemastore import ensure_schemas
 from policies import registry, run_all
-from policies.context import Context, Finding, ParsedTree, RenderedObject, read_objects
+from policies.context import Context, Finding, RenderedObject, read_objects
 
 KUBECONFORM = "kubeconform"
 STALE = "stale"
@@ -76,20 +76,22 @@ def schema_dir(version: str) -> Path:
 
 
 @dataclass(frozen=True)
-class _Started:
-    """An environment whose kubeconform run is under way."""
+class _Checked:
+    """One environment's Python checks and promtool, done in a worker: what kubeconform adds."""
 
-    env: model.Environment
+    name: str
     base: Path
-    rendered: list[render.RenderedFile]  # what the environment file renders today
-    tree: ParsedTree
+    kubernetes_version: str
+    objects: int
+    findings: tuple[Finding, ...]
     expected: dict[str, int]  # objects per manifest file, for kubeconform (empty: no files)
-    rules: Future[promtool.RulesResult]
+    rule_files: int
+    rules: int
     seconds: float
 
 
-# Environments per kubeconform run: each run costs a start and a schema load (~0.1 s), and
-# a run starts as soon as its environments are read, overlapping with the next ones' checks.
+# Environments per kubeconform run: each run costs a start and a schema load (~0.1 s); a
+# few runs rather than one keep both cores busy (kubeconform -n 2 idles while it reads).
 KUBECONFORM_BATCH = 10
 
 
@@ -98,14 +100,14 @@ class _Batches:
 
     def __init__(self, submit: Callable[..., Future[Any]]) -> None:
         self.submit = submit
-        self.pending: dict[str, list[_Started]] = {}
+        self.pending: dict[str, list[_Checked]] = {}
         self.runs: dict[Path, Future[kc.KubeconformResult]] = {}
 
-    def add(self, started: _Started) -> None:
-        group = self.pending.setdefault(started.env.kubernetes_version, [])
-        group.append(started)
+    def add(self, checked: _Checked) -> None:
+        group = self.pending.setdefault(checked.kubernetes_version, [])
+        group.append(checked)
         if len(group) >= KUBECONFORM_BATCH:
-            self._run(started.env.kubernetes_version)
+            self._run(checked.kubernetes_version)
 
     def flush(self) -> None:
         for version in list(self.pending):
@@ -114,27 +116,29 @@ class _Batches:
     def _run(self, version: str) -> None:
         group = self.pending.pop(version, [])
         if group:
-            expected = {file: n for s in group for file, n in s.expected.items()}
-            run = self.submit(_kubeconform, [s.base for s in group], version, expected)
-            self.runs.update({s.base: run for s in group})
+            expected = {file: n for c in group for file, n in c.expected.items()}
+            run = self.submit(_kubeconform, [c.base for c in group], version, expected)
+            self.runs.update({c.base: run for c in group})
 
 
 def validate(root: Path, names: list[str]) -> list[EnvironmentReport]:
-    """Reports for the named environments, in the given order. kubeconform runs start as
-    soon as their environments are read, overlapping with the Python checks of the rest."""
+    """Reports for the named environments, in the given order. The Python checks (and
+    promtool) of the environments run in a process pool (generators/fleet.py), before any
+    thread exists; then kubeconform, in batches, on worker threads."""
+    registry()  # the policies, imported once before the workers fork
+    checked = fleet.map_environments(check_environment, root, names)
     with ThreadPoolExecutor(max_workers=2) as pool:
         batches = _Batches(pool.submit)
-        started = []
-        for name in names:
-            started.append(_start(root, name, pool.submit))
-            if isinstance(started[-1], _Started) and started[-1].expected:
-                batches.add(started[-1])
+        for item in checked:
+            if isinstance(item, _Checked) and item.expected:
+                batches.add(item)
         batches.flush()
-        return [s if isinstance(s, EnvironmentReport) else _finish(root, s, batches.runs.get(s.base))
-                for s in started]
+        return [item if isinstance(item, EnvironmentReport)
+                else _finish(root, item, batches.runs.get(item.base)) for item in checked]
 
 
-def _start(root: Path, name: str, submit: Callable[..., Future[Any]]) -> _Started | EnvironmentReport:
+def check_environment(root: Path, name: str) -> _Checked | EnvironmentReport:
+    """Spec, staleness, policies and promtool for one environment (a report if the spec fails)."""
     began = time.perf_counter()
     try:
         env = model.load(root, name)
@@ -150,26 +154,24 @@ def _start(root: Path, name: str, submit: Callable[..., Future[Any]]) -> _Starte
     tree = read_objects(root, files, known)
     # Our parse gives kubeconform its expected counts; only unparsable files are counted its way.
     expected = {**tree.counts, **kc.count_objects(tree.broken)} if files else {}
-    rules = submit(promtool.check_rules, promtool.rule_sources(tree.objects))
-    return _Started(env, base, rendered, tree, expected, rules, time.perf_counter() - began)
-
-
-def _finish(root: Path, started: _Started,
-            kubeconform: Future[kc.KubeconformResult] | None) -> EnvironmentReport:
-    began = time.perf_counter()
-    env, objects = started.env, started.tree.objects
-    findings: list[Finding] = _stale(root, started.base.name, env, started.rendered, objects)
-    findings += run_all(Context(env, tuple(objects)))
-    python_seconds = started.seconds + time.perf_counter() - began
-    rules = started.rules.result()
+    findings = _stale(root, name, env, rendered, tree.objects)
+    findings += run_all(Context(env, tuple(tree.objects)))
+    rules = promtool.check_rules(promtool.rule_sources(tree.objects))
     findings += rules.findings
+    return _Checked(name, base, env.kubernetes_version, len(tree.objects), tuple(findings), expected,
+                    rules.sources, rules.rules, time.perf_counter() - began)
+
+
+def _finish(root: Path, checked: _Checked,
+            kubeconform: Future[kc.KubeconformResult] | None) -> EnvironmentReport:
+    findings = list(checked.findings)
     counts, kubeconform_findings, kubeconform_seconds = KubeconformCounts(), list[Finding](), 0.0
     if kubeconform is not None:
-        counts, kubeconform_findings, kubeconform_seconds = _collect(kubeconform, root, started.base)
+        counts, kubeconform_findings, kubeconform_seconds = _collect(kubeconform, root, checked.base)
     findings += kubeconform_findings
-    return EnvironmentReport(env.name, len(objects), tuple(sorted(set(findings))), counts,
-                             len(registry()), rules.sources, rules.rules,
-                             python_seconds + kubeconform_seconds)
+    return EnvironmentReport(checked.name, checked.objects, tuple(sorted(set(findings))), counts,
+                             len(registry()), checked.rule_files, checked.rules,
+                             checked.seconds + kubeconform_seconds)
 
 
 def orphan_dirs(root: Path, names: list[str]) -> list[Finding]:
