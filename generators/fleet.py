@@ -82,3 +82,9 @@ def check_stale(root: Path, name: str) -> Outcome:
     except SpecError as error:
         return Outcome(name, tuple(error.problems))
     return Outcome(name, stale=tuple(render.stale(root, name, files)), digest=_digest(files))
+
+
+def load_and_render(root: Path, name: str) -> tuple[model.Environment, list[render.RenderedFile]]:
+    """The model and rendered files of one environment (SpecError propagates)."""
+    env = model.load(root, name)
+    return env, render.render_environment(env)

@@ -12,7 +12,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from generators import model, render
+from generators import fleet, model
 from generators.diff import gitref
 from generators.diff.changes import ObjectChange, compare
 from generators.diff.objects import ObjectKey, ObjectRecord, from_files, from_rendering
@@ -59,15 +59,16 @@ def _base_models(files: dict[str, bytes]) -> dict[str, _BaseModel]:
         for path, content in files.items():
             if path.startswith(f"{ENV_DIR}/") and path.count("/") == 1:
                 (root / path).write_bytes(content)
-        out = {}
-        for name in environment_names(root):
-            try:
-                out[name] = _BaseModel(model.load(root, name))
-            except SpecError as exc:
-                out[name] = _BaseModel(None, f"the base's {ENV_DIR}/{name}.yaml does not load with "
-                                             f"today's code ({exc.problems[0].format()}); "
-                                             "object-level diff only")
-        return out
+        names = environment_names(root)
+        return dict(zip(names, fleet.map_environments(_load_base, root, names), strict=True))
+
+
+def _load_base(root: Path, name: str) -> _BaseModel:
+    try:
+        return _BaseModel(model.load(root, name))
+    except SpecError as exc:
+        return _BaseModel(None, f"the base's {ENV_DIR}/{name}.yaml does not load with "
+                                f"today's code ({exc.problems[0].format()}); object-level diff only")
 
 
 def _split_by_env(records: dict[ObjectKey, ObjectRecord]) -> dict[str, dict[ObjectKey, ObjectRecord]]:
@@ -80,8 +81,10 @@ def _split_by_env(records: dict[ObjectKey, ObjectRecord]) -> dict[str, dict[Obje
 def build(root: Path, ref: str | None) -> Report:
     base = gitref.resolve(root, ref)
     files = gitref.read_tree(root, base.commit, (RENDERED, ENV_DIR))
-    head_models = {name: model.load(root, name) for name in environment_names(root)}
-    head_files = {name: render.render_environment(head) for name, head in head_models.items()}
+    names = environment_names(root)
+    loaded = fleet.map_environments(fleet.load_and_render, root, names)  # a process pool
+    head_models = {name: env for name, (env, _) in zip(names, loaded, strict=True)}
+    head_files = {name: files for name, (_, files) in zip(names, loaded, strict=True)}
     # Base files with exactly today's bytes hold today's objects: only the others are parsed.
     known = {f"{RENDERED}/{name}/{f.path}": (f.text.encode("utf-8"), f.obj)
              for name, rendered in head_files.items() for f in rendered}
