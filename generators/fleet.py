@@ -10,10 +10,8 @@ into place once every environment rendered (one bad environment: nothing is writ
 from __future__ import annotations
 
 import importlib
-import multiprocessing
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -37,7 +35,12 @@ def map_environments(work: Callable[[Path, str], T], root: Path, names: Sequence
     """[work(root, name) for name in names], in order; in a pool of forked workers when there
     are several environments and several cores. `work` must be a module-level function."""
     jobs = min(len(names), cores())
-    if jobs < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if jobs < 2:
+        return [work(root, name) for name in names]
+    import multiprocessing  # with concurrent.futures ~30 ms to import: not for one environment
+    from concurrent.futures import ProcessPoolExecutor
+
+    if "fork" not in multiprocessing.get_all_start_methods():
         return [work(root, name) for name in names]
     for component in COMPONENTS:  # imported (and templates compiled) once here, inherited
         importlib.import_module(f"generators.components.{component}")

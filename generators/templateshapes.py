@@ -19,16 +19,24 @@ guaranteed, `NoShape` is raised and the caller parses the classic text instead:
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import marshal
+import os
 import re
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import yaml
+
+from generators import renderstamp
+from generators.layout import cache_dir
 
 OPEN, CLOSE = "\u27e6y", "\u27e7"  # ⟦y ... ⟧: printable, so a token is the same text in every scalar style
 _TOKEN = re.compile(f"{OPEN}([0-9]+){CLOSE}")
@@ -95,7 +103,35 @@ def fill(text: str, values: list[Any], *, stream: bool) -> Any:
 
 @lru_cache(maxsize=2048)
 def _skeleton(text: str, stream: bool) -> Any:
-    """The parsed text, or None if its tokens are not exactly 0..n-1, each once, alone."""
+    """The parsed text, or None if its tokens are not exactly 0..n-1, each once, alone;
+    also kept on disk, so that a new process does not parse the shapes again."""
+    stored = _disk_file(text, stream)
+    if stored is not None:
+        with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
+            return marshal.loads(stored.read_bytes())
+    skeleton = _parse_skeleton(text, stream)
+    if stored is not None:
+        with contextlib.suppress(OSError, ValueError):  # a date in a template: not marshalled
+            data = marshal.dumps(skeleton)
+            stored.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile("wb", dir=stored.parent, delete=False) as tmp:
+                tmp.write(data)
+            os.replace(tmp.name, stored)
+    return skeleton
+
+
+def _disk_file(text: str, stream: bool) -> Path | None:
+    """Where the skeleton of `text` is kept: keyed by the text and by renderstamp's code
+    fingerprint (our code, PyYAML's version, Python's: marshal's format is per version).
+    None where such caches are not trusted (CI, TRAINYARD_RENDER_STAMPS=0)."""
+    if not renderstamp.enabled():
+        return None
+    key = renderstamp.digest([("code", renderstamp.code_fingerprint().encode()),
+                              ("stream", str(stream).encode()), ("text", text.encode())])
+    return cache_dir() / "shapes" / key
+
+
+def _parse_skeleton(text: str, stream: bool) -> Any:
     if _TAGGED_TOKEN.search(text):
         return None
     try:

@@ -3,6 +3,7 @@ that parsing its classic text gives (generators/templateshapes.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +116,40 @@ def test_values_that_are_not_plain_data_fall_back(value: Any) -> None:
 
 def test_no_recording_no_token() -> None:
     assert templateshapes.token("x") is None
+
+
+@pytest.fixture
+def shape_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("TRAINYARD_CACHE", str(tmp_path))
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("TRAINYARD_RENDER_STAMPS", raising=False)
+    templateshapes._skeleton.cache_clear()
+    yield tmp_path / "shapes"
+    templateshapes._skeleton.cache_clear()
+
+
+def test_shapes_kept_on_disk_serve_a_new_process(shape_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = render.render_environment(model.load(ROOT, "dev"))
+    assert len(list(shape_cache.iterdir())) > 10
+    templateshapes._skeleton.cache_clear()  # as in a new process
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("parsed although the shape is on disk")
+
+    monkeypatch.setattr(templateshapes, "_parse_skeleton", refuse)
+    again = render.render_environment(model.load(ROOT, "dev"))
+    assert [(f.path, f.text) for f in again] == [(f.path, f.text) for f in first]
+
+
+def test_corrupt_shapes_on_disk_are_parsed_again(shape_cache: Path) -> None:
+    first = render.render_environment(model.load(ROOT, "dev"))
+    for entry in shape_cache.iterdir():
+        entry.write_bytes(b"\xff not marshal")
+    templateshapes._skeleton.cache_clear()
+    assert [f.text for f in render.render_environment(model.load(ROOT, "dev"))] == [f.text for f in first]
+
+
+def test_no_shapes_on_disk_in_ci(shape_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI", "true")
+    render.render_environment(model.load(ROOT, "dev"))
+    assert not shape_cache.exists()

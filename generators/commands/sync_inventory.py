@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from fractions import Fraction
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from generators.commands import select_environments
+
+if TYPE_CHECKING:  # imported when an argument is converted: not on every start-up
+    from fractions import Fraction
 
 HELP = ("update the pools' node counts in environments/<ENV>.yaml from `kubectl get nodes -o json` "
         "(Ready, schedulable nodes only; comments and layout kept)")
@@ -15,6 +18,8 @@ DEFAULT_MAX_DROP = "0.25"
 
 
 def _fraction(text: str) -> Fraction:
+    from fractions import Fraction
+
     try:
         value = Fraction(text)
     except (ValueError, ZeroDivisionError):
