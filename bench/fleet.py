@@ -54,7 +54,6 @@ class Sample:
     objects: int
     median_s: float
     cpu_s: float  # median user+sys CPU seconds of the child: less sensitive to load than wall
-    sys_s: float  # median system CPU seconds: the file system's share (creating files)
     runs: list[float]
     peak_rss_mb: float
     load_1m: float
@@ -62,7 +61,7 @@ class Sample:
 
 
 def run_timed(argv: list[str], cwd: Path, ok: tuple[int, ...] = (0,),
-              env: dict[str, str] | None = None) -> tuple[float, float, float, float]:
+              env: dict[str, str] | None = None) -> tuple[float, float, float]:
     """Wall seconds, CPU seconds and peak RSS (MB) of one child process, from wait4's rusage:
     CPU includes the child's own waited-for children (a process pool's workers); RSS is the
     largest single process of that tree, not their sum."""
@@ -77,29 +76,27 @@ def run_timed(argv: list[str], cwd: Path, ok: tuple[int, ...] = (0,),
         raise RuntimeError(f"{' '.join(argv)} exited {code}: {err[-2000:]}")
     if proc.stderr:
         proc.stderr.close()
-    return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_stime, usage.ru_maxrss / 1024
+    return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def measure(name: str, argv: list[str], cwd: Path, runs: int, envs: int, objects: int,
             before: list[str] | None = None, ok: tuple[int, ...] = (0,), note: str = "",
             env: dict[str, str] | None = None) -> Sample:
     load = os.getloadavg()[0]
-    times, cpus, syss, peaks = [], [], [], []
+    times, cpus, peaks = [], [], []
     for _ in range(runs):
         if before:
             subprocess.run(before, cwd=cwd, check=True, capture_output=True)
-        elapsed, cpu, sys_cpu, peak = run_timed(argv, cwd, ok, env)
+        elapsed, cpu, peak = run_timed(argv, cwd, ok, env)
         times.append(elapsed)
         cpus.append(cpu)
-        syss.append(sys_cpu)
         peaks.append(peak)
     return Sample(name, envs, objects, statistics.median(times), statistics.median(cpus),
-                  statistics.median(syss), [round(t, 4) for t in times], max(peaks), load, note)
+                  [round(t, 4) for t in times], max(peaks), load, note)
 
 
 def skipped(name: str, envs: int, objects: int, why: Exception) -> Sample:
-    return Sample(name, envs, objects, math.nan, math.nan, math.nan, [], 0, os.getloadavg()[0],
-                  f"skipped: {why}")
+    return Sample(name, envs, objects, math.nan, math.nan, [], 0, os.getloadavg()[0], f"skipped: {why}")
 
 
 def synthesise(dest: Path, count: int) -> None:
@@ -305,10 +302,10 @@ def main() -> int:
     fits = scaling(samples)
     by_name = {s.name: s for s in samples if s.envs in (sizes[-1], 0) or s.name == "render one env"}
     ratio = ratios(by_name)
-    print(f"{'measurement':36} {'envs':>4} {'objects':>7} {'median s':>8} {'cpu s':>7} {'sys s':>6} "
-          f"{'peak MB':>7} {'load':>5}  note")
+    print(f"{'measurement':36} {'envs':>4} {'objects':>7} {'median s':>8} {'cpu s':>7} {'peak MB':>7} "
+          f"{'load':>5}  note")
     for s in samples:
-        print(f"{s.name:36} {s.envs:>4} {s.objects:>7} {s.median_s:>8.3f} {s.cpu_s:>7.3f} {s.sys_s:>6.3f} "
+        print(f"{s.name:36} {s.envs:>4} {s.objects:>7} {s.median_s:>8.3f} {s.cpu_s:>7.3f} "
               f"{s.peak_rss_mb:>7.1f} {s.load_1m:>5.1f}  {s.note}")
     for name, value in fits.items():
         print(f"scaling exponent, {name}: {value:.3f}")
