@@ -43,8 +43,8 @@ def teams(env: Environment) -> str:
 
 
 def tiers(env: Environment) -> str:
-    return table(("tier", "role", "workload priority", "pod priority", "preemption policy"),
-                 [(t.name, t.role, t.workload_priority, t.pod_priority, t.preemption_policy)
+    return table(("tier", "role", "priority", "preemption policy"),
+                 [(t.name, t.role, t.value, t.preemption_policy)
                   for t in env.tiers])
 
 

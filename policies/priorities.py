@@ -1,6 +1,10 @@
 """The talk's two tiers hold in the rendered classes: every training tier outranks every
 inference tier, in PriorityClass (kube-scheduler preemption) and WorkloadPriorityClass
-(Kueue queue order and preemption) alike; values are within the API's limits and unique.
+(Kueue queue order and preemption) alike; values are within the API's limits and unique; and
+the two classes of one tier carry the same value. Kueue v0.19 takes a workload's priority
+from the WorkloadPriorityClass named by the job's `kueue.x-k8s.io/priority-class` label, else
+from the pod template's PriorityClass (pkg/workload/priority.go in kubernetes-sigs/kueue), so
+a tier whose two values differ ranks a job by whichever of the two it happened to set.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ def check(ctx: Context) -> Iterable[Finding]:
         yield from _limits(kind, classes)
         yield from _unique(classes)
         yield from _tiers(ctx, classes)
+    yield from _one_scale(ctx)
 
 
 def _limits(kind: str, classes: list[RenderedObject]) -> Iterator[Finding]:
@@ -78,3 +83,16 @@ def _tiers(ctx: Context, classes: list[RenderedObject]) -> Iterator[Finding]:
             yield item.finding(
                 f"inference tier value {value} is not below training tier "
                 f"{lowest_item.name!r} ({lowest}): training must preempt inference, not the reverse")
+
+
+def _one_scale(ctx: Context) -> Iterator[Finding]:
+    workload = {item.name: item for item in ctx.of_kind("WorkloadPriorityClass")}
+    for pod_class in sorted(ctx.of_kind("PriorityClass"), key=lambda i: i.name):
+        twin = workload.get(pod_class.name)
+        if twin is None:
+            continue
+        pod_value, workload_value = _value(pod_class), _value(twin)
+        if pod_value is not None and workload_value is not None and pod_value != workload_value:
+            yield twin.finding(
+                f"value {workload_value} differs from PriorityClass {pod_class.name!r} ({pod_value}): "
+                "Kueue ranks a job by either, so one tier must have one value")

@@ -33,8 +33,7 @@ def _summary(s: EnvSummary) -> dict[str, Any]:
                     "nominalQuota": _delta(q.nominal), "borrowingLimit": _delta(q.borrowing_limit),
                     "lendingLimit": _delta(q.lending_limit)} for q in s.quotas],
         "priorityTiers": [{"name": t.name, "change": t.presence,
-                           "workloadPriority": _delta(t.workload_priority),
-                           "podPriority": _delta(t.pod_priority),
+                           "value": _delta(t.value),
                            "preemptionPolicy": _delta(t.preemption_policy)} for t in s.tiers],
         "overflow": [{"setting": o.label, **_delta(o.value)} for o in s.overflow],
     }

@@ -49,8 +49,8 @@ def summary_tables(summary: EnvSummary, max_rows: int) -> str:
                      + (f"\n\n_{others[0].upper()}{others[1:]}._" if others else ""))
     if summary.tiers:
         parts.append("**Priority tiers**\n\n" + table(
-            ("tier", "change", "workload priority", "pod priority", "preemption policy"),
-            [(t.name, t.presence, _d(t.workload_priority), _d(t.pod_priority), _d(t.preemption_policy))
+            ("tier", "change", "priority", "preemption policy"),
+            [(t.name, t.presence, _d(t.value), _d(t.preemption_policy))
              for t in summary.tiers], max_rows))
     if summary.overflow:
         parts.append("**Overflow: providers and gate thresholds**\n\n" + table(

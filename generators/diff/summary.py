@@ -64,8 +64,7 @@ class QuotaSummary:
 class TierSummary:
     name: str
     presence: Presence
-    workload_priority: Delta[int]
-    pod_priority: Delta[int]
+    value: Delta[int]
     preemption_policy: Delta[str]
 
 
@@ -172,9 +171,9 @@ def _tiers(before: Environment | None, after: Environment | None) -> list[TierSu
     for name in _after_then_removed(old, new):
         b: Tier | None = old.get(name)
         a: Tier | None = new.get(name)
-        row = TierSummary(name, _presence(b, a), _pair(b, a, "workload_priority"),
-                          _pair(b, a, "pod_priority"), _pair(b, a, "preemption_policy"))
-        if row.presence != "changed" or row.workload_priority.changed or row.pod_priority.changed \
+        row = TierSummary(name, _presence(b, a), _pair(b, a, "value"),
+                          _pair(b, a, "preemption_policy"))
+        if row.presence != "changed" or row.value.changed \
                 or row.preemption_policy.changed:
             out.append(row)
     return out

@@ -83,11 +83,10 @@ def quota(row: QuotaSummary, arrow: str = "->") -> str:
 def tier(row: TierSummary, arrow: str = "->") -> str:
     if row.presence != "changed":
         side = "after" if row.presence == "added" else "before"
-        return (f"{row.name}: tier {row.presence} (workload priority {getattr(row.workload_priority, side)}, "
-                f"pod priority {getattr(row.pod_priority, side)}, "
+        return (f"{row.name}: tier {row.presence} (priority {getattr(row.value, side)}, "
                 f"{getattr(row.preemption_policy, side)})")
     parts = [f"{label} {delta(d, arrow)}" for label, d in (
-        ("workload priority", row.workload_priority), ("pod priority", row.pod_priority),
+        ("priority", row.value),
         ("preemption policy", row.preemption_policy)) if d.changed]
     return f"{row.name}: {', '.join(parts)}"
 

@@ -76,7 +76,7 @@ def _kueue(raw: dict[str, Any], tiers: tuple[Tier, ...]) -> KueueOptions:
             within_cluster_queue=preemption["withinClusterQueue"],
             borrow_within_cohort=preemption["borrowWithinCohort"],
             # Training may preempt, while borrowing, only what ranks as inference.
-            borrow_max_priority=max(t.workload_priority for t in tiers if t.role == "inference"),
+            borrow_max_priority=max(t.value for t in tiers if t.role == "inference"),
         ),
     )
 
@@ -91,8 +91,8 @@ def build(value: dict[str, Any], source_file: str) -> Environment:
         for t in value["teams"]
     )
     tiers = tuple(
-        Tier(name=t["name"], role=t["role"], workload_priority=t["workloadPriority"],
-             pod_priority=t["podPriority"], preemption_policy=t["preemptionPolicy"],
+        Tier(name=t["name"], role=t["role"], value=t["value"],
+             preemption_policy=t["preemptionPolicy"],
              description=t["description"])
         for t in value["priorities"]["tiers"]
     )

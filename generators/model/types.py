@@ -92,8 +92,7 @@ class Team:
 class Tier:
     name: str
     role: Literal["training", "inference"]
-    workload_priority: int
-    pod_priority: int
+    value: int  # PriorityClass and WorkloadPriorityClass alike: one scale
     preemption_policy: str
     description: str
 

@@ -103,6 +103,21 @@ def _check(doc: Document) -> list[Problem]:
     return problems[:MAX_PROBLEMS]
 
 
+# Keys of earlier releases -> (the key that replaced them, why). Reported as "replaced", and the
+# replacement is not also reported missing.
+REPLACED_KEYS = {
+    "workloadPriority": ("value", "a tier has one priority for its WorkloadPriorityClass and its "
+                         "PriorityClass: Kueue reads either, so two scales made the order depend on which "
+                         "one a job set"),
+    "podPriority": ("value", "a tier has one priority for its WorkloadPriorityClass and its PriorityClass"),
+}
+
+
+def _replacement(key: str, allowed: list[str]) -> str | None:
+    target = REPLACED_KEYS.get(key)
+    return target[0] if target and target[0] in allowed else None
+
+
 def _typo_targets(errors: list[jsonschema.ValidationError]) -> set[tuple[tuple[Any, ...], str]]:
     """(object path, key) pairs that an unknown key in that object probably misspells."""
     targets = set()
@@ -111,6 +126,9 @@ def _typo_targets(errors: list[jsonschema.ValidationError]) -> set[tuple[tuple[A
             schema = error.schema if isinstance(error.schema, dict) else {}
             allowed = list(schema.get("properties", {}))
             for key in set(error.instance) - set(allowed):
+                if (replacement := _replacement(key, allowed)) is not None:
+                    targets.add((tuple(error.absolute_path), replacement))
+                    continue
                 for close in difflib.get_close_matches(key, allowed, n=1):
                     targets.add((tuple(error.absolute_path), close))
     return targets
@@ -147,6 +165,10 @@ def _problem(doc: Document, error: jsonschema.ValidationError) -> Problem:
         unknown = sorted(set(instance) - set(allowed))
         if unknown and allowed:
             key = unknown[0]
+            if (replacement := _replacement(key, allowed)) is not None:
+                return Problem(doc.locate((*path, key), key=True),
+                               f"{key!r} was replaced by {replacement!r}", format_path((*path, key)),
+                               f"{REPLACED_KEYS[key][1]}; write `{replacement}: <n>` once")
             close = difflib.get_close_matches(key, allowed, n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"allowed keys: {', '.join(allowed)}"
             return Problem(doc.locate((*path, key), key=True), f"unknown key {key!r}",

@@ -150,21 +150,19 @@ class _Checker:
             if not by_role[role]:
                 self.add(("priorities", "tiers"), f"no {role} tier", "the talk's scheme needs at least one "
                          "training and one inference tier")
-        for field in ("workloadPriority", "podPriority"):
-            if not (by_role["training"] and by_role["inference"]):
-                break
-            low_i, lowest_training = min(by_role["training"], key=lambda t: t[1][field])
-            _, highest_inference = max(by_role["inference"], key=lambda t: t[1][field])
-            if lowest_training[field] <= highest_inference[field]:
-                self.add(("priorities", "tiers", low_i, field),
-                         f"training tier {lowest_training['name']!r} ({lowest_training[field]}) is not above "
-                         f"inference tier {highest_inference['name']!r} ({highest_inference[field]})",
+        if by_role["training"] and by_role["inference"]:
+            low_i, lowest_training = min(by_role["training"], key=lambda t: t[1]["value"])
+            _, highest_inference = max(by_role["inference"], key=lambda t: t[1]["value"])
+            if lowest_training["value"] <= highest_inference["value"]:
+                self.add(("priorities", "tiers", low_i, "value"),
+                         f"training tier {lowest_training['name']!r} ({lowest_training['value']}) is not above "
+                         f"inference tier {highest_inference['name']!r} ({highest_inference['value']})",
                          "every training tier must outrank every inference tier so training preempts serving")
-            values = Counter(t[field] for t in tiers)
-            for i, tier in enumerate(tiers):
-                if values[tier[field]] > 1:
-                    self.add(("priorities", "tiers", i, field), f"{field} {tier[field]} is used by more "
-                             "than one tier", "values must be unique so the order is unambiguous")
+        values = Counter(t["value"] for t in tiers)
+        for i, tier in enumerate(tiers):
+            if values[tier["value"]] > 1:
+                self.add(("priorities", "tiers", i, "value"), f"value {tier['value']} is used by more "
+                         "than one tier", "values must be unique so the order is unambiguous")
 
 
 def check(doc: Document, value: dict[str, Any], env_name: str) -> list[Problem]:

@@ -149,7 +149,7 @@ def test_64_gpu_job_is_admitted_within_quota_and_pends_beyond_it(clean: Scenario
     assert (gpu_quota(kube, "alpha"), gpu_quota(kube, "beta")) == ("64", "32")
     fits = submit(kube, job("alpha", "training"))
     workload = wait_admitted(kube, fits)
-    assert workload["spec"]["priority"] == 500  # the rendered WorkloadPriorityClass `training`
+    assert workload["spec"]["priority"] == 900000  # the rendered WorkloadPriorityClass `training`
     admission = workload["status"]["admission"]
     assert admission["clusterQueue"] == "alpha"
     [pod_set] = admission["podSetAssignments"]
@@ -184,7 +184,7 @@ def test_training_critical_preempts_training_in_the_same_queue(clean: Scenario) 
     wait_for(lambda: reread(kube, low)["spec"]["suspend"] is True, KUEUE_SECONDS, "victim suspended")
     pods_removed(kube, low)
     winner = wait_admitted(kube, high)
-    assert winner["spec"]["priority"] == 1000
+    assert winner["spec"]["priority"] == 1000000
     pods_started(kube, high)
     wait_pending(kube, low, QUOTA_IN_USE)
 

@@ -84,11 +84,29 @@ def test_missing_flavor_and_priority_classes(repo: Repo, validate: Validate) -> 
 
 def test_inference_above_training(repo: Repo, validate: Validate) -> None:
     repo.edit(f"{DEV}/priorities/workloadpriorityclass-inference-prod.yaml",
-              lambda wpc: wpc.update(value=600))
+              lambda wpc: wpc.update(value=950000))
+    where = f"{DEV}/priorities/workloadpriorityclass-inference-prod.yaml: WorkloadPriorityClass/inference-prod"
     expect(validate(repo.root, "dev"),
-           f"{DEV}/priorities/workloadpriorityclass-inference-prod.yaml: "
-           "WorkloadPriorityClass/inference-prod: priorities: inference tier value 600 is not below "
-           "training tier 'training' (500): training must preempt inference, not the reverse")
+           f"{where}: priorities: inference tier value 950000 is not below "
+           "training tier 'training' (900000): training must preempt inference, not the reverse",
+           f"{where}: priorities: value 950000 differs from PriorityClass 'inference-prod' (100000): "
+           "Kueue ranks a job by either, so one tier must have one value")
+
+
+def test_one_scale_per_tier(repo: Repo, validate: Validate) -> None:
+    """The 10/100/500/1000 vs 10000..1000000 split this project once shipped: a job with only
+    `priorityClassName: training` outranked one labelled `training-critical`."""
+    for tier, old in (("training-critical", 1000), ("training", 500), ("inference-prod", 100),
+                      ("inference-batch", 10)):
+        repo.edit(f"{DEV}/priorities/workloadpriorityclass-{tier}.yaml", lambda wpc, v=old: wpc.update(value=v))
+    run = validate(repo.root, "dev")
+    assert run.code == 1
+    assert sorted(run.findings("priorities")) == sorted(
+        f"{DEV}/priorities/workloadpriorityclass-{tier}.yaml: WorkloadPriorityClass/{tier}: priorities: "
+        f"value {old} differs from PriorityClass {tier!r} ({new}): Kueue ranks a job by either, so one "
+        "tier must have one value"
+        for tier, old, new in (("training-critical", 1000, 1000000), ("training", 500, 900000),
+                               ("inference-prod", 100, 100000), ("inference-batch", 10, 10000)))
 
 
 def test_priority_limits_and_uniqueness(repo: Repo, validate: Validate) -> None:
@@ -97,11 +115,18 @@ def test_priority_limits_and_uniqueness(repo: Repo, validate: Validate) -> None:
     repo.edit(f"{DEV}/priorities/priorityclass-inference-batch.yaml",
               lambda pc: pc.update(value=100000))
     prefix = f"{DEV}/priorities/priorityclass-"
+    twin = f"{DEV}/priorities/workloadpriorityclass-"
     expect(validate(repo.root, "dev"),
            f"{prefix}training-critical.yaml: PriorityClass/training-critical: priorities: "
            "value 2000000000 is outside [-2147483648, 1000000000]",
            f"{prefix}inference-prod.yaml: PriorityClass/inference-prod: priorities: value 100000 "
-           "equals PriorityClass 'inference-batch': equal tiers cannot preempt each other")
+           "equals PriorityClass 'inference-batch': equal tiers cannot preempt each other",
+           f"{twin}training-critical.yaml: WorkloadPriorityClass/training-critical: priorities: value "
+           "1000000 differs from PriorityClass 'training-critical' (2000000000): Kueue ranks a job by "
+           "either, so one tier must have one value",
+           f"{twin}inference-batch.yaml: WorkloadPriorityClass/inference-batch: priorities: value "
+           "10000 differs from PriorityClass 'inference-batch' (100000): Kueue ranks a job by "
+           "either, so one tier must have one value")
 
 
 # sync-waves ------------------------------------------------------------------------------

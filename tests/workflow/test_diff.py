@@ -188,7 +188,7 @@ def test_invalid_working_tree_spec_is_a_finding(repo: Path) -> None:
 def test_gate_threshold_and_priority_changes_are_summarised(repo: Path) -> None:
     before = model.load(repo, "prod")
     edit(repo / "environments" / "prod.yaml", "openWhenFreeGpusBelow: 16 ", "openWhenFreeGpusBelow: 24 ")
-    edit(repo / "environments" / "_defaults.yaml", "podPriority: 900000", "podPriority: 800000")
+    edit(repo / "environments" / "_defaults.yaml", "value: 900000", "value: 800000")
     after = model.load(repo, "prod")
     out = generate(repo, "diff").stdout
     assert before.overflow is not None and after.overflow is not None
@@ -199,12 +199,12 @@ def test_gate_threshold_and_priority_changes_are_summarised(repo: Path) -> None:
         )
         assert line in out
     old_tier, new_tier = before.tiers[1], after.tiers[1]
-    assert f"{new_tier.name}: pod priority {old_tier.pod_priority} -> {new_tier.pod_priority}" in out
+    assert f"{new_tier.name}: priority {old_tier.value} -> {new_tier.value}" in out
     doc = json.loads(generate(repo, "diff", "--format", "json").stdout)
     for env in doc["environments"]:  # _defaults.yaml is shared: every environment changes
         tiers = env["summary"]["priorityTiers"]
         assert [t["name"] for t in tiers] == ["training"], env["name"]
-        assert tiers[0]["podPriority"] == {"before": old_tier.pod_priority, "after": new_tier.pod_priority}
+        assert tiers[0]["value"] == {"before": old_tier.value, "after": new_tier.value}
     prod = next(e for e in doc["environments"] if e["name"] == "prod")
     assert {s["setting"] for s in prod["summary"]["overflow"]} >= {
         f"provider {p.name}: gate opens below free GPUs" for p in after.overflow.providers

@@ -52,7 +52,7 @@ def test_plan_lists_every_pool_team_and_tier(name: str) -> None:
             assert " / ".join(limits) in out
     for tier in env.tiers:
         assert _row(
-            out, tier.name, tier.role, tier.workload_priority, tier.pod_priority, tier.preemption_policy
+            out, tier.name, tier.role, tier.value, tier.preemption_policy
         )
 
 
