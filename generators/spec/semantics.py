@@ -151,12 +151,12 @@ class _Checker:
                 self.add(("priorities", "tiers"), f"no {role} tier", "the talk's scheme needs at least one "
                          "training and one inference tier")
         if by_role["training"] and by_role["inference"]:
-            low_i, lowest_training = min(by_role["training"], key=lambda t: t[1]["value"])
-            _, highest_inference = max(by_role["inference"], key=lambda t: t[1]["value"])
-            if lowest_training["value"] <= highest_inference["value"]:
+            low_i, low = min(by_role["training"], key=lambda t: t[1]["value"])
+            _, high = max(by_role["inference"], key=lambda t: t[1]["value"])
+            if low["value"] <= high["value"]:
                 self.add(("priorities", "tiers", low_i, "value"),
-                         f"training tier {lowest_training['name']!r} ({lowest_training['value']}) is not above "
-                         f"inference tier {highest_inference['name']!r} ({highest_inference['value']})",
+                         f"training tier {low['name']!r} ({low['value']}) is not above "
+                         f"inference tier {high['name']!r} ({high['value']})",
                          "every training tier must outrank every inference tier so training preempts serving")
         values = Counter(t["value"] for t in tiers)
         for i, tier in enumerate(tiers):

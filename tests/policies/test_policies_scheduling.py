@@ -4,6 +4,7 @@ with the expected line, and nothing else but the staleness findings the edit cau
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .conftest import DEV, STAGING, Repo, Validate, expect, hardened_deployment
@@ -85,7 +86,8 @@ def test_missing_flavor_and_priority_classes(repo: Repo, validate: Validate) -> 
 def test_inference_above_training(repo: Repo, validate: Validate) -> None:
     repo.edit(f"{DEV}/priorities/workloadpriorityclass-inference-prod.yaml",
               lambda wpc: wpc.update(value=950000))
-    where = f"{DEV}/priorities/workloadpriorityclass-inference-prod.yaml: WorkloadPriorityClass/inference-prod"
+    where = (f"{DEV}/priorities/workloadpriorityclass-inference-prod.yaml: "
+             "WorkloadPriorityClass/inference-prod")
     expect(validate(repo.root, "dev"),
            f"{where}: priorities: inference tier value 950000 is not below "
            "training tier 'training' (900000): training must preempt inference, not the reverse",
@@ -96,9 +98,12 @@ def test_inference_above_training(repo: Repo, validate: Validate) -> None:
 def test_one_scale_per_tier(repo: Repo, validate: Validate) -> None:
     """The 10/100/500/1000 vs 10000..1000000 split this project once shipped: a job with only
     `priorityClassName: training` outranked one labelled `training-critical`."""
+    def old_value(value: int) -> Callable[[dict[str, Any]], None]:
+        return lambda wpc: wpc.update(value=value)
+
     for tier, old in (("training-critical", 1000), ("training", 500), ("inference-prod", 100),
                       ("inference-batch", 10)):
-        repo.edit(f"{DEV}/priorities/workloadpriorityclass-{tier}.yaml", lambda wpc, v=old: wpc.update(value=v))
+        repo.edit(f"{DEV}/priorities/workloadpriorityclass-{tier}.yaml", old_value(old))
     run = validate(repo.root, "dev")
     assert run.code == 1
     assert sorted(run.findings("priorities")) == sorted(
