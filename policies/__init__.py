@@ -23,6 +23,7 @@ POLICIES: tuple[str, ...] = (
     "quota_conservation",
     "references",
     "kueue_rules",
+    "placement",
     "priorities",
     "taints",
     "rbac",

@@ -7,7 +7,7 @@ from typing import Any
 
 from generators import yamlemit
 from generators.components import Obj
-from generators.model.types import Environment, FlavorQuota, ResourceKind, Team
+from generators.model.types import ClusterQueue, Environment, FlavorQuota, ResourceKind
 from generators.quantity import canonical
 from generators.templating import render
 
@@ -39,10 +39,11 @@ def _flavors(flavors: tuple[FlavorQuota, ...]) -> list[dict[str, Any]]:
     ]
 
 
-def cluster_queue(env: Environment, team: Team) -> Obj:
+def cluster_queue(env: Environment, queue: ClusterQueue) -> Obj:
+    team = next(t for t in env.teams if t.name == queue.team)
     obj: Obj = render(
-        "kueue/clusterqueue.yaml.j2", team=team, kueue=env.kueue,
-        resources=[r.name for r in env.resources], flavors=_flavors(env.queues[team.name]),
+        "kueue/clusterqueue.yaml.j2", queue=queue, team=team, kueue=env.kueue,
+        resources=[r.name for r in env.resources], flavors=_flavors(queue.flavors),
         weight=_weight(team.fair_sharing_weight),
     )
     return obj
@@ -64,9 +65,10 @@ def generate(env: Environment) -> list[Obj]:
     for cohort in env.cohorts:
         objects.append(render("kueue/cohort.yaml.j2", cohort=cohort,
                               weight=_weight(cohort.fair_sharing_weight)))
-    for team in env.teams:
-        objects.append(cluster_queue(env, team))
-        for ns in team.namespaces:
-            objects.append(render("kueue/localqueue.yaml.j2", team=team, namespace=ns))
+    teams = {t.name: t for t in env.teams}
+    for queue in env.cluster_queues:
+        objects.append(cluster_queue(env, queue))
+        for ns in teams[queue.team].namespaces:
+            objects.append(render("kueue/localqueue.yaml.j2", queue=queue, namespace=ns))
     objects.append(configuration(env))
     return objects

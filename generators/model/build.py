@@ -7,7 +7,7 @@ from typing import Any
 from generators import quantity
 from generators.model.monitoring import build_monitoring
 from generators.model.overflow import build_overflow
-from generators.model.quota import build_queues
+from generators.model.quota import build_queues, split_by_placement
 from generators.model.types import (
     ArgoCD,
     Cohort,
@@ -86,7 +86,8 @@ def build(value: dict[str, Any], source_file: str) -> Environment:
     pools = tuple(_pool(p) for p in value["pools"])
     teams = tuple(
         Team(name=t["name"], namespaces=tuple(t["namespaces"]), cohort=t.get("cohort"),
-             shares=dict(t["shares"]), max_usage_percent=t.get("maxUsagePercent"),
+             shares=dict(t["shares"]), borrow_from=tuple(t["borrowFrom"]),
+             max_usage_percent=t.get("maxUsagePercent"),
              lendable_percent=t.get("lendablePercent"), fair_sharing_weight=t.get("fairSharingWeight"))
         for t in value["teams"]
     )
@@ -97,6 +98,7 @@ def build(value: dict[str, Any], source_file: str) -> Environment:
         for t in value["priorities"]["tiers"]
     )
     resources = _resources(value["pools"])
+    queues = build_queues(pools, teams, resources)
     argo = value["cluster"]["argocd"]
     return Environment(
         name=value["name"],
@@ -114,7 +116,8 @@ def build(value: dict[str, Any], source_file: str) -> Environment:
         tiers=tiers,
         kueue=_kueue(value["kueue"], tiers),
         resources=resources,
-        queues=build_queues(pools, teams, resources),
+        queues=queues,
+        cluster_queues=tuple(q for t in teams for q in split_by_placement(t, queues[t.name], pools)),
         monitoring=build_monitoring(value["monitoring"]),
         overflow=build_overflow(value.get("overflow"), pools),
     )

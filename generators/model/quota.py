@@ -10,6 +10,10 @@ Consequences, all tested:
 - quotas come in whole nodes, the unit gangs are placed in, so CPU and memory are always
   in proportion to GPUs;
 - change a node count and every dependent quota follows.
+
+Which pools a team's queues list is written in the spec, never implied by a cohort: the pools
+it holds a share of, plus `borrowFrom` (pools it may borrow through its cohort with a nominal
+quota of 0). The flavors are then split into ClusterQueues by placement (see ClusterQueue).
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from generators.apportion import largest_remainder
-from generators.model.types import FlavorQuota, Pool, Quota, ResourceKind, Team
+from generators.model.types import ClusterQueue, FlavorQuota, Pool, Quota, ResourceKind, Team
+from generators.queuenames import flex_queue
 
 
 def apportion_nodes(pool: Pool, teams: tuple[Team, ...]) -> dict[str, int]:
@@ -31,14 +36,9 @@ def build_queues(pools: tuple[Pool, ...], teams: tuple[Team, ...],
                  resources: tuple[ResourceKind, ...]) -> dict[str, tuple[FlavorQuota, ...]]:
     """team -> flavors (pool order) with a Quota per covered resource."""
     nodes = {p.name: apportion_nodes(p, teams) for p in pools}
-    cohort_pools: dict[str | None, set[str]] = {}
-    for team in teams:
-        cohort_pools.setdefault(team.cohort, set()).update(team.shares)
     queues: dict[str, tuple[FlavorQuota, ...]] = {}
     for team in teams:
-        # A queue lists every pool its cohort owns, so it can borrow idle capacity there
-        # even where its own share is 0. Without a cohort, only its own pools.
-        reachable = cohort_pools[team.cohort] if team.cohort else set(team.shares)
+        reachable = set(team.shares) | set(team.borrow_from)
         flavors = []
         for pool in pools:
             if pool.name not in reachable:
@@ -66,3 +66,17 @@ def _borrowable_nodes(team: Team, pool: Pool, own: int) -> int | None:
         return None
     ceiling = pool.schedulable_nodes * team.max_usage_percent // 100
     return max(0, ceiling - own)
+
+
+def split_by_placement(team: Team, flavors: tuple[FlavorQuota, ...],
+                       pools: tuple[Pool, ...]) -> tuple[ClusterQueue, ...]:
+    """A team's flavors as ClusterQueues whose flavors all have a topology or all lack one."""
+    topology = {p.name for p in pools if p.topology_levels}
+    tas = tuple(f for f in flavors if f.pool in topology)
+    plain = tuple(f for f in flavors if f.pool not in topology)
+    queues = []
+    if tas:
+        queues.append(ClusterQueue(team.name, team.name, True, tas))
+    if plain:
+        queues.append(ClusterQueue(flex_queue(team.name) if tas else team.name, team.name, False, plain))
+    return tuple(queues)

@@ -83,6 +83,7 @@ class Team:
     namespaces: tuple[str, ...]
     cohort: str | None
     shares: Mapping[str, int]  # pool -> percent
+    borrow_from: tuple[str, ...]  # pools without a share the team may borrow through its cohort
     max_usage_percent: int | None
     lendable_percent: int | None
     fair_sharing_weight: float | None
@@ -112,6 +113,21 @@ class FlavorQuota:
     pool: str
     nodes: int  # schedulable nodes of the pool this team owns
     quotas: tuple[Quota, ...]  # in coveredResources order
+
+
+@dataclass(frozen=True)
+class ClusterQueue:
+    """One ClusterQueue of a team. Kueue applies topology-aware scheduling implicitly only
+    when EVERY flavor of a queue has a topology (`isTASOnly`, pkg/cache/scheduler/clusterqueue.go
+    in kubernetes-sigs/kueue v0.19.2); a queue mixing both refuses unannotated jobs on the
+    topology flavors and lets them fall through to the plain ones. So a team's pools are split
+    by placement: topology pools in `<team>`, plain pools in `<team>-flex` (or in `<team>` when
+    the team reaches no topology pool)."""
+
+    name: str
+    team: str
+    topology: bool  # every flavor has a Topology: placement is topology-aware
+    flavors: tuple[FlavorQuota, ...]
 
 
 @dataclass(frozen=True)
@@ -169,6 +185,7 @@ class Environment:
     kueue: KueueOptions
     resources: tuple[ResourceKind, ...]  # coveredResources, same order in every ClusterQueue
     queues: Mapping[str, tuple[FlavorQuota, ...]]  # team -> its flavors with quotas
+    cluster_queues: tuple[ClusterQueue, ...]  # the same flavors, split by placement (team order)
     monitoring: Monitoring  # always present: every field has a schema default
     overflow: Overflow | None = None  # serving overflow; None: nothing of it is rendered
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from generators.errors import Problem, format_path
+from generators.queuenames import flex_queue
 from generators.spec import overflow_checks
 from generators.spec.source import Document
 
@@ -55,6 +56,7 @@ class _Checker:
         self.pools()
         self.cohorts()
         self.teams()
+        self.queue_names()
         self.priorities()
         self.preemption()
         self.problems += overflow_checks.check(self.doc, v)
@@ -89,6 +91,12 @@ class _Checker:
                              "by gpu/cpu/memory", key=True)
             gpu_resources.setdefault(pool["gpu"]["resource"], pool["name"])
             levels = pool.get("topology", {}).get("levels", [])
+            if levels and pool["role"] != "training":
+                self.add(("pools", i, "topology"), f"pool {pool['name']!r} (role {pool['role']}) has a "
+                         "topology, but inference pods run on it outside Kueue",
+                         "Kueue's topology-aware scheduling counts pods it does not manage as used capacity "
+                         "(non_tas_usage_controller.go), so training could never preempt inference there; "
+                         "remove topology or make the pool role: training", key=True)
             if "kubernetes.io/hostname" in levels[:-1]:
                 self.add(("pools", i, "topology", "levels"), "kubernetes.io/hostname may only be the "
                          "last (finest) topology level", "Kueue Topology rule")
@@ -126,6 +134,7 @@ class _Checker:
                 if pool not in pools:
                     self.unknown(("teams", i, "shares", pool), "pool", pool, pools, key=True)
                 totals[pool] += share
+            self.borrow_from(i, team, pools)
             for j, ns in enumerate(team["namespaces"]):
                 if ns in namespaces:
                     self.add(("teams", i, "namespaces", j), f"namespace {ns!r} already belongs to team "
@@ -140,6 +149,50 @@ class _Checker:
                 self.add(("pools", i, "name"), f"team shares of pool {pool['name']!r} sum to {total}%, "
                          f"{verdict} 100%", f"shares: {owners}; they must add up to exactly 100 so quota "
                          "equals capacity")
+
+    def borrow_from(self, i: int, team: dict[str, Any], pools: dict[str, dict[str, Any]]) -> None:
+        """A borrowed pool exists, is not also a share, and some team in the same cohort tree
+        owns quota of it (Kueue lends only within a cohort tree)."""
+        root = self.cohort_root(team.get("cohort"))
+        for j, pool in enumerate(team["borrowFrom"]):
+            path: Path_ = ("teams", i, "borrowFrom", j)
+            if pool not in pools:
+                self.unknown(path, "pool", pool, pools)
+            elif pool in team["shares"]:
+                self.add(path, f"team {team['name']!r} already holds a share of pool {pool!r}",
+                         "a share already lets the team use and borrow the pool; remove it here")
+            elif root is None:
+                self.add(path, f"borrowing pool {pool!r} needs a cohort", "set teams[].cohort: Kueue lends "
+                         "only between ClusterQueues of one cohort tree")
+            elif not any(other["shares"].get(pool, 0) > 0 and self.cohort_root(other.get("cohort")) == root
+                         for other in self.v["teams"] if other is not team):
+                self.add(path, f"no team in cohort tree {root!r} holds a share of pool {pool!r}, so there "
+                         "is nothing to borrow", "give a team of the same cohort tree a share of it, or "
+                         "join the cohorts under one parent")
+
+    def cohort_root(self, cohort: str | None) -> str | None:
+        parents = {c["name"]: c.get("parent") for c in self.v["cohorts"]}
+        seen: set[str] = set()
+        while cohort is not None and parents.get(cohort) is not None and cohort not in seen:
+            seen.add(cohort)
+            cohort = parents[cohort]
+        return cohort
+
+    def queue_names(self) -> None:
+        """`<team>-flex` (a team's queue of plain pools) must not collide with a team's queue."""
+        names = {t["name"] for t in self.v["teams"]}
+        topology = {p["name"]: bool(p.get("topology", {}).get("levels")) for p in self.v["pools"]}
+        for i, team in enumerate(self.v["teams"]):
+            placements = {topology.get(pool) for pool in (*team["shares"], *team["borrowFrom"])}
+            if placements != {True, False}:
+                continue  # one queue, named after the team
+            flex = flex_queue(team["name"])
+            if flex in names:
+                self.add(("teams", i, "name"), f"team {team['name']!r} would render ClusterQueue {flex!r}, "
+                         "the name of another team", "rename one of the two teams")
+            elif len(flex) > 63:
+                self.add(("teams", i, "name"), f"ClusterQueue name {flex!r} is longer than 63 characters "
+                         "(it is a label value: kueue.x-k8s.io/queue-name)", "shorten the team name")
 
     def priorities(self) -> None:
         tiers = self.v["priorities"]["tiers"]

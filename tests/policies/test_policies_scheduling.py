@@ -193,3 +193,35 @@ def test_topology_levels(repo: Repo, validate: Validate) -> None:
     expect(validate(repo.root, "staging"),
            f"{where} repeats example.com/rack; levels must be unique",
            f"{where}: kubernetes.io/hostname can only be the last (lowest) level")
+
+
+# placement -------------------------------------------------------------------------------
+
+def test_queue_mixing_topology_and_plain_flavors(repo: Repo, validate: Validate) -> None:
+    """Staging's queues as they were once rendered: foundation listed train-h100 (topology)
+    and infer-l40s (plain), and the real Kueue put training jobs on the L40S flavor."""
+    flex = repo.load(f"{STAGING}/kueue/clusterqueue-foundation-flex.yaml")
+
+    def mix(cq: dict[str, Any]) -> None:
+        cq["spec"]["resourceGroups"][0]["flavors"] += flex["spec"]["resourceGroups"][0]["flavors"]
+
+    repo.edit(f"{STAGING}/kueue/clusterqueue-foundation.yaml", mix)
+    run = validate(repo.root, "staging")
+    assert run.code == 1
+    assert run.findings("placement") == [
+        f"{STAGING}/kueue/clusterqueue-foundation.yaml: ClusterQueue/foundation: placement: flavors "
+        "['train-h100'] have a topology and ['infer-l40s'] do not: Kueue applies topology-aware "
+        "scheduling only when every flavor of a queue has one, so jobs without topology annotations "
+        "are refused on 'train-h100' and land on 'infer-l40s'; split them into two ClusterQueues"]
+
+
+def test_topology_over_inference_nodes(repo: Repo, validate: Validate) -> None:
+    repo.edit(f"{STAGING}/kueue/resourceflavor-infer-l40s.yaml",
+              lambda rf: rf["spec"].update(topologyName="train-h100"))
+    run = validate(repo.root, "staging")
+    assert run.code == 1
+    assert run.findings("placement") == [
+        f"{STAGING}/kueue/resourceflavor-infer-l40s.yaml: ResourceFlavor/infer-l40s: placement: "
+        "topology 'train-h100' on a pool of role inference: Kueue counts pods it does not manage "
+        "(inference) as used capacity there, so training could never preempt them; drop the "
+        "topology or make the pool role training"]
