@@ -22,7 +22,7 @@ from fractions import Fraction
 
 from generators.apportion import largest_remainder
 from generators.model.types import ClusterQueue, FlavorQuota, Pool, Quota, ResourceKind, Team
-from generators.queuenames import flex_queue
+from generators.teams import flex_queue
 
 
 def apportion_nodes(pool: Pool, teams: tuple[Team, ...]) -> dict[str, int]:

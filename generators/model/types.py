@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from generators.model.monitoring import Monitoring
 from generators.quantity import Format, canonical
+from generators.teams import trains
 
 if TYPE_CHECKING:
     from generators.model.overflow import Overflow
@@ -191,6 +192,27 @@ class Environment:
 
     def pool(self, name: str) -> Pool:
         return next(p for p in self.pools if p.name == name)
+
+    @property
+    def training_tiers(self) -> tuple[Tier, ...]:
+        """Training tiers, highest first."""
+        return tuple(sorted((t for t in self.tiers if t.role == "training"), key=lambda t: -t.value))
+
+    @property
+    def default_training_tier(self) -> Tier:
+        """What a pod in a training namespace runs at when it names no class: the lowest
+        training tier (still above every inference tier), so an ordinary job preempts serving
+        and is preempted by a critical one."""
+        return self.training_tiers[-1]
+
+    @property
+    def training_namespaces(self) -> tuple[str, ...]:
+        """Namespaces of the teams whose queues reach a training or shared pool: their pods
+        are training and must outrank inference (sorted)."""
+        roles = {p.name: p.role for p in self.pools}
+        return tuple(sorted(ns for t in self.teams
+                            if trains(roles.get(pool) for pool in (*t.shares, *t.borrow_from))
+                            for ns in t.namespaces))
 
     @property
     def gpus(self) -> int:

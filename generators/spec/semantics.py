@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from generators.errors import Problem, format_path
-from generators.queuenames import flex_queue
 from generators.spec import overflow_checks
 from generators.spec.source import Document
+from generators.teams import flex_queue, trains
 
 Path_ = tuple[str | int, ...]
 
@@ -59,8 +59,24 @@ class _Checker:
         self.queue_names()
         self.priorities()
         self.preemption()
+        self.serving_namespaces()
         self.problems += overflow_checks.check(self.doc, v)
         return self.problems
+
+    def serving_namespaces(self) -> None:
+        """An overflow inference service cannot live in a training namespace: the admission
+        policy there gives every pod a training tier, so serving would preempt training."""
+        roles = {p["name"]: p["role"] for p in self.v["pools"]}
+        training = {ns: t["name"] for t in self.v["teams"]
+                    if trains(roles.get(pool) for pool in (*t["shares"], *t["borrowFrom"]))
+                    for ns in t["namespaces"]}
+        for i, service in enumerate((self.v.get("overflow") or {}).get("inference", [])):
+            team = training.get(service["namespace"])
+            if team is not None:
+                self.add(("overflow", "inference", i, "namespace"), f"namespace {service['namespace']!r} "
+                         f"is a training namespace of team {team!r}: its pods run at a training tier",
+                         "serve from a namespace of a team that holds only inference pools, or from "
+                         "overflow.extraNamespaces")
 
     def preemption(self) -> None:
         rules = self.v["kueue"]["preemption"]

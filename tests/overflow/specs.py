@@ -24,8 +24,9 @@ overflow:
     maxPodsToEvictPerNode: 2
     maxPodsToEvictPerNamespace: 2
     maxPodsToEvictTotal: 4
+  extraNamespaces: [web]  # alpha trains: its pods run at a training tier, serving lives apart
   inference:
-    - namespace: alpha
+    - namespace: web
       deployment: api
       tier: serve
       podSelector: {app: api}
