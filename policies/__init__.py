@@ -28,6 +28,7 @@ POLICIES: tuple[str, ...] = (
     "taints",
     "rbac",
     "workloads",
+    "dcgm_counters",
     "size",
     "names",
     "sync_waves",

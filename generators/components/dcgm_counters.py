@@ -4,6 +4,11 @@ dcgm-exporter reads ONE CSV and it replaces the default whole, so this lists the
 fields we use plus what the default lacks: profiling (SM and tensor activity, NVLink and
 PCIe bytes), NVLink error counters, throttling time, ECC, XID and clock-event counts.
 Fields and units as in NVIDIA/dcgm-exporter etc/*.csv.
+
+dcgm-exporter reads it with Go's encoding/csv (Comment '#') and exits unless every record
+has exactly three fields and a type it knows (internal/pkg/counters/counter_config.go,
+`ReadCSVFile`/`ExtractCounters`; types in variables.go `promMetricType`), so `check` refuses
+help texts with a comma, quote or line break before anything is rendered.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ COUNTERS: tuple[tuple[str, str, str], ...] = (
     ("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Remapped rows for correctable errors."),
     ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed"),
     # NVLink: bandwidth (default) and the error counters the default leaves commented out
-    ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "NVLink bandwidth counter, all lanes."),
+    ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "NVLink bandwidth counter (all lanes)."),
     ("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter", "NVLink flow-control CRC errors."),
     ("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "counter", "NVLink data CRC errors."),
     ("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "counter", "NVLink retries."),
@@ -55,6 +60,20 @@ COUNTERS: tuple[tuple[str, str, str], ...] = (
 )
 
 CSV_KEY = "dcgm-metrics.csv"  # the file name the GPU operator's docs mount it under
+PROM_TYPES = frozenset({"gauge", "counter", "histogram", "summary", "label"})  # dcgm-exporter's
+FORBIDDEN = (",", '"', "\n", "\r")  # a field separator, a quote (Go refuses bare quotes), a record end
+
+
+def check(counters: tuple[tuple[str, str, str], ...]) -> None:
+    """ValueError unless dcgm-exporter can read every line (see the module docstring)."""
+    for field, kind, help_text in counters:
+        if kind not in PROM_TYPES:
+            raise ValueError(f"{field}: type {kind!r} is not one of {sorted(PROM_TYPES)}")
+        for part, text in (("field", field), ("help text", help_text)):
+            bad = [c for c in FORBIDDEN if c in text]
+            if bad or text != text.strip() or not text:
+                raise ValueError(f"{part} of {field} ({text!r}) would break dcgm-exporter's CSV: "
+                                 "no commas, quotes, line breaks or surrounding blanks")
 
 
 def csv_text() -> str:
@@ -62,6 +81,7 @@ def csv_text() -> str:
         "# Rendered by trainyard (generators/components/dcgm_counters.py); do not edit.",
         "# Format: DCGM FIELD, Prometheus metric type, help message",
     ]
+    check(COUNTERS)
     lines += [f"{field}, {kind}, {help_text}" for field, kind, help_text in COUNTERS]
     return "\n".join(lines) + "\n"
 

@@ -230,3 +230,31 @@ def test_dashboard_uids(repo: Repo, validate: Validate) -> None:
            "Grafana keeps one")
 
 
+
+
+# dcgm-counters ---------------------------------------------------------------------------
+
+def test_malformed_dcgm_counters_csv(repo: Repo, validate: Validate) -> None:
+    """The help text this project once shipped (a comma: four fields), plus two other ways
+    dcgm-exporter refuses a line."""
+    rel = f"{DEV}/monitoring/gpu-operator/configmap-trainyard-dcgm-metrics.yaml"
+
+    def break_it(cm: dict[str, Any]) -> None:
+        cm["data"]["dcgm-metrics.csv"] += (
+            "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, counter, NVLink bandwidth counter, all lanes.\n"
+            "DCGM_FI_DEV_GPU_TEMP, gage, GPU temperature.\n"
+            'DCGM_FI_DEV_POWER_USAGE, gauge, "Power draw"\n')
+
+    repo.edit(rel, break_it)
+    lines = repo.load(rel)["data"]["dcgm-metrics.csv"].splitlines()
+    first = len(lines) - 2
+    where = f"{rel}: ConfigMap/trainyard-dcgm-metrics: dcgm-counters: data[dcgm-metrics.csv] line"
+    run = validate(repo.root, "dev")
+    assert run.code == 1
+    assert run.findings("dcgm-counters") == [
+        f"{where} {first}: 4 fields ('DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, counter, NVLink bandwidth "
+        "counter, all lanes.'), dcgm-exporter needs exactly 3: FIELD, type, help "
+        "(no commas in the help text)",
+        f"{where} {first + 1}: type 'gage' is not one of counter, gauge, histogram, label, summary",
+        f"{where} {first + 2}: a quote; dcgm-exporter's reader refuses quotes in these fields",
+    ]
