@@ -97,6 +97,7 @@ def build(value: dict[str, Any], source_file: str) -> Environment:
         for t in value["priorities"]["tiers"]
     )
     resources = _resources(value["pools"])
+    monitoring = build_monitoring(value["monitoring"])
     argo = value["cluster"]["argocd"]
     return Environment(
         name=value["name"],
@@ -115,6 +116,6 @@ def build(value: dict[str, Any], source_file: str) -> Environment:
         kueue=_kueue(value["kueue"], tiers),
         resources=resources,
         queues=build_queues(pools, teams, resources),
-        monitoring=build_monitoring(value["monitoring"]),
-        overflow=build_overflow(value.get("overflow"), pools),
+        monitoring=monitoring,
+        overflow=build_overflow(value.get("overflow"), pools, monitoring),
     )

@@ -42,6 +42,8 @@ CASES = [
      "    openWhenFreeGpusBelow: 4\n    taintKey: virtual-kubelet.io/provider\n", "virtual-kubelet.io",
      "the gate taint key must differ from 'virtual-kubelet.io/provider'"),
     ("min-above-max", "minReplicas: 1", "minReplicas: 5", "5", "minReplicas (5) exceeds maxReplicas (4)"),
+    ("no-inference-pool", "role: inference\n", "role: training\n", "prometheusUrl",
+     "no pool inference can use: the default free-GPU query would count nothing"),
 ]
 
 
