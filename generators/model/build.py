@@ -117,5 +117,5 @@ def build(value: dict[str, Any], source_file: str) -> Environment:
         resources=resources,
         queues=build_queues(pools, teams, resources),
         monitoring=monitoring,
-        overflow=build_overflow(value.get("overflow"), pools, monitoring),
+        overflow=build_overflow(value.get("overflow"), pools, monitoring, tiers),
     )

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from generators.model.monitoring import Monitoring
 from generators.model.promql import Inventory, match_none
-from generators.model.types import Pool
+from generators.model.types import Pool, Tier
 
 NODE_PREFIX = "vk-"  # virtual node of provider p is vk-<p>; the default query excludes these
 VIRTUAL_NODE_LABELS = {"type": "virtual-kubelet"}  # set by virtual-kubelet itself
@@ -113,6 +113,11 @@ class Gate:
 
 @dataclass(frozen=True)
 class MigrateBack:
+    # DefaultEvictor's priorityThreshold.value: only pods with a LOWER priority are evicted.
+    # One above the highest inference tier, so every training tier (validation keeps them all
+    # above every inference tier) and the machinery (system-cluster-critical) are never evicted.
+    priority_threshold: int
+    namespaces: tuple[str, ...]  # RemovePodsViolatingNodeTaints namespaces.include
     max_pods_to_evict_per_node: int
     max_pods_to_evict_per_namespace: int
     max_pods_to_evict_total: int
@@ -285,8 +290,13 @@ def _providers(raw: dict[str, Any]) -> tuple[Provider, ...]:
     )
 
 
-def build_overflow(raw: dict[str, Any] | None, pools: tuple[Pool, ...], monitoring: Monitoring
-                   ) -> Overflow | None:
+def migrate_back_priority_threshold(tiers: tuple[Tier, ...]) -> int:
+    """Evict only what ranks as inference: one above the highest inference tier."""
+    return max(t.value for t in tiers if t.role == "inference") + 1
+
+
+def build_overflow(raw: dict[str, Any] | None, pools: tuple[Pool, ...], monitoring: Monitoring,
+                   tiers: tuple[Tier, ...]) -> Overflow | None:  # fmt: skip
     """The overflow model, or None when the environment has no overflow section."""
     if raw is None:
         return None
@@ -294,6 +304,7 @@ def build_overflow(raw: dict[str, Any] | None, pools: tuple[Pool, ...], monitori
     gate, back = raw["gate"], raw["migrateBack"]
     query = gate.get("freeGpusQuery") or default_query(Inventory(monitoring, pools),
                                                        tuple(p.node_name for p in providers))
+    inference = tuple(_service(s) for s in raw["inference"])
     return Overflow(
         namespace=raw["namespace"],
         providers=providers,
@@ -306,6 +317,8 @@ def build_overflow(raw: dict[str, Any] | None, pools: tuple[Pool, ...], monitori
             resources=_resources(gate["resources"]),
         ),
         migrate_back=MigrateBack(
+            priority_threshold=migrate_back_priority_threshold(tiers),
+            namespaces=tuple(sorted({s.namespace for s in inference})),
             max_pods_to_evict_per_node=back["maxPodsToEvictPerNode"],
             max_pods_to_evict_per_namespace=back["maxPodsToEvictPerNamespace"],
             max_pods_to_evict_total=back["maxPodsToEvictTotal"],
@@ -313,5 +326,5 @@ def build_overflow(raw: dict[str, Any] | None, pools: tuple[Pool, ...], monitori
             image=_image(back["image"]), dry_run=back["dryRun"], resources=_resources(back["resources"]),
         ),
         extra_namespaces=tuple(raw["extraNamespaces"]),
-        inference=tuple(_service(s) for s in raw["inference"]),
+        inference=inference,
     )

@@ -99,6 +99,10 @@ class _OverflowChecker:
         tiers = {t["name"]: t["role"] for t in self.v["priorities"]["tiers"]}
         known = {ns for t in self.v["teams"] for ns in t["namespaces"]} | set(self.o["extraNamespaces"])
         seen: set[tuple[str, str]] = set()
+        if not self.o["inference"]:
+            self.add(("inference",), "no inference service is declared: nothing may spill, and the "
+                     "descheduler would have no namespace to confine its evictions to",
+                     "declare the inference Deployments that may spill under overflow.inference")
         for i, service in enumerate(self.o["inference"]):
             tier = service["tier"]
             if tier not in tiers:
