@@ -25,6 +25,7 @@ POLICIES: tuple[str, ...] = (
     "kueue_rules",
     "priorities",
     "taints",
+    "gate_query",
     "rbac",
     "workloads",
     "size",
