@@ -2,6 +2,16 @@
 
 Nothing is rendered for an environment without an `overflow` section. Admission policies
 (CEL) and the inference pod snippet live in overflow_admission.py.
+
+The DeschedulerPolicy's plugin args follow descheduler v0.36.0's own types (sigs.k8s.io/
+descheduler@v0.36.0): RemovePodsViolatingNodeTaintsArgs
+(pkg/framework/plugins/removepodsviolatingnodetaints/types.go: includedTaints, namespaces =
+pkg/api/types.go Namespaces{include, exclude}; validation.go refuses include with exclude)
+and DefaultEvictorArgs (pkg/framework/plugins/defaultevictor/types.go: priorityThreshold =
+pkg/api/types.go PriorityThreshold{value, name}, one of the two; nodeFit, minPodAge,
+podProtections). Only pods with priority < priorityThreshold are evicted
+(defaultevictor.go IsPodEvictableBasedOnPriority), and only while the SystemCriticalPods
+protection is on (defaultevictor.go applySystemCriticalPodsProtection).
 """
 
 from __future__ import annotations
