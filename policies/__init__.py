@@ -26,6 +26,7 @@ POLICIES: tuple[str, ...] = (
     "placement",
     "priorities",
     "taints",
+    "gate_query",
     "rbac",
     "workloads",
     "dcgm_counters",

@@ -2,6 +2,16 @@
 
 Nothing is rendered for an environment without an `overflow` section. Admission policies
 (CEL) and the inference pod snippet live in overflow_admission.py.
+
+The DeschedulerPolicy's plugin args follow descheduler v0.36.0's own types (sigs.k8s.io/
+descheduler@v0.36.0): RemovePodsViolatingNodeTaintsArgs
+(pkg/framework/plugins/removepodsviolatingnodetaints/types.go: includedTaints, namespaces =
+pkg/api/types.go Namespaces{include, exclude}; validation.go refuses include with exclude)
+and DefaultEvictorArgs (pkg/framework/plugins/defaultevictor/types.go: priorityThreshold =
+pkg/api/types.go PriorityThreshold{value, name}, one of the two; nodeFit, minPodAge,
+podProtections). Only pods with priority < priorityThreshold are evicted
+(defaultevictor.go IsPodEvictableBasedOnPriority), and only while the SystemCriticalPods
+protection is on (defaultevictor.go applySystemCriticalPodsProtection).
 """
 
 from __future__ import annotations
@@ -29,6 +39,13 @@ DESCHEDULER = "descheduler"
 CLUSTER_PREFIX = "trainyard-"  # cluster-scoped names: say whose they are
 POLICY_FILE = "policy.yaml"
 NON_ROOT_UID = 65532  # the distroless "nonroot" user; the gate image uses it too
+# The virtual-kubelets, the gate and the descheduler must never be preempted or evicted: a
+# preempted virtual-kubelet leaves its node unreachable, and 300 s later the node lifecycle
+# controller's NoExecute taint evicts every spilled pod at once. Kubernetes' built-in class
+# (2000000000) outranks every tier, is honoured in any namespace (checked on the real
+# kube-apiserver: tests/controlplane/test_descheduler.py), and the descheduler's
+# SystemCriticalPods protection never evicts it.
+MACHINERY_PRIORITY_CLASS = "system-cluster-critical"
 
 POD_SECURITY: dict[str, Any] = {
     "runAsNonRoot": True, "runAsUser": NON_ROOT_UID, "runAsGroup": NON_ROOT_UID,
@@ -82,10 +99,11 @@ DESCHEDULER_LEASE_RULES = [  # only used if leader election is ever turned on; o
 
 def _hardened(res: Resources) -> dict[str, Any]:
     """Template values every Deployment here shares: its requests and limits, a non-root,
-    read-only, capability-free security context."""
+    read-only, capability-free security context, the machinery's priority class."""
     resources = {"requests": {"cpu": res.cpu_request, "memory": res.memory_request},
                  "limits": {"cpu": res.cpu_limit, "memory": res.memory_limit}}
-    return {"resources": resources, "pod_security": POD_SECURITY, "container_security": CONTAINER_SECURITY}
+    return {"resources": resources, "pod_security": POD_SECURITY, "container_security": CONTAINER_SECURITY,
+            "priority_class": MACHINERY_PRIORITY_CLASS}
 
 
 def _sha256(text: str) -> str:

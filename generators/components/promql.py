@@ -2,18 +2,36 @@
 
 Every expression here is built from the model (monitoring selectors, pool node labels,
 GPUs per node), so a dashboard panel and the alert that watches the same thing cannot
-disagree about what they measure.
+disagree about what they measure. The kube-state-metrics node and pod sets, and the string
+helpers, live in generators/model/promql.py: the model derives the overflow gate's query
+from them, and the model must not import the components.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from generators.components.overflow import GATE
 from generators.model.monitoring import Monitoring
 from generators.model.overflow import Overflow, Provider
-from generators.model.types import Environment, Pool
+from generators.model.promql import (
+    Inventory,
+    ksm_label,
+    ksm_resource,
+    labelled_union,
+    match_any,
+    num,
+    quote,
+    regex_any,
+    selector,
+    with_label,
+)
+from generators.model.types import Environment
+
+__all__ = [
+    "DCGM_BLANK_MIN", "GATE_JOB", "Queries", "ksm_label", "ksm_resource", "labelled_union",
+    "match_any", "num", "quote", "regex_any", "selector", "with_label",
+]
 
 GATE_JOB = GATE  # Prometheus' job label is the gate's Service name
 
@@ -23,60 +41,11 @@ GATE_JOB = GATE  # Prometheus' job label is the gate's Service name
 DCGM_BLANK_MIN = 0x7FFFFFFFFFFFFFF0
 
 
-def selector(*matchers: str) -> str:
-    """`{a, b}` from non-empty matcher strings."""
-    return "{" + ", ".join(m for m in matchers if m) + "}"
-
-
-def quote(value: str) -> str:
-    """A PromQL double-quoted string literal."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def regex_any(values: list[str]) -> str:
-    """An RE2 alternation matching exactly the given literal values."""
-    return "|".join(re.sub(r"([.+*?()\[\]{}|^$\\])", r"\\\1", v) for v in values)
-
-
-def match_any(label: str, values: list[str]) -> str:
-    """`label="v"` for one value, `label=~"v1|v2"` for several."""
-    unique = sorted(set(values))
-    if len(unique) == 1:
-        return f"{label}={quote(unique[0])}"
-    return f"{label}=~{quote(regex_any(unique))}"
-
-
-def ksm_label(key: str) -> str:
-    """The label name kube-state-metrics gives a Kubernetes label on kube_node_labels."""
-    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
-
-
-def ksm_resource(resource: str) -> str:
-    """kube-state-metrics' resource label value for an extended resource (nvidia.com/gpu ->
-    nvidia_com_gpu)."""
-    return re.sub(r"[^a-zA-Z0-9_]", "_", resource)
-
-
-def with_label(expr: str, label: str, value: str) -> str:
-    """`expr` with label `label` set to the constant `value` (label_replace from no source)."""
-    return f'label_replace({expr}, {quote(label)}, {quote(value)}, "", "")'
-
-
-def labelled_union(label: str, exprs: Mapping[str, str]) -> str:
-    """One series set from several expressions, each told apart by `label` = its key
-    (the `counter` of an error-counter family, the `provider` of a spend series)."""
-    return " or ".join(with_label(expr, label, value) for value, expr in exprs.items())
-
-
-def num(value: float) -> str:
-    """A number as PromQL prints best: 78, 0.05."""
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
-
-
-class Queries:
+class Queries(Inventory):
     """Expressions for one environment."""
 
     def __init__(self, env: Environment) -> None:
+        super().__init__(env.monitoring, env.pools)
         self.env = env
         self.m: Monitoring = env.monitoring
 
@@ -86,9 +55,6 @@ class Queries:
 
     def node(self, metric: str, *extra: str) -> str:
         return metric + selector(self.m.selectors.node_exporter, *extra)
-
-    def ksm(self, metric: str, *extra: str) -> str:
-        return metric + selector(self.m.selectors.kube_state_metrics, *extra)
 
     def kueue(self, metric: str, *extra: str) -> str:
         return metric + selector(self.m.selectors.kueue, *extra)
@@ -102,11 +68,6 @@ class Queries:
         return f"({self.dcgm(metric, *extra)} < {self.m.gpu_temp_plausible_max_celsius})"
 
     # --- inventory ---------------------------------------------------------------------
-    def pool_nodes(self, pool: Pool) -> str:
-        """kube_node_labels of the pool's nodes (every nodeLabel must be on the KSM allowlist)."""
-        labels = [f"{ksm_label(k)}={quote(v)}" for k, v in pool.node_labels.items()]
-        return f"max by (node) ({self.ksm('kube_node_labels', *labels)})"
-
     def expected_gpus_per_node(self) -> str:
         """Per node: the GPUs its pool promises, with labels pool and expected."""
         parts = [
@@ -119,9 +80,6 @@ class Queries:
         ]
         return "(" + " or ".join(parts) + ")"
 
-    def gpu_resources_ksm(self) -> str:
-        return match_any("resource", [ksm_resource(p.gpu_resource) for p in self.env.pools])
-
     def gpus_seen_per_node(self) -> str:
         """GPUs a node shows: dcgm-exporter's count, else the device plugin's capacity."""
         h = self.m.host_label
@@ -131,14 +89,6 @@ class Queries:
         )
         capacity = self.ksm("kube_node_status_capacity", self.gpu_resources_ksm())
         return f"(max by (node) ({dcgm}) or max by (node) ({capacity}))"
-
-    def usable_nodes(self) -> str:
-        """Nodes that can take pods: Ready and not cordoned."""
-        ready = self.ksm("kube_node_status_condition", 'condition="Ready"', 'status="true"')
-        return (
-            f"(max by (node) ({self.ksm('kube_node_spec_unschedulable')}) == 0) "
-            f"and on (node) (max by (node) ({ready}) == 1)"
-        )
 
     def allocatable_gpus_by_flavor(self) -> str:
         """Per Kueue flavor (= pool): allocatable GPUs of its usable nodes."""
@@ -176,11 +126,6 @@ class Queries:
 
     def virtual_nodes(self) -> str:
         return match_any("node", list(self.overflow.virtual_nodes))
-
-    def active_pods(self) -> str:
-        """Per pod: 1 while it is Pending or Running (finished pods hold no GPUs)."""
-        phase = self.ksm("kube_pod_status_phase", 'phase=~"Pending|Running"')
-        return f"(max by (namespace, pod) ({phase}) == 1)"
 
     def provider_gpus(self, provider: Provider) -> str:
         """GPUs requested by live pods on the provider's virtual node."""

@@ -99,6 +99,7 @@ def build(value: dict[str, Any], source_file: str) -> Environment:
     )
     resources = _resources(value["pools"])
     queues = build_queues(pools, teams, resources)
+    monitoring = build_monitoring(value["monitoring"])
     argo = value["cluster"]["argocd"]
     return Environment(
         name=value["name"],
@@ -118,6 +119,6 @@ def build(value: dict[str, Any], source_file: str) -> Environment:
         resources=resources,
         queues=queues,
         cluster_queues=tuple(q for t in teams for q in split_by_placement(t, queues[t.name], pools)),
-        monitoring=build_monitoring(value["monitoring"]),
-        overflow=build_overflow(value.get("overflow"), pools),
+        monitoring=monitoring,
+        overflow=build_overflow(value.get("overflow"), pools, monitoring, tiers),
     )

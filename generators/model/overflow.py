@@ -11,13 +11,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from generators.model.types import Pool
+from generators.model.monitoring import Monitoring
+from generators.model.promql import Inventory, match_none
+from generators.model.types import Pool, Tier
 
 NODE_PREFIX = "vk-"  # virtual node of provider p is vk-<p>; the default query excludes these
 VIRTUAL_NODE_LABELS = {"type": "virtual-kubelet"}  # set by virtual-kubelet itself
 PROVIDER_LABEL = "trainyard.dev/provider"  # set by the rendered MutatingAdmissionPolicy
 PROVIDER_TAINT_KEY = "virtual-kubelet.io/provider"  # virtual-kubelet's own NoSchedule taint
 GATE_TAINT_VALUE = "closed"
+# What the inference pod snippet tolerates (NoSchedule): the provider taint, nothing else.
+INFERENCE_TOLERATED_TAINT_KEYS = (PROVIDER_TAINT_KEY,)
+INFERENCE_ROLES = ("inference", "shared")  # pool roles whose nodes inference may use
 IN_CLUSTER_WEIGHT = 100  # node-affinity weight of real nodes: always above any provider
 PROVIDER_WEIGHT_SPAN = 50  # the preferred provider's weight; the others share it downwards
 
@@ -108,6 +113,11 @@ class Gate:
 
 @dataclass(frozen=True)
 class MigrateBack:
+    # DefaultEvictor's priorityThreshold.value: only pods with a LOWER priority are evicted.
+    # One above the highest inference tier, so every training tier (validation keeps them all
+    # above every inference tier) and the machinery (system-cluster-critical) are never evicted.
+    priority_threshold: int
+    namespaces: tuple[str, ...]  # RemovePodsViolatingNodeTaints namespaces.include
     max_pods_to_evict_per_node: int
     max_pods_to_evict_per_namespace: int
     max_pods_to_evict_total: int
@@ -201,21 +211,54 @@ def _provider_config(raw: dict[str, Any]) -> dict[str, Any]:
     return {f"{NODE_PREFIX}{raw['name']}": {**config, "others": others}}
 
 
-def default_query(pools: tuple[Pool, ...], virtual_nodes: tuple[str, ...]) -> str:
-    """Free in-cluster GPUs from kube-state-metrics: allocatable minus the requests of pods
-    bound to a node and not finished, both over non-virtual nodes."""
-    resources = sorted({p.gpu_resource.replace(".", "_").replace("/", "_").replace("-", "_")
-                        for p in pools})
-    resource = (f'resource="{resources[0]}"' if len(resources) == 1
-                else f'resource=~"{"|".join(resources)}"')
-    nodes = f'node!~"{"|".join(virtual_nodes)}"'
-    return (
-        f"sum(kube_node_status_allocatable{{{resource},{nodes}}})"
-        f" - (sum(kube_pod_container_resource_requests{{{resource},{nodes},node!=\"\"}}"
-        " * on(namespace, pod) group_left()"
-        ' max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running"} == 1))'
-        " or vector(0))"
-    )
+def blocks_inference(key: str, effect: str) -> bool:
+    """Whether a pool taint keeps inference pods off the pool's nodes. Inference pods
+    tolerate only INFERENCE_TOLERATED_TAINT_KEYS (the pod snippet); PreferNoSchedule only
+    steers the scheduler away, it never refuses a pod."""
+    return effect != "PreferNoSchedule" and key not in INFERENCE_TOLERATED_TAINT_KEYS
+
+
+def inference_pools(pools: tuple[Pool, ...]) -> tuple[Pool, ...]:
+    """Pools whose GPUs inference can use: role inference or shared, and no spec taint that
+    inference pods would have to tolerate. Training pools (and their reserve nodes) never
+    count, however idle they are: inference cannot be scheduled there."""
+    return tuple(p for p in pools if p.role in INFERENCE_ROLES
+                 and not any(blocks_inference(t.key, t.effect) for t in p.taints))
+
+
+def default_query(inventory: Inventory, virtual_nodes: tuple[str, ...]) -> str:
+    """Free GPUs inference can use right now, from kube-state-metrics, or NO sample when the
+    inputs are missing or stale (so the gate's onPrometheusUnavailable applies).
+
+    Per node of an inference pool (never a virtual node): allocatable GPUs minus the GPU
+    requests of live (Pending or Running) pods bound to it, at least 0. Only a node that is
+    Ready, not cordoned and free of NoSchedule/NoExecute taints inference does not tolerate
+    contributes; the pool's other nodes contribute 0. No `or vector(0)`: absence must never
+    read as a number, least of all as "plenty free"."""
+    pools = inference_pools(inventory.pools)
+    if not pools:
+        raise ValueError("no pool inference can use: set overflow.gate.freeGpusQuery")
+    inv = inventory
+    gpu = inv.gpu_resources_ksm(pools)
+    real = match_none("node", list(virtual_nodes))
+    allocatable = inv.ksm("kube_node_status_allocatable", gpu, real)
+    capacity = (f"(sum by (node) (max by (node, resource) ({allocatable})) "
+                f"and on (node) {inv.nodes_of_pools(pools)})")
+    # max by (...): identical series from two kube-state-metrics replicas count once.
+    requests = inv.ksm("kube_pod_container_resource_requests", gpu)
+    used = (f"sum by (node) (max by (namespace, pod, container, node, resource) ({requests})"
+            f" * on (namespace, pod) group_left () {inv.active_pods()})")
+    # A node without live GPU pods has no `used` series: it uses 0 (per node, not a total).
+    free = f"clamp_min({capacity} - on (node) ({used} or on (node) {capacity} * 0), 0)"
+    schedulable = (f"({free} and on (node) ({inv.usable_nodes()})"
+                   f" unless on (node) {inv.tainted_nodes(INFERENCE_TOLERATED_TAINT_KEYS)})")
+    # Families that always have series in a live cluster (every node, every pod): if one
+    # is missing, kube-state-metrics is not telling us, and guessing would be wrong either
+    # way. kube_node_spec_taint is legitimately empty, so it is not guarded.
+    present = inv.ksm_present("kube_pod_status_phase", "kube_pod_container_resource_requests",
+                              "kube_node_status_condition", "kube_node_spec_unschedulable")
+    return (f"sum({schedulable} or on (node) {capacity} * 0)"
+            f" and on () {inv.ksm_up()} and on () {present}")
 
 
 def _service(raw: dict[str, Any]) -> InferenceService:
@@ -247,13 +290,21 @@ def _providers(raw: dict[str, Any]) -> tuple[Provider, ...]:
     )
 
 
-def build_overflow(raw: dict[str, Any] | None, pools: tuple[Pool, ...]) -> Overflow | None:
+def migrate_back_priority_threshold(tiers: tuple[Tier, ...]) -> int:
+    """Evict only what ranks as inference: one above the highest inference tier."""
+    return max(t.value for t in tiers if t.role == "inference") + 1
+
+
+def build_overflow(raw: dict[str, Any] | None, pools: tuple[Pool, ...], monitoring: Monitoring,
+                   tiers: tuple[Tier, ...]) -> Overflow | None:  # fmt: skip
     """The overflow model, or None when the environment has no overflow section."""
     if raw is None:
         return None
     providers = _providers(raw)
     gate, back = raw["gate"], raw["migrateBack"]
-    query = gate.get("freeGpusQuery") or default_query(pools, tuple(p.node_name for p in providers))
+    query = gate.get("freeGpusQuery") or default_query(Inventory(monitoring, pools),
+                                                       tuple(p.node_name for p in providers))
+    inference = tuple(_service(s) for s in raw["inference"])
     return Overflow(
         namespace=raw["namespace"],
         providers=providers,
@@ -266,6 +317,8 @@ def build_overflow(raw: dict[str, Any] | None, pools: tuple[Pool, ...]) -> Overf
             resources=_resources(gate["resources"]),
         ),
         migrate_back=MigrateBack(
+            priority_threshold=migrate_back_priority_threshold(tiers),
+            namespaces=tuple(sorted({s.namespace for s in inference})),
             max_pods_to_evict_per_node=back["maxPodsToEvictPerNode"],
             max_pods_to_evict_per_namespace=back["maxPodsToEvictPerNamespace"],
             max_pods_to_evict_total=back["maxPodsToEvictTotal"],
@@ -273,5 +326,5 @@ def build_overflow(raw: dict[str, Any] | None, pools: tuple[Pool, ...]) -> Overf
             image=_image(back["image"]), dry_run=back["dryRun"], resources=_resources(back["resources"]),
         ),
         extra_namespaces=tuple(raw["extraNamespaces"]),
-        inference=tuple(_service(s) for s in raw["inference"]),
+        inference=inference,
     )

@@ -55,7 +55,13 @@ class _OverflowChecker:
     def gate(self) -> None:
         # The thresholds are derived in the model; the model package imports spec (it loads
         # the file), so importing it at module level here would be circular.
-        from generators.model.overflow import PROVIDER_TAINT_KEY, fill_order, stagger_step
+        from generators.model.overflow import (
+            INFERENCE_ROLES,
+            PROVIDER_TAINT_KEY,
+            blocks_inference,
+            fill_order,
+            stagger_step,
+        )
 
         gate = self.o["gate"]
         close_at, open_below = gate["closeWhenFreeGpusAtLeast"], gate["openWhenFreeGpusBelow"]
@@ -66,6 +72,12 @@ class _OverflowChecker:
         if gate["taintKey"] == PROVIDER_TAINT_KEY:
             self.add(("gate", "taintKey"), f"the gate taint key must differ from {PROVIDER_TAINT_KEY!r}",
                      "inference tolerates the provider taint but must never tolerate the gate")
+        usable = [p["name"] for p in self.v["pools"] if p["role"] in INFERENCE_ROLES
+                  and not any(blocks_inference(t["key"], t["effect"]) for t in p["taints"])]
+        if "freeGpusQuery" not in gate and not usable:
+            self.add(("gate",), "no pool inference can use: the default free-GPU query would count "
+                     "nothing", "add an inference or shared pool without NoSchedule taints, or set "
+                     "gate.freeGpusQuery")
         count = len(self.o["providers"])
         lowest = open_below - (count - 1) * stagger_step(gate, count)
         if count > 1 and lowest < 1:
@@ -87,6 +99,10 @@ class _OverflowChecker:
         tiers = {t["name"]: t["role"] for t in self.v["priorities"]["tiers"]}
         known = {ns for t in self.v["teams"] for ns in t["namespaces"]} | set(self.o["extraNamespaces"])
         seen: set[tuple[str, str]] = set()
+        if not self.o["inference"]:
+            self.add(("inference",), "no inference service is declared: nothing may spill, and the "
+                     "descheduler would have no namespace to confine its evictions to",
+                     "declare the inference Deployments that may spill under overflow.inference")
         for i, service in enumerate(self.o["inference"]):
             tier = service["tier"]
             if tier not in tiers:

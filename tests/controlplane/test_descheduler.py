@@ -5,7 +5,10 @@ ValidatingAdmissionPolicy on inference pods and the MutatingAdmissionPolicy on v
 nodes are live), one Ready virtual node carrying the rendered gate taint, two in-cluster
 GPU nodes with room (4 of 8 GPUs busy each), and inference pods bound to the virtual node:
 targets (owned, old enough, tolerating nothing or only the provider taint) and pods the
-policy must protect. Each descheduler pass runs once (interval 0) and logs what it
+policy must protect, among them a training-priority pod, a pod outside the inference
+namespaces and a pod made from each rendered overflow Deployment's template (the
+machinery, which the apiserver must admit at system-cluster-critical priority). Each
+descheduler pass runs once (interval 0) and logs what it
 would evict; the test then deletes those pods, as the eviction would, and runs again.
 """
 
@@ -21,6 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from generators import model
 from generators.spec.load import environment_names
 from tests.controlplane.daemon import Daemon
 from tests.controlplane.fixtures import require_tools
@@ -34,11 +38,13 @@ from tests.controlplane.manifests import (
     remove_all,
 )
 from tests.controlplane.overflow_scene import (
+    OLD_ENOUGH,
     PodSpec,
     gates,
     make_ready_node,
     owner_replica_set,
     place_pod,
+    timestamp,
     virtual_node_names,
     wait_node_labelled,
 )
@@ -54,6 +60,7 @@ EVICTED = re.compile(r'"Evicted pod in dry run mode" pod="([^"]+)"')
 PASS_SECONDS = 120
 CAPS = ("maxNoOfPodsToEvictPerNode", "maxNoOfPodsToEvictPerNamespace", "maxNoOfPodsToEvictTotal")
 PROVIDER_TAINT_KEY = "virtual-kubelet.io/provider"
+SYSTEM_CLUSTER_CRITICAL = 2000000000  # the built-in class the apiserver creates at start-up
 
 
 def environments_with_overflow() -> list[str]:
@@ -94,6 +101,7 @@ class Scene:
     workdir: Path
     gate_key: str
     other: str  # a namespace outside the inference namespaces
+    machinery: list[str]  # namespace/name of the pods made from rendered Deployment templates
 
 
 def run_pass(binary: Path, scene: Scene, index: int) -> tuple[list[str], str]:
@@ -136,7 +144,11 @@ def scene(request: pytest.FixtureRequest, kube: Kube, control_plane: ControlPlan
     try:
         virtual, gate_key = _virtual_nodes(kube, objects, nodes)
         _in_cluster_nodes(kube, nodes, other)
-        targets, protected = _inference_pods(kube, inference_namespaces(objects)[0], other, virtual, gate_key)
+        targets, protected = _inference_pods(kube, inference_namespaces(objects)[0], other, virtual, gate_key,
+                                             _lowest_training_class(env_name))
+        machinery = _machinery_pods(kube, objects, virtual)
+        protected |= dict.fromkeys(machinery, "overflow machinery: outside the inference namespaces, "
+                                              "system-cluster-critical")
         policy_path = tmp_path / "policy.yaml"
         policy_path.write_text(yaml.safe_dump(policy), encoding="utf-8")
         yield Scene(
@@ -149,6 +161,7 @@ def scene(request: pytest.FixtureRequest, kube: Kube, control_plane: ControlPlan
             tmp_path,
             gate_key,
             other,
+            machinery,
         )
     finally:
         for name in nodes:
@@ -188,8 +201,43 @@ def _in_cluster_nodes(kube: Kube, nodes: list[str], other: str) -> None:
         place_pod(kube, PodSpec(f"busy-{index}", other, name, [], owner, gpus=4))
 
 
-def _inference_pods(kube: Kube, namespace: str, other: str, virtual: str,
-                    gate_key: str) -> tuple[set[str], dict[str, str]]:  # fmt: skip
+def _lowest_training_class(env_name: str) -> str:
+    """The environment's lowest training tier: the descheduler must never evict even that."""
+    tiers = model.load(REPO_ROOT, env_name).tiers
+    return min((t.value, t.name) for t in tiers if t.role == "training")[1]
+
+
+def _machinery_pods(kube: Kube, objects: list[Obj], virtual: str) -> list[str]:
+    """A pod from each rendered overflow Deployment's template, owned, old, on `virtual` and
+    not tolerating the gate: evictable by everything but namespace and priority."""
+    placed = []
+    for deployment in objects:
+        if deployment["kind"] != "Deployment" or deployment["metadata"]["labels"].get(
+                "trainyard.dev/component") != "overflow":
+            continue
+        namespace, name = deployment["metadata"]["namespace"], deployment["metadata"]["name"]
+        owner = owner_replica_set(kube, namespace, f"{name}-test", 1)["metadata"]
+        template = deployment["spec"]["template"]
+        reference = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner["name"],
+                     "uid": owner["uid"], "controller": True}
+        kube.create({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{name}-test", "namespace": namespace,
+                         "labels": template["metadata"]["labels"], "ownerReferences": [reference]},
+            "spec": {**template["spec"], "nodeName": virtual},
+        })  # fmt: skip
+        started = timestamp(OLD_ENOUGH)
+        kube.patch_status("v1", "Pod", f"{name}-test", {
+            "phase": "Running", "startTime": started,
+            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": started}],
+        }, namespace)  # fmt: skip
+        placed.append(f"{namespace}/{name}-test")
+    assert placed, "no overflow Deployment rendered"
+    return placed
+
+
+def _inference_pods(kube: Kube, namespace: str, other: str, virtual: str, gate_key: str,
+                    training_class: str) -> tuple[set[str], dict[str, str]]:  # fmt: skip
     """Pods bound to `virtual`: (targets, protected pod -> why it must stay)."""
     owner = owner_replica_set(kube, namespace, "chat-api-test", 8)
     provider = [{"key": PROVIDER_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]
@@ -211,6 +259,10 @@ def _inference_pods(kube: Kube, namespace: str, other: str, virtual: str,
          "priority >= system-cluster-critical (SystemCriticalPods protection)"),
         (PodSpec("gated-ok", other, virtual, gate_ok, owner_replica_set(kube, other, "provider-native", 1)),
          "tolerates the gate taint (allowed outside inference namespaces)"),
+        (PodSpec("outside", other, virtual, provider, owner_replica_set(kube, other, "outside", 1)),
+         "outside the inference namespaces (namespaces.include)"),
+        (PodSpec("training", namespace, virtual, provider, owner, priority_class=training_class),
+         f"priority class {training_class}: not below priorityThreshold"),
     ]  # fmt: skip
     for spec in [*targets, *(spec for spec, _ in protected)]:
         place_pod(kube, spec)
@@ -254,6 +306,19 @@ def test_migrates_exactly_the_targets_within_caps(scene: Scene, kube: Kube) -> N
     for pod in scene.protected:
         namespace, name = pod.split("/")
         assert kube.get("v1", "Pod", name, namespace) is not None
+
+
+def test_the_machinery_runs_at_system_critical_priority(scene: Scene, kube: Kube) -> None:
+    """The apiserver admits system-cluster-critical outside kube-system (the Priority admission
+    plugin resolves it); virtual-kubelets, gate and descheduler outrank every tier."""
+    names = {pod.split("/")[1].removesuffix("-test") for pod in scene.machinery}
+    assert {"overflow-gate", "descheduler"} <= names and any(n.startswith("vk-") for n in names), names
+    for pod in scene.machinery:
+        namespace, name = pod.split("/")
+        stored = kube.get("v1", "Pod", name, namespace)
+        assert stored is not None and namespace != "kube-system"
+        assert stored["spec"]["priorityClassName"] == "system-cluster-critical", pod
+        assert stored["spec"]["priority"] == SYSTEM_CLUSTER_CRITICAL, pod
 
 
 def sneaky_pod(namespace: str, gate_key: str) -> Obj:

@@ -44,7 +44,19 @@ SECOND_PROVIDER = """\
       gpuModel: H100
       costPerGpuHourUsd: 3.5
 """
-BASE = (CORPUS / "valid-minimal.yaml").read_text() + OVERFLOW
+# The default free-GPU query counts only pools inference can use: give it one.
+INFERENCE_POOL = """\
+  - name: serve
+    role: inference
+    gpu: {model: L4, perNode: 8}
+    nodes: 2
+    cpu: 96
+    memory: 1000Gi
+    nodeLabels: {pool: serve}
+"""
+MINIMAL = (CORPUS / "valid-minimal.yaml").read_text()
+BASE = MINIMAL.replace("teams:\n", INFERENCE_POOL + "teams:\n", 1).replace(
+    "shares: {train: 100}", "shares: {train: 100, serve: 100}") + OVERFLOW
 
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.scratch_repo import repo_with, run_cli, tree_digest
 
-from .specs import BASE, SECOND_PROVIDER
+from .specs import BASE, OVERFLOW, SECOND_PROVIDER
 
 ONE_LINE = re.compile(r"^environments/bad\.yaml:\d+:\d+: error: [^\n]+$")
 
@@ -44,6 +44,10 @@ CASES = [
      "    openWhenFreeGpusBelow: 4\n    taintKey: virtual-kubelet.io/provider\n", "virtual-kubelet.io",
      "the gate taint key must differ from 'virtual-kubelet.io/provider'"),
     ("min-above-max", "minReplicas: 1", "minReplicas: 5", "5", "minReplicas (5) exceeds maxReplicas (4)"),
+    ("no-inference-service", OVERFLOW[OVERFLOW.index("  inference:\n"):], "  inference: []\n", "[]",
+     "no inference service is declared"),
+    ("no-inference-pool", "role: inference\n", "role: training\n", "prometheusUrl",
+     "no pool inference can use: the default free-GPU query would count nothing"),
 ]
 
 

@@ -64,10 +64,12 @@ def test_rendered_policy_passes_the_descheduler_own_validation(env: str, tmp_pat
     ("old", "new", "refusal"),
     [
         ("- PodsWithLocalStorage\n", "- PodsWithLocalStorages\n", "PodsWithLocalStorages"),
-        ("      includedTaints:\n", "      namespaces: {include: [a], exclude: [b]}\n      includedTaints:\n",
-         "Include/Exclude"),
+        ("      namespaces:\n        include:\n",
+         "      namespaces:\n        exclude: [b]\n        include:\n", "Include/Exclude"),
+        ("      priorityThreshold:\n", "      priorityThreshold:\n        name: training\n",
+         "only one of priorityThreshold fields can be set"),
     ],
-    ids=["unknown-protection", "include-and-exclude-namespaces"],
+    ids=["unknown-protection", "include-and-exclude-namespaces", "threshold-value-and-name"],
 )
 def test_a_broken_policy_is_refused_before_the_api(old: str, new: str, refusal: str, tmp_path: Path) -> None:
     text = one("prod", "ConfigMap", "descheduler")["data"]["policy.yaml"]

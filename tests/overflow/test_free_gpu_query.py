@@ -1,8 +1,9 @@
 """The rendered free-GPU query, evaluated by the pinned promtool on kube-state-metrics series.
 
-What counts as used: GPU requests of pods bound to a real node and not finished. Virtual
-nodes count neither as capacity nor as use; unbound pending pods and finished pods do not
-hold GPUs.
+What counts as used: GPU requests of pods bound to a node of an inference pool and not
+finished. Virtual nodes count neither as capacity nor as use; unbound pending pods and
+finished pods do not hold GPUs. (Which nodes count at all, and what missing inputs give,
+is shown at prod's shape on a real Prometheus: tests/gate/test_rendered_query_live.py.)
 """
 
 from __future__ import annotations
@@ -15,30 +16,49 @@ import pytest
 import yaml
 
 from generators import model
+from generators.model.overflow import inference_pools
+from generators.model.promql import ksm_label
+from generators.model.types import Pool
 from tests.conftest import ROOT
 from tools.toolchain import ToolNotInstalled, tool_path
 
 from .conftest import one, overflow_envs
 
 GPU = "nvidia_com_gpu"
+KSM = 'job="kube-state-metrics"'  # the shipped environments' selector (asserted below)
 
 
 def _pod(name: str, node: str, gpus: list[int], phase: str) -> list[dict[str, str]]:
-    series = [{"series": f'kube_pod_container_resource_requests{{namespace="serving",pod="{name}",'
+    series = [{"series": f'kube_pod_container_resource_requests{{{KSM},namespace="serving",pod="{name}",'
                          f'container="c{i}",node="{node}",resource="{GPU}",unit="integer"}}',
                "values": f"{count}x10"} for i, count in enumerate(gpus)]
     for each in ("Pending", "Running", "Succeeded", "Failed", "Unknown"):
-        series.append({"series": f'kube_pod_status_phase{{namespace="serving",pod="{name}",phase="{each}"}}',
-                       "values": f"{int(each == phase)}x10"})
+        series.append({"series": f'kube_pod_status_phase{{{KSM},namespace="serving",pod="{name}",'
+                                 f'phase="{each}"}}', "values": f"{int(each == phase)}x10"})
     return series
 
 
-def _capacity(virtual_nodes: list[str]) -> list[dict[str, str]]:
-    nodes = {"gpu-1": 8, "gpu-2": 8, **dict.fromkeys(virtual_nodes, 64)}
-    series = [{"series": f'kube_node_status_allocatable{{node="{node}",resource="{GPU}",unit="integer"}}',
-               "values": f"{gpus}x10"} for node, gpus in nodes.items()]
-    series.append({"series": 'kube_node_status_allocatable{node="gpu-1",resource="cpu",unit="core"}',
+def _node(node: str, labels: dict[str, str], gpus: int) -> list[dict[str, str]]:
+    """A Ready, schedulable node as kube-state-metrics exports it."""
+    label_text = "".join(f',{ksm_label(k)}="{v}"' for k, v in labels.items())
+    return [
+        {"series": f'kube_node_labels{{{KSM},node="{node}"{label_text}}}', "values": "1x10"},
+        {"series": f'kube_node_status_allocatable{{{KSM},node="{node}",resource="{GPU}",unit="integer"}}',
+         "values": f"{gpus}x10"},
+        {"series": f'kube_node_status_condition{{{KSM},node="{node}",condition="Ready",status="true"}}',
+         "values": "1x10"},
+        {"series": f'kube_node_spec_unschedulable{{{KSM},node="{node}"}}', "values": "0x10"},
+    ]
+
+
+def _capacity(pool: Pool, virtual_nodes: list[str]) -> list[dict[str, str]]:
+    """Two 8-GPU nodes of `pool`, idle virtual nodes, a CPU series that must not count."""
+    series = [*_node("gpu-1", dict(pool.node_labels), 8), *_node("gpu-2", dict(pool.node_labels), 8)]
+    for node in virtual_nodes:  # even labelled like the pool, a virtual node never counts
+        series += _node(node, dict(pool.node_labels), 64)
+    series.append({"series": f'kube_node_status_allocatable{{{KSM},node="gpu-1",resource="cpu",unit="core"}}',
                    "values": "96x10"})
+    series.append({"series": f'up{{{KSM},instance="ksm:8080"}}', "values": "1x10"})
     return series
 
 
@@ -62,17 +82,19 @@ def _promtool_test(tmp_path: Path, query: str, groups: list[tuple[list[dict[str,
 
 @pytest.mark.parametrize("env", overflow_envs())
 def test_free_gpus_counts_only_bound_unfinished_pods_on_real_nodes(env: str, tmp_path: Path) -> None:
-    ov = model.load(ROOT, env).overflow
-    assert ov is not None
+    environment = model.load(ROOT, env)
+    ov = environment.overflow
+    assert ov is not None and environment.monitoring.selectors.kube_state_metrics == KSM
     policy = yaml.safe_load(one(env, "ConfigMap", "overflow-gate")["data"]["policy.yaml"])
     assert policy["spec"]["query"] == ov.gate.free_gpus_query
+    pool = inference_pools(environment.pools)[0]
     virtual = list(ov.virtual_nodes)
-    busy = (_capacity(virtual)
-            + _pod("train-0", "gpu-1", [8], "Running")
-            + _pod("serve-0", "gpu-2", [2, 1], "Running")      # two containers: 3 GPUs
+    busy = (_capacity(pool, virtual)
+            + _pod("serve-0", "gpu-1", [8], "Running")
+            + _pod("serve-1", "gpu-2", [2, 1], "Running")      # two containers: 3 GPUs
             + _pod("starting-0", "gpu-2", [1], "Pending")     # bound, pulling its image: holds 1
             + _pod("done-0", "gpu-2", [4], "Succeeded")       # finished: holds nothing
             + _pod("waiting-0", "", [2], "Pending")           # not bound: holds nothing
             + _pod("spilled-0", virtual[0], [4], "Running"))  # on a provider: not in-cluster
-    idle = _capacity(virtual)  # no GPU pods at all: the `or vector(0)` branch
+    idle = _capacity(pool, virtual) + _pod("done-1", "gpu-1", [8], "Succeeded")  # no live GPU pod
     _promtool_test(tmp_path, ov.gate.free_gpus_query, [(busy, 16 - 8 - 3 - 1), (idle, 16)])

@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 from generators import model
-from generators.model.overflow import Overflow, default_query
-from generators.model.types import Pool
+from generators.model.overflow import Overflow, default_query, inference_pools
+from generators.model.promql import Inventory
+from generators.model.types import Pool, Role, Taint
+from tests.conftest import ROOT
 from tests.scratch_repo import repo_with
 
 from .specs import BASE, SECOND_PROVIDER
@@ -67,13 +69,35 @@ def test_mock_capacity_is_keyed_by_node_and_carries_the_gpus(tmp_path: Path) -> 
                                                    "others": {"nvidia.com/gpu": "8"}}}
 
 
-def _pool(resource: str) -> Pool:
-    return Pool(name="p", role="inference", gpu_model="m", gpu_resource=resource, gpus_per_node=8, nodes=1,
-                reserve_nodes=0, per_node={}, node_labels={}, taints=(), topology_levels=())
+def _pool(resource: str, role: Role = "inference", taints: tuple[Taint, ...] = ()) -> Pool:
+    return Pool(name=resource.split(".")[0], role=role, gpu_model="m", gpu_resource=resource, gpus_per_node=8,
+                nodes=1, reserve_nodes=0, per_node={}, node_labels={"pool": resource}, taints=taints,
+                topology_levels=())
 
 
-def test_default_query_covers_every_gpu_resource_and_excludes_virtual_nodes() -> None:
-    one = default_query((_pool("nvidia.com/gpu"),), ("vk-a",))
-    assert 'resource="nvidia_com_gpu"' in one and 'node!~"vk-a"' in one
-    two = default_query((_pool("nvidia.com/gpu"), _pool("amd.com/gpu")), ("vk-a", "vk-b"))
+def _query(pools: tuple[Pool, ...], virtual_nodes: tuple[str, ...]) -> str:
+    return default_query(Inventory(model.load(ROOT, "staging").monitoring, pools), virtual_nodes)
+
+
+def test_default_query_covers_every_inference_gpu_resource_and_excludes_virtual_nodes() -> None:
+    one = _query((_pool("nvidia.com/gpu"),), ("vk-a",))
+    assert 'resource="nvidia_com_gpu"' in one and 'node!="vk-a"' in one
+    two = _query((_pool("nvidia.com/gpu"), _pool("amd.com/gpu", role="shared")), ("vk-a", "vk-b"))
     assert 'resource=~"amd_com_gpu|nvidia_com_gpu"' in two and 'node!~"vk-a|vk-b"' in two
+    assert "or vector(" not in two  # absence must stay absence
+
+
+def test_only_pools_inference_can_use_count() -> None:
+    blocked = Taint("trainyard.dev/training", "true", "NoSchedule")
+    pools = (
+        _pool("train.example/gpu", role="training"),                       # training: never
+        _pool("tainted.example/gpu", taints=(blocked,)),                   # NoSchedule: not tolerated
+        _pool("soft.example/gpu", taints=(Taint("k", None, "PreferNoSchedule"),)),  # steers only
+        _pool("shared.example/gpu", role="shared"),
+    )  # fmt: skip
+    assert [p.name for p in inference_pools(pools)] == ["soft", "shared"]
+    query = _query(pools, ("vk-a",))
+    assert 'label_pool="soft.example/gpu"' in query and 'label_pool="shared.example/gpu"' in query
+    assert "train.example" not in query and "tainted.example" not in query
+    with pytest.raises(ValueError, match="no pool inference can use"):
+        _query(pools[:2], ("vk-a",))

@@ -108,7 +108,12 @@ def test_descheduler_caps_are_finite_and_the_taint_is_the_gate(env: str) -> None
     assert "nodeSelector" not in policy
     [profile] = policy["profiles"]
     args = {entry["name"]: entry.get("args", {}) for entry in profile["pluginConfig"]}
-    assert args["RemovePodsViolatingNodeTaints"] == {"includedTaints": [_gate_key(env)]}
+    inference = model.load(ROOT, env).overflow
+    assert inference is not None
+    namespaces = sorted({s.namespace for s in inference.inference})
+    assert namespaces  # an empty include would mean every namespace
+    assert args["RemovePodsViolatingNodeTaints"] == {"includedTaints": [_gate_key(env)],
+                                                     "namespaces": {"include": namespaces}}
     evictor = args["DefaultEvictor"]
     assert evictor["nodeFit"] is True and re.fullmatch(r"([0-9]+[hms])+", evictor["minPodAge"])
     assert "PodsWithLocalStorage" in evictor["podProtections"]["defaultDisabled"]  # emptyDir pods move
@@ -166,6 +171,34 @@ def test_taint_policy_loads_with_the_gate_controllers_loader(env: str, tmp_path:
 def _containers(obj: Obj) -> list[Obj]:
     spec = obj["spec"]["template"]["spec"]
     return [*spec.get("initContainers", []), *spec["containers"]]
+
+
+@pytest.mark.parametrize("env", OVERFLOW_ENVS)
+def test_the_descheduler_never_evicts_training_or_the_machinery(env: str) -> None:
+    """Only pods below priorityThreshold are evicted (descheduler v0.36.0
+    pkg/framework/plugins/defaultevictor/defaultevictor.go IsPodEvictableBasedOnPriority:
+    priority < threshold), and only while SystemCriticalPods protection is on."""
+    policy = _embedded(one(env, "ConfigMap", "descheduler"), "policy.yaml")
+    [profile] = policy["profiles"]
+    evictor = next(e["args"] for e in profile["pluginConfig"] if e["name"] == "DefaultEvictor")
+    threshold = evictor["priorityThreshold"]
+    assert set(threshold) == {"value"}  # value and name together are refused by its validation
+    tiers = model.load(ROOT, env).tiers
+    training = min(t.value for t in tiers if t.role == "training")
+    inference = max(t.value for t in tiers if t.role == "inference")
+    assert inference < threshold["value"] <= training  # serving may move, training never
+    assert "SystemCriticalPods" not in evictor["podProtections"]["defaultDisabled"]
+
+
+@pytest.mark.parametrize("env", OVERFLOW_ENVS)
+def test_the_machinery_is_system_critical(env: str) -> None:
+    """A preempted virtual-kubelet leaves its node unreachable: 300 s later every spilled pod
+    is evicted by the NoExecute taint. Nothing of the overflow machinery may be preempted."""
+    deployments = objects(env, "Deployment")
+    assert len(deployments) == len(model.load(ROOT, env).overflow.providers) + 2  # type: ignore[union-attr]
+    for deployment in deployments:
+        spec = deployment["spec"]["template"]["spec"]
+        assert spec.get("priorityClassName") == "system-cluster-critical", deployment["metadata"]["name"]
 
 
 @pytest.mark.parametrize("env", OVERFLOW_ENVS)

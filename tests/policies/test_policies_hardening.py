@@ -85,6 +85,62 @@ def test_gate_key_comes_from_the_rendered_taint_policy(repo: Repo, validate: Val
            "the overflow gate taint 'example.com/gate'; it would bypass the gate")
 
 
+# gate-query ------------------------------------------------------------------------------
+
+GATE_CONFIG_MAP = f"{STAGING}/overflow/trainyard-system/configmap-overflow-gate.yaml"
+# The default query before issue 11: every non-virtual GPU, and `or vector(0)` for no pods.
+OLD_DEFAULT = ('sum(kube_node_status_allocatable{resource="nvidia_com_gpu",node!~"vk-mock"}) - '
+               '(sum(kube_pod_container_resource_requests{resource="nvidia_com_gpu",node!~"vk-mock",'
+               'node!=""} * on(namespace, pod) group_left() max by (namespace, pod) '
+               '(kube_pod_status_phase{phase=~"Pending|Running"} == 1)) or vector(0))')
+
+
+def _set_gate_query(repo: Repo, change: Any) -> None:
+    def edit(config_map: dict[str, Any]) -> None:
+        policy = yaml.safe_load(config_map["data"]["policy.yaml"])
+        policy["spec"]["query"] = change(policy["spec"]["query"])
+        config_map["data"]["policy.yaml"] = yamlemit.dump(policy)
+
+    repo.edit(GATE_CONFIG_MAP, edit)
+
+
+def test_gate_query_counting_everything_and_absence_as_zero(repo: Repo, validate: Validate) -> None:
+    _set_gate_query(repo, lambda _: OLD_DEFAULT)
+    where = f"{GATE_CONFIG_MAP}: ConfigMap/overflow-gate: gate-query: data[policy.yaml].spec.query: "
+    expect(validate(repo.root, "staging"),
+           f"{where}counts node capacity without restricting nodes to pools inference can use "
+           "(infer-l40s): join with `and on (node) max by (node) (kube_node_labels{...})` of those "
+           "pools' nodeLabels",
+           f"{where}reads kube-state-metrics series but never its up series "
+           '(up{job="kube-state-metrics"}): stale or missing inputs cannot be told from a real reading; '
+           "guard with `and on () (min(up{...}) == 1)`",
+           f"{where}vector(...) makes a sample out of nothing: with kube-state-metrics down or stale the "
+           "gate reads a number instead of applying onPrometheusUnavailable; leave absence absent")
+
+
+def test_gate_query_selecting_a_training_pool(repo: Repo, validate: Validate) -> None:
+    """The rendered query with the L40S pool's label swapped for the H100 training pool's."""
+    _set_gate_query(repo, lambda q: q.replace('label_trainyard_dev_pool="infer-l40s"',
+                                              'label_trainyard_dev_pool="train-h100"'))
+    where = f"{GATE_CONFIG_MAP}: ConfigMap/overflow-gate: gate-query: data[policy.yaml].spec.query: "
+    expect(validate(repo.root, "staging"),
+           f"{where}counts node capacity without restricting nodes to pools inference can use "
+           "(infer-l40s): join with `and on (node) max by (node) (kube_node_labels{...})` of those "
+           "pools' nodeLabels",
+           f"{where}selects the nodes of pool 'train-h100' (role training), whose GPUs inference cannot "
+           "use; count only pools inference can use (infer-l40s)")
+
+
+def test_gate_query_excluding_a_training_pool_is_fine(repo: Repo, validate: Validate) -> None:
+    """`unless on (node) kube_node_labels{<training pool>}` excludes; only inclusion counts."""
+    training = ('max by (node) (kube_node_labels{job="kube-state-metrics", '
+                'label_trainyard_dev_pool="train-h100"})')
+    excluded = f" unless on (node) {training} or on (node) "
+    _set_gate_query(repo, lambda q: q.replace(" or on (node) ", excluded, 1))
+    run = validate(repo.root, "staging")
+    assert not [line for line in problems(run) if ": gate-query: " in line], run.out
+
+
 # rbac ------------------------------------------------------------------------------------
 
 def _rbac(kind: str, name: str, body: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
