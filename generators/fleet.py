@@ -75,7 +75,7 @@ def render_staged(root: Path, name: str) -> Outcome:
         files = render.render_environment(model.load(root, name))
     except SpecError as error:
         return Outcome(name, tuple(error.problems))
-    return Outcome(name, staged=str(render.stage(root, name, files)), objects=len(files),
+    return Outcome(name, staged=str(render.stage(root, name, files)), objects=len(render.objects(files)),
                    digest=_digest(files))
 
 
