@@ -203,7 +203,7 @@ def _generic_problem(doc: Document, error: jsonschema.ValidationError) -> Proble
         hint = f"did you mean {close[0]!r}?" if close else f"one of: {', '.join(choices)}"
         return Problem(doc.locate(path), f"{_describe(instance)} is not allowed", spec_path, hint)
     if error.validator == "const":
-        return Problem(doc.locate(path), f"{_describe(instance)} is not allowed (only {_describe(expected)})",
+        return Problem(doc.locate(path), f"expected {_describe(expected)}, got {_describe(instance)}",
                        spec_path)
     if error.validator == "propertyNames":
         return Problem(doc.locate(path), f"invalid key: {error.message}", spec_path)

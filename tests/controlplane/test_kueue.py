@@ -37,6 +37,7 @@ from tests.controlplane.manifests import (
     REPO_ROOT,
     apply_all,
     ensure_external_namespaces,
+    environment_files,
     environment_objects,
     remove_all,
 )
@@ -98,10 +99,11 @@ def scenario(
     binary = require_tools("kueue")["kueue"]
     root = tmp_path_factory.mktemp("kueue-env")
     write_environment(root, nodes=12)
+    files = environment_files(root, ENV)
     objects = environment_objects(root, ENV)
     external = ensure_external_namespaces(kube, objects)
     apply_all(kube, objects)
-    daemon = start_kueue(binary, control_plane.kubeconfig, rendered_configuration(objects), root / "kueue")
+    daemon = start_kueue(binary, control_plane.kubeconfig, rendered_configuration(files), root / "kueue")
     try:
         yield Scenario(kube, root, objects, daemon)
     finally:
