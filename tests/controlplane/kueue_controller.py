@@ -9,7 +9,7 @@ v0.19.2 charts/kueue/templates/manager/manager-config.yaml), or with
 what differs outside a cluster is overridden: no leader
 election, no internal cert management (that would try to inject CA bundles into webhook
 configurations and conversion webhooks that do not exist here), loopback listeners on free
-ports, and batch/job as the only framework (JobSet/PyTorchJob CRDs are not installed).
+ports, and batch/job as the only framework (the JobSet and Trainer CRDs are not installed).
 No webhook configuration is installed, so the apiserver never calls Kueue's webhooks.
 
 Two wrinkles, both hard-coded paths in Kueue v0.19.2. The on-demand visibility API server

@@ -69,6 +69,10 @@ teams:
   - name: beta
     namespaces: [beta]
     shares: {{gpu: 33}}
+# One pool without topology, like dev: admission blocks until the admitted pods are Ready.
+kueue:
+  waitForPodsReady:
+    blockAdmission: true
 """
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 # Kueue's two refusals: the request exceeds the queue's whole quota, or only what is unused.
