@@ -25,7 +25,7 @@ def one_environment(root: Path, name: str) -> tuple[int, int]:
 
     env = model.load(root, name)
     files = render.render_environment(env)
-    objects = tuple(RenderedObject(f"{render.RENDERED}/{name}/{f.path}", f.obj) for f in files if f.is_object)
+    objects = tuple(RenderedObject(f"{render.RENDERED}/{name}/{f.path}", f.obj) for f in files)
     return len(objects), len(run_all(Context(env, objects)))
 
 

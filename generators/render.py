@@ -84,6 +84,13 @@ def file_path(component: str, obj: Obj) -> str:
 
 
 def render_environment(env: Environment) -> list[RenderedFile]:
+    """The object files of rendered/<env>/ (what Argo CD applies), sorted by path."""
+    return [f for f in render_tree(env) if f.is_object]
+
+
+def render_tree(env: Environment) -> list[RenderedFile]:
+    """Every file of rendered/<env>/, installer inputs included, sorted by path: what
+    `render` writes, `render --check` and `validate` compare and `diff` shows."""
     files: dict[str, RenderedFile] = {}
     for component in COMPONENTS:
         describe = describer(component)

@@ -33,7 +33,7 @@ PYTORCHJOB = "kubeflow.org/pytorchjob"
 
 
 def _files(root: Path, name: str) -> dict[str, render.RenderedFile]:
-    return {f.path: f for f in render.render_environment(model.load(root, name))}
+    return {f.path: f for f in render.render_tree(model.load(root, name))}
 
 
 def _config_from_values(text: str) -> dict[str, Any]:
@@ -48,6 +48,8 @@ def _config_from_values(text: str) -> dict[str, Any]:
 def test_shipped_environments_hand_the_configuration_to_the_kueue_chart(name: str) -> None:
     files = _files(ROOT, name)
     assert VALUES in files and not files[VALUES].is_object
+    # What Argo CD applies (and everything that reads objects) never sees it.
+    assert VALUES not in {f.path for f in render.render_environment(model.load(ROOT, name))}
     # Nobody but the installer owns kueue-manager-config: no rendered object of that name.
     assert not [f for f in files.values()
                 if f.is_object and f.obj["metadata"]["name"] == kueue.CONFIG_MAP_NAME]

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from generators.model import load
-from generators.render import RenderedFile, render_environment
+from generators.render import RenderedFile, render_tree
 from generators.render import objects as objects_of
 from generators.validation.pinned_crds import resolve_crd_dir
 from tests.controlplane.kube import Kube, Obj, purge_namespaces, wait_true
@@ -61,7 +61,7 @@ def install_crds(kube: Kube, crd_root: Path | None = None) -> list[str]:
 def environment_files(root: Path, name: str) -> list[RenderedFile]:
     """Every file `generate.py render` writes for environment `name` of the repo at `root`,
     installer inputs (rendered/<env>/installers/, not applied by Argo CD) included."""
-    return render_environment(load(root, name))
+    return render_tree(load(root, name))
 
 
 def environment_objects(root: Path, name: str) -> list[Obj]:

@@ -87,5 +87,5 @@ def test_standalone_generate_equals_the_pipelines(name: str) -> None:
     (decorated) objects: both paths must give the same Argo CD objects."""
     env = model.load(ROOT, name)
     earlier = [f.obj for f in render.render_environment(env)
-               if f.is_object and not f.path.startswith(f"{argocd.COMPONENT}/")]
+               if not f.path.startswith(f"{argocd.COMPONENT}/")]
     assert argocd.generate(env) == argocd.generate_from(env, earlier)
