@@ -72,16 +72,16 @@ def render_staged(root: Path, name: str) -> Outcome:
     """Render and write into a staging directory: workers create the files in parallel (on
     a busy disk each new file costs ~0.2 ms of system time), the parent only renames."""
     try:
-        files = render.render_environment(model.load(root, name))
+        files = render.render_tree(model.load(root, name))
     except SpecError as error:
         return Outcome(name, tuple(error.problems))
-    return Outcome(name, staged=str(render.stage(root, name, files)), objects=len(files),
+    return Outcome(name, staged=str(render.stage(root, name, files)), objects=len(render.objects(files)),
                    digest=_digest(files))
 
 
 def check_stale(root: Path, name: str) -> Outcome:
     try:
-        files = render.render_environment(model.load(root, name))
+        files = render.render_tree(model.load(root, name))
     except SpecError as error:
         return Outcome(name, tuple(error.problems))
     return Outcome(name, stale=tuple(render.stale(root, name, files)), digest=_digest(files))
@@ -90,4 +90,4 @@ def check_stale(root: Path, name: str) -> Outcome:
 def load_and_render(root: Path, name: str) -> tuple[model.Environment, list[render.RenderedFile]]:
     """The model and rendered files of one environment (SpecError propagates)."""
     env = model.load(root, name)
-    return env, render.render_environment(env)
+    return env, render.render_tree(env)

@@ -8,6 +8,15 @@ from pathlib import Path
 
 ENV_DIR = "environments"
 RENDERED = "rendered"
+# rendered/<env>/installers/: inputs for other projects' installers (the Kueue chart's values),
+# not Kubernetes objects. Argo CD's Application excludes the folder, kubeconform and the
+# policies do not read it; render --check and diff do (docs/kueue.md).
+INSTALLERS = "installers"
+
+
+def is_installer_input(path: str) -> bool:
+    """`path` (relative to rendered/<env>/) is an installer input, not an object file."""
+    return path.split("/", 1)[0] == INSTALLERS
 
 
 def environment_names(root: Path) -> list[str]:

@@ -1,10 +1,14 @@
 """Environment -> files under rendered/<env>/, written atomically; and the staleness check.
 
-Paths: rendered/<env>/<component>/[<namespace>/]<kind>-<name>.yaml, one object per file.
+Paths: rendered/<env>/<component>/[<namespace>/]<kind>-<name>.yaml, one object per file;
+and rendered/<env>/installers/<file>: inputs for another project's installer (a component's
+`installer_inputs(env)`, e.g. the Kueue chart's values), which are not Kubernetes objects:
+no labels, no sync wave, never applied by Argo CD (layout.INSTALLERS).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import tempfile
@@ -15,6 +19,7 @@ from typing import Any, NamedTuple, Protocol
 
 from generators import syncoptions, yamlemit
 from generators.components import COMPONENTS, Obj, describer, generator
+from generators.layout import INSTALLERS, is_installer_input
 from generators.layout import RENDERED as RENDERED  # re-exported: callers name render.RENDERED
 from generators.layout import unknown_dirs as unknown_dirs
 from generators.model.types import Environment
@@ -27,8 +32,18 @@ MANAGED_BY = "trainyard"
 @dataclass(frozen=True)
 class RenderedFile:
     path: str  # relative to rendered/<env>/
-    obj: Obj
+    obj: Obj  # the Kubernetes object; for an installer input, its document
     text: str
+
+    @property
+    def is_object(self) -> bool:
+        """False for an installer input (rendered/<env>/installers/): not for a cluster."""
+        return not is_installer_input(self.path)
+
+
+def objects(files: Sequence[RenderedFile]) -> list[Obj]:
+    """The Kubernetes objects among rendered files (what Argo CD applies)."""
+    return [f.obj for f in files if f.is_object]
 
 
 class FileText(NamedTuple):
@@ -69,10 +84,17 @@ def file_path(component: str, obj: Obj) -> str:
 
 
 def render_environment(env: Environment) -> list[RenderedFile]:
+    """The object files of rendered/<env>/ (what Argo CD applies), sorted by path."""
+    return [f for f in render_tree(env) if f.is_object]
+
+
+def render_tree(env: Environment) -> list[RenderedFile]:
+    """Every file of rendered/<env>/, installer inputs included, sorted by path: what
+    `render` writes, `render --check` and `validate` compare and `diff` shows."""
     files: dict[str, RenderedFile] = {}
     for component in COMPONENTS:
         describe = describer(component)
-        earlier = [f.obj for f in files.values()]
+        earlier = [f.obj for f in files.values()]  # objects only: inputs come after
         for obj in describe(env, earlier) if describe else generator(component)(env):
             obj = _decorate(obj, env, component)
             path = file_path(component, obj)
@@ -83,7 +105,22 @@ def render_environment(env: Environment) -> list[RenderedFile]:
                 syncoptions.add(obj, syncoptions.SERVER_SIDE_APPLY)
                 text = yamlemit.dump(obj)
             files[path] = RenderedFile(path, obj, text)
+    for component in COMPONENTS:
+        for name, (header, document) in _installer_inputs(component, env).items():
+            path = f"{INSTALLERS}/{name}"
+            if path in files:
+                raise ValueError(f"two installer inputs render to {RENDERED}/{env.name}/{path}")
+            comment = "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines())
+            files[path] = RenderedFile(path, document, comment + yamlemit.dump(document))
     return [files[p] for p in sorted(files)]
+
+
+def _installer_inputs(component: str, env: Environment) -> dict[str, tuple[str, Obj]]:
+    """The component's installer_inputs(env): file name -> (header comment, document)."""
+    module = importlib.import_module(f"generators.components.{component}")
+    make = getattr(module, "installer_inputs", None)
+    inputs: dict[str, tuple[str, Obj]] = make(env) if make else {}
+    return inputs
 
 
 def write(root: Path, env_name: str, files: Sequence[HasText]) -> None:

@@ -18,7 +18,7 @@ from tests.test_templateshapes import same
 
 
 def known_for(root: Path, name: str) -> dict[str, tuple[str, dict[str, Any]]]:
-    files = render.render_environment(model.load(root, name))
+    files = render.render_tree(model.load(root, name))  # as validate and diff hand it over
     return {f"rendered/{name}/{f.path}": (f.text, f.obj) for f in files}
 
 

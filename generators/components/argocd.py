@@ -2,7 +2,7 @@
 
 Two AppProject + Application pairs per environment (docs/gitops.md has the why):
 - `<project>-<env>`: the environment's Application, a directory source over rendered/<env>
-  minus argocd/, in a project that allows only this repository, only the environment's
+  minus argocd/ and installers/, in a project that allows only this repository, only the environment's
   destination server and exactly the kinds the other components render. The kinds (and
   the fields controllers own) are read off the other components' objects: render.py hands
   them to generate_from(), and generate() runs their pure generators when used alone, so
@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from generators.components import COMPONENTS, Obj, generator
+from generators.layout import INSTALLERS
 from generators.model.types import Environment
 from generators.syncoptions import ANNOTATION as SYNC_OPTIONS
 from generators.templating import render
@@ -138,11 +139,20 @@ def _application(env: Environment, name: str, **spec: Any) -> Obj:
     return obj
 
 
+# What the environment Application must not apply: argocd/ (the bootstrap's folder) and
+# installers/ (inputs for other installers, e.g. the Kueue chart's values: not objects).
+# Argo CD v3.5's repo server skips a file when glob.Match(directory.Exclude, path relative
+# to source.path) (reposerver/repository/repository.go, util/glob over gobwas/glob with no
+# separators): `*` spans subfolders and `{a,b}` is an alternation, the form the Argo CD
+# docs (user-guide/directory.md, "Excluding Certain Files") give for several patterns.
+EXCLUDED_FOLDERS = (COMPONENT, INSTALLERS)
+
+
 def environment_application(env: Environment, objects: list[Obj]) -> Obj:
-    """Applies rendered/<env>/ except argocd/ (the bootstrap's folder) to the cluster."""
+    """Applies rendered/<env>/ except argocd/ and installers/ to the cluster."""
     return _application(
         env, names(env)[0], path=f"{RENDERED}/{env.name}",
-        exclude=f"{COMPONENT}/*",  # Argo CD's glob has no separators: * spans subfolders
+        exclude="{" + ",".join(f"{folder}/*" for folder in EXCLUDED_FOLDERS) + "}",
         server=env.argocd.destination_server, destination_namespace=None,
         automated={"prune": True, "selfHeal": True} if env.argocd.automated else None,
         sync_options=list(ENV_SYNC_OPTIONS), ignore_differences=ignore_differences(objects),

@@ -1,4 +1,18 @@
-"""rendered/<env>/kueue/: flavors, topologies, cohorts, queues and the controller config."""
+"""rendered/<env>/kueue/: flavors, topologies, cohorts, queues; and the controller config.
+
+The Kueue controller reads its Configuration once, at start-up, from a ConfigMap
+(kueue-manager-config) that Kueue's installer owns: the Helm chart renders it from
+`managerConfig.controllerManagerConfigYaml` (kueue v0.19.2 charts/kueue/templates/manager/
+manager-config.yaml) and rolls the manager when it changes (the
+`charts.kueue.x-k8s.io/config-checksum` annotation in templates/manager/manager.yaml). A
+second owner of that ConfigMap (Argo CD) would fight the chart on every upgrade, and Argo CD
+would never restart the controller. So by default the configuration is an installer input,
+rendered/<env>/installers/kueue-values.yaml, a values fragment for that chart, outside the
+Argo CD Application (generators/components/argocd.py excludes installers/). The opt-in
+`kueue.configurationDelivery: configMap` renders the ConfigMap itself instead, for clusters
+that install Kueue from plain manifests and let trainyard own it (docs/kueue.md: it then
+needs a `kubectl rollout restart` after each change).
+"""
 
 from __future__ import annotations
 
@@ -49,11 +63,47 @@ def cluster_queue(env: Environment, queue: ClusterQueue) -> Obj:
     return obj
 
 
+HELM_VALUES = "kueue-values.yaml"  # rendered/<env>/installers/<this>
+HELM = "helmValues"
+CONFIG_MAP = "configMap"
+CONFIG_MAP_NAME = "kueue-manager-config"  # the name the chart and the manifests give it
+CONFIG_KEY = "controller_manager_config.yaml"
+
+
 def configuration(env: Environment) -> Obj:
-    config = render("kueue/configuration.yaml.j2", kueue=env.kueue)
+    """The controller's Configuration (config.kueue.x-k8s.io/v1beta2), as data."""
+    config: Obj = render("kueue/configuration.yaml.j2", kueue=env.kueue)
+    return config
+
+
+def config_map(env: Environment) -> Obj:
+    """kueue-manager-config with the Configuration (delivery `configMap` only)."""
     obj: Obj = render("kueue/configmap.yaml.j2", namespace=env.kueue.namespace,
-                      config=yamlemit.dump(config))
+                      name=CONFIG_MAP_NAME, key=CONFIG_KEY, config=yamlemit.dump(configuration(env)))
     return obj
+
+
+def helm_values(env: Environment) -> Obj:
+    """The Kueue chart's values fragment carrying the Configuration (delivery `helmValues`)."""
+    values: Obj = render("kueue/helm-values.yaml.j2", config=yamlemit.dump(configuration(env)))
+    return values
+
+
+def installer_inputs(env: Environment) -> dict[str, tuple[str, Obj]]:
+    """file name under rendered/<env>/installers/ -> (header comment, document): inputs for
+    another project's installer, never applied by Argo CD (generators/render.py)."""
+    if env.kueue.configuration_delivery != HELM:
+        return {}
+    header = (
+        f"Helm values for the Kueue chart v0.19.2, environment {env.name}: rendered from\n"
+        f"{env.source_file} by generators/components/kueue.py; do not edit. Argo CD does not\n"
+        "apply this folder. Pass it to the chart (installed in the Configuration's namespace):\n"
+        f"  helm upgrade --install kueue oci://registry.k8s.io/kueue/charts/kueue --version 0.19.2 \\\n"
+        f"    --namespace {env.kueue.namespace} -f rendered/{env.name}/installers/{HELM_VALUES}\n"
+        "The chart owns ConfigMap kueue-manager-config and restarts the controller when this\n"
+        "changes (Kueue reads its Configuration only at start-up). See docs/kueue.md."
+    )
+    return {HELM_VALUES: (header, helm_values(env))}
 
 
 def generate(env: Environment) -> list[Obj]:
@@ -70,5 +120,6 @@ def generate(env: Environment) -> list[Obj]:
         objects.append(cluster_queue(env, queue))
         for ns in teams[queue.team].namespaces:
             objects.append(render("kueue/localqueue.yaml.j2", queue=queue, namespace=ns))
-    objects.append(configuration(env))
+    if env.kueue.configuration_delivery == CONFIG_MAP:
+        objects.append(config_map(env))
     return objects

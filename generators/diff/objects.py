@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from generators.layout import is_installer_input
 from generators.render import RENDERED, RenderedFile
 from generators.yamlemit import is_plain
 
@@ -43,6 +44,19 @@ class ObjectRecord:
     obj: Obj
 
 
+# An installer input (rendered/<env>/installers/<file>, e.g. the Kueue chart's values) is no
+# Kubernetes object, but a change to it changes the cluster once the installer runs: it is
+# compared like one, keyed by its file name under this pseudo-kind.
+INSTALLER_INPUT = "InstallerInput"
+
+
+def key_of_file(env: str, path: str, obj: Obj) -> ObjectKey:
+    """The key of what rendered/<env>/<path> holds (path relative to rendered/<env>/)."""
+    if is_installer_input(path):
+        return ObjectKey(env, "", INSTALLER_INPUT, "", path.split("/", 1)[1])
+    return key_of(env, obj)
+
+
 def key_of(env: str, obj: Obj) -> ObjectKey:
     api_version = str(obj.get("apiVersion", ""))
     meta = obj.get("metadata") or {}
@@ -62,9 +76,10 @@ def from_files(files: dict[str, bytes],
         parts = path.split("/")
         if len(parts) < 3 or parts[0] != RENDERED or not path.endswith((".yaml", ".yml")):
             continue
+        inner = "/".join(parts[2:])  # relative to rendered/<env>/
         held = (known or {}).get(path)
         if held is not None and held[0] == files[path] and is_plain(held[1]):
-            _add(records, ObjectRecord(key_of(parts[1], held[1]), path, held[1]))
+            _add(records, ObjectRecord(key_of_file(parts[1], inner, held[1]), path, held[1]))
             continue
         try:
             documents = list(yaml.load_all(files[path], Loader=yaml.CSafeLoader))
@@ -75,7 +90,7 @@ def from_files(files: dict[str, bytes],
                 continue
             if not isinstance(obj, dict):
                 raise RenderedTreeError(f"{path}: not a Kubernetes object at the base ref")
-            _add(records, ObjectRecord(key_of(parts[1], obj), path, obj))
+            _add(records, ObjectRecord(key_of_file(parts[1], inner, obj), path, obj))
     return records
 
 
@@ -83,7 +98,7 @@ def from_rendering(env: str, files: list[RenderedFile]) -> dict[ObjectKey, Objec
     """The in-memory rendering of one environment (what `render` would write)."""
     records: dict[ObjectKey, ObjectRecord] = {}
     for f in files:
-        _add(records, ObjectRecord(key_of(env, f.obj), f"{RENDERED}/{env}/{f.path}", f.obj))
+        _add(records, ObjectRecord(key_of_file(env, f.path, f.obj), f"{RENDERED}/{env}/{f.path}", f.obj))
     return records
 
 

@@ -62,10 +62,11 @@ def _kueue(raw: dict[str, Any], tiers: tuple[Tier, ...]) -> KueueOptions:
     preemption = raw["preemption"]
     return KueueOptions(
         namespace=raw["namespace"], queueing_strategy=raw["queueingStrategy"],
+        configuration_delivery=raw["configurationDelivery"],
         integrations=tuple(raw["integrations"]),
         manage_jobs_without_queue_name=raw["manageJobsWithoutQueueName"],
         wait_for_pods_ready=WaitForPodsReady(
-            enabled=wait["enabled"], timeout=wait["timeout"], recovery_timeout=wait["recoveryTimeout"],
+            timeout=wait["timeout"], recovery_timeout=wait["recoveryTimeout"],
             block_admission=wait["blockAdmission"], backoff_limit_count=wait["backoffLimitCount"],
             backoff_base_seconds=wait["backoffBaseSeconds"], backoff_max_seconds=wait["backoffMaxSeconds"],
         ),

@@ -141,7 +141,9 @@ class Preemption:
 
 @dataclass(frozen=True)
 class WaitForPodsReady:
-    enabled: bool
+    """Always rendered: Kueue v0.19 runs waitForPodsReady whatever the Configuration says
+    (spec `enabled: false` is refused by the schema)."""
+
     timeout: str
     recovery_timeout: str
     block_admission: bool
@@ -154,6 +156,7 @@ class WaitForPodsReady:
 class KueueOptions:
     namespace: str
     queueing_strategy: str
+    configuration_delivery: str  # helmValues | configMap (schemas: kueue.configurationDelivery)
     integrations: tuple[str, ...]
     manage_jobs_without_queue_name: bool
     wait_for_pods_ready: WaitForPodsReady

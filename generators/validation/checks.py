@@ -146,7 +146,7 @@ def check_environment(root: Path, name: str) -> _Checked | EnvironmentReport:
         problems = tuple(_spec_finding(p.format()) for p in error.problems)
         return EnvironmentReport(name, 0, problems, KubeconformCounts(), 0, 0, 0,
                                  time.perf_counter() - began)
-    rendered = render.render_environment(env)
+    rendered = render.render_tree(env)  # installer inputs too: staleness covers them
     base = root / render.RENDERED / name
     files = kc.manifest_files([base]) if base.is_dir() else []
     # A committed file identical to today's rendering is not parsed again: its object is known.

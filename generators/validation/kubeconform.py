@@ -20,6 +20,7 @@ from typing import Any, Final, Literal
 
 import yaml
 
+from generators.layout import is_installer_input
 from generators.validation.schemastore import normalize_kubernetes_version, strict_dir_name
 from tools.toolchain import tool_path
 
@@ -84,11 +85,14 @@ class KubeconformResult:
 
 
 def manifest_files(paths: Iterable[Path]) -> list[Path]:
-    """Files kubeconform would read: the given files, and manifests under given dirs."""
+    """Files kubeconform would read: the given files, and manifests under given dirs (an
+    environment's folder, rendered/<env>), except its installers/ folder: installer inputs
+    such as the Kueue chart's values are not Kubernetes objects (generators/layout.py)."""
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found = (p for p in path.rglob("*") if p.suffix.lower() in MANIFEST_SUFFIXES)
+            found = (p for p in path.rglob("*") if p.suffix.lower() in MANIFEST_SUFFIXES
+                     and not is_installer_input(p.relative_to(path).as_posix()))
             files.extend(sorted(p for p in found if p.is_file()))
         else:
             files.append(path)

@@ -1,10 +1,15 @@
 """The pinned Kueue controller, out of cluster, against the test apiserver.
 
-Its configuration is the RENDERED kueue-manager-config (so Kueue itself loads and
-validates what we ship), with only what differs outside a cluster overridden: no leader
+Its configuration is the RENDERED one (so Kueue itself loads and validates what we ship):
+by default the Kueue Helm chart's values fragment rendered/<env>/installers/kueue-values.yaml
+(`managerConfig.controllerManagerConfigYaml`, which the chart copies into its
+kueue-manager-config ConfigMap, adding only internalCertManagement when it is absent: kueue
+v0.19.2 charts/kueue/templates/manager/manager-config.yaml), or with
+`kueue.configurationDelivery: configMap` the rendered kueue-manager-config ConfigMap. Only
+what differs outside a cluster is overridden: no leader
 election, no internal cert management (that would try to inject CA bundles into webhook
 configurations and conversion webhooks that do not exist here), loopback listeners on free
-ports, and batch/job as the only framework (JobSet/PyTorchJob CRDs are not installed).
+ports, and batch/job as the only framework (the JobSet and Trainer CRDs are not installed).
 No webhook configuration is installed, so the apiserver never calls Kueue's webhooks.
 
 Two wrinkles, both hard-coded paths in Kueue v0.19.2. The on-demand visibility API server
@@ -19,28 +24,37 @@ from __future__ import annotations
 
 import shlex
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from generators.components import kueue
+from generators.layout import INSTALLERS
+from generators.render import RenderedFile
 from tests.controlplane import pki
 from tests.controlplane.daemon import Daemon, free_port
-from tests.controlplane.kube import Obj
 
 KUEUE_READY_SECONDS = 120
 METRICS_CERT_DIR = "/etc/kueue/metrics/certs"  # hard-coded in kueue v0.19.2 cmd/kueue/main.go
-CONFIG_KEY = "controller_manager_config.yaml"
 
 
-def rendered_configuration(objects: list[Obj]) -> dict[str, Any]:
-    """The Configuration inside the rendered kueue-manager-config ConfigMap."""
-    [config_map] = [
-        obj
-        for obj in objects
-        if obj["kind"] == "ConfigMap" and obj["metadata"]["name"] == "kueue-manager-config"
-    ]
-    configuration: dict[str, Any] = yaml.safe_load(config_map["data"][CONFIG_KEY])
+def rendered_configuration(files: Sequence[RenderedFile]) -> dict[str, Any]:
+    """The Configuration as rendered, from the file text `generate.py render` writes: the
+    chart values' controllerManagerConfigYaml, or the kueue-manager-config ConfigMap's key.
+    Exactly one of the two must be rendered (two would be two owners again)."""
+    texts = []
+    for rendered in files:
+        document = yaml.safe_load(rendered.text)
+        if rendered.path == f"{INSTALLERS}/{kueue.HELM_VALUES}":
+            texts.append(document["managerConfig"]["controllerManagerConfigYaml"])
+        elif rendered.is_object and document["kind"] == "ConfigMap" and \
+                document["metadata"]["name"] == kueue.CONFIG_MAP_NAME:
+            texts.append(document["data"][kueue.CONFIG_KEY])
+    assert len(texts) == 1, f"{len(texts)} rendered Kueue configurations, expected exactly one"
+    configuration: dict[str, Any] = yaml.safe_load(texts[0])
+    assert configuration["kind"] == "Configuration", configuration
     return configuration
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import yaml
 
 from generators.model import load
-from generators.render import render_environment
+from generators.render import RenderedFile, render_tree
+from generators.render import objects as objects_of
 from generators.validation.pinned_crds import resolve_crd_dir
 from tests.controlplane.kube import Kube, Obj, purge_namespaces, wait_true
 
@@ -20,7 +21,7 @@ CRD_ESTABLISHED_SECONDS = 60
 
 # Namespaces rendered objects live in that another project's installer creates, not ours.
 EXTERNAL_NAMESPACES = {
-    "kueue-system": "created by Kueue's own install (its manager reads kueue-manager-config there)",
+    "kueue-system": "created by Kueue's own install (the chart or manifests own kueue-manager-config there)",
     "argocd": "created by Argo CD's own install (AppProjects and Applications live there)",
     "monitoring": "created by the Prometheus/Grafana operators' install (rules, dashboards)",
     "gpu-operator": "created by the NVIDIA GPU operator's install (dcgm-exporter metrics config)",
@@ -57,9 +58,16 @@ def install_crds(kube: Kube, crd_root: Path | None = None) -> list[str]:
     return names
 
 
+def environment_files(root: Path, name: str) -> list[RenderedFile]:
+    """Every file `generate.py render` writes for environment `name` of the repo at `root`,
+    installer inputs (rendered/<env>/installers/, not applied by Argo CD) included."""
+    return render_tree(load(root, name))
+
+
 def environment_objects(root: Path, name: str) -> list[Obj]:
-    """The objects `generate.py render` writes for environment `name` of the repo at `root`."""
-    return [copy.deepcopy(rendered.obj) for rendered in render_environment(load(root, name))]
+    """The Kubernetes objects `generate.py render` writes for environment `name` of the repo
+    at `root`: what Argo CD applies (installer inputs are not objects)."""
+    return [copy.deepcopy(obj) for obj in objects_of(environment_files(root, name))]
 
 
 def wave_key(obj: Obj) -> tuple[int, int, str, str, str]:

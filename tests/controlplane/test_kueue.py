@@ -37,6 +37,7 @@ from tests.controlplane.manifests import (
     REPO_ROOT,
     apply_all,
     ensure_external_namespaces,
+    environment_files,
     environment_objects,
     remove_all,
 )
@@ -68,6 +69,10 @@ teams:
   - name: beta
     namespaces: [beta]
     shares: {{gpu: 33}}
+# One pool without topology, like dev: admission blocks until the admitted pods are Ready.
+kueue:
+  waitForPodsReady:
+    blockAdmission: true
 """
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 # Kueue's two refusals: the request exceeds the queue's whole quota, or only what is unused.
@@ -98,10 +103,11 @@ def scenario(
     binary = require_tools("kueue")["kueue"]
     root = tmp_path_factory.mktemp("kueue-env")
     write_environment(root, nodes=12)
+    files = environment_files(root, ENV)
     objects = environment_objects(root, ENV)
     external = ensure_external_namespaces(kube, objects)
     apply_all(kube, objects)
-    daemon = start_kueue(binary, control_plane.kubeconfig, rendered_configuration(objects), root / "kueue")
+    daemon = start_kueue(binary, control_plane.kubeconfig, rendered_configuration(files), root / "kueue")
     try:
         yield Scenario(kube, root, objects, daemon)
     finally:

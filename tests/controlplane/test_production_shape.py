@@ -53,6 +53,7 @@ from tests.controlplane.manifests import (
     REPO_ROOT,
     apply_all,
     ensure_external_namespaces,
+    environment_files,
     environment_objects,
     remove_all,
 )
@@ -158,7 +159,8 @@ def shape(request: pytest.FixtureRequest, kube: Kube, control_plane: ControlPlan
     apply_all(kube, objects)
     nodes = make_nodes(kube, env, scaled=name == "prod")
     workdir: Path = tmp_path_factory.mktemp(f"kueue-{name}")
-    daemon = start_kueue(binary, control_plane.kubeconfig, rendered_configuration(objects), workdir)
+    configuration = rendered_configuration(environment_files(REPO_ROOT, name))
+    daemon = start_kueue(binary, control_plane.kubeconfig, configuration, workdir)
     try:
         for obj in objects:
             if obj["kind"] == "ClusterQueue":

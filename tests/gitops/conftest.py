@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
+from generators.layout import is_installer_input
 from generators.spec.load import environment_names
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -16,11 +17,18 @@ ENVIRONMENTS = environment_names(ROOT)
 Obj = dict[str, Any]
 
 
-def rendered_objects(env: str) -> dict[str, Obj]:
-    """rendered/<env>/ as committed (what Argo CD reads): path relative to it -> object."""
+def rendered_files(env: str) -> dict[str, Any]:
+    """Every YAML file of rendered/<env>/ as committed: path relative to it -> document."""
     base = ROOT / "rendered" / env
     return {p.relative_to(base).as_posix(): yaml.safe_load(p.read_text(encoding="utf-8"))
             for p in sorted(base.rglob("*.yaml"))}
+
+
+def rendered_objects(env: str) -> dict[str, Obj]:
+    """The Kubernetes objects of rendered/<env>/ as committed: every file but the installer
+    inputs (installers/, e.g. the Kueue chart's values), which are documents for another
+    installer; test_argocd checks that the Application excludes them."""
+    return {path: doc for path, doc in rendered_files(env).items() if not is_installer_input(path)}
 
 
 def load_yaml(path: Path) -> Any:

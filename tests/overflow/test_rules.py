@@ -40,7 +40,9 @@ def _embedded(obj: Obj, key: str) -> Obj:
 
 
 def _all_rendered(env: str) -> list[Obj]:
-    return [obj for path in sorted((ROOT / "rendered" / env).rglob("*.yaml"))
+    """Every object of rendered/<env>/ (installers/ holds installer inputs, not objects)."""
+    base = ROOT / "rendered" / env
+    return [obj for path in sorted(base.rglob("*.yaml")) if path.relative_to(base).parts[0] != "installers"
             for obj in [yaml.safe_load(path.read_text(encoding="utf-8"))]]
 
 

@@ -141,7 +141,7 @@ def test_sync_waves(repo: Repo, validate: Validate) -> None:
               lambda lq: lq["metadata"]["annotations"].update({"argocd.argoproj.io/sync-wave": "2"}))
     repo.edit(f"{DEV}/kueue/platform-dev/localqueue-platform.yaml",
               lambda lq: lq["metadata"]["annotations"].update({"argocd.argoproj.io/sync-wave": "0"}))
-    repo.edit(f"{DEV}/kueue/kueue-system/configmap-kueue-manager-config.yaml",
+    repo.edit(f"{DEV}/monitoring/monitoring/configmap-trainyard-queues.yaml",
               lambda cm: cm["metadata"].pop("annotations"))
     lq = f"{DEV}/kueue/%s/localqueue-%s.yaml: LocalQueue/%s: sync-waves: "
     expect(validate(repo.root, "dev"),
@@ -151,8 +151,8 @@ def test_sync_waves(repo: Repo, validate: Validate) -> None:
            "'platform' (wave 2): ClusterQueue must be applied before LocalQueue",
            (lq % ("platform-dev", "platform", "platform")) + "sync wave 0 is not after its Namespace "
            "'platform-dev' (wave 0)",
-           f"{DEV}/kueue/kueue-system/configmap-kueue-manager-config.yaml: "
-           "ConfigMap/kueue-manager-config: sync-waves: annotation argocd.argoproj.io/sync-wave "
+           f"{DEV}/monitoring/monitoring/configmap-trainyard-queues.yaml: "
+           "ConfigMap/trainyard-queues: sync-waves: annotation argocd.argoproj.io/sync-wave "
            "is missing")
 
 
