@@ -115,6 +115,15 @@ def _json(response: Any) -> Obj:
     return dict(json.loads(response.data))
 
 
+def refusal(kube: Kube, obj: Obj) -> str | None:
+    """The API's refusal message for a dry-run create of `obj`, None if it was admitted."""
+    try:
+        kube.create(obj, dry_run=True)
+    except Exception as err:
+        return str(err)
+    return None
+
+
 def wait_for(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.2) -> T:
     """Poll `check` until it returns something truthy; AssertionError naming `what` if not."""
     deadline = time.monotonic() + timeout

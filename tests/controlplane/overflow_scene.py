@@ -79,11 +79,12 @@ def wait_node_labelled(kube: Kube, name: str, labels: dict[str, str], expected: 
 
 
 def make_ready_node(kube: Kube, name: str, labels: dict[str, str], taints: list[dict[str, str]],
-                    gpus: int) -> Obj:  # fmt: skip
-    """Create a Node, write a kubelet-like status (Ready, allocatable GPUs), keep only `taints`."""
+                    gpus: int, capacity: dict[str, str] | None = None) -> Obj:  # fmt: skip
+    """Create a Node, write a kubelet-like status (Ready, allocatable: `capacity`, else a
+    64-core node with `gpus` GPUs), keep only `taints`."""
     kube.create({"apiVersion": "v1", "kind": "Node",
                  "metadata": {"name": name, "labels": labels}, "spec": {"taints": taints}})  # fmt: skip
-    capacity = {"cpu": "64", "memory": "512Gi", "pods": "110", GPU: str(gpus)}
+    capacity = capacity or {"cpu": "64", "memory": "512Gi", "pods": "110", GPU: str(gpus)}
     now = timestamp()
     status = {
         "capacity": capacity,

@@ -29,7 +29,7 @@ from generators.spec.load import environment_names
 from tests.controlplane.daemon import Daemon
 from tests.controlplane.fixtures import require_tools
 from tests.controlplane.harness import ControlPlane
-from tests.controlplane.kube import Kube, Obj, wait_for
+from tests.controlplane.kube import Kube, Obj, refusal, wait_for
 from tests.controlplane.manifests import (
     REPO_ROOT,
     apply_all,
@@ -331,20 +331,11 @@ def sneaky_pod(namespace: str, gate_key: str) -> Obj:
     }  # fmt: skip
 
 
-def refused(kube: Kube, pod: Obj) -> str | None:
-    """The refusal message of a dry-run create of `pod`, None if it was admitted."""
-    try:
-        kube.create(pod, dry_run=True)
-    except Exception as err:
-        return str(err)
-    return None
-
-
 def test_inference_pods_may_not_tolerate_the_gate(scene: Scene, kube: Kube) -> None:
     """The rendered ValidatingAdmissionPolicy refuses a gate toleration in inference namespaces."""
     namespace = sorted(scene.targets)[0].split("/")[0]
     pod = sneaky_pod(namespace, scene.gate_key)
     # Policies take effect a moment after they are created; wait for that, then check.
-    message = wait_for(lambda: refused(kube, pod), 30, "the toleration policy to refuse a pod")
+    message = wait_for(lambda: refusal(kube, pod), 30, "the toleration policy to refuse a pod")
     assert "overflow gate" in message and "Forbidden" in message, message
-    assert refused(kube, {**pod, "metadata": {"name": "sneaky", "namespace": scene.other}}) is None
+    assert refusal(kube, {**pod, "metadata": {"name": "sneaky", "namespace": scene.other}}) is None

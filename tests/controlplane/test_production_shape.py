@@ -47,7 +47,7 @@ from tests.controlplane.jobs import (
     wait_pending,
     workload_of,
 )
-from tests.controlplane.kube import Kube, Obj, condition, is_true, wait_for, wait_true
+from tests.controlplane.kube import Kube, Obj, condition, is_true, refusal, wait_for, wait_true
 from tests.controlplane.kueue_controller import rendered_configuration, start_kueue
 from tests.controlplane.manifests import (
     REPO_ROOT,
@@ -57,7 +57,7 @@ from tests.controlplane.manifests import (
     environment_objects,
     remove_all,
 )
-from tests.controlplane.overflow_scene import timestamp
+from tests.controlplane.overflow_scene import make_ready_node
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -113,17 +113,10 @@ def make_nodes(kube: Kube, env: Environment, scaled: bool) -> list[str]:
     for pool in env.pools:
         count = min(pool.nodes, SCALED_NODES if pool.topology_levels else 4) if scaled else pool.nodes
         for node in pool_nodes(pool, count):
-            taints = node["spec"]["taints"]
-            kube.create(node)
-            now = timestamp()
-            kube.patch_status("v1", "Node", node["metadata"]["name"], {
-                "capacity": capacity(pool), "allocatable": capacity(pool),
-                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                "message": "test kubelet", "lastHeartbeatTime": now,
-                                "lastTransitionTime": now}]})
-            # node lifecycle controller: lift the not-ready taint TaintNodesByCondition added
-            kube.merge_patch("v1", "Node", node["metadata"]["name"], {"spec": {"taints": taints or None}})
-            names.append(node["metadata"]["name"])
+            meta = node["metadata"]
+            make_ready_node(kube, meta["name"], meta["labels"], node["spec"]["taints"], pool.gpus_per_node,
+                            capacity(pool))
+            names.append(meta["name"])
     return names
 
 
@@ -349,15 +342,6 @@ def _dry_run_pod(kube: Kube, namespace: str, priority_class: str | None) -> Obj:
     return kube.create(_pod(namespace, priority_class), dry_run=True)
 
 
-def _refusal(kube: Kube, pod: Obj) -> str | None:
-    """The refusal message of a dry-run create of `pod`, None if it was admitted."""
-    try:
-        kube.create(pod, dry_run=True)
-    except Exception as err:
-        return str(err)
-    return None
-
-
 def _defaulted(kube: Kube, namespace: str) -> Obj | None:
     """A class-less pod in `namespace` as admitted, once the mutating policy has defaulted it."""
     pod = _dry_run_pod(kube, namespace, None)
@@ -387,10 +371,10 @@ def test_pods_in_training_namespaces_run_at_a_training_tier(shape: Shape) -> Non
 
 def test_an_inference_class_is_refused_in_a_training_namespace(shape: Shape) -> None:
     pod = _pod("foundation", "inference-prod")
-    message = wait_for(lambda: _refusal(shape.kube, pod), 30, "the priority policy to refuse a pod")
+    message = wait_for(lambda: refusal(shape.kube, pod), 30, "the priority policy to refuse a pod")
     assert "pods in training namespaces run at a training tier (training-critical, training); " \
            "got inference-prod" in message and "Forbidden" in message, message
-    assert _refusal(shape.kube, _pod("foundation", "training")) is None
+    assert refusal(shape.kube, _pod("foundation", "training")) is None
 
 
 def test_an_inference_pod_without_a_class_runs_at_zero(shape: Shape) -> None:
