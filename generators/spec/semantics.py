@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from generators.errors import Problem, format_path
-from generators.spec import overflow_checks
+from generators.spec import overflow_checks, quantities
 from generators.spec.source import Document
 from generators.teams import flex_queue, trains
 
@@ -54,6 +54,7 @@ class _Checker:
         self.unique("cohorts", v["cohorts"], "cohort")
         self.unique_tiers()
         self.pools()
+        self.problems += quantities.check(self.doc, v)
         self.cohorts()
         self.teams()
         self.queue_names()
