@@ -3,9 +3,7 @@
 libyaml's C composer gives us nodes with marks at C speed; we build plain Python values
 ourselves so that we can (a) reject duplicate keys, which PyYAML silently overwrites,
 (b) bound the expansion of aliases (an alias bomb is a few lines that expand to billions of
-nodes), and (c) keep a position tree for error messages. ruamel.yaml's round-trip loader
-gives positions too but is ~20x slower; it is kept for the one place that must preserve
-comments on write (sync-inventory).
+nodes), and (c) keep a position tree for error messages.
 """
 
 from __future__ import annotations
