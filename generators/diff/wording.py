@@ -44,6 +44,10 @@ def field(change: ObjectChange, fc: FieldChange, arrow: str = "->") -> str:
     if change.masked(fc):
         what = "added" if fc.before is MISSING else "removed" if fc.after is MISSING else "changed"
         return f"{path}: {what} (masked)"
+    if fc.before is MISSING:  # an added field or list item, not a change from some "absent" value
+        return f"{path}: added {value(fc.after)}"
+    if fc.after is MISSING:
+        return f"{path}: removed (was {value(fc.before)})"
     return f"{path}: {value(fc.before)} {arrow} {value(fc.after)}"
 
 
