@@ -7,11 +7,13 @@ item added, not every later flavor "renamed" with its quota moved. Paths keep th
 notation of the YAML a reader opens (the item's index after the change; before, for a
 removed item). Other lists are compared by index, as a JSON patch addresses them. Added and
 removed items are reported whole; a keyed list whose order alone changed (Kueue tries
-flavors in order) is one change of the list, listing the keys.
+flavors in order) is one change of the list, listing the keys. Lists of scalars are
+aligned like lines of text (an inserted namespace is one item added).
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +48,8 @@ def changed_fields(before: Any, after: Any, path: Path = ()) -> list[FieldChange
         fields = _natural_key(before, after)
         if fields is not None:
             return _keyed(before, after, fields, path)
+        if all(isinstance(v, (str, int, float, bool)) or v is None for v in [*before, *after]):
+            return _aligned(before, after, path)
         out = []
         for i in range(max(len(before), len(after))):
             out += changed_fields(before[i] if i < len(before) else MISSING,
@@ -56,6 +60,21 @@ def changed_fields(before: Any, after: Any, path: Path = ()) -> list[FieldChange
     if type(before) is type(after) and before == after:
         return []
     return [FieldChange(path, before, after)]
+
+
+def _aligned(before: list[Any], after: list[Any], path: Path) -> list[FieldChange]:
+    """Lists of scalars (namespaces, args) aligned as a text diff aligns lines: one name
+    inserted is one item added, not every later item changed."""
+    out: list[FieldChange] = []
+    matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            continue
+        paired = min(i2 - i1, j2 - j1) if op == "replace" else 0
+        out += [FieldChange((*path, j1 + k), before[i1 + k], after[j1 + k]) for k in range(paired)]
+        out += [FieldChange((*path, i), before[i], MISSING) for i in range(i1 + paired, i2)]
+        out += [FieldChange((*path, j), MISSING, after[j]) for j in range(j1 + paired, j2)]
+    return out
 
 
 def _natural_key(before: list[Any], after: list[Any]) -> tuple[str, ...] | None:

@@ -56,8 +56,11 @@ class QuotaSummary:
     resource: str
     is_gpu: bool
     nominal: Delta[str]  # canonical quantities, as rendered
-    borrowing_limit: Delta[str]
+    borrowing_limit: Delta[str]  # None: no limit (or, with presence added/removed, no cell)
     lending_limit: Delta[str]
+    # "added": the team's queue did not have this flavor before (a new pool, team or
+    # borrowFrom), so None before means "did not exist", never "no limit"
+    presence: Presence = "changed"
 
 
 @dataclass(frozen=True)
@@ -156,9 +159,9 @@ def _quotas(before: Environment | None, after: Environment | None) -> list[Quota
     out = []
     for key in _after_then_removed(old, new):
         b, a = old.get(key), new.get(key)
-        row = QuotaSummary(*key, key[2] in gpu_resources,
-                           *(Delta(_show(b, f), _show(a, f))
-                             for f in ("nominal", "borrowing_limit", "lending_limit")))
+        row = QuotaSummary(*key, key[2] in gpu_resources, Delta(_show(b, "nominal"), _show(a, "nominal")),
+                           Delta(_show(b, "borrowing_limit"), _show(a, "borrowing_limit")),
+                           Delta(_show(b, "lending_limit"), _show(a, "lending_limit")), _presence(b, a))
         if row.nominal.changed or row.borrowing_limit.changed or row.lending_limit.changed:
             out.append(row)
     return out

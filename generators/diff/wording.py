@@ -76,7 +76,16 @@ def other_quotas(rows: Sequence[QuotaSummary]) -> str | None:
 
 
 def quota(row: QuotaSummary, arrow: str = "->") -> str:
-    """`research [train-h100-a]: nvidia.com/gpu 400 -> 384; borrowing limit 784 -> 752`."""
+    """`research [train-h100-a]: nvidia.com/gpu 400 -> 384; borrowing limit 784 -> 752`; a cell
+    that did not exist on one side says so (`new: ...`, `removed, was ...`), so an absent value
+    never reads as `none`, which means no limit."""
+    if row.presence != "changed":
+        side = "after" if row.presence == "added" else "before"
+        values = [f"{row.resource} {getattr(row.nominal, side)}", *(
+            f"{label} {getattr(limit, side) or 'none'}" for label, limit in (
+                ("borrowing limit", row.borrowing_limit), ("lending limit", row.lending_limit)))]
+        what = "new" if row.presence == "added" else "removed, was"
+        return f"{row.team} [{row.flavor}]: {what} {', '.join(values)}"
     text = f"{row.team} [{row.flavor}]: {row.resource} {delta(row.nominal, arrow)}"
     for label, limit in (("borrowing limit", row.borrowing_limit), ("lending limit", row.lending_limit)):
         if limit.changed:

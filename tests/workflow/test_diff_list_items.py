@@ -54,7 +54,12 @@ def test_taints_match_by_key_and_effect() -> None:
     ]
 
 
-def test_lists_without_unique_keys_stay_by_index() -> None:
+def test_scalar_lists_align_and_unkeyed_lists_stay_by_index() -> None:
     changes = changed_fields({"args": ["--a", "--b"]}, {"args": ["--b"]})
     assert [(format_path(c.path), c.before, c.after) for c in changes] == [
-        ("args[0]", "--a", "--b"), ("args[1]", "--b", MISSING)]
+        ("args[0]", "--a", MISSING)]
+    changes = changed_fields({"v": ["a", "c"]}, {"v": ["a", "b", "c"]})
+    assert [(format_path(c.path), c.before, c.after) for c in changes] == [("v[1]", MISSING, "b")]
+    changes = changed_fields({"c": [{"x": 1}, {"x": 2}]}, {"c": [{"x": 2}]})
+    assert [(format_path(c.path), c.before, c.after) for c in changes] == [
+        ("c[0].x", 1, 2), ("c[1]", {"x": 2}, MISSING)]
