@@ -19,10 +19,10 @@ def counts(env: EnvReport) -> str:
     return f"{env.count('changed')} changed, {env.count('added')} added, {env.count('removed')} removed"
 
 
-def delta(value: Delta[Any], arrow: str = "->", absent: str = "-") -> str:
+def delta(value: Delta[Any], arrow: str = "->", absent: str = "-", unit: str = "") -> str:
     """`1024 -> 960` when it changed, `1024` when not; `absent` stands for None."""
     def one(v: Any) -> str:
-        return absent if v is None else str(v)
+        return absent if v is None else f"{v}{unit}"
     if not value.changed:
         return one(value.after)
     return f"{one(value.before)} {arrow} {one(value.after)}"
@@ -81,16 +81,23 @@ def quota(row: QuotaSummary, arrow: str = "->") -> str:
     never reads as `none`, which means no limit."""
     if row.presence != "changed":
         side = "after" if row.presence == "added" else "before"
-        values = [f"{row.resource} {getattr(row.nominal, side)}", *(
+        values = [f"share {getattr(row.share, side)}%", f"{getattr(row.nodes, side)} nodes",
+                  f"{row.resource} {getattr(row.nominal, side)}", *(
             f"{label} {getattr(limit, side) or 'none'}" for label, limit in (
                 ("borrowing limit", row.borrowing_limit), ("lending limit", row.lending_limit)))]
         what = "new" if row.presence == "added" else "removed, was"
         return f"{row.team} [{row.flavor}]: {what} {', '.join(values)}"
-    text = f"{row.team} [{row.flavor}]: {row.resource} {delta(row.nominal, arrow)}"
+    text = (f"{row.team} [{row.flavor}]: {holding(row, arrow)}; "
+            f"{row.resource} {delta(row.nominal, arrow)}")
     for label, limit in (("borrowing limit", row.borrowing_limit), ("lending limit", row.lending_limit)):
         if limit.changed:
             text += f"; {label} {delta(limit, arrow, absent='none')}"
     return text
+
+
+def holding(row: QuotaSummary, arrow: str = "->") -> str:
+    """`share 20% -> 25%, 50 -> 62 nodes`: what the quota was computed from."""
+    return f"share {delta(row.share, arrow, unit='%')}, {delta(row.nodes, arrow)} nodes"
 
 
 def tier(row: TierSummary, arrow: str = "->") -> str:
