@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from generators.diff import strings
 from generators.diff.changes import ObjectChange
 from generators.diff.fields import MISSING, FieldChange, format_path
 from generators.diff.report import EnvReport
@@ -44,6 +45,11 @@ def field(change: ObjectChange, fc: FieldChange, arrow: str = "->") -> str:
     if change.masked(fc):
         what = "added" if fc.before is MISSING else "removed" if fc.after is MISSING else "changed"
         return f"{path}: {what} (masked)"
+    if isinstance(fc.before, str) and isinstance(fc.after, str) and "\n" not in fc.before + fc.after \
+            and max(len(fc.before), len(fc.after)) > MAX_VALUE_CHARS:
+        old, new, at = strings.narrow(fc.before, fc.after)  # identical prefixes told nothing
+        return (f"{path}: changed from character {at + 1} of {len(fc.before)}: "
+                f"{json.dumps(old, ensure_ascii=False)} {arrow} {json.dumps(new, ensure_ascii=False)}")
     if fc.before is MISSING:  # an added field or list item, not a change from some "absent" value
         return f"{path}: added {value(fc.after)}"
     if fc.after is MISSING:
