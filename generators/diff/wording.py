@@ -118,4 +118,8 @@ def tier(row: TierSummary, arrow: str = "->") -> str:
 
 
 def setting(row: SettingSummary, arrow: str = "->") -> str:
+    before, after = row.value.before, row.value.after
+    if isinstance(before, str) and isinstance(after, str) and max(len(before), len(after)) > MAX_VALUE_CHARS:
+        old, new, at = strings.narrow(before, after)  # a PromQL query: where it changed, not all of it
+        return f"{row.label} changed from character {at + 1}: {old} {arrow} {new}"
     return f"{row.label} {delta(row.value, arrow, absent='(unset)')}"  # label ends in its unit

@@ -40,3 +40,16 @@ def test_dashboards_and_rules_summarised_by_what_changed(repo: Path) -> None:
     visible = md.split("<details><summary>raw diff", 1)[0]
     assert "- alert GPUTemperatureHigh: threshold 78 -> 80 in the expression, annotations changed" in visible
     assert "<details><summary>raw diff, 1 field</summary>" in md
+
+
+def test_long_setting_shows_where_it_changed() -> None:
+    """The overflow summary printed the whole free-GPU query on both sides (779 columns)."""
+    from generators.diff import wording
+    from generators.diff.summary import Delta, SettingSummary
+
+    query = 'sum(kube_node_status_allocatable{resource="nvidia_com_gpu",node!~"vk-lambda|vk-azure"}) - x' * 3
+    row = SettingSummary("gate: free-GPU query", Delta(query, query.replace("vk-azure", "vk-azure2", 1)))
+    line = wording.setting(row)
+    assert line.startswith("gate: free-GPU query changed from character 85: …")
+    assert '"vk-lambda|vk-azure"})' in line and '"vk-lambda|vk-azure2"})' in line
+    assert len(line) < 250
