@@ -8,6 +8,7 @@ and `run(args) -> int`. Command modules import heavy libraries inside run(), so 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import sys
 from pathlib import Path
@@ -31,12 +32,25 @@ def parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"generators.commands.{name.replace('-', '_')}")
         command = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(command)
-        command.set_defaults(run=module.run)
+        command.set_defaults(run=module.run, command_parser=command)
     return top
 
 
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    """Arguments; an unknown option of a command is reported with that command's usage (plain
+    argparse prints the top-level usage, which does not list `--check`), with a close match."""
+    args, extra = parser().parse_known_args(argv)
+    if extra:
+        command: argparse.ArgumentParser = args.command_parser
+        options = [o for action in command._actions for o in action.option_strings]
+        close = difflib.get_close_matches(extra[0], options, n=1)
+        command.error(f"unrecognized arguments: {' '.join(extra)}"
+                      + (f"; did you mean {close[0]}?" if close else ""))
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = _parse(argv)
     args.root = (args.root or ROOT).resolve()
     try:
         code: int = args.run(args)

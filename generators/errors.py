@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -50,3 +51,20 @@ def format_path(path: tuple[str | int, ...]) -> str:
         else:
             out += f".{part}" if out else part
     return out or "<root>"
+
+
+def once(reports: Iterable[tuple[str, str, str]]) -> list[str]:
+    """Lines of (environment, file, line) reports, each line once, in first-seen order.
+
+    A mistake in a base file (`_defaults.yaml`) fails every environment that extends it:
+    it is printed once, at the base file, naming the environments that inherit it, instead
+    of once per environment with no hint why."""
+    seen: dict[str, tuple[str, list[str]]] = {}
+    for env, file, line in reports:
+        seen.setdefault(line, (file, []))[1].append(env)
+    out = []
+    for line, (file, envs) in seen.items():
+        inherited = [env for env in envs if file != f"environments/{env}.yaml"]
+        out.append(f"{line} [extended by {', '.join(inherited)}]" if inherited and file.startswith(
+            "environments/_") else line)
+    return out

@@ -1,17 +1,23 @@
 """`plan ENV`: the capacity and queue tables of one environment, for humans.
 
 Every number is read from the model (generators.model), never recomputed here, so the
-plan shows exactly what `render` writes into the ClusterQueues.
+plan shows exactly what `render` writes into the ClusterQueues. Tables fit 100 columns
+(a terminal beside an editor): GPU quotas per team and flavor next to the share and the
+nodes it became; CPU in cores and memory in Gi, with the unit in the header; long
+expressions (the free-GPU PromQL) come last, wrapped.
 """
 
 from __future__ import annotations
 
+import textwrap
 from fractions import Fraction
 
 from generators.model.types import Environment, Quota
 from generators.texttable import table
 
 NO_LIMIT = "-"
+WIDTH = 100
+GI = 1 << 30
 
 
 def _limit(quota: Quota, amount: Fraction | None) -> str:
@@ -24,22 +30,43 @@ def _cell(quota: Quota) -> str:
                        _limit(quota, quota.lending_limit)))
 
 
+def _number(value: Fraction) -> str:
+    """A plain number (no `k` suffix: `6000`, not `6k`), one decimal when not whole."""
+    return str(value.numerator) if value.denominator == 1 else f"{float(value):.1f}"
+
+
+def cores(value: Fraction) -> str:
+    return _number(value)
+
+
+def gibibytes(value: Fraction) -> str:
+    return _number(value / GI)
+
+
 def pools(env: Environment) -> str:
     return table(
-        ("pool", "role", "GPU model", "resource", "GPUs/node", "nodes", "reserve", "schedulable nodes",
-         "schedulable GPUs"),
-        [(p.name, p.role, p.gpu_model, p.gpu_resource, p.gpus_per_node, p.nodes, p.reserve_nodes,
-          p.schedulable_nodes, p.schedulable_gpus) for p in env.pools])
+        ("pool", "role", "nodes", "reserve", "usable", "usable GPUs", "cores", "Gi", "GPUs/node"),
+        [(p.name, p.role, p.nodes, p.reserve_nodes, p.schedulable_nodes, p.schedulable_gpus,
+          cores(p.per_node["cpu"]), gibibytes(p.per_node["memory"]),
+          f"{p.gpus_per_node} x {p.gpu_model}" + ("" if p.gpu_resource == "nvidia.com/gpu"
+                                                   else f" ({p.gpu_resource})"))
+         for p in env.pools])
 
 
 def teams(env: Environment) -> str:
-    header = ("team", "cohort", "flavor", "nodes", *(r.name for r in env.resources))
+    shares = {t.name: t.shares for t in env.teams}
     rows = []
     for team in env.teams:
         for flavor in env.queues[team.name]:
-            rows.append((team.name, team.cohort or NO_LIMIT, flavor.pool, flavor.nodes,
-                         *(_cell(q) for q in flavor.quotas)))
-    return table(header, rows)
+            pool = env.pool(flavor.pool)
+            cells = {q.resource.name: q for q in flavor.quotas}
+            share = shares[team.name].get(flavor.pool)
+            rows.append((team.name, team.cohort or NO_LIMIT, flavor.pool,
+                         f"{share}%" if share is not None else "borrow", flavor.nodes,
+                         _cell(cells[pool.gpu_resource]), cores(cells["cpu"].nominal),
+                         gibibytes(cells["memory"].nominal)))
+    return table(("team", "cohort", "flavor", "share", "nodes", "GPUs quota/borrow/lend",
+                  "CPU (cores)", "mem (Gi)"), rows)
 
 
 def tiers(env: Environment) -> str:
@@ -57,20 +84,41 @@ def providers(env: Environment) -> str | None:
              f">= {p.band.close_when_free_gpus_at_least} for {p.band.close_after_seconds}s")
             for p in env.overflow.providers]
     gate = env.overflow.gate
-    return (table(("order", "provider", "type", "GPUs", "GPU model", "USD/GPU-h", "max USD/h",
-                   "gate opens (free GPUs)", "gate closes (free GPUs)"), rows)
-            + f"\nfree GPUs = {gate.free_gpus_query}"
-            f"\nPrometheus unavailable: {gate.on_prometheus_unavailable}; "
-            f"reconcile every {gate.reconcile_interval_seconds}s; dry run: {str(gate.dry_run).lower()}")
+    return (table(("#", "provider", "type", "GPUs", "GPU model", "$/GPU-h", "max $/h",
+                   "opens (free)", "closes (free)"), rows)
+            + f"\nPrometheus unavailable: {gate.on_prometheus_unavailable}; "
+            f"reconcile every {gate.reconcile_interval_seconds}s; dry run: {str(gate.dry_run).lower()}"
+            + "\nfree GPUs (PromQL):\n" + textwrap.fill(
+                _breakable(gate.free_gpus_query), WIDTH, initial_indent="  ", subsequent_indent="    ",
+                break_long_words=False, break_on_hyphens=False))
+
+
+def _breakable(promql: str) -> str:
+    """A space after each comma outside string literals: PromQL ignores it, and it lets a
+    long label matcher wrap without splitting a token."""
+    out, quote = [], ""
+    for i, ch in enumerate(promql):
+        out.append(ch)
+        if quote:
+            quote = "" if ch == quote and promql[i - 1] != "\\" else quote
+        elif ch in "\"'`":
+            quote = ch
+        elif ch == "," and promql[i + 1:i + 2] not in (" ", ""):
+            out.append(" ")
+    return "".join(out)
 
 
 def plan(env: Environment) -> str:
+    extras = [r.name for r in env.resources if r.name not in {"cpu", "memory"}
+              and r.name not in {p.gpu_resource for p in env.pools}]
     parts = [
         f"{env.name}: {env.display_name} ({env.source_file}); {env.gpus} GPUs, "
         f"{env.schedulable_gpus} schedulable",
-        "Pools\n" + pools(env),
-        "Teams: nominal quota / borrowing limit / lending limit per flavor "
-        f"('{NO_LIMIT}': no limit; CPU in cores, memory in bytes, canonical units)\n" + teams(env),
+        "Pools (usable = nodes - reserve: what quotas are made of; per node: CPU cores, memory Gi, "
+        "GPUs)\n" + pools(env),
+        f"Teams: share of each pool, the schedulable nodes it became, GPU quota ('{NO_LIMIT}': no "
+        "limit;\n'borrow': borrowFrom, no share) and nominal CPU and memory, which follow the nodes"
+        + (f" ({', '.join(extras)} too)" if extras else "") + "\n" + teams(env),
         "Priority tiers\n" + tiers(env),
     ]
     overflow = providers(env)

@@ -21,6 +21,7 @@ from policies.context import Context, Finding, Severity
 # Module names under policies/, in the order `validate --list` shows them.
 POLICIES: tuple[str, ...] = (
     "quota_conservation",
+    "quantities",
     "references",
     "kueue_rules",
     "placement",

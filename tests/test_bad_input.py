@@ -14,14 +14,15 @@ CASES = sorted((CORPUS / "bad").glob("*.yaml"))
 
 
 def _expectation(case: Path) -> str:
-    first = case.read_text().split("\n", 1)[0]
+    first = case.read_bytes().split(b"\n", 1)[0].decode("utf-8")
     assert first.startswith("# expect: "), f"{case.name} needs a '# expect:' first line"
     return first.removeprefix("# expect: ")
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.stem)
 def test_bad_input_is_one_clear_line(tmp_path: Path, case: Path) -> None:
-    root = repo_with(tmp_path, case.read_text())
+    root = repo_with(tmp_path, "")
+    (root / "environments" / "bad.yaml").write_bytes(case.read_bytes())  # bytes: not all are UTF-8
     before = tree_digest(root / "rendered")
     code, out, err = run_cli(root, "render", "bad")
     assert code == 1, (out, err)

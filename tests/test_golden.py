@@ -29,7 +29,7 @@ def test_production_is_talk_sized() -> None:
 def test_committed_output_is_current() -> None:
     code, out, err = run_cli(ROOT, "render", "--check")
     assert code == 0, out + err
-    assert out == ""
+    assert out == "render --check: rendered/ matches 3 environment(s) (dev, prod, staging)\n"
 
 
 def test_render_is_byte_identical_across_runs(repo_copy: Path) -> None:
@@ -59,7 +59,8 @@ def test_check_reports_stale_missing_and_extra(repo_copy: Path) -> None:
     ]
     assert tree_digest(repo_copy / "rendered") == before, "--check must write nothing"
     assert run_cli(repo_copy, "render")[0] == 0
-    assert run_cli(repo_copy, "render", "--check") == (0, "", "")
+    ok = "render --check: rendered/ matches 3 environment(s) (dev, prod, staging)\n"
+    assert run_cli(repo_copy, "render", "--check") == (0, ok, "")
     assert not (repo_copy / "rendered" / "gone-env").exists()
 
 

@@ -35,8 +35,9 @@ def forbid_rendering(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_unchanged_fleet_is_checked_without_rendering(stamped: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     forbid_rendering(monkeypatch)
-    assert run_cli(stamped, "render", "--check") == (0, "", "")
-    assert run_cli(stamped, "render", "--check", "dev") == (0, "", "")
+    ok = "render --check: rendered/ matches {} environment(s) ({})\n"
+    assert run_cli(stamped, "render", "--check") == (0, ok.format(3, "dev, prod, staging"), "")
+    assert run_cli(stamped, "render", "--check", "dev") == (0, ok.format(1, "dev"), "")
 
 
 def test_edited_rendered_file_is_still_reported(stamped: Path) -> None:
@@ -53,7 +54,8 @@ def test_edited_rendered_file_is_still_reported(stamped: Path) -> None:
 def test_edited_environment_renders_again(stamped: Path) -> None:
     env = stamped / "environments" / "dev.yaml"
     env.write_text(env.read_text() + "\n# a comment changes no object\n")
-    assert run_cli(stamped, "render", "--check") == (0, "", "")
+    ok = "render --check: rendered/ matches 3 environment(s) (dev, prod, staging)\n"
+    assert run_cli(stamped, "render", "--check") == (0, ok, "")
     env.write_text(env.read_text().replace("nodes: ", "nodes: 1", 1))
     code, out, _ = run_cli(stamped, "render", "--check")
     assert code == 1

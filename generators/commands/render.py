@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from generators.commands import select_environments
+from generators.errors import once
 
 if TYPE_CHECKING:  # imported inside run(), so that --help is fast
     from generators import fleet
@@ -42,10 +43,11 @@ def run(args: argparse.Namespace) -> int:
     base_existed = (args.root / layout.RENDERED).is_dir()
     try:
         outcomes = fleet.map_environments(work, args.root, todo)
-        problems = [problem for outcome in outcomes for problem in outcome.problems]
+        problems = [(outcome.name, problem.location.file, problem.format())
+                    for outcome in outcomes for problem in outcome.problems]
         if problems:
-            for problem in problems:
-                print(problem.format(), file=sys.stderr)
+            for line in once(problems):
+                print(line, file=sys.stderr)
             return 1
         code = _report_stale(args, names, outcomes) if args.check else _write(args, names, outcomes)
         if renderstamp.inputs_key(args.root) == inputs:  # nothing was edited meanwhile
@@ -66,6 +68,8 @@ def _report_stale(args: argparse.Namespace, names: list[str], outcomes: list[fle
     if lines:
         print(f"{len(lines)} file(s) out of date; run: python generate.py render", file=sys.stderr)
         return 1
+    # one line on success, so a hook or CI log shows what was checked (silence read as "skipped")
+    print(f"render --check: rendered/ matches {len(names)} environment(s) ({', '.join(names)})")
     return 0
 
 

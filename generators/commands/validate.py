@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from generators.commands import select_environments
+from generators.errors import once
 
 if TYPE_CHECKING:  # heavy imports stay inside run(), so that --help is fast
     from generators.validation.checks import EnvironmentReport
@@ -43,8 +44,10 @@ def run(args: argparse.Namespace) -> int:
         json.dump(_document(reports, findings, seconds), sys.stdout, indent=2)
         print()
     else:
-        for finding in findings:
-            print(finding.line())
+        lines = [("", f.file, f.line()) for f in orphans]
+        lines += [(r.name, f.file, f.line()) for r in reports for f in r.findings]
+        for line in once(sorted(lines, key=lambda entry: entry[2])):
+            print(line)
         for report in reports:
             print(_summary(report))
         if len(reports) > 1:

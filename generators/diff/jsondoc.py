@@ -30,6 +30,7 @@ def _summary(s: EnvSummary) -> dict[str, Any]:
                    "perNode": [{"resource": name, **_delta(d)} for name, d in p.per_node]}
                   for p in s.pools],
         "quotas": [{"team": q.team, "flavor": q.flavor, "resource": q.resource, "isGpu": q.is_gpu,
+                    "change": q.presence, "share": _delta(q.share), "nodes": _delta(q.nodes),
                     "nominalQuota": _delta(q.nominal), "borrowingLimit": _delta(q.borrowing_limit),
                     "lendingLimit": _delta(q.lending_limit)} for q in s.quotas],
         "priorityTiers": [{"name": t.name, "change": t.presence,

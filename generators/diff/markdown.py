@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from generators.diff import mermaid, wording
+from generators.diff import generated, mermaid, wording
 from generators.diff.changes import ObjectChange
 from generators.diff.fields import format_path
-from generators.diff.mdsummary import summary_tables, table
+from generators.diff.mdsummary import cell, summary_tables, table
 from generators.diff.report import EnvReport, Report
 from generators.diff.unified import unified
 
@@ -44,6 +44,14 @@ def object_details(change: ObjectChange) -> str:
     if cut:
         body += f"… {cut} more diff lines; run `python generate.py diff` locally\n"
     fields = f", {len(paths)} field{'s' if len(paths) != 1 else ''}" if paths else ""
+    described = generated.summarize(change)
+    if described:  # what changed in dashboards and rules, visible; the raw diff stays collapsed
+        shown_above = "".join(f"- {cell(line)}\n" for line in described[:MAX_FIELD_PATHS])
+        if len(described) > MAX_FIELD_PATHS:
+            shown_above += f"- … and {len(described) - MAX_FIELD_PATHS} more\n"
+        return (f"{_MARK[change.action]} **{change.key.show()}** (generated; `{change.path}`):\n\n"
+                f"{shown_above}\n<details><summary>raw diff{fields}</summary>\n\n{shown}\n"
+                f"{fence(body, 'diff')}\n\n</details>")
     return (f"<details><summary>{_MARK[change.action]} {change.action} <code>{change.key.show()}</code>"
             f"{fields}</summary>\n\n`{change.path}`\n\n{shown}\n{fence(body, 'diff')}\n\n</details>")
 

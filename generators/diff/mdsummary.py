@@ -29,6 +29,22 @@ def _d(value: Delta[Any], absent: str = "-") -> str:
     return wording.delta(value, ARROW, absent)
 
 
+def _q(presence: str, value: Delta[Any], absent: str = "-") -> str:
+    """A quota cell: a cell that did not exist on one side shows only the side it has."""
+    if presence == "added":
+        return absent if value.after is None else str(value.after)
+    if presence == "removed":
+        return absent if value.before is None else str(value.before)
+    return _d(value, absent)
+
+
+def _share(presence: str, value: Delta[Any]) -> str:
+    side = {"added": value.after, "removed": value.before}.get(presence)
+    if presence != "changed":
+        return "-" if side is None else f"{side}%"
+    return wording.delta(value, ARROW, unit="%")
+
+
 def summary_tables(summary: EnvSummary, max_rows: int) -> str:
     """Pools, quotas, tiers and overflow settings that changed; empty string if none did."""
     parts = []
@@ -41,11 +57,14 @@ def summary_tables(summary: EnvSummary, max_rows: int) -> str:
     if summary.quotas:
         gpus = [q for q in summary.quotas if q.is_gpu]
         others = wording.other_quotas(summary.quotas)
-        parts.append("**GPU quota per team and flavor** (changed cells; `-` absent, `none` no limit)\n\n"
-                     + table(("team", "flavor", "resource", "nominal quota", "borrowing limit",
-                              "lending limit"),
-                             [(q.team, q.flavor, q.resource, _d(q.nominal), _d(q.borrowing_limit, "none"),
-                               _d(q.lending_limit, "none")) for q in gpus], max_rows)
+        parts.append("**GPU quota per team and flavor** (changed cells; `none`: no limit; `added`: the "
+                     "queue did not have this flavor before, `removed`: it has not after)\n\n"
+                     + table(("team", "flavor", "change", "share", "nodes", "resource", "nominal quota",
+                              "borrowing limit", "lending limit"),
+                             [(q.team, q.flavor, q.presence, _share(q.presence, q.share),
+                               _q(q.presence, q.nodes), q.resource, _q(q.presence, q.nominal),
+                               _q(q.presence, q.borrowing_limit, "none"),
+                               _q(q.presence, q.lending_limit, "none")) for q in gpus], max_rows)
                      + (f"\n\n_{others[0].upper()}{others[1:]}._" if others else ""))
     if summary.tiers:
         parts.append("**Priority tiers**\n\n" + table(

@@ -20,8 +20,10 @@ def _id(prefix: str, name: str) -> str:
 
 def _queue_label(env: Environment, team: str, summary: EnvSummary | None) -> tuple[str, bool]:
     gpu_resources = {p.gpu_resource for p in env.pools}
+    # A cell that is new with quota 0 (a borrowFrom flavor) did not change the quota: "0 → 0"
+    # outlined as a change was noise. A new cell with quota is `new N`, not `0 → N`.
     before = {(q.flavor, q.resource): q.nominal.before for q in (summary.quotas if summary else ())
-              if q.nominal.changed and q.team == team}
+              if q.team == team and q.nominal.changed and (q.nominal.before or "0") != q.nominal.after}
     parts, changed = [], False
     for flavor in env.queues[team]:
         for q in flavor.quotas:
@@ -32,7 +34,8 @@ def _queue_label(env: Environment, team: str, summary: EnvSummary | None) -> tup
             unit = "GPUs" if len(gpu_resources) == 1 else q.resource.name
             if key in before:
                 changed = True
-                parts.append(f"{flavor.pool}: {before[key] or 0} → {now} {unit}")
+                was = before[key]
+                parts.append(f"{flavor.pool}: {'new ' if was is None else was + ' → '}{now} {unit}")
             elif q.nominal:
                 parts.append(f"{flavor.pool}: {now} {unit}")
     return "<br/>".join([team, *parts]), changed

@@ -56,8 +56,15 @@ class QuotaSummary:
     resource: str
     is_gpu: bool
     nominal: Delta[str]  # canonical quantities, as rendered
-    borrowing_limit: Delta[str]
+    borrowing_limit: Delta[str]  # None: no limit (or, with presence added/removed, no cell)
     lending_limit: Delta[str]
+    # "added": the team's queue did not have this flavor before (a new pool, team or
+    # borrowFrom), so None before means "did not exist", never "no limit"
+    presence: Presence = "changed"
+    # the team's share of the pool (percent, 0 for a borrowFrom pool) and the schedulable
+    # nodes it became: a share change reads "20% -> 25%, 50 -> 62 nodes", not just "400 -> 496"
+    share: Delta[int] = Delta(None, None)
+    nodes: Delta[int] = Delta(None, None)
 
 
 @dataclass(frozen=True)
@@ -143,6 +150,15 @@ def _cells(env: Environment | None) -> dict[tuple[str, str, str], Quota]:
             for team, flavors in env.queues.items() for flavor in flavors for q in flavor.quotas}
 
 
+def _holdings(env: Environment | None) -> dict[tuple[str, str], tuple[int, int]]:
+    """(team, flavor) -> (share percent, schedulable nodes it became), from the model."""
+    if env is None:
+        return {}
+    shares = {t.name: t.shares for t in env.teams}
+    return {(team, flavor.pool): (shares[team].get(flavor.pool, 0), flavor.nodes)
+            for team, flavors in env.queues.items() for flavor in flavors}
+
+
 def _show(quota: Quota | None, field: Literal["nominal", "borrowing_limit", "lending_limit"]) -> str | None:
     if quota is None:
         return None
@@ -152,16 +168,23 @@ def _show(quota: Quota | None, field: Literal["nominal", "borrowing_limit", "len
 
 def _quotas(before: Environment | None, after: Environment | None) -> list[QuotaSummary]:
     old, new = _cells(before), _cells(after)
+    held_before, held_after = _holdings(before), _holdings(after)
     gpu_resources = {p.gpu_resource for env in (before, after) if env for p in env.pools}
     out = []
     for key in _after_then_removed(old, new):
         b, a = old.get(key), new.get(key)
-        row = QuotaSummary(*key, key[2] in gpu_resources,
-                           *(Delta(_show(b, f), _show(a, f))
-                             for f in ("nominal", "borrowing_limit", "lending_limit")))
-        if row.nominal.changed or row.borrowing_limit.changed or row.lending_limit.changed:
+        row = QuotaSummary(*key, key[2] in gpu_resources, Delta(_show(b, "nominal"), _show(a, "nominal")),
+                           Delta(_show(b, "borrowing_limit"), _show(a, "borrowing_limit")),
+                           Delta(_show(b, "lending_limit"), _show(a, "lending_limit")), _presence(b, a),
+                           *_held(held_before.get(key[:2]), held_after.get(key[:2])))
+        if row.nominal.changed or row.borrowing_limit.changed or row.lending_limit.changed \
+                or row.share.changed:
             out.append(row)
     return out
+
+
+def _held(before: tuple[int, int] | None, after: tuple[int, int] | None) -> tuple[Delta[int], Delta[int]]:
+    return (Delta(before and before[0], after and after[0]), Delta(before and before[1], after and after[1]))
 
 
 def _tiers(before: Environment | None, after: Environment | None) -> list[TierSummary]:

@@ -11,11 +11,12 @@ import os
 from collections.abc import Iterable
 from typing import TextIO
 
-from generators.diff import wording
+from generators.diff import generated, strings, wording
 from generators.diff.changes import ObjectChange
 from generators.diff.fields import FieldChange
 from generators.diff.report import EnvReport, Report
 
+LONG_LINE = 160  # a changed line longer than this is shown where it differs (PromQL, JSON)
 _CODES = {"bold": "1", "red": "31", "green": "32", "yellow": "33", "dim": "2"}
 _MARK = {"added": ("+", "green"), "removed": ("-", "red"), "changed": ("~", "yellow")}
 
@@ -57,6 +58,7 @@ def _text_block_diff(change: ObjectChange, fc: FieldChange, paint: Palette) -> l
             or "\n" not in fc.before + fc.after:
         return []
     lines = list(difflib.unified_diff(fc.before.splitlines(), fc.after.splitlines(), lineterm="", n=0))[2:]
+    lines = strings.narrow_lines(lines, LONG_LINE)
     colours = {"+": "green", "-": "red", "@": "dim"}
     return [f"        {paint(colours[line[0]], line) if line[:1] in colours else line}" for line in lines]
 
@@ -64,6 +66,7 @@ def _text_block_diff(change: ObjectChange, fc: FieldChange, paint: Palette) -> l
 def _object(change: ObjectChange, paint: Palette) -> list[str]:
     mark, colour = _MARK[change.action]
     lines = [f"{paint(colour, mark)} {change.key.show()}  {paint('dim', change.path)}"]
+    lines += [f"    {paint('bold', line)}" for line in generated.summarize(change)]
     for fc in change.fields:
         lines.append(f"    {wording.field(change, fc)}")
         lines += _text_block_diff(change, fc, paint)

@@ -8,8 +8,10 @@ import difflib
 from generators import yamlemit
 from generators.diff.changes import ObjectChange
 from generators.diff.masking import masked_pair
+from generators.diff.strings import narrow_lines
 
 CONTEXT_LINES = 3
+LONG_LINE = 200  # changed lines longer than this show where they differ (single-line PromQL)
 
 
 def unified(change: ObjectChange, max_lines: int) -> tuple[str, int]:
@@ -20,6 +22,6 @@ def unified(change: ObjectChange, max_lines: int) -> tuple[str, int]:
     lines = list(difflib.unified_diff(
         old, new, fromfile=f"a/{change.path}" if before is not None else "/dev/null",
         tofile=f"b/{change.path}" if after is not None else "/dev/null", n=CONTEXT_LINES))
-    lines = [line if line.endswith("\n") else line + "\n" for line in lines]
+    lines = narrow_lines([line if line.endswith("\n") else line + "\n" for line in lines], LONG_LINE)
     cut = max(0, len(lines) - max_lines)
     return "".join(lines[:max_lines]), cut

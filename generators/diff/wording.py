@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from generators.diff import strings
 from generators.diff.changes import ObjectChange
 from generators.diff.fields import MISSING, FieldChange, format_path
 from generators.diff.report import EnvReport
@@ -19,10 +20,10 @@ def counts(env: EnvReport) -> str:
     return f"{env.count('changed')} changed, {env.count('added')} added, {env.count('removed')} removed"
 
 
-def delta(value: Delta[Any], arrow: str = "->", absent: str = "-") -> str:
+def delta(value: Delta[Any], arrow: str = "->", absent: str = "-", unit: str = "") -> str:
     """`1024 -> 960` when it changed, `1024` when not; `absent` stands for None."""
     def one(v: Any) -> str:
-        return absent if v is None else str(v)
+        return absent if v is None else f"{v}{unit}"
     if not value.changed:
         return one(value.after)
     return f"{one(value.before)} {arrow} {one(value.after)}"
@@ -44,6 +45,15 @@ def field(change: ObjectChange, fc: FieldChange, arrow: str = "->") -> str:
     if change.masked(fc):
         what = "added" if fc.before is MISSING else "removed" if fc.after is MISSING else "changed"
         return f"{path}: {what} (masked)"
+    if isinstance(fc.before, str) and isinstance(fc.after, str) and "\n" not in fc.before + fc.after \
+            and max(len(fc.before), len(fc.after)) > MAX_VALUE_CHARS:
+        old, new, at = strings.narrow(fc.before, fc.after)  # identical prefixes told nothing
+        return (f"{path}: changed from character {at + 1} of {len(fc.before)}: "
+                f"{json.dumps(old, ensure_ascii=False)} {arrow} {json.dumps(new, ensure_ascii=False)}")
+    if fc.before is MISSING:  # an added field or list item, not a change from some "absent" value
+        return f"{path}: added {value(fc.after)}"
+    if fc.after is MISSING:
+        return f"{path}: removed (was {value(fc.before)})"
     return f"{path}: {value(fc.before)} {arrow} {value(fc.after)}"
 
 
@@ -72,12 +82,28 @@ def other_quotas(rows: Sequence[QuotaSummary]) -> str | None:
 
 
 def quota(row: QuotaSummary, arrow: str = "->") -> str:
-    """`research [train-h100-a]: nvidia.com/gpu 400 -> 384; borrowing limit 784 -> 752`."""
-    text = f"{row.team} [{row.flavor}]: {row.resource} {delta(row.nominal, arrow)}"
+    """`research [train-h100-a]: nvidia.com/gpu 400 -> 384; borrowing limit 784 -> 752`; a cell
+    that did not exist on one side says so (`new: ...`, `removed, was ...`), so an absent value
+    never reads as `none`, which means no limit."""
+    if row.presence != "changed":
+        side = "after" if row.presence == "added" else "before"
+        values = [f"share {getattr(row.share, side)}%", f"{getattr(row.nodes, side)} nodes",
+                  f"{row.resource} {getattr(row.nominal, side)}", *(
+            f"{label} {getattr(limit, side) or 'none'}" for label, limit in (
+                ("borrowing limit", row.borrowing_limit), ("lending limit", row.lending_limit)))]
+        what = "new" if row.presence == "added" else "removed, was"
+        return f"{row.team} [{row.flavor}]: {what} {', '.join(values)}"
+    text = (f"{row.team} [{row.flavor}]: {holding(row, arrow)}; "
+            f"{row.resource} {delta(row.nominal, arrow)}")
     for label, limit in (("borrowing limit", row.borrowing_limit), ("lending limit", row.lending_limit)):
         if limit.changed:
             text += f"; {label} {delta(limit, arrow, absent='none')}"
     return text
+
+
+def holding(row: QuotaSummary, arrow: str = "->") -> str:
+    """`share 20% -> 25%, 50 -> 62 nodes`: what the quota was computed from."""
+    return f"share {delta(row.share, arrow, unit='%')}, {delta(row.nodes, arrow)} nodes"
 
 
 def tier(row: TierSummary, arrow: str = "->") -> str:
@@ -92,4 +118,8 @@ def tier(row: TierSummary, arrow: str = "->") -> str:
 
 
 def setting(row: SettingSummary, arrow: str = "->") -> str:
+    before, after = row.value.before, row.value.after
+    if isinstance(before, str) and isinstance(after, str) and max(len(before), len(after)) > MAX_VALUE_CHARS:
+        old, new, at = strings.narrow(before, after)  # a PromQL query: where it changed, not all of it
+        return f"{row.label} changed from character {at + 1}: {old} {arrow} {new}"
     return f"{row.label} {delta(row.value, arrow, absent='(unset)')}"  # label ends in its unit

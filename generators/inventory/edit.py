@@ -1,15 +1,17 @@
-"""Change `nodes:` of pools in an environment file with ruamel.yaml round-trip, and prove
-that nothing else changed.
+"""Change `nodes:` of pools in an environment file by replacing only the number tokens.
 
-ruamel.yaml keeps comments, key order, quoting and flow style, but its emitter can still
-re-indent or re-wrap a file written in another style. So the edit is accepted only when
-ruamel's output equals the original text with just the number tokens replaced (spliced at
-the positions ruamel reports); otherwise we refuse rather than reformat someone's file.
+The parser reports where each pool's `nodes` value starts and ends (character offsets), so
+the edit is a splice of those spans and nothing else: aligned values (`nodes:   28`),
+4-space lists, flow mappings, CRLF line ends, comments and trailing spaces all survive byte
+for byte, whatever tool wrote the file. (ruamel.yaml's round-trip emitter, used before,
+could only prove that for the few indentation styles it reproduces.) A value that is not a
+plain number written in place (an alias, an anchor other lines share, a quoted or tagged
+scalar) is refused at its file:line:col with the reason. Afterwards the edited text is
+parsed again and must equal the original data with only the counts changed.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import tempfile
@@ -17,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
+import yaml
 
 from generators.spec.load import ENV_DIR, MAX_EXTENDS_DEPTH, environment_names
 
-# (mapping indent, sequence indent, dash offset) styles to try, most common first.
-INDENT_STYLES = ((2, 4, 2), (2, 2, 0), (4, 4, 2), (4, 6, 4), (4, 4, 0))
-_SCALAR_TOKEN = re.compile(r"[^\s#,}\]]+")
+_COUNT = re.compile(r"[0-9]+")
+# The pure-Python loader: its marks are offsets into the decoded text, which the splice uses.
+_LOADER = yaml.SafeLoader
 
 
 class EditRefused(Exception):
@@ -39,21 +41,12 @@ class NodeCountEdit:
     where: dict[str, tuple[int, int]]  # pool -> 1-based (line, column) of its `nodes` value
 
 
-def _yaml(style: tuple[int, int, int] | None = None) -> YAML:
-    yaml = YAML(typ="rt")
-    yaml.preserve_quotes = True
-    yaml.width = 1 << 16  # never re-wrap long lines
-    if style:
-        yaml.indent(mapping=style[0], sequence=style[1], offset=style[2])
-    return yaml
-
-
 def _read(path: Path) -> str:
-    return path.read_bytes().decode("utf-8")  # no newline translation: CRLF stays visible
+    return path.read_bytes().decode("utf-8")  # no newline translation: CRLF stays as it is
 
 
 def _load(path: Path) -> Any:
-    return _yaml().load(_read(path))
+    return yaml.load(_read(path), Loader=yaml.CSafeLoader)
 
 
 def defining_file(root: Path, env_name: str) -> Path:
@@ -81,28 +74,31 @@ def _refuse_shared_base(root: Path, env_name: str, path: Path) -> None:
                           f"{ENV_DIR}/{env_name}.yaml before syncing its inventory")
 
 
-def _dump(data: Any, style: tuple[int, int, int]) -> str:
-    out = io.StringIO()
-    _yaml(style).dump(data, out)
-    return out.getvalue()
+def _entry(mapping: yaml.MappingNode, key: str) -> tuple[yaml.Node, yaml.Node] | None:
+    for key_node, value_node in mapping.value:
+        if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
+            return key_node, value_node
+    return None
 
 
-def _style_of(data: Any, original: str, display: str) -> tuple[int, int, int]:
-    for style in INDENT_STYLES:
-        if _dump(data, style) == original:
-            return style
-    raise EditRefused(f"{display}: error: ruamel.yaml cannot reproduce this file byte for byte (unusual "
-                      "indentation or layout); edit nodes: by hand")
-
-
-def _splice(original: str, where: dict[str, tuple[int, int]], counts: dict[str, int]) -> str:
-    lines = original.splitlines(keepends=True)
-    for pool, (line, col) in where.items():
-        text = lines[line - 1]
-        token = _SCALAR_TOKEN.match(text, col - 1)
-        assert token is not None, f"no scalar at {line}:{col}"  # ruamel pointed at the value
-        lines[line - 1] = text[:token.start()] + str(counts[pool]) + text[token.end():]
-    return "".join(lines)
+def _count_span(text: str, display: str, pool: str, key: yaml.Node, value: yaml.Node) -> tuple[int, int]:
+    """(start, end) offsets of the number to replace, or EditRefused saying where and why."""
+    mark = value.start_mark
+    where = f"{display}:{mark.line + 1}:{mark.column + 1}"
+    written = text[mark.index:value.end_mark.index]
+    if mark.index < key.end_mark.index:  # an alias: the node was defined (anchored) earlier
+        star = text.index("*", key.end_mark.index)  # the alias token itself
+        line = text.count("\n", 0, star) + 1
+        col = star - text.rfind("\n", 0, star)
+        raise EditRefused(f"{display}:{line}:{col}: error: nodes of pool {pool!r} is an alias of the value "
+                          f"at {mark.line + 1}:{mark.column + 1}: changing it there would change every "
+                          "user of the anchor; write the count in place, then sync again")
+    if not isinstance(value, yaml.ScalarNode) or value.style or not _COUNT.fullmatch(written):
+        what = "an anchored value (other places may use it)" if written.startswith("&") else (
+            "not a plain decimal number")
+        raise EditRefused(f"{where}: error: nodes of pool {pool!r} is {written.strip()[:40]!r}, {what}; "
+                          "sync-inventory replaces only a plain number such as `nodes: 28`")
+    return mark.index, value.end_mark.index
 
 
 def plan_edit(root: Path, env_name: str, counts: dict[str, int]) -> NodeCountEdit:
@@ -111,19 +107,40 @@ def plan_edit(root: Path, env_name: str, counts: dict[str, int]) -> NodeCountEdi
     _refuse_shared_base(root, env_name, path)
     display = f"{ENV_DIR}/{path.name}"
     original = _read(path)
-    data = _load(path)
-    style = _style_of(data, original, display)
+    root_node = yaml.compose(original, Loader=_LOADER)
+    pools = _entry(root_node, "pools") if isinstance(root_node, yaml.MappingNode) else None
+    if pools is None or not isinstance(pools[1], yaml.SequenceNode):
+        raise EditRefused(f"{display}: error: pools: is not a list here")
+    spans: list[tuple[int, int, int]] = []
     where: dict[str, tuple[int, int]] = {}
-    for pool in data["pools"]:
-        if pool["name"] in counts:
-            line, col = pool.lc.value("nodes")
-            where[pool["name"]] = (line + 1, col + 1)
-            pool["nodes"] = counts[pool["name"]]
-    edited = _dump(data, style)
-    if edited != _splice(original, where, counts):
-        raise EditRefused(f"{display}: error: ruamel.yaml would change more than the node counts; "
-                          "edit nodes: by hand")
+    for item in pools[1].value:
+        name = _entry(item, "name") if isinstance(item, yaml.MappingNode) else None
+        if name is None or name[1].value not in counts:
+            continue
+        pool = str(name[1].value)
+        entry = _entry(item, "nodes")
+        if entry is None:
+            raise EditRefused(f"{display}:{item.start_mark.line + 1}:{item.start_mark.column + 1}: error: "
+                              f"pool {pool!r} has no nodes: here")
+        start, end = _count_span(original, display, pool, *entry)
+        spans.append((start, end, counts[pool]))
+        where[pool] = (entry[1].start_mark.line + 1, entry[1].start_mark.column + 1)
+    edited = original
+    for start, end, count in sorted(spans, reverse=True):  # back to front: earlier offsets hold
+        edited = edited[:start] + str(count) + edited[end:]
+    _prove(original, edited, counts, display)
     return NodeCountEdit(path, display, original, edited, where)
+
+
+def _prove(original: str, edited: str, counts: dict[str, int], display: str) -> None:
+    """The edited file means the original with only the counts changed (a guard on the splice)."""
+    expected = yaml.load(original, Loader=yaml.CSafeLoader)
+    for pool in expected["pools"]:
+        if pool.get("name") in counts:
+            pool["nodes"] = counts[pool["name"]]
+    if yaml.load(edited, Loader=yaml.CSafeLoader) != expected:
+        raise EditRefused(f"{display}: error: replacing the node counts would change more than them; "
+                          "edit nodes: by hand")
 
 
 def write(edit: NodeCountEdit) -> None:

@@ -82,16 +82,30 @@ def _node(item: Any, index: int) -> Node:
                 _strings(status.get("capacity"), f"node {name}: status.capacity"))
 
 
-def read(path: Path) -> list[Node]:
-    """Nodes of a NodeList (or a kubectl `List` of Nodes) in a JSON file."""
+def _yaml(text: str, json_error: str) -> Any:
+    import yaml
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise NodeListError(f"not JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}") from None
+        return yaml.load(text, Loader=yaml.CSafeLoader)
+    except yaml.YAMLError:
+        raise NodeListError(f"{json_error}; not YAML either: save `kubectl get nodes -o json` "
+                            "(or -o yaml) to the file") from None
+
+
+def read(path: Path) -> list[Node]:
+    """Nodes of a NodeList (or a kubectl `List` of Nodes) in a JSON file, or the same as
+    `kubectl get nodes -o yaml` prints it (people reach for -o yaml; refusing it helped no one)."""
+    try:
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise NodeListError("not UTF-8 text") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        data = _yaml(text, f"not JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}")
     if not isinstance(data, dict) or not isinstance(data.get("items"), list):
-        raise NodeListError("expected the output of `kubectl get nodes -o json` (an object with items)")
+        raise NodeListError("expected the output of `kubectl get nodes -o json` (or -o yaml): a List "
+                            "with items")
     kinds = {item.get("kind") for item in data["items"] if isinstance(item, dict)} - {None, "Node"}
     if kinds:
         raise NodeListError(f"items must be Nodes, found {', '.join(sorted(map(str, kinds)))}")

@@ -50,11 +50,30 @@ class SyncPlan:
     edit: edit.NodeCountEdit | None = None  # None when refused or nothing changes
 
 
+def _examples(names: list[str]) -> str:
+    shown = names[:SHOWN_NODE_NAMES]
+    return ", ".join(shown) + (f", and {len(names) - len(shown)} more" if len(names) > len(shown) else "")
+
+
 def _node_refusals(taken: census.Census, nodes_display: str) -> list[str]:
-    out = [f"{nodes_display}: error: GPU node {n.name} matches no pool's nodeLabels; label it like "
-           "its pool, or add the pool to the environment" for n in taken.unmatched]
-    out += [f"{nodes_display}: error: node {n.name} matches the nodeLabels of several pools "
-            f"({', '.join(pools)}); make the pools' nodeLabels disjoint" for n, pools in taken.ambiguous]
+    """One line per cause with a count and a few names: a NodeList of the wrong cluster
+    printed a line per node (hundreds in prod) before the line that explained it."""
+    out = []
+    if taken.unmatched:
+        names = [n.name for n in taken.unmatched]
+        if not any(c.matched for c in taken.pools.values()):
+            out.append(f"{nodes_display}: error: none of its {len(names)} GPU nodes matches any pool of "
+                       "the environment: is it the NodeList of another cluster? (check kubectl's "
+                       "current context)")
+        out.append(f"{nodes_display}: error: {len(names)} GPU node{'s' if len(names) != 1 else ''} "
+                   f"match{'es' if len(names) == 1 else ''} no pool's nodeLabels ({_examples(names)}); "
+                   "label them like their pool, or add the pool to the environment")
+    by_pools: dict[tuple[str, ...], list[str]] = {}
+    for node, pools in taken.ambiguous:
+        by_pools.setdefault(tuple(pools), []).append(node.name)
+    out += [f"{nodes_display}: error: {len(names)} node{'s' if len(names) != 1 else ''} match the "
+            f"nodeLabels of several pools ({', '.join(pools)}): {_examples(names)}; make the pools' "
+            "nodeLabels disjoint" for pools, names in by_pools.items()]
     return out
 
 

@@ -19,14 +19,19 @@ def load_document(root: Path, name: str) -> Document:
     path = root / ENV_DIR / f"{name}.yaml"
     chain: list[Document] = []
     seen: set[Path] = set()
+    names: list[str] = []
     display = f"{ENV_DIR}/{name}.yaml"
     while True:
         if path.resolve() in seen:
-            raise SpecError([Problem(chain[-1].locate(("extends",)), "extends: forms a cycle", "extends")])
+            files = [*names, path.name]
+            raise SpecError([Problem(chain[-1].locate(("extends",)), "extends: forms a cycle: "
+                                     + " -> ".join(files), "extends", "one of these files must not "
+                                     "extend the next")])
         if len(chain) > MAX_EXTENDS_DEPTH:
             raise SpecError([Problem(chain[-1].locate(("extends",)), f"extends: chain deeper than "
                                      f"{MAX_EXTENDS_DEPTH}", "extends")])
         seen.add(path.resolve())
+        names.append(path.name)
         doc = load_file(path, display)
         chain.append(doc)
         parent = doc.value.get("extends")

@@ -98,7 +98,8 @@ def _remember(marker: Path) -> None:
 def _check(doc: Document) -> list[Problem]:
     errors = sorted(_validator().iter_errors(doc.value), key=lambda e: list(map(str, e.absolute_path)))
     typos = _typo_targets(errors)
-    problems = [_problem(doc, _deepest(e)) for e in errors if not _explained_by_typo(e, typos)]
+    problems = [_quantity_problem(doc, e) or _problem(doc, _deepest(e))
+                for e in errors if not _explained_by_typo(e, typos)]
     problems.sort(key=lambda p: (p.location.file, p.location.line, p.location.col))
     return problems[:MAX_PROBLEMS]
 
@@ -141,6 +142,20 @@ def _explained_by_typo(error: jsonschema.ValidationError, typos: set[tuple[tuple
     required: Any = error.validator_value
     missing = set(required) - set(error.instance) if isinstance(error.instance, dict) else set()
     return any((tuple(error.absolute_path), key) in typos for key in missing)
+
+
+def _quantity_problem(doc: Document, error: jsonschema.ValidationError) -> Problem | None:
+    """A value refused by a quantity schema (`x-quantity`): say what a quantity is and the
+    likely fix, instead of the first oneOf branch's `expected integer`."""
+    if error.validator != "oneOf" or not (isinstance(error.schema, dict) and error.schema.get("x-quantity")):
+        return None
+    if not isinstance(error.instance, (str, float)) or isinstance(error.instance, bool):
+        return None
+    from generators.spec.quantities import not_a_quantity
+
+    message, hint = not_a_quantity(error.instance)
+    path = tuple(error.absolute_path)
+    return Problem(doc.locate(path), message, format_path(path), hint)
 
 
 def _deepest(error: jsonschema.ValidationError) -> jsonschema.ValidationError:

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from generators.errors import Problem, format_path
-from generators.spec import overflow_checks
+from generators.spec import overflow_checks, quantities
 from generators.spec.source import Document
 from generators.teams import flex_queue, trains
 
@@ -35,6 +35,14 @@ class _Checker:
         hint = f"did you mean {close[0]!r}?" if close else f"known {what}s: {', '.join(choices) or 'none'}"
         self.add(path, f"unknown {what} {name!r}", hint, key=key)
 
+    def unknown_share(self, team: int, pool: str, pools: Iterable[str]) -> None:
+        """A share of a pool that is not there: most often the pool was removed, and moving
+        the share to a similarly named pool (what "did you mean" suggests) would be wrong."""
+        close = difflib.get_close_matches(pool, sorted(pools), n=1)
+        typo = f"; if it is a typo, did you mean {close[0]!r}?" if close else ""
+        self.add(("teams", team, "shares", pool), f"share of unknown pool {pool!r}",
+                 f"if the pool was removed, delete this share{typo}", key=True)
+
     def unique(self, section: str, items: list[dict[str, Any]], what: str) -> None:
         seen: dict[str, int] = {}
         for i, item in enumerate(items):
@@ -54,6 +62,7 @@ class _Checker:
         self.unique("cohorts", v["cohorts"], "cohort")
         self.unique_tiers()
         self.pools()
+        self.problems += quantities.check(self.doc, v)
         self.cohorts()
         self.teams()
         self.queue_names()
@@ -148,7 +157,7 @@ class _Checker:
                                  "set teams[].cohort or remove the field", key=True)
             for pool, share in team["shares"].items():
                 if pool not in pools:
-                    self.unknown(("teams", i, "shares", pool), "pool", pool, pools, key=True)
+                    self.unknown_share(i, pool, pools)
                 totals[pool] += share
             self.borrow_from(i, team, pools)
             for j, ns in enumerate(team["namespaces"]):

@@ -3,9 +3,7 @@
 libyaml's C composer gives us nodes with marks at C speed; we build plain Python values
 ourselves so that we can (a) reject duplicate keys, which PyYAML silently overwrites,
 (b) bound the expansion of aliases (an alias bomb is a few lines that expand to billions of
-nodes), and (c) keep a position tree for error messages. ruamel.yaml's round-trip loader
-gives positions too but is ~20x slower; it is kept for the one place that must preserve
-comments on write (sync-inventory).
+nodes), and (c) keep a position tree for error messages.
 """
 
 from __future__ import annotations
@@ -121,23 +119,55 @@ def load_file(path: Path, display: str) -> Document:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise SpecError([Problem(Location(display), f"not UTF-8 (byte {exc.start})")]) from None
+        raise SpecError([_not_utf8(display, raw, exc)]) from None
     try:
         nodes = list(yaml.compose_all(text, Loader=yaml.CSafeLoader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = _loc(display, mark) if mark else Location(display)
         what = (exc.problem or exc.context or "invalid YAML").strip()
-        raise SpecError([Problem(where, f"YAML syntax: {what}")]) from None
+        at = text[mark.index:mark.index + 1] if mark else ""
+        raise SpecError([Problem(where, f"YAML syntax: {what}", hint=_syntax_hint(what, at))]) from None
     except yaml.YAMLError as exc:
         raise SpecError([Problem(Location(display), f"YAML error: {exc}")]) from None
+    if not nodes:
+        raise SpecError([Problem(Location(display), "the file is empty (nothing but comments or blank "
+                                 "lines)", hint="an environment needs at least name, cluster, pools, "
+                                 "teams and priorities; environments/dev.yaml is a small example")])
     if len(nodes) != 1:
-        raise SpecError([Problem(Location(display), f"expected one YAML document, found {len(nodes)}",
-                                 hint="remove the extra '---' separators")])
+        raise SpecError([Problem(_loc(display, nodes[1].start_mark), f"expected one YAML document, "
+                                 f"found {len(nodes)}", hint="remove the extra '---' separators")])
     value, pos = _Builder(display).build(nodes[0], ())
     if not isinstance(value, dict):
         raise SpecError([Problem(pos.at, "the environment file must be a mapping at the top level")])
     return Document(value, pos)
+
+
+# libyaml's words for a line indented wrongly; they name a token, not the cause.
+_INDENTATION = ("did not find expected '-' indicator", "did not find expected key",
+                "mapping values are not allowed", "block sequence entries are not allowed",
+                "could not find expected ':'", "did not find expected <document start>")
+
+
+def _syntax_hint(problem: str, at: str) -> str:
+    if at == "\t" or "\\t" in problem:
+        return "a tab here: YAML does not allow tabs for indentation; use spaces"
+    if problem.startswith(_INDENTATION):
+        return ("probably indentation: this line or the one above is indented differently from its "
+                "siblings (list items start with '- ' at one column, keys of a mapping line up "
+                "under each other; spaces only)")
+    if "expected ',' or '}'" in problem or "expected ',' or ']'" in problem:
+        return "a {...} or [...] on this line or above is not closed, or lacks a ',' between items"
+    return ""
+
+
+def _not_utf8(display: str, raw: bytes, exc: UnicodeDecodeError) -> Problem:
+    """The line and column of the first byte that is not UTF-8 (editors show those)."""
+    line_start = raw.rfind(b"\n", 0, exc.start) + 1
+    line = raw.count(b"\n", 0, exc.start) + 1
+    col = len(raw[line_start:exc.start].decode("utf-8", "replace")) + 1
+    return Problem(Location(display, line, col), f"not UTF-8: byte 0x{raw[exc.start]:02x} here is not "
+                   "valid UTF-8", hint="save the file as UTF-8 (it looks like Latin-1 or Windows-1252)")
 
 
 def merge(base: Document, overlay: Document) -> Document:

@@ -225,3 +225,32 @@ def test_topology_over_inference_nodes(repo: Repo, validate: Validate) -> None:
         "topology 'train-h100' on a pool of role inference: Kueue counts pods it does not manage "
         "(inference) as used capacity there, so training could never preempt them; drop the "
         "topology or make the pool role training"]
+
+
+# quantities ------------------------------------------------------------------------------
+
+def test_quantities_past_int64_or_fractional(repo: Repo, validate: Validate) -> None:
+    """Issue 13 item 1: `memory: 1800Pi` on 112 nodes rendered `201600Pi` (about 197 EiB, past
+    int64) and `1.8Ti` rendered millibytes; both would be refused here even if the spec let
+    them through."""
+    def inflate(cq: dict[str, Any]) -> None:
+        memory = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]
+        memory["borrowingLimit"] = "201600Pi"
+        cpu = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][1]
+        cpu["borrowingLimit"] = "9223372036854776"  # cores: past int64 only in millicores
+
+    repo.edit(f"{DEV}/kueue/clusterqueue-sandbox.yaml", inflate)
+    server = hardened_deployment("server", "sandbox")
+    server["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"] = \
+        "221661544159641600m"
+    repo.write(f"{DEV}/fixture/sandbox/deployment-server.yaml", server)
+    queue = f"{DEV}/kueue/clusterqueue-sandbox.yaml: ClusterQueue/sandbox: quantities: "
+    flavor = "spec.resourceGroups[0].flavors[0].resources"
+    expect(validate(repo.root, "dev"),
+           f"{queue}{flavor}[1].borrowingLimit: 9223372036854776 is 9.223e+18 millicores, past "
+           "Kubernetes' int64 limit (2^63-1 millicores); the apiserver would cap it",
+           f"{queue}{flavor}[2].borrowingLimit: 201600Pi is 2.270e+20 units, past Kubernetes' "
+           "int64 limit (2^63-1 units); the apiserver would cap it",
+           f"{DEV}/fixture/sandbox/deployment-server.yaml: Deployment/server: quantities: "
+           "spec.template.spec.containers[0].resources.limits.memory: 221661544159641600m is not a "
+           "whole byte; Kueue and the scheduler round it up")

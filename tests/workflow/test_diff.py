@@ -90,8 +90,8 @@ def test_summary_line_has_the_models_numbers(repo: Path) -> None:
 
     assert gpus(before, "research") != gpus(after, "research")
     assert (
-        f"research [train-h100-a]: nvidia.com/gpu {gpus(before, 'research')} -> "
-        f"{gpus(after, 'research')}" in out
+        f"research [train-h100-a]: share 20% -> 15%, 50 -> 35 nodes; nvidia.com/gpu "
+        f"{gpus(before, 'research')} -> {gpus(after, 'research')}" in out
     )
     pool_a = (before.pool("train-h100-a"), after.pool("train-h100-a"))
     assert (

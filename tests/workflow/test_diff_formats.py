@@ -78,7 +78,9 @@ def test_markdown_comment_structure(repo: Path) -> None:
     comment = generate(repo, "diff", "--format", "markdown").stdout
     assert comment.startswith(markdown.MARKER + "\n## trainyard diff: 1 environment changed\n")
     assert "### `prod`: " in comment and "### `staging`" not in comment
-    assert re.search(r"^\| research \| train-h100-a \| nvidia\.com/gpu \| \d+ → \d+ \|", comment, re.M)
+    row = (r"^\| research \| train-h100-a \| changed \| 20% → 15% \| \d+ → \d+ \| nvidia\.com/gpu \| "
+           r"\d+ → \d+ \|")
+    assert re.search(row, comment, re.M)
     assert "```mermaid\nflowchart LR\n" in comment and "c_training --> q_research" in comment
     assert "<details><summary>🟡 changed <code>ClusterQueue.kueue.x-k8s.io research</code>" in comment
     assert "```diff\n--- a/rendered/prod/kueue/clusterqueue-research.yaml\n" in comment
@@ -148,6 +150,9 @@ def test_json_shape(repo: Path) -> None:
         "flavor",
         "resource",
         "isGpu",
+        "change",
+        "share",
+        "nodes",
         "nominalQuota",
         "borrowingLimit",
         "lendingLimit",
@@ -207,4 +212,4 @@ def test_max_chars_leaves_room_for_a_wrapper(repo: Path) -> None:
     assert (
         f"per-object diffs omitted to keep this comment under the {len(full) // 2:,}-character limit" in half
     )
-    assert "| research | train-h100-a | nvidia.com/gpu |" in half  # the summary survives
+    assert "| research | train-h100-a | changed | 20% → 15% |" in half  # the summary survives

@@ -30,9 +30,6 @@ def test_plan_lists_every_pool_team_and_tier(name: str) -> None:
             out,
             p.name,
             p.role,
-            p.gpu_model,
-            p.gpu_resource,
-            p.gpus_per_node,
             p.nodes,
             p.reserve_nodes,
             p.schedulable_nodes,
@@ -45,11 +42,12 @@ def test_plan_lists_every_pool_team_and_tier(name: str) -> None:
                 gpu.resource.show(v) if v is not None else "-"
                 for v in (gpu.nominal, gpu.borrowing_limit, gpu.lending_limit)
             ]
-            assert _row(out, team.name, team.cohort or "-", flavor.pool, flavor.nodes), (
+            share = team.shares.get(flavor.pool)
+            assert _row(out, team.name, team.cohort or "-", flavor.pool,
+                        "borrow" if share is None else f"{share}%", flavor.nodes, " / ".join(limits)), (
                 team.name,
                 flavor.pool,
             )
-            assert " / ".join(limits) in out
     for tier in env.tiers:
         assert _row(
             out, tier.name, tier.role, tier.value, tier.preemption_policy
@@ -59,3 +57,20 @@ def test_plan_lists_every_pool_team_and_tier(name: str) -> None:
 def test_plan_of_an_unknown_environment_is_a_usage_error() -> None:
     done = generate(REPO, "plan", "nowhere", check=2)
     assert "unknown environment 'nowhere'" in done.stderr
+
+
+@pytest.mark.parametrize("name", environment_names(REPO))
+def test_plan_fits_100_columns_and_names_units(name: str) -> None:
+    """Issue 13 item 8: the teams table was ~135 columns and the free-GPU PromQL line made the
+    output 334 wide; the header said "memory in bytes" while values were Gi; CPU read `6k`."""
+    out = generate(REPO, "plan", name).stdout
+    assert max(len(line) for line in out.splitlines()) <= 100, out
+    assert "in bytes" not in out
+    header = next(line for line in out.splitlines() if line.startswith("team "))
+    assert "CPU (cores)" in header and "mem (Gi)" in header
+    assert not re.search(r"\b\d+k\b", out), "CPU in cores, no k suffix"
+
+
+def test_plan_serving_cpu_in_cores() -> None:
+    out = generate(REPO, "plan", "prod").stdout
+    assert _row(out, "serving", "serving", "infer-l40s", "80%", 50, "400 / - / -", 6000, 45000)

@@ -151,7 +151,7 @@ def test_refuses_a_gpu_node_in_no_pool(repo: Path) -> None:
     env = model.load(repo, "prod")
     stray = node("stray-gpu-1", {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"})
     err = _refused(repo, "prod", [*inventory(env), stray])
-    assert "error: GPU node stray-gpu-1 matches no pool's nodeLabels" in err
+    assert "error: 1 GPU node matches no pool's nodeLabels (stray-gpu-1)" in err
 
 
 def test_refuses_a_node_in_several_pools(repo: Path) -> None:
@@ -162,8 +162,8 @@ def test_refuses_a_node_in_several_pools(repo: Path) -> None:
     items[0]["metadata"]["labels"]["trainyard.dev/rack"] = "r1"  # a training node also in infer-l40s
     err = _refused(repo, "staging", items)
     assert (
-        f"node {items[0]['metadata']['name']} matches the nodeLabels of several pools "
-        "(train-h100, infer-l40s)" in err
+        "1 node match the nodeLabels of several pools (train-h100, infer-l40s): "
+        f"{items[0]['metadata']['name']};" in err
     )
 
 
@@ -238,3 +238,22 @@ def test_bad_nodes_file(repo: Path) -> None:
     done = generate(repo, "sync-inventory", "prod", "--nodes", str(repo / "missing.json"), check=2)
     assert "cannot read" in done.stderr
     generate(repo, "sync-inventory", "nowhere", "--nodes", str(path), check=2)
+
+
+def test_nodelist_of_another_cluster_is_one_cause_not_a_line_per_node(repo: Path) -> None:
+    """Issue 13 item 7: prod's 576 nodes synced against a cluster labelled otherwise printed a
+    line per node before the line that explained it."""
+    env = model.load(repo, "prod")
+    items = [n for p in env.pools for n in pool_nodes(p, p.nodes)]
+    for item in items:
+        item["metadata"]["labels"] = {"kubernetes.io/hostname": item["metadata"]["name"],
+                                      "cloud.example/pool": "gpu"}
+    err = _refused(repo, "prod", items)
+    lines = err.splitlines()
+    assert lines[0] == ("nodes.json: error: none of its 576 GPU nodes matches any pool of the environment: "
+                        "is it the NodeList of another cluster? (check kubectl's current context)"
+                        ).replace("nodes.json", str(repo / "nodes.json"))
+    assert lines[1].endswith("576 GPU nodes match no pool's nodeLabels (infer-l40s-0000, "
+                             "infer-l40s-0001, infer-l40s-0002, infer-l40s-0003, infer-l40s-0004, "
+                             "and 571 more); label them like their pool, or add the pool to the environment")
+    assert len(lines) <= 6, err  # the two above, a drop refusal per pool (3), the summary
