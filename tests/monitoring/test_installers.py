@@ -16,7 +16,9 @@ from tests.monitoring.conftest import ROOT, Shipped
 
 
 def committed(shipped: Shipped, name: str) -> dict[str, Any]:
-    values: dict[str, Any] = yaml.safe_load((ROOT / "rendered" / shipped.name / "installers" / name).read_text())
+    values: dict[str, Any] = yaml.safe_load(
+        (ROOT / "rendered" / shipped.name / "installers" / name).read_text()
+    )
     return values
 
 
@@ -31,8 +33,11 @@ def expressions(shipped: Shipped) -> list[str]:
             panel = stack.pop()
             stack += panel.get("panels", [])
             found += [t["expr"] for t in panel.get("targets", [])]
-        found += [v["query"].removeprefix("label_values(").rsplit(", ", 1)[0]
-                  for v in board["templating"]["list"] if v["type"] == "query"]
+        found += [
+            v["query"].removeprefix("label_values(").rsplit(", ", 1)[0]
+            for v in board["templating"]["list"]
+            if v["type"] == "query"
+        ]
     if env.overflow is not None:
         found.append(env.overflow.gate.free_gpus_query)
     return found
@@ -48,8 +53,14 @@ def test_allowlist_covers_every_node_label_an_expression_reads(shipped: Shipped)
     """Derived the other way round: every label_* matcher on kube_node_labels in a shipped
     expression is a key the allowlist exports."""
     exported = set(monitoring.ksm_node_labels(shipped.env))
-    read = {m.label for e in expressions(shipped) for s in selectors(e) if s.name == "kube_node_labels"
-            for m in s.matchers if m.label.startswith("label_")}
+    read = {
+        m.label
+        for e in expressions(shipped)
+        for s in selectors(e)
+        if s.name == "kube_node_labels"
+        for m in s.matchers
+        if m.label.startswith("label_")
+    }
     assert read and read <= exported, read - exported
 
 
@@ -58,7 +69,9 @@ def test_gpu_operator_values_name_the_rendered_counters_and_honor_labels(shipped
     counters = next(o for o in shipped.of_kind("ConfigMap") if "dcgm-metrics.csv" in o.get("data", {}))
     assert dcgm["config"]["name"] == counters["metadata"]["name"]
     assert counters["metadata"]["namespace"] == shipped.env.monitoring.dcgm_namespace
-    assert dcgm["env"] == [{"name": "DCGM_EXPORTER_COLLECTORS", "value": "/etc/dcgm-exporter/dcgm-metrics.csv"}]
+    assert dcgm["env"] == [
+        {"name": "DCGM_EXPORTER_COLLECTORS", "value": "/etc/dcgm-exporter/dcgm-metrics.csv"}
+    ]
     assert dcgm["serviceMonitor"] == {"enabled": True, "honorLabels": True}
     named = shipped.spec["monitoring"]["exporters"]["dcgmExporter"]
     assert dcgm.get("version") == (named if "-" in named else None)  # pinned only from an image tag
@@ -70,8 +83,13 @@ def test_mountstats_only_when_the_checkpoint_query_reads_it(shipped: Shipped) ->
     args = values["prometheus-node-exporter"]["extraArgs"]
     release = env.monitoring.exporters.node_exporter
     assert args == [*release.chart_extra_args, "--collector.mountstats"]  # chart defaults repeated first
-    lustre = dataclasses.replace(env, monitoring=dataclasses.replace(
-        env.monitoring, checkpoint_write_query='sum(rate(lustre_write_bytes_total{component="client"}[5m]))'))
+    lustre = dataclasses.replace(
+        env,
+        monitoring=dataclasses.replace(
+            env.monitoring,
+            checkpoint_write_query='sum(rate(lustre_write_bytes_total{component="client"}[5m]))',
+        ),
+    )
     assert "prometheus-node-exporter" not in monitoring.kube_prometheus_stack_values(lustre)
 
 
