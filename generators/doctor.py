@@ -41,7 +41,6 @@ EVENT_ONLY = {
     "kueue_evicted_workloads_total": "created at the first eviction",
     "kueue_preempted_workloads_total": "created at the first preemption",
     "kueue_admission_wait_time_seconds_bucket": "created at the first admission",
-    "trainyard_gate_transitions_total": "created at a gate's first transition",
 }
 HONOR_LABELS = ("namespace", "pod", "container")  # the pod's, when dcgm-exporter maps pods
 K = TypeVar("K")

@@ -68,6 +68,11 @@ def no_profiling(s: synthetic.Series) -> synthetic.Series | None:
     return None if s.name.startswith("DCGM_FI_PROF_") else s
 
 
+def no_mountstats(s: synthetic.Series) -> synthetic.Series | None:
+    """node_exporter with its defaults: the mountstats collector is off."""
+    return None if s.name.startswith("node_mountstats_") else s
+
+
 @dataclass(frozen=True)
 class Scene:
     env: str
@@ -80,6 +85,7 @@ SCENES = {
     "lowercase-host": Scene("prod", lowercase_host),
     "honor-labels-off": Scene("prod", honor_labels_off),
     "no-profiling": Scene("prod", no_profiling),
+    "no-mountstats": Scene("dev", no_mountstats),
 }
 ORDER = list(SCENES)
 
@@ -263,3 +269,20 @@ def test_the_checked_list_is_read_from_the_shipped_expressions() -> None:
         assert {(u.selector.name, u.label) for u in label_uses(expr) if u.selector.name != "up"} <= fams
     assert ("DCGM_FI_DEV_GPU_TEMP", "Hostname") in fams
     assert ("kube_node_labels", "label_trainyard_dev_pool") in fams
+
+
+def test_missing_mountstats_names_the_collector_flag(
+    prometheus: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, lines = run_doctor(prometheus, "no-mountstats", capsys)
+    assert code == 1
+    assert lines == [
+        "node_mountstats_nfs_write_bytes_total absent: node_exporter's mountstats collector is off by "
+        "default: add --collector.mountstats (prometheus-node-exporter.extraArgs in "
+        "rendered/dev/installers/kube-prometheus-stack-values.yaml), and an NFS mount"
+    ]
+
+
+def test_event_only_families_are_ones_the_expressions_read() -> None:
+    read = {f.name for name in ENVIRONMENTS for f in doctor.families(load_shipped(name).env)}
+    assert set(doctor.EVENT_ONLY) <= read, set(doctor.EVENT_ONLY) - read
