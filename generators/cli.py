@@ -15,7 +15,7 @@ from pathlib import Path
 
 from generators.errors import SpecError
 
-COMMANDS: tuple[str, ...] = ("render", "validate", "diff", "plan", "sync-inventory", "fetch-crds")
+COMMANDS: tuple[str, ...] = ("render", "validate", "diff", "plan", "sync-inventory", "doctor", "fetch-crds")
 ROOT = Path(__file__).resolve().parents[1]
 
 

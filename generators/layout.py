@@ -8,7 +8,8 @@ from pathlib import Path
 
 ENV_DIR = "environments"
 RENDERED = "rendered"
-# rendered/<env>/installers/: inputs for other projects' installers (the Kueue chart's values),
+# rendered/<env>/installers/: inputs for other projects' installers (the Kueue, GPU operator and
+# kube-prometheus-stack charts' values),
 # not Kubernetes objects. Argo CD's Application excludes the folder, kubeconform and the
 # policies do not read it; render --check and diff do (docs/kueue.md).
 INSTALLERS = "installers"

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from generators.exporters import Exporters, build_exporters
+
 Delivery = Literal["sidecar", "grafana-operator"]
 
 # Grafana accepts dashboard UIDs of at most 40 characters (grafana-operator's CRD says so too).
@@ -69,7 +71,7 @@ class Dashboards:
 @dataclass(frozen=True)
 class Monitoring:
     namespace: str
-    host_label: str  # dcgm-exporter's node-name label (Hostname, or hostname after 4.5.3)
+    exporters: Exporters  # the versions the environment runs; label names follow from them
     node_exporter_host_label: str
     selectors: Selectors
     gpu_temp_limit_celsius: int
@@ -83,6 +85,11 @@ class Monitoring:
     rule_labels: Mapping[str, str]
     runbook_url_pattern: str  # %s = lower-case alert name
     alerts: AlertThresholds
+
+    @property
+    def host_label(self) -> str:
+        """dcgm-exporter's node-name label, as the release the spec names emits it."""
+        return self.exporters.dcgm.release.host_label
 
     def runbook_url(self, alert: str) -> str:
         return self.runbook_url_pattern.replace("%s", alert.lower())
@@ -139,7 +146,7 @@ def build_monitoring(raw: dict[str, Any]) -> Monitoring:
     """Model of the defaulted `monitoring` section."""
     return Monitoring(
         namespace=raw["namespace"],
-        host_label=raw["hostLabel"],
+        exporters=build_exporters(raw["exporters"]),
         node_exporter_host_label=raw["nodeExporterHostLabel"],
         selectors=_selectors(raw["selectors"]),
         gpu_temp_limit_celsius=raw["gpuTempLimitCelsius"],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import pickle
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -104,19 +105,37 @@ def _check(doc: Document) -> list[Problem]:
     return problems[:MAX_PROBLEMS]
 
 
-# Keys of earlier releases -> (the key that replaced them, why). Reported as "replaced", and the
-# replacement is not also reported missing.
-REPLACED_KEYS = {
-    "workloadPriority": ("value", "a tier has one priority for its WorkloadPriorityClass and its "
-                         "PriorityClass: Kueue reads either, so two scales made the order depend on which "
-                         "one a job set"),
-    "podPriority": ("value", "a tier has one priority for its WorkloadPriorityClass and its PriorityClass"),
+@dataclass(frozen=True)
+class Replaced:
+    """A key of an earlier release, refused with what replaced it."""
+
+    parent: tuple[str, ...]  # the object holding the key; "[]" stands for any list index
+    replacement: str
+    why: str
+    write: str  # what to write instead (the hint's end)
+
+
+# Keys of earlier releases, by name, each only in the object it lived in: a key of the same
+# name elsewhere is an ordinary unknown key. Reported as "replaced", and the replacement is
+# not also reported missing.
+_TIER = ("priorities", "tiers", "[]")
+_ONE_SCALE = "a tier has one priority for its WorkloadPriorityClass and its PriorityClass"
+REPLACED_KEYS: dict[str, tuple[Replaced, ...]] = {
+    "workloadPriority": (Replaced(_TIER, "value", f"{_ONE_SCALE}: Kueue reads either, so two "
+                                  "scales made the order depend on which one a job set",
+                                  "write `value: <n>` once"),),
+    "podPriority": (Replaced(_TIER, "value", _ONE_SCALE, "write `value: <n>` once"),),
+    "hostLabel": (Replaced(("monitoring",), "exporters", "the host label follows from the dcgm-exporter "
+                           "version the environment runs", "write `exporters: {dcgmExporter: <version>}` "
+                           "(generators/exporters.py lists the checked versions)"),),
 }
 
 
-def _replacement(key: str, allowed: list[str]) -> str | None:
-    target = REPLACED_KEYS.get(key)
-    return target[0] if target and target[0] in allowed else None
+def _replaced(path: tuple[Any, ...], key: str, allowed: list[str]) -> Replaced | None:
+    """The replacement of `key` in the object at `path`, if it was replaced there."""
+    shape = tuple("[]" if isinstance(part, int) else part for part in path)
+    return next((r for r in REPLACED_KEYS.get(key, ()) if r.parent == shape and r.replacement in allowed),
+                None)
 
 
 def _typo_targets(errors: list[jsonschema.ValidationError]) -> set[tuple[tuple[Any, ...], str]]:
@@ -127,8 +146,8 @@ def _typo_targets(errors: list[jsonschema.ValidationError]) -> set[tuple[tuple[A
             schema = error.schema if isinstance(error.schema, dict) else {}
             allowed = list(schema.get("properties", {}))
             for key in set(error.instance) - set(allowed):
-                if (replacement := _replacement(key, allowed)) is not None:
-                    targets.add((tuple(error.absolute_path), replacement))
+                if (replaced := _replaced(tuple(error.absolute_path), key, allowed)) is not None:
+                    targets.add((tuple(error.absolute_path), replaced.replacement))
                     continue
                 for close in difflib.get_close_matches(key, allowed, n=1):
                     targets.add((tuple(error.absolute_path), close))
@@ -194,10 +213,10 @@ def _generic_problem(doc: Document, error: jsonschema.ValidationError) -> Proble
         unknown = sorted(set(instance) - set(allowed))
         if unknown and allowed:
             key = unknown[0]
-            if (replacement := _replacement(key, allowed)) is not None:
+            if (replaced := _replaced(path, key, allowed)) is not None:
                 return Problem(doc.locate((*path, key), key=True),
-                               f"{key!r} was replaced by {replacement!r}", format_path((*path, key)),
-                               f"{REPLACED_KEYS[key][1]}; write `{replacement}: <n>` once")
+                               f"{key!r} was replaced by {replaced.replacement!r}", format_path((*path, key)),
+                               f"{replaced.why}; {replaced.write}")
             close = difflib.get_close_matches(key, allowed, n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"allowed keys: {', '.join(allowed)}"
             return Problem(doc.locate((*path, key), key=True), f"unknown key {key!r}",

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from generators import exporters
 from generators.errors import Problem, format_path
 from generators.spec import overflow_checks, quantities
 from generators.spec.source import Document
@@ -69,8 +70,19 @@ class _Checker:
         self.priorities()
         self.preemption()
         self.serving_namespaces()
+        self.exporter_versions()
         self.problems += overflow_checks.check(self.doc, v)
         return self.problems
+
+    def exporter_versions(self) -> None:
+        """Label names follow from the exporter versions: only versions whose source this
+        project has read are accepted (generators/exporters.py)."""
+        named = self.v["monitoring"]["exporters"]
+        for key, parse in exporters.PARSERS.items():
+            try:
+                parse(named[key])
+            except exporters.UnknownVersion as error:
+                self.add(("monitoring", "exporters", key), str(error), error.hint)
 
     def serving_namespaces(self) -> None:
         """An overflow inference service cannot live in a training namespace: the admission

@@ -122,7 +122,7 @@ def test_application_syncs_the_environment_folder_except_argocd(env: str) -> Non
     files = rendered_files(env)
     excluded = {p for p in files if argo_glob_match(directory["exclude"], p)}
     assert excluded == {p for p in files if p.startswith((ARGO_DIR, INSTALLERS_DIR))}
-    assert len(excluded) == 4 + 1  # the four Argo CD objects, the Kueue chart's values
+    assert len(excluded) == 4 + 3  # the Argo CD objects; Kueue, GPU operator, kube-prometheus-stack values
 
 
 def argo_glob_match(pattern: str, path: str) -> bool:

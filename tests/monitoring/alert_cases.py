@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from generators import exporters
+
 DCGM_PLACEHOLDER = 9223372036854775794  # what old dcgm-exporters report for "no value"
 
 
@@ -76,7 +78,7 @@ class Builder:
         self.node_job = equality_matchers(sel["nodeExporter"])
         self.ksm_job = equality_matchers(sel["kubeStateMetrics"])
         self.kueue_job = equality_matchers(sel["kueue"])
-        self.host = self.mon["hostLabel"]
+        self.host = exporters.dcgm_host_label(self.mon["exporters"]["dcgmExporter"])
         self.node_host = self.mon["nodeExporterHostLabel"]
         self.window = minutes(self.alerts["errorWindow"])
 

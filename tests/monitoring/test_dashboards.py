@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any
 
+from generators import exporters
 from generators.components import dcgm_counters
 from generators.components.monitoring import dashboard_objects, generate
 from tests.monitoring.conftest import ROOT, Shipped
@@ -70,8 +71,8 @@ def test_current_schema_variables_and_panel_ids(shipped: Shipped) -> None:
             assert panel["targets"], panel["title"]
 
 
-def test_host_variable_uses_the_configured_host_label(shipped: Shipped) -> None:
-    host_label = shipped.spec["monitoring"]["hostLabel"]
+def test_host_variable_uses_the_host_label_of_the_named_exporter(shipped: Shipped) -> None:
+    host_label = exporters.dcgm_host_label(shipped.spec["monitoring"]["exporters"]["dcgmExporter"])
     board = next(b for b in dashboards(shipped) if b["uid"].endswith("-gpu-health"))
     host = next(v for v in board["templating"]["list"] if v["name"] == "host")
     assert host["query"].endswith(f", {host_label})")

@@ -14,6 +14,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,12 @@ def all_shipped() -> list[Shipped]:
 
 def backfill(promtool: Path, work: Path, all_shipped: list[Shipped]) -> None:
     """A TSDB at work/tsdb holding the synthetic series of every shipped environment."""
-    (work / "data.om").write_text(synthetic.openmetrics([s.env for s in all_shipped]))
+    backfill_text(promtool, work, synthetic.openmetrics([s.env for s in all_shipped]))
+
+
+def backfill_text(promtool: Path, work: Path, openmetrics: str) -> None:
+    """A TSDB at work/tsdb holding the series of an OpenMetrics text."""
+    (work / "data.om").write_text(openmetrics)
     done = subprocess.run(
         [str(promtool), "tsdb", "create-blocks-from", "openmetrics", "data.om", "tsdb"],
         cwd=work,
@@ -103,15 +109,9 @@ def wait_ready(url: str, server: subprocess.Popen[bytes], log: Path) -> None:
         time.sleep(0.5)
 
 
-@pytest.fixture(scope="module")
-def prometheus_url(
-    all_shipped: list[Shipped],
-    promtool: Path,
-    prometheus_binary: Path,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[str]:
-    work = tmp_path_factory.mktemp("prometheus")
-    backfill(promtool, work, all_shipped)
+@contextmanager
+def serve(prometheus_binary: Path, work: Path) -> Iterator[str]:
+    """The pinned Prometheus serving work/tsdb on a free local port; its URL."""
     (work / "prometheus.yml").write_text("global: {scrape_interval: 1m}\n")
     port = free_port()
     log = (work / "prometheus.log").open("w")
@@ -135,6 +135,19 @@ def prometheus_url(
         server.terminate()
         server.wait(timeout=30)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def prometheus_url(
+    all_shipped: list[Shipped],
+    promtool: Path,
+    prometheus_binary: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[str]:
+    work = tmp_path_factory.mktemp("prometheus")
+    backfill(promtool, work, all_shipped)
+    with serve(prometheus_binary, work) as url:
+        yield url
 
 
 def instant(url: str, expr: str) -> dict[str, Any]:

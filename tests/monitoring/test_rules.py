@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from generators import exporters
 from generators.components.monitoring import RULES_KEY, RULES_NAME
 from tests.monitoring.alert_cases import Builder, promtool_tests
 from tests.monitoring.conftest import ROOT, Shipped
@@ -112,5 +113,6 @@ def test_spec_defaults_are_the_talks_numbers() -> None:
     props = schema["properties"]
     assert props["gpuTempLimitCelsius"]["default"] == 78
     assert props["alerts"]["properties"]["gpuTempFor"]["default"] == "2m"
-    assert props["hostLabel"]["default"] == "Hostname"
+    default_dcgm = props["exporters"]["properties"]["dcgmExporter"]["default"]
+    assert exporters.dcgm_host_label(default_dcgm) == "Hostname"
     assert set(props["xidReplaceCodes"]["default"]) == {48, 63, 64, 74, 79, 94, 95}

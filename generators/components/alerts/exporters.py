@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from generators.components.alerts.rule import Rule, alert
 from generators.components.promql import GATE_JOB, Queries, quote, selector
+from generators.model.types import Environment
 
 
 def exporter_down(q: Queries, exporter: str, matchers: str) -> Rule:
@@ -29,8 +30,14 @@ def exporter_down(q: Queries, exporter: str, matchers: str) -> Rule:
     )
 
 
+def scraped(env: Environment) -> dict[str, str]:
+    """Exporter name -> matchers of every target the dashboards and rules read (also what
+    `generate.py doctor` sorts series by)."""
+    exporters = env.monitoring.selectors.by_exporter()
+    if env.overflow is not None:  # the gate's own metrics: its alerts and panels need them
+        exporters[GATE_JOB] = f"job={quote(GATE_JOB)}, namespace={quote(env.overflow.namespace)}"
+    return exporters
+
+
 def rules(q: Queries) -> list[Rule]:
-    exporters = q.m.selectors.by_exporter()
-    if q.env.overflow is not None:  # the gate's own metrics: its alerts and panels need them
-        exporters[GATE_JOB] = f"job={quote(GATE_JOB)}, namespace={quote(q.env.overflow.namespace)}"
-    return [exporter_down(q, name, matchers) for name, matchers in exporters.items()]
+    return [exporter_down(q, name, matchers) for name, matchers in scraped(q.env).items()]
