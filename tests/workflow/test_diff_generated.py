@@ -23,7 +23,9 @@ def test_long_strings_show_where_they_differ() -> None:
 
 def _hotter(repo: Path) -> None:
     prod = repo / "environments" / "prod.yaml"
-    prod.write_text(prod.read_text() + "\nmonitoring:\n  gpuTempLimitCelsius: 80\n")
+    text = prod.read_text()
+    assert "\nmonitoring:\n" in text  # prod names its exporters there; add the threshold to it
+    prod.write_text(text.replace("\nmonitoring:\n", "\nmonitoring:\n  gpuTempLimitCelsius: 80\n", 1))
     generate(repo, "render")
     commit_all(repo, "prod: GPUs may run to 80 °C")
 
