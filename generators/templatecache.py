@@ -22,6 +22,12 @@ from generators.layout import cache_dir
 
 
 class _QuietCache(jinja2.FileSystemBytecodeCache):
+    def get_cache_key(self, name: str, filename: str | None = None) -> str:
+        """By template name only, not its file's path: every checkout (tests copy the project
+        to temporary folders) would otherwise add entries forever. Correct either way: Jinja
+        compares the entry's source checksum before using it, and recompiles on a mismatch."""
+        return super().get_cache_key(name)
+
     def load_bytecode(self, bucket: Bucket) -> None:
         try:
             super().load_bytecode(bucket)

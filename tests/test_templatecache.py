@@ -76,3 +76,13 @@ def test_same_cache_root_as_the_toolchain(configured: str | None, monkeypatch: p
     else:
         monkeypatch.setenv("TRAINYARD_CACHE", configured)
     assert layout.cache_dir() == cache_dir()
+
+
+def test_checkouts_share_entries_and_a_changed_source_is_recompiled(template_dir: Path) -> None:
+    other = template_dir / "other-checkout"
+    other.mkdir()
+    (other / "t.j2").write_text("changed {{ items | length }}\n")
+    assert render_with(template_dir / "settings.py", template_dir)[0] == "- 1\n- 2\n"
+    assert render_with(template_dir / "settings.py", other)[0] == "changed 2"
+    assert render_with(template_dir / "settings.py", template_dir)[0] == "- 1\n- 2\n"
+    assert len(list((template_dir / "cache" / "jinja").rglob("*.cache"))) == 1
