@@ -91,6 +91,10 @@ DESCHEDULER_RULES = [
     _rule(["policy"], ["poddisruptionbudgets"], ["get", "list", "watch"]),
     _rule([""], ["persistentvolumeclaims"], ["get", "list", "watch"]),
 ]
+GATE_LEASE_RULES = [  # the client's LeaseLock reads, creates and replaces its one Lease
+    _rule(["coordination.k8s.io"], ["leases"], ["create"]),
+    _rule(["coordination.k8s.io"], ["leases"], ["get", "update"], [GATE]),
+]
 DESCHEDULER_LEASE_RULES = [  # only used if leader election is ever turned on; own namespace only
     _rule(["coordination.k8s.io"], ["leases"], ["create"]),
     _rule(["coordination.k8s.io"], ["leases"], ["get", "update", "patch"], [DESCHEDULER]),
@@ -143,9 +147,12 @@ def taint_policy(ov: Overflow) -> Obj:
 
 def gate_objects(ov: Overflow) -> list[Obj]:
     policy = yamlemit.dump(taint_policy(ov))
-    args = [f"--policy=/etc/trainyard/{POLICY_FILE}", f"--metrics-port={ov.gate.metrics_port}"]
+    args = [f"--policy=/etc/trainyard/{POLICY_FILE}", f"--metrics-port={ov.gate.metrics_port}",
+            f"--lease-namespace={ov.namespace}", f"--lease-name={GATE}"]
     return [
         *_identity(ov, GATE, CLUSTER_PREFIX + GATE, GATE_RULES),
+        render(T + "role.yaml.j2", name=GATE, namespace=ov.namespace, rules=GATE_LEASE_RULES),
+        render(T + "rolebinding.yaml.j2", name=GATE, account=GATE, namespace=ov.namespace),
         render(T + "configmap.yaml.j2", name=GATE, namespace=ov.namespace, data={POLICY_FILE: policy}),
         render(T + "gate-deployment.yaml.j2", name=GATE, namespace=ov.namespace, gate=ov.gate, args=args,
                policy_sha256=_sha256(policy), **_hardened(ov.gate.resources)),

@@ -1,7 +1,8 @@
 """The overflow admission policies (CEL) and the pod snippet inference Deployments use.
 
 - MutatingAdmissionPolicy: labels node vk-<p> with trainyard.dev/provider=<p> (virtual-kubelet
-  has no flag for extra node labels), so gates and affinities select providers by label.
+  has no flag for extra node labels), so gates and affinities select providers by label, and
+  gives a newly created vk-<p> the closed gate taint (fail safe while the gate is down).
 - ValidatingAdmissionPolicy: in the inference namespaces, refuses pods that tolerate the gate
   taint (directly or through a key-less Exists toleration) or carry a NoExecute toleration
   other than the two the API server adds to every pod itself.
@@ -14,6 +15,7 @@ from typing import Any
 
 from generators.components import Obj
 from generators.model.overflow import (
+    GATE_TAINT_VALUE,
     IN_CLUSTER_WEIGHT,
     PROVIDER_LABEL,
     PROVIDER_TAINT_KEY,
@@ -35,15 +37,34 @@ def _cel(value: Any) -> str:
     return json.dumps(value)
 
 
+def gate_taint_patch(ov: Overflow) -> str:
+    """JSONPatch CEL adding the closed gate taint to a node being created, unless it already
+    has the gate's key with NoSchedule. spec.taints is an atomic list: an ApplyConfiguration
+    would replace the provider's own taints, a JSONPatch "add .../-" appends."""
+    taint = (f"Object.spec.taints{{key: {_cel(ov.gate.taint_key)}, value: {_cel(GATE_TAINT_VALUE)}, "
+             "effect: 'NoSchedule'}")
+    has_taints = "has(object.spec) && has(object.spec.taints)"
+    present = (f"({has_taints} && object.spec.taints.exists(t, t.key == {_cel(ov.gate.taint_key)} "
+               "&& t.effect == 'NoSchedule'))")
+    return (f"request.operation != 'CREATE' || {present} ? [] : "
+            f"{has_taints} ? [JSONPatch{{op: 'add', path: '/spec/taints/-', value: {taint}}}] : "
+            f"has(object.spec) ? [JSONPatch{{op: 'add', path: '/spec/taints', value: [{taint}]}}] : "
+            f"[JSONPatch{{op: 'add', path: '/spec', value: Object.spec{{taints: [{taint}]}}}}]")
+
+
 def node_label_policy(ov: Overflow) -> list[Obj]:
     providers = {p.node_name: p.name for p in ov.providers}
     apply = (f"Object{{metadata: Object.metadata{{labels: {{{_cel(PROVIDER_LABEL)}: "
              "variables.provider}}}")
+    mutations = [
+        {"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": apply}},
+        {"patchType": "JSONPatch", "jsonPatch": {"expression": gate_taint_patch(ov)}},
+    ]
     return [
         render(T + "mutatingadmissionpolicy.yaml.j2", name=NODE_LABEL_POLICY,
                match_expression=f"object.metadata.name in {_cel(sorted(providers))}",
                provider_expression=f"{_cel(providers)}[object.metadata.name]",
-               apply_expression=apply),
+               mutations=mutations),
         render(T + "mutatingadmissionpolicybinding.yaml.j2", name=NODE_LABEL_POLICY),
     ]
 
