@@ -67,10 +67,12 @@ def _rule(groups: list[str], resources: list[str], verbs: list[str], names: list
 
 
 def virtual_kubelet_rules(node: str) -> list[dict[str, Any]]:
-    """What a virtual-kubelet needs (../shared/reference/overflow.md), scoped to its own node
-    and lease where the API allows resourceNames (create, list and watch cannot be)."""
+    """What a virtual-kubelet needs cluster-wide (../shared/reference/overflow.md), scoped to
+    its own node and lease where the API allows resourceNames (create, list and watch cannot
+    be). ConfigMaps, Secrets and Services are NOT here: pod_input_rules, bound only in the
+    namespaces that run spilled pods, so one provider cannot read another's credentials in
+    the overflow namespace (or any other Secret in the cluster)."""
     return [
-        _rule([""], ["configmaps", "secrets", "services"], ["get", "list", "watch"]),
         _rule([""], ["pods"], ["get", "list", "watch", "patch", "delete"]),
         _rule([""], ["pods/status"], ["update", "patch"]),
         _rule([""], ["nodes"], ["create", "list", "watch"]),
@@ -82,7 +84,22 @@ def virtual_kubelet_rules(node: str) -> list[dict[str, Any]]:
     ]
 
 
-GATE_RULES = [_rule([""], ["nodes"], ["get", "list", "watch", "patch"])]
+# What a spilled pod may reference (env, volumes, service links), readable only where
+# spilled pods run: a RoleBinding per inference namespace to this ClusterRole.
+POD_INPUT_RULES = [_rule([""], ["configmaps", "secrets", "services"], ["get", "list", "watch"])]
+
+
+def credentials_rules(secret: str) -> list[dict[str, Any]]:
+    """A virtual-kubelet reads its own credentials Secret in the overflow namespace, no other."""
+    return [_rule([""], ["secrets"], ["get"], [secret])]
+
+
+def gate_rules(ov: Overflow) -> list[dict[str, Any]]:
+    """list finds the nodes by label (list cannot be limited by name and only reads);
+    get (re-read after a conflict) and patch only the rendered virtual nodes. The gate's
+    ValidatingAdmissionPolicy then limits a patch to its own taint."""
+    return [_rule([""], ["nodes"], ["list"]),
+            _rule([""], ["nodes"], ["get", "patch"], list(ov.virtual_nodes))]
 DESCHEDULER_RULES = [
     _rule(["", "events.k8s.io"], ["events"], ["create", "update"]),
     _rule([""], ["nodes", "namespaces", "pods"], ["get", "list", "watch"]),
@@ -123,6 +140,24 @@ def _identity(ov: Overflow, account: str, cluster_name: str, rules: list[dict[st
     ]
 
 
+def pod_input_objects(ov: Overflow, provider: Provider) -> list[Obj]:
+    """Secrets/ConfigMaps/Services readable in the inference namespaces only, and the
+    provider's own credentials Secret (by name) in the overflow namespace."""
+    inputs = f"{CLUSTER_PREFIX}{provider.node_name}-pod-inputs"
+    objects = [render(T + "clusterrole.yaml.j2", name=inputs, rules=POD_INPUT_RULES)]
+    for namespace in ov.inference_namespaces:
+        objects.append(render(T + "rolebinding.yaml.j2", name=inputs, account=provider.node_name,
+                              namespace=namespace, subject_namespace=ov.namespace, kind="ClusterRole"))
+    credentials = f"{provider.node_name}-credentials"
+    objects += [
+        render(T + "role.yaml.j2", name=credentials, namespace=ov.namespace,
+               rules=credentials_rules(provider.credentials.name)),
+        render(T + "rolebinding.yaml.j2", name=credentials, account=provider.node_name,
+               namespace=ov.namespace),
+    ]
+    return objects
+
+
 def provider_objects(ov: Overflow, provider: Provider) -> list[Obj]:
     config = json.dumps(provider.config, indent=2, sort_keys=True) + "\n"
     args = [f"--nodename={provider.node_name}", f"--provider={provider.type}",
@@ -130,6 +165,7 @@ def provider_objects(ov: Overflow, provider: Provider) -> list[Obj]:
     return [
         *_identity(ov, provider.node_name, CLUSTER_PREFIX + provider.node_name,
                    virtual_kubelet_rules(provider.node_name)),
+        *pod_input_objects(ov, provider),
         render(T + "configmap.yaml.j2", name=provider.node_name, namespace=ov.namespace,
                data={"config.json": config}),
         render(T + "virtual-kubelet-deployment.yaml.j2", provider=provider, namespace=ov.namespace,
@@ -150,7 +186,7 @@ def gate_objects(ov: Overflow) -> list[Obj]:
     args = [f"--policy=/etc/trainyard/{POLICY_FILE}", f"--metrics-port={ov.gate.metrics_port}",
             f"--lease-namespace={ov.namespace}", f"--lease-name={GATE}"]
     return [
-        *_identity(ov, GATE, CLUSTER_PREFIX + GATE, GATE_RULES),
+        *_identity(ov, GATE, CLUSTER_PREFIX + GATE, gate_rules(ov)),
         render(T + "role.yaml.j2", name=GATE, namespace=ov.namespace, rules=GATE_LEASE_RULES),
         render(T + "rolebinding.yaml.j2", name=GATE, account=GATE, namespace=ov.namespace),
         render(T + "configmap.yaml.j2", name=GATE, namespace=ov.namespace, data={POLICY_FILE: policy}),

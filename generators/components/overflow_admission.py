@@ -6,6 +6,10 @@
 - ValidatingAdmissionPolicy: in the inference namespaces, refuses pods that tolerate the gate
   taint (directly or through a key-less Exists toleration) or carry a NoExecute toleration
   other than the two the API server adds to every pod itself.
+- ValidatingAdmissionPolicy on the gate controller's identity: a node update may only add or
+  remove its own NoSchedule taint (labels, annotations, other taints, unschedulable kept).
+- ValidatingAdmissionPolicy on the virtual-kubelets' identities: a node update may not drop
+  the gate taint (a provider must not open its own gate).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from generators.templating import render
 T = "overflow/"
 NODE_LABEL_POLICY = "trainyard-virtual-node-labels"
 TOLERATION_POLICY = "trainyard-inference-tolerations"
+GATE_NODE_POLICY = "trainyard-gate-node-changes"
+VK_NODE_POLICY = "trainyard-virtual-kubelet-gate-taint"
 # DefaultTolerationSeconds adds these NoExecute tolerations to every pod; they are harmless.
 LIFECYCLE_NOEXECUTE_KEYS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 
@@ -106,8 +112,75 @@ def toleration_policy(ov: Overflow) -> list[Obj]:
     ]
 
 
+def service_account(ov: Overflow, name: str) -> str:
+    return f"system:serviceaccount:{ov.namespace}:{name}"
+
+
+def _taints(var: str) -> str:
+    return f"(has({var}.spec) && has({var}.spec.taints) ? {var}.spec.taints : [])"
+
+
+def _field(var: str, parent: str, field: str, empty: str) -> str:
+    return f"(has({var}.{parent}.{field}) ? {var}.{parent}.{field} : {empty})"
+
+
+def _same_map(field: str, exempt: str) -> str:
+    """metadata.<field> equal in object and oldObject, except key `exempt`: the node-label
+    MutatingAdmissionPolicy sets the provider label on any update, so an update by the gate
+    may carry it in when the node was created before the policy was active."""
+    new = _field("object", "metadata", field, "{}")
+    old = _field("oldObject", "metadata", field, "{}")
+    return (f"{old}.all(k, k == {_cel(exempt)} || (k in {new} && {new}[k] == {old}[k])) && "
+            f"{new}.all(k, k == {_cel(exempt)} || k in {old})")
+
+
+def gate_node_validations(key: str) -> list[dict[str, str]]:
+    """CEL over a node UPDATE by the gate: the only difference allowed is its own taint."""
+    others = "{t}.filter(x, x.key != " + _cel(key) + ")"
+    new, old = _taints("object"), _taints("oldObject")
+    same = "the overflow gate may only add or remove its own NoSchedule taint on a node"
+    return [
+        {"expression": f"{others.format(t=new)} == {others.format(t=old)}",
+         "message": f"{same}: other taints must stay as they are", "reason": "Forbidden"},
+        {"expression": f"{new}.filter(x, x.key == {_cel(key)}).all(x, x.effect == 'NoSchedule' && "
+                       f"has(x.value) && x.value == {_cel(GATE_TAINT_VALUE)})",
+         "message": f"{same}: {key}={GATE_TAINT_VALUE}:NoSchedule", "reason": "Forbidden"},
+        {"expression": f"{_same_map('labels', PROVIDER_LABEL)} && {_same_map('annotations', '')}",
+         "message": f"{same}: labels and annotations must stay as they are", "reason": "Forbidden"},
+        {"expression": f"{_field('object', 'spec', 'unschedulable', 'false')} == "
+                       f"{_field('oldObject', 'spec', 'unschedulable', 'false')}",
+         "message": f"{same}: it may not cordon or uncordon", "reason": "Forbidden"},
+    ]
+
+
+def virtual_kubelet_validations(key: str) -> list[dict[str, str]]:
+    had = f"{_taints('oldObject')}.exists(x, x.key == {_cel(key)} && x.effect == 'NoSchedule')"
+    has = f"{_taints('object')}.exists(x, x.key == {_cel(key)} && x.effect == 'NoSchedule')"
+    return [{"expression": f"!{had} || {has}",
+             "message": f"a virtual-kubelet may not remove the overflow gate taint {key}: only the "
+                        "gate controller opens a provider", "reason": "Forbidden"}]
+
+
+def node_guard_policies(ov: Overflow) -> list[Obj]:
+    """Node updates by the gate and by the virtual-kubelets, limited beyond what RBAC can say."""
+    key = ov.gate.taint_key
+    gate = service_account(ov, "overflow-gate")
+    virtual = sorted(service_account(ov, node) for node in ov.virtual_nodes)
+    objects: list[Obj] = []
+    for name, users, validations in (
+        (GATE_NODE_POLICY, [gate], gate_node_validations(key)),
+        (VK_NODE_POLICY, virtual, virtual_kubelet_validations(key)),
+    ):
+        objects += [
+            render(T + "nodeguardpolicy.yaml.j2", name=name, validations=validations,
+                   match_expression=f"request.userInfo.username in {_cel(users)}"),
+            render(T + "validatingadmissionpolicybinding.yaml.j2", name=name, namespaces=None),
+        ]
+    return objects
+
+
 def admission_objects(ov: Overflow) -> list[Obj]:
-    return [*node_label_policy(ov), *toleration_policy(ov)]
+    return [*node_label_policy(ov), *toleration_policy(ov), *node_guard_policies(ov)]
 
 
 def inference_pod_snippet(ov: Overflow, svc: InferenceService) -> dict[str, Any]:
