@@ -220,6 +220,38 @@ def descheduler_objects(ov: Overflow) -> list[Obj]:
     ]
 
 
+VK_KUBELET_PORT, VK_METRICS_PORT, DESCHEDULER_METRICS_PORT = 10250, 10255, 10258
+
+
+def network_policies(ov: Overflow, monitoring_namespace: str) -> list[Obj]:
+    """Default-deny ingress in the overflow namespace, then exactly what must reach it:
+    Prometheus to the three metrics ports, and anyone to the virtual-kubelets' kubelet API.
+
+    The kubelet API (logs, exec, attach on spilled pods) is called by the kube-apiserver,
+    which is not a pod: no namespace or pod selector matches it and its addresses are the
+    cluster's, so the port is open and the virtual-kubelet authenticates the caller with
+    client certificates (docs/overflow.md). Egress is not restricted: the gate reaches
+    Prometheus and the API server, each provider its own API, addresses the repository
+    does not know."""
+    def app(name: str) -> dict[str, Any]:
+        return {"matchLabels": {"app.kubernetes.io/name": name}}
+
+    namespace = {"matchLabels": {"kubernetes.io/metadata.name": monitoring_namespace}}
+    prometheus = [{"namespaceSelector": namespace}]
+    scrape = [(GATE, ov.gate.metrics_port), ("virtual-kubelet", VK_METRICS_PORT),
+              (DESCHEDULER, DESCHEDULER_METRICS_PORT)]
+    objects = [render(T + "networkpolicy.yaml.j2", name="default-deny-ingress", namespace=ov.namespace,
+                      pod_selector={}, ingress=None)]
+    for name, port in scrape:
+        objects.append(render(T + "networkpolicy.yaml.j2", name=f"{name}-metrics", namespace=ov.namespace,
+                              pod_selector=app(name),
+                              ingress=[{"from": prometheus, "ports": [{"protocol": "TCP", "port": port}]}]))
+    objects.append(render(T + "networkpolicy.yaml.j2", name="virtual-kubelet-api", namespace=ov.namespace,
+                          pod_selector=app("virtual-kubelet"),
+                          ingress=[{"ports": [{"protocol": "TCP", "port": VK_KUBELET_PORT}]}]))
+    return objects
+
+
 def inference_objects(ov: Overflow) -> list[Obj]:
     objects: list[Obj] = []
     for svc in ov.inference:
@@ -240,4 +272,5 @@ def generate(env: Environment) -> list[Obj]:
     objects += descheduler_objects(ov)
     objects += inference_objects(ov)
     objects += admission_objects(ov)
+    objects += network_policies(ov, env.monitoring.namespace)
     return objects

@@ -266,3 +266,27 @@ def test_each_inference_service_has_an_hpa_and_a_pdb(env: str) -> None:
                    if (o["metadata"]["name"], o["metadata"]["namespace"]) == (svc.deployment, svc.namespace))
         assert pdb["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
         assert pdb["spec"]["selector"] == {"matchLabels": dict(svc.pod_selector)}
+
+
+@pytest.mark.parametrize("env", OVERFLOW_ENVS)
+def test_ingress_is_denied_by_default_and_each_allow_opens_a_real_port(env: str) -> None:
+    policies = objects(env, "NetworkPolicy")
+    namespace = model.load(ROOT, env).overflow.namespace  # type: ignore[union-attr]
+    deny = [p for p in policies if p["spec"]["podSelector"] == {}]
+    assert len(deny) == 1 and "ingress" not in deny[0]["spec"]
+    assert deny[0]["metadata"]["namespace"] == namespace
+    opened = 0
+    for policy in policies:
+        selector = policy["spec"]["podSelector"].get("matchLabels")
+        if not selector:
+            continue
+        pods = [d for d in objects(env, "Deployment")
+                if selector.items() <= d["spec"]["template"]["metadata"]["labels"].items()]  # fmt: skip
+        assert pods, policy["metadata"]["name"]
+        for rule in policy["spec"]["ingress"]:
+            for port in rule["ports"]:
+                for pod in pods:
+                    exposed = {p["containerPort"] for c in _containers(pod) for p in c.get("ports", [])}
+                    assert port["port"] in exposed, (policy["metadata"]["name"], port, exposed)
+                    opened += 1
+    assert opened >= 4
