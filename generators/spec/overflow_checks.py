@@ -28,6 +28,7 @@ class _OverflowChecker:
 
     def run(self) -> list[Problem]:
         self.kubernetes_version()
+        self.digests()
         self.providers()
         self.gate()
         self.namespaces()
@@ -42,6 +43,23 @@ class _OverflowChecker:
                 f"{'.'.join(map(str, MIN_KUBERNETES))} or newer, the cluster runs {version}",
                 "cluster.kubernetesVersion", "virtual nodes are labelled by a MutatingAdmissionPolicy "
                 "(admissionregistration.k8s.io/v1, GA in 1.36)"))
+
+    def digests(self) -> None:
+        if not self.o.get("requireImageDigests"):
+            return
+        images: list[tuple[Path_, dict[str, Any]]] = [
+            *((("providers", i, "image"), p["image"]) for i, p in enumerate(self.o["providers"])),
+            (("gate", "image"), self.o["gate"]["image"]),
+            (("migrateBack", "image"), self.o["migrateBack"]["image"]),
+        ]
+        missing = [(path, f"{image['repository']}:{image['tag']}") for path, image in images
+                   if not image.get("digest")]  # fmt: skip
+        if missing:  # one line at the first, naming the rest: the fix is the same for all
+            (path, first), rest = missing[0], [name for _, name in missing[1:]]
+            more = f" (nor {', '.join(rest)})" if rest else ""
+            self.add(path, f"image {first} has no digest{more} and overflow.requireImageDigests is true",
+                     "add digest: sha256:<64 hex> as the registry reports it (e.g. `crane digest "
+                     f"{first}`)")
 
     def providers(self) -> None:
         seen: dict[str, int] = {}
