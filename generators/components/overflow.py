@@ -17,7 +17,6 @@ protection is on (defaultevictor.go applySystemCriticalPodsProtection).
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
 from generators import yamlemit
@@ -25,12 +24,13 @@ from generators.components import Obj
 from generators.components.overflow_admission import admission_objects
 from generators.model.overflow import (
     GATE_TAINT_VALUE,
-    PROVIDER_TAINT_KEY,
+    NODE_PREFIX,
     Overflow,
     Provider,
     Resources,
 )
 from generators.model.types import Environment
+from generators.providers.contract import CONFIG_DIR, CREDENTIALS_DIR, KUBELET_PORT, SERVING_DIR
 from generators.templating import render
 
 T = "overflow/"
@@ -89,11 +89,6 @@ def virtual_kubelet_rules(node: str) -> list[dict[str, Any]]:
 POD_INPUT_RULES = [_rule([""], ["configmaps", "secrets", "services"], ["get", "list", "watch"])]
 
 
-def credentials_rules(secret: str) -> list[dict[str, Any]]:
-    """A virtual-kubelet reads its own credentials Secret in the overflow namespace, no other."""
-    return [_rule([""], ["secrets"], ["get"], [secret])]
-
-
 def gate_rules(ov: Overflow) -> list[dict[str, Any]]:
     """list finds the nodes by label (list cannot be limited by name and only reads);
     get (re-read after a conflict) and patch only the rendered virtual nodes. The gate's
@@ -141,35 +136,39 @@ def _identity(ov: Overflow, account: str, cluster_name: str, rules: list[dict[st
 
 
 def pod_input_objects(ov: Overflow, provider: Provider) -> list[Obj]:
-    """Secrets/ConfigMaps/Services readable in the inference namespaces only, and the
-    provider's own credentials Secret (by name) in the overflow namespace."""
+    """Secrets/ConfigMaps/Services readable in the inference namespaces only. The provider's
+    own credentials are a Secret volume (the kubelet mounts it): its ServiceAccount needs no
+    right on any Secret of the overflow namespace."""
     inputs = f"{CLUSTER_PREFIX}{provider.node_name}-pod-inputs"
     objects = [render(T + "clusterrole.yaml.j2", name=inputs, rules=POD_INPUT_RULES)]
     for namespace in ov.inference_namespaces:
         objects.append(render(T + "rolebinding.yaml.j2", name=inputs, account=provider.node_name,
                               namespace=namespace, subject_namespace=ov.namespace, kind="ClusterRole"))
-    credentials = f"{provider.node_name}-credentials"
-    objects += [
-        render(T + "role.yaml.j2", name=credentials, namespace=ov.namespace,
-               rules=credentials_rules(provider.credentials.name)),
-        render(T + "rolebinding.yaml.j2", name=credentials, account=provider.node_name,
-               namespace=ov.namespace),
-    ]
     return objects
 
 
+def serving_secret(provider: Provider) -> str:
+    """The kubernetes.io/tls Secret a provider that needs a kubelet serving certificate mounts
+    (created out of band, like the credentials: no key material in git)."""
+    return f"{provider.node_name}-serving-cert"
+
+
 def provider_objects(ov: Overflow, provider: Provider) -> list[Obj]:
-    config = json.dumps(provider.config, indent=2, sort_keys=True) + "\n"
-    args = [f"--nodename={provider.node_name}", f"--provider={provider.type}",
-            "--provider-config=/etc/virtual-kubelet/config.json", "--os=Linux", "--metrics-addr=:10255"]
+    """The provider's program as its contract (generators/providers/) says it is started."""
+    contract = provider.contract
+    launch = contract.launch(provider.contract_input)
     return [
         *_identity(ov, provider.node_name, CLUSTER_PREFIX + provider.node_name,
                    virtual_kubelet_rules(provider.node_name)),
         *pod_input_objects(ov, provider),
         render(T + "configmap.yaml.j2", name=provider.node_name, namespace=ov.namespace,
-               data={"config.json": config}),
+               data={launch.config_file: launch.config_text}),
         render(T + "virtual-kubelet-deployment.yaml.j2", provider=provider, namespace=ov.namespace,
-               args=args, taint_key=PROVIDER_TAINT_KEY, config_sha256=_sha256(config),
+               args=list(launch.args), env=list(launch.env), config_sha256=_sha256(launch.config_text),
+               config_dir=CONFIG_DIR, credentials_dir=CREDENTIALS_DIR, serving_dir=SERVING_DIR,
+               serving_secret=serving_secret(provider) if contract.needs_serving_certificate else None,
+               kubelet_port=KUBELET_PORT, metrics_port=contract.metrics_port,
+               advertised_gpus=contract.advertised_gpus(provider.contract_input),
                **_hardened(provider.resources)),
     ]
 
@@ -220,7 +219,7 @@ def descheduler_objects(ov: Overflow) -> list[Obj]:
     ]
 
 
-VK_KUBELET_PORT, VK_METRICS_PORT, DESCHEDULER_METRICS_PORT = 10250, 10255, 10258
+DESCHEDULER_METRICS_PORT = 10258
 
 
 def network_policies(ov: Overflow, monitoring_namespace: str) -> list[Obj]:
@@ -234,12 +233,13 @@ def network_policies(ov: Overflow, monitoring_namespace: str) -> list[Obj]:
     Prometheus and the API server, each provider its own API, addresses the repository
     does not know."""
     def app(name: str) -> dict[str, Any]:
-        return {"matchLabels": {"app.kubernetes.io/name": name}}
+        key = "app.kubernetes.io/instance" if name.startswith(NODE_PREFIX) else "app.kubernetes.io/name"
+        return {"matchLabels": {key: name}}
 
     namespace = {"matchLabels": {"kubernetes.io/metadata.name": monitoring_namespace}}
     prometheus = [{"namespaceSelector": namespace}]
-    scrape = [(GATE, ov.gate.metrics_port), ("virtual-kubelet", VK_METRICS_PORT),
-              (DESCHEDULER, DESCHEDULER_METRICS_PORT)]
+    scrape = [(GATE, ov.gate.metrics_port), (DESCHEDULER, DESCHEDULER_METRICS_PORT)]
+    scrape += [(p.node_name, p.contract.metrics_port) for p in ov.providers if p.contract.metrics_port]
     objects = [render(T + "networkpolicy.yaml.j2", name="default-deny-ingress", namespace=ov.namespace,
                       pod_selector={}, ingress=None)]
     for name, port in scrape:
@@ -248,7 +248,7 @@ def network_policies(ov: Overflow, monitoring_namespace: str) -> list[Obj]:
                               ingress=[{"from": prometheus, "ports": [{"protocol": "TCP", "port": port}]}]))
     objects.append(render(T + "networkpolicy.yaml.j2", name="virtual-kubelet-api", namespace=ov.namespace,
                           pod_selector=app("virtual-kubelet"),
-                          ingress=[{"ports": [{"protocol": "TCP", "port": VK_KUBELET_PORT}]}]))
+                          ingress=[{"ports": [{"protocol": "TCP", "port": KUBELET_PORT}]}]))
     return objects
 
 

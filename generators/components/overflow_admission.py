@@ -22,7 +22,6 @@ from generators.model.overflow import (
     GATE_TAINT_VALUE,
     IN_CLUSTER_WEIGHT,
     PROVIDER_LABEL,
-    PROVIDER_TAINT_KEY,
     VIRTUAL_NODE_LABELS,
     InferenceService,
     Overflow,
@@ -194,6 +193,8 @@ def inference_pod_snippet(ov: Overflow, svc: InferenceService) -> dict[str, Any]
         {"key": PROVIDER_LABEL, "operator": "In", "values": [p.name]}]}} for p in ov.providers]
     return {
         "priorityClassName": svc.tier,
-        "tolerations": [{"key": PROVIDER_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+        # Each provider's node carries its own program's taint (generators/providers/).
+        "tolerations": [{"key": key, "operator": "Exists", "effect": "NoSchedule"}
+                        for key in sorted({p.node_taint.key for p in ov.providers})],
         "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferences}},
     }

@@ -62,8 +62,27 @@ class _OverflowChecker:
                      f"{first}`)")
 
     def providers(self) -> None:
+        from generators.providers import CONTRACTS
+
         seen: dict[str, int] = {}
         for i, provider in enumerate(self.o["providers"]):
+            contract = CONTRACTS.get(provider["type"])
+            if contract is None:
+                close = difflib.get_close_matches(provider["type"], list(CONTRACTS), n=1)
+                self.add(("providers", i, "type"), f"unknown provider type {provider['type']!r}",
+                         (f"did you mean {close[0]!r}? " if close else "")
+                         + f"supported: {', '.join(sorted(CONTRACTS))} (generators/providers/)")
+            else:
+                for key in provider.get("config", {}):
+                    if key in contract.reserved_config_keys():
+                        self.add(("providers", i, "config", key),
+                                 f"{key!r} is set by the {contract.type} contract",
+                                 "GPU capacity comes from `gpus`, credentials from credentialsSecret")
+                    elif key not in contract.config_keys and key.lower() not in {
+                            k.lower() for k in contract.config_keys}:
+                        self.add(("providers", i, "config", key),
+                                 f"{contract.type} reads no config key {key!r}",
+                                 f"its keys: {', '.join(sorted(contract.config_keys))}")
             name = provider["name"]
             if name in seen:
                 self.add(("providers", i, "name"), f"duplicate provider name {name!r}",
@@ -75,7 +94,7 @@ class _OverflowChecker:
         # the file), so importing it at module level here would be circular.
         from generators.model.overflow import (
             INFERENCE_ROLES,
-            PROVIDER_TAINT_KEY,
+            INFERENCE_TOLERATED_TAINT_KEYS,
             blocks_inference,
             fill_order,
             stagger_step,
@@ -87,9 +106,10 @@ class _OverflowChecker:
             self.add(("gate", "closeWhenFreeGpusAtLeast"), f"closeWhenFreeGpusAtLeast ({close_at}) must "
                      f"be greater than openWhenFreeGpusBelow ({open_below})",
                      "the band between them is what stops the gate from flapping")
-        if gate["taintKey"] == PROVIDER_TAINT_KEY:
-            self.add(("gate", "taintKey"), f"the gate taint key must differ from {PROVIDER_TAINT_KEY!r}",
-                     "inference tolerates the provider taint but must never tolerate the gate")
+        if gate["taintKey"] in INFERENCE_TOLERATED_TAINT_KEYS:
+            self.add(("gate", "taintKey"), f"the gate taint key must differ from {gate['taintKey']!r}",
+                     "inference tolerates the providers' taints "
+                     f"({', '.join(INFERENCE_TOLERATED_TAINT_KEYS)}) but must never tolerate the gate")
         usable = [p["name"] for p in self.v["pools"] if p["role"] in INFERENCE_ROLES
                   and not any(blocks_inference(t["key"], t["effect"]) for t in p["taints"])]
         if "freeGpusQuery" not in gate and not usable:

@@ -228,22 +228,16 @@ def test_deployments_are_hardened_pinned_and_bounded(env: str) -> None:
 
 
 @pytest.mark.parametrize("env", OVERFLOW_ENVS)
-def test_virtual_kubelets_register_their_node_with_the_provider_taint(env: str) -> None:
+def test_virtual_kubelets_are_scoped_to_their_node_and_mount_credentials(env: str) -> None:
+    # Flags, config and taint per provider type: test_provider_contracts.py.
     ov = model.load(ROOT, env).overflow
     assert ov is not None
     for provider in ov.providers:
         deployment = one(env, "Deployment", provider.node_name)
         [container] = deployment["spec"]["template"]["spec"]["containers"]
-        assert f"--nodename={provider.node_name}" in container["args"]
-        assert f"--provider={provider.type}" in container["args"]
-        assert "--provider-config=/etc/virtual-kubelet/config.json" in container["args"]
-        env_vars = {e["name"]: e for e in container["env"]}
-        assert env_vars["VKUBELET_TAINT_KEY"]["value"] == "virtual-kubelet.io/provider"
-        assert env_vars["VKUBELET_TAINT_VALUE"]["value"] == provider.type
-        assert env_vars["VKUBELET_TAINT_EFFECT"]["value"] == "NoSchedule"
-        secret = env_vars[provider.credentials.env]["valueFrom"]["secretKeyRef"]
-        assert secret == {"name": provider.credentials.name, "key": provider.credentials.key}
-        assert "config.json" in one(env, "ConfigMap", provider.node_name)["data"]
+        assert not any("secretKeyRef" in str(e) for e in container["env"])  # files, never env
+        volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
+        assert volumes["credentials"]["secret"]["secretName"] == provider.credentials.name
         role = one(env, "ClusterRole", f"trainyard-{provider.node_name}")
         scoped = [r for r in role["rules"] if "resourceNames" in r]
         assert scoped and all(r["resourceNames"] == [provider.node_name] for r in scoped)
