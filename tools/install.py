@@ -169,6 +169,13 @@ def _tools() -> dict[str, Tool]:
             smoke=("-version",),
         ),
         Tool(
+            "kube-score",
+            simple("kube-score", "github.com/zegl/kube-score"),
+            "github.com/zegl/kube-score/cmd/kube-score",
+            ldflags=(_x("main.version", PINS["kube-score"].lstrip("v")),),
+            smoke=("version",),
+        ),
+        Tool(
             "promtool",
             prom,
             "github.com/prometheus/prometheus/cmd/promtool",

@@ -18,7 +18,7 @@ from typing import Protocol
 from .hysteresis import Decision, GateMemory, GateState, step
 from .log import event
 from .metrics import GateMetrics
-from .nodes import NodeTaints, is_converged, state_of
+from .nodes import NodeTaints, api_error, carries_gate, is_converged, state_of
 from .policy import Gate, Taint, TaintPolicy
 from .prometheus import QueryFailed
 
@@ -73,6 +73,9 @@ class GateEvaluator:
         except QueryFailed as err:
             free, error = None, str(err)
             event(LOG, logging.WARNING, "free-GPU query failed", error=error)
+        except Exception as err:  # a bug or a surprise in the client: still just no value
+            free, error = None, f"{type(err).__name__}: {err}".splitlines()[0]
+            event(LOG, logging.ERROR, "free-GPU query failed unexpectedly", error=error)
         now = self._clock()
         self._metrics.record_query(free, self._wall_clock())
         decisions = {}
@@ -134,50 +137,69 @@ class TaintEnforcer:
         return states
 
     def enforce(self, gate: Gate, state: GateState) -> bool:
-        """Converge one gate's nodes; False if the Kubernetes API failed (logged)."""
+        """Converge one gate's nodes; False if the Kubernetes API failed (logged).
+
+        Records what is on the nodes afterwards (trainyard_gate_closed, _matched_nodes):
+        a patch that failed, or a dry run, leaves the node as it was, and the metric says so.
+        """
         ok = True
         try:
             nodes = self._nodes.list(gate.label_selector)
         except Exception as err:  # the API or the network; retried next pass
             self._api_failure(gate, None, err)
             return False
+        if not nodes and self._reported.get((gate.name, "")) is not state:
+            # Nothing to guard: say so once per state, the metric and its alert say it on.
+            self._reported[(gate.name, "")] = state
+            event(LOG, logging.WARNING, "gate selector matches no node", gate=gate.name,
+                  selector=gate.label_selector, state=state.value)  # fmt: skip
+        open_nodes = 0
         for node in nodes:
             if is_converged(node, gate.taint, state):
+                open_nodes += not carries_gate(node.taints, gate.taint)
                 continue
-            action = "taint" if state is GateState.CLOSED else "untaint"
-            if self.dry_run:
-                # Nothing changes in dry run, so every pass would repeat this: report once.
-                if self._reported.get((gate.name, node.name)) is not state:
-                    self._reported[(gate.name, node.name)] = state
-                    self._metrics.record_patch(gate.name, state is GateState.CLOSED, True)
-                    event(
-                        LOG,
-                        logging.INFO,
-                        "node patch skipped (dry run)",
-                        gate=gate.name,
-                        node=node.name,
-                        action=action,
-                        state=state.value,
-                    )
-                continue
-            try:
-                patched = self._nodes.converge(node, gate.taint, state)
-            except Exception as err:
-                self._api_failure(gate, node.name, err)
-                ok = False
-                continue
-            if patched:
-                self._metrics.record_patch(gate.name, state is GateState.CLOSED, dry_run=False)
+            tainted, reached = self._converge(gate, node, state)
+            open_nodes += not tainted
+            ok = ok and reached
+        self._metrics.record_nodes(gate.name, len(nodes), closed=open_nodes == 0)
+        return ok
+
+    def _converge(self, gate: Gate, node: NodeTaints, state: GateState) -> tuple[bool, bool]:
+        """Bring one node to `state`: (carries the gate taint afterwards, API call succeeded)."""
+        before = carries_gate(node.taints, gate.taint)
+        action = "taint" if state is GateState.CLOSED else "untaint"
+        if self.dry_run:
+            # Nothing changes in dry run, so every pass would repeat this: report once.
+            if self._reported.get((gate.name, node.name)) is not state:
+                self._reported[(gate.name, node.name)] = state
+                self._metrics.record_patch(gate.name, state is GateState.CLOSED, True)
                 event(
                     LOG,
                     logging.INFO,
-                    "node patched",
+                    "node patch skipped (dry run)",
                     gate=gate.name,
                     node=node.name,
                     action=action,
                     state=state.value,
                 )
-        return ok
+            return before, True
+        try:
+            patched = self._nodes.converge(node, gate.taint, state)
+        except Exception as err:
+            self._api_failure(gate, node.name, err)
+            return before, False
+        if patched:
+            self._metrics.record_patch(gate.name, state is GateState.CLOSED, dry_run=False)
+            event(
+                LOG,
+                logging.INFO,
+                "node patched",
+                gate=gate.name,
+                node=node.name,
+                action=action,
+                state=state.value,
+            )
+        return state is GateState.CLOSED, True
 
     def _api_failure(self, gate: Gate, node: str | None, err: Exception) -> None:
         self._metrics.errors.labels(stage="nodes").inc()
@@ -187,5 +209,5 @@ class TaintEnforcer:
             "node taint update failed",
             gate=gate.name,
             node=node,
-            error=f"{type(err).__name__}: {err}".splitlines()[0],
+            error=api_error(err),
         )

@@ -1,16 +1,20 @@
-"""The controller's own /metrics, on a private registry (no process-global state)."""
+"""The controller's own /metrics and /healthz, on a private registry (no global state)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from threading import Thread
-from wsgiref.simple_server import WSGIServer
+import threading
+import time
+from collections.abc import Callable, Iterable
+from socketserver import ThreadingMixIn
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, make_wsgi_app
 
 from .hysteresis import Decision, GateState
 
 PREFIX = "trainyard_gate"
+STAGES = ("query", "nodes", "pass", "election")
 DIRECTIONS = ("open", "close")
 ACTIONS = ("taint", "untaint")
 
@@ -23,8 +27,26 @@ class GateMetrics:
         reg = self.registry
         self.closed = Gauge(
             f"{PREFIX}_closed",
-            "1 while the gate is closed (taint on the provider's nodes), 0 while open",
+            "1 when no matching node lacks the gate taint (key and effect), as last read "
+            "from the nodes; 0 when some node is open to spilled pods",
             ["gate"],
+            registry=reg,
+        )
+        self.desired_closed = Gauge(
+            f"{PREFIX}_desired_closed",
+            "1 while the gate's state machine is closed, 0 while open (what it asks the nodes for)",
+            ["gate"],
+            registry=reg,
+        )
+        self.matched_nodes = Gauge(
+            f"{PREFIX}_matched_nodes",
+            "Nodes the gate's selector matched at the last read (0: the gate guards nothing)",
+            ["gate"],
+            registry=reg,
+        )
+        self.leader = Gauge(
+            f"{PREFIX}_leader",
+            "1 while this process holds the Lease and acts, 0 while it stands by",
             registry=reg,
         )
         self.transitions = Counter(
@@ -56,12 +78,13 @@ class GateMetrics:
         )
         self.errors = Counter(
             f"{PREFIX}_errors",
-            "Failures by stage: query (Prometheus) or nodes (Kubernetes API)",
+            "Failures by stage: query (Prometheus), nodes (Kubernetes API), pass (anything "
+            "else in one reconcile pass, logged and survived), election (the Lease)",
             ["stage"],
             registry=reg,
         )
         self.free_gpus.set(float("nan"))
-        for stage in ("query", "nodes"):
+        for stage in STAGES:
             self.errors.labels(stage=stage)
         for gate in gates:
             for direction in DIRECTIONS:
@@ -77,7 +100,12 @@ class GateMetrics:
         self.free_gpus.set(free_gpus)
 
     def record_state(self, gate: str, state: GateState) -> None:
-        self.closed.labels(gate=gate).set(1 if state is GateState.CLOSED else 0)
+        self.desired_closed.labels(gate=gate).set(1 if state is GateState.CLOSED else 0)
+
+    def record_nodes(self, gate: str, matched: int, closed: bool) -> None:
+        """What is on the nodes after a pass, not what the state machine wants."""
+        self.matched_nodes.labels(gate=gate).set(matched)
+        self.closed.labels(gate=gate).set(1 if closed else 0)
 
     def record_decision(self, gate: str, decision: Decision) -> None:
         self.record_state(gate, decision.state)
@@ -89,6 +117,55 @@ class GateMetrics:
         action = "taint" if closed else "untaint"
         self.node_patches.labels(gate=gate, action=action, dry_run=str(dry_run).lower()).inc()
 
-    def serve(self, port: int, address: str) -> tuple[WSGIServer, Thread]:
-        """Serve /metrics from a daemon thread; shut down with server.shutdown()."""
-        return start_http_server(port, addr=address, registry=self.registry)
+    def serve(self, port: int, address: str, health: Health) -> tuple[WSGIServer, threading.Thread]:
+        """Serve /metrics and /healthz from a daemon thread; stop with server.shutdown()."""
+        metrics_app = make_wsgi_app(self.registry)
+
+        def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+            if environ.get("PATH_INFO") == "/healthz":
+                ok, why = health.check()
+                start_response("200 OK" if ok else "503 Service Unavailable",
+                               [("Content-Type", "text/plain; charset=utf-8")])
+                return [f"{why}\n".encode()]
+            return metrics_app(environ, start_response)  # type: ignore[no-any-return]
+
+        server = make_server(address, port, app, _ThreadingServer, _QuietHandler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        return server, thread
+
+
+class Health:
+    """Liveness: fails when the work loop has stopped advancing.
+
+    /metrics is served by another thread and keeps answering when the loop is stuck (a
+    hung API call, a deadlock), so probing it proved nothing. The loop (or, while this
+    process stands by, the leader election loop) calls beat(); /healthz answers 503 once
+    no beat came for `max_age_seconds`.
+    """
+
+    def __init__(self, max_age_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_age_seconds = max_age_seconds
+        self._clock = clock
+        self._last = clock()
+        self._lock = threading.Lock()
+
+    def beat(self) -> None:
+        with self._lock:
+            self._last = self._clock()
+
+    def check(self) -> tuple[bool, str]:
+        with self._lock:
+            age = self._clock() - self._last
+        if age > self.max_age_seconds:
+            return False, f"loop stalled: last pass {age:.0f}s ago (limit {self.max_age_seconds:.0f}s)"
+        return True, f"ok: last pass {age:.1f}s ago"
+
+
+class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True  # a slow scraper must not hold up shutdown
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # probes every few seconds would drown the JSON log

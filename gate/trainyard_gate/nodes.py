@@ -9,6 +9,7 @@ read instead of overwriting the other writer's taint.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -62,11 +63,41 @@ def desired_taints(taints: Sequence[TaintDict], taint: Taint, state: GateState) 
     return kept
 
 
+def carries_gate(taints: Sequence[TaintDict], taint: Taint) -> bool:
+    """The node is closed to new pods by this gate: its key with its effect, whatever the
+    value (the scheduler matches a NoSchedule taint by key and effect too, and a toleration
+    for one value would not tolerate another, so any value keeps inference off)."""
+    return any(owns(entry, taint) for entry in taints)
+
+
 def state_of(nodes: Sequence[NodeTaints], taint: Taint) -> GateState:
-    """Start-up state: closed when every matching node has the taint (or there is none)."""
-    if all(has_gate_taint(node.taints, taint) for node in nodes):
-        return GateState.CLOSED
-    return GateState.OPEN
+    """Start-up state, failing safe: open only when at least one node matches and none
+    carries the gate's key and effect. A node recreated while the gate was down carries
+    the taint from creation (the rendered MutatingAdmissionPolicy adds it), a restart in
+    the middle of a transition leaves some node tainted, and a wrong value still counts
+    as closed: all of these start closed, and opening again must be earned."""
+    if nodes and not any(carries_gate(node.taints, taint) for node in nodes):
+        return GateState.OPEN
+    return GateState.CLOSED
+
+
+def api_error(err: BaseException) -> str:
+    """One line naming what went wrong, with the API server's own message when there is one.
+
+    str(ApiException) starts with "(403)" and puts the reason and body on later lines, so
+    its first line alone says nothing; the body's `message` is what an operator needs.
+    """
+    if isinstance(err, client.ApiException):
+        message = ""
+        try:
+            body = json.loads(err.body) if err.body else None
+        except (ValueError, TypeError, RecursionError):
+            body = None
+        if isinstance(body, dict) and isinstance(body.get("message"), str):
+            message = body["message"]
+        text = f"HTTP {err.status} {err.reason or ''}".rstrip()
+        return f"{text}: {message}" if message else text
+    return f"{type(err).__name__}: {err}".splitlines()[0]
 
 
 class KubeNodes:

@@ -17,7 +17,6 @@ protection is on (defaultevictor.go applySystemCriticalPodsProtection).
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
 from generators import yamlemit
@@ -25,12 +24,13 @@ from generators.components import Obj
 from generators.components.overflow_admission import admission_objects
 from generators.model.overflow import (
     GATE_TAINT_VALUE,
-    PROVIDER_TAINT_KEY,
+    NODE_PREFIX,
     Overflow,
     Provider,
     Resources,
 )
 from generators.model.types import Environment
+from generators.providers.contract import CONFIG_DIR, CREDENTIALS_DIR, KUBELET_PORT, SERVING_DIR
 from generators.templating import render
 
 T = "overflow/"
@@ -67,10 +67,12 @@ def _rule(groups: list[str], resources: list[str], verbs: list[str], names: list
 
 
 def virtual_kubelet_rules(node: str) -> list[dict[str, Any]]:
-    """What a virtual-kubelet needs (../shared/reference/overflow.md), scoped to its own node
-    and lease where the API allows resourceNames (create, list and watch cannot be)."""
+    """What a virtual-kubelet needs cluster-wide (../shared/reference/overflow.md), scoped to
+    its own node and lease where the API allows resourceNames (create, list and watch cannot
+    be). ConfigMaps, Secrets and Services are NOT here: pod_input_rules, bound only in the
+    namespaces that run spilled pods, so one provider cannot read another's credentials in
+    the overflow namespace (or any other Secret in the cluster)."""
     return [
-        _rule([""], ["configmaps", "secrets", "services"], ["get", "list", "watch"]),
         _rule([""], ["pods"], ["get", "list", "watch", "patch", "delete"]),
         _rule([""], ["pods/status"], ["update", "patch"]),
         _rule([""], ["nodes"], ["create", "list", "watch"]),
@@ -82,7 +84,17 @@ def virtual_kubelet_rules(node: str) -> list[dict[str, Any]]:
     ]
 
 
-GATE_RULES = [_rule([""], ["nodes"], ["get", "list", "watch", "patch"])]
+# What a spilled pod may reference (env, volumes, service links), readable only where
+# spilled pods run: a RoleBinding per inference namespace to this ClusterRole.
+POD_INPUT_RULES = [_rule([""], ["configmaps", "secrets", "services"], ["get", "list", "watch"])]
+
+
+def gate_rules(ov: Overflow) -> list[dict[str, Any]]:
+    """list finds the nodes by label (list cannot be limited by name and only reads);
+    get (re-read after a conflict) and patch only the rendered virtual nodes. The gate's
+    ValidatingAdmissionPolicy then limits a patch to its own taint."""
+    return [_rule([""], ["nodes"], ["list"]),
+            _rule([""], ["nodes"], ["get", "patch"], list(ov.virtual_nodes))]
 DESCHEDULER_RULES = [
     _rule(["", "events.k8s.io"], ["events"], ["create", "update"]),
     _rule([""], ["nodes", "namespaces", "pods"], ["get", "list", "watch"]),
@@ -90,6 +102,10 @@ DESCHEDULER_RULES = [
     _rule(["scheduling.k8s.io"], ["priorityclasses"], ["get", "list", "watch"]),
     _rule(["policy"], ["poddisruptionbudgets"], ["get", "list", "watch"]),
     _rule([""], ["persistentvolumeclaims"], ["get", "list", "watch"]),
+]
+GATE_LEASE_RULES = [  # the client's LeaseLock reads, creates and replaces its one Lease
+    _rule(["coordination.k8s.io"], ["leases"], ["create"]),
+    _rule(["coordination.k8s.io"], ["leases"], ["get", "update"], [GATE]),
 ]
 DESCHEDULER_LEASE_RULES = [  # only used if leader election is ever turned on; own namespace only
     _rule(["coordination.k8s.io"], ["leases"], ["create"]),
@@ -119,17 +135,40 @@ def _identity(ov: Overflow, account: str, cluster_name: str, rules: list[dict[st
     ]
 
 
+def pod_input_objects(ov: Overflow, provider: Provider) -> list[Obj]:
+    """Secrets/ConfigMaps/Services readable in the inference namespaces only. The provider's
+    own credentials are a Secret volume (the kubelet mounts it): its ServiceAccount needs no
+    right on any Secret of the overflow namespace."""
+    inputs = f"{CLUSTER_PREFIX}{provider.node_name}-pod-inputs"
+    objects = [render(T + "clusterrole.yaml.j2", name=inputs, rules=POD_INPUT_RULES)]
+    for namespace in ov.inference_namespaces:
+        objects.append(render(T + "rolebinding.yaml.j2", name=inputs, account=provider.node_name,
+                              namespace=namespace, subject_namespace=ov.namespace, kind="ClusterRole"))
+    return objects
+
+
+def serving_secret(provider: Provider) -> str:
+    """The kubernetes.io/tls Secret a provider that needs a kubelet serving certificate mounts
+    (created out of band, like the credentials: no key material in git)."""
+    return f"{provider.node_name}-serving-cert"
+
+
 def provider_objects(ov: Overflow, provider: Provider) -> list[Obj]:
-    config = json.dumps(provider.config, indent=2, sort_keys=True) + "\n"
-    args = [f"--nodename={provider.node_name}", f"--provider={provider.type}",
-            "--provider-config=/etc/virtual-kubelet/config.json", "--os=Linux", "--metrics-addr=:10255"]
+    """The provider's program as its contract (generators/providers/) says it is started."""
+    contract = provider.contract
+    launch = contract.launch(provider.contract_input)
     return [
         *_identity(ov, provider.node_name, CLUSTER_PREFIX + provider.node_name,
                    virtual_kubelet_rules(provider.node_name)),
+        *pod_input_objects(ov, provider),
         render(T + "configmap.yaml.j2", name=provider.node_name, namespace=ov.namespace,
-               data={"config.json": config}),
+               data={launch.config_file: launch.config_text}),
         render(T + "virtual-kubelet-deployment.yaml.j2", provider=provider, namespace=ov.namespace,
-               args=args, taint_key=PROVIDER_TAINT_KEY, config_sha256=_sha256(config),
+               args=list(launch.args), env=list(launch.env), config_sha256=_sha256(launch.config_text),
+               config_dir=CONFIG_DIR, credentials_dir=CREDENTIALS_DIR, serving_dir=SERVING_DIR,
+               serving_secret=serving_secret(provider) if contract.needs_serving_certificate else None,
+               kubelet_port=KUBELET_PORT, metrics_port=contract.metrics_port,
+               advertised_gpus=contract.advertised_gpus(provider.contract_input),
                **_hardened(provider.resources)),
     ]
 
@@ -143,9 +182,12 @@ def taint_policy(ov: Overflow) -> Obj:
 
 def gate_objects(ov: Overflow) -> list[Obj]:
     policy = yamlemit.dump(taint_policy(ov))
-    args = [f"--policy=/etc/trainyard/{POLICY_FILE}", f"--metrics-port={ov.gate.metrics_port}"]
+    args = [f"--policy=/etc/trainyard/{POLICY_FILE}", f"--metrics-port={ov.gate.metrics_port}",
+            f"--lease-namespace={ov.namespace}", f"--lease-name={GATE}"]
     return [
-        *_identity(ov, GATE, CLUSTER_PREFIX + GATE, GATE_RULES),
+        *_identity(ov, GATE, CLUSTER_PREFIX + GATE, gate_rules(ov)),
+        render(T + "role.yaml.j2", name=GATE, namespace=ov.namespace, rules=GATE_LEASE_RULES),
+        render(T + "rolebinding.yaml.j2", name=GATE, account=GATE, namespace=ov.namespace),
         render(T + "configmap.yaml.j2", name=GATE, namespace=ov.namespace, data={POLICY_FILE: policy}),
         render(T + "gate-deployment.yaml.j2", name=GATE, namespace=ov.namespace, gate=ov.gate, args=args,
                policy_sha256=_sha256(policy), **_hardened(ov.gate.resources)),
@@ -177,6 +219,39 @@ def descheduler_objects(ov: Overflow) -> list[Obj]:
     ]
 
 
+DESCHEDULER_METRICS_PORT = 10258
+
+
+def network_policies(ov: Overflow, monitoring_namespace: str) -> list[Obj]:
+    """Default-deny ingress in the overflow namespace, then exactly what must reach it:
+    Prometheus to the three metrics ports, and anyone to the virtual-kubelets' kubelet API.
+
+    The kubelet API (logs, exec, attach on spilled pods) is called by the kube-apiserver,
+    which is not a pod: no namespace or pod selector matches it and its addresses are the
+    cluster's, so the port is open and the virtual-kubelet authenticates the caller with
+    client certificates (docs/overflow.md). Egress is not restricted: the gate reaches
+    Prometheus and the API server, each provider its own API, addresses the repository
+    does not know."""
+    def app(name: str) -> dict[str, Any]:
+        key = "app.kubernetes.io/instance" if name.startswith(NODE_PREFIX) else "app.kubernetes.io/name"
+        return {"matchLabels": {key: name}}
+
+    namespace = {"matchLabels": {"kubernetes.io/metadata.name": monitoring_namespace}}
+    prometheus = [{"namespaceSelector": namespace}]
+    scrape = [(GATE, ov.gate.metrics_port), (DESCHEDULER, DESCHEDULER_METRICS_PORT)]
+    scrape += [(p.node_name, p.contract.metrics_port) for p in ov.providers if p.contract.metrics_port]
+    objects = [render(T + "networkpolicy.yaml.j2", name="default-deny-ingress", namespace=ov.namespace,
+                      pod_selector={}, ingress=None)]
+    for name, port in scrape:
+        objects.append(render(T + "networkpolicy.yaml.j2", name=f"{name}-metrics", namespace=ov.namespace,
+                              pod_selector=app(name),
+                              ingress=[{"from": prometheus, "ports": [{"protocol": "TCP", "port": port}]}]))
+    objects.append(render(T + "networkpolicy.yaml.j2", name="virtual-kubelet-api", namespace=ov.namespace,
+                          pod_selector=app("virtual-kubelet"),
+                          ingress=[{"ports": [{"protocol": "TCP", "port": KUBELET_PORT}]}]))
+    return objects
+
+
 def inference_objects(ov: Overflow) -> list[Obj]:
     objects: list[Obj] = []
     for svc in ov.inference:
@@ -197,4 +272,5 @@ def generate(env: Environment) -> list[Obj]:
     objects += descheduler_objects(ov)
     objects += inference_objects(ov)
     objects += admission_objects(ov)
+    objects += network_policies(ov, env.monitoring.namespace)
     return objects

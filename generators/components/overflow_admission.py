@@ -1,10 +1,15 @@
 """The overflow admission policies (CEL) and the pod snippet inference Deployments use.
 
 - MutatingAdmissionPolicy: labels node vk-<p> with trainyard.dev/provider=<p> (virtual-kubelet
-  has no flag for extra node labels), so gates and affinities select providers by label.
+  has no flag for extra node labels), so gates and affinities select providers by label, and
+  gives a newly created vk-<p> the closed gate taint (fail safe while the gate is down).
 - ValidatingAdmissionPolicy: in the inference namespaces, refuses pods that tolerate the gate
   taint (directly or through a key-less Exists toleration) or carry a NoExecute toleration
   other than the two the API server adds to every pod itself.
+- ValidatingAdmissionPolicy on the gate controller's identity: a node update may only add or
+  remove its own NoSchedule taint (labels, annotations, other taints, unschedulable kept).
+- ValidatingAdmissionPolicy on the virtual-kubelets' identities: a node update may not drop
+  the gate taint (a provider must not open its own gate).
 """
 
 from __future__ import annotations
@@ -14,9 +19,9 @@ from typing import Any
 
 from generators.components import Obj
 from generators.model.overflow import (
+    GATE_TAINT_VALUE,
     IN_CLUSTER_WEIGHT,
     PROVIDER_LABEL,
-    PROVIDER_TAINT_KEY,
     VIRTUAL_NODE_LABELS,
     InferenceService,
     Overflow,
@@ -26,6 +31,8 @@ from generators.templating import render
 T = "overflow/"
 NODE_LABEL_POLICY = "trainyard-virtual-node-labels"
 TOLERATION_POLICY = "trainyard-inference-tolerations"
+GATE_NODE_POLICY = "trainyard-gate-node-changes"
+VK_NODE_POLICY = "trainyard-virtual-kubelet-gate-taint"
 # DefaultTolerationSeconds adds these NoExecute tolerations to every pod; they are harmless.
 LIFECYCLE_NOEXECUTE_KEYS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 
@@ -35,15 +42,34 @@ def _cel(value: Any) -> str:
     return json.dumps(value)
 
 
+def gate_taint_patch(ov: Overflow) -> str:
+    """JSONPatch CEL adding the closed gate taint to a node being created, unless it already
+    has the gate's key with NoSchedule. spec.taints is an atomic list: an ApplyConfiguration
+    would replace the provider's own taints, a JSONPatch "add .../-" appends."""
+    taint = (f"Object.spec.taints{{key: {_cel(ov.gate.taint_key)}, value: {_cel(GATE_TAINT_VALUE)}, "
+             "effect: 'NoSchedule'}")
+    has_taints = "has(object.spec) && has(object.spec.taints)"
+    present = (f"({has_taints} && object.spec.taints.exists(t, t.key == {_cel(ov.gate.taint_key)} "
+               "&& t.effect == 'NoSchedule'))")
+    return (f"request.operation != 'CREATE' || {present} ? [] : "
+            f"{has_taints} ? [JSONPatch{{op: 'add', path: '/spec/taints/-', value: {taint}}}] : "
+            f"has(object.spec) ? [JSONPatch{{op: 'add', path: '/spec/taints', value: [{taint}]}}] : "
+            f"[JSONPatch{{op: 'add', path: '/spec', value: Object.spec{{taints: [{taint}]}}}}]")
+
+
 def node_label_policy(ov: Overflow) -> list[Obj]:
     providers = {p.node_name: p.name for p in ov.providers}
     apply = (f"Object{{metadata: Object.metadata{{labels: {{{_cel(PROVIDER_LABEL)}: "
              "variables.provider}}}")
+    mutations = [
+        {"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": apply}},
+        {"patchType": "JSONPatch", "jsonPatch": {"expression": gate_taint_patch(ov)}},
+    ]
     return [
         render(T + "mutatingadmissionpolicy.yaml.j2", name=NODE_LABEL_POLICY,
                match_expression=f"object.metadata.name in {_cel(sorted(providers))}",
                provider_expression=f"{_cel(providers)}[object.metadata.name]",
-               apply_expression=apply),
+               mutations=mutations),
         render(T + "mutatingadmissionpolicybinding.yaml.j2", name=NODE_LABEL_POLICY),
     ]
 
@@ -85,8 +111,75 @@ def toleration_policy(ov: Overflow) -> list[Obj]:
     ]
 
 
+def service_account(ov: Overflow, name: str) -> str:
+    return f"system:serviceaccount:{ov.namespace}:{name}"
+
+
+def _taints(var: str) -> str:
+    return f"(has({var}.spec) && has({var}.spec.taints) ? {var}.spec.taints : [])"
+
+
+def _field(var: str, parent: str, field: str, empty: str) -> str:
+    return f"(has({var}.{parent}.{field}) ? {var}.{parent}.{field} : {empty})"
+
+
+def _same_map(field: str, exempt: str) -> str:
+    """metadata.<field> equal in object and oldObject, except key `exempt`: the node-label
+    MutatingAdmissionPolicy sets the provider label on any update, so an update by the gate
+    may carry it in when the node was created before the policy was active."""
+    new = _field("object", "metadata", field, "{}")
+    old = _field("oldObject", "metadata", field, "{}")
+    return (f"{old}.all(k, k == {_cel(exempt)} || (k in {new} && {new}[k] == {old}[k])) && "
+            f"{new}.all(k, k == {_cel(exempt)} || k in {old})")
+
+
+def gate_node_validations(key: str) -> list[dict[str, str]]:
+    """CEL over a node UPDATE by the gate: the only difference allowed is its own taint."""
+    others = "{t}.filter(x, x.key != " + _cel(key) + ")"
+    new, old = _taints("object"), _taints("oldObject")
+    same = "the overflow gate may only add or remove its own NoSchedule taint on a node"
+    return [
+        {"expression": f"{others.format(t=new)} == {others.format(t=old)}",
+         "message": f"{same}: other taints must stay as they are", "reason": "Forbidden"},
+        {"expression": f"{new}.filter(x, x.key == {_cel(key)}).all(x, x.effect == 'NoSchedule' && "
+                       f"has(x.value) && x.value == {_cel(GATE_TAINT_VALUE)})",
+         "message": f"{same}: {key}={GATE_TAINT_VALUE}:NoSchedule", "reason": "Forbidden"},
+        {"expression": f"{_same_map('labels', PROVIDER_LABEL)} && {_same_map('annotations', '')}",
+         "message": f"{same}: labels and annotations must stay as they are", "reason": "Forbidden"},
+        {"expression": f"{_field('object', 'spec', 'unschedulable', 'false')} == "
+                       f"{_field('oldObject', 'spec', 'unschedulable', 'false')}",
+         "message": f"{same}: it may not cordon or uncordon", "reason": "Forbidden"},
+    ]
+
+
+def virtual_kubelet_validations(key: str) -> list[dict[str, str]]:
+    had = f"{_taints('oldObject')}.exists(x, x.key == {_cel(key)} && x.effect == 'NoSchedule')"
+    has = f"{_taints('object')}.exists(x, x.key == {_cel(key)} && x.effect == 'NoSchedule')"
+    return [{"expression": f"!{had} || {has}",
+             "message": f"a virtual-kubelet may not remove the overflow gate taint {key}: only the "
+                        "gate controller opens a provider", "reason": "Forbidden"}]
+
+
+def node_guard_policies(ov: Overflow) -> list[Obj]:
+    """Node updates by the gate and by the virtual-kubelets, limited beyond what RBAC can say."""
+    key = ov.gate.taint_key
+    gate = service_account(ov, "overflow-gate")
+    virtual = sorted(service_account(ov, node) for node in ov.virtual_nodes)
+    objects: list[Obj] = []
+    for name, users, validations in (
+        (GATE_NODE_POLICY, [gate], gate_node_validations(key)),
+        (VK_NODE_POLICY, virtual, virtual_kubelet_validations(key)),
+    ):
+        objects += [
+            render(T + "nodeguardpolicy.yaml.j2", name=name, validations=validations,
+                   match_expression=f"request.userInfo.username in {_cel(users)}"),
+            render(T + "validatingadmissionpolicybinding.yaml.j2", name=name, namespaces=None),
+        ]
+    return objects
+
+
 def admission_objects(ov: Overflow) -> list[Obj]:
-    return [*node_label_policy(ov), *toleration_policy(ov)]
+    return [*node_label_policy(ov), *toleration_policy(ov), *node_guard_policies(ov)]
 
 
 def inference_pod_snippet(ov: Overflow, svc: InferenceService) -> dict[str, Any]:
@@ -100,6 +193,8 @@ def inference_pod_snippet(ov: Overflow, svc: InferenceService) -> dict[str, Any]
         {"key": PROVIDER_LABEL, "operator": "In", "values": [p.name]}]}} for p in ov.providers]
     return {
         "priorityClassName": svc.tier,
-        "tolerations": [{"key": PROVIDER_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+        # Each provider's node carries its own program's taint (generators/providers/).
+        "tolerations": [{"key": key, "operator": "Exists", "effect": "NoSchedule"}
+                        for key in sorted({p.node_taint.key for p in ov.providers})],
         "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferences}},
     }

@@ -14,14 +14,15 @@ from typing import Any, Literal
 from generators.model.monitoring import Monitoring
 from generators.model.promql import Inventory, match_none
 from generators.model.types import Pool, Tier
+from generators.providers import CONTRACTS, PROVIDER_TAINT_KEYS, Contract, NodeTaint, ProviderInput
 
 NODE_PREFIX = "vk-"  # virtual node of provider p is vk-<p>; the default query excludes these
 VIRTUAL_NODE_LABELS = {"type": "virtual-kubelet"}  # set by virtual-kubelet itself
 PROVIDER_LABEL = "trainyard.dev/provider"  # set by the rendered MutatingAdmissionPolicy
-PROVIDER_TAINT_KEY = "virtual-kubelet.io/provider"  # virtual-kubelet's own NoSchedule taint
 GATE_TAINT_VALUE = "closed"
-# What the inference pod snippet tolerates (NoSchedule): the provider taint, nothing else.
-INFERENCE_TOLERATED_TAINT_KEYS = (PROVIDER_TAINT_KEY,)
+# What the inference pod snippet may tolerate (NoSchedule): the taints supported providers'
+# nodes really carry (generators/providers/), nothing else.
+INFERENCE_TOLERATED_TAINT_KEYS = PROVIDER_TAINT_KEYS
 INFERENCE_ROLES = ("inference", "shared")  # pool roles whose nodes inference may use
 IN_CLUSTER_WEIGHT = 100  # node-affinity weight of real nodes: always above any provider
 PROVIDER_WEIGHT_SPAN = 50  # the preferred provider's weight; the others share it downwards
@@ -62,8 +63,7 @@ class GateBand:
 @dataclass(frozen=True)
 class SecretRef:
     name: str
-    key: str
-    env: str
+    key: str  # mounted as a file of this name in the provider's credentials directory
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class Provider:
     rank: int  # 0 = preferred: fills first, closes last
     image: Image
     credentials: SecretRef
-    config: Mapping[str, Any]  # what config.json holds (mock: capacity keyed by node name)
+    config: Mapping[str, Any]  # the environment's provider config, as written
     gpus: int
     gpu_model: str
     gpu_resource: str
@@ -86,6 +86,20 @@ class Provider:
     @property
     def node_name(self) -> str:
         return f"{NODE_PREFIX}{self.name}"
+
+    @property
+    def contract(self) -> Contract:
+        return CONTRACTS[self.type]
+
+    @property
+    def contract_input(self) -> ProviderInput:
+        return ProviderInput(self.name, self.node_name, self.gpus, self.gpu_resource, self.config,
+                             self.credentials.key)
+
+    @property
+    def node_taint(self) -> NodeTaint:
+        """The taint the provider's node really registers with."""
+        return self.contract.taint(self.contract_input)
 
     @property
     def node_labels(self) -> dict[str, str]:
@@ -203,12 +217,8 @@ def affinity_weight(rank: int, providers: int) -> int:
 
 
 def _provider_config(raw: dict[str, Any]) -> dict[str, Any]:
-    config: dict[str, Any] = json.loads(json.dumps(raw["config"]))
-    if raw["type"] != "mock":
-        return config
-    # The reference mock provider reads capacity per node name; GPUs come from `gpus`.
-    others = {**config.get("others", {}), raw["gpuResource"]: str(raw["gpus"])}
-    return {f"{NODE_PREFIX}{raw['name']}": {**config, "others": others}}
+    config: dict[str, Any] = json.loads(json.dumps(raw["config"]))  # a private deep copy
+    return config
 
 
 def blocks_inference(key: str, effect: str) -> bool:
@@ -279,8 +289,7 @@ def _providers(raw: dict[str, Any]) -> tuple[Provider, ...]:
     return tuple(
         Provider(
             name=p["name"], type=p["type"], rank=rank, image=_image(p["image"]),
-            credentials=SecretRef(p["credentialsSecret"]["name"], p["credentialsSecret"]["key"],
-                                  p["credentialsSecret"]["env"]),
+            credentials=SecretRef(p["credentialsSecret"]["name"], p["credentialsSecret"]["key"]),
             config=_provider_config(p), gpus=p["gpus"], gpu_model=p["gpuModel"],
             gpu_resource=p["gpuResource"], cost_per_gpu_hour_usd=float(p["costPerGpuHourUsd"]),
             preference=p["preference"], band=band(raw["gate"], rank, step),

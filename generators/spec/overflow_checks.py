@@ -28,6 +28,7 @@ class _OverflowChecker:
 
     def run(self) -> list[Problem]:
         self.kubernetes_version()
+        self.digests()
         self.providers()
         self.gate()
         self.namespaces()
@@ -43,9 +44,45 @@ class _OverflowChecker:
                 "cluster.kubernetesVersion", "virtual nodes are labelled by a MutatingAdmissionPolicy "
                 "(admissionregistration.k8s.io/v1, GA in 1.36)"))
 
+    def digests(self) -> None:
+        if not self.o.get("requireImageDigests"):
+            return
+        images: list[tuple[Path_, dict[str, Any]]] = [
+            *((("providers", i, "image"), p["image"]) for i, p in enumerate(self.o["providers"])),
+            (("gate", "image"), self.o["gate"]["image"]),
+            (("migrateBack", "image"), self.o["migrateBack"]["image"]),
+        ]
+        missing = [(path, f"{image['repository']}:{image['tag']}") for path, image in images
+                   if not image.get("digest")]  # fmt: skip
+        if missing:  # one line at the first, naming the rest: the fix is the same for all
+            (path, first), rest = missing[0], [name for _, name in missing[1:]]
+            more = f" (nor {', '.join(rest)})" if rest else ""
+            self.add(path, f"image {first} has no digest{more} and overflow.requireImageDigests is true",
+                     "add digest: sha256:<64 hex> as the registry reports it (e.g. `crane digest "
+                     f"{first}`)")
+
     def providers(self) -> None:
+        from generators.providers import CONTRACTS
+
         seen: dict[str, int] = {}
         for i, provider in enumerate(self.o["providers"]):
+            contract = CONTRACTS.get(provider["type"])
+            if contract is None:
+                close = difflib.get_close_matches(provider["type"], list(CONTRACTS), n=1)
+                self.add(("providers", i, "type"), f"unknown provider type {provider['type']!r}",
+                         (f"did you mean {close[0]!r}? " if close else "")
+                         + f"supported: {', '.join(sorted(CONTRACTS))} (generators/providers/)")
+            else:
+                for key in provider.get("config", {}):
+                    if key in contract.reserved_config_keys():
+                        self.add(("providers", i, "config", key),
+                                 f"{key!r} is set by the {contract.type} contract",
+                                 "GPU capacity comes from `gpus`, credentials from credentialsSecret")
+                    elif key not in contract.config_keys and key.lower() not in {
+                            k.lower() for k in contract.config_keys}:
+                        self.add(("providers", i, "config", key),
+                                 f"{contract.type} reads no config key {key!r}",
+                                 f"its keys: {', '.join(sorted(contract.config_keys))}")
             name = provider["name"]
             if name in seen:
                 self.add(("providers", i, "name"), f"duplicate provider name {name!r}",
@@ -57,7 +94,7 @@ class _OverflowChecker:
         # the file), so importing it at module level here would be circular.
         from generators.model.overflow import (
             INFERENCE_ROLES,
-            PROVIDER_TAINT_KEY,
+            INFERENCE_TOLERATED_TAINT_KEYS,
             blocks_inference,
             fill_order,
             stagger_step,
@@ -69,9 +106,10 @@ class _OverflowChecker:
             self.add(("gate", "closeWhenFreeGpusAtLeast"), f"closeWhenFreeGpusAtLeast ({close_at}) must "
                      f"be greater than openWhenFreeGpusBelow ({open_below})",
                      "the band between them is what stops the gate from flapping")
-        if gate["taintKey"] == PROVIDER_TAINT_KEY:
-            self.add(("gate", "taintKey"), f"the gate taint key must differ from {PROVIDER_TAINT_KEY!r}",
-                     "inference tolerates the provider taint but must never tolerate the gate")
+        if gate["taintKey"] in INFERENCE_TOLERATED_TAINT_KEYS:
+            self.add(("gate", "taintKey"), f"the gate taint key must differ from {gate['taintKey']!r}",
+                     "inference tolerates the providers' taints "
+                     f"({', '.join(INFERENCE_TOLERATED_TAINT_KEYS)}) but must never tolerate the gate")
         usable = [p["name"] for p in self.v["pools"] if p["role"] in INFERENCE_ROLES
                   and not any(blocks_inference(t["key"], t["effect"]) for t in p["taints"])]
         if "freeGpusQuery" not in gate and not usable:

@@ -83,7 +83,7 @@ def rendered_policy(env_name: str) -> dict[str, object]:
 def inference_namespaces(objects: list[Obj]) -> list[str]:
     """Namespaces the rendered toleration policy is bound to (where inference runs)."""
     for obj in objects:
-        if obj["kind"] == "ValidatingAdmissionPolicyBinding":
+        if obj["kind"] == "ValidatingAdmissionPolicyBinding" and "matchResources" in obj["spec"]:
             selector = obj["spec"]["matchResources"]["namespaceSelector"]
             [expression] = selector["matchExpressions"]
             return list(expression["values"])

@@ -102,7 +102,7 @@ def test_transition_is_logged_as_one_structured_line(caplog: pytest.LogCaptureFi
 def test_metrics_follow_queries_and_transitions() -> None:
     feed, metrics = Feed(), GateMetrics(["lambda", "salad"])
     gates = evaluator(feed, metrics, OnUnavailable.HOLD)
-    assert sample(metrics, "trainyard_gate_closed", gate="lambda") == 1
+    assert sample(metrics, "trainyard_gate_desired_closed", gate="lambda") == 1
     free = sample(metrics, "trainyard_gate_free_gpus")
     assert free is not None and math.isnan(free)  # nothing observed yet
     assert sample(metrics, "trainyard_gate_transitions_total", gate="lambda", direction="open") == 0
@@ -111,7 +111,7 @@ def test_metrics_follow_queries_and_transitions() -> None:
     gates.observe()
     feed.now += 60
     gates.observe()
-    assert sample(metrics, "trainyard_gate_closed", gate="lambda") == 0
+    assert sample(metrics, "trainyard_gate_desired_closed", gate="lambda") == 0
     assert sample(metrics, "trainyard_gate_transitions_total", gate="lambda", direction="open") == 1
     assert sample(metrics, "trainyard_gate_transitions_total", gate="salad", direction="open") == 1
     assert sample(metrics, "trainyard_gate_query_success") == 1

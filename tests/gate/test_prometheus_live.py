@@ -108,7 +108,7 @@ def test_gate_follows_the_exported_value_across_thresholds(exporter: Exporter, p
     assert last.free_gpus == 8 and last.held_seconds >= 0.4 and took >= 0.4
 
     registry = metrics.registry
-    assert registry.get_sample_value("trainyard_gate_closed", {"gate": "lambda"}) == 0
+    assert registry.get_sample_value("trainyard_gate_desired_closed", {"gate": "lambda"}) == 0
     for direction in ("open", "close"):
         labels = {"gate": "lambda", "direction": direction}
         assert registry.get_sample_value("trainyard_gate_transitions_total", labels) == 1

@@ -55,8 +55,17 @@ def test_convergence_checks() -> None:
     assert is_converged(node(), GATE, GateState.OPEN)
 
 
-def test_start_up_state_is_closed_only_when_every_node_has_the_taint() -> None:
+def test_start_up_state_is_open_only_when_no_node_carries_the_gate() -> None:
+    # Fail safe: any node with the gate's key and effect, or no node at all, is closed.
     assert state_of([node(OURS), node(PROVIDER, OURS)], GATE) is GateState.CLOSED
-    assert state_of([node(OURS), node(PROVIDER)], GATE) is GateState.OPEN
-    assert state_of([node()], GATE) is GateState.OPEN
+    assert state_of([node(OURS), node(PROVIDER)], GATE) is GateState.CLOSED  # mid-transition
+    assert state_of([node(PROVIDER), node()], GATE) is GateState.OPEN
     assert state_of([], GATE) is GateState.CLOSED  # no nodes yet: the safe, cheap default
+
+
+def test_a_wrong_value_still_reads_as_closed() -> None:
+    # Someone changed the value: the scheduler still keeps inference off, so it is closed.
+    other_value = {**OURS, "value": "maintenance"}
+    assert state_of([node(PROVIDER, other_value)], GATE) is GateState.CLOSED
+    assert not is_converged(node(other_value), GATE, GateState.CLOSED)  # rewritten to ours
+    assert state_of([node({**OURS, "effect": "PreferNoSchedule"})], GATE) is GateState.OPEN

@@ -259,8 +259,50 @@ def virtual_node(b: Builder) -> list[Case]:
     ]
 
 
+def gate_faults(b: Builder) -> list[Case]:
+    """The gate's own failure alerts (generators/components/alerts/overflow.py)."""
+    gate = next(p["name"] for p in b.spec["overflow"]["providers"])
+    job = {"job": "overflow-gate", "namespace": b.spec["overflow"]["namespace"]}
+    blind = max(300, 10 * b.spec["overflow"]["gate"]["reconcileIntervalSeconds"])
+    end = blind // 60 + 10
+    last_good = series("trainyard_gate_last_successful_query_timestamp_seconds", job)
+
+    def closed(value: int) -> tuple[str, str]:
+        return (series("trainyard_gate_closed", {**job, "gate": gate}), f"{value}x{end}")
+
+    def errors(stage: str, per_minute: int) -> tuple[str, str]:
+        return (series("trainyard_gate_errors_total", {**job, "stage": stage}), f"0+{per_minute}x{end}")
+
+    def matched(value: int) -> tuple[str, str]:
+        return (series("trainyard_gate_matched_nodes", {**job, "gate": gate}), f"{value}x{end}")
+
+    def leader(value: int, pod: str = "overflow-gate-a") -> tuple[str, str]:
+        return (series("trainyard_gate_leader", {**job, "pod": pod}), f"{value}x{end}")
+
+    # Last good query at minute 0 (promtool's time 0 is the Unix epoch), none since.
+    frozen = (last_good, f"0x{end}")
+    fresh = (last_good, f"0+60x{end}")
+    return [
+        Case("OverflowGateBlindWhileOpen", "open, no good query since minute 0", [closed(0), frozen], end,
+             [Expect({"gate": gate, "severity": "critical"})]),
+        Case("OverflowGateBlindWhileOpen", "closed and blind: nothing is spent", [closed(1), frozen], end),
+        Case("OverflowGateBlindWhileOpen", "open and seeing", [closed(0), fresh], end),
+        Case("OverflowGateErrors", "node patches failing", [errors("nodes", 1), errors("query", 0)], end,
+             [Expect({"stage": "nodes", "severity": "warning"}, humanize(10))]),
+        Case("OverflowGateErrors", "query failures are the blind alert's business",
+             [errors("nodes", 0), errors("query", 5)], end),
+        Case("OverflowGateMatchesNoNode", "selector matches nothing", [matched(0)], end,
+             [Expect({"gate": gate, "severity": "warning"})]),
+        Case("OverflowGateMatchesNoNode", "one virtual node matched", [matched(1)], end),
+        Case("OverflowGateNoLeader", "both replicas standing by", [leader(0), leader(0, "overflow-gate-b")],
+             end, [Expect({"severity": "warning"})]),
+        Case("OverflowGateNoLeader", "one leader, one standing by", [leader(1), leader(0, "overflow-gate-b")],
+             end),
+    ]  # fmt: skip
+
+
 def cases(b: Builder) -> list[Case]:
-    overflow = [*gate_flapping(b), *virtual_node(b)] if "overflow" in b.spec else []
+    overflow = [*gate_flapping(b), *virtual_node(b), *gate_faults(b)] if "overflow" in b.spec else []
     return [
         *ib_port_state(b),
         *ib_errors(b),

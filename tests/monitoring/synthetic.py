@@ -205,9 +205,17 @@ def overflow_series(c: Cluster) -> None:
         return
     gate = {"job": "overflow-gate", "namespace": ov.namespace}
     c.add("trainyard_gate_free_gpus", gate, base=40)
+    # The gate's health series (gate/trainyard_gate/metrics.py): leading, querying fine, each
+    # gate matching its virtual node, no errors.
+    c.add("trainyard_gate_leader", gate, base=1)
+    c.add("trainyard_gate_query_success", gate, base=1)
+    c.add("trainyard_gate_last_successful_query_timestamp_seconds", gate, base=START, slope=STEP)
+    for stage in ("query", "nodes", "pass", "election"):
+        c.add("trainyard_gate_errors_total", {**gate, "stage": stage})
     inference = next(t.name for t in c.env.tiers if t.role == "inference")
     for rank, provider in enumerate(ov.providers):
         c.add("trainyard_gate_closed", {**gate, "gate": provider.name}, base=float(rank > 0))
+        c.add("trainyard_gate_matched_nodes", {**gate, "gate": provider.name}, base=1)
         for direction in ("open", "close"):
             c.add(
                 "trainyard_gate_transitions_total",

@@ -116,6 +116,9 @@ def test_virtual_nodes_get_their_provider_label(env: str) -> None:
         assert str(_evaluate(variable["expression"], {"object": node})) == provider.name
     for name in ("gpu-node-1", "vk-unknown", "vk"):
         assert not bool(_evaluate(condition["expression"], {"object": {"metadata": {"name": name}}}))
-    [mutation] = policy["spec"]["mutations"]
+    mutation, taint = policy["spec"]["mutations"]
     assert mutation["patchType"] == "ApplyConfiguration"
     assert '"trainyard.dev/provider": variables.provider' in mutation["applyConfiguration"]["expression"]
+    # The gate taint on CREATE is checked on the real apiserver (tests/gate/test_faults_controlplane.py):
+    # JSONPatch and Object{} construction are Kubernetes CEL, not standard CEL.
+    assert taint["patchType"] == "JSONPatch" and ov.gate.taint_key in taint["jsonPatch"]["expression"]

@@ -40,6 +40,10 @@ CASES = [
     ("mock-without-capacity", 'config: {cpu: "8", memory: 64Gi, pods: "110"}',
      'config: {cpu: "8", memory: 64Gi}', "{cpu", "'pods' is a required property"),
     ("floating-tag", "tag: 0.1.0", "tag: latest", "latest", "does not match"),
+    ("digest-required", "overflow:\n  providers:", "overflow:\n  requireImageDigests: true\n  providers:",
+     "{repository: ghcr.io/example/vk", "image ghcr.io/example/vk:v1.13.0 has no digest (nor "
+     "ghcr.io/example/gate:0.1.0, registry.k8s.io/descheduler/descheduler:v0.36.0) and "
+     "overflow.requireImageDigests is true"),
     ("gate-key-is-provider-key", "    openWhenFreeGpusBelow: 4\n",
      "    openWhenFreeGpusBelow: 4\n    taintKey: virtual-kubelet.io/provider\n", "virtual-kubelet.io",
      "the gate taint key must differ from 'virtual-kubelet.io/provider'"),

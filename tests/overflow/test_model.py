@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -64,9 +65,10 @@ def test_single_provider_is_not_staggered(tmp_path: Path) -> None:
 
 
 def test_mock_capacity_is_keyed_by_node_and_carries_the_gpus(tmp_path: Path) -> None:
-    ov = _overflow(tmp_path, BASE)
-    assert ov.providers[0].config == {"vk-cheap": {"cpu": "8", "memory": "64Gi", "pods": "110",
-                                                   "others": {"nvidia.com/gpu": "8"}}}
+    provider = _overflow(tmp_path, BASE).providers[0]
+    launch = provider.contract.launch(provider.contract_input)
+    assert json.loads(launch.config_text) == {"vk-cheap": {"cpu": "8", "memory": "64Gi", "pods": "110",
+                                                           "others": {"nvidia.com/gpu": "8"}}}
 
 
 def _pool(resource: str, role: Role = "inference", taints: tuple[Taint, ...] = ()) -> Pool:

@@ -142,10 +142,14 @@ def test_rbac_has_no_wildcards(env: str) -> None:
 
 
 @pytest.mark.parametrize("env", OVERFLOW_ENVS)
-def test_gate_may_only_read_and_patch_nodes(env: str) -> None:
+def test_gate_may_only_list_nodes_and_patch_the_virtual_ones(env: str) -> None:
+    # What it may do with them is checked on the real apiserver: test_least_privilege.py.
     role = one(env, "ClusterRole", "trainyard-overflow-gate")
-    assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"],
-                              "verbs": ["get", "list", "watch", "patch"]}]
+    virtual = list(model.load(ROOT, env).overflow.virtual_nodes)  # type: ignore[union-attr]
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]},
+        {"apiGroups": [""], "resources": ["nodes"], "resourceNames": virtual, "verbs": ["get", "patch"]},
+    ]
 
 
 @pytest.mark.parametrize("env", OVERFLOW_ENVS)
@@ -224,22 +228,16 @@ def test_deployments_are_hardened_pinned_and_bounded(env: str) -> None:
 
 
 @pytest.mark.parametrize("env", OVERFLOW_ENVS)
-def test_virtual_kubelets_register_their_node_with_the_provider_taint(env: str) -> None:
+def test_virtual_kubelets_are_scoped_to_their_node_and_mount_credentials(env: str) -> None:
+    # Flags, config and taint per provider type: test_provider_contracts.py.
     ov = model.load(ROOT, env).overflow
     assert ov is not None
     for provider in ov.providers:
         deployment = one(env, "Deployment", provider.node_name)
         [container] = deployment["spec"]["template"]["spec"]["containers"]
-        assert f"--nodename={provider.node_name}" in container["args"]
-        assert f"--provider={provider.type}" in container["args"]
-        assert "--provider-config=/etc/virtual-kubelet/config.json" in container["args"]
-        env_vars = {e["name"]: e for e in container["env"]}
-        assert env_vars["VKUBELET_TAINT_KEY"]["value"] == "virtual-kubelet.io/provider"
-        assert env_vars["VKUBELET_TAINT_VALUE"]["value"] == provider.type
-        assert env_vars["VKUBELET_TAINT_EFFECT"]["value"] == "NoSchedule"
-        secret = env_vars[provider.credentials.env]["valueFrom"]["secretKeyRef"]
-        assert secret == {"name": provider.credentials.name, "key": provider.credentials.key}
-        assert "config.json" in one(env, "ConfigMap", provider.node_name)["data"]
+        assert not any("secretKeyRef" in str(e) for e in container["env"])  # files, never env
+        volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
+        assert volumes["credentials"]["secret"]["secretName"] == provider.credentials.name
         role = one(env, "ClusterRole", f"trainyard-{provider.node_name}")
         scoped = [r for r in role["rules"] if "resourceNames" in r]
         assert scoped and all(r["resourceNames"] == [provider.node_name] for r in scoped)
@@ -262,3 +260,27 @@ def test_each_inference_service_has_an_hpa_and_a_pdb(env: str) -> None:
                    if (o["metadata"]["name"], o["metadata"]["namespace"]) == (svc.deployment, svc.namespace))
         assert pdb["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
         assert pdb["spec"]["selector"] == {"matchLabels": dict(svc.pod_selector)}
+
+
+@pytest.mark.parametrize("env", OVERFLOW_ENVS)
+def test_ingress_is_denied_by_default_and_each_allow_opens_a_real_port(env: str) -> None:
+    policies = objects(env, "NetworkPolicy")
+    namespace = model.load(ROOT, env).overflow.namespace  # type: ignore[union-attr]
+    deny = [p for p in policies if p["spec"]["podSelector"] == {}]
+    assert len(deny) == 1 and "ingress" not in deny[0]["spec"]
+    assert deny[0]["metadata"]["namespace"] == namespace
+    opened = 0
+    for policy in policies:
+        selector = policy["spec"]["podSelector"].get("matchLabels")
+        if not selector:
+            continue
+        pods = [d for d in objects(env, "Deployment")
+                if selector.items() <= d["spec"]["template"]["metadata"]["labels"].items()]  # fmt: skip
+        assert pods, policy["metadata"]["name"]
+        for rule in policy["spec"]["ingress"]:
+            for port in rule["ports"]:
+                for pod in pods:
+                    exposed = {p["containerPort"] for c in _containers(pod) for p in c.get("ports", [])}
+                    assert port["port"] in exposed, (policy["metadata"]["name"], port, exposed)
+                    opened += 1
+    assert opened >= 4

@@ -1,5 +1,7 @@
 """Overflow alerts: a gate that flaps (hysteresis failing, inference bouncing between the
-cluster and providers) and a virtual node that is down (nowhere to spill to)."""
+cluster and providers), a virtual node that is down (nowhere to spill to), and the gate's
+own failures: blind while open (money spent with nobody deciding), node patches failing,
+a selector that matches no node, no leader."""
 
 from __future__ import annotations
 
@@ -7,6 +9,11 @@ from generators.components.alerts.rule import VALUE, Rule, alert, label
 from generators.components.promql import Queries
 
 FLAP_WINDOW = "1h"
+ERROR_WINDOW = "10m"
+MATCHES_NONE_FOR = "10m"  # a virtual-kubelet restart re-registers its node within seconds
+NO_LEADER_FOR = "5m"  # several lease durations (15 s): a handover takes one
+BLIND_MIN_SECONDS = 300
+BLIND_QUERIES = 10  # missed queries in a row before "blind" (gate's reconcile interval)
 
 
 def flapping(q: Queries) -> Rule:
@@ -46,5 +53,88 @@ def virtual_node(q: Queries) -> Rule:
     )
 
 
+def blind_seconds(q: Queries) -> int:
+    """No good query for this long is blind: ten reconcile intervals, at least five minutes."""
+    assert q.env.overflow is not None
+    return max(BLIND_MIN_SECONDS, BLIND_QUERIES * q.env.overflow.gate.reconcile_interval_seconds)
+
+
+def blind_while_open(q: Queries) -> Rule:
+    m = q.m
+    limit = blind_seconds(q)
+    last = q.gate("trainyard_gate_last_successful_query_timestamp_seconds")
+    closed = q.gate("trainyard_gate_closed")
+    return alert(
+        m,
+        "OverflowGateBlindWhileOpen",
+        f"min by (gate) ({closed}) == 0 and on () (time() - max({last})) > {limit}",
+        severity="critical",
+        summary=f"Overflow gate {label('gate')} is open and has had no free-GPU reading for over {limit}s.",
+        description=(
+            f"Virtual nodes of provider {label('gate')} are open to spilled pods, and the gate "
+            f"controller has had no usable free-GPU query for more than {limit}s, so nothing "
+            "will close it when the cluster has GPUs again: money is being spent with nobody "
+            "deciding. Check trainyard_gate_query_success and the gate's log (free-GPU query "
+            "failed), and Prometheus and kube-state-metrics."
+        ),
+    )
+
+
+def errors(q: Queries) -> Rule:
+    m = q.m
+    failures = q.gate("trainyard_gate_errors_total", 'stage=~"nodes|pass|election"')
+    return alert(
+        m,
+        "OverflowGateErrors",
+        f"sum by (stage) (increase({failures}[{ERROR_WINDOW}])) > 0",
+        severity="warning",
+        summary=f"The overflow gate failed at stage {label('stage')} in the last {ERROR_WINDOW}.",
+        description=(
+            f"The overflow gate controller counted {VALUE} failures at stage {label('stage')} "
+            f"in {ERROR_WINDOW} (nodes: a node list or taint patch refused or unreachable; pass: "
+            "an unexpected error in a reconcile pass; election: the Lease). The taints may not "
+            "be what the gate decided: trainyard_gate_closed shows what is on the nodes; the "
+            "log line carries the API server's message."
+        ),
+    )
+
+
+def matches_none(q: Queries) -> Rule:
+    m = q.m
+    matched = q.gate("trainyard_gate_matched_nodes")
+    return alert(
+        m,
+        "OverflowGateMatchesNoNode",
+        f"max by (gate) ({matched}) == 0",
+        for_=MATCHES_NONE_FOR,
+        severity="warning",
+        summary=f"Overflow gate {label('gate')} selects no node.",
+        description=(
+            f"The node selector of gate {label('gate')} has matched no node for "
+            f"{MATCHES_NONE_FOR}: the gate guards nothing. Either the provider's virtual node "
+            "is gone (virtual-kubelet down) or its labels changed (the MutatingAdmissionPolicy "
+            "that adds trainyard.dev/provider)."
+        ),
+    )
+
+
+def no_leader(q: Queries) -> Rule:
+    m = q.m
+    leader = q.gate("trainyard_gate_leader")
+    return alert(
+        m,
+        "OverflowGateNoLeader",
+        f"sum({leader}) < 1",
+        for_=NO_LEADER_FOR,
+        severity="warning",
+        summary="No overflow gate controller holds the Lease.",
+        description=(
+            f"No overflow gate process has acted for {NO_LEADER_FOR}: the taints stay as they "
+            "are, whatever the free GPUs. Check the overflow-gate pods and their log "
+            "(lease attempt failed)."
+        ),
+    )
+
+
 def rules(q: Queries) -> list[Rule]:
-    return [flapping(q), virtual_node(q)]
+    return [flapping(q), virtual_node(q), blind_while_open(q), errors(q), matches_none(q), no_leader(q)]

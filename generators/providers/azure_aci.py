@@ -1,0 +1,78 @@
+"""virtual-kubelet/azure-aci: Azure Container Instances as a node.
+
+Source: github.com/virtual-kubelet/azure-aci (tag v1.6.2 and main at 382bbaad agree here):
+- cmd/virtual-kubelet/main.go: flags --nodename, --provider-config, --cluster-domain,
+  --startup-timeout, --disable-taint, --os, --log-level, --pod-sync-workers,
+  --full-resync-period, --client-verify-ca, --no-verify-clients, webhook auth flags
+  (--provider, --namespace, --metrics-addr, --enable-node-lease are deprecated and hidden:
+  "metrics are only available on the main api port"). Taint from VKUBELET_TAINT_KEY
+  (default virtual-kubelet.io/provider), VKUBELET_TAINT_VALUE (default "azure"),
+  VKUBELET_TAINT_EFFECT (default NoSchedule). Kubelet API TLS from
+  APISERVER_CERT_LOCATION/APISERVER_KEY_LOCATION.
+- pkg/auth/auth_config.go SetAuthConfig: credentials from the FILE named by
+  AZURE_AUTH_LOCATION (an SDK auth JSON), else AKS_CREDENTIAL_LOCATION, else client
+  id/secret variables. AZURE_AUTH_LOCATION_JSON is read nowhere.
+- pkg/provider/config.go: the --provider-config file is TOML, providerConfig{ResourceGroup,
+  Region, OperatingSystem, CPU, Memory, Pods, SubnetName, SubnetCIDR} (BurntSushi/toml
+  matches keys case-insensitively; written here in the struct's spelling).
+- pkg/provider/vk_node.go capacity(): nvidia.com/gpu is advertised only when p.gpu is set,
+  and setupNodeCapacity's GPU detection (ACI_QUOTA_GPU) is commented out: the node
+  advertises NO GPU, whatever `gpus` says. advertised_gpus() says so; an azure-aci node
+  therefore never takes a GPU pod. Not refused at load time (prod ships such a provider and
+  dropping it is the environment owner's decision): docs/overflow.md, Provider contracts.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import ClassVar
+
+from generators.providers.contract import (
+    CONFIG_DIR,
+    Contract,
+    Launch,
+    NodeTaint,
+    ProviderInput,
+    pod_ip,
+    serving_env,
+    value,
+)
+
+TOML_KEYS = ("ResourceGroup", "Region", "OperatingSystem", "CPU", "Memory", "Pods", "SubnetName",
+             "SubnetCIDR")
+
+
+def toml_text(config: dict[str, str]) -> str:
+    """Flat TOML of string values (a JSON string literal is a valid TOML basic string)."""
+    return "".join(f"{key} = {json.dumps(config[key])}\n" for key in TOML_KEYS if key in config)
+
+
+class AzureAci(Contract):
+    type = "azure-aci"
+    taint_key = "virtual-kubelet.io/provider"
+    needs_serving_certificate = True
+    metrics_port: ClassVar[int | None] = None
+    flags = frozenset({"--nodename", "--provider-config", "--cluster-domain", "--startup-timeout",
+                       "--disable-taint", "--os", "--log-level", "--pod-sync-workers", "--full-resync-period",
+                       "--client-verify-ca", "--no-verify-clients",
+                       "--authentication-token-webhook"})  # fmt: skip
+    config_keys = frozenset(TOML_KEYS)
+
+    def taint(self, p: ProviderInput) -> NodeTaint:
+        return NodeTaint(self.taint_key, "azure")
+
+    def advertised_gpus(self, p: ProviderInput) -> int:
+        return 0
+
+    def canonical(self, p: ProviderInput) -> dict[str, str]:
+        spelled = {key.lower(): key for key in TOML_KEYS}
+        return {spelled.get(str(k).lower(), str(k)): str(v) for k, v in p.config.items()}
+
+    def launch(self, p: ProviderInput) -> Launch:
+        taint = self.taint(p)
+        env = (value("AZURE_AUTH_LOCATION", p.credentials_file), pod_ip("VKUBELET_POD_IP"),
+               value("VKUBELET_TAINT_KEY", taint.key), value("VKUBELET_TAINT_VALUE", taint.value),
+               value("VKUBELET_TAINT_EFFECT", taint.effect), *serving_env())  # fmt: skip
+        args = (f"--nodename={p.node_name}", f"--provider-config={CONFIG_DIR}/config.toml",
+                "--os=Linux")
+        return Launch(args, env, "config.toml", toml_text(self.canonical(p)))

@@ -1,0 +1,67 @@
+"""The `mock` provider of virtual-kubelet's own node-cli: the rehearsal provider (staging).
+
+Source: github.com/virtual-kubelet/virtual-kubelet v1.13.0 (commit 7b1385bc):
+- cmd/virtual-kubelet/internal/commands/root/flag.go: --nodename, --provider,
+  --provider-config, --os, --metrics-addr, --namespace, --taint, --disable-taint, ...
+- cmd/virtual-kubelet/internal/provider/mock/mock.go loadConfig: the config file is JSON, a
+  map from NODE NAME to MockConfig{cpu, memory, pods, others, providerID}; `others` holds
+  extra resources, so nvidia.com/gpu advertised = others[<gpuResource>].
+- commands/root/node.go getTaint: key VKUBELET_TAINT_KEY (default
+  virtual-kubelet.io/provider), value VKUBELET_TAINT_VALUE (default: the --provider value),
+  effect VKUBELET_TAINT_EFFECT (default NoSchedule).
+- commands/root/http.go: the kubelet API (logs, exec) is served with TLS from
+  APISERVER_CERT_LOCATION/APISERVER_KEY_LOCATION; without them it is not served at all.
+- KUBELET_PORT sets the listen port; VKUBELET_POD_IP the node's InternalIP.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from generators.providers.contract import (
+    CONFIG_DIR,
+    KUBELET_PORT,
+    Contract,
+    Launch,
+    NodeTaint,
+    ProviderInput,
+    json_text,
+    pod_ip,
+    serving_env,
+    value,
+)
+
+METRICS_PORT = 10255
+
+
+class Mock(Contract):
+    type = "mock"
+    taint_key = "virtual-kubelet.io/provider"
+    needs_serving_certificate = True
+    metrics_port: ClassVar[int | None] = METRICS_PORT
+    flags = frozenset({"--nodename", "--provider", "--provider-config", "--os", "--metrics-addr",
+                       "--namespace", "--taint", "--disable-taint", "--kubeconfig", "--cluster-domain",
+                       "--pod-sync-workers", "--enable-node-lease", "--startup-timeout",
+                       "--full-resync-period", "--log-level"})  # fmt: skip
+    config_keys = frozenset({"cpu", "memory", "pods", "others", "providerID"})
+
+    def taint(self, p: ProviderInput) -> NodeTaint:
+        return NodeTaint(self.taint_key, self.type)
+
+    def reserved_config_keys(self) -> frozenset[str]:
+        return frozenset()  # others[gpuResource] is overwritten from `gpus`
+
+    def advertised_gpus(self, p: ProviderInput) -> int:
+        return p.gpus
+
+    def launch(self, p: ProviderInput) -> Launch:
+        others = {**dict(p.config.get("others", {})), p.gpu_resource: str(p.gpus)}
+        config = {p.node_name: {**dict(p.config), "others": others}}
+        taint = self.taint(p)
+        env = (value("KUBELET_PORT", str(KUBELET_PORT)), pod_ip("VKUBELET_POD_IP"),
+               value("VKUBELET_TAINT_KEY", taint.key), value("VKUBELET_TAINT_VALUE", taint.value),
+               value("VKUBELET_TAINT_EFFECT", taint.effect), *serving_env())  # fmt: skip
+        args = (f"--nodename={p.node_name}", f"--provider={self.type}",
+                f"--provider-config={CONFIG_DIR}/config.json", "--os=Linux",
+                f"--metrics-addr=:{METRICS_PORT}")  # fmt: skip
+        return Launch(args, env, "config.json", json_text(config))

@@ -1,0 +1,138 @@
+"""Per provider type: the rendered Deployment and config file match what that program
+really parses (flags, config keys and format, file paths, node taint, GPU capacity), as
+cited in generators/providers/<type>.py. Rendered through the real CLI from a scratch
+environment with one provider of each type, plus the shipped environments as rendered."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from generators import model
+from generators.providers import CONTRACTS, PROVIDER_TAINT_KEYS
+from generators.providers.contract import CONFIG_DIR, CREDENTIALS_DIR, SERVING_DIR
+from tests.conftest import ROOT
+from tests.scratch_repo import repo_with, run_cli
+
+from .specs import BASE
+
+Obj = dict[str, Any]
+
+# One provider of each type, as an environment owner would write it.
+PROVIDERS = {
+    "mock": ('config: {cpu: "8", memory: 64Gi, pods: "110"}', 8),
+    "interlink": ("config: {InterlinkURL: https://il.example.com, InterlinkPort: \"443\"}", 16),
+    "azure-aci": ("config: {region: eastus, resourceGroup: overflow}", 4),
+}
+
+
+def _environment_with(kind: str) -> str:
+    config, gpus = PROVIDERS[kind]
+    old = 'config: {cpu: "8", memory: 64Gi, pods: "110"}\n      gpus: 8'
+    assert old in BASE
+    return BASE.replace("type: mock", f"type: {kind}", 1).replace(old, f"{config}\n      gpus: {gpus}", 1)
+
+
+@pytest.fixture(scope="module", params=sorted(PROVIDERS))
+def rendered(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    kind: str = request.param
+    root = repo_with(tmp_path_factory.mktemp(kind), _environment_with(kind))
+    code, out, err = run_cli(root, "render", "bad")
+    assert code == 0, out + err
+    return kind, root / "rendered" / "bad" / "overflow" / "trainyard-system"
+
+
+def _one(folder: Path, name: str) -> Obj:
+    document: Obj = yaml.safe_load((folder / name).read_text(encoding="utf-8"))
+    return document
+
+
+def test_the_deployment_and_config_match_the_providers_program(rendered: tuple[str, Path]) -> None:
+    kind, folder = rendered
+    contract = CONTRACTS[kind]
+    gpus = PROVIDERS[kind][1]
+    deployment = _one(folder, "deployment-vk-cheap.yaml")
+    pod = deployment["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    flags = {arg.split("=", 1)[0] for arg in container["args"]}
+    assert flags <= contract.flags, f"{kind} does not parse {flags - contract.flags}"
+    assert "--nodename" in flags
+    env = {e["name"]: e for e in container["env"]}
+    assert not any("secretKeyRef" in json.dumps(e) for e in env.values()), "credentials must be files"
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes[mounts[CREDENTIALS_DIR]]["secret"]["secretName"] == "cheap"
+    [data] = [_one(folder, "configmap-vk-cheap.yaml")["data"]]
+    [(name, text)] = data.items()
+    assert volumes[mounts[CONFIG_DIR]]["configMap"]["name"] == "vk-cheap"
+    config_path = f"{CONFIG_DIR}/{name}"
+    node = contract.taint
+    ports = {p["containerPort"] for p in container["ports"]}
+    assert 10250 in ports and (contract.metrics_port is None or contract.metrics_port in ports)
+    assert (SERVING_DIR in mounts) == contract.needs_serving_certificate
+
+    if kind == "mock":
+        assert {f"--provider-config={config_path}", "--provider=mock"} <= set(container["args"])
+        parsed = json.loads(text)  # map from node name to MockConfig
+        assert set(parsed) == {"vk-cheap"} and set(parsed["vk-cheap"]) <= contract.config_keys
+        assert parsed["vk-cheap"]["others"]["nvidia.com/gpu"] == str(gpus)
+        assert (env["VKUBELET_TAINT_KEY"]["value"], env["VKUBELET_TAINT_VALUE"]["value"]) == (
+            "virtual-kubelet.io/provider", "mock")
+        assert env["APISERVER_CERT_LOCATION"]["value"] == f"{SERVING_DIR}/tls.crt"
+    elif kind == "interlink":
+        assert f"--configpath={config_path}" in container["args"]
+        parsed = yaml.safe_load(text)
+        assert set(parsed) <= contract.config_keys
+        assert parsed["nvidia.com/gpu"] == str(gpus)  # DefaultGPUCapacity is "0" without it
+        assert parsed["VKTokenFile"] == f"{CREDENTIALS_DIR}/token"
+        assert env["KUBELET_PORT"]["value"] == "10250" and "POD_IP" in env  # main.go reads both
+        assert node(None).key == "virtual-node.interlink/no-schedule"  # type: ignore[arg-type]
+    else:
+        assert f"--provider-config={config_path}" in container["args"]
+        parsed = tomllib.loads(text)
+        assert parsed == {"Region": "eastus", "ResourceGroup": "overflow"}
+        assert env["AZURE_AUTH_LOCATION"]["value"] == f"{CREDENTIALS_DIR}/token"
+        assert "AZURE_AUTH_LOCATION_JSON" not in env
+        assert (env["VKUBELET_TAINT_KEY"]["value"], env["VKUBELET_TAINT_VALUE"]["value"]) == (
+            "virtual-kubelet.io/provider", "azure")
+    # What the node will advertise, stated on the Deployment for cost reports.
+    advertised = deployment["metadata"]["annotations"]["trainyard.dev/gpus-advertised"]
+    assert advertised == str(gpus if kind != "azure-aci" else 0)
+
+
+def test_inference_tolerates_each_shipped_providers_real_taint() -> None:
+    from generators.components.overflow_admission import inference_pod_snippet
+
+    for env in ("prod", "staging"):
+        ov = model.load(ROOT, env).overflow
+        assert ov is not None
+        tolerated = {t["key"] for t in inference_pod_snippet(ov, ov.inference[0])["tolerations"]}
+        assert tolerated == {p.node_taint.key for p in ov.providers} and tolerated <= set(PROVIDER_TAINT_KEYS)
+    prod = model.load(ROOT, "prod").overflow
+    assert prod is not None
+    assert {p.type: p.node_taint.key for p in prod.providers} == {
+        "interlink": "virtual-node.interlink/no-schedule", "azure-aci": "virtual-kubelet.io/provider"}
+
+
+def test_unknown_provider_type_is_refused_with_the_supported_ones(tmp_path: Path) -> None:
+    root = repo_with(tmp_path, BASE.replace("type: mock", "type: azure", 1))
+    code, out, err = run_cli(root, "render", "bad")
+    lines = [line for line in (out + err).splitlines() if "error:" in line]
+    assert code == 1 and len(lines) == 1, out + err
+    line = lines[0]
+    column = next(text for text in BASE.splitlines() if "type: mock" in text).index("mock") + 1
+    assert line.startswith("environments/bad.yaml:")
+    assert f":{column}: error: unknown provider type 'azure'" in line
+    assert "supported: azure-aci, interlink, mock" in line and "did you mean 'azure-aci'" in line
+
+
+def test_a_key_the_contract_sets_is_refused(tmp_path: Path) -> None:
+    port = 'InterlinkPort: "443"'
+    text = _environment_with("interlink").replace(port + "}", port + ", VKTokenFile: /x}")
+    code, out, err = run_cli(repo_with(tmp_path, text), "render", "bad")
+    assert code == 1 and "'VKTokenFile' is set by the interlink contract" in out + err
