@@ -23,7 +23,6 @@ with the rendered policy, its clock being the evaluation time.
 from __future__ import annotations
 
 import json
-import subprocess
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -42,7 +41,7 @@ from generators import model
 from tests.gate import prod_shape
 from tests.gate.prod_shape import Cluster, Value, node_names, reserve
 from tests.monitoring.alert_cases import equality_matchers
-from tests.monitoring.test_queries_live import free_port, wait_ready
+from tests.monitoring.test_queries_live import backfill_text, serve
 from tools.toolchain import ToolNotInstalled, tool_path
 
 pytestmark = pytest.mark.slow
@@ -126,25 +125,9 @@ def prometheus(prod: model.Environment, tmp_path_factory: pytest.TempPathFactory
         pytest.fail(f"{error} (make tools installs it)", pytrace=False)
     work = tmp_path_factory.mktemp("prod-shape")
     cluster, _ = build(prod)
-    (work / "data.om").write_text(cluster.openmetrics(present))
-    done = subprocess.run([str(promtool), "tsdb", "create-blocks-from", "openmetrics", "data.om", "tsdb"],
-                          cwd=work, capture_output=True, text=True, check=False)  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    (work / "prometheus.yml").write_text("global: {scrape_interval: 1m}\n")
-    port = free_port()
-    with (work / "prometheus.log").open("w") as log:
-        server = subprocess.Popen(
-            [str(server_binary), "--config.file=prometheus.yml", "--storage.tsdb.path=tsdb",
-             "--storage.tsdb.retention.time=100y", f"--web.listen-address=127.0.0.1:{port}"],
-            cwd=work, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(url, server, work / "prometheus.log")
+    backfill_text(promtool, work, cluster.openmetrics(present))
+    with serve(server_binary, work) as url:
         yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def instant(url: str, expr: str, minute: float) -> dict[str, Any]:
