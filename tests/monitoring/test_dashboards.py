@@ -7,8 +7,7 @@ import re
 from typing import Any
 
 from generators import exporters
-from generators.components import dcgm_counters
-from generators.components.monitoring import dashboard_objects, generate
+from generators.components.monitoring import dashboard_objects, dcgm_counters, generate
 from tests.monitoring.conftest import ROOT, Shipped
 
 UID = re.compile(r"^[a-zA-Z0-9_-]{1,40}$")

@@ -19,9 +19,10 @@ import json
 from typing import Any
 
 from generators import jsontext, yamlemit
-from generators.components import Obj, dashboards, dcgm_counters
-from generators.components.alerts import groups
-from generators.components.promql import GATE_JOB, ksm_label
+from generators.components import Obj
+from generators.components.monitoring import dashboards, dcgm_counters
+from generators.components.monitoring.alerts import groups
+from generators.components.monitoring.promql import GATE_JOB, ksm_label
 from generators.layout import INSTALLERS, RENDERED
 from generators.model.types import Environment
 from generators.promql_ast import selectors
@@ -192,7 +193,7 @@ def installer_inputs(env: Environment) -> dict[str, tuple[str, Obj]]:
               "not an image tag")
     gpu_header = (
         f"Helm values for NVIDIA's gpu-operator chart, environment {env.name}: rendered from\n"
-        f"{src} by generators/components/monitoring.py; do not edit.\n"
+        f"{src} by generators/components/monitoring/; do not edit.\n"
         "Argo CD does not apply this folder. Pass it with the values you install the operator\n"
         "with (last -f wins):\n"
         f"  helm upgrade gpu-operator nvidia/gpu-operator -n {m.dcgm_namespace} --reuse-values \\\n"
@@ -213,7 +214,7 @@ def installer_inputs(env: Environment) -> dict[str, tuple[str, Obj]]:
     )
     kps_header = (
         f"Helm values for the kube-prometheus-stack chart, environment {env.name}: rendered from\n"
-        f"{src} by generators/components/monitoring.py; do not edit.\n"
+        f"{src} by generators/components/monitoring/; do not edit.\n"
         "Argo CD does not apply this folder. Pass it with the values you install the stack\n"
         "with (last -f wins):\n"
         f"  helm upgrade kube-prometheus-stack prometheus-community/kube-prometheus-stack \\\n"
