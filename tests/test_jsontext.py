@@ -37,7 +37,7 @@ def test_shipped_dashboard_text_is_unchanged() -> None:
     """A real dashboard model, through both encoders."""
     from generators import model
     from generators.components.monitoring import dashboards
-    from generators.spec.load import environment_names
+    from generators.layout import environment_names
     from tests.conftest import ROOT
 
     env = model.load(ROOT, environment_names(ROOT)[0])

@@ -12,6 +12,7 @@ the validating one, which runs last, refuses any other class in a training names
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from generators.components import Obj
 from generators.model.types import Environment
@@ -47,7 +48,7 @@ def admission(env: Environment) -> list[Obj]:
     ]
 
 
-def generate(env: Environment) -> list[Obj]:
+def generate(env: Environment, earlier: Sequence[Obj] = ()) -> list[Obj]:
     objects: list[Obj] = []
     for tier in env.tiers:
         objects.append(render("priorities/priorityclass.yaml.j2", tier=tier))

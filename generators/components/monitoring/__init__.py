@@ -16,6 +16,7 @@ Dashboard JSON is dumped with sorted keys and no timestamps: same input, same by
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from generators import jsontext, yamlemit
@@ -30,10 +31,6 @@ from generators.templating import render
 
 RULES_NAME = "trainyard-alerts"
 RULES_KEY = "trainyard-alerts.rules.yaml"
-# kubectl's client-side apply copies the object into an annotation, and annotations may not
-# exceed 262144 bytes in total; above this size Argo CD must apply server-side instead.
-SERVER_SIDE_APPLY_ABOVE_BYTES = 200 * 1024
-SERVER_SIDE_APPLY = {"argocd.argoproj.io/sync-options": "ServerSideApply=true"}
 CONFIGMAP_LIMIT_BYTES = 1024 * 1024  # etcd refuses larger ConfigMaps
 
 
@@ -47,12 +44,11 @@ def object_bytes(obj: Obj) -> int:
 
 
 def _sized(obj: Obj) -> Obj:
+    """Refuse an object etcd would refuse. (Large objects are applied server-side by the
+    pipeline's one rule for every object: generators/syncoptions.py.)"""
     size = object_bytes(obj)
     if size > CONFIGMAP_LIMIT_BYTES:
         raise ValueError(f"{obj['kind']} {obj['metadata']['name']} is {size} bytes, over the 1 MiB limit")
-    if size > SERVER_SIDE_APPLY_ABOVE_BYTES:
-        meta = obj["metadata"]
-        meta["annotations"] = {**meta.get("annotations", {}), **SERVER_SIDE_APPLY}
     return obj
 
 
@@ -119,7 +115,7 @@ def scrape_objects(env: Environment) -> list[Obj]:
     return [obj]
 
 
-def generate(env: Environment) -> list[Obj]:
+def generate(env: Environment, earlier: Sequence[Obj] = ()) -> list[Obj]:
     m = env.monitoring
     counters: Obj = render(
         "monitoring/dcgm-counters.yaml.j2",

@@ -17,6 +17,7 @@ protection is on (defaultevictor.go applySystemCriticalPodsProtection).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 from generators import yamlemit
@@ -263,7 +264,7 @@ def inference_objects(ov: Overflow) -> list[Obj]:
     return objects
 
 
-def generate(env: Environment) -> list[Obj]:
+def generate(env: Environment, earlier: Sequence[Obj] = ()) -> list[Obj]:
     ov = env.overflow
     if ov is None:
         return []
