@@ -45,10 +45,6 @@ NVLINK_COUNTERS = {  # counter label -> DCGM field (none is in dcgm-exporter's d
     "recovery": "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
 }
 
-DCGM_SOURCE = "NVIDIA/dcgm-exporter internal/pkg/rendermetrics/render_metrics.go gpuMetricsFormat"
-KSM_SOURCE = "kubernetes/kube-state-metrics pkg/options/options.go, internal/store/utils.go"
-NODE_SOURCE = "prometheus/node_exporter collector/mountstats_linux.go, collector/infiniband_linux.go"
-
 
 @dataclass(frozen=True)
 class DcgmExporterRelease:
@@ -81,7 +77,7 @@ def _dcgm(tag: str) -> DcgmExporterRelease:
 
 
 # Every release tag from 4.5.0 to the newest one read (4.5.3-4.8.2): GPU series carry
-# `Hostname` in all of them (DCGM_SOURCE at each tag).
+# `Hostname` in all of them (render_metrics.go's gpuMetricsFormat at each tag).
 DCGM_EXPORTER: dict[str, DcgmExporterRelease] = {
     r.version: r
     for r in map(_dcgm, (

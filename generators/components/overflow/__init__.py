@@ -67,7 +67,8 @@ def _rule(groups: list[str], resources: list[str], verbs: list[str], names: list
 
 
 def virtual_kubelet_rules(node: str) -> list[dict[str, Any]]:
-    """What a virtual-kubelet needs cluster-wide (../shared/reference/overflow.md), scoped to
+    """What a virtual-kubelet needs cluster-wide (virtual-kubelet v1.13.0's node controller and
+    pod informers; its RBAC examples also grant configmaps/secrets/services), scoped to
     its own node and lease where the API allows resourceNames (create, list and watch cannot
     be). ConfigMaps, Secrets and Services are NOT here: pod_input_rules, bound only in the
     namespaces that run spilled pods, so one provider cannot read another's credentials in
