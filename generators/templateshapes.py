@@ -91,25 +91,23 @@ def _key(key: Any) -> str:
     raise NoShape(f"{type(key).__name__} key")
 
 
-def fill(text: str, values: list[Any], *, stream: bool) -> Any:
-    """The object (or, for a stream, the non-empty documents) that `text` with each token
-    replaced by its value would parse to."""
-    skeleton = _skeleton(text, stream)
+def fill(text: str, values: list[Any]) -> Any:
+    """The object that `text` with each token replaced by its value would parse to."""
+    skeleton = _skeleton(text)
     if skeleton is None:
         raise NoShape("tokens do not each stand alone once")
-    filled = _fill(skeleton, values)
-    return filled
+    return _fill(skeleton, values)
 
 
 @lru_cache(maxsize=2048)
-def _skeleton(text: str, stream: bool) -> Any:
+def _skeleton(text: str) -> Any:
     """The parsed text, or None if its tokens are not exactly 0..n-1, each once, alone;
     also kept on disk, so that a new process does not parse the shapes again."""
-    stored = _disk_file(text, stream)
+    stored = _disk_file(text)
     if stored is not None:
         with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
             return marshal.loads(stored.read_bytes())
-    skeleton = _parse_skeleton(text, stream)
+    skeleton = _parse_skeleton(text)
     if stored is not None:
         with contextlib.suppress(OSError, ValueError):  # a date in a template: not marshalled
             data = marshal.dumps(skeleton)
@@ -120,25 +118,21 @@ def _skeleton(text: str, stream: bool) -> Any:
     return skeleton
 
 
-def _disk_file(text: str, stream: bool) -> Path | None:
+def _disk_file(text: str) -> Path | None:
     """Where the skeleton of `text` is kept: keyed by the text and by renderstamp's code
     fingerprint (our code, PyYAML's version, Python's: marshal's format is per version).
     None where such caches are not trusted (CI, TRAINYARD_RENDER_STAMPS=0)."""
     if not renderstamp.enabled():
         return None
-    key = renderstamp.digest([("code", renderstamp.code_fingerprint().encode()),
-                              ("stream", str(stream).encode()), ("text", text.encode())])
+    key = renderstamp.digest([("code", renderstamp.code_fingerprint().encode()), ("text", text.encode())])
     return cache_dir() / "shapes" / key
 
 
-def _parse_skeleton(text: str, stream: bool) -> Any:
+def _parse_skeleton(text: str) -> Any:
     if _TAGGED_TOKEN.search(text):
         return None
     try:
-        if stream:
-            parsed: Any = [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d is not None]
-        else:
-            parsed = yaml.load(text, Loader=yaml.CSafeLoader)
+        parsed = yaml.load(text, Loader=yaml.CSafeLoader)
     except yaml.YAMLError:
         return None  # the classic text gives the user the error
     found: list[int] = []

@@ -7,12 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jinja2
 import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generators import model, render, templateshapes
+from generators import model, render, templateshapes, templating
 from generators.spec.load import environment_names
 from generators.templating import to_flow
 from tests.conftest import ROOT
@@ -50,11 +51,11 @@ def test_shipped_environments_render_the_same_objects_both_ways(name: str,
         assert same(a.obj, b.obj), a.path
 
 
-def fill(text_with_values: str, *values: Any, stream: bool = False) -> Any:
+def fill(text_with_values: str, *values: Any) -> Any:
     """`{}` in the text stands for the next value, as the `y` filter would write it."""
     with templateshapes.recording() as recorded:
         tokens = [templateshapes.token(v) for v in values]
-    return templateshapes.fill(text_with_values.format(*tokens), recorded, stream=stream)
+    return templateshapes.fill(text_with_values.format(*tokens), recorded)
 
 
 def parse_classic(text_with_values: str, *values: Any) -> Any:
@@ -89,10 +90,6 @@ def test_filled_objects_are_fresh_copies() -> None:
     first["labels"]["c"] = "d"
     assert labels == {"a": "b"}
     assert fill("labels: {}\n", labels) == {"labels": {"a": "b"}}
-
-
-def test_streams_drop_empty_documents() -> None:
-    assert fill("a: {}\n---\n---\nb: {}\n", 1, [2], stream=True) == [{"a": 1}, {"b": [2]}]
 
 
 @pytest.mark.parametrize("text", [
@@ -153,3 +150,21 @@ def test_no_shapes_on_disk_in_ci(shape_cache: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("CI", "true")
     render.render_environment(model.load(ROOT, "dev"))
     assert not shape_cache.exists()
+
+
+@pytest.mark.parametrize("text", ["- {{ 1 | y }}\n", "{{ 'a' | y }}\n", "# nothing\n"])
+def test_render_gives_a_mapping_or_says_what_the_template_gave(text: str,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """templating.render() is typed dict[str, Any]: a template giving anything else is refused
+    by name, through the shape and the classic path alike."""
+    env = templating.environment()
+    loader = jinja2.DictLoader({"t.yaml.j2": text, "ok.yaml.j2": "a: {{ [1] | y }}\n"})
+    monkeypatch.setattr(env, "loader", loader)
+    monkeypatch.setattr(env, "cache", {})
+    monkeypatch.setattr(env, "bytecode_cache", None)  # no entries for these in the user's cache
+    assert templating.render("ok.yaml.j2") == {"a": [1]}
+    for patch in (None, classic):
+        if patch is not None:
+            patch(monkeypatch)
+        with pytest.raises(TypeError, match=r"template t\.yaml\.j2 rendered \w+, not a mapping"):
+            templating.render("t.yaml.j2")
