@@ -18,7 +18,8 @@ import jinja2
 import yaml
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from generators import templatecache, templateshapes
+from generators import speedups
+from generators.speedups import templatecache, templateshapes
 from generators.yamlemit import double_quoted, float_text
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[1] / "templates"
@@ -87,13 +88,14 @@ def render(template: str, **context: Any) -> dict[str, Any]:
 
 
 def _parsed(name: str, context: dict[str, Any]) -> Any:
-    """Through the template's parsed shape (templateshapes) when possible, else by parsing
-    the classic text, whose errors are the ones a template author should see."""
+    """Through the template's parsed shape (speedups.templateshapes) when possible, else by
+    parsing the classic text, whose errors are the ones a template author should see."""
     template = environment().get_template(name)  # compiled outside any recording
-    try:
-        with templateshapes.recording() as values:
-            text = template.render(**context)
-        return templateshapes.fill(text, values)
-    except (templateshapes.NoShape, TypeError, IndexError):
-        templateshapes.misses[name] += 1
+    if speedups.on("shapes"):
+        try:
+            with templateshapes.recording() as values:
+                text = template.render(**context)
+            return templateshapes.fill(text, values)
+        except (templateshapes.NoShape, TypeError, IndexError):
+            templateshapes.misses[name] += 1
     return yaml.load(template.render(**context), Loader=yaml.CSafeLoader)

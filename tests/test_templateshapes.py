@@ -1,5 +1,5 @@
 """A template's output parsed once per shape and filled with values gives exactly the objects
-that parsing its classic text gives (generators/templateshapes.py)."""
+that parsing its classic text gives (generators/speedups/templateshapes.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generators import model, render, templateshapes, templating
+from generators import model, render, templating
 from generators.spec.load import environment_names
+from generators.speedups import templateshapes
 from generators.templating import to_flow
 from tests.conftest import ROOT
 
@@ -119,7 +120,7 @@ def test_no_recording_no_token() -> None:
 def shape_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("TRAINYARD_CACHE", str(tmp_path))
     monkeypatch.delenv("CI", raising=False)
-    monkeypatch.delenv("TRAINYARD_RENDER_STAMPS", raising=False)
+    monkeypatch.delenv("TRAINYARD_SPEEDUPS", raising=False)
     templateshapes._skeleton.cache_clear()
     yield tmp_path / "shapes"
     templateshapes._skeleton.cache_clear()
@@ -146,10 +147,26 @@ def test_corrupt_shapes_on_disk_are_parsed_again(shape_cache: Path) -> None:
     assert [f.text for f in render.render_environment(model.load(ROOT, "dev"))] == [f.text for f in first]
 
 
-def test_no_shapes_on_disk_in_ci(shape_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CI", "true")
+@pytest.mark.parametrize("variable", [("CI", "true"), ("TRAINYARD_SPEEDUPS", "0"),
+                                      ("TRAINYARD_SPEEDUPS", "shapes")])
+def test_no_shapes_on_disk_in_ci_or_when_switched_off(shape_cache: Path, variable: tuple[str, str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(*variable)
     render.render_environment(model.load(ROOT, "dev"))
     assert not shape_cache.exists()
+
+
+def test_switched_off_templates_render_their_classic_text(shape_cache: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    shaped = render.render_environment(model.load(ROOT, "dev"))
+    monkeypatch.setenv("TRAINYARD_SPEEDUPS", "0")
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a shape was used although the layer is off")
+
+    monkeypatch.setattr(templateshapes, "recording", refuse)
+    plain = render.render_environment(model.load(ROOT, "dev"))
+    assert [(f.path, f.text) for f in plain] == [(f.path, f.text) for f in shaped]
 
 
 @pytest.mark.parametrize("text", ["- {{ 1 | y }}\n", "{{ 'a' | y }}\n", "# nothing\n"])

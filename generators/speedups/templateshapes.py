@@ -1,4 +1,5 @@
-"""Parse each template's output once per shape; put the values in as data.
+"""Parse each template's output once per shape; put the values in as data (layers `shapes`,
+`shape-files`).
 
 Parsing template output with PyYAML costs ~0.6 ms per small object and more for large
 values (../shared/reference/performance.md), and a fleet renders the same templates thousands
@@ -15,6 +16,8 @@ guaranteed, `NoShape` is raised and the caller parses the classic text instead:
 - a token not standing alone as a scalar (inside a longer string, a block literal or a
   comment), used twice (YAML aliases), or carrying a tag (`!!str "⟦y0⟧"`);
 - anything else failing (e.g. a token as the key of a mapping that holds a list).
+Layer `shapes` decides whether templating uses this module at all; `shape-files` whether
+parsed shapes are also kept on disk for the next process.
 """
 
 from __future__ import annotations
@@ -35,8 +38,9 @@ from typing import Any
 
 import yaml
 
-from generators import renderstamp
+from generators import speedups
 from generators.layout import cache_dir
+from generators.speedups.keys import code_fingerprint, digest
 
 OPEN, CLOSE = "\u27e6y", "\u27e7"  # ⟦y ... ⟧: printable, so a token is the same text in every scalar style
 _TOKEN = re.compile(f"{OPEN}([0-9]+){CLOSE}")
@@ -119,12 +123,12 @@ def _skeleton(text: str) -> Any:
 
 
 def _disk_file(text: str) -> Path | None:
-    """Where the skeleton of `text` is kept: keyed by the text and by renderstamp's code
-    fingerprint (our code, PyYAML's version, Python's: marshal's format is per version).
-    None where such caches are not trusted (CI, TRAINYARD_RENDER_STAMPS=0)."""
-    if not renderstamp.enabled():
+    """Where the skeleton of `text` is kept: keyed by the text and by the code fingerprint
+    (our code, PyYAML's version, Python's: marshal's format is per version). None when layer
+    `shape-files` is off (and with $CI set)."""
+    if not speedups.on("shape-files"):
         return None
-    key = renderstamp.digest([("code", renderstamp.code_fingerprint().encode()), ("text", text.encode())])
+    key = digest([("code", code_fingerprint().encode()), ("text", text.encode())])
     return cache_dir() / "shapes" / key
 
 
