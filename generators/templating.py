@@ -56,9 +56,10 @@ def _finalize(value: Any) -> Any:
 
 
 @cache
-def environment() -> ImmutableSandboxedEnvironment:
+def environment(directory: Path = TEMPLATE_DIR) -> ImmutableSandboxedEnvironment:
+    """The templates in `directory` (another checkout's, in tests), with our settings."""
     env = ImmutableSandboxedEnvironment(
-        loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
+        loader=jinja2.FileSystemLoader(directory),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         trim_blocks=True,

@@ -4,13 +4,15 @@ not grow with every checkout of the same templates."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import jinja2
 import pytest
 
-from generators import layout
+from generators import layout, templating
 from generators.speedups import templatecache
+from tests.conftest import ROOT
 
 TEMPLATE = "{% for x in items %}- {{ x }}\n{% endfor %}"
 
@@ -92,6 +94,29 @@ def test_checkouts_share_entries_and_a_changed_source_is_recompiled(template_dir
     assert render_with(template_dir / "settings.py", other) == "changed 2"
     assert render_with(template_dir / "settings.py", template_dir) == "- 1\n- 2\n"
     assert len(entries(template_dir / "cache" / "jinja")) == 1
+
+
+def compile_all(checkout: Path) -> int:
+    """Compile every template of a checkout as rendering does; returns how many."""
+    env = templating.environment(checkout / "templates")
+    names = env.list_templates()
+    for name in names:
+        env.get_template(name)
+    return len(names)
+
+
+def test_two_checkouts_of_the_same_templates_leave_the_same_entries(template_dir: Path) -> None:
+    """Tests copy the project into temporary folders: keyed by file path, each copy added an
+    entry per template and the cache grew to 44 MB."""
+    checkouts = [template_dir / "checkout-a", template_dir / "checkout-b"]
+    for checkout in checkouts:
+        shutil.copytree(ROOT / "templates", checkout / "templates")
+    cache = template_dir / "cache" / "jinja"
+    count = compile_all(checkouts[0])
+    first = entries(cache)
+    assert count > 30 and len(first) == count
+    assert compile_all(checkouts[1]) == count
+    assert entries(cache) == first
 
 
 def test_switched_off_nothing_is_read_or_written(template_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
