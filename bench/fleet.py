@@ -9,6 +9,8 @@ policies: bench/python_work.py). Anchors in the same run, on the same objects: k
 alone, and `kubectl kustomize` reading and re-emitting them.
 Never used as a test: machines are noisy; compare medians and ratios, and read the load
 average printed next to each number (the 1-minute load when that measurement started).
+The speed-ups (generators/speedups) follow TRAINYARD_SPEEDUPS as every command does: run
+once as is and once with TRAINYARD_SPEEDUPS=0 to see what they save.
 
     .venv/bin/python bench/fleet.py [--sizes 1,10,50] [--runs 5] [--out build/bench.json]
 """
@@ -33,7 +35,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from generators import speedups  # noqa: E402
 from generators.components.registry import NAMES as COMPONENTS  # noqa: E402
+from generators.layout import is_installer_input  # noqa: E402
 from tools.toolchain import ToolNotInstalled, tool_path  # noqa: E402
 
 PY = sys.executable
@@ -138,10 +142,12 @@ def bench_size(count: int, runs: int, work: Path, biggest: bool) -> list[Sample]
     check_components(repo)
     objects = count_objects(repo / "rendered")
     samples[0].objects = objects
+    stamps = ("stamps from the render above vouch for every environment" if speedups.on("stamps")
+              else "stamps off: renders every environment")
     samples.append(measure("render --check (no change)", [*cli, "render", "--check"], repo, runs, count,
-                           objects, note="stamps from the render above vouch for every environment"))
+                           objects, note=stamps))
     samples.append(measure("render --check, no stamps", [*cli, "render", "--check"], repo, runs, count,
-                           objects, env={"TRAINYARD_RENDER_STAMPS": "0"}, note="renders every environment"))
+                           objects, env={"CI": "true"}, note="$CI set, as in CI: renders every environment"))
     samples.append(measure("render one env", [*cli, "render", "cluster-000"], repo, runs, 1,
                            objects // count))
     samples.append(measure("python work (load+render+policies)",
@@ -173,7 +179,7 @@ def bench_validate_diff(repo: Path, cli: list[str], runs: int, count: int, objec
 
 def bench_anchors(repo: Path, runs: int, count: int, objects: int) -> list[Sample]:
     samples = []
-    files = sorted(str(p) for p in (repo / "rendered").rglob("*.yaml"))
+    files = sorted(str(p) for p in object_files(repo))
     try:
         from generators.validation.kubeconform import WORKERS
         from generators.validation.schemastore import ensure_schemas
@@ -197,6 +203,13 @@ def bench_anchors(repo: Path, runs: int, count: int, objects: int) -> list[Sampl
     return samples
 
 
+def object_files(repo: Path) -> list[Path]:
+    """Rendered object files: not rendered/<env>/installers/ (other installers' values)."""
+    rendered = repo / "rendered"
+    return [p for p in sorted(rendered.rglob("*.yaml"))
+            if not is_installer_input(p.relative_to(rendered).as_posix().split("/", 1)[1])]
+
+
 def kustomize_loop(repo: Path, kubectl: str) -> list[str]:
     """A shell loop running `kubectl kustomize` once per environment (as Argo CD renders one
     Application each): every object is read and re-emitted. One kustomization over the whole
@@ -204,7 +217,7 @@ def kustomize_loop(repo: Path, kubectl: str) -> list[str]:
     kdir = repo / "kustomize-anchor"
     for env_dir in sorted((repo / "rendered").iterdir()):
         target = kdir / env_dir.name
-        shutil.copytree(env_dir, target, dirs_exist_ok=True)
+        shutil.copytree(env_dir, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("installers"))
         resources = sorted(p.relative_to(target).as_posix() for p in target.rglob("*.yaml"))
         (target / "kustomization.yaml").write_text(json.dumps({"resources": resources}))
     loop = 'for d in "$@"; do "$0" kustomize "$d" >/dev/null || exit 1; done'
@@ -294,6 +307,9 @@ def main() -> int:
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     started = os.getloadavg()
+    switch = os.environ.get(speedups.SWITCH, "1")
+    layers = [layer for layer in speedups.LAYERS if speedups.on(layer)]
+    print(f"{speedups.SWITCH}={switch}: layers on: {', '.join(layers) or 'none'}")
     with tempfile.TemporaryDirectory(prefix="trainyard-bench-") as tmp:
         warm_up(Path(tmp))
         samples = [startup(args.runs)]
@@ -317,7 +333,8 @@ def main() -> int:
     args.out.write_text(json.dumps({
         "samples": [asdict(s) for s in samples], "scaling_exponents": fits, "ratios": ratio,
         "verdicts": verdict, "runs": args.runs, "cpus": os.cpu_count(), "python": platform.python_version(),
-        "load_avg_start": started, "load_avg_end": os.getloadavg()}, indent=2, sort_keys=True) + "\n")
+        "load_avg_start": started, "load_avg_end": os.getloadavg(), "speedups": switch},
+        indent=2, sort_keys=True) + "\n")
     print(f"wrote {args.out}")
     return 0
 

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from generators import model, render, renderstamp, templating
+from generators import model, render, templating
 from generators.components import registry  # noqa: F401  (imports every component once, before forking)
 from generators.errors import Problem, SpecError
+from generators.speedups import keys
 
 T = TypeVar("T")
 
@@ -58,11 +59,11 @@ class Outcome:
     staged: str = ""  # rendered/.tmp-<env>-*/ written by the worker, to be swapped in
     objects: int = 0
     stale: tuple[str, ...] = ()
-    digest: str = ""  # renderstamp.digest() of the files this environment renders
+    digest: str = ""  # keys.digest() of the files this environment renders
 
 
 def _digest(files: Sequence[render.RenderedFile]) -> str:
-    return renderstamp.digest((f.path, f.text.encode("utf-8")) for f in files)
+    return keys.digest((f.path, f.text.encode("utf-8")) for f in files)
 
 
 def render_staged(root: Path, name: str) -> Outcome:

@@ -18,7 +18,8 @@ import jinja2
 import yaml
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from generators import templatecache, templateshapes
+from generators import speedups
+from generators.speedups import templatecache, templateshapes
 from generators.yamlemit import double_quoted, float_text
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[1] / "templates"
@@ -55,9 +56,10 @@ def _finalize(value: Any) -> Any:
 
 
 @cache
-def environment() -> ImmutableSandboxedEnvironment:
+def environment(directory: Path = TEMPLATE_DIR) -> ImmutableSandboxedEnvironment:
+    """The templates in `directory` (another checkout's, in tests), with our settings."""
     env = ImmutableSandboxedEnvironment(
-        loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
+        loader=jinja2.FileSystemLoader(directory),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         trim_blocks=True,
@@ -77,22 +79,24 @@ def _y(_context: Any, value: Any) -> Flow:
     return Flow(token) if token is not None else to_flow(value)
 
 
-def render(template: str, **context: Any) -> Any:
-    """Render templates/<template> with `context` and parse the YAML back into an object."""
-    return _render(template, context, stream=False)
+def render(template: str, **context: Any) -> dict[str, Any]:
+    """Render templates/<template> with `context` and parse the YAML back into an object:
+    every template renders one mapping (a Kubernetes object or an installer's values)."""
+    obj = _parsed(template, context)
+    if not isinstance(obj, dict):
+        raise TypeError(f"template {template} rendered {type(obj).__name__}, not a mapping")
+    return obj
 
 
-def _render(name: str, context: dict[str, Any], *, stream: bool) -> Any:
-    """Through the template's parsed shape (templateshapes) when possible, else by parsing
-    the classic text, whose errors are the ones a template author should see."""
+def _parsed(name: str, context: dict[str, Any]) -> Any:
+    """Through the template's parsed shape (speedups.templateshapes) when possible, else by
+    parsing the classic text, whose errors are the ones a template author should see."""
     template = environment().get_template(name)  # compiled outside any recording
-    try:
-        with templateshapes.recording() as values:
-            text = template.render(**context)
-        return templateshapes.fill(text, values, stream=stream)
-    except (templateshapes.NoShape, TypeError, IndexError):
-        templateshapes.misses[name] += 1
-    text = template.render(**context)
-    if stream:
-        return [doc for doc in yaml.load_all(text, Loader=yaml.CSafeLoader) if doc is not None]
-    return yaml.load(text, Loader=yaml.CSafeLoader)
+    if speedups.on("shapes"):
+        try:
+            with templateshapes.recording() as values:
+                text = template.render(**context)
+            return templateshapes.fill(text, values)
+        except (templateshapes.NoShape, TypeError, IndexError):
+            templateshapes.misses[name] += 1
+    return yaml.load(template.render(**context), Loader=yaml.CSafeLoader)

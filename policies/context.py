@@ -16,7 +16,7 @@ from typing import Any, Literal
 import yaml
 
 from generators.model.types import Environment
-from generators.yamlemit import is_plain
+from generators.speedups.parsereuse import held as known_object
 from policies import walk
 
 Severity = Literal["error", "warning"]
@@ -141,16 +141,15 @@ def read_objects(root: Path, files: Iterable[Path],
     """Parse manifest files into objects (paths shown relative to root).
 
     `known` maps a shown path to (text, object) when the caller holds the object that text
-    parses to (a fresh render: the emitter's round trip is tested); a file with exactly that
-    text is not parsed again. Only plain data qualifies (is_plain), as parsing gives."""
+    parses to (speedups.parsereuse): a file with exactly that text is not parsed again."""
     tree = ParsedTree([], {}, [])
     for path in files:
         shown = path.relative_to(root).as_posix()
         try:
             text = path.read_text(encoding="utf-8")
-            held = (known or {}).get(shown)
-            if held is not None and held[0] == text and is_plain(held[1]):
-                documents: list[Any] = [held[1]]
+            held = known_object(known, shown, text)
+            if held is not None:
+                documents: list[Any] = [held]
             else:
                 documents = list(yaml.load_all(text, Loader=walk.LOADER))
         except (yaml.YAMLError, UnicodeDecodeError):

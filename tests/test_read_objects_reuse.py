@@ -1,5 +1,5 @@
-"""validate reuses the objects of a fresh render for committed files with exactly the rendered
-text (policies.context.read_objects(known=...)): the objects must be what parsing gives."""
+"""validate and diff reuse the objects of a fresh render for committed files with exactly the
+rendered text (generators/speedups/parsereuse.py): the objects must be what parsing gives."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from generators import model, render
 from generators.layout import environment_names
+from generators.speedups.parsereuse import rendered_objects
 from generators.validation.kubeconform import manifest_files
 from generators.yamlemit import is_plain
 from policies.context import read_objects
@@ -19,7 +20,7 @@ from tests.test_templateshapes import same
 
 def known_for(root: Path, name: str) -> dict[str, tuple[str, dict[str, Any]]]:
     files = render.render_tree(model.load(root, name))  # as validate and diff hand it over
-    return {f"rendered/{name}/{f.path}": (f.text, f.obj) for f in files}
+    return rendered_objects(name, files)
 
 
 @pytest.mark.parametrize("name", environment_names(ROOT))
@@ -32,6 +33,17 @@ def test_reused_objects_equal_parsed_ones(name: str) -> None:
     assert [o.path for o in reused.objects] == [o.path for o in parsed.objects]
     for a, b in zip(reused.objects, parsed.objects, strict=True):
         assert same(a.obj, b.obj), a.path
+
+
+def test_switched_off_every_file_is_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    files = manifest_files([ROOT / "rendered" / "dev"])
+    known = known_for(ROOT, "dev")
+    reused = read_objects(ROOT, files, known).objects
+    assert all(any(o.obj is obj for _, obj in known.values()) for o in reused)
+    monkeypatch.setenv("TRAINYARD_SPEEDUPS", "0")
+    assert known_for(ROOT, "dev") == {}
+    parsed = read_objects(ROOT, files, known_for(ROOT, "dev")).objects
+    assert parsed and not any(o.obj is obj for o in parsed for _, obj in known.values())
 
 
 def test_a_file_that_differs_is_parsed(repo_copy: Path) -> None:

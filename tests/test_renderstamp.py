@@ -1,5 +1,5 @@
 """`render --check` trusts a stamp only while nothing that renders an environment changed
-and rendered/<env>/ is byte for byte what was rendered (generators/renderstamp.py)."""
+and rendered/<env>/ is byte for byte what was rendered (generators/speedups/renderstamp.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from generators import fleet, renderstamp
+from generators import fleet
+from generators.speedups import keys, renderstamp
 from tests.conftest import ROOT
 from tests.scratch_repo import run_cli
 
@@ -21,7 +22,7 @@ def stamped(repo_copy: Path, tmp_path_factory: pytest.TempPathFactory,
     """A repository copy rendered once, with its own stamp cache; stamps enabled."""
     monkeypatch.setenv("TRAINYARD_CACHE", str(tmp_path_factory.mktemp("cache")))
     monkeypatch.delenv("CI", raising=False)
-    monkeypatch.delenv("TRAINYARD_RENDER_STAMPS", raising=False)
+    monkeypatch.delenv("TRAINYARD_SPEEDUPS", raising=False)
     assert run_cli(repo_copy, "render")[0] == 0
     yield repo_copy
 
@@ -69,7 +70,8 @@ def test_removed_environment_directory_is_reported(stamped: Path) -> None:
     assert "rendered/staging/" in out
 
 
-@pytest.mark.parametrize("variable", [("CI", "true"), ("TRAINYARD_RENDER_STAMPS", "0")])
+@pytest.mark.parametrize("variable", [("CI", "true"), ("TRAINYARD_SPEEDUPS", "0"),
+                                      ("TRAINYARD_SPEEDUPS", "templates,shapes,schema")])
 def test_stamps_are_not_read_in_ci_or_when_disabled(stamped: Path, variable: tuple[str, str],
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(*variable)
@@ -78,25 +80,38 @@ def test_stamps_are_not_read_in_ci_or_when_disabled(stamped: Path, variable: tup
     assert renderstamp.fresh(stamped, ["dev", "prod"]) == {"dev", "prod"}
 
 
+def test_stamps_are_not_written_when_disabled(repo_copy: Path, tmp_path_factory: pytest.TempPathFactory,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("TRAINYARD_CACHE", str(cache))
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("TRAINYARD_SPEEDUPS", "0")
+    assert run_cli(repo_copy, "render", "dev")[0] == 0
+    assert not (cache / "render-stamps").exists()
+    monkeypatch.setenv("TRAINYARD_SPEEDUPS", "stamps")
+    assert run_cli(repo_copy, "render", "dev")[0] == 0
+    assert len(list((cache / "render-stamps").iterdir())) == 1
+
+
 def test_code_fingerprint_covers_templates_code_and_schemas(tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    for folder in renderstamp.FOLDERS:
+    for folder in keys.FOLDERS:
         shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(renderstamp, "CODE", tmp_path)
+    monkeypatch.setattr(keys, "CODE", tmp_path)
     seen = set()
     edits = ("templates/kueue/cohort.yaml.j2", "generators/quantity.py", "schemas/overflow.schema.json")
     for edited in edits:
-        renderstamp.code_fingerprint.cache_clear()
-        seen.add(renderstamp.code_fingerprint())
+        keys.code_fingerprint.cache_clear()
+        seen.add(keys.code_fingerprint())
         (tmp_path / edited).write_text((tmp_path / edited).read_text() + "\n")
-    renderstamp.code_fingerprint.cache_clear()
-    seen.add(renderstamp.code_fingerprint())
-    renderstamp.code_fingerprint.cache_clear()
+    keys.code_fingerprint.cache_clear()
+    seen.add(keys.code_fingerprint())
+    keys.code_fingerprint.cache_clear()
     assert len(seen) == 4
 
 
 def test_digest_is_of_paths_and_bytes() -> None:
-    one = renderstamp.digest([("a.yaml", b"x"), ("b.yaml", b"y")])
-    assert one == renderstamp.digest([("b.yaml", b"y"), ("a.yaml", b"x")])
-    assert one != renderstamp.digest([("a.yaml", b"y"), ("b.yaml", b"x")])
-    assert one != renderstamp.digest([("a.yaml", b"x")])
+    one = keys.digest([("a.yaml", b"x"), ("b.yaml", b"y")])
+    assert one == keys.digest([("b.yaml", b"y"), ("a.yaml", b"x")])
+    assert one != keys.digest([("a.yaml", b"y"), ("b.yaml", b"x")])
+    assert one != keys.digest([("a.yaml", b"x")])

@@ -18,7 +18,7 @@ from tests.conftest import ROOT
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("TRAINYARD_CACHE", str(tmp_path))
     monkeypatch.delenv("CI", raising=False)
-    monkeypatch.delenv("TRAINYARD_RENDER_STAMPS", raising=False)
+    monkeypatch.delenv("TRAINYARD_SPEEDUPS", raising=False)
     return tmp_path
 
 
@@ -47,7 +47,8 @@ def test_an_invalid_document_is_checked_every_time(cache: Path) -> None:
     assert not (cache / "schema-valid").exists()
 
 
-@pytest.mark.parametrize("variable", [("CI", "true"), ("TRAINYARD_RENDER_STAMPS", "0")])
+@pytest.mark.parametrize("variable", [("CI", "true"), ("TRAINYARD_SPEEDUPS", "0"),
+                                      ("TRAINYARD_SPEEDUPS", "stamps,shapes")])
 def test_no_cache_in_ci(cache: Path, variable: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(*variable)
     assert schema.check(load_document(ROOT, "prod")) == []

@@ -1,5 +1,5 @@
 """A template's output parsed once per shape and filled with values gives exactly the objects
-that parsing its classic text gives (generators/templateshapes.py)."""
+that parsing its classic text gives (generators/speedups/templateshapes.py)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jinja2
 import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generators import model, render, templateshapes
+from generators import model, render, templating
 from generators.layout import environment_names
+from generators.speedups import templateshapes
 from generators.templating import to_flow
 from tests.conftest import ROOT
 
@@ -50,11 +52,11 @@ def test_shipped_environments_render_the_same_objects_both_ways(name: str,
         assert same(a.obj, b.obj), a.path
 
 
-def fill(text_with_values: str, *values: Any, stream: bool = False) -> Any:
+def fill(text_with_values: str, *values: Any) -> Any:
     """`{}` in the text stands for the next value, as the `y` filter would write it."""
     with templateshapes.recording() as recorded:
         tokens = [templateshapes.token(v) for v in values]
-    return templateshapes.fill(text_with_values.format(*tokens), recorded, stream=stream)
+    return templateshapes.fill(text_with_values.format(*tokens), recorded)
 
 
 def parse_classic(text_with_values: str, *values: Any) -> Any:
@@ -91,10 +93,6 @@ def test_filled_objects_are_fresh_copies() -> None:
     assert fill("labels: {}\n", labels) == {"labels": {"a": "b"}}
 
 
-def test_streams_drop_empty_documents() -> None:
-    assert fill("a: {}\n---\n---\nb: {}\n", 1, [2], stream=True) == [{"a": 1}, {"b": [2]}]
-
-
 @pytest.mark.parametrize("text", [
     "a: x{}\n",  # inside a longer plain scalar
     "a: |\n  {}\n",  # inside a block literal
@@ -122,7 +120,7 @@ def test_no_recording_no_token() -> None:
 def shape_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("TRAINYARD_CACHE", str(tmp_path))
     monkeypatch.delenv("CI", raising=False)
-    monkeypatch.delenv("TRAINYARD_RENDER_STAMPS", raising=False)
+    monkeypatch.delenv("TRAINYARD_SPEEDUPS", raising=False)
     templateshapes._skeleton.cache_clear()
     yield tmp_path / "shapes"
     templateshapes._skeleton.cache_clear()
@@ -149,7 +147,41 @@ def test_corrupt_shapes_on_disk_are_parsed_again(shape_cache: Path) -> None:
     assert [f.text for f in render.render_environment(model.load(ROOT, "dev"))] == [f.text for f in first]
 
 
-def test_no_shapes_on_disk_in_ci(shape_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CI", "true")
+@pytest.mark.parametrize("variable", [("CI", "true"), ("TRAINYARD_SPEEDUPS", "0"),
+                                      ("TRAINYARD_SPEEDUPS", "shapes")])
+def test_no_shapes_on_disk_in_ci_or_when_switched_off(shape_cache: Path, variable: tuple[str, str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(*variable)
     render.render_environment(model.load(ROOT, "dev"))
     assert not shape_cache.exists()
+
+
+def test_switched_off_templates_render_their_classic_text(shape_cache: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    shaped = render.render_environment(model.load(ROOT, "dev"))
+    monkeypatch.setenv("TRAINYARD_SPEEDUPS", "0")
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a shape was used although the layer is off")
+
+    monkeypatch.setattr(templateshapes, "recording", refuse)
+    plain = render.render_environment(model.load(ROOT, "dev"))
+    assert [(f.path, f.text) for f in plain] == [(f.path, f.text) for f in shaped]
+
+
+@pytest.mark.parametrize("text", ["- {{ 1 | y }}\n", "{{ 'a' | y }}\n", "# nothing\n"])
+def test_render_gives_a_mapping_or_says_what_the_template_gave(text: str,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """templating.render() is typed dict[str, Any]: a template giving anything else is refused
+    by name, through the shape and the classic path alike."""
+    env = templating.environment()
+    loader = jinja2.DictLoader({"t.yaml.j2": text, "ok.yaml.j2": "a: {{ [1] | y }}\n"})
+    monkeypatch.setattr(env, "loader", loader)
+    monkeypatch.setattr(env, "cache", {})
+    monkeypatch.setattr(env, "bytecode_cache", None)  # no entries for these in the user's cache
+    assert templating.render("ok.yaml.j2") == {"a": [1]}
+    for patch in (None, classic):
+        if patch is not None:
+            patch(monkeypatch)
+        with pytest.raises(TypeError, match=r"template t\.yaml\.j2 rendered \w+, not a mapping"):
+            templating.render("t.yaml.j2")

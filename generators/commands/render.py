@@ -23,14 +23,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from generators import layout, renderstamp
+    from generators import layout
+    from generators.speedups import renderstamp
 
     names = select_environments(args.root, args.envs)
     if names is None:
         return 2
     inputs = renderstamp.inputs_key(args.root)
     # --check: environments whose stamp vouches for rendered/<env>/ are not rendered again
-    # (generators/renderstamp.py); only stdlib has been imported so far.
+    # (generators/speedups/renderstamp.py); only stdlib has been imported so far.
     fresh = renderstamp.fresh(args.root, names) if args.check else set()
     todo = [name for name in names if name not in fresh]
     if not todo:

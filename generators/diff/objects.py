@@ -15,7 +15,7 @@ import yaml
 
 from generators.layout import RENDERED, is_installer_input
 from generators.render import RenderedFile
-from generators.yamlemit import is_plain
+from generators.speedups.parsereuse import held as known_object
 
 Obj = dict[str, Any]
 
@@ -77,9 +77,9 @@ def from_files(files: dict[str, bytes],
         if len(parts) < 3 or parts[0] != RENDERED or not path.endswith((".yaml", ".yml")):
             continue
         inner = "/".join(parts[2:])  # relative to rendered/<env>/
-        held = (known or {}).get(path)
-        if held is not None and held[0] == files[path] and is_plain(held[1]):
-            _add(records, ObjectRecord(key_of_file(parts[1], inner, held[1]), path, held[1]))
+        held = known_object(known, path, files[path])
+        if held is not None:
+            _add(records, ObjectRecord(key_of_file(parts[1], inner, held), path, held))
             continue
         try:
             documents = list(yaml.load_all(files[path], Loader=yaml.CSafeLoader))

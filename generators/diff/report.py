@@ -20,6 +20,7 @@ from generators.diff.summary import EnvSummary, summarize
 from generators.errors import SpecError
 from generators.layout import ENV_DIR, RENDERED, environment_names
 from generators.model.types import Environment
+from generators.speedups.parsereuse import rendered_objects
 
 
 @dataclass(frozen=True)
@@ -85,8 +86,8 @@ def build(root: Path, ref: str | None) -> Report:
     head_models = {name: env for name, (env, _) in zip(names, loaded, strict=True)}
     head_files = {name: files for name, (_, files) in zip(names, loaded, strict=True)}
     # Base files with exactly today's bytes hold today's objects: only the others are parsed.
-    known = {f"{RENDERED}/{name}/{f.path}": (f.text.encode("utf-8"), f.obj)
-             for name, rendered in head_files.items() for f in rendered}
+    known = {path: (text.encode("utf-8"), obj) for name, rendered in head_files.items()
+             for path, (text, obj) in rendered_objects(name, rendered).items()}
     base_objects = _split_by_env(from_files(files, known))
     base_models = _base_models(files)
     envs = []

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import difflib
 import json
-import pickle
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
-from generators import renderstamp
 from generators.errors import Problem, format_path
-from generators.layout import cache_dir
 from generators.spec.source import Document
+from generators.speedups import schemavalid
 
 if TYPE_CHECKING:  # jsonschema costs ~0.1 s to import: only when a document needs checking
     import jsonschema
@@ -65,35 +63,14 @@ def check(doc: Document) -> list[Problem]:
     """All schema violations, sorted by position, at most MAX_PROBLEMS.
 
     A document that passed before with the same code, schemas and libraries is not checked
-    again (a cache of successes only, keyed with renderstamp.code_fingerprint(): rendering
-    one environment then never imports jsonschema)."""
-    known = _known_valid(doc.value)
+    again (speedups.schemavalid: rendering one environment then never imports jsonschema)."""
+    known = schemavalid.marker(doc.value)
     if known is not None and known.is_file():
         return []
     problems = _check(doc)
     if not problems and known is not None:
-        _remember(known)
+        schemavalid.remember(known)
     return problems
-
-
-def _known_valid(value: Any) -> Path | None:
-    """Where a success for exactly this document is recorded; None: no cache for it."""
-    if not renderstamp.enabled():
-        return None
-    try:
-        data = pickle.dumps(value, protocol=5)  # exact: types included, unlike JSON
-    except (pickle.PicklingError, TypeError, AttributeError):
-        return None
-    key = renderstamp.digest([("code", renderstamp.code_fingerprint().encode()), ("document", data)])
-    return cache_dir() / "schema-valid" / key
-
-
-def _remember(marker: Path) -> None:
-    try:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
-    except OSError:
-        pass  # a cache: the next run checks again
 
 
 def _check(doc: Document) -> list[Problem]:

@@ -23,6 +23,7 @@ from typing import Any
 from generators import fleet, model, render
 from generators.errors import SpecError
 from generators.layout import RENDERED, unknown_dirs
+from generators.speedups.parsereuse import rendered_objects
 from generators.validation import kubeconform as kc
 from generators.validation import promtool
 from generators.validation.schemastore import ensure_schemas
@@ -151,8 +152,7 @@ def check_environment(root: Path, name: str) -> _Checked | EnvironmentReport:
     base = root / RENDERED / name
     files = kc.manifest_files([base]) if base.is_dir() else []
     # A committed file identical to today's rendering is not parsed again: its object is known.
-    known = {f"{RENDERED}/{name}/{f.path}": (f.text, f.obj) for f in rendered}
-    tree = read_objects(root, files, known)
+    tree = read_objects(root, files, rendered_objects(name, rendered))
     # Our parse gives kubeconform its expected counts; only unparsable files are counted its way.
     expected = {**tree.counts, **kc.count_objects(tree.broken)} if files else {}
     findings = _stale(root, name, env, rendered, tree.objects)

@@ -1,4 +1,5 @@
-"""Parse each template's output once per shape; put the values in as data.
+"""Parse each template's output once per shape; put the values in as data (layers `shapes`,
+`shape-files`).
 
 Parsing template output with PyYAML costs ~0.6 ms per small object and more for large
 values (../shared/reference/performance.md), and a fleet renders the same templates thousands
@@ -15,6 +16,8 @@ guaranteed, `NoShape` is raised and the caller parses the classic text instead:
 - a token not standing alone as a scalar (inside a longer string, a block literal or a
   comment), used twice (YAML aliases), or carrying a tag (`!!str "⟦y0⟧"`);
 - anything else failing (e.g. a token as the key of a mapping that holds a list).
+Layer `shapes` decides whether templating uses this module at all; `shape-files` whether
+parsed shapes are also kept on disk for the next process.
 """
 
 from __future__ import annotations
@@ -35,8 +38,9 @@ from typing import Any
 
 import yaml
 
-from generators import renderstamp
+from generators import speedups
 from generators.layout import cache_dir
+from generators.speedups.keys import code_fingerprint, digest
 
 OPEN, CLOSE = "\u27e6y", "\u27e7"  # ⟦y ... ⟧: printable, so a token is the same text in every scalar style
 _TOKEN = re.compile(f"{OPEN}([0-9]+){CLOSE}")
@@ -91,25 +95,23 @@ def _key(key: Any) -> str:
     raise NoShape(f"{type(key).__name__} key")
 
 
-def fill(text: str, values: list[Any], *, stream: bool) -> Any:
-    """The object (or, for a stream, the non-empty documents) that `text` with each token
-    replaced by its value would parse to."""
-    skeleton = _skeleton(text, stream)
+def fill(text: str, values: list[Any]) -> Any:
+    """The object that `text` with each token replaced by its value would parse to."""
+    skeleton = _skeleton(text)
     if skeleton is None:
         raise NoShape("tokens do not each stand alone once")
-    filled = _fill(skeleton, values)
-    return filled
+    return _fill(skeleton, values)
 
 
 @lru_cache(maxsize=2048)
-def _skeleton(text: str, stream: bool) -> Any:
+def _skeleton(text: str) -> Any:
     """The parsed text, or None if its tokens are not exactly 0..n-1, each once, alone;
     also kept on disk, so that a new process does not parse the shapes again."""
-    stored = _disk_file(text, stream)
+    stored = _disk_file(text)
     if stored is not None:
         with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
             return marshal.loads(stored.read_bytes())
-    skeleton = _parse_skeleton(text, stream)
+    skeleton = _parse_skeleton(text)
     if stored is not None:
         with contextlib.suppress(OSError, ValueError):  # a date in a template: not marshalled
             data = marshal.dumps(skeleton)
@@ -120,25 +122,21 @@ def _skeleton(text: str, stream: bool) -> Any:
     return skeleton
 
 
-def _disk_file(text: str, stream: bool) -> Path | None:
-    """Where the skeleton of `text` is kept: keyed by the text and by renderstamp's code
-    fingerprint (our code, PyYAML's version, Python's: marshal's format is per version).
-    None where such caches are not trusted (CI, TRAINYARD_RENDER_STAMPS=0)."""
-    if not renderstamp.enabled():
+def _disk_file(text: str) -> Path | None:
+    """Where the skeleton of `text` is kept: keyed by the text and by the code fingerprint
+    (our code, PyYAML's version, Python's: marshal's format is per version). None when layer
+    `shape-files` is off (and with $CI set)."""
+    if not speedups.on("shape-files"):
         return None
-    key = renderstamp.digest([("code", renderstamp.code_fingerprint().encode()),
-                              ("stream", str(stream).encode()), ("text", text.encode())])
+    key = digest([("code", code_fingerprint().encode()), ("text", text.encode())])
     return cache_dir() / "shapes" / key
 
 
-def _parse_skeleton(text: str, stream: bool) -> Any:
+def _parse_skeleton(text: str) -> Any:
     if _TAGGED_TOKEN.search(text):
         return None
     try:
-        if stream:
-            parsed: Any = [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d is not None]
-        else:
-            parsed = yaml.load(text, Loader=yaml.CSafeLoader)
+        parsed = yaml.load(text, Loader=yaml.CSafeLoader)
     except yaml.YAMLError:
         return None  # the classic text gives the user the error
     found: list[int] = []
