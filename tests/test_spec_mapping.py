@@ -2,7 +2,7 @@
 
 Walks schemas/environment.schema.json (and the files it references) from the root alongside
 Environment: every property must be held by a field, read by a derived field, or listed in
-its class's SPEC_ELSEWHERE with the reason; every field that is not derived must name a
+ELSEWHERE below with what consumes it; every field that is not derived must name a
 property, of a matching shape (dataclass <-> object with properties, tuple <-> array,
 Mapping <-> object of free keys). The checker is tried on small wrong pairs too, so it is
 known to fail when they disagree.
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, is_dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, ClassVar, Union, get_args, get_origin
+from typing import Any, Union, get_args, get_origin
 
 import pytest
 
@@ -61,84 +61,107 @@ def lookup(node: Node, path: Keys) -> Node | None:
     return resolve(node)
 
 
-def mismatches(cls: type, node: Node, where: str) -> list[str]:
-    """What the schema object `node` and model class `cls` disagree on (empty: nothing)."""
-    problems: list[str] = []
-    held: set[Keys] = set()  # properties consumed whole, as paths from `node`
-    mapped: set[Keys] = set()
-    for rule in rules(cls):
-        if rule.reads is not None:
-            for read in rule.reads:
-                path = tuple(read.split("."))
-                if lookup(node, path) is None:
-                    problems.append(f"{where}: {cls.__name__}.{rule.field} reads {read}, "
-                                    "which is no property")
-                held.add(path)
-            continue
-        dotted = ".".join(rule.path)
-        target = lookup(node, rule.path)
-        if target is None:
-            problems.append(f"{where}: {cls.__name__}.{rule.field} has no property {dotted}")
-            continue
-        held.add(rule.path)
-        mapped.add(rule.path)
-        if rule.convert is None:  # a converter takes the value whole, whatever its shape
+# Schema properties the model holds no field for, and what consumes them instead.
+ELSEWHERE = {
+    "environment.extends": "spec/load.py merges the base file in before the model sees the value",
+    "environment.pools[].exoticHardware": "spec/quantities.py: lifts the plausibility bounds of the "
+                                          "per-node amounts",
+    "environment.kueue.waitForPodsReady.enabled": "the schema admits only true: Kueue v0.19 has no "
+                                                  "switch for it",
+    "environment.overflow.requireImageDigests": "spec/overflow_checks.py refuses an image without a digest",
+    **{f"environment.overflow.gate.{key}": "Provider.band, derived in build_overflow: staggered down "
+       "the fill order" for key in ("closeWhenFreeGpusAtLeast", "closeAfterSeconds", "openWhenFreeGpusBelow",
+                                    "openAfterSeconds", "staggerFreeGpus", "staggerOpenSeconds")},
+}
+
+
+def mismatches(cls: type, node: Node, where: str, elsewhere: Mapping[str, str]) -> list[str]:
+    """What the schema object `node` (at `where`) and model class `cls` disagree on; `elsewhere`:
+    properties (as `where.key` paths) that are consumed outside the model, with the reason."""
+    walk = Walk(elsewhere)
+    walk.compare(cls, node, where)
+    walk.problems += [f"{path}: listed as consumed elsewhere, but the walk met no such unheld property"
+                      for path in elsewhere if path not in walk.seen]
+    return walk.problems
+
+
+@dataclass
+class Walk:
+    elsewhere: Mapping[str, str]
+    seen: set[str] = field(default_factory=set)
+    problems: list[str] = field(default_factory=list)
+
+    def compare(self, cls: type, node: Node, where: str) -> None:
+        held: set[Keys] = set()  # properties consumed whole, as keys from `node`
+        for rule in rules(cls):
             owner = f"{cls.__name__}.{rule.field}"
-            problems += shape_mismatches(rule.hint, target, f"{where}.{dotted}", owner)
-    elsewhere: Mapping[str, str] = getattr(cls, "SPEC_ELSEWHERE", {})
-    for key, reason in elsewhere.items():
-        if lookup(node, (key,)) is None:
-            problems.append(f"{where}: {cls.__name__}.SPEC_ELSEWHERE names {key}, which is no property")
-        elif (key,) in mapped:
-            problems.append(f"{where}: {cls.__name__}.SPEC_ELSEWHERE names {key}, which a field holds")
-        if not reason.strip():
-            problems.append(f"{where}: {cls.__name__}.SPEC_ELSEWHERE gives no reason for {key}")
-        held.add((key,))
-    problems += [f"{where}.{'.'.join(p)}: no field of {cls.__name__} holds it, reads it or lists it "
-                 "in SPEC_ELSEWHERE" for p in unheld(node, (), held)]
-    return problems
+            if rule.reads is not None:
+                for read in rule.reads:
+                    keys = tuple(read.split("."))
+                    if lookup(node, keys) is None:
+                        self.problems.append(f"{where}: {owner} reads {read}, which is no property")
+                    held.add(keys)
+                continue
+            dotted = ".".join(rule.path)
+            target = lookup(node, rule.path)
+            if target is None:
+                self.problems.append(f"{where}: {owner} has no property {dotted}")
+                continue
+            held.add(rule.path)
+            if rule.convert is None:  # a converter takes the value whole, whatever its shape
+                self.shape(rule.hint, target, f"{where}.{dotted}", owner)
+        for keys in self.unheld(node, (), held, where):
+            self.problems.append(f"{where}.{'.'.join(keys)}: no field of {cls.__name__} holds it or "
+                                 "reads it, nor is it listed as consumed elsewhere")
 
+    def unheld(self, node: Node, prefix: Keys, held: set[Keys], where: str) -> list[Keys]:
+        """Properties below `node` that nothing covers: a property is covered when held whole,
+        listed in `elsewhere`, or an object all of whose own properties are covered."""
+        out: list[Keys] = []
+        for key, sub in resolve(node).schema.get("properties", {}).items():
+            keys = (*prefix, key)
+            path = f"{where}.{'.'.join(keys)}"
+            if path in self.elsewhere:
+                self.seen.add(path)
+                if keys in held:
+                    self.problems.append(f"{path}: held by a field and listed as consumed elsewhere")
+                elif not self.elsewhere[path].strip():
+                    self.problems.append(f"{path}: listed as consumed elsewhere without a reason")
+            elif keys in held:
+                continue
+            elif any(h[:len(keys)] == keys for h in held):
+                out += self.unheld(Node(sub, node.document), keys, held, where)
+            else:
+                out.append(keys)
+        return out
 
-def unheld(node: Node, prefix: Keys, held: set[Keys]) -> list[Keys]:
-    """Properties below `node` that no path in `held` covers: a property is covered when held
-    whole, or when it is an object all of whose own properties are covered."""
-    out: list[Keys] = []
-    for key, sub in resolve(node).schema.get("properties", {}).items():
-        path = (*prefix, key)
-        if path in held:
-            continue
-        if any(h[:len(path)] == path for h in held):
-            out += unheld(Node(sub, node.document), path, held)
-        else:
-            out.append(path)
-    return out
-
-
-def shape_mismatches(hint: Any, node: Node, where: str, owner: str) -> list[str]:
-    origin, args = get_origin(hint), get_args(hint)
-    if origin in (Union, types.UnionType):
-        inner = [a for a in args if a is not type(None)]
-        return shape_mismatches(inner[0], node, where, owner) if len(inner) == 1 else []
-    schema = node.schema
-    if isinstance(hint, type) and is_dataclass(hint):
-        if "properties" not in schema:
-            return [f"{where}: {owner} is a {hint.__name__}, the schema has no object with properties"]
-        return mismatches(hint, node, where)
-    if origin is tuple:
-        if schema.get("type") != "array":
-            return [f"{where}: {owner} is a tuple, the schema has no array"]
-        return shape_mismatches(args[0], resolve(Node(schema["items"], node.document)), f"{where}[]", owner)
-    if origin is Mapping or origin is dict:
-        if schema.get("type") != "object" or "properties" in schema:
-            return [f"{where}: {owner} is a Mapping, the schema has no object of free keys"]
-        return []
-    if schema.get("type") in ("object", "array"):
-        return [f"{where}: {owner} is a {hint}, the schema has an {schema['type']}"]
-    return []
+    def shape(self, hint: Any, node: Node, where: str, owner: str) -> None:
+        origin, args = get_origin(hint), get_args(hint)
+        schema = node.schema
+        if origin in (Union, types.UnionType):
+            inner = [a for a in args if a is not type(None)]
+            if len(inner) == 1:
+                self.shape(inner[0], node, where, owner)
+        elif isinstance(hint, type) and is_dataclass(hint):
+            if "properties" in schema:
+                self.compare(hint, node, where)
+            else:
+                self.problems.append(f"{where}: {owner} is a {hint.__name__}, the schema has no object "
+                                     "with properties")
+        elif origin is tuple:
+            if schema.get("type") == "array":
+                self.shape(args[0], resolve(Node(schema["items"], node.document)), f"{where}[]", owner)
+            else:
+                self.problems.append(f"{where}: {owner} is a tuple, the schema has no array")
+        elif origin is Mapping or origin is dict:
+            if schema.get("type") != "object" or "properties" in schema:
+                self.problems.append(f"{where}: {owner} is a Mapping, the schema has no object of free keys")
+        elif schema.get("type") in ("object", "array"):
+            self.problems.append(f"{where}: {owner} is a {hint}, the schema has an {schema['type']}")
 
 
 def test_every_setting_is_declared_once_in_schema_and_model() -> None:
-    assert mismatches(Environment, load("environment.schema.json"), "environment") == []
+    assert mismatches(Environment, load("environment.schema.json"), "environment", ELSEWHERE) == []
 
 
 def test_camel_case_rule() -> None:
@@ -155,8 +178,6 @@ class Inner:
 
 @dataclass(frozen=True)
 class Outer:
-    SPEC_ELSEWHERE: ClassVar[Mapping[str, str]] = {"legacy": "kept for old files"}
-
     name: str
     inner: Inner
     codes: tuple[int, ...]
@@ -180,8 +201,11 @@ def _schema(**overrides: Any) -> Node:
     return Node(document, document)
 
 
+OUTER_ELSEWHERE = {"outer.legacy": "kept for old files"}
+
+
 def test_checker_accepts_a_matching_pair() -> None:
-    assert mismatches(Outer, _schema(), "outer") == []
+    assert mismatches(Outer, _schema(), "outer", OUTER_ELSEWHERE) == []
 
 
 @pytest.mark.parametrize(("overrides", "expected"), [
@@ -191,27 +215,31 @@ def test_checker_accepts_a_matching_pair() -> None:
      "outer.inner.graceSeconds: no field of Inner holds it"),
     ({"codes": None}, "outer: Outer.codes has no property codes"),
     ({"parts": None}, "outer: Outer.total reads parts, which is no property"),
-    ({"legacy": None}, "outer: Outer.SPEC_ELSEWHERE names legacy, which is no property"),
+    ({"legacy": None}, "outer.legacy: listed as consumed elsewhere, but the walk met no such"),
+    ({"legacy": {"type": "object", "properties": {"old": {"type": "string"}}}}, None),
     ({"codes": {"type": "object", "properties": {}}},
      "outer.codes: Outer.codes is a tuple, the schema has no array"),
     ({"labels": {"type": "array", "items": {}}}, "outer.labels: Outer.labels is a Mapping"),
     ({"inner": {"type": "integer"}}, "outer.inner: Outer.inner is a Inner, the schema has no object"),
     ({"name": {"type": "object", "properties": {}}}, "outer.name: Outer.name is a <class 'str'>"),
 ])
-def test_checker_names_each_disagreement(overrides: dict[str, Any], expected: str) -> None:
-    problems = mismatches(Outer, _schema(**overrides), "outer")
-    assert len(problems) == 1 and problems[0].startswith(expected), problems
+def test_checker_names_each_disagreement(overrides: dict[str, Any], expected: str | None) -> None:
+    problems = mismatches(Outer, _schema(**overrides), "outer", OUTER_ELSEWHERE)
+    if expected is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and problems[0].startswith(expected), problems
 
 
-def test_checker_refuses_a_property_both_held_and_listed_elsewhere() -> None:
-    @dataclass(frozen=True)
-    class Twice:
-        SPEC_ELSEWHERE: ClassVar[Mapping[str, str]] = {"name": "twice"}
-        name: str
-
-    schema = {"type": "object", "properties": {"name": {"type": "string"}}}
-    assert mismatches(Twice, Node(schema, schema), "twice") == [
-        "twice: Twice.SPEC_ELSEWHERE names name, which a field holds"]
+@pytest.mark.parametrize(("elsewhere", "expected"), [
+    ({**OUTER_ELSEWHERE, "outer.name": "twice"},
+     "outer.name: held by a field and listed as consumed elsewhere"),
+    ({"outer.legacy": " "}, "outer.legacy: listed as consumed elsewhere without a reason"),
+    ({}, "outer.legacy: no field of Outer holds it or reads it, nor is it listed as consumed elsewhere"),
+])
+def test_checker_wants_each_elsewhere_entry_true_and_reasoned(elsewhere: dict[str, str],
+                                                              expected: str) -> None:
+    assert mismatches(Outer, _schema(), "outer", elsewhere) == [expected]
 
 
 # The mapping itself.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from generators.model.fromspec import derived, from_spec, setting
 from generators.model.monitoring import Monitoring
@@ -122,12 +122,6 @@ class Provider:
 
 @dataclass(frozen=True)
 class Gate:
-    SPEC_ELSEWHERE: ClassVar[Mapping[str, str]] = {
-        key: "Provider.band: staggered down the fill order"
-        for key in ("closeWhenFreeGpusAtLeast", "closeAfterSeconds", "openWhenFreeGpusBelow",
-                    "openAfterSeconds", "staggerFreeGpus", "staggerOpenSeconds")
-    }
-
     prometheus_url: str
     prometheus_timeout_seconds: float
     free_gpus_query: str = field(metadata=derived("freeGpusQuery"))  # the spec's, else default_query
@@ -175,10 +169,6 @@ class InferenceService:
 
 @dataclass(frozen=True)
 class Overflow:
-    SPEC_ELSEWHERE: ClassVar[Mapping[str, str]] = {
-        "requireImageDigests": "spec/overflow_checks.py refuses an image without a digest",
-    }
-
     namespace: str
     providers: tuple[Provider, ...]  # fill order: preferred first (built by build_overflow)
     gate: Gate

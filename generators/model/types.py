@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Literal
 
 from generators.model.fromspec import derived, setting
 from generators.model.monitoring import Monitoring
@@ -44,10 +44,6 @@ class Taint:
 
 @dataclass(frozen=True)
 class Pool:
-    SPEC_ELSEWHERE: ClassVar[Mapping[str, str]] = {
-        "exoticHardware": "spec/quantities.py: lifts the plausibility bounds of the per-node amounts",
-    }
-
     name: str
     role: Role
     gpu_model: str = field(metadata=setting("gpu.model"))
@@ -154,10 +150,6 @@ class WaitForPodsReady:
     """Always rendered: Kueue v0.19 runs waitForPodsReady whatever the Configuration says
     (spec `enabled: false` is refused by the schema)."""
 
-    SPEC_ELSEWHERE: ClassVar[Mapping[str, str]] = {
-        "enabled": "the schema admits only true: Kueue v0.19 has no switch for it",
-    }
-
     timeout: str
     recovery_timeout: str
     block_admission: bool
@@ -195,10 +187,6 @@ class ArgoCD:
 
 @dataclass(frozen=True)
 class Environment:
-    SPEC_ELSEWHERE: ClassVar[Mapping[str, str]] = {
-        "extends": "spec/load.py merges the base file in before the model sees the environment",
-    }
-
     name: str
     display_name: str = field(metadata=derived("cluster.displayName"))  # default: name
     source_file: str = field(metadata=derived())  # environments/<name>.yaml
