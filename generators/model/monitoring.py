@@ -2,16 +2,18 @@
 
 Like a monitoring mixin's config: dashboards and alert rules read only this and the pools
 (expected GPUs per node), so one number in the environment file moves every panel
-threshold and alert that depends on it.
+threshold and alert that depends on it. Fields map onto the schema by fromspec.py's rule:
+a new threshold is a schema property and a field here, nothing else.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
 
 from generators.exporters import Exporters, build_exporters
+from generators.model.fromspec import setting
 
 Delivery = Literal["sidecar", "grafana-operator"]
 
@@ -68,22 +70,28 @@ class Dashboards:
     refresh: str
 
 
+def _sorted_codes(codes: Iterable[int]) -> tuple[int, ...]:
+    return tuple(sorted(codes))
+
+
 @dataclass(frozen=True)
 class Monitoring:
     namespace: str
-    exporters: Exporters  # the versions the environment runs; label names follow from them
+    # the versions the environment runs; label names follow from them
+    exporters: Exporters = field(metadata=setting(convert=build_exporters))
     node_exporter_host_label: str
     selectors: Selectors
     gpu_temp_limit_celsius: int
     gpu_temp_plausible_max_celsius: int  # at or above: a DCGM placeholder, not a reading
-    xid_replace_codes: tuple[int, ...]
+    xid_replace_codes: tuple[int, ...] = field(metadata=setting(convert=_sorted_codes))
     infiniband_devices: str  # RE2 regex
     checkpoint_write_query: str  # PromQL, bytes/second
-    dcgm_namespace: str
-    dcgm_config_map: str
+    dcgm_namespace: str = field(metadata=setting("dcgmExporter.namespace"))
+    dcgm_config_map: str = field(metadata=setting("dcgmExporter.configMapName"))
     dashboards: Dashboards
-    rule_labels: Mapping[str, str]
-    runbook_url_pattern: str  # %s = lower-case alert name
+    rule_labels: Mapping[str, str] = field(metadata=setting("rules.labels"))
+    # %s = lower-case alert name
+    runbook_url_pattern: str = field(metadata=setting("rules.runbookUrlPattern"))
     alerts: AlertThresholds
 
     @property
@@ -100,64 +108,3 @@ class Monitoring:
             raise ValueError(f"dashboard UID {uid!r} is longer than {MAX_DASHBOARD_UID} characters")
         return uid
 
-
-def _selectors(raw: dict[str, Any]) -> Selectors:
-    return Selectors(
-        dcgm=raw["dcgm"],
-        node_exporter=raw["nodeExporter"],
-        kube_state_metrics=raw["kubeStateMetrics"],
-        kueue=raw["kueue"],
-    )
-
-
-def _dashboards(raw: dict[str, Any]) -> Dashboards:
-    return Dashboards(
-        delivery=raw["delivery"],
-        uid_prefix=raw["uidPrefix"],
-        folder=raw["folder"],
-        sidecar_labels=dict(sorted(raw["sidecarLabels"].items())),
-        sidecar_folder_annotation=raw["sidecarFolderAnnotation"],
-        instance_selector=dict(sorted(raw["instanceSelector"].items())),
-        refresh=raw["refresh"],
-    )
-
-
-def _alert_thresholds(raw: dict[str, Any]) -> AlertThresholds:
-    return AlertThresholds(
-        gpu_temp_for=raw["gpuTempFor"],
-        thermal_throttle_percent=raw["thermalThrottlePercent"],
-        thermal_throttle_for=raw["thermalThrottleFor"],
-        error_window=raw["errorWindow"],
-        nvlink_errors_per_window=raw["nvlinkErrorsPerWindow"],
-        infiniband_errors_per_window=raw["infinibandErrorsPerWindow"],
-        infiniband_port_down_for=raw["infinibandPortDownFor"],
-        gpu_missing_for=raw["gpuMissingFor"],
-        profiling_missing_for=raw["profilingMissingFor"],
-        exporter_down_for=raw["exporterDownFor"],
-        quota_drift_for=raw["quotaDriftFor"],
-        pods_ready_timeout_evictions_per_hour=raw["podsReadyTimeoutEvictionsPerHour"],
-        inference_pending_for=raw["inferencePendingFor"],
-        gate_transitions_per_hour=raw["gateTransitionsPerHour"],
-        virtual_node_not_ready_for=raw["virtualNodeNotReadyFor"],
-    )
-
-
-def build_monitoring(raw: dict[str, Any]) -> Monitoring:
-    """Model of the defaulted `monitoring` section."""
-    return Monitoring(
-        namespace=raw["namespace"],
-        exporters=build_exporters(raw["exporters"]),
-        node_exporter_host_label=raw["nodeExporterHostLabel"],
-        selectors=_selectors(raw["selectors"]),
-        gpu_temp_limit_celsius=raw["gpuTempLimitCelsius"],
-        gpu_temp_plausible_max_celsius=raw["gpuTempPlausibleMaxCelsius"],
-        xid_replace_codes=tuple(sorted(raw["xidReplaceCodes"])),
-        infiniband_devices=raw["infinibandDevices"],
-        checkpoint_write_query=raw["checkpointWriteQuery"],
-        dcgm_namespace=raw["dcgmExporter"]["namespace"],
-        dcgm_config_map=raw["dcgmExporter"]["configMapName"],
-        dashboards=_dashboards(raw["dashboards"]),
-        rule_labels=dict(sorted(raw["rules"]["labels"].items())),
-        runbook_url_pattern=raw["rules"]["runbookUrlPattern"],
-        alerts=_alert_thresholds(raw["alerts"]),
-    )

@@ -1,16 +1,18 @@
 """The overflow model: providers in fill order, their staggered gate bands, the free-GPU query.
 
 Every number the overflow objects carry (per-provider thresholds and hold times, affinity
-weights, the default PromQL, the mock capacity) is derived here, once.
+weights, the default PromQL, the mock capacity) is derived here, once. Settings map onto
+fields by fromspec.py's rule; the derived fields are computed in build_overflow.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from generators.model.fromspec import derived, from_spec, setting
 from generators.model.monitoring import Monitoring
 from generators.model.promql import Inventory, match_none
 from generators.model.types import Pool, Tier
@@ -67,21 +69,28 @@ class SecretRef:
     key: str  # mounted as a file of this name in the provider's credentials directory
 
 
+def _config_copy(raw: Mapping[str, Any]) -> dict[str, Any]:
+    config: dict[str, Any] = json.loads(json.dumps(raw))  # a private deep copy, keys as written
+    return config
+
+
 @dataclass(frozen=True)
 class Provider:
     name: str
     type: str
-    rank: int  # 0 = preferred: fills first, closes last
+    rank: int = field(metadata=derived())  # 0 = preferred: fills first, closes last
     image: Image
-    credentials: SecretRef
-    config: Mapping[str, Any]  # the environment's provider config, as written
+    credentials: SecretRef = field(metadata=setting("credentialsSecret"))
+    # the environment's provider config, as written
+    config: Mapping[str, Any] = field(metadata=setting(convert=_config_copy))
     gpus: int
     gpu_model: str
     gpu_resource: str
-    cost_per_gpu_hour_usd: float
+    cost_per_gpu_hour_usd: float = field(metadata=setting(convert=float))
     preference: int
-    band: GateBand
-    affinity_weight: int  # preferredDuringScheduling weight in the inference snippet
+    band: GateBand = field(metadata=derived())  # from the gate's settings and the rank
+    # preferredDuringScheduling weight in the inference snippet
+    affinity_weight: int = field(metadata=derived())
     resources: Resources
 
     @property
@@ -116,7 +125,7 @@ class Provider:
 class Gate:
     prometheus_url: str
     prometheus_timeout_seconds: float
-    free_gpus_query: str
+    free_gpus_query: str = field(metadata=derived("freeGpusQuery"))  # the spec's, else default_query
     reconcile_interval_seconds: int
     on_prometheus_unavailable: OnUnavailable
     taint_key: str
@@ -131,8 +140,9 @@ class MigrateBack:
     # DefaultEvictor's priorityThreshold.value: only pods with a LOWER priority are evicted.
     # One above the highest inference tier, so every training tier (validation keeps them all
     # above every inference tier) and the machinery (system-cluster-critical) are never evicted.
-    priority_threshold: int
-    namespaces: tuple[str, ...]  # RemovePodsViolatingNodeTaints namespaces.include
+    priority_threshold: int = field(metadata=derived())
+    # RemovePodsViolatingNodeTaints namespaces.include: every inference service's
+    namespaces: tuple[str, ...] = field(metadata=derived())
     max_pods_to_evict_per_node: int
     max_pods_to_evict_per_namespace: int
     max_pods_to_evict_total: int
@@ -151,9 +161,9 @@ class InferenceService:
     pod_selector: Mapping[str, str]
     min_replicas: int
     max_replicas: int
-    metric_name: str
-    metric_selector: Mapping[str, str]
-    metric_average_value: str
+    metric_name: str = field(metadata=setting("metric.name"))
+    metric_selector: Mapping[str, str] = field(metadata=setting("metric.selector"))
+    metric_average_value: str = field(metadata=setting("metric.averageValue"))
     max_unavailable: int | str
     scale_down_stabilization_seconds: int
 
@@ -161,7 +171,7 @@ class InferenceService:
 @dataclass(frozen=True)
 class Overflow:
     namespace: str
-    providers: tuple[Provider, ...]  # fill order: preferred first
+    providers: tuple[Provider, ...]  # fill order: preferred first (built by build_overflow)
     gate: Gate
     migrate_back: MigrateBack
     extra_namespaces: tuple[str, ...]
@@ -179,14 +189,6 @@ class Overflow:
     def max_usd_per_hour(self) -> float:
         """Spend with every provider's every advertised GPU busy."""
         return round(sum(p.max_usd_per_hour for p in self.providers), 2)
-
-
-def _image(raw: dict[str, Any]) -> Image:
-    return Image(raw["repository"], raw["tag"], raw.get("digest"))
-
-
-def _resources(raw: dict[str, Any]) -> Resources:
-    return Resources(raw["cpuRequest"], raw["memoryRequest"], raw["cpuLimit"], raw["memoryLimit"])
 
 
 def fill_order(raw_providers: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -215,11 +217,6 @@ def band(gate: dict[str, Any], rank: int, step: int) -> GateBand:
 def affinity_weight(rank: int, providers: int) -> int:
     """Preferred provider PROVIDER_WEIGHT_SPAN, the others evenly less, never below 1."""
     return max(1, PROVIDER_WEIGHT_SPAN * (providers - rank) // providers)
-
-
-def _provider_config(raw: dict[str, Any]) -> dict[str, Any]:
-    config: dict[str, Any] = json.loads(json.dumps(raw["config"]))  # a private deep copy
-    return config
 
 
 def blocks_inference(key: str, effect: str) -> bool:
@@ -272,30 +269,12 @@ def default_query(inventory: Inventory, virtual_nodes: tuple[str, ...]) -> str:
             f" and on () {inv.ksm_up()} and on () {present}")
 
 
-def _service(raw: dict[str, Any]) -> InferenceService:
-    metric = raw["metric"]
-    return InferenceService(
-        namespace=raw["namespace"], deployment=raw["deployment"], tier=raw["tier"],
-        pod_selector=dict(sorted(raw["podSelector"].items())),
-        min_replicas=raw["minReplicas"], max_replicas=raw["maxReplicas"],
-        metric_name=metric["name"], metric_selector=dict(sorted(metric["selector"].items())),
-        metric_average_value=metric["averageValue"], max_unavailable=raw["maxUnavailable"],
-        scale_down_stabilization_seconds=raw["scaleDownStabilizationSeconds"],
-    )
-
-
 def _providers(raw: dict[str, Any]) -> tuple[Provider, ...]:
     ordered = fill_order(raw["providers"])
     step = stagger_step(raw["gate"], len(ordered))
     return tuple(
-        Provider(
-            name=p["name"], type=p["type"], rank=rank, image=_image(p["image"]),
-            credentials=SecretRef(p["credentialsSecret"]["name"], p["credentialsSecret"]["key"]),
-            config=_provider_config(p), gpus=p["gpus"], gpu_model=p["gpuModel"],
-            gpu_resource=p["gpuResource"], cost_per_gpu_hour_usd=float(p["costPerGpuHourUsd"]),
-            preference=p["preference"], band=band(raw["gate"], rank, step),
-            affinity_weight=affinity_weight(rank, len(ordered)), resources=_resources(p["resources"]),
-        )
+        from_spec(Provider, p, {"rank": rank, "band": band(raw["gate"], rank, step),
+                                "affinity_weight": affinity_weight(rank, len(ordered))})
         for rank, p in enumerate(ordered)
     )
 
@@ -311,30 +290,11 @@ def build_overflow(raw: dict[str, Any] | None, pools: tuple[Pool, ...], monitori
     if raw is None:
         return None
     providers = _providers(raw)
-    gate, back = raw["gate"], raw["migrateBack"]
-    query = gate.get("freeGpusQuery") or default_query(Inventory(monitoring, pools),
-                                                       tuple(p.node_name for p in providers))
-    inference = tuple(_service(s) for s in raw["inference"])
-    return Overflow(
-        namespace=raw["namespace"],
-        providers=providers,
-        gate=Gate(
-            prometheus_url=gate["prometheusUrl"],
-            prometheus_timeout_seconds=gate["prometheusTimeoutSeconds"], free_gpus_query=query,
-            reconcile_interval_seconds=gate["reconcileIntervalSeconds"],
-            on_prometheus_unavailable=gate["onPrometheusUnavailable"], taint_key=gate["taintKey"],
-            image=_image(gate["image"]), dry_run=gate["dryRun"], metrics_port=gate["metricsPort"],
-            resources=_resources(gate["resources"]),
-        ),
-        migrate_back=MigrateBack(
-            priority_threshold=migrate_back_priority_threshold(tiers),
-            namespaces=tuple(sorted({s.namespace for s in inference})),
-            max_pods_to_evict_per_node=back["maxPodsToEvictPerNode"],
-            max_pods_to_evict_per_namespace=back["maxPodsToEvictPerNamespace"],
-            max_pods_to_evict_total=back["maxPodsToEvictTotal"],
-            descheduling_interval=back["deschedulingInterval"], min_pod_age=back["minPodAge"],
-            image=_image(back["image"]), dry_run=back["dryRun"], resources=_resources(back["resources"]),
-        ),
-        extra_namespaces=tuple(raw["extraNamespaces"]),
-        inference=inference,
-    )
+    query = raw["gate"].get("freeGpusQuery") or default_query(Inventory(monitoring, pools),
+                                                              tuple(p.node_name for p in providers))
+    return from_spec(Overflow, raw, {
+        "providers": providers,
+        "gate.free_gpus_query": query,
+        "migrate_back.priority_threshold": migrate_back_priority_threshold(tiers),
+        "migrate_back.namespaces": tuple(sorted({s["namespace"] for s in raw["inference"]})),
+    })

@@ -2,15 +2,18 @@
 
 Generators read only these. Every number the spec implies (capacity, quotas, limits,
 priority thresholds) is derived in this package, once, and never re-derived elsewhere.
+Fields map onto schema properties by the rule in fromspec.py; a field's metadata says where
+it differs (another key, a converter, derived by build.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
 
+from generators.model.fromspec import derived, setting
 from generators.model.monitoring import Monitoring
 from generators.quantity import Format, canonical
 from generators.teams import trains
@@ -43,15 +46,17 @@ class Taint:
 class Pool:
     name: str
     role: Role
-    gpu_model: str
-    gpu_resource: str
-    gpus_per_node: int
+    gpu_model: str = field(metadata=setting("gpu.model"))
+    gpu_resource: str = field(metadata=setting("gpu.resource"))
+    gpus_per_node: int = field(metadata=setting("gpu.perNode"))
     nodes: int
     reserve_nodes: int
-    per_node: Mapping[str, Fraction]  # resource name -> base units (cores, bytes, devices)
+    # resource name -> base units (cores, bytes, devices), quantities parsed
+    per_node: Mapping[str, Fraction] = field(
+        metadata=derived("gpu.resource", "gpu.perNode", "cpu", "memory", "extraResources"))
     node_labels: Mapping[str, str]
     taints: tuple[Taint, ...]
-    topology_levels: tuple[str, ...]
+    topology_levels: tuple[str, ...] = field(metadata=setting("topology.levels", absent=()))
 
     @property
     def schedulable_nodes(self) -> int:
@@ -136,7 +141,8 @@ class Preemption:
     reclaim_within_cohort: str
     within_cluster_queue: str
     borrow_within_cohort: str
-    borrow_max_priority: int  # highest inference workload priority: what borrowing may preempt
+    # highest inference workload priority: what borrowing may preempt
+    borrow_max_priority: int = field(metadata=derived())
 
 
 @dataclass(frozen=True)
@@ -160,36 +166,43 @@ class KueueOptions:
     integrations: tuple[str, ...]
     manage_jobs_without_queue_name: bool
     wait_for_pods_ready: WaitForPodsReady
-    fair_sharing: bool
-    fair_sharing_strategies: tuple[str, ...]
+    fair_sharing: bool = field(metadata=setting("fairSharing.enabled"))
+    fair_sharing_strategies: tuple[str, ...] = field(metadata=setting("fairSharing.preemptionStrategies"))
     preemption: Preemption
+
+
+def _automated(sync_policy: str) -> bool:
+    return sync_policy == "automated"
 
 
 @dataclass(frozen=True)
 class ArgoCD:
     namespace: str
     project: str
-    repo_url: str
+    repo_url: str = field(metadata=setting("repoURL"))
     target_revision: str
     destination_server: str
-    automated: bool
+    automated: bool = field(metadata=setting("syncPolicy", convert=_automated))
 
 
 @dataclass(frozen=True)
 class Environment:
     name: str
-    display_name: str
-    source_file: str  # environments/<name>.yaml
-    kubernetes_version: str
-    argocd: ArgoCD
+    display_name: str = field(metadata=derived("cluster.displayName"))  # default: name
+    source_file: str = field(metadata=derived())  # environments/<name>.yaml
+    kubernetes_version: str = field(metadata=setting("cluster.kubernetesVersion"))
+    argocd: ArgoCD = field(metadata=setting("cluster.argocd"))
     pools: tuple[Pool, ...]
     cohorts: tuple[Cohort, ...]
     teams: tuple[Team, ...]
-    tiers: tuple[Tier, ...]
+    tiers: tuple[Tier, ...] = field(metadata=setting("priorities.tiers"))
     kueue: KueueOptions
-    resources: tuple[ResourceKind, ...]  # coveredResources, same order in every ClusterQueue
-    queues: Mapping[str, tuple[FlavorQuota, ...]]  # team -> its flavors with quotas
-    cluster_queues: tuple[ClusterQueue, ...]  # the same flavors, split by placement (team order)
+    # coveredResources, same order in every ClusterQueue
+    resources: tuple[ResourceKind, ...] = field(metadata=derived("pools"))
+    # team -> its flavors with quotas
+    queues: Mapping[str, tuple[FlavorQuota, ...]] = field(metadata=derived("pools", "teams"))
+    # the same flavors, split by placement (team order)
+    cluster_queues: tuple[ClusterQueue, ...] = field(metadata=derived("pools", "teams"))
     monitoring: Monitoring  # always present: every field has a schema default
     overflow: Overflow | None = None  # serving overflow; None: nothing of it is rendered
 

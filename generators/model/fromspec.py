@@ -1,0 +1,178 @@
+"""Schema sections -> model dataclasses, by one rule: the one place spec keys become fields.
+
+A field holds the property of its section named like it in camelCase (`gpu_temp_for` <-
+`gpuTempFor`), taken by the field's type hint:
+- a dataclass: the nested object, mapped by the same rule;
+- `tuple[X, ...]`: the array, item by item;
+- `Mapping[...]`: the object with its keys sorted, so output never depends on the order in
+  which a person wrote them;
+- `X | None`: None where the property is absent (optional, no schema default);
+- anything else: the value as the schema validated and defaulted it.
+
+A field that differs says so next to itself, in its metadata:
+- `field(metadata=setting("gpu.model"))`: another key, or a key inside a nested object that
+  has no class of its own; `convert=` a function of the value (quantities, copies of
+  free-form config, one value turned into another); `absent=` the value when it is missing.
+- `field(metadata=derived("cpu", "memory"))`: computed by the builder, from several values or
+  from other sections, and handed to `from_spec`; it names the properties of its own section
+  it reads.
+tests/test_spec_mapping.py walks the schema against these classes (a property the model does
+not hold, such as one only a spec check reads, is listed there with what consumes it), so
+adding a setting is: the schema property, the field, and nothing else.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, fields, is_dataclass
+from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
+
+D = TypeVar("D")
+
+_KEY = "trainyard.spec"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How one field of a model class gets its value."""
+
+    field: str
+    hint: Any  # the resolved type hint
+    path: tuple[str, ...]  # keys from the section to the property; () for a derived field
+    convert: Callable[[Any], Any] | None
+    absent: Any  # the value when the property is missing; MISSING: it is always there
+    reads: tuple[str, ...] | None  # derived: the properties it reads; None: not derived
+
+    @property
+    def derived(self) -> bool:
+        return self.reads is not None
+
+
+@dataclass(frozen=True)
+class _Declared:
+    path: str | None
+    convert: Callable[[Any], Any] | None
+    absent: Any
+    reads: tuple[str, ...] | None
+
+
+def setting(path: str | None = None, *, convert: Callable[[Any], Any] | None = None,
+            absent: Any = MISSING) -> dict[str, Any]:
+    """Field metadata: the property at dotted `path` (default: the field's camelCase name)."""
+    return {_KEY: _Declared(path, convert, absent, None)}
+
+
+def derived(*reads: str) -> dict[str, Any]:
+    """Field metadata: the builder computes this field (from the dotted properties `reads`)."""
+    return {_KEY: _Declared(None, None, MISSING, reads)}
+
+
+def spec_key(field: str) -> str:
+    """The schema's name for a field: snake_case -> camelCase."""
+    head, *rest = field.split("_")
+    return head + "".join(word.capitalize() for word in rest)
+
+
+def _model_classes() -> dict[str, Any]:
+    """The dataclasses of every loaded model module. A hint may name a class its module
+    imports only for the type checker (types.py: Overflow, whose module imports types.py)."""
+    names: dict[str, Any] = {}
+    for name, module in sorted(sys.modules.items()):
+        if name.startswith("generators.model.") and module is not None:
+            names.update((k, v) for k, v in vars(module).items() if isinstance(v, type) and is_dataclass(v))
+    return names
+
+
+_RULES: dict[type, tuple[Rule, ...]] = {}  # a class's rules never change: resolve hints once
+
+
+def rules(cls: type) -> tuple[Rule, ...]:
+    """The rule of every field of model class `cls`, in field order."""
+    if cls not in _RULES:
+        _RULES[cls] = _resolve(cls)
+    return _RULES[cls]
+
+
+def _resolve(cls: type) -> tuple[Rule, ...]:
+    namespace = {**_model_classes(), **vars(sys.modules[cls.__module__])}  # its own names win
+    hints = get_type_hints(cls, globalns=namespace)
+    out = []
+    for f in fields(cls):
+        declared: _Declared = f.metadata.get(_KEY, _Declared(None, None, MISSING, None))
+        path = () if declared.reads is not None else tuple((declared.path or spec_key(f.name)).split("."))
+        out.append(Rule(f.name, hints[f.name], path, declared.convert, declared.absent, declared.reads))
+    return tuple(out)
+
+
+def from_spec(cls: type[D], raw: Mapping[str, Any], given: Mapping[str, Any] | None = None) -> D:
+    """Model class `cls` from its validated, defaulted section `raw`.
+
+    `given`: field -> value the builder computed: every derived field (a dotted name reaches
+    into a nested dataclass field: "preemption.borrow_max_priority"), and any field whose
+    items need derived values of their own (built item by item with from_spec)."""
+    own: dict[str, Any] = {}
+    nested: dict[str, dict[str, Any]] = {}
+    for name, value in (given or {}).items():
+        head, dot, rest = name.partition(".")
+        if dot:
+            nested.setdefault(head, {})[rest] = value
+        else:
+            own[name] = value
+    plan = rules(cls)
+    unknown = (own.keys() | nested.keys()) - {r.field for r in plan}
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no field {', '.join(sorted(unknown))}")
+    values = {}
+    for rule in plan:
+        if rule.field in own:
+            values[rule.field] = own[rule.field]
+        elif rule.derived:
+            raise TypeError(f"{cls.__name__}.{rule.field} is derived: the builder must give it")
+        else:
+            values[rule.field] = _take(rule, raw, nested.get(rule.field))
+    return cls(**values)
+
+
+def take(cls: type, field: str, raw: Mapping[str, Any]) -> Any:
+    """One field of `cls`, mapped from section `raw` by its rule (for the builder's derivations,
+    which need a part of the model before all of it exists)."""
+    rule = next(r for r in rules(cls) if r.field == field)
+    return _take(rule, raw, None)
+
+
+def _take(rule: Rule, raw: Mapping[str, Any], given: dict[str, Any] | None) -> Any:
+    value: Any = raw
+    for key in rule.path:
+        if key not in value:
+            if rule.absent is not MISSING:
+                return rule.absent
+            if _optional(rule.hint):
+                return None
+        value = value[key]  # a KeyError here: the schema neither requires nor defaults it
+    if rule.convert is not None:
+        return rule.convert(value)
+    return _convert(rule.hint, value, given)
+
+
+def _optional(hint: Any) -> bool:
+    return get_origin(hint) in (Union, types.UnionType) and type(None) in get_args(hint)
+
+
+def _convert(hint: Any, value: Any, given: dict[str, Any] | None) -> Any:
+    origin, args = get_origin(hint), get_args(hint)
+    if origin in (Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        if value is None or len(inner) > 1:  # e.g. int | str: as validated
+            return value
+        return _convert(inner[0], value, given)
+    if isinstance(hint, type) and is_dataclass(hint):
+        return from_spec(hint, value, given)
+    if given:
+        raise TypeError(f"given values reach only into dataclass fields, not {hint}")
+    if origin is tuple:
+        return tuple(_convert(args[0], item, None) for item in value)
+    if origin is Mapping or origin is dict:
+        return dict(sorted(value.items()))
+    return value
