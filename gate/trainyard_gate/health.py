@@ -46,7 +46,7 @@ class Quarantined:
 
 @dataclass(frozen=True)
 class Change:
-    node: NodeTaints
+    node: NodeTaints  # as listed this pass
     action: str  # quarantine | release | rewrite
     want: Want
 
@@ -88,6 +88,16 @@ def parse_rfc3339(text: str | None) -> float | None:
     return moment.timestamp() if moment.tzinfo is not None else None
 
 
+def _action(node: NodeTaints, want: Want) -> str:
+    """Named after what the patch does to the node: the taint goes on, comes off, or (taint
+    value or annotations drifted) is rewritten. So a quarantine whose patch failed is still
+    counted as one when a later pass makes it."""
+    carries = carries_gate(node.taints, want.taint)
+    if want.present != carries:
+        return QUARANTINE if want.present else RELEASE
+    return REWRITE
+
+
 class HealthState:
     """Every node's timers and the quarantined set; observe() is one pass."""
 
@@ -120,13 +130,11 @@ class HealthState:
         held: dict[str, int] = dict.fromkeys(counts, 0)
         for candidate in candidates:
             held[candidate.pool] += not candidate.admitted
-        actions = {name: RELEASE for name, _, _ in released}
-        actions.update({c.node: QUARANTINE for c in candidates if c.admitted})
         changes = []
         for name in sorted(views):
             want = self.want(name)
             if not want.converged(views[name]):
-                changes.append(Change(views[name], actions.get(name, REWRITE), want))
+                changes.append(Change(views[name], _action(views[name], want), want))
         return Outcome(
             True,
             tuple(changes),

@@ -24,6 +24,7 @@ from .policy import (
     TaintPolicy,
     may_overlap,
 )
+from .policy import KIND as TAINT_KIND
 from .policy import parse as parse_taint_policy
 
 KIND = "NodeHealthPolicy"
@@ -90,11 +91,15 @@ def load_policy(path: Path) -> TaintPolicy | NodeHealthPolicy:
     except OSError as err:
         raise PolicyError(f"{path}: error: cannot read policy: {err.strerror}") from None
     try:
-        data, _ = load_with_positions(text)
+        data, positions = load_with_positions(text)
     except InvalidDocument:
-        data = None  # the TaintPolicy parser reports it with its position
-    if isinstance(data, dict) and data.get("kind") == KIND:
+        data, positions = None, {}  # the TaintPolicy parser reports it with its position
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if kind == KIND:
         return parse(text, str(path))
+    if kind is not None and kind != TAINT_KIND:
+        where = ("kind",)
+        raise Reader(str(path), positions).fail(where, f"expected {TAINT_KIND!r} or {KIND!r}, got {kind!r}")
     return parse_taint_policy(text, str(path))
 
 
