@@ -45,6 +45,7 @@ class HealthController:
         self._query, self._nodes, self._metrics = query, nodes, metrics
         self._clock, self._wall_clock = clock, wall_clock
         self._reported: dict[str, Want] = {}  # last dry-run intent per node
+        self._exported: set[tuple[str, str, str]] = set()  # (node, pool, reason) series
         metrics.cap_fleet.set(policy.cap.max_nodes)
 
     def reconcile(self, stop: threading.Event | None = None) -> bool:
@@ -101,12 +102,18 @@ class HealthController:
             metrics.held_back.labels(pool=pool).set(held)
         for reason, count in outcome.bad.items():
             metrics.bad_nodes.labels(reason=reason).set(count)
-        metrics.quarantined.clear()
-        metrics.quarantined_since.clear()
+        current = {}
         for node, entry in self.state.quarantined.items():
-            labels = {"node": node, "pool": entry.pool, "reason": entry.reasons[0] if entry.reasons else ""}
-            metrics.quarantined.labels(**labels).set(1)
-            metrics.quarantined_since.labels(**labels).set(entry.since)
+            current[(node, entry.pool, entry.reasons[0] if entry.reasons else "")] = entry.since
+        # Remove only what went: clear() and re-adding would let a scrape in between see
+        # no quarantined node at all.
+        for gone in self._exported - current.keys():
+            metrics.quarantined.remove(*gone)
+            metrics.quarantined_since.remove(*gone)
+        for labels, since in current.items():
+            metrics.quarantined.labels(*labels).set(1)
+            metrics.quarantined_since.labels(*labels).set(since)
+        self._exported = set(current)
 
     def _log(self, outcome: Outcome) -> None:
         cap = self.policy.cap

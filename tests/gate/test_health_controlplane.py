@@ -3,7 +3,7 @@ kube-apiserver and a REAL Prometheus scraping DCGM-like GPU temperature series t
 sets over time.
 
 Scenes, each a few seconds long (quarantine and release after QUARANTINE_SECONDS /
-RELEASE_SECONDS, one query per second):
+RELEASE_SECONDS, one query per second, the controller holding its Lease):
 - one node's GPU above the limit for longer than quarantineAfterSeconds: that node, and
   only it, gets `trainyard.dev/gpu-health=gpu-temperature:NoSchedule` and both annotations;
   back to normal for releaseAfterSeconds: taint and annotations removed;
@@ -218,7 +218,8 @@ def scene(health_policy_text: str, kube: Kube, control_plane: ControlPlane, dcgm
     controller = Daemon(
         "trainyard-gate-health",
         [sys.executable, "-m", "trainyard_gate", f"--policy={policy_path}",
-         f"--kubeconfig={control_plane.kubeconfig}", f"--metrics-port={port}", "--metrics-address=127.0.0.1"],
+         f"--kubeconfig={control_plane.kubeconfig}", f"--metrics-port={port}", "--metrics-address=127.0.0.1",
+         "--lease-namespace=default", f"--lease-name=gpu-health-{run}", f"--identity=health-{run}"],
         tmp_path / "health.log",
         ports=(port,),
         env={**os.environ, "PYTHONPATH": str(GATE_DIR)},
@@ -230,12 +231,17 @@ def scene(health_policy_text: str, kube: Kube, control_plane: ControlPlane, dcgm
     controller.start()
     try:
         controller.wait_until(lambda: made.sample("trainyard_health_query_success") == 1, 60, "a good pass")
+        # It acts as the holder of its Lease, as the rendered Deployment runs it.
+        assert made.sample("trainyard_health_leader") == 1
+        lease = kube.get("coordination.k8s.io/v1", "Lease", f"gpu-health-{run}", "default")
+        assert lease is not None and lease["spec"]["holderIdentity"] == f"health-{run}"
         yield made
         assert controller.running(), controller.log_tail()
     finally:
         controller.stop()
         for name in made.nodes:
             kube.delete("v1", "Node", name)
+        kube.delete("coordination.k8s.io/v1", "Lease", f"gpu-health-{run}", "default")
 
 
 def test_one_hot_gpu_quarantines_that_node_only_and_releases_it(scene: Scene) -> None:

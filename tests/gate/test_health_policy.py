@@ -3,14 +3,18 @@ one-line `file:line:col: error: <what> (<spec path>)` as the TaintPolicy."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 from trainyard_gate.health_policy import Cap, Condition, NodeHealthPolicy, Pool, load_policy, parse
 from trainyard_gate.policy import PolicyError, TaintPolicy
 
+from .conftest import GATE_DIR
 from .health_example import EXAMPLE
+from .test_cli import gate_command, write_inputs
 from .test_policy import EXAMPLE as TAINT_EXAMPLE
 
 ONE_LINE_ERROR = re.compile(r"^policy\.yaml:\d+:\d+: error: [^\n]+ \([^\n)]+\)$")
@@ -128,3 +132,31 @@ def test_duplicate_keys_are_refused() -> None:
     line = "  releaseAfterSeconds: 1800\n"
     text = EXAMPLE.replace(line, line + "  releaseAfterSeconds: 60\n")
     assert "duplicate key (spec.releaseAfterSeconds)" in error(text)
+
+
+def run_cli(tmp_path: Path, policy_text: str, *args: str) -> subprocess.CompletedProcess[str]:
+    policy, kubeconfig = write_inputs(tmp_path, policy_text)
+    return subprocess.run(
+        gate_command("--policy", str(policy), "--kubeconfig", str(kubeconfig), "--metrics-port", "0", *args),
+        cwd=GATE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+def test_cli_refuses_a_bad_health_policy_in_one_line(tmp_path: Path) -> None:
+    done = run_cli(tmp_path, EXAMPLE.replace("reason: xid", "reason: XID"))
+    assert done.returncode == 1
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"{tmp_path / 'policy.yaml'}:22:13: error: reason 'XID'")
+
+
+def test_cli_runs_the_health_loop_and_fails_once_when_nodes_cannot_be_listed(tmp_path: Path) -> None:
+    done = run_cli(tmp_path, EXAMPLE, "--once", "--dry-run")
+    assert done.returncode == 1
+    logs = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    [start] = [entry for entry in logs if entry["msg"] == "starting"]
+    assert start["pools"] == ["train-h100-a", "infer-l40s"] and start["reasons"] == ["gpu-temperature", "xid"]
+    assert start["dry_run"] is True
+    assert any(entry["msg"] == "cannot list pool nodes" for entry in logs)
