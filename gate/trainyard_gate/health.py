@@ -112,6 +112,8 @@ class HealthState:
         pools = {node.name: pool for pool, nodes in listing.items() for node in nodes}
         views = {node.name: node for nodes in listing.values() for node in nodes}
         self._forget(set(pools))
+        for name, entry in self.quarantined.items():
+            entry.pool = pools[name]  # relabelled into another pool: counts against that one
         for name in sorted(pools):
             if name not in self._known:
                 self._adopt(views[name], pools[name], wall)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from .controller import LOG, Clock
-from .health import Change, HealthState, Outcome
+from .health import Change, HealthState, Listing, Outcome
 from .health_policy import NodeHealthPolicy
 from .log import event
 from .metrics import Health, HealthMetrics
@@ -57,7 +57,7 @@ class HealthController:
             self._metrics.errors.labels(stage="nodes").inc()
             event(LOG, logging.ERROR, "cannot list pool nodes", error=api_error(err))
             return False
-        bad = self._run_queries()
+        bad = self._run_queries(listing)
         outcome = self.state.observe(self._clock(), self._wall_clock(), listing, bad)
         self._record(outcome)
         self._log(outcome)
@@ -68,14 +68,18 @@ class HealthController:
             ok = self._apply(change) and ok
         return ok
 
-    def _run_queries(self) -> dict[str, frozenset[str]] | None:
+    def _run_queries(self, listing: Listing) -> dict[str, frozenset[str]] | None:
         """Every condition's node set, or None if any query failed (the others still run,
         so each condition's bad_nodes and the log say which one failed)."""
+        pool_nodes = {node.name for nodes in listing.values() for node in nodes}
         results: dict[str, frozenset[str]] = {}
         failed = False
         for condition in self.policy.conditions:
             try:
                 results[condition.reason] = self._query(condition.query)
+                self._metrics.bad_nodes.labels(reason=condition.reason).set(
+                    len(results[condition.reason] & pool_nodes)
+                )
             except Exception as err:  # QueryFailed, or a surprise in the client: no value
                 failed = True
                 self._metrics.errors.labels(stage="query").inc()
@@ -96,12 +100,10 @@ class HealthController:
             metrics.pool_nodes.labels(pool=pool).set(count)
             metrics.cap.labels(pool=pool).set(outcome.pool_caps[pool])
         if not outcome.queried:
-            return  # held_back, bad_nodes and the quarantined set stay as last decided
+            return  # held_back and the quarantined set stay as last decided
         metrics.last_success.set(self._wall_clock())
         for pool, held in outcome.held_back.items():
             metrics.held_back.labels(pool=pool).set(held)
-        for reason, count in outcome.bad.items():
-            metrics.bad_nodes.labels(reason=reason).set(count)
         current = {}
         for node, entry in self.state.quarantined.items():
             current[(node, entry.pool, entry.reasons[0] if entry.reasons else "")] = entry.since

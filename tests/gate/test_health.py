@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pytest
 from trainyard_gate.health import QUARANTINE, RELEASE, REWRITE, HealthState, Outcome, rfc3339
@@ -15,7 +16,7 @@ from trainyard_gate.health_controller import HealthController
 from trainyard_gate.health_policy import NodeHealthPolicy, parse
 from trainyard_gate.metrics import HealthMetrics
 from trainyard_gate.nodes import NodeTaints, Want
-from trainyard_gate.prometheus import QueryFailed
+from trainyard_gate.prometheus import QueryFailed, node_names
 
 from .health_example import EXAMPLE
 
@@ -51,7 +52,7 @@ class Cluster:
         self,
         name: str,
         pool: str,
-        taints: Iterable[dict[str, str]] = (OTHER_TAINT,),
+        taints: Iterable[Mapping[str, Any]] = (OTHER_TAINT,),
         annotations: dict[str, str] | None = None,
     ) -> None:
         self.nodes[name] = NodeTaints(
@@ -405,3 +406,53 @@ def test_an_api_failure_is_counted_and_the_next_pass_finishes() -> None:
     clock[0] = 30
     assert made.reconcile() and cluster.quarantined() == [f"{TRAIN}-00"]
     assert value(made, "trainyard_health_node_patches_total", action="quarantine") == 1
+
+
+def test_bad_nodes_follow_each_successful_query_even_in_a_failed_pass() -> None:
+    made, cluster, answers, _ = controller()
+    answers.by_reason = {TEMP: frozenset({f"{TRAIN}-00", "not-a-pool-node"}), XID: frozenset({f"{TRAIN}-01"})}
+    answers.failing.add(XID)
+    assert not made.reconcile()
+    assert value(made, "trainyard_health_bad_nodes", reason=TEMP) == 1  # pool nodes only
+    assert value(made, "trainyard_health_bad_nodes", reason=XID) == 0  # never succeeded
+    assert cluster.patches == 0
+
+
+def test_a_node_moved_to_another_pool_counts_against_that_pool() -> None:
+    cluster = Cluster({TRAIN: 3, INFER: 2})
+    driver = Driver(policy(percent=50), cluster)  # after the move 2 and 3 nodes: caps 1 and 1
+    driver.see({XID: [NODE]}, 0)
+    cluster.add(NODE, INFER, cluster.nodes[NODE].taints, dict(cluster.nodes[NODE].annotations))
+    outcome = driver.see({XID: [NODE, f"{INFER}-00", f"{TRAIN}-01"]}, 30)
+    assert driver.state.quarantined[NODE].pool == INFER
+    assert sorted(cluster.quarantined()) == [NODE, f"{TRAIN}-01"]  # INFER full, TRAIN has room
+    assert dict(outcome.held_back) == {TRAIN: 0, INFER: 1}
+
+
+@pytest.mark.parametrize(
+    "payload, expected",
+    [
+        ({"status": "success", "data": {"resultType": "vector", "result": []}}, frozenset()),
+        ({"status": "success", "data": {"resultType": "vector", "result": [
+            {"metric": {"node": "a", "gpu": "0"}, "value": [1, "80"]},
+            {"metric": {"node": "a", "gpu": "1"}, "value": [1, "81"]},
+            {"metric": {"node": "b"}, "value": [1, "NaN"]}]}}, frozenset({"a", "b"})),
+    ],
+)  # fmt: skip
+def test_node_names_are_the_node_labels_of_every_series(payload: object, expected: frozenset[str]) -> None:
+    assert node_names(payload) == expected
+
+
+@pytest.mark.parametrize(
+    "payload, message",
+    [
+        ({"status": "success", "data": {"resultType": "vector", "result": [{"metric": {"instance": "x"}}]}},
+         "has no label node"),
+        ({"status": "success", "data": {"resultType": "scalar", "result": [1, "1"]}},
+         "expected an instant vector"),
+        ({"status": "error", "error": "parse error"}, "query failed: parse error"),
+    ],
+)  # fmt: skip
+def test_a_result_that_cannot_name_nodes_is_a_failed_query(payload: object, message: str) -> None:
+    with pytest.raises(QueryFailed, match=message):
+        node_names(payload)

@@ -128,10 +128,10 @@ class Scene:
         return [name for names in self.pools.values() for name in names]
 
     def temperatures(self, hot: set[str]) -> None:
-        """Every node's GPU 0 reports HOT if in `hot`, else NORMAL; no series ever vanishes."""
-        self.dcgm.set_series(
-            [(f'node="{name}",gpu="0"', HOT if name in hot else NORMAL) for name in self.nodes]
-        )
+        """Every node's GPU 0 reports HOT if in `hot`, else NORMAL; no series ever vanishes.
+        Labels as dcgm-exporter's, plus `node` (what the scrape config adds in-cluster)."""
+        labels = 'gpu="0",UUID="GPU-{0}-0",Hostname="{0}",node="{0}"'
+        self.dcgm.set_series([(labels.format(name), HOT if name in hot else NORMAL) for name in self.nodes])
 
     def node(self, name: str) -> dict[str, Any]:
         found = self.kube.get("v1", "Node", name)
