@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Literal, overload
 
 
 class GateState(StrEnum):
@@ -79,6 +80,27 @@ class Decision:
         return self.state is not self.previous
 
 
+@overload
+def run_start(since: float | None, seen: Literal[True], now: float) -> float: ...
+@overload
+def run_start(since: float | None, seen: bool, now: float) -> float | None: ...
+def run_start(since: float | None, seen: bool, now: float) -> float | None:
+    """The timer both policy kinds share: "condition seen on every query for N seconds".
+
+    `since` is the time of the first observation of the current unbroken run that saw the
+    condition (None: the last one did not). An observation without it, a failed query
+    included, ends the run: one good query restarts the timer.
+    """
+    if not seen:
+        return None
+    return now if since is None else since
+
+
+def held_seconds(since: float, now: float) -> float:
+    """How long a run that started at `since` has lasted at `now` (never negative)."""
+    return max(0.0, now - since)
+
+
 def step(
     memory: GateMemory,
     now: float,
@@ -94,8 +116,8 @@ def step(
         decision = Decision(memory.state, memory.state, free_gpus, 0.0, 0.0, why)
         return GateMemory(memory.state), decision
 
-    since = now if memory.leaving_since is None else memory.leaving_since
-    held = max(0.0, now - since)
+    since = run_start(memory.leaving_since, True, now)
+    held = held_seconds(since, now)
     required = thresholds.close_after_seconds if target is GateState.CLOSED else thresholds.open_after_seconds
     if held >= required:
         reason = f"{why} for {held:g}s (required {required:g}s)"

@@ -1,5 +1,9 @@
 """CLI: load the policy, connect, then query + step + enforce every reconcile interval.
 
+The policy's `kind` picks the loop: TaintPolicy (the overflow gate, run() below) or
+NodeHealthPolicy (per-node quarantine, health_controller.run_health). Both share the
+flags, the Prometheus client, node patching, /metrics + /healthz and the Lease.
+
 Between queries the nodes are re-checked every --node-resync-seconds, so a virtual node
 recreated while its gate is closed gets the taint back within seconds, not a whole
 reconcile interval later. SIGTERM or SIGINT ends the loop at the next wait; exit code 0.
@@ -30,11 +34,13 @@ from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
 from . import log
 from .controller import LOG, Clock, GateEvaluator, TaintEnforcer
+from .health_controller import HealthController, run_health
+from .health_policy import NodeHealthPolicy, load_policy
 from .hysteresis import GateState
 from .log import event
-from .metrics import GateMetrics, Health
+from .metrics import GateMetrics, Health, HealthMetrics
 from .nodes import KubeNodes, api_error
-from .policy import PolicyError, TaintPolicy, load
+from .policy import PolicyError, TaintPolicy
 from .prometheus import PrometheusClient
 
 DEFAULT_POLICY = Path("/etc/trainyard/policy.yaml")
@@ -46,10 +52,14 @@ LEASE_SECONDS, RENEW_SECONDS, RETRY_SECONDS = 15, 10, 2
 KUBE_REQUEST_SECONDS = 10.0  # KubeNodes' timeout per API call
 
 
-def stall_seconds(policy: TaintPolicy) -> float:
+def stall_seconds(policy: TaintPolicy | NodeHealthPolicy) -> float:
     """How long /healthz tolerates no progress: three reconcile intervals, each with a
-    whole query deadline and an API timeout, at least a minute (a restart is not free)."""
-    per_pass = policy.reconcile_interval_seconds + policy.prometheus.timeout_seconds + KUBE_REQUEST_SECONDS
+    whole query deadline per query and an API timeout, at least a minute (a restart is not
+    free)."""
+    queries = len(policy.conditions) if isinstance(policy, NodeHealthPolicy) else 1
+    per_pass = (
+        policy.reconcile_interval_seconds + queries * policy.prometheus.timeout_seconds + KUBE_REQUEST_SECONDS
+    )
     return max(60.0, 3 * per_pass)
 
 
@@ -57,13 +67,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="trainyard-gate",
         description="Open and close the overflow gate (a NoSchedule taint on virtual-kubelet "
-        "nodes) from the number of free in-cluster GPUs in Prometheus.",
+        "nodes) from the number of free in-cluster GPUs in Prometheus (TaintPolicy), or "
+        "quarantine GPU nodes that Prometheus shows unhealthy (NodeHealthPolicy).",
     )
     parser.add_argument(
         "--policy",
         type=Path,
         default=DEFAULT_POLICY,
-        help=f"TaintPolicy file (default {DEFAULT_POLICY})",
+        help=f"TaintPolicy or NodeHealthPolicy file (default {DEFAULT_POLICY})",
     )
     parser.add_argument(
         "--kubeconfig", type=Path, help="kubeconfig file (default: in-cluster service account)"
@@ -127,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     log.configure(args.log_level)
     try:
-        policy = load(args.policy)
+        policy = load_policy(args.policy)
         api = core_api(args.kubeconfig)
     except (PolicyError, config.ConfigException) as err:
         print(str(err).splitlines()[0], file=sys.stderr)
@@ -136,32 +147,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
 
-    metrics = GateMetrics(gate.name for gate in policy.gates)
+    prometheus = PrometheusClient(policy.prometheus)
+    nodes = KubeNodes(api, KUBE_REQUEST_SECONDS)
+    dry_run = args.dry_run or policy.dry_run
     health = Health(args.stall_seconds or stall_seconds(policy))
+    metrics: GateMetrics | HealthMetrics
+    work: Callable[[threading.Event], int]
+    if isinstance(policy, NodeHealthPolicy):
+        health_policy = policy
+        metrics = health_metrics = HealthMetrics([pool.name for pool in policy.pools], policy.reasons)
+        controller = HealthController(policy, prometheus.query_nodes, nodes, health_metrics, dry_run)
+        parts = {"pools": [pool.name for pool in policy.pools], "reasons": list(policy.reasons)}
+
+        def work(halt: threading.Event) -> int:
+            return run_health(health_policy, controller, health_metrics, halt, once=args.once, health=health)
+    else:
+        gate_policy = policy
+        metrics = gate_metrics = GateMetrics(gate.name for gate in policy.gates)
+        enforcer = TaintEnforcer(nodes, gate_metrics, dry_run=dry_run)
+        parts = {"gates": [gate.name for gate in policy.gates]}
+
+        def work(halt: threading.Event) -> int:
+            return run(gate_policy, prometheus, enforcer, gate_metrics, halt, once=args.once,
+                       node_resync_seconds=args.node_resync_seconds, health=health)  # fmt: skip
+
     try:
         server = metrics.serve(args.metrics_port, args.metrics_address, health) if args.metrics_port else None
     except OSError as err:
+        prometheus.close()
+        api.api_client.close()
         print(f"cannot serve metrics on {args.metrics_address}:{args.metrics_port}: {err}", file=sys.stderr)
         return 1
-    prometheus = PrometheusClient(policy.prometheus)
-    nodes = KubeNodes(api, KUBE_REQUEST_SECONDS)
-    enforcer = TaintEnforcer(nodes, metrics, dry_run=args.dry_run or policy.dry_run)
     event(
         LOG,
         logging.INFO,
         "starting",
         policy=policy.name,
-        dry_run=enforcer.dry_run,
-        gates=[gate.name for gate in policy.gates],
+        dry_run=dry_run,
+        **parts,
         metrics_port=args.metrics_port,
         lease=f"{args.lease_namespace}/{args.lease_name}" if args.lease_namespace else None,
         identity=args.identity if args.lease_namespace else None,
     )
-
-    def work(halt: threading.Event) -> int:
-        return run(policy, prometheus, enforcer, metrics, halt, once=args.once,
-                   node_resync_seconds=args.node_resync_seconds, health=health)  # fmt: skip
-
     try:
         if args.lease_namespace and not args.once:
             return elected(args, api.api_client, metrics, health, stop, work)
@@ -184,7 +211,7 @@ class _Elector(leaderelection.LeaderElection):
     each attempt is this process's sign of life for /healthz.
     """
 
-    def __init__(self, cfg: electionconfig.Config, metrics: GateMetrics, health: Health,
+    def __init__(self, cfg: electionconfig.Config, metrics: GateMetrics | HealthMetrics, health: Health,
                  leading: threading.Event) -> None:  # fmt: skip
         super().__init__(cfg)  # type: ignore[no-untyped-call]
         self._metrics, self._health, self._leading = metrics, health, leading
@@ -204,7 +231,7 @@ class _Elector(leaderelection.LeaderElection):
 def elected(
     args: argparse.Namespace,
     api_client: client.ApiClient,
-    metrics: GateMetrics,
+    metrics: GateMetrics | HealthMetrics,
     health: Health,
     stop: threading.Event,
     work: Callable[[threading.Event], int],

@@ -16,7 +16,8 @@ from .hysteresis import Decision, GateState
 PREFIX = "trainyard_gate"
 STAGES = ("query", "nodes", "pass", "election")
 DIRECTIONS = ("open", "close")
-ACTIONS = ("taint", "untaint")
+HEALTH_PREFIX = "trainyard_health"
+HEALTH_ACTIONS = ("quarantine", "release", "rewrite")
 
 
 class GateMetrics:
@@ -118,21 +119,72 @@ class GateMetrics:
         self.node_patches.labels(gate=gate, action=action, dry_run=str(dry_run).lower()).inc()
 
     def serve(self, port: int, address: str, health: Health) -> tuple[WSGIServer, threading.Thread]:
-        """Serve /metrics and /healthz from a daemon thread; stop with server.shutdown()."""
-        metrics_app = make_wsgi_app(self.registry)
+        return serve(self.registry, port, address, health)
 
-        def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-            if environ.get("PATH_INFO") == "/healthz":
-                ok, why = health.check()
-                start_response("200 OK" if ok else "503 Service Unavailable",
-                               [("Content-Type", "text/plain; charset=utf-8")])
-                return [f"{why}\n".encode()]
-            return metrics_app(environ, start_response)  # type: ignore[no-any-return]
 
-        server = make_server(address, port, app, _ThreadingServer, _QuietHandler)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        return server, thread
+def serve(registry: CollectorRegistry, port: int, address: str,
+          health: Health) -> tuple[WSGIServer, threading.Thread]:  # fmt: skip
+    """Serve /metrics and /healthz from a daemon thread; stop with server.shutdown()."""
+    metrics_app = make_wsgi_app(registry)
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == "/healthz":
+            ok, why = health.check()
+            start_response("200 OK" if ok else "503 Service Unavailable",
+                           [("Content-Type", "text/plain; charset=utf-8")])  # fmt: skip
+            return [f"{why}\n".encode()]
+        return metrics_app(environ, start_response)  # type: ignore[no-any-return]
+
+    server = make_server(address, port, app, _ThreadingServer, _QuietHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    return server, thread
+
+
+class HealthMetrics:
+    """The NodeHealthPolicy controller's series (names fixed by the health contract)."""
+
+    def __init__(self, pools: Iterable[str], reasons: Iterable[str],
+                 registry: CollectorRegistry | None = None) -> None:  # fmt: skip
+        self.registry = registry or CollectorRegistry()
+        reg, p = self.registry, HEALTH_PREFIX
+        node_labels = ["node", "pool", "reason"]
+        self.quarantined = Gauge(f"{p}_quarantined", "1 per node the controller holds quarantined "
+                                 "(reason: the taint value)", node_labels, registry=reg)  # fmt: skip
+        self.quarantined_since = Gauge(f"{p}_quarantined_since_seconds", "Unix time the node was "
+                                       "quarantined", node_labels, registry=reg)  # fmt: skip
+        self.held_back = Gauge(f"{p}_held_back", "Nodes that qualify for quarantine now but the "
+                               "cap refused", ["pool"], registry=reg)  # fmt: skip
+        self.cap = Gauge(f"{p}_cap", "The pool's cap in nodes now: floor(maxPercentOfPool x "
+                         "pool nodes / 100)", ["pool"], registry=reg)  # fmt: skip
+        self.cap_fleet = Gauge(f"{p}_cap_fleet", "maxNodes: quarantined nodes allowed in all pools",
+                               registry=reg)  # fmt: skip
+        self.pool_nodes = Gauge(f"{p}_pool_nodes", "Nodes the pool's selector matched at the last read",
+                                ["pool"], registry=reg)  # fmt: skip
+        self.bad_nodes = Gauge(f"{p}_bad_nodes", "Pool nodes the last successful query of the "
+                               "condition returned", ["reason"], registry=reg)  # fmt: skip
+        self.query_success = Gauge(f"{p}_query_success", "1 if every condition query of the last "
+                                   "pass succeeded, else 0", registry=reg)  # fmt: skip
+        self.last_success = Gauge(f"{p}_last_success_timestamp_seconds", "Unix time of the last "
+                                  "pass whose queries all succeeded", registry=reg)  # fmt: skip
+        self.node_patches = Counter(f"{p}_node_patches", "Node changes made (or, in dry run, that would "
+                                    "have been made)", ["action"], registry=reg)  # fmt: skip
+        self.errors = Counter(f"{p}_errors", "Failures by stage: query (Prometheus), nodes (Kubernetes "
+                              "API), pass (anything else, survived), election (the Lease)", ["stage"],
+                              registry=reg)  # fmt: skip
+        self.leader = Gauge(f"{p}_leader", "1 while this process holds the Lease and acts, 0 while it "
+                            "stands by", registry=reg)  # fmt: skip
+        for stage in STAGES:
+            self.errors.labels(stage=stage)
+        for action in HEALTH_ACTIONS:
+            self.node_patches.labels(action=action)
+        for pool in pools:
+            self.held_back.labels(pool=pool)
+        for reason in reasons:
+            self.bad_nodes.labels(reason=reason)
+
+    def serve(self, port: int, address: str, health: Health) -> tuple[WSGIServer, threading.Thread]:
+        return serve(self.registry, port, address, health)
 
 
 class Health:

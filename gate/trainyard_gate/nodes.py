@@ -1,4 +1,8 @@
-"""The gate taint on Nodes, through the official Kubernetes client.
+"""One owner's taint (and annotations) on Nodes, through the official Kubernetes client.
+
+Both policy kinds go through `KubeNodes.apply(node, Want)`: the overflow gate wants its
+taint present or absent on every selected node, the health controller wants a taint whose
+value is the reason plus two annotations on some nodes and none of them on the others.
 
 A patch always carries the node's whole taint list (Node.spec.taints has no merge key, so
 any patch replaces the list) plus the resourceVersion it was computed from: if anything
@@ -11,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client
@@ -29,11 +33,39 @@ TaintDict = Mapping[str, Any]
 
 @dataclass(frozen=True)
 class NodeTaints:
-    """What the gate needs from a Node: its name, version and taints as the API sends them."""
+    """What the controller needs from a Node: name, version, taints as the API sends them,
+    and (for the health controller) labels and annotations."""
 
     name: str
     resource_version: str
     taints: tuple[TaintDict, ...]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Want:
+    """What one owner wants on a node. It owns `taint.key` with `taint.effect` (any value)
+    and the annotation keys named in `annotations` (value None: absent)."""
+
+    taint: Taint
+    present: bool
+    annotations: Mapping[str, str | None] = field(default_factory=dict)
+
+    def converged(self, node: NodeTaints) -> bool:
+        """True when the node already carries exactly what this asks for."""
+        state = GateState.CLOSED if self.present else GateState.OPEN
+        notes = all(node.annotations.get(key) == value for key, value in self.annotations.items())
+        return notes and is_converged(node, self.taint, state)
+
+    def body(self, node: NodeTaints) -> dict[str, Any]:
+        """The merge patch from `node` as read: full taint list, resourceVersion, and the
+        annotations (null deletes one under RFC 7386)."""
+        state = GateState.CLOSED if self.present else GateState.OPEN
+        meta: dict[str, Any] = {"resourceVersion": node.resource_version}
+        if self.annotations:
+            meta["annotations"] = dict(self.annotations)
+        return {"metadata": meta, "spec": {"taints": desired_taints(node.taints, self.taint, state)}}
 
 
 def owns(entry: TaintDict, taint: Taint) -> bool:
@@ -101,7 +133,7 @@ def api_error(err: BaseException) -> str:
 
 
 class KubeNodes:
-    """List matching nodes and converge their gate taint."""
+    """List matching nodes and converge one owner's taint and annotations on them."""
 
     def __init__(self, api: client.CoreV1Api, request_timeout_seconds: float = 10.0) -> None:
         self._api = api
@@ -112,22 +144,25 @@ class KubeNodes:
         return sorted((self._view(node) for node in nodes.items), key=lambda node: node.name)
 
     def converge(self, node: NodeTaints, taint: Taint, state: GateState) -> bool:
-        """Patch the node to `state`; True if a patch was made, False if none was needed.
+        """Patch the node to the gate's `state`; True if a patch was made, False if none was needed.
+
+        Raises ApiException for errors other than a vanished node or a resolved conflict.
+        """
+        return self.apply(node, Want(taint, present=state is GateState.CLOSED))
+
+    def apply(self, node: NodeTaints, want: Want) -> bool:
+        """Patch the node to `want`; True if a patch was made, False if none was needed.
 
         Raises ApiException for errors other than a vanished node or a resolved conflict.
         """
         current: NodeTaints | None = node
         for _ in range(CONFLICT_RETRIES):
-            if current is None or is_converged(current, taint, state):
+            if current is None or want.converged(current):
                 return False
-            body = {
-                "metadata": {"resourceVersion": current.resource_version},
-                "spec": {"taints": desired_taints(current.taints, taint, state)},
-            }
             try:
                 self._api.patch_node(
                     current.name,
-                    body,
+                    want.body(current),
                     field_manager=FIELD_MANAGER,
                     _content_type=MERGE_PATCH,
                     _request_timeout=self._timeout,
@@ -159,4 +194,6 @@ class KubeNodes:
             name=meta.name,
             resource_version=meta.resource_version,
             taints=tuple(serialize(entry) for entry in taints),
+            labels=dict(meta.labels or {}),
+            annotations=dict(meta.annotations or {}),
         )

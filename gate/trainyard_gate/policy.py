@@ -1,5 +1,7 @@
 """The TaintPolicy file (rendered by the overflow generator): load, validate, freeze.
 
+`Reader` is shared with health_policy.py (the NodeHealthPolicy kind).
+
 Every problem is one line, `file:line:col: error: <what> (<spec path>)`, the same shape as
 the generators' errors, and is raised before the controller touches anything.
 """
@@ -21,10 +23,10 @@ from .hysteresis import OnUnavailable, Thresholds
 API_VERSION = "trainyard.dev/v1alpha1"
 KIND = "TaintPolicy"
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 _DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-_QUALIFIED_NAME = re.compile(rf"^({_DNS_SUBDOMAIN}/)?{_NAME}$")
+QUALIFIED_NAME = re.compile(rf"^({_DNS_SUBDOMAIN}/)?{_NAME}$")
 _LABEL_VALUE = re.compile(rf"^({_NAME})?$")
 
 
@@ -87,10 +89,10 @@ def parse(text: str, source: str) -> TaintPolicy:
     except InvalidDocument as err:
         where = f"{source}:{err.position[0]}:{err.position[1]}" if err.position else source
         raise PolicyError(f"{where}: error: {err}") from None
-    return _Reader(source, positions).policy(data)
+    return Reader(source, positions).policy(data)
 
 
-class _Reader:
+class Reader:
     """Typed access to the parsed document; every failure names file:line:col and path."""
 
     def __init__(self, source: str, positions: Mapping[SpecPath, Position]) -> None:
@@ -200,7 +202,7 @@ class _Reader:
             for other in gates[:index]:
                 if gate.name == other.name:
                     raise self.fail((*path, index, "name"), f"duplicate gate name {gate.name!r}")
-                if gate.taint.key == other.taint.key and _may_overlap(gate, other):
+                if gate.taint.key == other.taint.key and may_overlap(gate.match_labels, other.match_labels):
                     raise self.fail(
                         (*path, index, "nodeSelector"),
                         f"gates {other.name!r} and {gate.name!r} can select the same node "
@@ -220,7 +222,7 @@ class _Reader:
         )
         gate = self.mapping(value, path, fields)
         name = self.string(self.required(gate, "name", path), (*path, "name"))
-        if not _DNS_LABEL.match(name):
+        if not DNS_LABEL.match(name):
             raise self.fail((*path, "name"), f"gate name {name!r} is not a DNS label")
         close_at = self.count(
             self.required(gate, "closeWhenFreeGpusAtLeast", path),
@@ -264,7 +266,7 @@ class _Reader:
             raise self.fail(path, "expected at least one label: an empty selector matches all")
         pairs = []
         for key, label in labels.items():
-            if not isinstance(key, str) or not _QUALIFIED_NAME.match(key):
+            if not isinstance(key, str) or not QUALIFIED_NAME.match(key):
                 raise self.fail((*path, str(key)), f"invalid label key {key!r}")
             if not isinstance(label, str) or not _LABEL_VALUE.match(label):
                 raise self.fail((*path, key), f"label value must be a string label value, got {label!r}")
@@ -274,29 +276,32 @@ class _Reader:
     def taint(self, value: Any, path: SpecPath) -> Taint:
         taint = self.mapping(value, path, ("key", "value", "effect"))
         key = self.string(self.required(taint, "key", path), (*path, "key"))
-        if not _QUALIFIED_NAME.match(key):
+        if not QUALIFIED_NAME.match(key):
             raise self.fail((*path, "key"), f"invalid taint key {key!r}")
         text = taint.get("value", "")
         if text is None:
             text = ""
         if not isinstance(text, str) or not _LABEL_VALUE.match(text):
             raise self.fail((*path, "value"), f"invalid taint value {text!r}")
-        effect = self.required(taint, "effect", path)
+        effect = self.effect(self.required(taint, "effect", path), (*path, "effect"))
+        return Taint(key=key, value=text, effect=effect)
+
+    def effect(self, effect: Any, path: SpecPath) -> str:
         if effect == "NoExecute":
             raise self.fail(
-                (*path, "effect"),
+                path,
                 "taint effect NoExecute is refused: it evicts every non-tolerating pod at "
                 "once and ignores PodDisruptionBudgets; use NoSchedule",
             )
         if effect != "NoSchedule":
-            raise self.fail((*path, "effect"), f"taint effect must be NoSchedule, got {effect!r}")
-        return Taint(key=key, value=text, effect=effect)
+            raise self.fail(path, f"taint effect must be NoSchedule, got {effect!r}")
+        return str(effect)
 
 
-def _may_overlap(one: Gate, other: Gate) -> bool:
-    """True unless some label key is required with different values by the two gates."""
-    theirs = dict(other.match_labels)
-    return all(theirs.get(key, value) == value for key, value in one.match_labels)
+def may_overlap(one: tuple[tuple[str, str], ...], other: tuple[tuple[str, str], ...]) -> bool:
+    """True unless some label key is required with different values by the two selectors."""
+    theirs = dict(other)
+    return all(theirs.get(key, value) == value for key, value in one)
 
 
 def _type_name(value: Any) -> str:

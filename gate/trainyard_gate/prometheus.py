@@ -1,9 +1,11 @@
-"""Free in-cluster GPUs from Prometheus' HTTP API (GET /api/v1/query).
+"""Instant queries against Prometheus' HTTP API (GET /api/v1/query).
 
-The query must give exactly one finite sample, as a scalar or a one-element instant
-vector. Anything else (unreachable, HTTP error, PromQL error, no series, several series,
-NaN) is QueryFailed: the gate cannot tell which number to trust, so the policy's
-onPrometheusUnavailable decides.
+The overflow gate's query must give exactly one finite sample, as a scalar or a
+one-element instant vector. Anything else (unreachable, HTTP error, PromQL error, no
+series, several series, NaN) is QueryFailed: the gate cannot tell which number to trust,
+so the policy's onPrometheusUnavailable decides. A health condition's query gives an
+instant vector whose every series names a node in label `node` (values ignored; an empty
+vector is a good answer: no node is bad); a series without that label is QueryFailed.
 
 `timeoutSeconds` is a deadline for the whole query, connect to last byte. requests'
 own timeout bounds each socket read, so a server trickling one byte per second held a
@@ -23,7 +25,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import requests
 import urllib3
@@ -33,6 +35,9 @@ from .policy import PrometheusEndpoint
 MAX_BODY_BYTES = 1 << 20  # one sample is ~100 bytes; a megabyte is something else
 READ_BYTES = 64 << 10
 DEADLINE_GRACE_SECONDS = 0.25  # the worker's own checks normally end it first
+
+
+T = TypeVar("T")
 
 
 class QueryFailed(Exception):
@@ -57,14 +62,21 @@ class PrometheusClient:
 
     def query_single(self, query: str) -> float:
         """Evaluate `query` now and return its one sample's value, within the deadline."""
+        return self._ask(query, single_value)
+
+    def query_nodes(self, query: str) -> frozenset[str]:
+        """Evaluate `query` now and return the `node` label of every series, within the deadline."""
+        return self._ask(query, node_names)
+
+    def _ask(self, query: str, interpret: Callable[[Any], T]) -> T:
         limit = self._endpoint.timeout_seconds
         deadline = self._clock() + limit
         session = self._session
-        outcome: list[float | BaseException] = []
+        outcome: list[T | BaseException] = []
 
         def work() -> None:
             try:
-                outcome.append(self._query(session, query, deadline))
+                outcome.append(interpret(self._query(session, query, deadline)))
             except BaseException as err:  # handed to the caller, which decides
                 outcome.append(err)
 
@@ -79,7 +91,8 @@ class PrometheusClient:
             raise result
         return result
 
-    def _query(self, session: requests.Session, query: str, deadline: float) -> float:
+    def _query(self, session: requests.Session, query: str, deadline: float) -> Any:
+        """The response body of a successful query, parsed; QueryFailed otherwise."""
         url = f"{self._endpoint.url}/api/v1/query"
         limit = self._endpoint.timeout_seconds
         try:
@@ -95,7 +108,7 @@ class PrometheusClient:
         if status != 200:
             detail = payload.get("error", "") if isinstance(payload, dict) else ""
             raise QueryFailed(f"HTTP {status} from {url}: {detail}".rstrip(": "))
-        return single_value(payload)
+        return payload
 
     def _read(self, response: requests.Response, deadline: float, url: str) -> bytes:
         # read1: whatever one recv gives (never waits to fill the buffer), so a trickle
@@ -133,15 +146,36 @@ def _parse(body: bytes, status: int, url: str) -> Any:
         raise QueryFailed(f"HTTP {status} from {url}: JSON nested too deeply") from None
 
 
-def single_value(payload: Any) -> float:
-    """The one sample in a /api/v1/query response body, or QueryFailed."""
+def _data(payload: Any) -> tuple[Any, Any]:
+    """(resultType, result) of a successful /api/v1/query response body, or QueryFailed."""
     if not isinstance(payload, dict) or payload.get("status") != "success":
         error = payload.get("error", "unknown error") if isinstance(payload, dict) else payload
         raise QueryFailed(f"query failed: {error}")
     data = payload.get("data")
     if not isinstance(data, dict):
         raise QueryFailed("response has no data")
-    kind, result = data.get("resultType"), data.get("result")
+    return data.get("resultType"), data.get("result")
+
+
+def node_names(payload: Any) -> frozenset[str]:
+    """The `node` label of every series in an instant-vector response body, or QueryFailed."""
+    kind, result = _data(payload)
+    if kind != "vector" or not isinstance(result, list):
+        raise QueryFailed(f"query returned a {kind}, expected an instant vector with label node")
+    names = set()
+    for series in result:
+        labels = series.get("metric") if isinstance(series, dict) else None
+        name = labels.get("node") if isinstance(labels, dict) else None
+        if not isinstance(name, str) or not name:
+            # A query that lost its node label cannot say which node is bad: not "none".
+            raise QueryFailed(f"series {labels!r} has no label node")
+        names.add(name)
+    return frozenset(names)
+
+
+def single_value(payload: Any) -> float:
+    """The one sample in a /api/v1/query response body, or QueryFailed."""
+    kind, result = _data(payload)
     if kind == "scalar":
         return _sample_value(result)
     if kind == "vector" and isinstance(result, list):

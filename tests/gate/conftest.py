@@ -35,9 +35,11 @@ def free_port() -> int:
 
 
 class Exporter:
-    """A /metrics endpoint whose `trainyard_test_free_gpus` series the test sets."""
+    """A /metrics endpoint whose `metric` series (default `trainyard_test_free_gpus`) the
+    test sets."""
 
-    def __init__(self) -> None:
+    def __init__(self, metric: str = METRIC) -> None:
+        self.metric = metric
         self._lock = threading.Lock()
         self._series: list[tuple[str, float]] = []
         exporter = self
@@ -70,15 +72,28 @@ class Exporter:
 
     def render(self) -> str:
         with self._lock:
-            lines = [f"# TYPE {METRIC} gauge"]
+            lines = [f"# TYPE {self.metric} gauge"]
             for labels, value in self._series:
-                lines.append(f"{METRIC}{{{labels}}} {value}" if labels else f"{METRIC} {value}")
+                lines.append(f"{self.metric}{{{labels}}} {value}" if labels else f"{self.metric} {value}")
         return "\n".join(lines) + "\n"
 
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+
+def scrape_config(port: int) -> str:
+    """prometheus.yml scraping 127.0.0.1:`port` every second."""
+    return (
+        "global:\n"
+        "  scrape_interval: 1s\n"
+        "  scrape_timeout: 900ms\n"
+        "scrape_configs:\n"
+        "  - job_name: trainyard-test\n"
+        "    static_configs:\n"
+        f"      - targets: ['127.0.0.1:{port}']\n"
+    )
 
 
 @pytest.fixture(scope="session")
@@ -99,16 +114,7 @@ def prometheus_url(exporter: Exporter, tmp_path_factory: pytest.TempPathFactory)
         pytest.fail(str(err))
     workdir = tmp_path_factory.mktemp("prometheus")
     config = workdir / "prometheus.yml"
-    config.write_text(
-        "global:\n"
-        "  scrape_interval: 1s\n"
-        "  scrape_timeout: 900ms\n"
-        "scrape_configs:\n"
-        "  - job_name: trainyard-test\n"
-        "    static_configs:\n"
-        f"      - targets: ['127.0.0.1:{exporter.port}']\n",
-        encoding="utf-8",
-    )
+    config.write_text(scrape_config(exporter.port), encoding="utf-8")
     port = free_port()
     log_path = workdir / "prometheus.log"
     with log_path.open("wb") as log:
