@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from generators import quantity
+from generators.model.health import build_health, inference_tolerated_keys
 from generators.model.monitoring import build_monitoring
 from generators.model.overflow import build_overflow
 from generators.model.quota import build_queues, split_by_placement
@@ -101,6 +102,7 @@ def build(value: dict[str, Any], source_file: str) -> Environment:
     resources = _resources(value["pools"])
     queues = build_queues(pools, teams, resources)
     monitoring = build_monitoring(value["monitoring"])
+    health = build_health(value["health"], pools, monitoring)
     argo = value["cluster"]["argocd"]
     return Environment(
         name=value["name"],
@@ -121,5 +123,6 @@ def build(value: dict[str, Any], source_file: str) -> Environment:
         queues=queues,
         cluster_queues=tuple(q for t in teams for q in split_by_placement(t, queues[t.name], pools)),
         monitoring=monitoring,
-        overflow=build_overflow(value.get("overflow"), pools, monitoring, tiers),
+        overflow=build_overflow(value.get("overflow"), pools, monitoring, tiers, inference_tolerated_keys(health)),
+        health=health,
     )

@@ -16,6 +16,7 @@ from generators.quantity import Format, canonical
 from generators.teams import trains
 
 if TYPE_CHECKING:
+    from generators.model.health import Health
     from generators.model.overflow import Overflow
 
 Role = Literal["training", "inference", "shared"]
@@ -192,6 +193,7 @@ class Environment:
     cluster_queues: tuple[ClusterQueue, ...]  # the same flavors, split by placement (team order)
     monitoring: Monitoring  # always present: every field has a schema default
     overflow: Overflow | None = None  # serving overflow; None: nothing of it is rendered
+    health: Health | None = None  # node quarantine (model/health.py); None: backend none
 
     def pool(self, name: str) -> Pool:
         return next(p for p in self.pools if p.name == name)
