@@ -24,6 +24,7 @@ COMPONENTS: tuple[str, ...] = (
     "kueue",
     "monitoring",
     "overflow",
+    "health",
     "argocd",  # last: its whitelist and ignoreDifferences describe everything above
 )
 

@@ -123,6 +123,7 @@ def build(value: dict[str, Any], source_file: str) -> Environment:
         queues=queues,
         cluster_queues=tuple(q for t in teams for q in split_by_placement(t, queues[t.name], pools)),
         monitoring=monitoring,
-        overflow=build_overflow(value.get("overflow"), pools, monitoring, tiers, inference_tolerated_keys(health)),
+        overflow=build_overflow(value.get("overflow"), pools, monitoring, tiers,
+                                inference_tolerated_keys(health)),
         health=health,
     )

@@ -3,8 +3,9 @@ how long, and how many at most; and what inference tolerates and training never 
 
 Every quarantine condition is a per-node PromQL query derived here, once, from the
 monitoring thresholds (the same limits the GPU and fabric alerts use). The controller runs
-exactly this text (the NodeHealthPolicy in ConfigMap gpu-health, docs/health.md) and the alert of the condition evaluates the same text with `for:` = its
-duration, so promtool tests the edges of what the controller does.
+exactly this text (the NodeHealthPolicy in ConfigMap gpu-health, docs/health.md) and the
+alert of the condition evaluates the same text with `for:` = its duration, so promtool tests
+the edges of what the controller does.
 
 Every series of a condition query carries `node` = the Kubernetes node name: dcgm-exporter
 writes it in its host label (generators/exporters.py: `Hostname` in every checked release),
@@ -145,7 +146,8 @@ class ConditionQueries:
         return metric + selector(self.m.selectors.dcgm, *extra)
 
     def ib(self, metric: str) -> str:
-        return metric + selector(self.m.selectors.node_exporter, f"device=~{quote(self.m.infiniband_devices)}")
+        devices = f"device=~{quote(self.m.infiniband_devices)}"
+        return metric + selector(self.m.selectors.node_exporter, devices)
 
     @staticmethod
     def to_node(expr: str, host_label: str) -> str:
@@ -164,7 +166,8 @@ class ConditionQueries:
 
     @staticmethod
     def union(label: str, exprs: dict[str, str]) -> str:
-        return " or ".join(f'label_replace({e}, {quote(label)}, {quote(v)}, "", "")' for v, e in exprs.items())
+        return " or ".join(f'label_replace({e}, {quote(label)}, {quote(v)}, "", "")'
+                           for v, e in exprs.items())
 
     def temperature(self) -> str:
         temp = self.dcgm("DCGM_FI_DEV_GPU_TEMP")
@@ -178,8 +181,8 @@ class ConditionQueries:
 
     def nvlink(self) -> str:
         h = self.m.host_label
-        per_gpu = (f"sum by ({h}, gpu, UUID, counter) "
-                   f"({self.union('counter', {k: self.increase(self.dcgm(v)) for k, v in NVLINK_COUNTERS.items()})})")
+        increases = {k: self.increase(self.dcgm(v)) for k, v in NVLINK_COUNTERS.items()}
+        per_gpu = f"sum by ({h}, gpu, UUID, counter) ({self.union('counter', increases)})"
         return f"{self.gpu(per_gpu)} > {self.m.alerts.nvlink_errors_per_window}"
 
     def ib_port_down(self) -> str:

@@ -308,7 +308,8 @@ def migrate_back_priority_threshold(tiers: tuple[Tier, ...]) -> int:
 
 
 def build_overflow(raw: dict[str, Any] | None, pools: tuple[Pool, ...], monitoring: Monitoring,
-                   tiers: tuple[Tier, ...], health_keys: tuple[str, ...] = ()) -> Overflow | None:  # fmt: skip
+                   tiers: tuple[Tier, ...],
+                   health_keys: tuple[str, ...] = ()) -> Overflow | None:  # fmt: skip
     """The overflow model, or None when the environment has no overflow section.
     `health_keys`: taint keys of quarantined nodes inference tolerates (model/health.py)."""
     if raw is None:

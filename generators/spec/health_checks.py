@@ -63,8 +63,9 @@ class _HealthChecker:
                     watched.append(by_name[name])
                     continue
                 close = difflib.get_close_matches(name, sorted(by_name), n=1)
+                known = f"known pools: {', '.join(sorted(by_name))}"
                 self.add(("health", "pools", k), f"unknown pool {name!r}",
-                         f"did you mean {close[0]!r}?" if close else f"known pools: {', '.join(sorted(by_name))}")
+                         f"did you mean {close[0]!r}?" if close else known)
         for i, pool in watched:
             if POOL_LABEL not in pool["nodeLabels"]:
                 self.add(("pools", i, "nodeLabels"), f"pool {pool['name']!r} is watched by the health "
