@@ -9,7 +9,6 @@ import difflib
 from typing import Any
 
 from generators.errors import Problem, format_path
-from generators.model.health import DEFAULT_POOL_ROLES, POOL_LABEL, TAINT_KEY
 from generators.spec.source import Document
 
 Path_ = tuple[str | int, ...]
@@ -36,6 +35,8 @@ class _HealthChecker:
         """A pool that declares a quarantine taint gives its flavor the toleration: training
         admitted to the pool would then run on quarantined nodes, and sync-inventory would
         count them as quota."""
+        from generators.model.health import TAINT_KEY  # the model package imports the spec
+
         keys = {TAINT_KEY} if self.h["backend"] == "trainyard" else set()
         if self.h["backend"] == "nvsentinel":
             keys = {t["key"] for t in self.h["nvsentinel"]["taints"]}
@@ -49,6 +50,8 @@ class _HealthChecker:
     def pools(self) -> list[tuple[int, dict[str, Any]]]:
         """(index in pools, pool) of every pool the controller watches; problems for names
         that are not pools and pools the admission policy would not let it touch."""
+        from generators.model.health import DEFAULT_POOL_ROLES, POOL_LABEL
+
         by_name = {p["name"]: (i, p) for i, p in enumerate(self.v["pools"])}
         names = self.h.get("pools")
         if names is None:
