@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from generators.components import COMPONENTS  # noqa: E402
+from generators.components.registry import NAMES as COMPONENTS  # noqa: E402
 from tools.toolchain import ToolNotInstalled, tool_path  # noqa: E402
 
 PY = sys.executable

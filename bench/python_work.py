@@ -20,18 +20,19 @@ sys.path.insert(0, str(ROOT))
 def one_environment(root: Path, name: str) -> tuple[int, int]:
     """(objects, findings) of one environment: load, render, policies."""
     from generators import model, render
+    from generators.layout import RENDERED
     from policies import run_all
     from policies.context import Context, RenderedObject
 
     env = model.load(root, name)
     files = render.render_environment(env)
-    objects = tuple(RenderedObject(f"{render.RENDERED}/{name}/{f.path}", f.obj) for f in files)
+    objects = tuple(RenderedObject(f"{RENDERED}/{name}/{f.path}", f.obj) for f in files)
     return len(objects), len(run_all(Context(env, objects)))
 
 
 def main() -> int:
     from generators.fleet import map_environments
-    from generators.spec.load import environment_names
+    from generators.layout import environment_names
 
     root = Path(sys.argv[1]).resolve()
     names = environment_names(root)

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from generators import exporters as exporter_table
-from generators.components import dashboards, monitoring
-from generators.components.alerts import groups
-from generators.components.alerts.exporters import scraped
+from generators.components import monitoring
+from generators.components.monitoring import dashboards
+from generators.components.monitoring.alerts import groups
+from generators.components.monitoring.alerts.exporters import scraped
 from generators.model.types import Environment
 from generators.promql_ast import Matcher, Selector, label_uses, selectors
 

@@ -27,9 +27,23 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-DCGM_SOURCE = "NVIDIA/dcgm-exporter internal/pkg/rendermetrics/render_metrics.go gpuMetricsFormat"
-KSM_SOURCE = "kubernetes/kube-state-metrics pkg/options/options.go, internal/store/utils.go"
-NODE_SOURCE = "prometheus/node_exporter collector/mountstats_linux.go, collector/infiniband_linux.go"
+# Series facts the alert rules and the dashboards both read (one table, one home).
+ACTIVE_STATE = 4  # node_infiniband_state_id: 4 = ACTIVE
+LINK_UP_PHYSICAL_STATE = 5  # node_infiniband_physical_state_id: 5 = LinkUp
+LINK_ERROR_COUNTERS = {  # counter label -> node-exporter counter
+    "symbol_error": "node_infiniband_symbol_error_total",
+    "link_error_recovery": "node_infiniband_link_error_recovery_total",
+    "link_downed": "node_infiniband_link_downed_total",
+    "port_errors_received": "node_infiniband_port_errors_received_total",
+    "excessive_buffer_overrun": "node_infiniband_excessive_buffer_overrun_errors_total",
+    "local_link_integrity": "node_infiniband_local_link_integrity_errors_total",
+}
+NVLINK_COUNTERS = {  # counter label -> DCGM field (none is in dcgm-exporter's default CSV)
+    "crc_flit": "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+    "crc_data": "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+    "replay": "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+    "recovery": "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+}
 
 
 @dataclass(frozen=True)
@@ -63,7 +77,7 @@ def _dcgm(tag: str) -> DcgmExporterRelease:
 
 
 # Every release tag from 4.5.0 to the newest one read (4.5.3-4.8.2): GPU series carry
-# `Hostname` in all of them (DCGM_SOURCE at each tag).
+# `Hostname` in all of them (render_metrics.go's gpuMetricsFormat at each tag).
 DCGM_EXPORTER: dict[str, DcgmExporterRelease] = {
     r.version: r
     for r in map(_dcgm, (

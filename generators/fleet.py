@@ -9,7 +9,6 @@ into place once every environment rendered (one bad environment: nothing is writ
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from generators import model, render, renderstamp, templating
-from generators.components import COMPONENTS
+from generators.components import registry  # noqa: F401  (imports every component once, before forking)
 from generators.errors import Problem, SpecError
 
 T = TypeVar("T")
@@ -42,8 +41,6 @@ def map_environments(work: Callable[[Path, str], T], root: Path, names: Sequence
 
     if "fork" not in multiprocessing.get_all_start_methods():
         return [work(root, name) for name in names]
-    for component in COMPONENTS:  # imported (and templates compiled) once here, inherited
-        importlib.import_module(f"generators.components.{component}")
     templates = templating.environment()
     for name in templates.list_templates():
         templates.get_template(name)

@@ -8,20 +8,18 @@ no labels, no sync wave, never applied by Argo CD (layout.INSTALLERS).
 
 from __future__ import annotations
 
-import importlib
 import os
 import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any
 
 from generators import syncoptions, yamlemit
-from generators.components import COMPONENTS, Obj, describer, generator
-from generators.layout import INSTALLERS, is_installer_input
-from generators.layout import RENDERED as RENDERED  # re-exported: callers name render.RENDERED
-from generators.layout import unknown_dirs as unknown_dirs
+from generators.components import Obj
+from generators.components.registry import COMPONENTS
+from generators.layout import INSTALLERS, RENDERED, is_installer_input
 from generators.model.types import Environment
 from generators.syncwaves import wave
 
@@ -44,21 +42,6 @@ class RenderedFile:
 def objects(files: Sequence[RenderedFile]) -> list[Obj]:
     """The Kubernetes objects among rendered files (what Argo CD applies)."""
     return [f.obj for f in files if f.is_object]
-
-
-class FileText(NamedTuple):
-    """A rendered file without its object: what a render worker sends back."""
-
-    path: str
-    text: str
-
-
-class HasText(Protocol):
-    @property
-    def path(self) -> str: ...
-
-    @property
-    def text(self) -> str: ...
 
 
 def _decorate(obj: Obj, env: Environment, component: str) -> Obj:
@@ -93,11 +76,10 @@ def render_tree(env: Environment) -> list[RenderedFile]:
     `render` writes, `render --check` and `validate` compare and `diff` shows."""
     files: dict[str, RenderedFile] = {}
     for component in COMPONENTS:
-        describe = describer(component)
         earlier = [f.obj for f in files.values()]  # objects only: inputs come after
-        for obj in describe(env, earlier) if describe else generator(component)(env):
-            obj = _decorate(obj, env, component)
-            path = file_path(component, obj)
+        for obj in component.generate(env, earlier):
+            obj = _decorate(obj, env, component.name)
+            path = file_path(component.name, obj)
             if path in files:
                 raise ValueError(f"two objects render to {RENDERED}/{env.name}/{path}")
             text = yamlemit.dump(obj)
@@ -106,7 +88,7 @@ def render_tree(env: Environment) -> list[RenderedFile]:
                 text = yamlemit.dump(obj)
             files[path] = RenderedFile(path, obj, text)
     for component in COMPONENTS:
-        for name, (header, document) in _installer_inputs(component, env).items():
+        for name, (header, document) in component.installer_inputs(env).items():
             path = f"{INSTALLERS}/{name}"
             if path in files:
                 raise ValueError(f"two installer inputs render to {RENDERED}/{env.name}/{path}")
@@ -115,25 +97,7 @@ def render_tree(env: Environment) -> list[RenderedFile]:
     return [files[p] for p in sorted(files)]
 
 
-def _installer_inputs(component: str, env: Environment) -> dict[str, tuple[str, Obj]]:
-    """The component's installer_inputs(env): file name -> (header comment, document)."""
-    module = importlib.import_module(f"generators.components.{component}")
-    make = getattr(module, "installer_inputs", None)
-    inputs: dict[str, tuple[str, Obj]] = make(env) if make else {}
-    return inputs
-
-
-def write(root: Path, env_name: str, files: Sequence[HasText]) -> None:
-    """Write into a temp dir inside rendered/, then swap it in place of rendered/<env>.
-    Stale files vanish with the old directory; a crash leaves the old tree or the new one."""
-    staged = stage(root, env_name, files)
-    try:
-        swap(root, env_name, staged)
-    finally:
-        shutil.rmtree(staged, ignore_errors=True)
-
-
-def stage(root: Path, env_name: str, files: Sequence[HasText]) -> Path:
+def stage(root: Path, env_name: str, files: Sequence[RenderedFile]) -> Path:
     """rendered/.tmp-<env>-*/ holding the files; swap() puts it in place, or delete it."""
     base = root / RENDERED
     base.mkdir(exist_ok=True)
@@ -181,7 +145,7 @@ def remove_unknown(root: Path, keep: set[str]) -> list[str]:
     return gone
 
 
-def stale(root: Path, env_name: str, files: Sequence[HasText]) -> list[str]:
+def stale(root: Path, env_name: str, files: Sequence[RenderedFile]) -> list[str]:
     """Lines `rendered/<env>/<path>: stale|missing|extra`, sorted; empty when up to date."""
     base = root / RENDERED / env_name
     want = {f.path: f.text for f in files}

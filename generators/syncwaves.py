@@ -25,6 +25,7 @@ WAVES: dict[str, int] = {
     "ConfigMap": 4,
     "Secret": 4,
     "Service": 4,
+    "NetworkPolicy": 4,  # before the pods it admits traffic to
     "Deployment": 5,
     "DaemonSet": 5,
     "HorizontalPodAutoscaler": 5,
@@ -41,8 +42,13 @@ WAVES: dict[str, int] = {
     "AppProject": 0,
     "Application": 1,
 }
-DEFAULT_WAVE = 4
 
 
 def wave(kind: str) -> int:
-    return WAVES.get(kind, DEFAULT_WAVE)
+    """The kind's wave. A kind without one is a generator bug, not a default: the apply
+    order is a decision (tests/gitops/test_sync_waves.py renders every shipped environment)."""
+    try:
+        return WAVES[kind]
+    except KeyError:
+        raise ValueError(f"kind {kind} has no Argo CD sync wave: add it to generators/syncwaves.py "
+                         "(docs/components.md, 'Adding a component')") from None

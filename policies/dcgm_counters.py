@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterable, Iterator
 
-from generators.components.dcgm_counters import CSV_KEY, PROM_TYPES
+from generators.components.monitoring.dcgm_counters import CSV_KEY, PROM_TYPES
 from policies.context import Context, Finding
 
 ID = "dcgm-counters"

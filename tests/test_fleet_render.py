@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from generators import fleet
-from generators.spec.load import environment_names
+from generators.layout import environment_names
 from tests.conftest import ROOT
 from tests.scratch_repo import run_cli, tree_digest
 

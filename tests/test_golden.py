@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from generators import model, render
-from generators.spec.load import environment_names
+from generators.layout import environment_names
 from tests.conftest import ROOT
 from tests.scratch_repo import run_cli, tree_digest
 

@@ -36,8 +36,8 @@ def test_same_text_as_the_standard_library(value: Any) -> None:
 def test_shipped_dashboard_text_is_unchanged() -> None:
     """A real dashboard model, through both encoders."""
     from generators import model
-    from generators.components import dashboards
-    from generators.spec.load import environment_names
+    from generators.components.monitoring import dashboards
+    from generators.layout import environment_names
     from tests.conftest import ROOT
 
     env = model.load(ROOT, environment_names(ROOT)[0])

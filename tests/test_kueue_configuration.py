@@ -21,7 +21,7 @@ from generators import model, render
 from generators.components import kueue
 from generators.diff.changes import compare
 from generators.diff.objects import INSTALLER_INPUT, from_files
-from generators.spec.load import environment_names
+from generators.layout import environment_names
 from tests.conftest import CORPUS, ROOT
 from tests.scratch_repo import repo_with, run_cli
 from tools.toolchain import PINS

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from generators import model, render
-from generators.spec.load import environment_names
+from generators.layout import environment_names
 from generators.validation.pinned_crds import CrdPinError, resolve_crd_dir
 from tests.conftest import ROOT
 

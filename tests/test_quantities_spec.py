@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from generators import quantity
 from generators.spec.schema import SCHEMA_DIR
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, ROOT
 from tests.scratch_repo import repo_with, run_cli, tree_digest
 
 
@@ -68,3 +70,24 @@ def test_quantity_refusal_writes_nothing(tmp_path: Path) -> None:
                    "1800G? plausible per node: 1Gi to 32Ti; set exoticHardware: true on the pool for "
                    "hardware outside these bounds\n")
     assert tree_digest(root / "rendered") == before
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ('"100 m"', "error: '100 m' is not a Kubernetes quantity (overflow.gate.resources.cpuRequest); "
+                "did you mean 100m?"),
+    ('"1Gb"', "error: '1Gb' is not a Kubernetes quantity (overflow.gate.resources.cpuRequest); "
+              "did you mean 1Gi (1 x 2^30) or 1G (1 x 10^9)?"),
+    ("2", 'error: number 2 must be a quoted quantity here (overflow.gate.resources.cpuRequest); write "2"'),
+])
+def test_overflow_resource_quantities_explain_themselves(tmp_path: Path, value: str, expected: str) -> None:
+    """The overflow section's container resources get the same explanation as per-node
+    quantities (they used to print the bare regular expression)."""
+    staging = (ROOT / "environments" / "staging.yaml").read_text()
+    assert "\n    dryRun: false\n" in staging
+    text = staging.replace("name: staging", "name: bad", 1).replace(
+        "\n    dryRun: false\n", f"\n    dryRun: false\n    resources: {{cpuRequest: {value}}}\n", 1)
+    root = repo_with(tmp_path, text)
+    code, out, err = run_cli(root, "render", "bad")
+    assert (code, out) == (1, "")
+    line = err.splitlines()[0]
+    assert line.startswith("environments/bad.yaml:") and expected in line, line

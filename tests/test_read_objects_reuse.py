@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from generators import model, render
-from generators.spec.load import environment_names
+from generators.layout import environment_names
 from generators.validation.kubeconform import manifest_files
 from generators.yamlemit import is_plain
 from policies.context import read_objects

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generators import model, render, templateshapes
-from generators.spec.load import environment_names
+from generators.layout import environment_names
 from generators.templating import to_flow
 from tests.conftest import ROOT
 

@@ -1,42 +1,19 @@
-"""One module per rendered/<env>/<component>/ folder: generate(env) -> list of objects.
+"""One component per rendered/<env>/<component>/ folder, and nothing else lives here.
 
-The registry below is the only list of components; the folder name under rendered/ is the
-module name, so a reader finds the code behind any rendered file from its path alone.
+A component is a module (or a package, when it has parts: monitoring/, overflow/) named as
+its folder under rendered/, with one entry point:
+
+    def generate(env: Environment, earlier: Sequence[Obj]) -> list[Obj]
+
+`earlier` holds the objects of the components listed before it in registry.COMPONENTS
+(only argocd reads them: its project whitelists and ignoreDifferences describe the rest).
+A component may also define `installer_inputs(env)` for rendered/<env>/installers/. The
+list itself is registry.py (explicit imports); docs/components.md says what to touch to add
+one. This module holds only the object type, so components can import it without a cycle.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from typing import Any
 
-from generators.model.types import Environment
-
 Obj = dict[str, Any]
-Generator = Callable[[Environment], list[Obj]]
-# generate(env, objects of the components listed before it): for a component that describes
-# the others (argocd). It may also define generate(env) for standalone use.
-Describer = Callable[[Environment, list[Obj]], list[Obj]]
-
-COMPONENTS: tuple[str, ...] = (
-    "namespaces",
-    "priorities",
-    "kueue",
-    "monitoring",
-    "overflow",
-    "health",
-    "argocd",  # last: its whitelist and ignoreDifferences describe everything above
-)
-
-
-def generator(component: str) -> Generator:
-    module = importlib.import_module(f"generators.components.{component}")
-    gen: Generator = module.generate
-    return gen
-
-
-def describer(component: str) -> Describer | None:
-    """The component's generate_from(env, earlier objects), if it has one."""
-    module = importlib.import_module(f"generators.components.{component}")
-    describe: Describer | None = getattr(module, "generate_from", None)
-    return describe

@@ -4,9 +4,9 @@ Two AppProject + Application pairs per environment (docs/gitops.md has the why):
 - `<project>-<env>`: the environment's Application, a directory source over rendered/<env>
   minus argocd/ and installers/, in a project that allows only this repository, only the environment's
   destination server and exactly the kinds the other components render. The kinds (and
-  the fields controllers own) are read off the other components' objects: render.py hands
-  them to generate_from(), and generate() runs their pure generators when used alone, so
-  the whitelist cannot drift from what is rendered and no kind list is typed by hand.
+  the fields controllers own) are read off the other components' objects, which the
+  render pipeline hands to generate() as `earlier`, so the whitelist cannot drift from what
+  is rendered and no kind list is typed by hand.
 - `<project>-<env>-bootstrap`: the app-of-apps over rendered/<env>/argocd/ itself, on the
   cluster Argo CD runs in. A person applies this folder once; from then on the bootstrap
   Application keeps the pair above, and itself, in sync with git.
@@ -14,17 +14,16 @@ Two AppProject + Application pairs per environment (docs/gitops.md has the why):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from generators.components import COMPONENTS, Obj, generator
-from generators.layout import INSTALLERS
+from generators.components import Obj
+from generators.layout import INSTALLERS, RENDERED
 from generators.model.types import Environment
 from generators.syncoptions import ANNOTATION as SYNC_OPTIONS
 from generators.templating import render
 
 COMPONENT = "argocd"
-RENDERED = "rendered"
 ARGO_GROUP = "argoproj.io"
 # The cluster Argo CD itself runs in, under the name every installation gives it.
 IN_CLUSTER = "https://kubernetes.default.svc"
@@ -174,15 +173,10 @@ def bootstrap_application(env: Environment) -> Obj:
     )
 
 
-def generate(env: Environment) -> list[Obj]:
-    """Standalone: runs the other components' (pure) generators for their objects."""
-    return generate_from(env, [obj for component in COMPONENTS if component != COMPONENT
-                               for obj in generator(component)(env)])
-
-
-def generate_from(env: Environment, others: list[Obj]) -> list[Obj]:
-    """The render pipeline's entry: `others` are the objects of the components listed before
-    this one in COMPONENTS, so nothing is generated twice."""
+def generate(env: Environment, earlier: Sequence[Obj]) -> list[Obj]:
+    """`earlier`: the objects of every component listed before this one in
+    registry.COMPONENTS, which the projects and the environment Application describe."""
+    others = list(earlier)
     env_name, bootstrap_name = names(env)
     env_project = _project(
         env, env_name, (env.argocd.destination_server, "*"),

@@ -6,15 +6,16 @@ bad for long enough gets the NoSchedule taint trainyard.dev/gpu-health=<reason>,
 cap. Nothing is rendered with backend none or nvsentinel (NVSentinel is installed on its own;
 the admission policies that make pods react to either backend are in priorities.py).
 
-Same Deployment shape and hardening as the overflow gate (templates/overflow/, the
-machinery's priority class: a preempted controller would leave quarantines unattended), and
-the same least-privilege layers: RBAC names verbs and resources, a ValidatingAdmissionPolicy
-on its identity limits what a node update may change.
+Same Deployment shape and hardening as the overflow gate (its templates/overflow/ files: one
+program, one Deployment shape; the machinery's priority class: a preempted controller would
+leave quarantines unattended), and the same least-privilege layers: RBAC names verbs and
+resources, a ValidatingAdmissionPolicy on its identity limits what a node update may change.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from generators import yamlemit
@@ -38,7 +39,6 @@ from generators.model.health import (
 from generators.model.types import Environment
 from generators.templating import render
 
-OV = "overflow/"  # the gate's templates: one program, one Deployment shape
 NODE_POLICY = f"{CLUSTER_PREFIX}{NAME}-node-changes"
 
 # The controller lists and watches nodes to find the pools' members (list cannot be limited
@@ -103,20 +103,20 @@ def node_validations() -> list[dict[str, str]]:
 def admission(c: Controller) -> list[Obj]:
     account = f"system:serviceaccount:{c.namespace}:{NAME}"
     return [
-        render(OV + "nodeguardpolicy.yaml.j2", name=NODE_POLICY, validations=node_validations(),
+        render("overflow/nodeguardpolicy.yaml.j2", name=NODE_POLICY, validations=node_validations(),
                match_expression=f"request.userInfo.username == {_cel(account)}"),
-        render(OV + "validatingadmissionpolicybinding.yaml.j2", name=NODE_POLICY, namespaces=None),
+        render("overflow/validatingadmissionpolicybinding.yaml.j2", name=NODE_POLICY, namespaces=None),
     ]
 
 
 def identity(c: Controller) -> list[Obj]:
     cluster_name = CLUSTER_PREFIX + NAME
     return [
-        render(OV + "serviceaccount.yaml.j2", name=NAME, namespace=c.namespace),
-        render(OV + "clusterrole.yaml.j2", name=cluster_name, rules=NODE_RULES),
-        render(OV + "clusterrolebinding.yaml.j2", name=cluster_name, account=NAME, namespace=c.namespace),
-        render(OV + "role.yaml.j2", name=NAME, namespace=c.namespace, rules=LEASE_RULES),
-        render(OV + "rolebinding.yaml.j2", name=NAME, account=NAME, namespace=c.namespace),
+        render("overflow/serviceaccount.yaml.j2", name=NAME, namespace=c.namespace),
+        render("overflow/clusterrole.yaml.j2", name=cluster_name, rules=NODE_RULES),
+        render("overflow/clusterrolebinding.yaml.j2", name=cluster_name, account=NAME, namespace=c.namespace),
+        render("overflow/role.yaml.j2", name=NAME, namespace=c.namespace, rules=LEASE_RULES),
+        render("overflow/rolebinding.yaml.j2", name=NAME, account=NAME, namespace=c.namespace),
     ]
 
 
@@ -125,10 +125,10 @@ def workload(c: Controller) -> list[Obj]:
     args = [f"--policy=/etc/trainyard/{POLICY_FILE}", f"--metrics-port={c.metrics_port}",
             f"--lease-namespace={c.namespace}", f"--lease-name={NAME}"]
     return [
-        render(OV + "configmap.yaml.j2", name=NAME, namespace=c.namespace, data={POLICY_FILE: policy}),
-        render(OV + "gate-deployment.yaml.j2", name=NAME, namespace=c.namespace, gate=c, args=args,
+        render("overflow/configmap.yaml.j2", name=NAME, namespace=c.namespace, data={POLICY_FILE: policy}),
+        render("overflow/gate-deployment.yaml.j2", name=NAME, namespace=c.namespace, gate=c, args=args,
                policy_sha256=_sha256(policy), **_hardened(c.resources)),
-        render(OV + "gate-service.yaml.j2", name=NAME, namespace=c.namespace, port=c.metrics_port),
+        render("overflow/gate-service.yaml.j2", name=NAME, namespace=c.namespace, port=c.metrics_port),
     ]
 
 
@@ -140,17 +140,17 @@ def scraping(env: Environment, c: Controller, own_namespace: bool) -> list[Obj]:
     objects = [
         render("monitoring/servicemonitor.yaml.j2", name=NAME, namespace=c.namespace,
                labels=dict(env.monitoring.rule_labels)),
-        render(OV + "networkpolicy.yaml.j2", name=f"{NAME}-metrics", namespace=c.namespace,
+        render("overflow/networkpolicy.yaml.j2", name=f"{NAME}-metrics", namespace=c.namespace,
                pod_selector={"matchLabels": {"app.kubernetes.io/name": NAME}},
                ingress=[{"from": [prometheus], "ports": [{"protocol": "TCP", "port": c.metrics_port}]}]),
     ]
     if own_namespace:
-        objects.append(render(OV + "networkpolicy.yaml.j2", name="default-deny-ingress",
+        objects.append(render("overflow/networkpolicy.yaml.j2", name="default-deny-ingress",
                               namespace=c.namespace, pod_selector={}, ingress=None))
     return objects
 
 
-def generate(env: Environment) -> list[Obj]:
+def generate(env: Environment, earlier: Sequence[Obj] = ()) -> list[Obj]:
     health = env.health
     if health is None or health.controller is None:
         return []
@@ -158,5 +158,5 @@ def generate(env: Environment) -> list[Obj]:
     own_namespace = env.overflow is None or env.overflow.namespace != c.namespace
     objects: list[Obj] = []
     if own_namespace:
-        objects.append(render(OV + "namespace.yaml.j2", name=c.namespace, role="infrastructure"))
+        objects.append(render("overflow/namespace.yaml.j2", name=c.namespace, role="infrastructure"))
     return [*objects, *identity(c), *workload(c), *scraping(env, c, own_namespace), *admission(c)]

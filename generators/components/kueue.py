@@ -16,6 +16,7 @@ needs a `kubectl rollout restart` after each change).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -106,7 +107,7 @@ def installer_inputs(env: Environment) -> dict[str, tuple[str, Obj]]:
     return {HELM_VALUES: (header, helm_values(env))}
 
 
-def generate(env: Environment) -> list[Obj]:
+def generate(env: Environment, earlier: Sequence[Obj] = ()) -> list[Obj]:
     objects: list[Obj] = []
     for pool in env.pools:
         if pool.topology_levels:

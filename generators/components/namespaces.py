@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from generators.components import Obj
 from generators.model.types import Environment
 from generators.templating import render
 
 
-def generate(env: Environment) -> list[Obj]:
+def generate(env: Environment, earlier: Sequence[Obj] = ()) -> list[Obj]:
     return [
         render("namespaces/namespace.yaml.j2", namespace=ns, team=team)
         for team in env.teams

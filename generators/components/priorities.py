@@ -16,6 +16,7 @@ namespaces), and pods in training namespaces that tolerate one are refused.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from generators.components import Obj
 from generators.model.health import Toleration
@@ -120,7 +121,7 @@ def quarantine(env: Environment) -> list[Obj]:
     return objects
 
 
-def generate(env: Environment) -> list[Obj]:
+def generate(env: Environment, earlier: Sequence[Obj] = ()) -> list[Obj]:
     objects: list[Obj] = []
     for tier in env.tiers:
         objects.append(render("priorities/priorityclass.yaml.j2", tier=tier))

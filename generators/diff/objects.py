@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from generators.layout import is_installer_input
-from generators.render import RENDERED, RenderedFile
+from generators.layout import RENDERED, is_installer_input
+from generators.render import RenderedFile
 from generators.yamlemit import is_plain
 
 Obj = dict[str, Any]

@@ -18,9 +18,8 @@ from generators.diff.changes import ObjectChange, compare
 from generators.diff.objects import ObjectKey, ObjectRecord, from_files, from_rendering
 from generators.diff.summary import EnvSummary, summarize
 from generators.errors import SpecError
+from generators.layout import ENV_DIR, RENDERED, environment_names
 from generators.model.types import Environment
-from generators.render import RENDERED
-from generators.spec.load import ENV_DIR, environment_names
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ from typing import Any
 
 import yaml
 
-from generators.spec.load import ENV_DIR, MAX_EXTENDS_DEPTH, environment_names
+from generators.layout import ENV_DIR, environment_names
+from generators.spec.load import MAX_EXTENDS_DEPTH
 
 _COUNT = re.compile(r"[0-9]+")
 # The pure-Python loader: its marks are offsets into the decoded text, which the splice uses.

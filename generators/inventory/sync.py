@@ -18,7 +18,8 @@ from generators import model
 from generators.errors import SpecError
 from generators.inventory import census, edit
 from generators.inventory.nodes import Node
-from generators.spec.load import ENV_DIR, load_document
+from generators.layout import ENV_DIR
+from generators.spec.load import load_document
 
 SHOWN_NODE_NAMES = 5
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from generators.layout import ENV_DIR
 from generators.model.build import build
 from generators.model.types import Environment
-from generators.spec.load import ENV_DIR, load_environment
+from generators.spec.load import load_environment
 
 
 def load(root: Path, name: str) -> Environment:

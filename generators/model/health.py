@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from generators.exporters import LINK_ERROR_COUNTERS, NVLINK_COUNTERS
 from generators.model.monitoring import Monitoring
 from generators.model.overflow import Image, Resources
 from generators.model.promql import quote, selector
@@ -47,25 +48,10 @@ POOL_LABEL = "trainyard.dev/pool"  # the controller may touch only nodes carryin
 NAME = "gpu-health"  # ConfigMap, Deployment, ServiceAccount, Lease, Service, job label
 DEFAULT_POOL_ROLES = ("training", "shared")
 
-# DCGM's "no value" sentinels start here (generators/components/promql.py DCGM_BLANK_MIN; the
-# model may not import the components, tests/monitoring/test_health_rules.py keeps both equal).
+# DCGM's "no value" sentinels start here (generators/components/monitoring/promql.py
+# DCGM_BLANK_MIN; the model may not import the components, a test keeps both equal).
 DCGM_BLANK_MIN = 0x7FFFFFFFFFFFFFF0
-# Same counters as the NVLinkErrors and InfiniBandLinkErrors alerts (alerts/gpu.py,
-# alerts/fabric.py; a test keeps them equal).
-NVLINK_COUNTERS = {
-    "crc_flit": "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
-    "crc_data": "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
-    "replay": "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
-    "recovery": "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
-}
-IB_LINK_ERROR_COUNTERS = {
-    "symbol_error": "node_infiniband_symbol_error_total",
-    "link_error_recovery": "node_infiniband_link_error_recovery_total",
-    "link_downed": "node_infiniband_link_downed_total",
-    "port_errors_received": "node_infiniband_port_errors_received_total",
-    "excessive_buffer_overrun": "node_infiniband_excessive_buffer_overrun_errors_total",
-    "local_link_integrity": "node_infiniband_local_link_integrity_errors_total",
-}
+# The same states as InfiniBandPortNotActive (components/monitoring/alerts/fabric.py; a test).
 IB_ACTIVE_STATE = 4  # node_infiniband_state_id: 4 = ACTIVE
 IB_LINK_UP_PHYSICAL_STATE = 5  # node_infiniband_physical_state_id: 5 = LinkUp
 
@@ -193,7 +179,7 @@ class ConditionQueries:
     def ib_link_errors(self) -> str:
         h = self.m.node_exporter_host_label
         window = self.m.alerts.error_window
-        increases = {k: f"increase({self.ib(v)}[{window}])" for k, v in IB_LINK_ERROR_COUNTERS.items()}
+        increases = {k: f"increase({self.ib(v)}[{window}])" for k, v in LINK_ERROR_COUNTERS.items()}
         per_port = f"sum by ({h}, device, port, counter) ({self.union('counter', increases)})"
         return f"{self.port(per_port)} > {self.m.alerts.infiniband_errors_per_window}"
 

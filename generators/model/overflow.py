@@ -19,6 +19,7 @@ from generators.providers import CONTRACTS, PROVIDER_TAINT_KEYS, Contract, NodeT
 NODE_PREFIX = "vk-"  # virtual node of provider p is vk-<p>; the default query excludes these
 VIRTUAL_NODE_LABELS = {"type": "virtual-kubelet"}  # set by virtual-kubelet itself
 PROVIDER_LABEL = "trainyard.dev/provider"  # set by the rendered MutatingAdmissionPolicy
+GATE = "overflow-gate"  # the gate's Deployment, Service (so Prometheus' job label) and Lease
 GATE_TAINT_VALUE = "closed"
 # What the inference pod snippet may tolerate (NoSchedule): the taints supported providers'
 # nodes really carry (generators/providers/), nothing else.

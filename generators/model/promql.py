@@ -1,7 +1,7 @@
 """PromQL building blocks over kube-state-metrics and the pool inventory.
 
 The model derives one query itself (the overflow gate's free-GPU query, overflow.py), and
-the dashboards and alert rules (generators/components/promql.py, which builds on this
+the dashboards and alert rules (generators/components/monitoring/promql.py, which builds on this
 module) show and watch the same things. So the selectors and node sets they share live
 here, on the model side: the components import the model, never the other way round, and
 "a node of pool p", "a usable node" or "a live pod" has one definition.

@@ -11,7 +11,6 @@ from generators.spec import schema, semantics
 from generators.spec.source import Document, load_file, merge
 
 MAX_EXTENDS_DEPTH = 4
-__all__ = ["ENV_DIR", "environment_names", "load_document", "load_environment"]
 
 
 def load_document(root: Path, name: str) -> Document:

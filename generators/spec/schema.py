@@ -166,13 +166,20 @@ def _explained_by_typo(error: jsonschema.ValidationError, typos: set[tuple[tuple
 def _quantity_problem(doc: Document, error: jsonschema.ValidationError) -> Problem | None:
     """A value refused by a quantity schema (`x-quantity`): say what a quantity is and the
     likely fix, instead of the first oneOf branch's `expected integer`."""
-    if error.validator != "oneOf" or not (isinstance(error.schema, dict) and error.schema.get("x-quantity")):
+    # A per-node quantity is oneOf(integer, string); the overflow section's are strings only,
+    # refused by `pattern` or, for a bare YAML number, by `type`.
+    if error.validator not in ("oneOf", "pattern", "type") or not (
+            isinstance(error.schema, dict) and error.schema.get("x-quantity")):
         return None
-    if not isinstance(error.instance, (str, float)) or isinstance(error.instance, bool):
+    if not isinstance(error.instance, (str, int, float)) or isinstance(error.instance, bool):
         return None
     from generators.spec.quantities import not_a_quantity
 
-    message, hint = not_a_quantity(error.instance)
+    if error.validator == "type" and isinstance(error.instance, int):
+        message, hint = (f"number {error.instance} must be a quoted quantity here",
+                         f'write "{error.instance}" (a string, as Kubernetes writes quantities)')
+    else:
+        message, hint = not_a_quantity(error.instance)
     path = tuple(error.absolute_path)
     return Problem(doc.locate(path), message, format_path(path), hint)
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from generators import fleet, model, render
 from generators.errors import SpecError
+from generators.layout import RENDERED, unknown_dirs
 from generators.validation import kubeconform as kc
 from generators.validation import promtool
 from generators.validation.schemastore import ensure_schemas
@@ -147,10 +148,10 @@ def check_environment(root: Path, name: str) -> _Checked | EnvironmentReport:
         return EnvironmentReport(name, 0, problems, KubeconformCounts(), 0, 0, 0,
                                  time.perf_counter() - began)
     rendered = render.render_tree(env)  # installer inputs too: staleness covers them
-    base = root / render.RENDERED / name
+    base = root / RENDERED / name
     files = kc.manifest_files([base]) if base.is_dir() else []
     # A committed file identical to today's rendering is not parsed again: its object is known.
-    known = {f"{render.RENDERED}/{name}/{f.path}": (f.text, f.obj) for f in rendered}
+    known = {f"{RENDERED}/{name}/{f.path}": (f.text, f.obj) for f in rendered}
     tree = read_objects(root, files, known)
     # Our parse gives kubeconform its expected counts; only unparsable files are counted its way.
     expected = {**tree.counts, **kc.count_objects(tree.broken)} if files else {}
@@ -179,7 +180,7 @@ def orphan_dirs(root: Path, names: list[str]) -> list[Finding]:
     deploy it. Only meaningful when every environment is validated."""
     return [Finding(line.rpartition(": ")[0], "", "", STALE,
                     "no environments/*.yaml renders this directory; run: python generate.py render")
-            for line in render.unknown_dirs(root, set(names))]
+            for line in unknown_dirs(root, set(names))]
 
 
 def _spec_finding(line: str) -> Finding:
@@ -191,7 +192,7 @@ def _spec_finding(line: str) -> Finding:
 def _stale(root: Path, name: str, env: model.Environment, files: list[render.RenderedFile],
            objects: list[RenderedObject]) -> list[Finding]:
     """A finding per rendered file that differs from what the environment renders now."""
-    wanted = {f"{render.RENDERED}/{name}/{f.path}": f.obj for f in files}
+    wanted = {f"{RENDERED}/{name}/{f.path}": f.obj for f in files}
     on_disk = {o.path: o for o in objects}
     findings = []
     for line in render.stale(root, name, files):

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from generators.spec.load import environment_names
+from generators.layout import environment_names
 from tests.controlplane.kube import Kube, Obj
 from tests.controlplane.manifests import (
     REPO_ROOT,

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from generators import model
-from generators.spec.load import environment_names
+from generators.layout import environment_names
 from tests.controlplane.daemon import Daemon
 from tests.controlplane.fixtures import require_tools
 from tests.controlplane.harness import ControlPlane

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from generators.layout import is_installer_input
-from generators.spec.load import environment_names
+from generators.layout import environment_names, is_installer_input
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github" / "workflows"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from generators import model, render, syncoptions
-from generators.components import argocd
+from generators.components import argocd, registry
 
 from .conftest import ROOT, Obj
 
@@ -72,20 +72,11 @@ def test_only_large_objects_are_applied_server_side(monkeypatch: pytest.MonkeyPa
            "data": {"dashboard.json": "x" * (syncoptions.SERVER_SIDE_APPLY_ABOVE_BYTES + 1)}}
     small = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "small", "namespace": "ops"},
              "data": {"a": "b"}}
-    monkeypatch.setattr(render, "COMPONENTS", ("namespaces",))
-    monkeypatch.setattr(render, "generator", lambda _component: lambda _env: [big, small])
+    only = registry.Component("namespaces", lambda _env, _earlier: [big, small])
+    monkeypatch.setattr(render, "COMPONENTS", (only,))
     files = {f.path: f for f in render.render_environment(model.load(ROOT, "dev"))}
     annotations = {path: f.obj["metadata"]["annotations"] for path, f in files.items()}
     assert annotations["namespaces/ops/configmap-big.yaml"][syncoptions.ANNOTATION] == "ServerSideApply=true"
     assert syncoptions.ANNOTATION not in annotations["namespaces/ops/configmap-small.yaml"]
     assert "ServerSideApply=true" in files["namespaces/ops/configmap-big.yaml"].text
 
-
-@pytest.mark.parametrize("name", ["dev", "prod"])
-def test_standalone_generate_equals_the_pipelines(name: str) -> None:
-    """generate(env) re-runs the other generators; render hands generate_from() their
-    (decorated) objects: both paths must give the same Argo CD objects."""
-    env = model.load(ROOT, name)
-    earlier = [f.obj for f in render.render_environment(env)
-               if not f.path.startswith(f"{argocd.COMPONENT}/")]
-    assert argocd.generate(env) == argocd.generate_from(env, earlier)

@@ -260,7 +260,7 @@ def virtual_node(b: Builder) -> list[Case]:
 
 
 def gate_faults(b: Builder) -> list[Case]:
-    """The gate's own failure alerts (generators/components/alerts/overflow.py)."""
+    """The gate's own failure alerts (generators/components/monitoring/alerts/overflow.py)."""
     gate = next(p["name"] for p in b.spec["overflow"]["providers"])
     job = {"job": "overflow-gate", "namespace": b.spec["overflow"]["namespace"]}
     blind = max(300, 10 * b.spec["overflow"]["gate"]["reconcileIntervalSeconds"])

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
+from generators.layout import environment_names
 from generators.model.build import build
 from generators.model.types import Environment
-from generators.spec.load import environment_names, load_environment
+from generators.spec.load import load_environment
 from tools.toolchain import ToolNotInstalled, tool_path
 
 ROOT = Path(__file__).resolve().parents[2]

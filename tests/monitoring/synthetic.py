@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from generators.components import dcgm_counters
+from generators.components.monitoring import dcgm_counters
 from generators.model.types import Environment, Pool
 from tests.monitoring.alert_cases import equality_matchers
 

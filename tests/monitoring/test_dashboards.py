@@ -7,8 +7,7 @@ import re
 from typing import Any
 
 from generators import exporters
-from generators.components import dcgm_counters
-from generators.components.monitoring import dashboard_objects, generate
+from generators.components.monitoring import dcgm_counters, generate
 from tests.monitoring.conftest import ROOT, Shipped
 
 UID = re.compile(r"^[a-zA-Z0-9_-]{1,40}$")
@@ -95,15 +94,6 @@ def test_sizes_under_apply_and_configmap_limits(shipped: Shipped) -> None:
         assert size < CONFIGMAP_LIMIT, obj["metadata"]["name"]
         annotated = obj["metadata"].get("annotations", {}).get(SSA[0]) == SSA[1]
         assert size < CLIENT_SIDE_APPLY_LIMIT or annotated, (obj["metadata"]["name"], size)
-
-
-def test_large_objects_get_server_side_apply(shipped: Shipped) -> None:
-    """Inflate a dashboard past 200 KiB: the generator must annotate it."""
-    from generators.components import monitoring
-
-    obj = dashboard_objects(shipped.env)[0]
-    obj["data" if "data" in obj else "spec"]["padding"] = "x" * (monitoring.SERVER_SIDE_APPLY_ABOVE_BYTES + 1)
-    assert monitoring._sized(obj)["metadata"]["annotations"][SSA[0]] == SSA[1]
 
 
 def test_deterministic(shipped: Shipped) -> None:

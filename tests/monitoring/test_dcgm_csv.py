@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generators.components import dcgm_counters
+from generators.components.monitoring import dcgm_counters
 from tests.conftest import ROOT
 
 READER = Path(__file__).parent / "dcgmcsv" / "main.go"

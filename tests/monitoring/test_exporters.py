@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from generators import exporters
-from generators.components.alerts import groups
+from generators.components.monitoring.alerts import groups
 from tests.monitoring.conftest import Shipped
 
 

@@ -8,8 +8,9 @@ from typing import Any
 
 import yaml
 
-from generators.components import dashboards, monitoring
-from generators.components.alerts import groups
+from generators.components import monitoring
+from generators.components.monitoring import dashboards
+from generators.components.monitoring.alerts import groups
 from generators.promql_ast import selectors
 from generators.render import render_environment, render_tree
 from tests.monitoring.conftest import ROOT, Shipped

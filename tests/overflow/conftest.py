@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from generators.spec.load import environment_names
+from generators.layout import environment_names
 from tests.conftest import ROOT
 
 GATE_DIR = ROOT / "gate"

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from generators import model
-from generators.spec.load import environment_names
+from generators.layout import environment_names
 from tests.workflow.conftest import REPO, generate
 
 

@@ -6,8 +6,8 @@ catches a target that vanished from service discovery, == 0 one that fails its s
 
 from __future__ import annotations
 
-from generators.components.alerts.rule import Rule, alert
-from generators.components.promql import GATE_JOB, Queries, quote, selector
+from generators.components.monitoring.alerts.rule import Rule, alert
+from generators.components.monitoring.promql import GATE_JOB, Queries, quote, selector
 from generators.model.types import Environment
 
 

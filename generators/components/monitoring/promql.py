@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from generators.components.overflow import GATE
 from generators.model.monitoring import Monitoring
-from generators.model.overflow import Overflow, Provider
+from generators.model.overflow import GATE, Overflow, Provider
 from generators.model.promql import (
     Inventory,
     ksm_label,

@@ -28,7 +28,6 @@ from generators.model.overflow import (
 )
 from generators.templating import render
 
-T = "overflow/"
 NODE_LABEL_POLICY = "trainyard-virtual-node-labels"
 TOLERATION_POLICY = "trainyard-inference-tolerations"
 GATE_NODE_POLICY = "trainyard-gate-node-changes"
@@ -66,11 +65,11 @@ def node_label_policy(ov: Overflow) -> list[Obj]:
         {"patchType": "JSONPatch", "jsonPatch": {"expression": gate_taint_patch(ov)}},
     ]
     return [
-        render(T + "mutatingadmissionpolicy.yaml.j2", name=NODE_LABEL_POLICY,
+        render("overflow/mutatingadmissionpolicy.yaml.j2", name=NODE_LABEL_POLICY,
                match_expression=f"object.metadata.name in {_cel(sorted(providers))}",
                provider_expression=f"{_cel(providers)}[object.metadata.name]",
                mutations=mutations),
-        render(T + "mutatingadmissionpolicybinding.yaml.j2", name=NODE_LABEL_POLICY),
+        render("overflow/mutatingadmissionpolicybinding.yaml.j2", name=NODE_LABEL_POLICY),
     ]
 
 
@@ -104,9 +103,9 @@ def toleration_policy(ov: Overflow) -> list[Obj]:
     if not ov.inference:
         return []
     return [
-        render(T + "validatingadmissionpolicy.yaml.j2", name=TOLERATION_POLICY,
+        render("overflow/validatingadmissionpolicy.yaml.j2", name=TOLERATION_POLICY,
                validations=toleration_validations(ov.gate.taint_key)),
-        render(T + "validatingadmissionpolicybinding.yaml.j2", name=TOLERATION_POLICY,
+        render("overflow/validatingadmissionpolicybinding.yaml.j2", name=TOLERATION_POLICY,
                namespaces=ov.inference_namespaces),
     ]
 
@@ -171,9 +170,9 @@ def node_guard_policies(ov: Overflow) -> list[Obj]:
         (VK_NODE_POLICY, virtual, virtual_kubelet_validations(key)),
     ):
         objects += [
-            render(T + "nodeguardpolicy.yaml.j2", name=name, validations=validations,
+            render("overflow/nodeguardpolicy.yaml.j2", name=name, validations=validations,
                    match_expression=f"request.userInfo.username in {_cel(users)}"),
-            render(T + "validatingadmissionpolicybinding.yaml.j2", name=name, namespaces=None),
+            render("overflow/validatingadmissionpolicybinding.yaml.j2", name=name, namespaces=None),
         ]
     return objects
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.components.dashboards.panels import (
+from generators.components.monitoring.dashboards.panels import (
     Board,
     Panel,
     Query,
@@ -15,7 +15,7 @@ from generators.components.dashboards.panels import (
     query_variable,
     single,
 )
-from generators.components.promql import DCGM_BLANK_MIN, Queries
+from generators.components.monitoring.promql import DCGM_BLANK_MIN, Queries
 from generators.model.types import Environment
 
 SLUG = "gpu-health"

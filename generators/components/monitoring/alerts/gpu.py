@@ -9,16 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from generators.components.alerts.rule import VALUE, VALUE_PERCENT, Rule, alert, label
-from generators.components.promql import DCGM_BLANK_MIN, Queries, labelled_union, num, quote
+from generators.components.monitoring.alerts.rule import VALUE, VALUE_PERCENT, Rule, alert, label
+from generators.components.monitoring.promql import DCGM_BLANK_MIN, Queries, labelled_union, num, quote
+from generators.exporters import NVLINK_COUNTERS
 
 THROTTLE_RATE_WINDOW = "5m"  # long enough to smooth DCGM's 30s sampling of the ns counter
-NVLINK_COUNTERS = {  # counter label -> DCGM field (none is in dcgm-exporter's default CSV)
-    "crc_flit": "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
-    "crc_data": "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
-    "replay": "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
-    "recovery": "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
-}
 
 
 def _unless_blank(q: Queries, metric: str, expr_of: Callable[[str], str]) -> str:

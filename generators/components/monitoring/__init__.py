@@ -16,12 +16,14 @@ Dashboard JSON is dumped with sorted keys and no timestamps: same input, same by
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from generators import jsontext, yamlemit
-from generators.components import Obj, dashboards, dcgm_counters
-from generators.components.alerts import groups
-from generators.components.promql import GATE_JOB, ksm_label
+from generators.components import Obj
+from generators.components.monitoring import dashboards, dcgm_counters
+from generators.components.monitoring.alerts import groups
+from generators.components.monitoring.promql import GATE_JOB, ksm_label
 from generators.layout import INSTALLERS, RENDERED
 from generators.model.types import Environment
 from generators.promql_ast import selectors
@@ -29,10 +31,6 @@ from generators.templating import render
 
 RULES_NAME = "trainyard-alerts"
 RULES_KEY = "trainyard-alerts.rules.yaml"
-# kubectl's client-side apply copies the object into an annotation, and annotations may not
-# exceed 262144 bytes in total; above this size Argo CD must apply server-side instead.
-SERVER_SIDE_APPLY_ABOVE_BYTES = 200 * 1024
-SERVER_SIDE_APPLY = {"argocd.argoproj.io/sync-options": "ServerSideApply=true"}
 CONFIGMAP_LIMIT_BYTES = 1024 * 1024  # etcd refuses larger ConfigMaps
 
 
@@ -46,12 +44,11 @@ def object_bytes(obj: Obj) -> int:
 
 
 def _sized(obj: Obj) -> Obj:
+    """Refuse an object etcd would refuse. (Large objects are applied server-side by the
+    pipeline's one rule for every object: generators/syncoptions.py.)"""
     size = object_bytes(obj)
     if size > CONFIGMAP_LIMIT_BYTES:
         raise ValueError(f"{obj['kind']} {obj['metadata']['name']} is {size} bytes, over the 1 MiB limit")
-    if size > SERVER_SIDE_APPLY_ABOVE_BYTES:
-        meta = obj["metadata"]
-        meta["annotations"] = {**meta.get("annotations", {}), **SERVER_SIDE_APPLY}
     return obj
 
 
@@ -118,7 +115,7 @@ def scrape_objects(env: Environment) -> list[Obj]:
     return [obj]
 
 
-def generate(env: Environment) -> list[Obj]:
+def generate(env: Environment, earlier: Sequence[Obj] = ()) -> list[Obj]:
     m = env.monitoring
     counters: Obj = render(
         "monitoring/dcgm-counters.yaml.j2",
@@ -192,7 +189,7 @@ def installer_inputs(env: Environment) -> dict[str, tuple[str, Obj]]:
               "not an image tag")
     gpu_header = (
         f"Helm values for NVIDIA's gpu-operator chart, environment {env.name}: rendered from\n"
-        f"{src} by generators/components/monitoring.py; do not edit.\n"
+        f"{src} by generators/components/monitoring/; do not edit.\n"
         "Argo CD does not apply this folder. Pass it with the values you install the operator\n"
         "with (last -f wins):\n"
         f"  helm upgrade gpu-operator nvidia/gpu-operator -n {m.dcgm_namespace} --reuse-values \\\n"
@@ -213,7 +210,7 @@ def installer_inputs(env: Environment) -> dict[str, tuple[str, Obj]]:
     )
     kps_header = (
         f"Helm values for the kube-prometheus-stack chart, environment {env.name}: rendered from\n"
-        f"{src} by generators/components/monitoring.py; do not edit.\n"
+        f"{src} by generators/components/monitoring/; do not edit.\n"
         "Argo CD does not apply this folder. Pass it with the values you install the stack\n"
         "with (last -f wins):\n"
         f"  helm upgrade kube-prometheus-stack prometheus-community/kube-prometheus-stack \\\n"

@@ -3,8 +3,8 @@ that are admitted but never become ready, and inference that overflow failed to 
 
 from __future__ import annotations
 
-from generators.components.alerts.rule import VALUE, Rule, alert, label
-from generators.components.promql import Queries, match_any
+from generators.components.monitoring.alerts.rule import VALUE, Rule, alert, label
+from generators.components.monitoring.promql import Queries, match_any
 
 GANG_WINDOW = "1h"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.components.dashboards.panels import Board, Panel, Query, graph, single
-from generators.components.promql import Queries, match_any
+from generators.components.monitoring.dashboards.panels import Board, Panel, Query, graph, single
+from generators.components.monitoring.promql import Queries, match_any
 from generators.model.types import Environment
 
 SLUG = "training"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.components.alerts import exporters, fabric, gpu, overflow, scheduling
-from generators.components.promql import Queries
+from generators.components.monitoring.alerts import exporters, fabric, gpu, overflow, scheduling
+from generators.components.monitoring.promql import Queries
 from generators.model.types import Environment
 
 

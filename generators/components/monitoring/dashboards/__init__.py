@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from generators.components.dashboards import fabric, gpu_health, overflow, queues, training, utilization
+from generators.components.monitoring.dashboards import (
+    fabric,
+    gpu_health,
+    overflow,
+    queues,
+    training,
+    utilization,
+)
 from generators.model.types import Environment
 
 Builder = Callable[[Environment], dict[str, Any]]

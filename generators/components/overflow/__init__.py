@@ -17,12 +17,14 @@ protection is on (defaultevictor.go applySystemCriticalPodsProtection).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 from generators import yamlemit
 from generators.components import Obj
-from generators.components.overflow_admission import admission_objects
+from generators.components.overflow.admission import admission_objects
 from generators.model.overflow import (
+    GATE,
     GATE_TAINT_VALUE,
     NODE_PREFIX,
     Overflow,
@@ -33,8 +35,6 @@ from generators.model.types import Environment
 from generators.providers.contract import CONFIG_DIR, CREDENTIALS_DIR, KUBELET_PORT, SERVING_DIR
 from generators.templating import render
 
-T = "overflow/"
-GATE = "overflow-gate"
 DESCHEDULER = "descheduler"
 CLUSTER_PREFIX = "trainyard-"  # cluster-scoped names: say whose they are
 POLICY_FILE = "policy.yaml"
@@ -67,7 +67,8 @@ def _rule(groups: list[str], resources: list[str], verbs: list[str], names: list
 
 
 def virtual_kubelet_rules(node: str) -> list[dict[str, Any]]:
-    """What a virtual-kubelet needs cluster-wide (../shared/reference/overflow.md), scoped to
+    """What a virtual-kubelet needs cluster-wide (virtual-kubelet v1.13.0's node controller and
+    pod informers; its RBAC examples also grant configmaps/secrets/services), scoped to
     its own node and lease where the API allows resourceNames (create, list and watch cannot
     be). ConfigMaps, Secrets and Services are NOT here: pod_input_rules, bound only in the
     namespaces that run spilled pods, so one provider cannot read another's credentials in
@@ -129,9 +130,10 @@ def _sha256(text: str) -> str:
 def _identity(ov: Overflow, account: str, cluster_name: str, rules: list[dict[str, Any]]) -> list[Obj]:
     """ServiceAccount + ClusterRole + ClusterRoleBinding of one workload."""
     return [
-        render(T + "serviceaccount.yaml.j2", name=account, namespace=ov.namespace),
-        render(T + "clusterrole.yaml.j2", name=cluster_name, rules=rules),
-        render(T + "clusterrolebinding.yaml.j2", name=cluster_name, account=account, namespace=ov.namespace),
+        render("overflow/serviceaccount.yaml.j2", name=account, namespace=ov.namespace),
+        render("overflow/clusterrole.yaml.j2", name=cluster_name, rules=rules),
+        render("overflow/clusterrolebinding.yaml.j2", name=cluster_name, account=account,
+               namespace=ov.namespace),
     ]
 
 
@@ -140,9 +142,9 @@ def pod_input_objects(ov: Overflow, provider: Provider) -> list[Obj]:
     own credentials are a Secret volume (the kubelet mounts it): its ServiceAccount needs no
     right on any Secret of the overflow namespace."""
     inputs = f"{CLUSTER_PREFIX}{provider.node_name}-pod-inputs"
-    objects = [render(T + "clusterrole.yaml.j2", name=inputs, rules=POD_INPUT_RULES)]
+    objects = [render("overflow/clusterrole.yaml.j2", name=inputs, rules=POD_INPUT_RULES)]
     for namespace in ov.inference_namespaces:
-        objects.append(render(T + "rolebinding.yaml.j2", name=inputs, account=provider.node_name,
+        objects.append(render("overflow/rolebinding.yaml.j2", name=inputs, account=provider.node_name,
                               namespace=namespace, subject_namespace=ov.namespace, kind="ClusterRole"))
     return objects
 
@@ -161,9 +163,9 @@ def provider_objects(ov: Overflow, provider: Provider) -> list[Obj]:
         *_identity(ov, provider.node_name, CLUSTER_PREFIX + provider.node_name,
                    virtual_kubelet_rules(provider.node_name)),
         *pod_input_objects(ov, provider),
-        render(T + "configmap.yaml.j2", name=provider.node_name, namespace=ov.namespace,
+        render("overflow/configmap.yaml.j2", name=provider.node_name, namespace=ov.namespace,
                data={launch.config_file: launch.config_text}),
-        render(T + "virtual-kubelet-deployment.yaml.j2", provider=provider, namespace=ov.namespace,
+        render("overflow/virtual-kubelet-deployment.yaml.j2", provider=provider, namespace=ov.namespace,
                args=list(launch.args), env=list(launch.env), config_sha256=_sha256(launch.config_text),
                config_dir=CONFIG_DIR, credentials_dir=CREDENTIALS_DIR, serving_dir=SERVING_DIR,
                serving_secret=serving_secret(provider) if contract.needs_serving_certificate else None,
@@ -175,7 +177,7 @@ def provider_objects(ov: Overflow, provider: Provider) -> list[Obj]:
 
 def taint_policy(ov: Overflow) -> Obj:
     """The gate controller's TaintPolicy: one gate per provider, preferred first."""
-    obj: Obj = render(T + "taintpolicy.yaml.j2", name=GATE, gate=ov.gate, providers=ov.providers,
+    obj: Obj = render("overflow/taintpolicy.yaml.j2", name=GATE, gate=ov.gate, providers=ov.providers,
                       taint_value=GATE_TAINT_VALUE)
     return obj
 
@@ -186,17 +188,17 @@ def gate_objects(ov: Overflow) -> list[Obj]:
             f"--lease-namespace={ov.namespace}", f"--lease-name={GATE}"]
     return [
         *_identity(ov, GATE, CLUSTER_PREFIX + GATE, gate_rules(ov)),
-        render(T + "role.yaml.j2", name=GATE, namespace=ov.namespace, rules=GATE_LEASE_RULES),
-        render(T + "rolebinding.yaml.j2", name=GATE, account=GATE, namespace=ov.namespace),
-        render(T + "configmap.yaml.j2", name=GATE, namespace=ov.namespace, data={POLICY_FILE: policy}),
-        render(T + "gate-deployment.yaml.j2", name=GATE, namespace=ov.namespace, gate=ov.gate, args=args,
+        render("overflow/role.yaml.j2", name=GATE, namespace=ov.namespace, rules=GATE_LEASE_RULES),
+        render("overflow/rolebinding.yaml.j2", name=GATE, account=GATE, namespace=ov.namespace),
+        render("overflow/configmap.yaml.j2", name=GATE, namespace=ov.namespace, data={POLICY_FILE: policy}),
+        render("overflow/gate-deployment.yaml.j2", name=GATE, namespace=ov.namespace, gate=ov.gate, args=args,
                policy_sha256=_sha256(policy), **_hardened(ov.gate.resources)),
-        render(T + "gate-service.yaml.j2", name=GATE, namespace=ov.namespace, port=ov.gate.metrics_port),
+        render("overflow/gate-service.yaml.j2", name=GATE, namespace=ov.namespace, port=ov.gate.metrics_port),
     ]
 
 
 def descheduler_policy(ov: Overflow) -> Obj:
-    obj: Obj = render(T + "deschedulerpolicy.yaml.j2", back=ov.migrate_back,
+    obj: Obj = render("overflow/deschedulerpolicy.yaml.j2", back=ov.migrate_back,
                       included_taints=[ov.gate.taint_key])
     return obj
 
@@ -210,11 +212,12 @@ def descheduler_objects(ov: Overflow) -> list[Obj]:
         args.append("--dry-run")
     return [
         *_identity(ov, DESCHEDULER, CLUSTER_PREFIX + DESCHEDULER, DESCHEDULER_RULES),
-        render(T + "role.yaml.j2", name=DESCHEDULER, namespace=ov.namespace, rules=DESCHEDULER_LEASE_RULES),
-        render(T + "rolebinding.yaml.j2", name=DESCHEDULER, account=DESCHEDULER, namespace=ov.namespace),
-        render(T + "configmap.yaml.j2", name=DESCHEDULER, namespace=ov.namespace,
+        render("overflow/role.yaml.j2", name=DESCHEDULER, namespace=ov.namespace,
+               rules=DESCHEDULER_LEASE_RULES),
+        render("overflow/rolebinding.yaml.j2", name=DESCHEDULER, account=DESCHEDULER, namespace=ov.namespace),
+        render("overflow/configmap.yaml.j2", name=DESCHEDULER, namespace=ov.namespace,
                data={POLICY_FILE: policy}),
-        render(T + "descheduler-deployment.yaml.j2", name=DESCHEDULER, namespace=ov.namespace, back=back,
+        render("overflow/descheduler-deployment.yaml.j2", name=DESCHEDULER, namespace=ov.namespace, back=back,
                args=args, policy_sha256=_sha256(policy), **_hardened(back.resources)),
     ]
 
@@ -240,13 +243,15 @@ def network_policies(ov: Overflow, monitoring_namespace: str) -> list[Obj]:
     prometheus = [{"namespaceSelector": namespace}]
     scrape = [(GATE, ov.gate.metrics_port), (DESCHEDULER, DESCHEDULER_METRICS_PORT)]
     scrape += [(p.node_name, p.contract.metrics_port) for p in ov.providers if p.contract.metrics_port]
-    objects = [render(T + "networkpolicy.yaml.j2", name="default-deny-ingress", namespace=ov.namespace,
+    objects = [render("overflow/networkpolicy.yaml.j2", name="default-deny-ingress", namespace=ov.namespace,
                       pod_selector={}, ingress=None)]
     for name, port in scrape:
-        objects.append(render(T + "networkpolicy.yaml.j2", name=f"{name}-metrics", namespace=ov.namespace,
+        objects.append(render("overflow/networkpolicy.yaml.j2", name=f"{name}-metrics",
+                              namespace=ov.namespace,
                               pod_selector=app(name),
                               ingress=[{"from": prometheus, "ports": [{"protocol": "TCP", "port": port}]}]))
-    objects.append(render(T + "networkpolicy.yaml.j2", name="virtual-kubelet-api", namespace=ov.namespace,
+    objects.append(render("overflow/networkpolicy.yaml.j2", name="virtual-kubelet-api",
+                          namespace=ov.namespace,
                           pod_selector=app("virtual-kubelet"),
                           ingress=[{"ports": [{"protocol": "TCP", "port": KUBELET_PORT}]}]))
     return objects
@@ -255,17 +260,17 @@ def network_policies(ov: Overflow, monitoring_namespace: str) -> list[Obj]:
 def inference_objects(ov: Overflow) -> list[Obj]:
     objects: list[Obj] = []
     for svc in ov.inference:
-        objects.append(render(T + "hpa.yaml.j2", svc=svc))
-        objects.append(render(T + "pdb.yaml.j2", svc=svc))
+        objects.append(render("overflow/hpa.yaml.j2", svc=svc))
+        objects.append(render("overflow/pdb.yaml.j2", svc=svc))
     return objects
 
 
-def generate(env: Environment) -> list[Obj]:
+def generate(env: Environment, earlier: Sequence[Obj] = ()) -> list[Obj]:
     ov = env.overflow
     if ov is None:
         return []
-    objects: list[Obj] = [render(T + "namespace.yaml.j2", name=ov.namespace, role="infrastructure")]
-    objects += [render(T + "namespace.yaml.j2", name=ns, role="inference") for ns in ov.extra_namespaces]
+    objects: list[Obj] = [render("overflow/namespace.yaml.j2", name=ov.namespace, role="infrastructure")]
+    objects += [render("overflow/namespace.yaml.j2", name=ns, role="inference") for ns in ov.extra_namespaces]
     for provider in ov.providers:
         objects += provider_objects(ov, provider)
     objects += gate_objects(ov)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.components.dashboards.panels import (
+from generators.components.monitoring.dashboards.panels import (
     Board,
     Panel,
     Query,
@@ -16,7 +16,7 @@ from generators.components.dashboards.panels import (
     query_variable,
     single,
 )
-from generators.components.promql import Queries, match_any
+from generators.components.monitoring.promql import Queries, match_any
 from generators.model.types import Environment
 
 SLUG = "queues"

@@ -5,8 +5,8 @@ a selector that matches no node, no leader."""
 
 from __future__ import annotations
 
-from generators.components.alerts.rule import VALUE, Rule, alert, label
-from generators.components.promql import Queries
+from generators.components.monitoring.alerts.rule import VALUE, Rule, alert, label
+from generators.components.monitoring.promql import Queries
 
 FLAP_WINDOW = "1h"
 ERROR_WINDOW = "10m"

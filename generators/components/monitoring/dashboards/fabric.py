@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.components.alerts.fabric import ACTIVE_STATE, LINK_ERROR_COUNTERS
-from generators.components.alerts.gpu import NVLINK_COUNTERS
-from generators.components.dashboards.panels import (
+from generators.components.monitoring.dashboards.panels import (
     Board,
     Panel,
     Query,
@@ -18,7 +16,8 @@ from generators.components.dashboards.panels import (
     query_variable,
     single,
 )
-from generators.components.promql import Queries, labelled_union
+from generators.components.monitoring.promql import Queries, labelled_union
+from generators.exporters import ACTIVE_STATE, LINK_ERROR_COUNTERS, NVLINK_COUNTERS
 from generators.model.types import Environment
 
 SLUG = "fabric"

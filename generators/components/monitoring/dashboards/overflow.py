@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.components.dashboards.panels import Board, Panel, Query, graph, single
-from generators.components.promql import Queries, num
+from generators.components.monitoring.dashboards.panels import Board, Panel, Query, graph, single
+from generators.components.monitoring.promql import Queries, num
 from generators.model.types import Environment
 
 SLUG = "overflow"

@@ -78,7 +78,7 @@ def check(counters: tuple[tuple[str, str, str], ...]) -> None:
 
 def csv_text() -> str:
     lines = [
-        "# Rendered by trainyard (generators/components/dcgm_counters.py); do not edit.",
+        "# Rendered by trainyard (generators/components/monitoring/dcgm_counters.py); do not edit.",
         "# Format: DCGM FIELD, Prometheus metric type, help message",
     ]
     check(COUNTERS)

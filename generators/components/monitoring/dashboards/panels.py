@@ -19,7 +19,7 @@ from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as dm
 from grafana_foundation_sdk.models import prometheus as pm
 
-from generators.components.promql import quote
+from generators.components.monitoring.promql import quote
 from generators.model.monitoring import Monitoring
 
 DATASOURCE = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")

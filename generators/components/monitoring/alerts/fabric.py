@@ -3,19 +3,9 @@ failures were cross-node communication, and DCGM does not see the fabric."""
 
 from __future__ import annotations
 
-from generators.components.alerts.rule import VALUE, Rule, alert, label
-from generators.components.promql import Queries, labelled_union
-
-ACTIVE_STATE = 4  # node_infiniband_state_id: 4 = ACTIVE
-LINK_UP_PHYSICAL_STATE = 5  # node_infiniband_physical_state_id: 5 = LinkUp
-LINK_ERROR_COUNTERS = {  # counter label -> node-exporter counter
-    "symbol_error": "node_infiniband_symbol_error_total",
-    "link_error_recovery": "node_infiniband_link_error_recovery_total",
-    "link_downed": "node_infiniband_link_downed_total",
-    "port_errors_received": "node_infiniband_port_errors_received_total",
-    "excessive_buffer_overrun": "node_infiniband_excessive_buffer_overrun_errors_total",
-    "local_link_integrity": "node_infiniband_local_link_integrity_errors_total",
-}
+from generators.components.monitoring.alerts.rule import VALUE, Rule, alert, label
+from generators.components.monitoring.promql import Queries, labelled_union
+from generators.exporters import ACTIVE_STATE, LINK_ERROR_COUNTERS, LINK_UP_PHYSICAL_STATE
 
 
 def _by_port(q: Queries, extra: str = "") -> str:

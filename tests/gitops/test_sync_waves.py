@@ -1,0 +1,31 @@
+"""Every kind the generators render has a sync wave chosen for it (generators/syncwaves.py):
+the apply order is a decision, so a new kind fails the render instead of silently landing in
+some default wave."""
+
+from __future__ import annotations
+
+import pytest
+
+from generators import model, render, syncwaves
+from generators.components import registry
+
+from .conftest import ENVIRONMENTS, ROOT, rendered_objects
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_every_rendered_kind_has_its_own_wave(env: str) -> None:
+    kinds = {obj["kind"] for obj in rendered_objects(env).values()}
+    assert kinds, env
+    assert kinds <= set(syncwaves.WAVES), sorted(kinds - set(syncwaves.WAVES))
+    for obj in rendered_objects(env).values():
+        annotation = obj["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]
+        assert annotation == str(syncwaves.WAVES[obj["kind"]])
+
+
+def test_a_kind_without_a_wave_stops_the_render(monkeypatch: pytest.MonkeyPatch) -> None:
+    novel = {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}}
+    only = registry.Component("namespaces", lambda _env, _earlier: [novel])
+    monkeypatch.setattr(render, "COMPONENTS", (only,))
+    expected = r"^kind Gadget has no Argo CD sync wave: add it to generators/syncwaves\.py"
+    with pytest.raises(ValueError, match=expected):
+        render.render_environment(model.load(ROOT, "dev"))
