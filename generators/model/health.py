@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from generators.exporters import LINK_ERROR_COUNTERS, NVLINK_COUNTERS
+from generators.exporters import ACTIVE_STATE, LINK_ERROR_COUNTERS, LINK_UP_PHYSICAL_STATE, NVLINK_COUNTERS
 from generators.model.monitoring import Monitoring
 from generators.model.overflow import Image, Resources
 from generators.model.promql import quote, selector
@@ -51,9 +51,6 @@ DEFAULT_POOL_ROLES = ("training", "shared")
 # DCGM's "no value" sentinels start here (generators/components/monitoring/promql.py
 # DCGM_BLANK_MIN; the model may not import the components, a test keeps both equal).
 DCGM_BLANK_MIN = 0x7FFFFFFFFFFFFFF0
-# The same states as InfiniBandPortNotActive (components/monitoring/alerts/fabric.py; a test).
-IB_ACTIVE_STATE = 4  # node_infiniband_state_id: 4 = ACTIVE
-IB_LINK_UP_PHYSICAL_STATE = 5  # node_infiniband_physical_state_id: 5 = LinkUp
 
 
 @dataclass(frozen=True)
@@ -172,8 +169,8 @@ class ConditionQueries:
         return f"{self.gpu(per_gpu)} > {self.m.alerts.nvlink_errors_per_window}"
 
     def ib_port_down(self) -> str:
-        down = (f"({self.ib('node_infiniband_state_id')} != {IB_ACTIVE_STATE} "
-                f"or {self.ib('node_infiniband_physical_state_id')} != {IB_LINK_UP_PHYSICAL_STATE})")
+        down = (f"({self.ib('node_infiniband_state_id')} != {ACTIVE_STATE} "
+                f"or {self.ib('node_infiniband_physical_state_id')} != {LINK_UP_PHYSICAL_STATE})")
         return self.port(down)
 
     def ib_link_errors(self) -> str:
