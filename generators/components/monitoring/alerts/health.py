@@ -29,13 +29,18 @@ def duration(seconds: int) -> str:
     return f"{seconds}s"
 
 
+def controller_series(c: Controller, name: str, *extra: str) -> str:
+    """A series of the controller, scraped through its ServiceMonitor (job = Service name);
+    the quarantine dashboard reads the same ones."""
+    return name + selector(f"job={quote(NAME)}", f"namespace={quote(c.namespace)}", *extra)
+
+
 class HealthRules:
     def __init__(self, q: Queries, health: Health, c: Controller) -> None:
         self.q, self.health, self.c = q, health, c
 
     def metric(self, name: str, *extra: str) -> str:
-        """A series of the controller, scraped through its ServiceMonitor (job = Service name)."""
-        return name + selector(f"job={quote(NAME)}", f"namespace={quote(self.c.namespace)}", *extra)
+        return controller_series(self.c, name, *extra)
 
     def alert(self, name: str, expr: str, *, severity: str, summary: str, description: str,
               for_: str | None = None, labels: dict[str, str] | None = None) -> Rule:
