@@ -28,6 +28,7 @@ POLICIES: tuple[str, ...] = (
     "priorities",
     "taints",
     "gate_query",
+    "quarantine",
     "rbac",
     "workloads",
     "dcgm_counters",

@@ -7,6 +7,10 @@ resolves a pod's priority from its class before any policy runs, and the Priorit
 (plugin/pkg/admission/priority/admission.go) refuses a pod whose spec.priority disagrees with
 its class. So the mutating policy defaults class, value and preemption policy together, and
 the validating one, which runs last, refuses any other class in a training namespace.
+
+Quarantine (docs/health.md, model/health.py): inference pods get a toleration of each taint
+the health backend quarantines with (a MutatingAdmissionPolicy bound to the inference
+namespaces), and pods in training namespaces that tolerate one are refused.
 """
 
 from __future__ import annotations
@@ -15,10 +19,13 @@ import json
 from collections.abc import Sequence
 
 from generators.components import Obj
+from generators.model.health import Toleration
 from generators.model.types import Environment
 from generators.templating import render
 
 POLICY = "trainyard-training-priority"
+QUARANTINE_TOLERATED = "trainyard-inference-quarantine-tolerations"
+QUARANTINE_REFUSED = "trainyard-training-no-quarantine-tolerations"
 
 
 def _cel(value: str) -> str:
@@ -48,9 +55,75 @@ def admission(env: Environment) -> list[Obj]:
     ]
 
 
+def inference_namespaces(env: Environment) -> tuple[str, ...]:
+    """Namespaces whose pods are inference: every team namespace that is not a training
+    namespace, and the overflow section's inference namespaces (sorted)."""
+    training = set(env.training_namespaces)
+    names = {ns for team in env.teams for ns in team.namespaces if ns not in training}
+    if env.overflow is not None:
+        names |= {*env.overflow.inference_namespaces, *env.overflow.extra_namespaces}
+    return tuple(sorted(names - training))
+
+
+def toleration_patch(tolerations: tuple[Toleration, ...]) -> str:
+    """JSONPatch CEL adding an Exists toleration per quarantine taint the pod lacks."""
+    wanted = "[" + ", ".join(f"{{'key': {_cel(t.key)}, 'effect': {_cel(t.effect)}}}"
+                             for t in tolerations) + "]"
+    value = "Object.spec.tolerations{key: x.key, operator: 'Exists', effect: x.effect}"
+    missing = f"{wanted}.filter(x, !object.spec.tolerations.exists(t, has(t.key) && t.key == x.key))"
+    return (f"has(object.spec.tolerations) ? {missing}.map(x, JSONPatch{{op: 'add', "
+            f"path: '/spec/tolerations/-', value: {value}}}) : "
+            f"[JSONPatch{{op: 'add', path: '/spec/tolerations', value: {wanted}.map(x, {value})}}]")
+
+
+def refusal_validations(tolerations: tuple[Toleration, ...]) -> list[dict[str, str]]:
+    keys = sorted({t.key for t in tolerations})
+    effects = sorted({t.effect for t in tolerations})
+    return [
+        {"expression": f"variables.tolerations.all(t, !has(t.key) || !(t.key in {_cel_list(keys)}))",
+         "message": f"training pods must not tolerate the quarantine taint ({', '.join(keys)}): a "
+                    "quarantined node has a bad GPU or link and must not receive a gang member",
+         "reason": "Forbidden"},
+        {"expression": "variables.tolerations.all(t, (has(t.key) && t.key != '') || !has(t.operator) || "
+                       f"t.operator != 'Exists' || (has(t.effect) && t.effect != '' && "
+                       f"!(t.effect in {_cel_list(effects)})))",
+         "message": "a toleration with operator Exists and no key tolerates every taint, the quarantine "
+                    f"taint ({', '.join(keys)}) included; name the key",
+         "reason": "Forbidden"},
+    ]
+
+
+def _cel_list(values: list[str]) -> str:
+    return "[" + ", ".join(_cel(v) for v in values) + "]"
+
+
+def quarantine(env: Environment) -> list[Obj]:
+    """Inference tolerates the health backend's taints, training never does."""
+    tolerations = env.health.tolerations if env.health else ()
+    if not tolerations:
+        return []
+    objects: list[Obj] = []
+    inference = inference_namespaces(env)
+    if inference:
+        objects += [
+            render("priorities/tolerations-mutatingadmissionpolicy.yaml.j2", name=QUARANTINE_TOLERATED,
+                   patch_expression=toleration_patch(tolerations)),
+            render("priorities/mutatingadmissionpolicybinding.yaml.j2", name=QUARANTINE_TOLERATED,
+                   namespaces=inference),
+        ]
+    if env.training_namespaces:
+        objects += [
+            render("priorities/tolerations-validatingadmissionpolicy.yaml.j2", name=QUARANTINE_REFUSED,
+                   validations=refusal_validations(tolerations)),
+            render("priorities/validatingadmissionpolicybinding.yaml.j2", name=QUARANTINE_REFUSED,
+                   namespaces=env.training_namespaces),
+        ]
+    return objects
+
+
 def generate(env: Environment, earlier: Sequence[Obj] = ()) -> list[Obj]:
     objects: list[Obj] = []
     for tier in env.tiers:
         objects.append(render("priorities/priorityclass.yaml.j2", tier=tier))
         objects.append(render("priorities/workloadpriorityclass.yaml.j2", tier=tier))
-    return objects + admission(env)
+    return objects + admission(env) + quarantine(env)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from generators.components import Obj, argocd, kueue, monitoring, namespaces, overflow, priorities
+from generators.components import Obj, argocd, health, kueue, monitoring, namespaces, overflow, priorities
 from generators.model.types import Environment
 
 Generate = Callable[[Environment, Sequence[Obj]], list[Obj]]
@@ -34,6 +34,7 @@ COMPONENTS: tuple[Component, ...] = (
     Component("kueue", kueue.generate, kueue.installer_inputs),
     Component("monitoring", monitoring.generate, monitoring.installer_inputs),
     Component("overflow", overflow.generate),
+    Component("health", health.generate),
     Component("argocd", argocd.generate),  # last: it describes everything above
 )
 NAMES: tuple[str, ...] = tuple(c.name for c in COMPONENTS)

@@ -12,6 +12,9 @@ Decisions (docs/workflow.md explains them):
   declared taints (a pod admitted to the pool tolerates exactly those), and at least the
   pool's GPUs per node allocatable (quota is whole nodes: a node with a GPU missing
   cannot host a full-node gang member).
+- Quarantined (the health controller's NoSchedule taint trainyard.dev/gpu-health, any
+  reason): counted out like any other taint, and said so with its reason, because training
+  never tolerates it (docs/health.md); a pool may not declare that taint itself (spec check).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from generators.inventory.nodes import Node, NodeTaint
+from generators.model.health import TAINT_KEY as QUARANTINE_TAINT_KEY
 from generators.model.types import Environment, Pool
 
 IGNORED_ROLE_LABELS = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
@@ -65,6 +69,8 @@ def why_not_counted(pool: Pool, node: Node) -> str | None:
     if node.unschedulable:
         return "cordoned"
     for taint in node.taints:
+        if taint.key == QUARANTINE_TAINT_KEY and taint.effect in BLOCKING_EFFECTS:
+            return f"quarantined ({taint.value or 'no reason'})"
         if taint.effect in BLOCKING_EFFECTS and not _tolerated(pool, taint):
             return f"tainted {taint}"
     if node.amount(pool.gpu_resource) < pool.gpus_per_node:

@@ -10,6 +10,7 @@ from typing import Any
 
 from generators import quantity
 from generators.model.fromspec import from_spec, take
+from generators.model.health import build_health, inference_tolerated_keys
 from generators.model.monitoring import Monitoring
 from generators.model.overflow import build_overflow
 from generators.model.quota import build_queues, split_by_placement
@@ -52,6 +53,7 @@ def build(value: dict[str, Any], source_file: str) -> Environment:
     monitoring: Monitoring = take(Environment, "monitoring", value)
     resources = _resources(value["pools"])
     queues = build_queues(pools, teams, resources)
+    health = build_health(value["health"], pools, monitoring)
     return from_spec(Environment, value, {
         "display_name": value["cluster"].get("displayName", value["name"]),
         "source_file": source_file,
@@ -64,5 +66,7 @@ def build(value: dict[str, Any], source_file: str) -> Environment:
         "queues": queues,
         "cluster_queues": tuple(q for t in teams for q in split_by_placement(t, queues[t.name], pools)),
         "monitoring": monitoring,
-        "overflow": build_overflow(value.get("overflow"), pools, monitoring, tiers),
+        "overflow": build_overflow(value.get("overflow"), pools, monitoring, tiers,
+                                   inference_tolerated_keys(health)),
+        "health": health,
     })

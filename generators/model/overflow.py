@@ -234,7 +234,8 @@ def inference_pools(pools: tuple[Pool, ...]) -> tuple[Pool, ...]:
                  and not any(blocks_inference(t.key, t.effect) for t in p.taints))
 
 
-def default_query(inventory: Inventory, virtual_nodes: tuple[str, ...]) -> str:
+def default_query(inventory: Inventory, virtual_nodes: tuple[str, ...],
+                  health_keys: tuple[str, ...] = ()) -> str:
     """Free GPUs inference can use right now, from kube-state-metrics, or NO sample when the
     inputs are missing or stale (so the gate's onPrometheusUnavailable applies).
 
@@ -242,7 +243,9 @@ def default_query(inventory: Inventory, virtual_nodes: tuple[str, ...]) -> str:
     requests of live (Pending or Running) pods bound to it, at least 0. Only a node that is
     Ready, not cordoned and free of NoSchedule/NoExecute taints inference does not tolerate
     contributes; the pool's other nodes contribute 0. No `or vector(0)`: absence must never
-    read as a number, least of all as "plenty free"."""
+    read as a number, least of all as "plenty free". A node quarantined by the health backend
+    (`health_keys`: trainyard.dev/gpu-health, or NVSentinel's configured taints) still counts:
+    inference tolerates those taints and rides on the bad GPUs (a cordon still excludes it)."""
     pools = inference_pools(inventory.pools)
     if not pools:
         raise ValueError("no pool inference can use: set overflow.gate.freeGpusQuery")
@@ -259,7 +262,7 @@ def default_query(inventory: Inventory, virtual_nodes: tuple[str, ...]) -> str:
     # A node without live GPU pods has no `used` series: it uses 0 (per node, not a total).
     free = f"clamp_min({capacity} - on (node) ({used} or on (node) {capacity} * 0), 0)"
     schedulable = (f"({free} and on (node) ({inv.usable_nodes()})"
-                   f" unless on (node) {inv.tainted_nodes(INFERENCE_TOLERATED_TAINT_KEYS)})")
+                   f" unless on (node) {inv.tainted_nodes((*INFERENCE_TOLERATED_TAINT_KEYS, *health_keys))})")
     # Families that always have series in a live cluster (every node, every pod): if one
     # is missing, kube-state-metrics is not telling us, and guessing would be wrong either
     # way. kube_node_spec_taint is legitimately empty, so it is not guarded.
@@ -285,13 +288,16 @@ def migrate_back_priority_threshold(tiers: tuple[Tier, ...]) -> int:
 
 
 def build_overflow(raw: dict[str, Any] | None, pools: tuple[Pool, ...], monitoring: Monitoring,
-                   tiers: tuple[Tier, ...]) -> Overflow | None:  # fmt: skip
-    """The overflow model, or None when the environment has no overflow section."""
+                   tiers: tuple[Tier, ...],
+                   health_keys: tuple[str, ...] = ()) -> Overflow | None:  # fmt: skip
+    """The overflow model, or None when the environment has no overflow section.
+    `health_keys`: taint keys of quarantined nodes inference tolerates (model/health.py)."""
     if raw is None:
         return None
     providers = _providers(raw)
-    query = raw["gate"].get("freeGpusQuery") or default_query(Inventory(monitoring, pools),
-                                                              tuple(p.node_name for p in providers))
+    nodes = tuple(p.node_name for p in providers)
+    query = raw["gate"].get("freeGpusQuery") or default_query(
+        Inventory(monitoring, pools), nodes, health_keys)
     return from_spec(Overflow, raw, {
         "providers": providers,
         "gate.free_gpus_query": query,

@@ -19,6 +19,7 @@ from generators.quantity import Format, canonical
 from generators.teams import trains
 
 if TYPE_CHECKING:
+    from generators.model.health import Health
     from generators.model.overflow import Overflow
 
 Role = Literal["training", "inference", "shared"]
@@ -205,6 +206,9 @@ class Environment:
     cluster_queues: tuple[ClusterQueue, ...] = field(metadata=derived("pools", "teams"))
     monitoring: Monitoring  # always present: every field has a schema default
     overflow: Overflow | None = None  # serving overflow; None: nothing of it is rendered
+    # node quarantine; None: backend none. Derived, not mapped by rule: build_health() turns
+    # the section and the monitoring thresholds into per-node PromQL (model/health.py).
+    health: Health | None = field(default=None, metadata=derived("health", "monitoring", "pools"))
 
     def pool(self, name: str) -> Pool:
         return next(p for p in self.pools if p.name == name)

@@ -37,6 +37,15 @@ POLICIES = [
     for name, doc in _objects("**/*.yaml", "kind: TaintPolicy")
     if doc.get("kind") == "ConfigMap" and "policy.yaml" in doc.get("data", {})
 ]
+# The health controller (docs/health.md) is the same program with a NodeHealthPolicy.
+HEALTH_POLICIES = [
+    (name, doc)
+    for name, doc in _objects("**/*.yaml", "kind: NodeHealthPolicy")
+    if doc.get("kind") == "ConfigMap" and "policy.yaml" in doc.get("data", {})
+]
+# Every key of the contract (docs/health.md, "The contract with the controller").
+HEALTH_SPEC_KEYS = {"prometheus", "reconcileIntervalSeconds", "onPrometheusUnavailable", "dryRun", "taint",
+                    "annotations", "conditions", "releaseAfterSeconds", "pools", "cap"}
 GATE_DEPLOYMENTS = [
     (name, doc) for name, doc in _objects("**/*.yaml", "trainyard-gate") if doc.get("kind") == "Deployment"
 ]
@@ -67,8 +76,24 @@ def test_rendered_deployment_matches_the_cli(path: str, deployment: dict[str, An
     namespace = deployment["metadata"].get("namespace")
     assert any(
         doc["metadata"]["name"] == configmap and doc["metadata"].get("namespace") == namespace
-        for _, doc in POLICIES
-    ), f"{path} mounts ConfigMap {configmap}, which holds no TaintPolicy"
+        for _, doc in POLICIES + HEALTH_POLICIES
+    ), f"{path} mounts ConfigMap {configmap}, which holds no TaintPolicy or NodeHealthPolicy"
     if args.metrics_port:
         ports = [p["containerPort"] for p in container.get("ports", [])]
         assert args.metrics_port in ports, f"--metrics-port {args.metrics_port} not exposed"
+
+
+@pytest.mark.parametrize(("path", "configmap"), HEALTH_POLICIES, ids=[name for name, _ in HEALTH_POLICIES])
+def test_rendered_health_policy_has_the_contracts_shape(path: str, configmap: dict[str, Any]) -> None:
+    policy = yaml.safe_load(configmap["data"]["policy.yaml"])
+    assert policy["apiVersion"] == "trainyard.dev/v1alpha1" and policy["kind"] == "NodeHealthPolicy"
+    spec = policy["spec"]
+    assert set(spec) == HEALTH_SPEC_KEYS, path
+    assert spec["taint"] == {"key": "trainyard.dev/gpu-health", "effect": "NoSchedule"}
+    assert spec["onPrometheusUnavailable"] == "hold"
+    reasons = [c["reason"] for c in spec["conditions"]]
+    assert len(set(reasons)) == len(reasons) and all(len(r) <= 63 for r in reasons)
+    assert all(set(c) == {"reason", "query", "quarantineAfterSeconds"} for c in spec["conditions"])
+    assert all(set(p) == {"name", "nodeSelector"} and "trainyard.dev/pool" in p["nodeSelector"]["matchLabels"]
+               for p in spec["pools"])
+    assert set(spec["cap"]) == {"maxNodes", "maxPercentOfPool"}

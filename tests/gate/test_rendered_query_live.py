@@ -11,7 +11,8 @@ say, plus the two virtual nodes; backfilled into the pinned Prometheus with
     B 20-40   8 L40S nodes freed (their pods Succeeded): 64 free
     C 40-60   of those 8: one cordoned, one NotReady, one with a NoSchedule and one with a
               NoExecute taint; one with a PreferNoSchedule taint, one with a 3-GPU pod
-              bound and Pending
+              bound and Pending, one quarantined by the health controller
+              (trainyard.dev/gpu-health: inference tolerates it, so its GPUs still count)
     D 60-80   kube-state-metrics' `up` is 0 (its other series still there)
     E 80-100  no kube-state-metrics series at all (stale after the 5-min lookback)
     F 100-120 kube-state-metrics up, nodes exported, pod families missing (collector off)
@@ -76,7 +77,8 @@ def build(env: model.Environment) -> tuple[Cluster, dict[str, str]]:
     l40s = env.pool("infer-l40s")
     nodes = node_names(l40s)
     role = {"cordoned": nodes[0], "not-ready": nodes[1], "no-schedule": nodes[2], "no-execute": nodes[3],
-            "prefer-no-schedule": nodes[4], "pending-3": nodes[5]}  # nodes 6, 7: plainly free
+            "prefer-no-schedule": nodes[4], "pending-3": nodes[5],
+            "quarantined": nodes[6]}  # node 7: plainly free
     from_c: Value = lambda m: 1 if m >= C else 0  # noqa: E731
     prod_shape.add_pools(cluster, env, ready={role["not-ready"]: lambda m: 0 if m >= C else 1},
                          cordoned={role["cordoned"]: from_c})
@@ -84,6 +86,8 @@ def build(env: model.Environment) -> tuple[Cluster, dict[str, str]]:
     cluster.taint(role["no-execute"], "node.kubernetes.io/out-of-service", "NoExecute", "nodeshutdown",
                   from_minute=C)
     cluster.taint(role["prefer-no-schedule"], "trainyard.dev/draining-soon", "PreferNoSchedule",
+                  from_minute=C)
+    cluster.taint(role["quarantined"], "trainyard.dev/gpu-health", "NoSchedule", "gpu-temperature",
                   from_minute=C)
     for pool in env.pools:
         if pool.role == "training":  # quota-backing nodes full, reserve idle
@@ -155,7 +159,8 @@ def test_the_rendered_query_is_the_models(prod: model.Environment) -> None:
         (B - 1, 0.0, "inference pool full; 2 x 8 idle H100 reserve nodes, idle virtual nodes: not counted"),
         (C - 1, 64.0, "8 L40S nodes freed"),
         (D - 1, 29.0, "of the 8: cordoned, NotReady, NoSchedule, NoExecute do not count; "
-                      "PreferNoSchedule does; 3 of 8 held by a bound Pending pod: 8 + 5 + 8 + 8"),
+                      "PreferNoSchedule does; 3 of 8 held by a bound Pending pod; the quarantined "
+                      "node does (inference tolerates gpu-health): 8 + 5 + 8 + 8"),
     ],
 )  # fmt: skip
 def test_counts_only_gpus_inference_can_use(prometheus: str, minute: float, expected: float,

@@ -138,9 +138,9 @@ class Builder:
         ]
 
     def all(self) -> list[Case]:
-        from tests.monitoring import cases_cluster, cases_gpu  # they import this module
+        from tests.monitoring import cases_cluster, cases_gpu, cases_health  # they import this module
 
-        return [*cases_gpu.cases(self), *cases_cluster.cases(self)]
+        return [*cases_gpu.cases(self), *cases_cluster.cases(self), *cases_health.cases(self)]
 
 
 def expand(template: str, labels: dict[str, str], value: str) -> str:

@@ -234,6 +234,36 @@ def overflow_series(c: Cluster) -> None:
         )
 
 
+def health_series(c: Cluster) -> None:
+    """The health controller's metrics (docs/health.md, backend trainyard): leading, querying
+    fine, one node of the first watched pool quarantined for a hot GPU, no errors."""
+    health = c.env.health
+    if health is None or health.controller is None:
+        return
+    ctl = health.controller
+    job = {"job": "gpu-health", "namespace": ctl.namespace}
+    first = ctl.pools[0]
+    node = {**job, "node": c.node_name(first), "pool": first.name, "reason": "gpu-temperature"}
+    c.add("trainyard_health_quarantined", node, base=1)
+    c.add("trainyard_health_quarantined_since_seconds", node, base=START)
+    for pool in ctl.pools:
+        c.add("trainyard_health_held_back", {**job, "pool": pool.name})
+        c.add("trainyard_health_cap", {**job, "pool": pool.name}, base=float(ctl.cap.pool_cap(pool)))
+        c.add("trainyard_health_pool_nodes", {**job, "pool": pool.name}, base=float(pool.nodes))
+    c.add("trainyard_health_cap_fleet", job, base=float(ctl.cap.max_nodes))
+    for cond in ctl.active_conditions:
+        bad = float(cond.reason == "gpu-temperature")
+        c.add("trainyard_health_bad_nodes", {**job, "reason": cond.reason}, base=bad)
+    c.add("trainyard_health_query_success", job, base=1)
+    c.add("trainyard_health_last_success_timestamp_seconds", job, base=START, slope=STEP)
+    c.add("trainyard_health_leader", {**job, "pod": "gpu-health-0"}, base=1)
+    for action in ("quarantine", "release", "rewrite"):
+        c.add("trainyard_health_node_patches_total", {**job, "action": action}, slope=0.01)
+    for stage in ("query", "nodes", "pass", "election"):
+        c.add("trainyard_health_errors_total", {**job, "stage": stage})
+    c.add("up", {**job, "instance": f"{c.env.name}-gpu-health:9102"}, base=1)
+
+
 def cluster(env: Environment) -> Cluster:
     c = Cluster(env)
     for pool in env.pools:
@@ -253,6 +283,7 @@ def cluster(env: Environment) -> Cluster:
         )
     kueue_series(c)
     overflow_series(c)
+    health_series(c)
     for which in ("dcgm", "node", "ksm", "kueue"):
         c.add("up", {**c.job(which), "instance": f"{env.name}-{which}:9100"}, base=1)
     return c

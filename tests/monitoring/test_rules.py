@@ -15,6 +15,7 @@ from tests.monitoring.alert_cases import Builder, promtool_tests
 from tests.monitoring.conftest import ROOT, Shipped
 
 DOCS = ROOT / "docs" / "monitoring.md"
+HEALTH_DOCS = ROOT / "docs" / "health.md"  # runbooks of the trainyard-health group
 CAMEL_CASE = re.compile(r"^[A-Z][A-Za-z0-9]+$")
 
 
@@ -27,6 +28,11 @@ def rules_file_text(shipped: Shipped) -> str:
 def all_rules(shipped: Shipped) -> list[dict[str, Any]]:
     groups = yaml.safe_load(rules_file_text(shipped))["groups"]
     return [rule for group in groups for rule in group["rules"]]
+
+
+def health_alerts(shipped: Shipped) -> set[str]:
+    groups = yaml.safe_load(rules_file_text(shipped))["groups"]
+    return {r["alert"] for g in groups if g["name"] == "trainyard-health" for r in g["rules"]}
 
 
 def run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -90,9 +96,11 @@ def test_a_wrong_threshold_fails_promtool(shipped: Shipped, promtool: Path, tmp_
 
 
 def test_mixin_conventions(shipped: Shipped) -> None:
-    pattern = shipped.spec["monitoring"]["rules"]["runbookUrlPattern"]
+    health = health_alerts(shipped)
     for rule in all_rules(shipped):
         name = rule["alert"]
+        pattern = (shipped.spec["health"] if name in health else shipped.spec["monitoring"]["rules"])[
+            "runbookUrlPattern"]
         assert CAMEL_CASE.match(name), name
         assert rule["labels"]["severity"] in {"critical", "warning", "info"}
         assert set(rule["annotations"]) == {"summary", "description", "runbook_url"}
@@ -103,8 +111,14 @@ def test_every_alert_has_a_runbook_section() -> None:
     headings = set(re.findall(r"^### ([A-Za-z0-9]+)\s*$", DOCS.read_text(), flags=re.MULTILINE))
     from tests.monitoring.conftest import ENVIRONMENTS, load_shipped
 
-    alerts = {r["alert"] for name in ENVIRONMENTS for r in all_rules(load_shipped(name))}
+    shipped = [load_shipped(name) for name in ENVIRONMENTS]
+    health = {a for s in shipped for a in health_alerts(s)}
+    alerts = {r["alert"] for s in shipped for r in all_rules(s)} - health
     assert alerts <= headings, f"alerts without a runbook section in docs/monitoring.md: {alerts - headings}"
+    health_headings = set(re.findall(r"^### ([A-Za-z0-9]+)\s*$", HEALTH_DOCS.read_text(), flags=re.MULTILINE))
+    assert health, "an environment renders the health alerts"
+    missing = health - health_headings
+    assert not missing, f"alerts without a runbook section in docs/health.md: {missing}"
 
 
 def test_spec_defaults_are_the_talks_numbers() -> None:

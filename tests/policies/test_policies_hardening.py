@@ -314,3 +314,36 @@ def test_malformed_dcgm_counters_csv(repo: Repo, validate: Validate) -> None:
         f"{where} {first + 1}: type 'gage' is not one of counter, gauge, histogram, label, summary",
         f"{where} {first + 2}: a quote; dcgm-exporter's reader refuses quotes in these fields",
     ]
+
+
+# quarantine --------------------------------------------------------------------------------
+
+def test_a_flavor_tolerating_a_quarantine_taint(repo: Repo, validate: Validate) -> None:
+    """dev quarantines with NVSentinel's taints: a flavor tolerating one is training on bad GPUs."""
+    def tolerate(flavor: dict[str, Any]) -> None:
+        flavor["spec"]["tolerations"] = [
+            {"key": "nvidia.com/gpu-xid-error", "operator": "Exists", "effect": "NoSchedule"},
+            {"key": "example.com/maintenance", "operator": "Exists", "effect": "NoSchedule"},
+            {"operator": "Exists"}]
+
+    repo.edit(f"{DEV}/kueue/resourceflavor-dev-a100.yaml", tolerate)
+    where = f"{DEV}/kueue/resourceflavor-dev-a100.yaml: ResourceFlavor/dev-a100: quarantine: "
+    keys = "nvidia.com/gpu-nvlink-error, nvidia.com/gpu-xid-error"
+    expect(validate(repo.root, "dev"),
+           *(f"{where}spec.tolerations[{i}] tolerates the quarantine taint ({keys}): training admitted "
+             "here would run on quarantined nodes" for i in (0, 2)))
+
+
+def test_a_watched_pool_the_controller_may_not_touch(repo: Repo, validate: Validate) -> None:
+    rel = f"{STAGING}/health/trainyard-system/configmap-gpu-health.yaml"
+
+    def widen(config_map: dict[str, Any]) -> None:
+        policy = yaml.safe_load(config_map["data"]["policy.yaml"])
+        policy["spec"]["pools"][0]["nodeSelector"]["matchLabels"] = {"nvidia.com/gpu.present": "true"}
+        config_map["data"]["policy.yaml"] = yamlemit.dump(policy)
+
+    repo.edit(rel, widen)
+    expect(validate(repo.root, "staging"),
+           f"{rel}: ConfigMap/gpu-health: quarantine: data[policy.yaml].spec.pools[0]: pool 'train-h100' "
+           "does not select on trainyard.dev/pool: the controller's admission policy refuses every "
+           "change to nodes without it")

@@ -93,11 +93,13 @@ def test_counts_out_not_ready_cordoned_tainted_and_degraded(repo: Path) -> None:
     env = model.load(repo, "prod")
     pool = env.pools[0]
     items = inventory(env, {pool.name: pool.nodes - 8})  # 8 nodes gone from the cluster
-    broken = pool_nodes(pool, 4, prefix="broken-")
+    broken = pool_nodes(pool, 5, prefix="broken-")
     broken[0]["status"]["conditions"][1]["status"] = "False"  # NotReady
     broken[1]["spec"]["unschedulable"] = True  # cordoned
     broken[2]["spec"]["taints"].append({"key": "nvidia.com/gpu-xid", "effect": "NoExecute"})
     broken[3]["status"]["allocatable"]["nvidia.com/gpu"] = "7"  # a GPU fell off the bus
+    broken[4]["spec"]["taints"].append(  # quarantined by the health controller
+        {"key": "trainyard.dev/gpu-health", "value": "gpu-temperature", "effect": "NoSchedule"})
     path = write_nodes(repo, items + broken)
     expected = substituted(repo, "prod", 0, pool.nodes - 8)
     before = (repo / "environments" / "prod.yaml").read_text(encoding="utf-8")
@@ -105,13 +107,14 @@ def test_counts_out_not_ready_cordoned_tainted_and_degraded(repo: Path) -> None:
     dry = generate(repo, "sync-inventory", "prod", "--nodes", str(path), "--dry-run").stdout
     assert (repo / "environments" / "prod.yaml").read_text(encoding="utf-8") == before
     assert (
-        f"{pool.name}: {pool.nodes} -> {pool.nodes - 8} nodes; {pool.nodes - 4} matched, 4 counted out" in dry
+        f"{pool.name}: {pool.nodes} -> {pool.nodes - 8} nodes; {pool.nodes - 3} matched, 5 counted out" in dry
     )
     for reason in (
         "NotReady",
         "cordoned",
         "tainted nvidia.com/gpu-xid:NoExecute",
         "7 of 8 nvidia.com/gpu allocatable",
+        "quarantined (gpu-temperature)",
     ):
         assert reason in dry
 

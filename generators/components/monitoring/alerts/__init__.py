@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.components.monitoring.alerts import exporters, fabric, gpu, overflow, scheduling
+from generators.components.monitoring.alerts import exporters, fabric, gpu, health, overflow, scheduling
 from generators.components.monitoring.promql import Queries
 from generators.model.types import Environment
 
@@ -21,4 +21,5 @@ def groups(env: Environment) -> list[dict[str, Any]]:
         {"name": "trainyard-fabric", "rules": fabric.rules(q)},
         {"name": "trainyard-scheduling", "rules": scheduling.rules(q)},
         {"name": "trainyard-exporters", "rules": exporters.rules(q)},
-    ] + ([{"name": "trainyard-overflow", "rules": overflow.rules(q)}] if env.overflow else [])
+    ] + ([{"name": "trainyard-overflow", "rules": overflow.rules(q)}] if env.overflow else []) \
+      + ([{"name": "trainyard-health", "rules": quarantine}] if (quarantine := health.rules(q)) else [])

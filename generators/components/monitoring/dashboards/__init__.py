@@ -9,6 +9,7 @@ from generators.components.monitoring.dashboards import (
     fabric,
     gpu_health,
     overflow,
+    quarantine,
     queues,
     training,
     utilization,
@@ -23,4 +24,6 @@ def builders(env: Environment) -> list[tuple[str, Builder]]:
     modules = [gpu_health, utilization, fabric, training, queues]
     if env.overflow is not None:
         modules.append(overflow)
+    if env.health is not None and env.health.controller is not None:
+        modules.append(quarantine)
     return [(module.SLUG, module.build) for module in modules]

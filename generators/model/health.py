@@ -1,0 +1,246 @@
+"""The `health` section (schemas/health.schema.json): which nodes get quarantined, for what,
+how long, and how many at most; and what inference tolerates and training never does.
+
+Every quarantine condition is a per-node PromQL query derived here, once, from the
+monitoring thresholds (the same limits the GPU and fabric alerts use). The controller runs
+exactly this text (the NodeHealthPolicy in ConfigMap gpu-health, docs/health.md) and the
+alert of the condition evaluates the same text with `for:` = its duration, so promtool tests
+the edges of what the controller does.
+
+Every series of a condition query carries `node` = the Kubernetes node name: dcgm-exporter
+writes it in its host label (generators/exporters.py: `Hostname` in every checked release),
+node_exporter in `monitoring.nodeExporterHostLabel` (kube-prometheus-stack relabels the pod's
+node name into `instance`), and label_replace copies it, as GPUMissing does.
+
+NVSentinel (backend nvsentinel), read in NVIDIA/NVSentinel on main (no release tag names
+these files; commits given): fault-quarantine's rule-set has a `taint` {key, value, effect}
+and a `cordon` {shouldCordon} table (fault-quarantine/pkg/config/config.go @1197f6a:
+RuleSet, Taint, Cordon). The shipped rule-sets (distros/kubernetes/nvsentinel/charts/
+fault-quarantine/values.yaml @0e0829e: "NIC fatal error", "GPU fatal error", "NVSwitch
+fatal error", "CSP health monitor fatal error") set `shouldCordon = true` and NO taint;
+docs/INTEGRATIONS.md @9087c1f says taints are opt-in and named by the operator, its
+examples nvidia.com/gpu-xid-error, nvidia.com/gpu-nvlink-error, nvidia.com/syslog-xid-error,
+nvidia.com/gpu-error (value "true", NoSchedule). Its bookkeeping annotations
+(fault-quarantine/pkg/common/common.go @569d1eb: quarantineHealthEvent,
+quarantineHealthEventIsCordoned, ...) say what it did. So the keys an environment tolerates
+are the ones its own rule-sets set, written in `health.nvsentinel.taints`; the cordon
+(spec.unschedulable) is not a taint and is not tolerated (docs/health.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from generators.exporters import ACTIVE_STATE, LINK_ERROR_COUNTERS, LINK_UP_PHYSICAL_STATE, NVLINK_COUNTERS
+from generators.model.monitoring import Monitoring
+from generators.model.overflow import Image, Resources
+from generators.model.promql import quote, selector
+from generators.model.types import Pool
+
+Backend = Literal["trainyard", "nvsentinel", "none"]
+
+TAINT_KEY = "trainyard.dev/gpu-health"  # the value is the reason; effect always NoSchedule
+TAINT_EFFECT = "NoSchedule"
+REASON_ANNOTATION = "trainyard.dev/gpu-health-reason"
+SINCE_ANNOTATION = "trainyard.dev/gpu-health-since"
+POOL_LABEL = "trainyard.dev/pool"  # the controller may touch only nodes carrying this key
+NAME = "gpu-health"  # ConfigMap, Deployment, ServiceAccount, Lease, Service, job label
+DEFAULT_POOL_ROLES = ("training", "shared")
+
+# DCGM's "no value" sentinels start here (generators/components/monitoring/promql.py
+# DCGM_BLANK_MIN; the model may not import the components, a test keeps both equal).
+DCGM_BLANK_MIN = 0x7FFFFFFFFFFFFFF0
+
+
+@dataclass(frozen=True)
+class Toleration:
+    """A taint key inference pods tolerate (operator Exists) and training pods may not."""
+
+    key: str
+    effect: str
+
+
+@dataclass(frozen=True)
+class Condition:
+    reason: str  # taint value, alert label, [a-z0-9-]
+    spec_key: str  # health.conditions.<this>
+    alert: str  # the alert that runs the same query
+    query: str  # PromQL instant vector, one series per bad node, label node
+    quarantine_after_seconds: int
+    enabled: bool
+    summary: str  # what "bad" means, in words, for alerts and docs
+
+
+@dataclass(frozen=True)
+class Cap:
+    max_nodes: int
+    max_percent_of_pool: int
+
+    def pool_cap(self, pool: Pool) -> int:
+        """Nodes of `pool` that may be quarantined at once: floor(pct * nodes / 100)."""
+        return self.max_percent_of_pool * pool.nodes // 100
+
+
+@dataclass(frozen=True)
+class Controller:
+    """The built-in backend: the gate program running a NodeHealthPolicy."""
+
+    namespace: str
+    image: Image
+    prometheus_url: str
+    prometheus_timeout_seconds: float
+    reconcile_interval_seconds: int
+    dry_run: bool
+    metrics_port: int
+    resources: Resources
+    pools: tuple[Pool, ...]
+    conditions: tuple[Condition, ...]  # every condition (enabled or not), reason precedence
+    release_after_seconds: int
+    cap: Cap
+
+    @property
+    def active_conditions(self) -> tuple[Condition, ...]:
+        return tuple(c for c in self.conditions if c.enabled)
+
+
+@dataclass(frozen=True)
+class Health:
+    backend: Backend
+    tolerations: tuple[Toleration, ...]  # inference tolerates, training never
+    runbook_url_pattern: str
+    controller: Controller | None  # backend trainyard only
+
+    def runbook_url(self, alert: str) -> str:
+        return self.runbook_url_pattern.replace("%s", alert.lower())
+
+    @property
+    def taint_keys(self) -> tuple[str, ...]:
+        return tuple(t.key for t in self.tolerations)
+
+
+class ConditionQueries:
+    """The per-node condition queries of one environment."""
+
+    def __init__(self, m: Monitoring) -> None:
+        self.m = m
+
+    def dcgm(self, metric: str, *extra: str) -> str:
+        return metric + selector(self.m.selectors.dcgm, *extra)
+
+    def ib(self, metric: str) -> str:
+        devices = f"device=~{quote(self.m.infiniband_devices)}"
+        return metric + selector(self.m.selectors.node_exporter, devices)
+
+    @staticmethod
+    def to_node(expr: str, host_label: str) -> str:
+        """`expr` per node: its host label copied into `node`, one series per node."""
+        return f'max by (node) (label_replace({expr}, "node", "$1", {quote(host_label)}, "(.*)"))'
+
+    def gpu(self, expr: str) -> str:
+        return self.to_node(expr, self.m.host_label)
+
+    def port(self, expr: str) -> str:
+        return self.to_node(expr, self.m.node_exporter_host_label)
+
+    def increase(self, series: str) -> str:
+        """Increase over errorWindow, ignoring counters that read a DCGM blank."""
+        return f"(increase({series}[{self.m.alerts.error_window}]) and ({series} < {DCGM_BLANK_MIN}))"
+
+    @staticmethod
+    def union(label: str, exprs: dict[str, str]) -> str:
+        return " or ".join(f'label_replace({e}, {quote(label)}, {quote(v)}, "", "")'
+                           for v, e in exprs.items())
+
+    def temperature(self) -> str:
+        temp = self.dcgm("DCGM_FI_DEV_GPU_TEMP")
+        plausible = f"({temp} < {self.m.gpu_temp_plausible_max_celsius})"
+        return f"{self.gpu(plausible)} > {self.m.gpu_temp_limit_celsius}"
+
+    def xid(self) -> str:
+        codes = "|".join(str(c) for c in self.m.xid_replace_codes)
+        series = self.dcgm("DCGM_EXP_XID_ERRORS_COUNT", f"xid=~{quote(codes)}")
+        return f"{self.gpu(f'max_over_time({series}[{self.m.alerts.error_window}])')} > 0"
+
+    def nvlink(self) -> str:
+        h = self.m.host_label
+        increases = {k: self.increase(self.dcgm(v)) for k, v in NVLINK_COUNTERS.items()}
+        per_gpu = f"sum by ({h}, gpu, UUID, counter) ({self.union('counter', increases)})"
+        return f"{self.gpu(per_gpu)} > {self.m.alerts.nvlink_errors_per_window}"
+
+    def ib_port_down(self) -> str:
+        down = (f"({self.ib('node_infiniband_state_id')} != {ACTIVE_STATE} "
+                f"or {self.ib('node_infiniband_physical_state_id')} != {LINK_UP_PHYSICAL_STATE})")
+        return self.port(down)
+
+    def ib_link_errors(self) -> str:
+        h = self.m.node_exporter_host_label
+        window = self.m.alerts.error_window
+        increases = {k: f"increase({self.ib(v)}[{window}])" for k, v in LINK_ERROR_COUNTERS.items()}
+        per_port = f"sum by ({h}, device, port, counter) ({self.union('counter', increases)})"
+        return f"{self.port(per_port)} > {self.m.alerts.infiniband_errors_per_window}"
+
+
+# spec key -> (reason, alert, what "bad" means, query builder); spec order = reason precedence
+CONDITIONS: tuple[tuple[str, str, str, str], ...] = (
+    ("gpuTemperature", "gpu-temperature", "GpuHealthGpuTemperature", "a GPU above the temperature limit"),
+    ("xid", "xid", "GpuHealthXid", "an XID that means replace"),
+    ("nvlinkErrors", "nvlink", "GpuHealthNvlinkErrors", "NVLink errors above the limit"),
+    ("infinibandPortDown", "infiniband-port-down", "GpuHealthInfinibandPortDown",
+     "an InfiniBand port not active"),
+    ("infinibandLinkErrors", "infiniband-link-errors", "GpuHealthInfinibandLinkErrors",
+     "InfiniBand link errors above the limit"),
+)
+
+
+def condition_query(q: ConditionQueries, spec_key: str) -> str:
+    builders = {"gpuTemperature": q.temperature, "xid": q.xid, "nvlinkErrors": q.nvlink,
+                "infinibandPortDown": q.ib_port_down, "infinibandLinkErrors": q.ib_link_errors}
+    return builders[spec_key]()
+
+
+def health_pools(raw: dict[str, Any], pools: tuple[Pool, ...]) -> tuple[Pool, ...]:
+    """The pools the controller watches: as listed, else every training and shared pool."""
+    names = raw.get("pools")
+    if names is None:
+        return tuple(p for p in pools if p.role in DEFAULT_POOL_ROLES)
+    return tuple(p for p in pools if p.name in names)
+
+
+def _controller(raw: dict[str, Any], pools: tuple[Pool, ...], m: Monitoring) -> Controller:
+    q = ConditionQueries(m)
+    conditions = tuple(
+        Condition(reason=reason, spec_key=key, alert=alert, query=condition_query(q, key),
+                  quarantine_after_seconds=raw["conditions"][key]["quarantineAfterSeconds"],
+                  enabled=raw["conditions"][key]["enabled"], summary=summary)
+        for key, reason, alert, summary in CONDITIONS
+    )
+    image, res = raw["image"], raw["resources"]
+    return Controller(
+        namespace=raw["namespace"],
+        image=Image(image["repository"], image["tag"], image.get("digest")),
+        prometheus_url=raw["prometheusUrl"], prometheus_timeout_seconds=raw["prometheusTimeoutSeconds"],
+        reconcile_interval_seconds=raw["reconcileIntervalSeconds"], dry_run=raw["dryRun"],
+        metrics_port=raw["metricsPort"],
+        resources=Resources(res["cpuRequest"], res["memoryRequest"], res["cpuLimit"], res["memoryLimit"]),
+        pools=health_pools(raw, pools), conditions=conditions,
+        release_after_seconds=raw["releaseAfterSeconds"],
+        cap=Cap(raw["cap"]["maxNodes"], raw["cap"]["maxPercentOfPool"]),
+    )
+
+
+def build_health(raw: dict[str, Any], pools: tuple[Pool, ...], monitoring: Monitoring) -> Health | None:
+    """The health model; None with backend none (nothing of it is rendered)."""
+    backend: Backend = raw["backend"]
+    if backend == "none":
+        return None
+    if backend == "nvsentinel":
+        tolerations = tuple(Toleration(t["key"], t["effect"]) for t in raw["nvsentinel"]["taints"])
+        return Health(backend, tolerations, raw["runbookUrlPattern"], None)
+    return Health(backend, (Toleration(TAINT_KEY, TAINT_EFFECT),), raw["runbookUrlPattern"],
+                  _controller(raw, pools, monitoring))
+
+
+def inference_tolerated_keys(health: Health | None) -> tuple[str, ...]:
+    """Taint keys inference pods tolerate because of the health backend (none without one)."""
+    return health.taint_keys if health else ()
