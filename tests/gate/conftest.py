@@ -83,14 +83,14 @@ class Exporter:
         self._thread.join(timeout=5)
 
 
-def scrape_config(port: int) -> str:
-    """prometheus.yml scraping 127.0.0.1:`port` every second."""
+def scrape_config(port: int, job: str = "trainyard-test") -> str:
+    """prometheus.yml scraping 127.0.0.1:`port` every second, as job `job`."""
     return (
         "global:\n"
         "  scrape_interval: 1s\n"
         "  scrape_timeout: 900ms\n"
         "scrape_configs:\n"
-        "  - job_name: trainyard-test\n"
+        f"  - job_name: {job}\n"
         "    static_configs:\n"
         f"      - targets: ['127.0.0.1:{port}']\n"
     )

@@ -10,8 +10,8 @@ RELEASE_SECONDS, one query per second, the controller holding its Lease):
 - a fleet-wide spike: at most the cap is tainted, trainyard_health_held_back > 0;
 - Prometheus down: nothing changes on any node (resourceVersions identical).
 
-The policy text is the `health_policy_text` fixture (hand-written here from the contract;
-the generator's rendered ConfigMap `gpu-health` can replace it). The test only swaps what
+The policy text is prod's rendered ConfigMap `gpu-health` (the `health_policy_text`
+fixture). The test only swaps what
 a test must: the Prometheus URL, the durations, the cap, and one extra label in each pool's
 selector so only this test's nodes match. Nodes that must stay untouched are checked by
 resourceVersion: the controller never patched them.
@@ -20,6 +20,7 @@ resourceVersion: the controller never patched them.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 import urllib.request
@@ -40,7 +41,8 @@ from tests.controlplane.kube import Kube, wait_for
 from tools.toolchain import tool_path
 
 from .conftest import GATE_DIR, Exporter, scrape_config
-from .health_example import EXAMPLE
+
+ROOT = GATE_DIR.parent
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -56,13 +58,33 @@ RUN_LABEL = "trainyard.dev/health-test-run"
 OTHER_TAINT = {"key": "example.com/other", "value": "kept", "effect": "NoSchedule"}  # must survive
 
 
+RENDERED_POLICY = ROOT / "rendered" / "prod" / "health" / "trainyard-system" / "configmap-gpu-health.yaml"
+
+
+def rendered_policy() -> str:
+    """Prod's NodeHealthPolicy as rendered (every condition, prod's pool selectors and the
+    generator's PromQL over dcgm-exporter's labels)."""
+    text: str = yaml.safe_load(RENDERED_POLICY.read_text(encoding="utf-8"))["data"]["policy.yaml"]
+    return text
+
+
+def temperature_query() -> str:
+    conditions = yaml.safe_load(rendered_policy())["spec"]["conditions"]
+    query: str = next(c["query"] for c in conditions if c["reason"] == REASON)
+    assert TEMPERATURE in query and query.endswith(f"> {LIMIT_CELSIUS}"), query
+    return query
+
+
 @pytest.fixture
 def health_policy_text() -> str:
-    """The NodeHealthPolicy under test: the contract's example with a DCGM temperature query."""
-    return EXAMPLE.replace(
-        "'max by (node) (DCGM_FI_DEV_GPU_TEMP) > 78'",
-        f"'max by (node) ({TEMPERATURE}) > {LIMIT_CELSIUS}'",
-    )
+    return rendered_policy()
+
+
+def dcgm_job() -> str:
+    """The scrape job the rendered queries select dcgm-exporter by."""
+    found = re.search(rf'{TEMPERATURE}{{job="([^"]+)"', temperature_query())
+    assert found is not None
+    return found[1]
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +116,7 @@ class Prometheus:
 @pytest.fixture(scope="module")
 def prometheus(dcgm: Exporter, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
     workdir = tmp_path_factory.mktemp("health-prometheus")
-    (workdir / "prometheus.yml").write_text(scrape_config(dcgm.port), encoding="utf-8")
+    (workdir / "prometheus.yml").write_text(scrape_config(dcgm.port, dcgm_job()), encoding="utf-8")
     port = free_port()
     daemon = Daemon(
         "prometheus",
