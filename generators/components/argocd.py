@@ -120,22 +120,20 @@ def _project(env: Environment, name: str, destination: tuple[str, str], descript
              objects: list[Obj]) -> Obj:
     """`destination` is (server, namespace glob); kinds are exactly those of `objects`."""
     cluster_kinds, namespaced_kinds = group_kinds(objects)
-    obj: Obj = render(
+    return render(
         "argocd/appproject.yaml.j2", name=name, namespace=env.argocd.namespace,
         annotations=KEEP, description=description, repo_url=env.argocd.repo_url,
         server=destination[0], destination_namespace=destination[1],
         cluster_kinds=cluster_kinds, namespaced_kinds=namespaced_kinds,
     )
-    return obj
 
 
 def _application(env: Environment, name: str, **spec: Any) -> Obj:
-    obj: Obj = render(
+    return render(
         "argocd/application.yaml.j2", name=name, namespace=env.argocd.namespace,
         annotations=KEEP, project=name, source_file=env.source_file,
         repo_url=env.argocd.repo_url, target_revision=env.argocd.target_revision, **spec,
     )
-    return obj
 
 
 # What the environment Application must not apply: argocd/ (the bootstrap's folder) and

@@ -56,9 +56,8 @@ def _cel(value: Any) -> str:
 
 
 def node_policy(c: Controller) -> Obj:
-    obj: Obj = render("health/nodehealthpolicy.yaml.j2", name=NAME, c=c, taint_key=TAINT_KEY,
-                      reason_annotation=REASON_ANNOTATION, since_annotation=SINCE_ANNOTATION)
-    return obj
+    return render("health/nodehealthpolicy.yaml.j2", name=NAME, c=c, taint_key=TAINT_KEY,
+                  reason_annotation=REASON_ANNOTATION, since_annotation=SINCE_ANNOTATION)
 
 
 def _taints(var: str) -> str:

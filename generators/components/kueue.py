@@ -56,12 +56,11 @@ def _flavors(flavors: tuple[FlavorQuota, ...]) -> list[dict[str, Any]]:
 
 def cluster_queue(env: Environment, queue: ClusterQueue) -> Obj:
     team = next(t for t in env.teams if t.name == queue.team)
-    obj: Obj = render(
+    return render(
         "kueue/clusterqueue.yaml.j2", queue=queue, team=team, kueue=env.kueue,
         resources=[r.name for r in env.resources], flavors=_flavors(queue.flavors),
         weight=_weight(team.fair_sharing_weight),
     )
-    return obj
 
 
 HELM_VALUES = "kueue-values.yaml"  # rendered/<env>/installers/<this>
@@ -79,9 +78,8 @@ def configuration(env: Environment) -> Obj:
 
 def config_map(env: Environment) -> Obj:
     """kueue-manager-config with the Configuration (delivery `configMap` only)."""
-    obj: Obj = render("kueue/configmap.yaml.j2", namespace=env.kueue.namespace,
-                      name=CONFIG_MAP_NAME, key=CONFIG_KEY, config=yamlemit.dump(configuration(env)))
-    return obj
+    return render("kueue/configmap.yaml.j2", namespace=env.kueue.namespace,
+                  name=CONFIG_MAP_NAME, key=CONFIG_KEY, config=yamlemit.dump(configuration(env)))
 
 
 def helm_values(env: Environment) -> Obj:

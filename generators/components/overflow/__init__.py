@@ -177,9 +177,8 @@ def provider_objects(ov: Overflow, provider: Provider) -> list[Obj]:
 
 def taint_policy(ov: Overflow) -> Obj:
     """The gate controller's TaintPolicy: one gate per provider, preferred first."""
-    obj: Obj = render("overflow/taintpolicy.yaml.j2", name=GATE, gate=ov.gate, providers=ov.providers,
-                      taint_value=GATE_TAINT_VALUE)
-    return obj
+    return render("overflow/taintpolicy.yaml.j2", name=GATE, gate=ov.gate, providers=ov.providers,
+                  taint_value=GATE_TAINT_VALUE)
 
 
 def gate_objects(ov: Overflow) -> list[Obj]:
@@ -198,9 +197,8 @@ def gate_objects(ov: Overflow) -> list[Obj]:
 
 
 def descheduler_policy(ov: Overflow) -> Obj:
-    obj: Obj = render("overflow/deschedulerpolicy.yaml.j2", back=ov.migrate_back,
-                      included_taints=[ov.gate.taint_key])
-    return obj
+    return render("overflow/deschedulerpolicy.yaml.j2", back=ov.migrate_back,
+                  included_taints=[ov.gate.taint_key])
 
 
 def descheduler_objects(ov: Overflow) -> list[Obj]:
