@@ -162,8 +162,13 @@ def resolve_crd_dir(lock: Path = LOCK_FILE, shared: Path = SHARED_CRD_DIR) -> Pa
 
 def _shown(path: Path) -> str:
     """A path relative to the repository root when it is in it or beside it (../shared/crds)."""
-    relative = os.path.relpath(path, REPO_ROOT) if path.is_absolute() else str(path)
-    return str(path) if relative.startswith(os.path.join(os.pardir, os.pardir)) else relative
+    if not path.is_absolute():
+        return str(path)
+    relative = os.path.relpath(path, REPO_ROOT)
+    # Only the repository and ../shared read relative; anything else beside the checkout (a
+    # temp dir when the clone itself lives in /tmp) is shown whole.
+    beside = relative.startswith(os.pardir) and not path.is_relative_to(REPO_ROOT.parent / "shared")
+    return str(path) if beside else relative
 
 
 def download_url(pin: CrdSource, mirror: str | None = None) -> str:
