@@ -14,7 +14,6 @@ from typing import Any
 
 from .document import InvalidDocument, SpecPath, load_with_positions
 from .policy import (
-    API_VERSION,
     DNS_LABEL,
     QUALIFIED_NAME,
     PolicyError,
@@ -23,6 +22,7 @@ from .policy import (
     Taint,
     TaintPolicy,
     may_overlap,
+    read_document,
 )
 from .policy import KIND as TAINT_KIND
 from .policy import parse as parse_taint_policy
@@ -105,22 +105,12 @@ def load_policy(path: Path) -> TaintPolicy | NodeHealthPolicy:
 
 def parse(text: str, source: str) -> NodeHealthPolicy:
     """Validate NodeHealthPolicy text; `source` names the file in error messages."""
-    try:
-        data, positions = load_with_positions(text)
-    except InvalidDocument as err:
-        where = f"{source}:{err.position[0]}:{err.position[1]}" if err.position else source
-        raise PolicyError(f"{where}: error: {err}") from None
-    return _HealthReader(source, positions).health_policy(data)
+    data, reader = read_document(text, source, _HealthReader)
+    return reader.health_policy(data)
 
 
 class _HealthReader(Reader):
     def health_policy(self, doc: Any) -> NodeHealthPolicy:
-        top = self.mapping(doc, (), ("apiVersion", "kind", "metadata", "spec"))
-        for key, expected in (("apiVersion", API_VERSION), ("kind", KIND)):
-            if self.required(top, key, ()) != expected:
-                raise self.fail((key,), f"expected {expected!r}, got {top[key]!r}")
-        meta = self.mapping(self.required(top, "metadata", ()), ("metadata",), ("name",))
-        name = self.string(self.required(meta, "name", ("metadata",)), ("metadata", "name"))
         spec_keys = (
             "prometheus",
             "reconcileIntervalSeconds",
@@ -133,7 +123,7 @@ class _HealthReader(Reader):
             "pools",
             "cap",
         )
-        spec = self.mapping(self.required(top, "spec", ()), ("spec",), spec_keys)
+        name, spec = self.header(doc, KIND, spec_keys)
         mode = spec.get("onPrometheusUnavailable", "hold")
         if mode not in ON_UNAVAILABLE:
             raise self.fail(

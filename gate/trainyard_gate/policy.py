@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from .document import InvalidDocument, Position, SpecPath, load_with_positions, render_path
@@ -28,6 +28,9 @@ _NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 _DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 QUALIFIED_NAME = re.compile(rf"^({_DNS_SUBDOMAIN}/)?{_NAME}$")
 _LABEL_VALUE = re.compile(rf"^({_NAME})?$")
+
+
+R = TypeVar("R", bound="Reader")
 
 
 class PolicyError(ValueError):
@@ -82,14 +85,20 @@ def load(path: Path) -> TaintPolicy:
     return parse(text, str(path))
 
 
-def parse(text: str, source: str) -> TaintPolicy:
-    """Validate policy text; `source` names the file in error messages."""
+def read_document(text: str, source: str, reader: type[R]) -> tuple[Any, R]:
+    """The YAML document and a `reader` over its positions (both policy kinds start here)."""
     try:
         data, positions = load_with_positions(text)
     except InvalidDocument as err:
         where = f"{source}:{err.position[0]}:{err.position[1]}" if err.position else source
         raise PolicyError(f"{where}: error: {err}") from None
-    return Reader(source, positions).policy(data)
+    return data, reader(source, positions)
+
+
+def parse(text: str, source: str) -> TaintPolicy:
+    """Validate policy text; `source` names the file in error messages."""
+    data, reader = read_document(text, source, Reader)
+    return reader.policy(data)
 
 
 class Reader:
@@ -139,13 +148,17 @@ class Reader:
             raise self.fail(path, f"expected a number of seconds {bound}, got {value!r}")
         return float(value)
 
-    def policy(self, doc: Any) -> TaintPolicy:
+    def header(self, doc: Any, kind: str, spec_keys: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+        """(metadata.name, spec) of a trainyard.dev/v1alpha1 document of this kind."""
         top = self.mapping(doc, (), ("apiVersion", "kind", "metadata", "spec"))
-        for key, expected in (("apiVersion", API_VERSION), ("kind", KIND)):
+        for key, expected in (("apiVersion", API_VERSION), ("kind", kind)):
             if self.required(top, key, ()) != expected:
                 raise self.fail((key,), f"expected {expected!r}, got {top[key]!r}")
         meta = self.mapping(self.required(top, "metadata", ()), ("metadata",), ("name",))
         name = self.string(self.required(meta, "name", ("metadata",)), ("metadata", "name"))
+        return name, self.mapping(self.required(top, "spec", ()), ("spec",), spec_keys)
+
+    def policy(self, doc: Any) -> TaintPolicy:
         spec_keys = (
             "prometheus",
             "query",
@@ -154,7 +167,7 @@ class Reader:
             "dryRun",
             "gates",
         )
-        spec = self.mapping(self.required(top, "spec", ()), ("spec",), spec_keys)
+        name, spec = self.header(doc, KIND, spec_keys)
         return TaintPolicy(
             name=name,
             prometheus=self.prometheus(self.required(spec, "prometheus", ("spec",))),
