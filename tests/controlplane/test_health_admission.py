@@ -106,7 +106,20 @@ def test_training_pods_may_not_tolerate_a_quarantine_taint(scene: Scene) -> None
         message = refusal(scene.kube, keyed)
         return message if message and key in message else None
 
+    def plain_pod_mutated() -> bool:
+        # The priority policies are a pair: the mutating one names the default training class,
+        # the validating one refuses a training pod without it. The apiserver observes each
+        # binding on its own, so right after an apply (or the previous environment's removal)
+        # the validating half may answer before the mutating half: a plain pod is refused
+        # (403) until both are seen. Wait on that real condition, the mutation observed.
+        try:
+            admitted = scene.kube.create(_pod(namespace), dry_run=True)
+        except Exception:
+            return False
+        return bool(admitted["spec"].get("priorityClassName"))
+
     message = wait_for(refused_naming_the_key, 30, "the quarantine policy to refuse a pod")
+    wait_for(plain_pod_mutated, 30, f"the training-priority mutation observed in {namespace}")
     assert "training pods must not tolerate the quarantine taint" in message, message
     everything = _pod(namespace, [{"operator": "Exists"}])
     assert "operator Exists and no key tolerates every taint" in (refusal(scene.kube, everything) or "")
