@@ -24,6 +24,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +33,18 @@ from pathlib import Path
 # Run as `python tools/install.py`, sys.path[0] is tools/; the repo root makes the
 # documented `tools.toolchain` import work in both that and `python -m tools.install`.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tools.toolchain import PINS, bin_dir, cache_dir, expected_path, is_installed
+from tools.toolchain import (
+    ARCHIVES,
+    PINS,
+    ToolNotInstalled,
+    archive_path,
+    bin_dir,
+    cache_dir,
+    cached_archive,
+    expected_path,
+    is_installed,
+    sha256_of,
+)
 
 # Parallelism for the Go compiler and linker. The machine has 2 cores and the
 # kube-apiserver link alone needs several GB; more parallel packages only adds memory.
@@ -64,6 +76,9 @@ class Wrapper:
     copy_godebug: bool = False
     # Extra Go source files written into the wrapper (file name -> content).
     files: tuple[tuple[str, str], ...] = ()
+    # Build inside this upstream source archive (a key of ARCHIVES) instead of a wrapper:
+    # for programs whose main module the proxy refuses; their dependencies come from it.
+    archive: str | None = None
 
 
 @dataclass(frozen=True)
@@ -135,7 +150,8 @@ def _tools() -> dict[str, Tool]:
     pmaj, pmin, ppatch = prom_release.lstrip("v").split(".")
     prom_module_version = f"v0.{int(pmaj) * 100 + int(pmin)}.{ppatch}"
     k8s = PINS["kube-apiserver"]
-    assert PINS["kubectl"] == k8s, "kubectl and kube-apiserver share one wrapper"
+    for sibling in ("kubectl", "kube-scheduler", "kube-controller-manager"):
+        assert PINS[sibling] == k8s, f"{sibling} and kube-apiserver share one wrapper"
     k8s_staging = "v0." + k8s.lstrip("v").split(".", 1)[1]  # v1.36.5 -> v0.36.5
 
     def simple(name: str, module: str) -> Wrapper:
@@ -152,6 +168,24 @@ def _tools() -> dict[str, Tool]:
         version=k8s,
         staging_version=k8s_staging,
         copy_godebug=True,
+    )
+
+    def from_archive(name: str, module: str, archive: str) -> Wrapper:
+        return Wrapper(key=f"{name}-{PINS[name]}-src", module=module, version=PINS[name], archive=archive)
+
+    kwok = simple("kwok", "sigs.k8s.io/kwok")
+    assert PINS["kwokctl"] == PINS["kwok"], "kwok and kwokctl share one wrapper"
+    kwok_ldflags = (_x("sigs.k8s.io/kwok/pkg/consts.Version", PINS["kwok"]),)
+    k8s_minor = k8s.lstrip("v").split(".")[1]
+    helm_ldflags = (
+        _x("helm.sh/helm/v3/internal/version.version", PINS["helm"]),
+        _x("helm.sh/helm/v3/internal/version.gitTreeState", "clean"),
+        # What release builds set from client-go: without it helm assumes Kubernetes 1.20
+        # and refuses kube-prometheus-stack's kubeVersion (../shared/charts/SOURCES.txt).
+        _x("helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor", "1"),
+        _x("helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor", k8s_minor),
+        _x("helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor", "1"),
+        _x("helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor", k8s_minor),
     )
     tools = [
         Tool(
@@ -220,6 +254,59 @@ def _tools() -> dict[str, Tool]:
             smoke=("version",),
         ),
         Tool(
+            "helm",
+            simple("helm", "helm.sh/helm/v3"),
+            "helm.sh/helm/v3/cmd/helm",
+            ldflags=helm_ldflags,
+            smoke=("version", "--short"),
+        ),
+        Tool(
+            "node_exporter",
+            simple("node_exporter", "github.com/prometheus/node_exporter"),
+            "github.com/prometheus/node_exporter",
+            ldflags=_prometheus_ldflags(PINS["node_exporter"]),
+        ),
+        Tool("kwok", kwok, "sigs.k8s.io/kwok/cmd/kwok", ldflags=kwok_ldflags),
+        Tool("kwokctl", kwok, "sigs.k8s.io/kwok/cmd/kwokctl", ldflags=kwok_ldflags),
+        Tool(
+            "interlink-vk",
+            from_archive("interlink-vk", "github.com/interlink-hq/interlink", "interlink-0.6.1.tar.gz"),
+            "./cmd/virtual-kubelet",
+            # As the upstream image (docker/Dockerfile.vk): the node reports this kubeletVersion.
+            ldflags=(
+                _x(
+                    "github.com/interlink-hq/interlink/pkg/virtualkubelet.KubeletVersion",
+                    PINS["interlink-vk"],
+                ),
+            ),
+            smoke=("--help",),
+            smoke_ok=(0, 2),
+            smoke_expect="nodename",
+        ),
+        Tool(
+            "kube-state-metrics",
+            from_archive(
+                "kube-state-metrics", "k8s.io/kube-state-metrics/v2", "kube-state-metrics-v2.17.0.tar.gz"
+            ),
+            ".",
+            ldflags=(
+                _x("github.com/prometheus/common/version.Version", PINS["kube-state-metrics"]),
+                _x("github.com/prometheus/common/version.Revision", "f9f0a178"),
+                _x("github.com/prometheus/common/version.Branch", PINS["kube-state-metrics"]),
+            ),
+            smoke=("version",),
+        ),
+        Tool(
+            "prometheus-adapter",
+            from_archive(
+                "prometheus-adapter", "sigs.k8s.io/prometheus-adapter", "prometheus-adapter-v0.12.0.tar.gz"
+            ),
+            "./cmd/adapter",
+            smoke=("--help",),
+            smoke_ok=(0, 2),  # pflag exits 2 after --help
+            smoke_expect="--prometheus-url",
+        ),
+        Tool(
             "kube-apiserver",
             kube,
             "k8s.io/kubernetes/cmd/kube-apiserver",
@@ -231,6 +318,18 @@ def _tools() -> dict[str, Tool]:
             "k8s.io/kubernetes/cmd/kubectl",
             ldflags=_k8s_version_ldflags(k8s),
             smoke=("version", "--client"),
+        ),
+        Tool(
+            "kube-scheduler",
+            kube,
+            "k8s.io/kubernetes/cmd/kube-scheduler",
+            ldflags=_k8s_version_ldflags(k8s),
+        ),
+        Tool(
+            "kube-controller-manager",
+            kube,
+            "k8s.io/kubernetes/cmd/kube-controller-manager",
+            ldflags=_k8s_version_ldflags(k8s),
         ),
     ]
     recipes = {t.name: t for t in tools}
@@ -417,8 +516,57 @@ def recipe_changed(tool: Tool) -> bool:
     return bool(built) and built != recipe_digest(tool)
 
 
+def prepare_source(w: Wrapper) -> Path:
+    """Unpack w's source archive (verified) under the build dir; return its module root."""
+    assert w.archive
+    wdir = cache_dir() / "build" / w.key
+    stamp = wdir / "archive.sha256"
+    sha = ARCHIVES[w.archive][1]
+    if not (stamp.is_file() and stamp.read_text().strip() == sha):
+        shutil.rmtree(wdir, ignore_errors=True)
+        wdir.mkdir(parents=True)
+        try:
+            tarball = archive_path(w.archive)
+        except ToolNotInstalled as exc:
+            raise InstallError(str(exc)) from None
+        with tarfile.open(tarball) as tar:
+            tar.extractall(wdir, filter="data")
+        stamp.write_text(sha + "\n")
+    roots = [p for p in wdir.iterdir() if p.is_dir() and (p / "go.mod").is_file()]
+    if len(roots) != 1:
+        raise InstallError(f"{w.archive}: expected one top-level module directory in {wdir}")
+    return roots[0]
+
+
+def copy_archives(names: Sequence[str] = tuple(ARCHIVES)) -> list[str]:
+    """Copy each archive from ../shared into the cache, verified; return the problems."""
+    problems = []
+    for name in names:
+        dest = cached_archive(name)
+        if dest.is_file():
+            continue
+        kind, sha = ARCHIVES[name]
+        try:
+            source = archive_path(name)
+        except ToolNotInstalled as exc:
+            problems.append(str(exc))
+            continue
+        if sha256_of(source) != sha:
+            problems.append(f"{source}: sha256 differs from the pin {sha}")
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{name}.tmp{os.getpid()}")
+        shutil.copyfile(source, tmp)
+        tmp.chmod(0o644)
+        os.replace(tmp, dest)
+        print(f"archive {name}: copied from ../shared/{kind} (sha256 verified)", flush=True)
+    return problems
+
+
 def prepare_wrapper(w: Wrapper, log: Path) -> Path:
     """Create (or reuse) the wrapper module directory for w."""
+    if w.archive:
+        return prepare_source(w)
     wdir = cache_dir() / "build" / w.key
     wdir.mkdir(parents=True, exist_ok=True)
     gomod = wdir / "go.mod"
@@ -520,6 +668,10 @@ def install(names: Sequence[str], force: bool, verbose: bool) -> int:
     recipes = _tools()
     failures: list[tuple[str, str]] = []
     total = time.monotonic()
+    # Charts and source archives first: cheap, and the archive-built tools need them.
+    for problem in copy_archives():
+        failures.append(("archives", problem))
+        print(f"archives: {problem}", file=sys.stderr, flush=True)
     for name in names:
         tool = recipes[name]
         label = f"{name} {PINS[name]}"
@@ -602,6 +754,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="show pins and install state")
     parser.add_argument("--verify", action="store_true", help="smoke-check installed tools, build nothing")
     parser.add_argument("-v", "--verbose", action="store_true", help="print build log paths")
+    parser.add_argument(
+        "--archives",
+        action="store_true",
+        help="only copy the pinned charts and source archives into the cache",
+    )
     args = parser.parse_args(argv)
     if args.list:
         list_tools(recipes)
@@ -613,6 +770,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = [n for n in recipes if not args.names or n in args.names]
     if args.verify:
         return verify(recipes, names)
+    if args.archives:
+        problems = copy_archives()
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        return 1 if problems else 0
     bin_dir().mkdir(parents=True, exist_ok=True)
     return install(names, args.force, args.verbose)
 

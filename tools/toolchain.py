@@ -11,6 +11,7 @@ exists.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from types import MappingProxyType
@@ -35,8 +36,56 @@ PINS: Final[MappingProxyType[str, str]] = MappingProxyType(
         # k8s.io/kubernetes v1.36.5 with staging modules at v0.36.5 (v1.36.6 is not served).
         "kube-apiserver": "v1.36.5",
         "kubectl": "v1.36.5",
+        # The cluster in a box (issue 21): same wrapper as kube-apiserver, cheap once it is built.
+        "kube-scheduler": "v1.36.5",
+        "kube-controller-manager": "v1.36.5",
+        # Fake nodes and pod lifecycles for the box (sigs.k8s.io/kwok; kwokctl drives it).
+        "kwok": "v0.8.0",
+        "kwokctl": "v0.8.0",
+        # Renders the pinned upstream charts in ../shared/charts (`helm template`).
+        "helm": "v3.22.0",
+        # The exporters the monitoring contract is proven against (a real scrape). node_exporter
+        # matches the one kube-prometheus-stack 88.5.3 deploys.
+        "node_exporter": "v1.12.1",
+        # The next three are built from source archives (ARCHIVES): the Go module proxy here
+        # refuses the main modules, their dependencies are served.
+        "kube-state-metrics": "v2.17.0",
+        # interLink's virtual-kubelet at the version of the image we render (0.6.1).
+        "interlink-vk": "0.6.1",
+        "prometheus-adapter": "v0.12.0",
     }
 )
+
+# Upstream archives the project reads offline, with their sha256: source archives that
+# tools/install.py builds from, and Helm charts that tests render with `helm template`.
+# They come from ../shared/<kind>/ beside the checkout ($TRAINYARD_SHARED relocates it);
+# `python tools/install.py` copies each verified file into cache_dir()/archives, where a
+# fresh clone finds it. Outside this setup, ../shared/<kind>/SOURCES.txt gives the upstream
+# command that recreates every file (same tag, same sha256 for the source archives).
+ARCHIVES: Final[MappingProxyType[str, tuple[str, str]]] = MappingProxyType(
+    {
+        "interlink-0.6.1.tar.gz": ("src", "29f389b646d715b262f25fd4358bb94c730bbe1f1ae59417fb1e945cbed16746"),
+        "kube-state-metrics-v2.17.0.tar.gz": (
+            "src",
+            "10e554128a88d268cada206420bfd7e43cbfbd5ea0a557d3b1f312cbe76da5e3",
+        ),
+        "prometheus-adapter-v0.12.0.tar.gz": (
+            "src",
+            "3f6f6f54422d02aea906a3a254dcd77bd1e02548b5dfe761d82d6f3bb7fefc28",
+        ),
+        "kueue-0.19.2.tgz": ("charts", "9241254b8f4f10600daea9d5c119fdc1ef74db2fd57cd4aaaa2436fa85b30f0e"),
+        "kube-prometheus-stack-88.5.3.tgz": (
+            "charts",
+            "bc0613e2f68982b4e6649fe1830311a170e4aa0451b099b7815c1b9bb283be0d",
+        ),
+        "gpu-operator-v26.7.0.tgz": (
+            "charts",
+            "f4cd7515196caab15770f3260e0f8709f6d7a3dea0cd7ed934d3a9507f675579",
+        ),
+    }
+)
+
+SHARED_ENV: Final = "TRAINYARD_SHARED"
 
 # Environment variable that relocates the cache (e.g. to a CI cache volume).
 CACHE_ENV: Final = "TRAINYARD_CACHE"
@@ -78,6 +127,50 @@ def is_installed(name: str) -> bool:
     """True if the pinned binary exists and is executable."""
     path = expected_path(name)
     return path.is_file() and os.access(path, os.X_OK)
+
+
+def shared_dir() -> Path:
+    """The shared material beside the checkout: $TRAINYARD_SHARED, else ../shared."""
+    env = os.environ.get(SHARED_ENV)
+    if env:
+        return Path(env).expanduser()
+    return Path(__file__).resolve().parent.parent.parent / "shared"
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def cached_archive(name: str) -> Path:
+    """Where install.py keeps the verified copy of an archive (may not exist yet)."""
+    if name not in ARCHIVES:
+        raise KeyError(f"unknown archive {name!r}; known: {', '.join(sorted(ARCHIVES))}")
+    return cache_dir() / "archives" / name
+
+
+def archive_path(name: str) -> Path:
+    """Path of a verified upstream archive (a chart or a source tarball).
+
+    The cached copy is trusted (install.py verified it before the atomic rename); else the
+    file in ../shared is used if its sha256 matches. Raises ToolNotInstalled with the
+    command that fixes it.
+    """
+    cached = cached_archive(name)
+    if cached.is_file():
+        return cached
+    kind, sha = ARCHIVES[name]
+    shared = shared_dir() / kind / name
+    if shared.is_file() and sha256_of(shared) == sha:
+        return shared
+    raise ToolNotInstalled(
+        f"archive {name} (sha256 {sha[:12]}...) is not in {cached.parent} nor in ../shared/{kind}; "
+        f"run: python tools/install.py --archives (it copies ../shared/{kind}/{name}; "
+        f"../shared/{kind}/SOURCES.txt names the upstream command that recreates it)"
+    )
 
 
 def tool_path(name: str) -> Path:
