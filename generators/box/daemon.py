@@ -125,16 +125,35 @@ class Daemon:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pgid, signal.SIGKILL)
             self.process.wait(timeout=10)
-        self._verify_gone(pgid)
+        verify_gone(self.name, pgid, self.ports)
 
-    def _verify_gone(self, pgid: int) -> None:
-        deadline = time.monotonic() + 10
-        while _group_alive(pgid) or any(port_open(p) for p in self.ports):
-            if time.monotonic() > deadline:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pgid, signal.SIGKILL)
-                left = [p for p in self.ports if port_open(p)]
-                raise DaemonFailed(
-                    f"{self.name}: process group {pgid} or ports {left} still alive after stop"
-                )
-            time.sleep(0.1)
+
+def group_alive(pgid: int) -> bool:
+    """True while any process of group `pgid` lives."""
+    return _group_alive(pgid)
+
+
+def stop_group(name: str, pgid: int, ports: Sequence[int] = ()) -> None:
+    """Stop a group this process did not start (e.g. `box down` after `box up` exited):
+    SIGTERM, SIGKILL after the grace period, then verify it and its ports are gone."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE_SECONDS
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if _group_alive(pgid):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+    verify_gone(name, pgid, ports)
+
+
+def verify_gone(name: str, pgid: int, ports: Sequence[int]) -> None:
+    """Raise DaemonFailed unless group `pgid` is gone and nothing listens on `ports`."""
+    deadline = time.monotonic() + 10
+    while _group_alive(pgid) or any(port_open(p) for p in ports):
+        if time.monotonic() > deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGKILL)
+            left = [p for p in ports if port_open(p)]
+            raise DaemonFailed(f"{name}: process group {pgid} or ports {left} still alive after stop")
+        time.sleep(0.1)

@@ -108,6 +108,9 @@ class Kube:
     def raw_get(self, path: str) -> Obj:
         return _json(self.dynamic.request("get", path, serialize=False))
 
+    def raw_post(self, path: str, body: Obj) -> Obj:
+        return _json(self.dynamic.request("post", path, body=body, serialize=False))
+
 
 def _json(response: Any) -> Obj:
     """The decoded body. Raw responses, not the client's ResourceInstance: wrapping a CRD of

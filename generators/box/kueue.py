@@ -10,7 +10,9 @@ what differs outside a cluster is overridden: no leader
 election, no internal cert management (that would try to inject CA bundles into webhook
 configurations and conversion webhooks that do not exist here), loopback listeners on free
 ports, and batch/job as the only framework (the JobSet and Trainer CRDs are not installed).
-No webhook configuration is installed, so the apiserver never calls Kueue's webhooks.
+The tests install no webhook configuration, so the apiserver never calls Kueue's webhooks
+there; the cluster in a box installs the chart's, pointed at this process
+(generators/box/kueue_chart.py).
 
 Two wrinkles, both hard-coded paths in Kueue v0.19.2. The on-demand visibility API server
 (pending-workload listings, not admission) wants /visibility/tls.crt: it is switched off
@@ -71,7 +73,10 @@ def out_of_cluster(configuration: dict[str, Any], ports: dict[str, int], cert_di
 
 
 def _serving_certs(folder: Path) -> Path:
-    """tls.crt/tls.key for Kueue's webhook and metrics listeners (nobody calls them)."""
+    """tls.crt/tls.key (and the ca.crt that signed them) for Kueue's webhook and metrics
+    listeners; kept when already there, so a caller can hand the CA out before the start."""
+    if (folder / "tls.crt").is_file() and (folder / "ca.crt").is_file():
+        return folder
     certs = pki.generate(folder)
     (folder / "tls.crt").write_bytes(certs.serving_cert.read_bytes())
     (folder / "tls.key").write_bytes(certs.serving_key.read_bytes())
@@ -92,10 +97,19 @@ def _private_etc_script(cert_dir: Path, scratch: Path, argv: list[str]) -> str:
     return " && ".join(steps)
 
 
-def start_kueue(binary: Path, kubeconfig: Path, configuration: dict[str, Any], workdir: Path) -> Daemon:
-    """Start Kueue with `configuration` (out_of_cluster applied here) and wait for /readyz."""
+def serving_ca(workdir: Path) -> Path:
+    """The CA that signs the webhook serving certificate of the Kueue started in `workdir`
+    (for a webhook configuration's caBundle); created now if it is not there yet."""
+    return _serving_certs(workdir / "certs") / "ca.crt"
+
+
+def start_kueue(binary: Path, kubeconfig: Path, configuration: dict[str, Any], workdir: Path,
+                ports: dict[str, int] | None = None) -> Daemon:  # fmt: skip
+    """Start Kueue with `configuration` (out_of_cluster applied here) and wait for /readyz.
+
+    `ports`: health, metrics and webhook listener ports (default: free ones)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    ports = {name: free_port() for name in ("health", "metrics", "webhook")}
+    ports = ports or {name: free_port() for name in ("health", "metrics", "webhook")}
     cert_dir = _serving_certs(workdir / "certs")
     config_path = workdir / "kueue-config.yaml"
     config_path.write_text(yaml.safe_dump(out_of_cluster(configuration, ports, cert_dir)), encoding="utf-8")

@@ -1,0 +1,265 @@
+"""`box up ENV` and `box down ENV`: the environment on a cluster whose controllers are real.
+
+Up, in order (each step waits on the real effect of the one before, never on a sleep):
+1. kwokctl starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK
+   (generators/box/cluster.py);
+2. the pinned CRDs of the other projects the rendered tree names (Argo CD, Prometheus
+   operator, Grafana operator) are applied and Established;
+3. Kueue from its pinned chart: CRDs, RBAC and ConfigMap applied, the controller started as
+   the chart's ServiceAccount, then the webhooks registered, and up only once the apiserver
+   has been seen calling them (a dry-run Job comes back suspended by Kueue's mutating
+   webhook) (generators/box/kueue_chart.py);
+4. one KWOK node per node of the environment (generators/box/nodes.py), up once KWOK reports
+   each Ready and the node lifecycle controller has lifted its not-ready taint;
+5. rendered/<env> (or the scaled copy's render) server-side applied in Argo CD sync-wave
+   order, and up once Kueue reports every ClusterQueue Active.
+Any failure stops whatever was started (`down`), so a failed `up` leaves nothing running.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from generators.box import kueue, kueue_chart, manifests
+from generators.box.cluster import Cluster
+from generators.box.daemon import Daemon, free_port, group_alive, stop_group
+from generators.box.kube import Kube, Obj, is_true, wait_for, wait_true
+from generators.box.nodes import environment_nodes
+from generators.box.scale import scaled_checkout
+from generators.box.state import Process, State, run_dir
+from generators.components import kueue as kueue_component
+from generators.layout import INSTALLERS
+from generators.model import Environment, load
+from generators.render import RenderedFile, render_tree
+from generators.render import objects as objects_of
+from tools.toolchain import tool_path
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+KUEUE_GROUP = "kueue.x-k8s.io"
+NODES_READY_SECONDS = 300
+QUEUES_ACTIVE_SECONDS = 180
+WEBHOOK_SECONDS = 60
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PROBE_NAMESPACE = "default"
+
+Say = Callable[[str], None]
+
+
+class BoxError(RuntimeError):
+    """The box cannot be brought up or down; the message says why and what to do."""
+
+
+@dataclass
+class Box:
+    """A running box as `up` leaves it."""
+
+    env: Environment
+    state: State
+    folder: Path
+    objects: list[Obj]
+
+    @property
+    def kubeconfig(self) -> Path:
+        return Path(self.state.kubeconfig)
+
+    def client(self) -> Kube:
+        return Kube(self.kubeconfig, self.folder / "discovery.json")
+
+
+def cluster_of(env_name: str, folder: Path) -> Cluster:
+    return Cluster(f"trainyard-{env_name}", folder / "kwok")
+
+
+def rendered(root: Path, env_name: str, scale: int, folder: Path) -> tuple[Environment, list[RenderedFile]]:
+    """The environment and every file `generate.py render` writes for it (scaled: of the copy)."""
+    source = scaled_checkout(root, env_name, scale, folder / "scaled") if scale > 1 else root
+    env = load(source, env_name)
+    return env, render_tree(env)
+
+
+def up(root: Path, env_name: str, scale: int = 1, say: Say = print) -> Box:
+    """Bring the box of `env_name` up (see the module docstring); `down` it on any failure."""
+    folder = run_dir(env_name)
+    existing = State.load(folder)
+    if existing is not None:
+        raise BoxError(f"a box for {env_name} is already up or half-built in {folder}; "
+                       f"run: generate.py box down {env_name}")  # fmt: skip
+    began = time.monotonic()
+    env, files = rendered(root, env_name, scale, folder)
+    cluster = cluster_of(env_name, folder)
+    state = State(env=env_name, scale=scale, cluster=cluster.name)
+    state.save(folder)
+    try:
+        box = _build(env, files, cluster, state, folder, say)
+    except BaseException:
+        say(f"box up {env_name} failed; stopping what was started (logs stay in {folder})")
+        down(env_name, say=lambda _: None, keep_logs=True)
+        raise
+    state.ready = True
+    state.up_seconds = round(time.monotonic() - began, 1)
+    state.save(folder)
+    return box
+
+
+def _build(env: Environment, files: list[RenderedFile], cluster: Cluster, state: State, folder: Path,
+           say: Say) -> Box:  # fmt: skip
+    objects = objects_of(files)
+    say(f"starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK in {folder}")
+    cluster.create()
+    state.kubeconfig = str(cluster.kubeconfig)
+    state.save(folder)
+    kube = Kube(cluster.kubeconfig, folder / "discovery.json")
+    try:
+        say("installing the pinned CRDs the rendered tree uses")
+        _install_foreign_crds(kube)
+        say("installing Kueue from its pinned chart, with webhooks")
+        _install_kueue(kube, env, files, objects, cluster, state, folder)
+        nodes = environment_nodes(env)
+        say(f"creating {len(nodes)} KWOK nodes")
+        _create_nodes(kube, nodes)
+        say(f"applying {len(objects)} rendered objects in sync-wave order")
+        manifests.ensure_external_namespaces(kube, objects)
+        manifests.apply_all(kube, objects)
+        for obj in objects:
+            if obj["kind"] == "ClusterQueue":
+                wait_true(kube, KUEUE_API, "ClusterQueue", obj["metadata"]["name"], "Active",
+                          QUEUES_ACTIVE_SECONDS)  # fmt: skip
+    finally:
+        kube.close()
+    return Box(env, state, folder, objects)
+
+
+def _install_foreign_crds(kube: Kube) -> None:
+    """Every pinned CRD but Kueue's (the chart brings those, with their conversion webhook)."""
+    names = []
+    for crd in manifests.crd_documents():
+        if crd["spec"]["group"] != KUEUE_GROUP:
+            kube.apply(crd)
+            names.append(crd["metadata"]["name"])
+    _wait_established(kube, names)
+
+
+def _wait_established(kube: Kube, names: list[str]) -> None:
+    for name in names:
+        wait_true(kube, "apiextensions.k8s.io/v1", "CustomResourceDefinition", name, "Established",
+                  manifests.CRD_ESTABLISHED_SECONDS)  # fmt: skip
+    kube.dynamic.resources.invalidate_cache()
+
+
+def _values_file(files: list[RenderedFile], folder: Path) -> Path | None:
+    for file in files:
+        if file.path == f"{INSTALLERS}/{kueue_component.HELM_VALUES}":
+            path = folder / kueue_component.HELM_VALUES
+            path.write_text(file.text, encoding="utf-8")
+            return path
+    return None
+
+
+def _install_kueue(kube: Kube, env: Environment, files: list[RenderedFile], objects: list[Obj],
+                   cluster: Cluster, state: State, folder: Path) -> None:  # fmt: skip
+    namespace = env.kueue.namespace
+    workdir = folder / "kueue"
+    workdir.mkdir(parents=True, exist_ok=True)
+    chart = kueue_chart.template(_values_file(files, folder), namespace)
+    ports = {name: free_port() for name in ("health", "metrics", "webhook")}
+    ca_pem = kueue.serving_ca(workdir).read_bytes()
+    wired = kueue_chart.wired(chart, f"https://127.0.0.1:{ports['webhook']}", ca_pem)
+    webhooks = [o for o in wired if o["kind"].endswith("WebhookConfiguration")]
+    crds = [o for o in wired if o["kind"] == "CustomResourceDefinition"]
+    rest = [o for o in wired if o not in webhooks and o not in crds]
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    for crd in crds:
+        kube.apply(crd)
+    _wait_established(kube, [crd["metadata"]["name"] for crd in crds])
+    for obj in rest:
+        kube.apply(obj)
+    configuration = kueue_chart.configuration(chart, objects, kueue_component.CONFIG_MAP_NAME,
+                                              kueue_component.CONFIG_KEY)  # fmt: skip
+    token = kueue_chart.token_kubeconfig(kube, cluster.kubeconfig, namespace, kueue_chart.SERVICE_ACCOUNT,
+                                         workdir / "kubeconfig")  # fmt: skip
+    daemon = kueue.start_kueue(tool_path("kueue"), token, configuration, workdir, ports)
+    _record(state, folder, daemon)
+    for obj in webhooks:
+        kube.apply(obj)
+    wait_for(lambda: _webhook_answers(kube), WEBHOOK_SECONDS, "the apiserver calling Kueue's webhooks")
+
+
+def _record(state: State, folder: Path, daemon: Daemon) -> None:
+    assert daemon.process is not None
+    state.processes.append(Process(daemon.name, daemon.process.pid, list(daemon.ports), str(daemon.log_path)))
+    state.save(folder)
+
+
+def _webhook_answers(kube: Kube) -> bool:
+    """A dry-run Job with a queue label comes back suspended: Kueue's mutating webhook ran."""
+    probe: dict[str, Any] = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "box-webhook-probe", "namespace": PROBE_NAMESPACE,
+                     "labels": {QUEUE_LABEL: "box-probe"}},
+        "spec": {"suspend": False, "template": {"spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "probe", "image": "registry.example/probe:1"}]}}},
+    }  # fmt: skip
+    admitted = kube.create(probe, dry_run=True)
+    return admitted["spec"].get("suspend") is True
+
+
+def _create_nodes(kube: Kube, nodes: list[tuple[Obj, dict[str, str]]]) -> None:
+    """Create the nodes with the capacity a kubelet would report; wait until each is Ready
+    (KWOK) and schedulable (the node lifecycle controller lifted the not-ready taint)."""
+    for node, capacity in nodes:
+        name = node["metadata"]["name"]
+        kube.create(node)
+        kube.patch_status("v1", "Node", name, {"capacity": capacity, "allocatable": capacity})
+    names = {node["metadata"]["name"] for node, _ in nodes}
+
+    def all_ready() -> bool:
+        listed = {n["metadata"]["name"]: n for n in kube.list("v1", "Node")}
+        return all(name in listed and _schedulable(listed[name]) for name in names)
+
+    wait_for(all_ready, NODES_READY_SECONDS, f"{len(names)} KWOK nodes Ready, not-ready taint lifted", 1.0)
+
+
+def _schedulable(node: Obj) -> bool:
+    taints = (node.get("spec") or {}).get("taints") or []
+    return is_true(node, "Ready") and not any(t.get("key") == NOT_READY_TAINT for t in taints)
+
+
+def down(env_name: str, say: Say = print, keep_logs: bool = False) -> list[str]:
+    """Stop every process of the box of `env_name`, verify none is left; returns their names."""
+    folder = run_dir(env_name)
+    state = State.load(folder)
+    stopped: list[str] = []
+    if state is not None:
+        for process in reversed(state.processes):
+            if group_alive(process.pgid):
+                stop_group(process.name, process.pgid, process.ports)
+                stopped.append(process.name)
+    cluster = cluster_of(env_name, folder)
+    components = cluster.component_pids()
+    if components or cluster.folder.exists():
+        if keep_logs and (cluster.folder / "logs").is_dir():  # kwokctl removes its folder
+            shutil.copytree(cluster.folder / "logs", folder / "logs", dirs_exist_ok=True)
+        cluster.delete()
+        stopped += list(components)
+    if not keep_logs:
+        shutil.rmtree(folder, ignore_errors=True)
+    else:
+        State.path(folder).unlink(missing_ok=True)
+    say(f"box {env_name}: stopped {', '.join(stopped) or 'nothing (no box was up)'}")
+    return stopped
+
+
+def kubeconfig(env_name: str) -> Path:
+    """The admin kubeconfig of the running box of `env_name`."""
+    state = State.load(run_dir(env_name))
+    if state is None or not state.kubeconfig or not state.ready:
+        raise BoxError(f"no box is up for {env_name}; run: generate.py box up {env_name}")
+    return Path(state.kubeconfig)
