@@ -61,7 +61,8 @@ def test_staging_nodes_carry_pool_labels_taints_topology_and_capacity() -> None:
     assert labels["kubernetes.io/hostname"] == "train-h100-005"
     assert labels[BOX_LABEL] == "true"
     assert node["metadata"]["annotations"][KWOK_ANNOTATION] == "fake"
-    assert node["spec"]["taints"] == [{"key": "trainyard.dev/training", "value": "true", "effect": "NoSchedule"}]
+    training_taint = {"key": "trainyard.dev/training", "value": "true", "effect": "NoSchedule"}
+    assert node["spec"]["taints"] == [training_taint]
     assert capacity[GPU] == "8" and capacity["rdma/ib"] == "8" and capacity["cpu"] == "208"
     assert capacity["memory"] == str(1800 * 2**30)
     l40s, l40s_capacity = by_name["infer-l40s-007"]
