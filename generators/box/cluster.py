@@ -79,7 +79,10 @@ class Cluster:
         config = {
             "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
             "kind": "KwokctlConfiguration",
-            "options": {"bindAddress": "127.0.0.1", "runtime": "binary"},
+            # kubectl: kwokctl's readiness check (`--wait`) runs `kubectl get --raw /healthz`,
+            # and would download one from dl.k8s.io without this.
+            "options": {"bindAddress": "127.0.0.1", "runtime": "binary",
+                        "kubectlBinary": str(tool_path("kubectl"))},
             "componentsPatches": patches if apiserver_args else [],
         }  # fmt: skip
         self.config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
