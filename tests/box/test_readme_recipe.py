@@ -46,14 +46,14 @@ def test_readme_box_recipe_runs_as_written(tmp_path: Path) -> None:
            "PATH": f"{path_dir}{os.pathsep}{os.environ.get('PATH', '')}"}  # fmt: skip
     env.pop("KUBECONFIG", None)
     try:
-        done = subprocess.run(["bash", "-euo", "pipefail", "-c", recipe()], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=UP_SECONDS + 300, check=False)  # fmt: skip
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", recipe()], cwd=ROOT, env=env, text=True,
+                              capture_output=True, timeout=UP_SECONDS + 300, check=False)  # fmt: skip
     finally:
         subprocess.run([sys.executable, str(ROOT / "generate.py"), "box", "down", "staging"], env=env,
                        capture_output=True, timeout=300, check=False)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
-    queues = sorted(p.stem.removeprefix("clusterqueue-")
-                    for p in (ROOT / "rendered" / "staging" / "kueue").glob("clusterqueue-*.yaml"))  # fmt: skip
+    folder = ROOT / "rendered" / "staging" / "kueue"
+    queues = sorted(p.stem.removeprefix("clusterqueue-") for p in folder.glob("clusterqueue-*.yaml"))
     for queue in queues:
         assert re.search(rf"^{re.escape(queue)}\s", done.stdout, re.MULTILINE), (queue, done.stdout)
     ready = re.findall(r"^train-h100-\d+\s+Ready\s", done.stdout, re.MULTILINE)
