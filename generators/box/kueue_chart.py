@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from generators.box.kube import Kube, Obj
+from generators.box.kube import Obj
 from tools.toolchain import archive_path, tool_path
 
 CHART = "kueue-0.19.2.tgz"
@@ -42,7 +42,6 @@ SKIPPED_KINDS = {
     "APIService": "the on-demand visibility server is off",
     "Secret": "no internal cert management fills the webhook Secret",
 }
-TOKEN_SECONDS = 7 * 24 * 3600  # a box may stay up for days; the token is for this box only
 
 
 def template(values: Path | None, namespace: str) -> list[Obj]:
@@ -92,24 +91,3 @@ def configuration(chart_objects: list[Obj], rendered_objects: list[Obj], name: s
         raise RuntimeError(f"neither the Kueue chart nor the environment renders ConfigMap {name}")
     document: dict[str, Any] = yaml.safe_load(found[-1]["data"][key])
     return document
-
-
-def token_kubeconfig(kube: Kube, admin_kubeconfig: Path, namespace: str, account: str, path: Path) -> Path:
-    """A kubeconfig at `path` that authenticates as ServiceAccount namespace/account with a
-    token the apiserver issued (TokenRequest), for the cluster of `admin_kubeconfig`."""
-    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-               "spec": {"expirationSeconds": TOKEN_SECONDS}}  # fmt: skip
-    issued = kube.raw_post(f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token", request)
-    admin = yaml.safe_load(admin_kubeconfig.read_text(encoding="utf-8"))
-    cluster = admin["clusters"][0]
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [cluster],
-        "users": [{"name": account, "user": {"token": issued["status"]["token"]}}],
-        "contexts": [{"name": account, "context": {"cluster": cluster["name"], "user": account}}],
-        "current-context": account,
-    }
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    path.chmod(0o600)
-    return path

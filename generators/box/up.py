@@ -12,20 +12,26 @@ Up, in order (each step waits on the real effect of the one before, never on a s
 4. one KWOK node per node of the environment (generators/box/nodes.py), up once KWOK reports
    each Ready and the node lifecycle controller has lifted its not-ready taint;
 5. rendered/<env> (or the scaled copy's render) server-side applied in Argo CD sync-wave
-   order, and up once Kueue reports every ClusterQueue Active.
+   order, and up once Kueue reports every ClusterQueue Active;
+6. the rendered controller Deployments that have a pinned build (the descheduler, evicting)
+   as host processes with their rendered arguments and ServiceAccounts
+   (generators/box/controllers.py).
 Any failure stops whatever was started (`down`), so a failed `up` leaves nothing running.
 """
 
 from __future__ import annotations
 
+import functools
 import shutil
+import ssl
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generators.box import kueue, kueue_chart, manifests
+from generators.box import accounts, controllers, kueue, kueue_chart, manifests
 from generators.box.cluster import Cluster
 from generators.box.daemon import Daemon, free_port, group_alive, stop_group
 from generators.box.kube import Kube, Obj, is_true, wait_for, wait_true
@@ -44,6 +50,7 @@ KUEUE_GROUP = "kueue.x-k8s.io"
 NODES_READY_SECONDS = 300
 QUEUES_ACTIVE_SECONDS = 180
 WEBHOOK_SECONDS = 60
+CONTROLLER_READY_SECONDS = 120
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PROBE_NAMESPACE = "default"
@@ -130,6 +137,7 @@ def _build(env: Environment, files: list[RenderedFile], cluster: Cluster, state:
             if obj["kind"] == "ClusterQueue":
                 wait_true(kube, KUEUE_API, "ClusterQueue", obj["metadata"]["name"], "Active",
                           QUEUES_ACTIVE_SECONDS)  # fmt: skip
+        _start_controllers(kube, objects, cluster, state, folder, say)
     finally:
         kube.close()
     return Box(env, state, folder, objects)
@@ -181,13 +189,44 @@ def _install_kueue(kube: Kube, env: Environment, files: list[RenderedFile], obje
         kube.apply(obj)
     configuration = kueue_chart.configuration(chart, objects, kueue_component.CONFIG_MAP_NAME,
                                               kueue_component.CONFIG_KEY)  # fmt: skip
-    token = kueue_chart.token_kubeconfig(kube, cluster.kubeconfig, namespace, kueue_chart.SERVICE_ACCOUNT,
-                                         workdir / "kubeconfig")  # fmt: skip
+    token = accounts.token_kubeconfig(kube, cluster.kubeconfig, namespace, kueue_chart.SERVICE_ACCOUNT,
+                                      workdir / "kubeconfig")  # fmt: skip
     daemon = kueue.start_kueue(tool_path("kueue"), token, configuration, workdir, ports)
     _record(state, folder, daemon)
     for obj in webhooks:
         kube.apply(obj)
     wait_for(lambda: _webhook_answers(kube), WEBHOOK_SECONDS, "the apiserver calling Kueue's webhooks")
+
+
+def _start_controllers(kube: Kube, objects: list[Obj], cluster: Cluster, state: State, folder: Path,
+                       say: Say) -> None:  # fmt: skip
+    """Each rendered controller Deployment with a pinned build (controllers.IMAGE_TOOLS) as a
+    host process, as its ServiceAccount; up once its health endpoint answers."""
+    for deployment in (o for o in objects if o["kind"] == "Deployment"):
+        tool = controllers.image_tool(deployment)
+        if tool is None:
+            continue
+        meta = deployment["metadata"]
+        account = deployment["spec"]["template"]["spec"].get("serviceAccountName", "default")
+        workdir = folder / "controllers" / meta["name"]
+        workdir.mkdir(parents=True, exist_ok=True)
+        token = accounts.token_kubeconfig(kube, cluster.kubeconfig, meta["namespace"], account,
+                                          workdir / "kubeconfig")  # fmt: skip
+        say(f"starting {meta['namespace']}/{meta['name']} ({tool}) as ServiceAccount {account}")
+        daemon = controllers.host_process(deployment, objects, tool_path(tool), tool, token, workdir)
+        daemon.start()
+        _record(state, folder, daemon)
+        health = functools.partial(_https_ok, f"https://127.0.0.1:{daemon.ports[0]}/healthz")
+        daemon.wait_until(health, CONTROLLER_READY_SECONDS, "/healthz ok")
+
+
+def _https_ok(url: str) -> bool:
+    """The controller's own self-signed listener answers 200 (liveness, not identity)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with urllib.request.urlopen(url, timeout=2, context=context) as response:
+        return bool(response.status == 200)
 
 
 def _record(state: State, folder: Path, daemon: Daemon) -> None:
