@@ -92,6 +92,14 @@ def test_kubectl_lists_every_rendered_cluster_queue_active(box: UpBox) -> None:
         assert is_true(queue, "Active"), (queue["metadata"]["name"], queue.get("status"))
 
 
+def test_v1beta1_reads_are_converted_by_kueues_conversion_webhook(box: UpBox) -> None:
+    """Stored as v1beta2; a v1beta1 read goes through the chart's conversion webhook, which
+    the box points at the Kueue process: it answers, or the apiserver would fail the read."""
+    queue = box.kube.get("kueue.x-k8s.io/v1beta1", "ClusterQueue", "foundation")
+    assert queue is not None and queue["apiVersion"] == "kueue.x-k8s.io/v1beta1"
+    assert queue["spec"]["resourceGroups"], queue["spec"]
+
+
 def test_one_ready_kwok_node_per_node_of_the_spec(box: UpBox) -> None:
     env = load(ROOT, ENV)
     nodes = box.kube.list("v1", "Node", label_selector="trainyard.dev/box-node=true")
@@ -197,7 +205,7 @@ def test_box_down_leaves_no_process_and_no_listener(box: UpBox) -> None:
     cluster = Cluster(state.cluster, box.folder / "kwok")
     pids: dict[str, Any] = {**cluster.component_pids(), **{p.name: p.pgid for p in state.processes}}
     assert set(pids) >= {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
-                         "kwok-controller", "kueue"}  # fmt: skip
+                         "kwok-controller", "kueue", "descheduler"}  # fmt: skip
     ports = [int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", box.kubeconfig.read_text())]
     ports += [port for p in state.processes for port in p.ports]
     box.kube.close()
