@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     if select_environments(args.root, [args.env]) is None:
         return 2
     from generators.box.up import BoxError, kubeconfig, up
+    from generators.errors import SpecError
     from tools.toolchain import ToolNotInstalled
 
     try:
@@ -47,6 +48,12 @@ def run(args: argparse.Namespace) -> int:
         box = up(args.root, args.env, args.scale, say=lambda line: print(line, file=sys.stderr))
     except (BoxError, ToolNotInstalled) as err:
         print(f"generate.py box: error: {err}", file=sys.stderr)
+        return 1
+    except SpecError:
+        raise  # the CLI prints spec problems at file:line:col
+    except Exception as err:  # a component failed: its own message (with its log tail), no traceback
+        print(f"generate.py box: error: box up {args.env} failed ({type(err).__name__}): {err}",
+              file=sys.stderr)
         return 1
     print(f"box {args.env} up in {box.state.up_seconds:.0f}s; kubeconfig (export KUBECONFIG=...):",
           file=sys.stderr)
