@@ -30,6 +30,13 @@ def run(args: argparse.Namespace) -> int:
     if args.scale != 1 and args.action != "up":
         print("generate.py box: error: --scale applies to `box up` only", file=sys.stderr)
         return 2
+    try:
+        import cryptography  # noqa: F401
+        import kubernetes  # noqa: F401
+    except ImportError as err:
+        print(f"generate.py box: error: the box needs the development requirements ({err.name} is "
+              "missing); run: make setup (the .venv with requirements-dev.txt)", file=sys.stderr)
+        return 2
     if args.action == "down":
         from generators.box.up import down
 

@@ -41,9 +41,10 @@ def test_readme_box_recipe_runs_as_written(tmp_path: Path) -> None:
     path_dir = tmp_path / "bin"
     path_dir.mkdir()
     (path_dir / "kubectl").symlink_to(tools["kubectl"])
-    (path_dir / "python").symlink_to(sys.executable)
-    env = {**os.environ, BOX_DIR_ENV: str(tmp_path / "box"),
-           "PATH": f"{path_dir}{os.pathsep}{os.environ.get('PATH', '')}"}  # fmt: skip
+    # The interpreter's own folder (the venv's bin/), not a link to it: a venv is found from
+    # where its python lives.
+    path = os.pathsep.join([str(path_dir), str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    env = {**os.environ, BOX_DIR_ENV: str(tmp_path / "box"), "PATH": path}
     env.pop("KUBECONFIG", None)
     try:
         done = subprocess.run(["bash", "-euo", "pipefail", "-c", recipe()], cwd=ROOT, env=env, text=True,
