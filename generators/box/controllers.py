@@ -19,7 +19,12 @@ from generators.box.daemon import Daemon, free_port
 from generators.box.kube import Obj
 
 # image repository -> pinned tool (tools/toolchain.py PINS) that is the same program.
-IMAGE_TOOLS = {"registry.k8s.io/descheduler/descheduler": "descheduler"}
+IMAGE_TOOLS = {
+    "registry.k8s.io/descheduler/descheduler": "descheduler",
+    # The chart's image is v2.20.0; the pinned build is v2.17.0, the version the environments
+    # declare (monitoring.exporters.kubeStateMetrics) and their label names follow.
+    "registry.k8s.io/kube-state-metrics/kube-state-metrics": "kube-state-metrics",
+}
 
 
 @dataclass(frozen=True)
@@ -27,12 +32,20 @@ class HostArgs:
     """How a program takes the two host-only arguments."""
 
     kubeconfig: Callable[[Path], str]
-    listener: Callable[[int], str]
+    # the listeners on free loopback ports (the first one is the health/metrics endpoint);
+    # given after the rendered arguments, so they win (pflag: the last value counts)
+    listeners: Callable[[list[int]], list[str]]
+    ports: int = 1
 
 
 HOST_ARGS = {
-    "descheduler": HostArgs(lambda path: f"--kubeconfig={path}", lambda port: f"--secure-port={port}"),
-}
+    "descheduler": HostArgs(lambda path: f"--kubeconfig={path}", lambda ports: [f"--secure-port={ports[0]}"]),
+    "kube-state-metrics": HostArgs(
+        lambda path: f"--kubeconfig={path}",
+        lambda ports: ["--host=127.0.0.1", f"--port={ports[0]}", "--telemetry-host=127.0.0.1",
+                       f"--telemetry-port={ports[1]}"],
+        ports=2),
+}  # fmt: skip
 
 
 def image_tool(deployment: Obj) -> str | None:
@@ -63,14 +76,15 @@ def host_process(deployment: Obj, objects: list[Obj], binary: Path, tool: str, k
                  folder: Path) -> Daemon:  # fmt: skip
     """A Daemon (not started) running the Deployment's container with its rendered arguments."""
     container = deployment["spec"]["template"]["spec"]["containers"][0]
+    folder.mkdir(parents=True, exist_ok=True)
     mounts = mounted_config(deployment, objects, folder / "mounts")
     args = []
     for arg in container.get("args") or []:
         for mount_path, local in mounts.items():
             arg = arg.replace(mount_path.rstrip("/") + "/", f"{local}/")
         args.append(arg)
-    port = free_port()
     host = HOST_ARGS[tool]
+    ports = [free_port() for _ in range(host.ports)]
     return Daemon(deployment["metadata"]["name"], [str(binary), *args, host.kubeconfig(kubeconfig),
-                                                   host.listener(port)],
-                  folder / f"{deployment['metadata']['name']}.log", ports=(port,))  # fmt: skip
+                                                   *host.listeners(ports)],
+                  folder / f"{deployment['metadata']['name']}.log", ports=ports)  # fmt: skip

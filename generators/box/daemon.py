@@ -40,7 +40,15 @@ def port_open(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
+def _reap(pid: int) -> None:
+    """Collect `pid` if it is an exited child of this process: a zombie still counts as a
+    member of its group for killpg(pgid, 0), so an unreaped child would look alive."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
 def _group_alive(pgid: int) -> bool:
+    _reap(pgid)
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:

@@ -24,18 +24,16 @@ from __future__ import annotations
 
 import base64
 import copy
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from generators.box import charts
 from generators.box.kube import Obj
-from tools.toolchain import archive_path, tool_path
 
 CHART = "kueue-0.19.2.tgz"
 RELEASE = "kueue"
-KUBE_VERSION = "1.36.5"  # the pinned kube-apiserver
 SERVICE_ACCOUNT = "kueue-controller-manager"
 SKIPPED_KINDS = {
     "Deployment": "the pinned controller runs as a process instead",
@@ -45,15 +43,8 @@ SKIPPED_KINDS = {
 
 
 def template(values: Path | None, namespace: str) -> list[Obj]:
-    """Every object the pinned chart renders for these values (helm template, offline)."""
-    argv = [str(tool_path("helm")), "template", RELEASE, str(archive_path(CHART)), "--namespace", namespace,
-            "--kube-version", KUBE_VERSION]  # fmt: skip
-    if values is not None:
-        argv += ["--values", str(values)]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
-    if done.returncode != 0:
-        raise RuntimeError(f"helm template {CHART} failed: {done.stderr.strip()}")
-    return [doc for doc in yaml.load_all(done.stdout, Loader=yaml.CSafeLoader) if doc]
+    """Every object the pinned Kueue chart renders for these values."""
+    return charts.template(CHART, RELEASE, values, namespace)
 
 
 def _url_config(client_config: Obj, base_url: str, ca_bundle: str) -> Obj:

@@ -40,6 +40,7 @@ class State:
     scale: int
     cluster: str  # kwokctl cluster name
     kubeconfig: str = ""
+    prometheus: str = ""  # its URL, once it runs
     processes: list[Process] = field(default_factory=list)
     ready: bool = False  # box up finished
     up_seconds: float = 0.0

@@ -15,7 +15,10 @@ Up, in order (each step waits on the real effect of the one before, never on a s
    order, and up once Kueue reports every ClusterQueue Active;
 6. the rendered controller Deployments that have a pinned build (the descheduler, evicting)
    as host processes with their rendered arguments and ServiceAccounts
-   (generators/box/controllers.py).
+   (generators/box/controllers.py);
+7. kube-state-metrics (the pinned kube-prometheus-stack chart's, as its ServiceAccount) and a
+   Prometheus scraping it with the rendered alert rules, up once every node's
+   kube_node_labels series is in Prometheus (generators/box/monitoring.py).
 Any failure stops whatever was started (`down`), so a failed `up` leaves nothing running.
 """
 
@@ -31,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generators.box import accounts, controllers, kueue, kueue_chart, manifests
+from generators.box import accounts, controllers, kueue, kueue_chart, manifests, monitoring
 from generators.box.cluster import Cluster
 from generators.box.daemon import Daemon, free_port, group_alive, stop_group
 from generators.box.kube import Kube, Obj, is_true, wait_for, wait_true
@@ -54,6 +57,7 @@ CONTROLLER_READY_SECONDS = 120
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PROBE_NAMESPACE = "default"
+MONITORING_NAMESPACE = "monitoring"  # where the rendered monitoring objects live
 
 Say = Callable[[str], None]
 
@@ -106,7 +110,10 @@ def up(root: Path, env_name: str, scale: int = 1, say: Say = print) -> Box:
         box = _build(env, files, cluster, state, folder, say)
     except BaseException:
         say(f"box up {env_name} failed; stopping what was started (logs stay in {folder})")
-        down(env_name, say=lambda _: None, keep_logs=True)
+        try:
+            down(env_name, say=lambda _: None, keep_logs=True)
+        except Exception as err:  # the first failure is the one to report
+            say(f"and stopping failed too: {err}")
         raise
     state.ready = True
     state.up_seconds = round(time.monotonic() - began, 1)
@@ -138,6 +145,8 @@ def _build(env: Environment, files: list[RenderedFile], cluster: Cluster, state:
                 wait_true(kube, KUEUE_API, "ClusterQueue", obj["metadata"]["name"], "Active",
                           QUEUES_ACTIVE_SECONDS)  # fmt: skip
         _start_controllers(kube, objects, cluster, state, folder, say)
+        say("starting kube-state-metrics (the chart's) and Prometheus")
+        _start_monitoring(kube, files, objects, cluster, state, folder, len(nodes))
     finally:
         kube.close()
     return Box(env, state, folder, objects)
@@ -160,10 +169,11 @@ def _wait_established(kube: Kube, names: list[str]) -> None:
     kube.dynamic.resources.invalidate_cache()
 
 
-def _values_file(files: list[RenderedFile], folder: Path) -> Path | None:
+def _installer_values(files: list[RenderedFile], name: str, folder: Path) -> Path | None:
+    """rendered/<env>/installers/<name>, written to the run directory (None: not rendered)."""
     for file in files:
-        if file.path == f"{INSTALLERS}/{kueue_component.HELM_VALUES}":
-            path = folder / kueue_component.HELM_VALUES
+        if file.path == f"{INSTALLERS}/{name}":
+            path = folder / name
             path.write_text(file.text, encoding="utf-8")
             return path
     return None
@@ -174,7 +184,7 @@ def _install_kueue(kube: Kube, env: Environment, files: list[RenderedFile], obje
     namespace = env.kueue.namespace
     workdir = folder / "kueue"
     workdir.mkdir(parents=True, exist_ok=True)
-    chart = kueue_chart.template(_values_file(files, folder), namespace)
+    chart = kueue_chart.template(_installer_values(files, kueue_component.HELM_VALUES, folder), namespace)
     ports = {name: free_port() for name in ("health", "metrics", "webhook")}
     ca_pem = kueue.serving_ca(workdir).read_bytes()
     wired = kueue_chart.wired(chart, f"https://127.0.0.1:{ports['webhook']}", ca_pem)
@@ -218,6 +228,41 @@ def _start_controllers(kube: Kube, objects: list[Obj], cluster: Cluster, state: 
         _record(state, folder, daemon)
         health = functools.partial(_https_ok, f"https://127.0.0.1:{daemon.ports[0]}/healthz")
         daemon.wait_until(health, CONTROLLER_READY_SECONDS, "/healthz ok")
+
+
+def _start_monitoring(kube: Kube, files: list[RenderedFile], objects: list[Obj], cluster: Cluster,
+                      state: State, folder: Path, nodes: int) -> None:  # fmt: skip
+    """kube-state-metrics and Prometheus (generators/box/monitoring.py); up once Prometheus
+    holds one kube_node_labels series per node."""
+    chart = monitoring.template(_installer_values(files, monitoring.VALUES, folder), MONITORING_NAMESPACE)
+    rbac, deployment = monitoring.kube_state_metrics(chart)
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MONITORING_NAMESPACE}})
+    for obj in rbac:
+        kube.apply(obj)
+    workdir = folder / "monitoring"
+    workdir.mkdir(parents=True, exist_ok=True)
+    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    token = accounts.token_kubeconfig(kube, cluster.kubeconfig, MONITORING_NAMESPACE, account,
+                                      workdir / "kubeconfig")  # fmt: skip
+    ksm = monitoring.host_ksm(deployment, objects, token, workdir / "kube-state-metrics")
+    ksm.start()
+    _record(state, folder, ksm)
+    ksm_url = f"http://127.0.0.1:{ksm.ports[0]}"
+    ksm.wait_until(functools.partial(_http_ok, f"{ksm_url}/healthz"), CONTROLLER_READY_SECONDS, "/healthz ok")
+    server = monitoring.prometheus(ksm.ports[0], monitoring.rule_files(objects, workdir / "rules"),
+                                   workdir / "prometheus")  # fmt: skip
+    server.start()
+    _record(state, folder, server)
+    url = f"http://127.0.0.1:{server.ports[0]}"
+    state.prometheus = url
+    state.save(folder)
+    server.wait_until(lambda: len(monitoring.query(url, "kube_node_labels")) >= nodes,
+                      monitoring.READY_SECONDS, f"{nodes} kube_node_labels series")  # fmt: skip
+
+
+def _http_ok(url: str) -> bool:
+    with urllib.request.urlopen(url, timeout=2) as response:
+        return bool(response.status == 200)
 
 
 def _https_ok(url: str) -> bool:

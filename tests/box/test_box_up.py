@@ -12,10 +12,12 @@ controller. `box down` must leave no process and no listener behind.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,7 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
-from generators.box import scenes
+from generators.box import monitoring, scenes
 from generators.box.cluster import Cluster
 from generators.box.daemon import group_alive, port_open
 from generators.box.kube import Kube, Obj, condition, is_true, wait_for
@@ -91,6 +93,26 @@ def test_kubectl_lists_every_rendered_cluster_queue_active(box: UpBox) -> None:
     assert sorted(q["metadata"]["name"] for q in listed) == expected
     for queue in listed:
         assert is_true(queue, "Active"), (queue["metadata"]["name"], queue.get("status"))
+
+
+def test_prometheus_scrapes_kube_state_metrics_with_the_rendered_label_allowlist(box: UpBox) -> None:
+    """The chart's kube-state-metrics (pinned build, the chart's arguments with the rendered
+    metricLabelsAllowlist) reports each node with its pool label; Prometheus scraped it and
+    evaluates the rendered alert rules."""
+    state = State.load(box.folder)
+    assert state is not None and state.prometheus
+    env = load(ROOT, ENV)
+    for pool in env.pools:
+        selector = f'kube_node_labels{{label_trainyard_dev_pool="{pool.name}"}}'
+        series = monitoring.query(state.prometheus, selector)
+        assert len(series) == pool.nodes, (pool.name, len(series))
+    with urllib.request.urlopen(f"{state.prometheus}/api/v1/rules", timeout=10) as response:
+        groups = json.load(response)["data"]["groups"]
+    rendered = yaml.safe_load((ROOT / "rendered" / ENV / "monitoring" / "monitoring" /
+                               "configmap-trainyard-alerts-rules-file.yaml").read_text(encoding="utf-8"))
+    expected = yaml.safe_load(next(iter(rendered["data"].values())))["groups"]
+    assert sorted(g["name"] for g in groups) == sorted(g["name"] for g in expected)
+    assert all(g["rules"] and all(r["health"] != "err" for r in g["rules"]) for g in groups)
 
 
 def test_v1beta1_reads_are_converted_by_kueues_conversion_webhook(box: UpBox) -> None:
@@ -234,7 +256,8 @@ def test_box_down_leaves_no_process_and_no_listener(box: UpBox) -> None:
     cluster = Cluster(state.cluster, box.folder / "kwok")
     pids: dict[str, Any] = {**cluster.component_pids(), **{p.name: p.pgid for p in state.processes}}
     assert set(pids) >= {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
-                         "kwok-controller", "kueue", "descheduler"}  # fmt: skip
+                         "kwok-controller", "kueue", "descheduler", "prometheus",
+                         "kube-prometheus-stack-kube-state-metrics"}  # fmt: skip
     ports = [int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", box.kubeconfig.read_text())]
     ports += [port for p in state.processes for port in p.ports]
     box.kube.close()
