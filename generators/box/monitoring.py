@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from generators.box import charts, controllers
+from generators.box import charts
 from generators.box.daemon import Daemon, free_port
 from generators.box.kube import Obj
 from generators.components.monitoring import KUBE_PROMETHEUS_STACK_VALUES
@@ -88,9 +88,3 @@ def query(url: str, promql: str) -> list[dict[str, object]]:
         body = json.load(response)
     result: list[dict[str, object]] = body["data"]["result"]
     return result
-
-
-def host_ksm(deployment: Obj, objects: list[Obj], kubeconfig: Path, folder: Path) -> Daemon:
-    tool = controllers.image_tool(deployment)
-    assert tool == KSM_NAME, deployment["spec"]["template"]["spec"]["containers"][0]["image"]
-    return controllers.host_process(deployment, objects, tool_path(tool), tool, kubeconfig, folder)

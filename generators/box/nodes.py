@@ -65,6 +65,30 @@ def pool_nodes(pool: Pool) -> list[dict[str, Any]]:
     return nodes
 
 
+VIRTUAL_LABELS = {"type": "virtual-kubelet", "kubernetes.io/role": "agent"}  # virtual-kubelet's own
+PROVIDER_TAINT = "virtual-kubelet.io/provider"
+
+
+def virtual_nodes(env: Environment) -> list[tuple[str, dict[str, Any], dict[str, str]]]:
+    """(provider, Node, capacity) for each overflow provider, as its virtual-kubelet registers
+    it: virtual-kubelet's labels and provider taint, the provider's advertised capacity. The
+    rendered admission policies add the provider label and close the gate on creation."""
+    if env.overflow is None:
+        return []
+    found = []
+    for provider in env.overflow.providers:
+        name = provider.node_name
+        config = provider.config
+        capacity = {"cpu": str(config.get("cpu", "64")), "memory": str(config.get("memory", "512Gi")),
+                    "pods": str(config.get("pods", PODS_PER_NODE)), provider.gpu_resource: str(provider.gpus)}
+        node = {"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "labels": {**VIRTUAL_LABELS, HOSTNAME: name, BOX_LABEL: "true"},
+                             "annotations": {KWOK_ANNOTATION: KWOK_VALUE}},
+                "spec": {"taints": [{"key": PROVIDER_TAINT, "value": provider.name, "effect": "NoSchedule"}]}}
+        found.append((provider.name, node, capacity))  # fmt: skip
+    return found
+
+
 def environment_nodes(env: Environment) -> list[tuple[dict[str, Any], dict[str, str]]]:
     """(Node, capacity) for every node of every pool, pool order then index."""
     return [(node, capacity(pool)) for pool in env.pools for node in pool_nodes(pool)]

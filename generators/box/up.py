@@ -13,12 +13,13 @@ Up, in order (each step waits on the real effect of the one before, never on a s
    each Ready and the node lifecycle controller has lifted its not-ready taint;
 5. rendered/<env> (or the scaled copy's render) server-side applied in Argo CD sync-wave
    order, and up once Kueue reports every ClusterQueue Active;
-6. the rendered controller Deployments that have a pinned build (the descheduler, evicting)
-   as host processes with their rendered arguments and ServiceAccounts
-   (generators/box/controllers.py);
-7. kube-state-metrics (the pinned kube-prometheus-stack chart's, as its ServiceAccount) and a
+6. kube-state-metrics (the pinned kube-prometheus-stack chart's, as its ServiceAccount) and a
    Prometheus scraping it with the rendered alert rules, up once every node's
-   kube_node_labels series is in Prometheus (generators/box/monitoring.py).
+   kube_node_labels series is in Prometheus (generators/box/monitoring.py);
+7. the rendered controller Deployments the box can run (the descheduler, evicting; the
+   overflow gate and the health controller, querying that Prometheus) as host processes
+   with their rendered arguments, configuration and ServiceAccounts
+   (generators/box/controllers.py).
 Any failure stops whatever was started (`down`), so a failed `up` leaves nothing running.
 """
 
@@ -38,7 +39,7 @@ from generators.box import accounts, controllers, kueue, kueue_chart, manifests,
 from generators.box.cluster import Cluster
 from generators.box.daemon import Daemon, free_port, group_alive, stop_group
 from generators.box.kube import Kube, Obj, is_true, wait_for, wait_true
-from generators.box.nodes import environment_nodes
+from generators.box.nodes import environment_nodes, virtual_nodes
 from generators.box.scale import scaled_checkout
 from generators.box.state import Process, State, run_dir
 from generators.components import kueue as kueue_component
@@ -140,16 +141,44 @@ def _build(env: Environment, files: list[RenderedFile], cluster: Cluster, state:
         say(f"applying {len(objects)} rendered objects in sync-wave order")
         manifests.ensure_external_namespaces(kube, objects)
         manifests.apply_all(kube, objects)
+        _register_virtual_nodes(kube, env, objects, cluster, folder, say)
         for obj in objects:
             if obj["kind"] == "ClusterQueue":
                 wait_true(kube, KUEUE_API, "ClusterQueue", obj["metadata"]["name"], "Active",
                           QUEUES_ACTIVE_SECONDS)  # fmt: skip
-        _start_controllers(kube, objects, cluster, state, folder, say)
         say("starting kube-state-metrics (the chart's) and Prometheus")
         _start_monitoring(kube, files, objects, cluster, state, folder, len(nodes))
+        _start_controllers(kube, env, objects, cluster, state, folder, say)
     finally:
         kube.close()
     return Box(env, state, folder, objects)
+
+
+def _register_virtual_nodes(kube: Kube, env: Environment, objects: list[Obj], cluster: Cluster, folder: Path,
+                            say: Say) -> None:  # fmt: skip
+    """Each provider's virtual node, registered with its virtual-kubelet's ServiceAccount (the
+    rendered vk-<provider> Deployment's) as the virtual-kubelet would, then run by KWOK;
+    up once KWOK reports it Ready."""
+    accounts_of = {o["metadata"]["name"]: o["spec"]["template"]["spec"].get("serviceAccountName", "default")
+                   for o in objects if o["kind"] == "Deployment"}  # fmt: skip
+    for provider, node, capacity in virtual_nodes(env):
+        assert env.overflow is not None
+        account = accounts_of[f"vk-{provider}"]
+        token = accounts.token_kubeconfig(kube, cluster.kubeconfig, env.overflow.namespace, account,
+                                          folder / f"kubeconfig-{account}")  # fmt: skip
+        say(f"registering virtual node {node['metadata']['name']} as ServiceAccount {account}")
+        vk = Kube(token, folder / f"discovery-{account}.json")
+        try:
+            vk.create(_with_capacity(node, capacity))
+        finally:
+            vk.close()
+        name = node["metadata"]["name"]
+
+        def ready(name: str = name, capacity: dict[str, str] = capacity) -> bool:
+            found = kube.get("v1", "Node", name)
+            return found is not None and _schedulable(found, capacity)
+
+        wait_for(ready, NODES_READY_SECONDS, f"virtual node {name} Ready with its capacity")
 
 
 def _install_foreign_crds(kube: Kube) -> None:
@@ -208,13 +237,34 @@ def _install_kueue(kube: Kube, env: Environment, files: list[RenderedFile], obje
     wait_for(lambda: _webhook_answers(kube), WEBHOOK_SECONDS, "the apiserver calling Kueue's webhooks")
 
 
-def _start_controllers(kube: Kube, objects: list[Obj], cluster: Cluster, state: State, folder: Path,
-                       say: Say) -> None:  # fmt: skip
-    """Each rendered controller Deployment with a pinned build (controllers.IMAGE_TOOLS) as a
-    host process, as its ServiceAccount; up once its health endpoint answers."""
+def programs(env: Environment) -> dict[str, controllers.Program]:
+    """Image repository -> the program the box runs for it: the pinned upstream builds, and
+    the project's gate for the gate's and the health controller's images (from the spec)."""
+    found = dict(controllers.IMAGE_PROGRAMS)
+    if env.overflow is not None:
+        found[env.overflow.gate.image.repository] = controllers.TRAINYARD_GATE
+    if env.health is not None and env.health.controller is not None:
+        found[env.health.controller.image.repository] = controllers.TRAINYARD_GATE
+    return found
+
+
+def prometheus_services(env: Environment, url: str) -> dict[str, str]:
+    """The in-cluster Prometheus addresses the rendered policies name -> the box's Prometheus."""
+    health = env.health.controller if env.health else None
+    addresses = {env.overflow.gate.prometheus_url if env.overflow else "",
+                 health.prometheus_url if health else ""} - {""}  # fmt: skip
+    return {address.rstrip("/"): url for address in addresses}
+
+
+def _start_controllers(kube: Kube, env: Environment, objects: list[Obj], cluster: Cluster, state: State,
+                       folder: Path, say: Say) -> None:  # fmt: skip
+    """Each rendered controller Deployment whose image the box can run (programs()) as a host
+    process, as its ServiceAccount; up once its health endpoint answers."""
+    known = programs(env)
+    services = prometheus_services(env, state.prometheus)
     for deployment in (o for o in objects if o["kind"] == "Deployment"):
-        tool = controllers.image_tool(deployment)
-        if tool is None:
+        program = known.get(controllers.repository(deployment))
+        if program is None:
             continue
         meta = deployment["metadata"]
         account = deployment["spec"]["template"]["spec"].get("serviceAccountName", "default")
@@ -222,12 +272,13 @@ def _start_controllers(kube: Kube, objects: list[Obj], cluster: Cluster, state: 
         workdir.mkdir(parents=True, exist_ok=True)
         token = accounts.token_kubeconfig(kube, cluster.kubeconfig, meta["namespace"], account,
                                           workdir / "kubeconfig")  # fmt: skip
-        say(f"starting {meta['namespace']}/{meta['name']} ({tool}) as ServiceAccount {account}")
-        daemon = controllers.host_process(deployment, objects, tool_path(tool), tool, token, workdir)
+        say(f"starting {meta['namespace']}/{meta['name']} as ServiceAccount {account}")
+        daemon = controllers.host_process(deployment, objects, program, token, workdir, services)
         daemon.start()
         _record(state, folder, daemon)
-        health = functools.partial(_https_ok, f"https://127.0.0.1:{daemon.ports[0]}/healthz")
-        daemon.wait_until(health, CONTROLLER_READY_SECONDS, "/healthz ok")
+        url = controllers.health_url(program, daemon)
+        check = _https_ok if url.startswith("https:") else _http_ok
+        daemon.wait_until(functools.partial(check, url), CONTROLLER_READY_SECONDS, f"{url} ok")
 
 
 def _start_monitoring(kube: Kube, files: list[RenderedFile], objects: list[Obj], cluster: Cluster,
@@ -244,7 +295,8 @@ def _start_monitoring(kube: Kube, files: list[RenderedFile], objects: list[Obj],
     account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
     token = accounts.token_kubeconfig(kube, cluster.kubeconfig, MONITORING_NAMESPACE, account,
                                       workdir / "kubeconfig")  # fmt: skip
-    ksm = monitoring.host_ksm(deployment, objects, token, workdir / "kube-state-metrics")
+    ksm = controllers.host_process(deployment, objects, controllers.KUBE_STATE_METRICS, token,
+                                   workdir / "kube-state-metrics")  # fmt: skip
     ksm.start()
     _record(state, folder, ksm)
     ksm_url = f"http://127.0.0.1:{ksm.ports[0]}"
@@ -299,21 +351,30 @@ def _create_nodes(kube: Kube, nodes: list[tuple[Obj, dict[str, str]]]) -> None:
     """Create the nodes with the capacity a kubelet would report; wait until each is Ready
     (KWOK) and schedulable (the node lifecycle controller lifted the not-ready taint)."""
     for node, capacity in nodes:
-        name = node["metadata"]["name"]
-        kube.create(node)
-        kube.patch_status("v1", "Node", name, {"capacity": capacity, "allocatable": capacity})
-    names = {node["metadata"]["name"] for node, _ in nodes}
+        kube.create(_with_capacity(node, capacity))
+    wanted = {node["metadata"]["name"]: capacity for node, capacity in nodes}
 
     def all_ready() -> bool:
         listed = {n["metadata"]["name"]: n for n in kube.list("v1", "Node")}
-        return all(name in listed and _schedulable(listed[name]) for name in names)
+        return all(name in listed and _schedulable(listed[name], capacity)
+                   for name, capacity in wanted.items())  # fmt: skip
 
-    wait_for(all_ready, NODES_READY_SECONDS, f"{len(names)} KWOK nodes Ready, not-ready taint lifted", 1.0)
+    wait_for(all_ready, NODES_READY_SECONDS, f"{len(wanted)} KWOK nodes Ready, not-ready taint lifted", 1.0)
 
 
-def _schedulable(node: Obj) -> bool:
+def _with_capacity(node: Obj, capacity: dict[str, str]) -> Obj:
+    """The Node with the status a kubelet registers it with. In the create, not a later
+    patch: KWOK initialises a node's status from the allocatable it first sees, and a patch
+    racing its first look lost cpu and memory to KWOK's defaults (1k, 1Ti)."""
+    return {**node, "status": {"capacity": capacity, "allocatable": capacity}}
+
+
+def _schedulable(node: Obj, capacity: dict[str, str]) -> bool:
+    """Ready, not-ready taint lifted, and reporting the capacity it was registered with."""
     taints = (node.get("spec") or {}).get("taints") or []
-    return is_true(node, "Ready") and not any(t.get("key") == NOT_READY_TAINT for t in taints)
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    return (is_true(node, "Ready") and not any(t.get("key") == NOT_READY_TAINT for t in taints)
+            and all(allocatable.get(k) == v for k, v in capacity.items()))  # fmt: skip
 
 
 def down(env_name: str, say: Say = print, keep_logs: bool = False) -> list[str]:

@@ -36,7 +36,7 @@ def test_prod_at_one_eighth_comes_up_and_down(tmp_path: Path) -> None:
             items: list[Any] = yaml.safe_load(out.stdout)["items"]
             return items
 
-        nodes = get("nodes", "-l", "trainyard.dev/box-node=true")
+        nodes = get("nodes", "-l", "trainyard.dev/box-node=true,trainyard.dev/pool")
         pools: dict[str, int] = {}
         for node in nodes:
             assert is_true(node, "Ready")

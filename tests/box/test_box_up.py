@@ -115,6 +115,39 @@ def test_prometheus_scrapes_kube_state_metrics_with_the_rendered_label_allowlist
     assert all(g["rules"] and all(r["health"] != "err" for r in g["rules"]) for g in groups)
 
 
+def gate_metrics(state: State, name: str, prefix: str = "trainyard_gate_") -> dict[str, float]:
+    [process] = [p for p in state.processes if p.name == name]
+    with urllib.request.urlopen(f"http://127.0.0.1:{process.ports[0]}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return {line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines()
+            if line.startswith(prefix)}  # fmt: skip
+
+
+def test_gate_counts_free_gpus_from_prometheus_and_holds_the_virtual_node_closed(box: UpBox) -> None:
+    """The rendered gate (its TaintPolicy and query, as ServiceAccount overflow-gate) asks the
+    box's Prometheus, which scraped kube-state-metrics: every L40S GPU is free (nothing runs
+    there), above closeWhenFreeGpusAtLeast, so the gate keeps the virtual node vk-mock, which
+    the rendered admission policy labelled and closed at registration, closed."""
+    state = State.load(box.folder)
+    assert state is not None
+    env = load(ROOT, ENV)
+    l40s = env.pool("infer-l40s")
+
+    def counted() -> dict[str, float] | None:
+        metrics = gate_metrics(state, "overflow-gate")
+        free = metrics.get("trainyard_gate_free_gpus")
+        return metrics if free == l40s.nodes * l40s.gpus_per_node else None
+
+    metrics = wait_for(counted, CONTROLLER_SECONDS, "the gate counting every L40S GPU free")
+    assert metrics['trainyard_gate_matched_nodes{gate="mock"}'] == 1
+    assert metrics['trainyard_gate_closed{gate="mock"}'] == 1
+    node = box.kube.get("v1", "Node", "vk-mock")
+    assert node is not None and node["metadata"]["labels"]["trainyard.dev/provider"] == "mock"
+    closed = {"key": "trainyard.dev/overflow-gate", "value": "closed", "effect": "NoSchedule"}
+    assert closed in node["spec"]["taints"]
+    assert gate_metrics(state, "gpu-health", "trainyard_health_")  # the health controller runs too
+
+
 def test_v1beta1_reads_are_converted_by_kueues_conversion_webhook(box: UpBox) -> None:
     """Stored as v1beta2; a v1beta1 read goes through the chart's conversion webhook, which
     the box points at the Kueue process: it answers, or the apiserver would fail the read."""
@@ -131,7 +164,9 @@ def test_one_ready_kwok_node_per_node_of_the_spec(box: UpBox) -> None:
         assert len(mine) == pool.nodes, pool.name
         for node in mine:
             assert is_true(node, "Ready"), node["metadata"]["name"]  # KWOK reports it
-            assert node["status"]["allocatable"]["nvidia.com/gpu"] == str(pool.gpus_per_node)
+            allocatable = node["status"]["allocatable"]
+            assert allocatable["nvidia.com/gpu"] == str(pool.gpus_per_node)
+            assert allocatable["cpu"] == str(int(pool.per_node["cpu"])), allocatable  # not KWOK's 1k
             # the node lifecycle controller lifted the taint the apiserver put on the new node
             taints = node["spec"].get("taints") or []
             assert not [t for t in taints if t["key"].startswith("node.kubernetes.io/")]
@@ -257,7 +292,8 @@ def test_box_down_leaves_no_process_and_no_listener(box: UpBox) -> None:
     pids: dict[str, Any] = {**cluster.component_pids(), **{p.name: p.pgid for p in state.processes}}
     assert set(pids) >= {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
                          "kwok-controller", "kueue", "descheduler", "prometheus",
-                         "kube-prometheus-stack-kube-state-metrics"}  # fmt: skip
+                         "kube-prometheus-stack-kube-state-metrics", "overflow-gate",
+                         "gpu-health"}  # fmt: skip
     ports = [int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", box.kubeconfig.read_text())]
     ports += [port for p in state.processes for port in p.ports]
     box.kube.close()
