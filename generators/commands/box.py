@@ -78,8 +78,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"generate.py box: error: box {args.action} {args.env} failed ({type(err).__name__}): {err}",
               file=sys.stderr)
         return 1
-    print(f"box {args.env} up in {box.state.up_seconds:.0f}s; kubeconfig (export KUBECONFIG=...):",
-          file=sys.stderr)
+    print(f"box {args.env} up in {box.state.up_seconds:.0f}s; Prometheus {box.state.prometheus}; "
+          "kubeconfig (export KUBECONFIG=...):", file=sys.stderr)
     print(box.kubeconfig)
     return 0
 

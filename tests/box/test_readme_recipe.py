@@ -3,8 +3,8 @@
 The block after `<!-- recipe:box -->` is run by bash (-e: any failing line fails the test)
 in the checkout, with `python` the interpreter running the tests and `kubectl` the pinned
 build (tools/install.py), the two things a user's PATH is assumed to hold. Its output must
-show what the real controllers reported: every rendered ClusterQueue listed by kubectl, and
-the KWOK nodes of the H100 pool Ready. The box lives in a temp dir ($TRAINYARD_BOX_DIR), and
+show what the real controllers reported: every rendered ClusterQueue listed by kubectl, the
+KWOK nodes of the H100 pool Ready, and the scene's gang placed on H100 nodes. The box lives in a temp dir ($TRAINYARD_BOX_DIR), and
 nothing of it may run afterwards.
 """
 
@@ -57,6 +57,7 @@ def test_readme_box_recipe_runs_as_written(tmp_path: Path) -> None:
     queues = sorted(p.stem.removeprefix("clusterqueue-") for p in folder.glob("clusterqueue-*.yaml"))
     for queue in queues:
         assert re.search(rf"^{re.escape(queue)}\s", done.stdout, re.MULTILINE), (queue, done.stdout)
+    assert re.search(r"^gang of 4 x 8 GPUs .* landed on train-h100-", done.stdout, re.MULTILINE), done.stdout
     ready = re.findall(r"^train-h100-\d+\s+Ready\s", done.stdout, re.MULTILINE)
     assert len(ready) == 32, done.stdout  # staging: 32 H100 nodes
     assert "stopped" in done.stderr and not (tmp_path / "box" / "staging").exists()
