@@ -25,8 +25,11 @@ Any failure stops whatever was started (`down`), so a failed `up` leaves nothing
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import shutil
+import signal
 import ssl
 import time
 import urllib.request
@@ -383,10 +386,14 @@ def down(env_name: str, say: Say = print, keep_logs: bool = False) -> list[str]:
     state = State.load(folder)
     stopped: list[str] = []
     if state is not None:
-        for process in reversed(state.processes):
-            if group_alive(process.pgid):
-                stop_group(process.name, process.pgid, process.ports)
-                stopped.append(process.name)
+        # Every process is told at once, then each is waited for: the grace periods overlap.
+        alive = [p for p in reversed(state.processes) if group_alive(p.pgid)]
+        for process in alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pgid, signal.SIGTERM)
+        for process in alive:
+            stop_group(process.name, process.pgid, process.ports)
+            stopped.append(process.name)
     cluster = cluster_of(env_name, folder)
     components = cluster.component_pids()
     if components or cluster.folder.exists():
