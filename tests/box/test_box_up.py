@@ -136,10 +136,11 @@ def test_gate_counts_free_gpus_from_prometheus_and_holds_the_virtual_node_closed
     def counted() -> dict[str, float] | None:
         metrics = gate_metrics(state, "overflow-gate")
         free = metrics.get("trainyard_gate_free_gpus")
-        return metrics if free == l40s.nodes * l40s.gpus_per_node else None
+        matched = metrics.get('trainyard_gate_matched_nodes{gate="mock"}')
+        # a pass queries first and matches nodes after: wait for both of the same state
+        return metrics if free == l40s.nodes * l40s.gpus_per_node and matched == 1 else None
 
-    metrics = wait_for(counted, CONTROLLER_SECONDS, "the gate counting every L40S GPU free")
-    assert metrics['trainyard_gate_matched_nodes{gate="mock"}'] == 1
+    metrics = wait_for(counted, CONTROLLER_SECONDS, "the gate counting every L40S GPU free, vk-mock matched")
     assert metrics['trainyard_gate_closed{gate="mock"}'] == 1
     node = box.kube.get("v1", "Node", "vk-mock")
     assert node is not None and node["metadata"]["labels"]["trainyard.dev/provider"] == "mock"

@@ -4,8 +4,8 @@ The block after `<!-- recipe:box -->` is run by bash (-e: any failing line fails
 in the checkout, with `python` the interpreter running the tests and `kubectl` the pinned
 build (tools/install.py), the two things a user's PATH is assumed to hold. Its output must
 show what the real controllers reported: every rendered ClusterQueue listed by kubectl, the
-KWOK nodes of the H100 pool Ready, and the scene's gang placed on H100 nodes. The box lives in a temp dir ($TRAINYARD_BOX_DIR), and
-nothing of it may run afterwards.
+KWOK nodes of the H100 pool Ready, and the scene's gang placed on H100 nodes. The box lives
+in a temp dir ($TRAINYARD_BOX_DIR), and nothing of it may run afterwards.
 """
 
 from __future__ import annotations
