@@ -6,12 +6,16 @@ generators/box/nodes.py (racks of 4 hosts, 2 racks per IB block), written here a
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from generators.box.nodes import BOX_LABEL, KWOK_ANNOTATION, environment_nodes
 from generators.box.scale import ScaleError, scaled_checkout
+from generators.box.state import BOX_DIR_ENV
 from generators.model import load
 from generators.render import objects, render_tree
 from tests.conftest import ROOT
@@ -77,3 +81,21 @@ def test_prod_scaled_nodes_have_blocks_of_two_racks(tmp_path: Path) -> None:
     labels = by_name["train-h100-b-009"]["metadata"]["labels"]
     assert labels["topology.trainyard.dev/rack"] == "rack-2"  # hosts 8..11
     assert labels["topology.trainyard.dev/ib-block"] == "ib-block-1"  # hosts 8..15
+
+
+def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, BOX_DIR_ENV: str(tmp_path / "box")}
+    return subprocess.run([sys.executable, str(ROOT / "generate.py"), "box", *args], env=env, text=True,
+                          capture_output=True, timeout=120, check=False)  # fmt: skip
+
+
+def test_cli_usage_and_no_box_are_one_line_errors(tmp_path: Path) -> None:
+    unknown = _cli(tmp_path, "scene", "no-such-scene", "staging")
+    assert unknown.returncode == 2 and "gang-placement" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+    assert _cli(tmp_path, "down", "staging", "--scale", "8").returncode == 2
+    missing = _cli(tmp_path, "kubeconfig", "staging")
+    assert missing.returncode == 1 and missing.stderr.strip().splitlines() == [
+        "generate.py box: error: no box is up for staging; run: generate.py box up staging"]  # fmt: skip
+    nothing = _cli(tmp_path, "down", "staging")
+    assert nothing.returncode == 0 and "nothing (no box was up)" in nothing.stderr
