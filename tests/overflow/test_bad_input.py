@@ -44,7 +44,8 @@ CASES = [
     # Issue 22 item 7: a tag in the repository rendered ghcr.io/example/gate:0.1.0:0.1.0.
     ("tag-in-repository", "repository: ghcr.io/example/gate,", "repository: ghcr.io/example/gate:0.1.0,",
      "ghcr.io/example/gate:0.1.0",
-     "'ghcr.io/example/gate:0.1.0' is refused here (overflow.gate.image.repository); write the tag in 'tag:'"),
+     "'ghcr.io/example/gate:0.1.0' is refused here (overflow.gate.image.repository); "
+     "write the tag in 'tag:'"),
     ("digest-required", "overflow:\n  providers:", "overflow:\n  requireImageDigests: true\n  providers:",
      "{repository: ghcr.io/example/vk", "image ghcr.io/example/vk:v1.13.0 has no digest (nor "
      "ghcr.io/example/gate:0.1.0, registry.k8s.io/descheduler/descheduler:v0.36.0) and "
