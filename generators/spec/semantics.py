@@ -171,7 +171,12 @@ class _Checker:
             for pool, share in team["shares"].items():
                 if pool not in pools:
                     self.unknown_share(i, pool, pools)
-                totals[pool] += share
+                if isinstance(share, float):  # JSON Schema's integer admits 1.0
+                    self.add(("teams", i, "shares", pool), f"share {share} is not a whole percent",
+                             f"shares are percents of the pool: write {int(share)}"
+                             + (" (or 100 for the whole pool: 1.0 is not 100%)" if share == 1.0 else ""))
+                totals[pool] += int(share)
+            self.usage_cap(i, team)
             self.borrow_from(i, team, pools)
             for j, ns in enumerate(team["namespaces"]):
                 if ns in namespaces:
@@ -187,6 +192,22 @@ class _Checker:
                 self.add(("pools", i, "name"), f"team shares of pool {pool['name']!r} sum to {total}%, "
                          f"{verdict} 100%", f"shares: {owners}; they must add up to exactly 100 so quota "
                          "equals capacity")
+
+    def usage_cap(self, i: int, team: dict[str, Any]) -> None:
+        """maxUsagePercent caps own + borrowed capacity: below the team's own share it cannot
+        hold and would silently become a borrowing limit of 0 (issue 22 item 7)."""
+        cap = team.get("maxUsagePercent")
+        for field in ("maxUsagePercent", "lendablePercent"):
+            if isinstance(team.get(field), float):
+                self.add(("teams", i, field), f"{field} {team[field]} is not a whole percent",
+                         f"write {int(team[field])}")
+        if cap is None or not team["shares"]:
+            return
+        pool, share = max(team["shares"].items(), key=lambda item: (item[1], item[0]))
+        if cap < share:
+            self.add(("teams", i, "maxUsagePercent"), f"maxUsagePercent {cap} is below the team's own "
+                     f"share of pool {pool!r} ({share}%)", "it caps own plus borrowed capacity; set it to "
+                     f"at least {share} (borrowing then starts above the share) or remove it")
 
     def borrow_from(self, i: int, team: dict[str, Any], pools: dict[str, dict[str, Any]]) -> None:
         """A borrowed pool exists, is not also a share, and some team in the same cohort tree
