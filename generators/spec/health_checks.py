@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from generators import kubernetes
 from generators.errors import Problem, format_path
 from generators.spec.source import Document
 
@@ -25,11 +26,23 @@ class _HealthChecker:
         self.problems.append(Problem(self.doc.locate(path), message, format_path(path), hint))
 
     def run(self) -> list[Problem]:
+        self.kubernetes_version()
         self.pool_taints()
         if self.h["backend"] == "trainyard":
             watched = self.pools()
             self.caps(watched)
         return self.problems
+
+    def kubernetes_version(self) -> None:
+        """Inference pods get the quarantine toleration from a MutatingAdmissionPolicy: without
+        one, quarantining an inference node would also stop new inference pods there."""
+        version = self.v["cluster"]["kubernetesVersion"]
+        if self.h["backend"] != "none" and not kubernetes.has_mutating_admission(version):
+            self.add(("health", "backend"), f"health backend {self.h['backend']} needs Kubernetes "
+                     f"{kubernetes.name(kubernetes.MUTATING_ADMISSION)} or newer, the cluster runs {version}",
+                     "inference pods get the quarantine toleration from a MutatingAdmissionPolicy "
+                     "(admissionregistration.k8s.io/v1, GA in 1.36); set backend: none until the "
+                     "cluster is upgraded")
 
     def pool_taints(self) -> None:
         """A pool that declares a quarantine taint gives its flavor the toleration: training

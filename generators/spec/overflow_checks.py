@@ -8,11 +8,12 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from generators import kubernetes
 from generators.errors import Problem, format_path
 from generators.spec.source import Document
 
 Path_ = tuple[str | int, ...]
-MIN_KUBERNETES = (1, 36)  # MutatingAdmissionPolicy v1
+MIN_KUBERNETES = kubernetes.MUTATING_ADMISSION  # virtual nodes are labelled by one
 
 
 class _OverflowChecker:

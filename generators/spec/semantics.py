@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from generators import exporters
+from generators import exporters, kubernetes
 from generators.errors import Problem, format_path
 from generators.spec import health_checks, overflow_checks, quantities
 from generators.spec.source import Document
@@ -58,6 +58,7 @@ class _Checker:
         if v["name"] != self.env_name:
             self.add(("name",), f"environment name {v['name']!r} does not match its file "
                      f"{self.env_name}.yaml", f"rename the file or set name: {self.env_name}")
+        self.kubernetes_version()
         self.unique("pools", v["pools"], "pool")
         self.unique("teams", v["teams"], "team")
         self.unique("cohorts", v["cohorts"], "cohort")
@@ -74,6 +75,14 @@ class _Checker:
         self.problems += overflow_checks.check(self.doc, v)
         self.problems += health_checks.check(self.doc, v)
         return self.problems
+
+    def kubernetes_version(self) -> None:
+        version = self.v["cluster"]["kubernetesVersion"]
+        if not kubernetes.supported(version):
+            self.add(("cluster", "kubernetesVersion"), f"Kubernetes {version} is outside the supported "
+                     f"range {kubernetes.name(kubernetes.OLDEST)} to {kubernetes.name(kubernetes.NEWEST)}",
+                     "the rendered objects are checked against that range's API schemas "
+                     "(generators/kubernetes.py says why each end is there)")
 
     def exporter_versions(self) -> None:
         """Label names follow from the exporter versions: only versions whose source this
