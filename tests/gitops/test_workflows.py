@@ -15,7 +15,7 @@ import pytest
 from generators import cli
 from tools.toolchain import ToolNotInstalled, tool_path
 
-from .conftest import ENVIRONMENTS, ROOT, WORKFLOWS, load_yaml
+from .conftest import ROOT, WORKFLOWS, load_yaml
 
 PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
 VERSION_COMMENT = re.compile(r"uses: (\S+) # v\d+\.\d+\.\d+$")
