@@ -17,6 +17,7 @@ from generators.spec import health_checks, overflow_checks, quantities
 from generators.spec.source import Document
 from generators.teams import flex_queue, trains
 
+ARCH_LABEL = "kubernetes.io/arch"  # the kubelet sets it on every node
 Path_ = tuple[str | int, ...]
 
 
@@ -26,6 +27,7 @@ class _Checker:
         self.v = value
         self.env_name = env_name
         self.problems: list[Problem] = []
+        self.arch_reported: set[str] = set()
 
     def add(self, path: Path_, message: str, hint: str = "", *, key: bool = False) -> None:
         self.problems.append(Problem(self.doc.locate(path, key=key), message, format_path(path), hint))
@@ -187,6 +189,7 @@ class _Checker:
                 totals[pool] += int(share)
             self.usage_cap(i, team)
             self.borrow_from(i, team, pools)
+            self.one_architecture_or_selectable(i, team, pools)
             for j, ns in enumerate(team["namespaces"]):
                 if ns in namespaces:
                     self.add(("teams", i, "namespaces", j), f"namespace {ns!r} already belongs to team "
@@ -201,6 +204,31 @@ class _Checker:
                 self.add(("pools", i, "name"), f"team shares of pool {pool['name']!r} sum to {total}%, "
                          f"{verdict} 100%", f"shares: {owners}; they must add up to exactly 100 so quota "
                          "equals capacity")
+
+    def one_architecture_or_selectable(self, i: int, team: dict[str, Any],
+                                       pools: dict[str, dict[str, Any]]) -> None:
+        """Two GPU generations in one ClusterQueue must each pin their CPU architecture.
+
+        Kueue tries a queue's flavors in order and gives a job the first that fits, unless
+        the job's nodeSelector or affinity rules a flavor out by its nodeLabels. GB200 hosts
+        are arm64 and H100 hosts amd64: without `kubernetes.io/arch` on each flavor a job
+        built for one can be admitted onto the other (issue 22 item 1; docs/scheduling.md,
+        "Two GPU generations")."""
+        names = [p for p in (*team["shares"], *team["borrowFrom"]) if p in pools]
+        for topology in (True, False):  # the team's two queues (generators/teams.py)
+            group = [pools[p] for p in names if bool(pools[p].get("topology", {}).get("levels")) == topology]
+            if len({p["gpu"]["model"] for p in group}) < 2:
+                continue
+            for pool in group:
+                if ARCH_LABEL not in pool["nodeLabels"] and pool["name"] not in self.arch_reported:
+                    self.arch_reported.add(pool["name"])  # once per pool, not once per team
+                    others = ", ".join(f"{p['name']} ({p['gpu']['model']})" for p in group if p is not pool)
+                    index = next(k for k, p in enumerate(self.v["pools"]) if p["name"] == pool["name"])
+                    self.add(("pools", index, "nodeLabels"), f"pool {pool['name']!r} "
+                             f"({pool['gpu']['model']}) shares team {team['name']!r}'s queue with "
+                             f"{others} but its nodeLabels lack {ARCH_LABEL}",
+                             f"Kueue gives a job the first flavor that fits; add {ARCH_LABEL}: "
+                             "<amd64|arm64> to each pool so a job picks its generation by nodeSelector")
 
     def usage_cap(self, i: int, team: dict[str, Any]) -> None:
         """maxUsagePercent caps own + borrowed capacity: below the team's own share it cannot
