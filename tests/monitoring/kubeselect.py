@@ -20,7 +20,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 Labels = Mapping[str, str]
@@ -77,7 +77,7 @@ def _expand(template: str, found: re.Match[str]) -> str:
     return re.sub(r"\$\{(\w+)\}|\$(\w+)", group, template)
 
 
-def relabel(labels: Labels, configs: list[Mapping[str, Any]]) -> dict[str, str]:
+def relabel(labels: Labels, configs: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """The target's labels after `configs` (prometheus-operator's camelCase field names)."""
     out = dict(labels)
     for config in configs:
