@@ -392,3 +392,30 @@ def test_install_commands_pin_the_chart_and_never_reuse_values(env: Env) -> None
             assert values == f"rendered/{env.name}/installers/{path.name}"
         assert "--reuse-values" not in header
         archive_path(next(c for c in charts.CHARTS if c.release == commands[0][0]).archive)
+
+
+def _commands(text: str) -> list[str]:
+    """Every `helm upgrade --install` command in `text`, continuation lines joined."""
+    joined = re.sub(r"\\\n\s*", " ", text)
+    return [" ".join(c.split()) for c in re.findall(r"helm upgrade --install [^\n]*", joined)]
+
+
+def _header_command(path: Path) -> str:
+    header = "".join(line[2:] for line in path.read_text(encoding="utf-8").splitlines(keepends=True)
+                     if line.startswith("# "))
+    [command] = _commands(header)
+    return command
+
+
+def test_readme_and_docs_install_order_is_the_rendered_commands_in_order() -> None:
+    """The README recipe, copied as written: the three commands of prod's rendered headers,
+    kube-prometheus-stack first (CRDs), then the GPU operator, then Kueue."""
+    installers = ROOT / "rendered" / "prod" / "installers"
+    expected = [_header_command(installers / f) for f in
+                ("kube-prometheus-stack-values.yaml", "gpu-operator-values.yaml", "kueue-values.yaml")]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- install-order:", 1)[1].split("<!-- /install-order -->", 1)[0]
+    assert _commands(block) == expected
+    docs = (ROOT / "docs" / "monitoring.md").read_text(encoding="utf-8")
+    section = docs.split("### Install order", 1)[1].split("\n### ", 1)[0]
+    assert _commands(section) == expected
