@@ -419,3 +419,51 @@ def test_readme_and_docs_install_order_is_the_rendered_commands_in_order() -> No
     docs = (ROOT / "docs" / "monitoring.md").read_text(encoding="utf-8")
     section = docs.split("### Install order", 1)[1].split("\n### ", 1)[0]
     assert _commands(section) == expected
+
+
+def _admits(policy: Obj, namespace: str, port: int, port_name: str) -> bool:
+    """Does one NetworkPolicy ingress rule admit TCP `port` from a pod in `namespace`?"""
+    for rule in policy["spec"].get("ingress") or []:
+        sources = rule.get("from")
+        from_ok = not sources or any(
+            "namespaceSelector" in s and "podSelector" not in s
+            and kubeselect.matches(s["namespaceSelector"], {"kubernetes.io/metadata.name": namespace})
+            for s in sources)
+        ports = rule.get("ports")
+        port_ok = not ports or any(p.get("port") in (port, port_name) for p in ports)
+        if from_ok and port_ok:
+            return True
+    return False
+
+
+def test_prometheus_can_reach_every_target_we_render(env: Env) -> None:
+    """Each rendered ServiceMonitor selects a rendered Service whose port it names, backed by a
+    rendered workload's container port, and the namespace's NetworkPolicies (default-deny in
+    the overflow namespace) admit the Prometheus' namespace on that port."""
+    prometheus_ns = one(env.kps(), "Prometheus")["metadata"]["namespace"]
+    objects = list(env.rendered())
+    monitors = of_kind(objects, "ServiceMonitor")
+    scraped = env.spec.get("overflow") is not None or env.spec["health"]["backend"] == "trainyard"
+    assert bool(monitors) == scraped  # the gate's and the health controller's
+    for monitor in monitors:
+        ns, name = monitor["metadata"]["namespace"], monitor["metadata"]["name"]
+        [service] = [s for s in of_kind(objects, "Service") if s["metadata"]["namespace"] == ns
+                     and kubeselect.matches(monitor["spec"]["selector"], s["metadata"].get("labels") or {})]
+        workloads = [w for w in objects if w["kind"] in ("Deployment", "DaemonSet", "StatefulSet")
+                     and w["metadata"]["namespace"] == ns
+                     and kubeselect.matches({"matchLabels": service["spec"]["selector"]},
+                                            w["spec"]["template"]["metadata"]["labels"])]
+        assert workloads, f"{ns}/{name}: no rendered workload behind Service {service['metadata']['name']}"
+        for endpoint in monitor["spec"]["endpoints"]:
+            [port] = [p for p in service["spec"]["ports"] if p.get("name") == endpoint["port"]]
+            target = port.get("targetPort", port["port"])
+            for workload in workloads:
+                pod = workload["spec"]["template"]
+                container_ports = [p for c in pod["spec"]["containers"] for p in c.get("ports") or []]
+                [cport] = [p for p in container_ports if target in (p.get("name"), p["containerPort"])]
+                policies = [p for p in of_kind(objects, "NetworkPolicy") if p["metadata"]["namespace"] == ns
+                            and "Ingress" in p["spec"].get("policyTypes", ["Ingress"])
+                            and kubeselect.matches(p["spec"]["podSelector"], pod["metadata"]["labels"])]
+                if policies:  # isolated: some policy must admit the scrape
+                    assert any(_admits(p, prometheus_ns, cport["containerPort"], cport.get("name", ""))
+                               for p in policies), f"{ns}/{name}: no NetworkPolicy admits {prometheus_ns}"
