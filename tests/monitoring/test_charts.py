@@ -373,6 +373,14 @@ def test_gpu_operator_creates_the_counters_it_mounts_and_rolls_on_change(env: En
         assert dcgm["version"] == named
 
 
+def test_the_dcgm_exporter_that_runs_is_the_release_the_spec_names(env: Env) -> None:
+    """Label names follow from the named release, so the ClusterPolicy must run exactly it:
+    `<dcgm>-<exporter>-<os>`, whose exporter part is the named version (chart default or ours)."""
+    version = one(env.gpu_operator(), "ClusterPolicy")["spec"]["dcgmExporter"]["version"]
+    named = env.m["exporters"]["dcgmExporter"]
+    assert version.split("-")[1] == (named.split("-")[1] if "-" in named else named), version
+
+
 def test_gpu_operator_default_has_no_counters_configmap(env: Env) -> None:
     """Issue 20 item 7: without our values the ClusterPolicy names no counters at all."""
     objects = env.gpu_operator(ours=False)
