@@ -109,7 +109,7 @@ def _flavor(kube: Kube, job: Obj) -> str:
     [pod_set] = workload["status"]["admission"]["podSetAssignments"]
     flavors = set(pod_set["flavors"].values())
     assert len(flavors) == 1, pod_set
-    return flavors.pop()
+    return str(flavors.pop())
 
 
 def test_the_flavors_carry_the_architecture(scene: Scene) -> None:
