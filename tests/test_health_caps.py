@@ -89,3 +89,17 @@ def test_a_pool_cap_reaches_the_controllers_policy(tmp_path: Path) -> None:
         {"name": "train-h100", "nodeSelector": {"matchLabels": {"trainyard.dev/pool": "train-h100"}},
          "maxNodes": 1}]
     assert policy["spec"]["cap"] == {"maxNodes": 1, "maxPercentOfPool": 5}
+
+
+def test_a_small_pool_is_no_longer_refused_for_rounding_to_zero(tmp_path: Path) -> None:
+    """10 % of 4 nodes rounded to 0 and was refused; with the floor of one it is one node."""
+    from tests.conftest import CORPUS
+
+    text = (CORPUS / "bad" / "health-cap-above-the-pool.yaml").read_text().replace(
+        "  cap: {maxNodes: 5}\n", "")
+    root = repo_with(tmp_path, text)
+    code, _, err = run_cli(root, "render", "bad")
+    assert code == 0, err
+    configmap = root / "rendered" / "bad" / "health" / "trainyard-system" / "configmap-gpu-health.yaml"
+    policy = yaml.safe_load(yaml.safe_load(configmap.read_text())["data"]["policy.yaml"])
+    assert policy["spec"]["cap"] == {"maxNodes": 4, "maxPercentOfPool": 10}  # the schema defaults
