@@ -15,7 +15,7 @@ from generators import exporters, kubernetes
 from generators.errors import Problem, format_path
 from generators.spec import health_checks, monitoring_checks, overflow_checks, quantities
 from generators.spec.source import Document
-from generators.teams import flex_queue, trains
+from generators.teams import TRAINING_ROLES, flex_queue, trains
 
 ARCH_LABEL = "kubernetes.io/arch"  # the kubelet sets it on every node
 Path_ = tuple[str | int, ...]
@@ -215,7 +215,10 @@ class _Checker:
         are arm64 and H100 hosts amd64: without `kubernetes.io/arch` on each flavor a job
         built for one can be admitted onto the other (issue 22 item 1; docs/scheduling.md,
         "Two GPU generations")."""
-        names = [p for p in (*team["shares"], *team["borrowFrom"]) if p in pools]
+        # Training generations: an inference pool borrowed into a queue is the same kind of
+        # host as the serving fleet, and shipped clusters mix those without trouble.
+        names = [p for p in (*team["shares"], *team["borrowFrom"])
+                 if p in pools and pools[p]["role"] in TRAINING_ROLES]
         for topology in (True, False):  # the team's two queues (generators/teams.py)
             group = [pools[p] for p in names if bool(pools[p].get("topology", {}).get("levels")) == topology]
             if len({p["gpu"]["model"] for p in group}) < 2:
