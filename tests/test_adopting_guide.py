@@ -64,7 +64,8 @@ def test_the_guides_environment_puts_both_generations_in_one_queue(rendered: Pat
     queue = yaml.safe_load((kueue / "clusterqueue-pretrain.yaml").read_text())
     assert [f["name"] for f in queue["spec"]["resourceGroups"][0]["flavors"]] == ["train-gb200", "train-h100"]
     flavor = yaml.safe_load((kueue / "resourceflavor-train-gb200.yaml").read_text())
-    assert flavor["spec"]["nodeLabels"] == {"trainyard.dev/pool": "train-gb200", "kubernetes.io/arch": "arm64"}
+    assert flavor["spec"]["nodeLabels"] == {
+        "trainyard.dev/pool": "train-gb200", "kubernetes.io/arch": "arm64"}
 
 
 def _commands(text: str) -> list[str]:
