@@ -20,11 +20,19 @@ Source: github.com/virtual-kubelet/azure-aci (tag v1.6.2 and main at 382bbaad ag
   advertises NO GPU, whatever `gpus` says. advertised_gpus() says so; an azure-aci node
   therefore never takes a GPU pod. Not refused at load time (prod ships such a provider and
   dropping it is the environment owner's decision): docs/overflow.md, Provider contracts.
+- cmd/virtual-kubelet/main.go :213 nodeutil.NewNode of virtual-kubelet v1.11.0 (go.mod):
+  node label type=virtual-kubelet and ONE cluster-wide Secret/ConfigMap/Service informer
+  factory (node/nodeutil/controller.go); `--namespace` is hidden and deprecated: "cannot set
+  namespace, all namespaces watched" (:319-321). Pod inputs are read cluster-wide.
+- Kubelet API auth (:148-198): off unless --authentication-token-webhook (then TokenReview
+  and SubjectAccessReview through the API server, and client certificates verified against
+  --client-verify-ca / APISERVER_CA_CERT_LOCATION). Not rendered: docs/overflow.md, Network.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import ClassVar
 
 from generators.providers.contract import (
@@ -32,6 +40,7 @@ from generators.providers.contract import (
     Contract,
     Launch,
     NodeTaint,
+    PodInputScope,
     ProviderInput,
     pod_ip,
     serving_env,
@@ -57,6 +66,9 @@ class AzureAci(Contract):
                        "--client-verify-ca", "--no-verify-clients",
                        "--authentication-token-webhook"})  # fmt: skip
     config_keys = frozenset(TOML_KEYS)
+    case_sensitive_keys = False  # BurntSushi/toml matches keys case-insensitively
+    virtual_node_labels: ClassVar[Mapping[str, str]] = {"type": "virtual-kubelet"}
+    pod_input_scope: ClassVar[PodInputScope] = "cluster"
 
     def taint(self, p: ProviderInput) -> NodeTaint:
         return NodeTaint(self.taint_key, "azure")

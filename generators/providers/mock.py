@@ -12,10 +12,19 @@ Source: github.com/virtual-kubelet/virtual-kubelet v1.13.0 (commit 7b1385bc):
 - commands/root/http.go: the kubelet API (logs, exec) is served with TLS from
   APISERVER_CERT_LOCATION/APISERVER_KEY_LOCATION; without them it is not served at all.
 - KUBELET_PORT sets the listen port; VKUBELET_POD_IP the node's InternalIP.
+- node/nodeutil/controller.go (v1.13.0 and v1.14.1 alike): the node is labelled
+  type=virtual-kubelet (NewNode, v1.14.1 :316); the Secret/ConfigMap/Service informers are
+  one cluster-wide factory (v1.14.1 :356-364; node-cli's --namespace only names the log
+  field, root.go :157), and the pod controller resolves env and envFrom from their caches
+  (node/pod.go createOrUpdatePod -> internal/podutils/env.go). A namespaced grant leaves the
+  caches empty: a pod with a secretKeyRef fails "secret not found". So its pod inputs are
+  read cluster-wide (the narrowest grant that works).
+- encoding/json matches the config's field names case-insensitively.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar
 
 from generators.providers.contract import (
@@ -24,6 +33,7 @@ from generators.providers.contract import (
     Contract,
     Launch,
     NodeTaint,
+    PodInputScope,
     ProviderInput,
     json_text,
     pod_ip,
@@ -44,6 +54,9 @@ class Mock(Contract):
                        "--pod-sync-workers", "--enable-node-lease", "--startup-timeout",
                        "--full-resync-period", "--log-level"})  # fmt: skip
     config_keys = frozenset({"cpu", "memory", "pods", "others", "providerID"})
+    case_sensitive_keys = False
+    virtual_node_labels: ClassVar[Mapping[str, str]] = {"type": "virtual-kubelet"}
+    pod_input_scope: ClassVar[PodInputScope] = "cluster"
 
     def taint(self, p: ProviderInput) -> NodeTaint:
         return NodeTaint(self.taint_key, self.type)
