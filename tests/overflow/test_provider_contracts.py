@@ -199,7 +199,8 @@ def test_interlink_config_keys_are_those_0_6_1_reads(tmp_path: Path, config: str
 
 
 def test_interlink_accepts_resources_cpu_memory_pods(tmp_path: Path) -> None:
-    config = 'config: {InterlinkURL: https://il.example.com, Resources: {CPU: "64", Memory: 512Gi, Pods: "200"}}'
+    config = ('config: {InterlinkURL: https://il.example.com, '
+              'Resources: {CPU: "64", Memory: 512Gi, Pods: "200"}}')
     root = repo_with(tmp_path, _environment_with("interlink").replace(INTERLINK_CONFIG, config, 1))
     code, out, err = run_cli(root, "render", "bad")
     assert code == 0, out + err
@@ -210,7 +211,8 @@ def test_interlink_accepts_resources_cpu_memory_pods(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("field", "written", "message"), [
-    ("gpuResource", "gpuResource: example.com/gpu", "interLink 0.6.1 advertises no 'example.com/gpu' capacity"),
+    ("gpuResource", "gpuResource: example.com/gpu",
+     "interLink 0.6.1 advertises no 'example.com/gpu' capacity"),
     ("gpuModel", "gpuModel: L4 PCIe", "gpuModel 'L4 PCIe' is not a valid label value"),
 ])  # fmt: skip
 def test_interlink_refuses_gpus_it_would_not_advertise(tmp_path: Path, field: str, written: str,

@@ -166,7 +166,8 @@ def test_taint_policy_loads_with_the_gate_controllers_loader(env: str, tmp_path:
     own_label = {"interlink": {"virtual-node.interlink/type": "virtual-kubelet"},
                  "mock": {"type": "virtual-kubelet"}, "azure-aci": {"type": "virtual-kubelet"}}
     for gate, provider in zip(policy.gates, ov.providers, strict=True):
-        assert dict(gate.match_labels) == {**own_label[provider.type], "trainyard.dev/provider": provider.name}
+        expected = {**own_label[provider.type], "trainyard.dev/provider": provider.name}
+        assert dict(gate.match_labels) == expected
         assert gate.taint.effect == "NoSchedule"
     # Preferred first: every later gate opens at fewer free GPUs, no sooner, and closes no later.
     for first, then in zip(policy.gates, policy.gates[1:], strict=False):
