@@ -236,3 +236,31 @@ def test_kubelet_api_is_admitted_only_from_the_listed_cidrs(tmp_path: Path) -> N
     assert policy["spec"]["ingress"] == [{
         "from": [{"ipBlock": {"cidr": "10.0.0.0/28"}}, {"ipBlock": {"cidr": "192.168.10.4/32"}}],
         "ports": [{"protocol": "TCP", "port": 10250}]}]
+
+
+@pytest.mark.parametrize(("env", "node", "cluster_wide"), [
+    ("prod", "vk-lambda", False), ("prod", "vk-azure", True), ("staging", "vk-mock", True)])  # fmt: skip
+def test_pod_inputs_are_granted_where_each_program_reads_them(env: str, node: str,
+                                                              cluster_wide: bool) -> None:  # fmt: skip
+    """interLink 0.6.1 GETs a spilled pod's Secrets and ConfigMaps in its namespace
+    (pkg/virtualkubelet/execute.go:856 :891 :980 :997, with SkipDownwardAPIResolution): a
+    RoleBinding per inference namespace. node-cli (mock) and azure-aci resolve them from
+    cluster-wide informers (virtual-kubelet v1.14.1 node/nodeutil/controller.go:356-364,
+    node/pod.go:89; azure-aci v1.6.2 cmd/virtual-kubelet/main.go:213, :319-321): their
+    ClusterRole must hold them, or the caches stay empty and such pods fail."""
+    folder = ROOT / "rendered" / env / "overflow"
+    cluster_role = yaml.safe_load((folder / f"clusterrole-trainyard-{node}.yaml").read_text(encoding="utf-8"))
+    reads = [r for r in cluster_role["rules"] if "secrets" in r["resources"]]
+    bindings = sorted(p.parent.name for p in folder.glob(f"*/rolebinding-trainyard-{node}-pod-inputs.yaml"))
+    if cluster_wide:
+        assert reads == [{"apiGroups": [""], "resources": ["configmaps", "secrets", "services"],
+                          "verbs": ["get", "list", "watch"]}] and not bindings  # fmt: skip
+    else:
+        assert not reads
+        assert bindings == ["batch-inference", "serving-prod"]  # prod.yaml's inference namespaces
+        inputs = yaml.safe_load((folder / f"clusterrole-trainyard-{node}-pod-inputs.yaml").read_text())
+        assert inputs["rules"] == [
+            {"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ["get"]},
+            {"apiGroups": [""], "resources": ["serviceaccounts/token"], "verbs": ["create"]}]
+        # RetrievePodsFromCluster lists namespaces before the status loop starts (virtualkubelet.go:2123).
+        assert {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list"]} in cluster_role["rules"]
