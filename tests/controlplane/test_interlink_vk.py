@@ -29,7 +29,7 @@ test_gate.py.
 
 Not run here, pinned instead (the narrowest grant per provider, docs/overflow.md):
 - mock: virtual-kubelet v1.14.1 node/nodeutil/controller.go:356-364 (one cluster-wide
-  Secret/ConfigMap/Service informer factory), node/pod.go:89 (env resolved from those caches);
+  Secret/ConfigMap/Service informer factory), node/pod.go:76 (env resolved from those caches);
 - azure-aci: virtual-kubelet/azure-aci v1.6.2 cmd/virtual-kubelet/main.go:213 (nodeutil.NewNode
   of virtual-kubelet v1.11.0, the same informers) and :319-321 (`--namespace` deprecated:
   "cannot set namespace, all namespaces watched"). Both therefore get get/list/watch on

@@ -246,7 +246,7 @@ def test_pod_inputs_are_granted_where_each_program_reads_them(env: str, node: st
     (pkg/virtualkubelet/execute.go:856 :891 :980 :997, with SkipDownwardAPIResolution): a
     RoleBinding per inference namespace. node-cli (mock) and azure-aci resolve them from
     cluster-wide informers (virtual-kubelet v1.14.1 node/nodeutil/controller.go:356-364,
-    node/pod.go:89; azure-aci v1.6.2 cmd/virtual-kubelet/main.go:213, :319-321): their
+    node/pod.go:76; azure-aci v1.6.2 cmd/virtual-kubelet/main.go:213, :319-321): their
     ClusterRole must hold them, or the caches stay empty and such pods fail."""
     folder = ROOT / "rendered" / env / "overflow"
     cluster_role = yaml.safe_load((folder / f"clusterrole-trainyard-{node}.yaml").read_text(encoding="utf-8"))
