@@ -40,6 +40,7 @@ Not run here, pinned instead (the narrowest grant per provider, docs/overflow.md
 from __future__ import annotations
 
 import base64
+import json
 import os
 import shutil
 import ssl
@@ -54,6 +55,8 @@ from typing import Any
 
 import pytest
 import yaml
+from cryptography import x509
+from cryptography.x509.oid import NameOID
 
 from tests.controlplane.daemon import Daemon, free_port
 from tests.controlplane.fixtures import require_tools
@@ -117,7 +120,7 @@ def allowed(kube: Kube, account: str, verb: str, resource: str, namespace: str |
     if namespace:
         attributes["namespace"] = namespace
     review = kube.create({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-                          "metadata": {"name": "probe"},
+                          "metadata": {},
                           "spec": {"user": f"system:serviceaccount:{NAMESPACE}:{account}",
                                    "groups": ["system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}",
                                               "system:authenticated"],
@@ -352,7 +355,15 @@ def test_interlink_virtual_kubelet_registers_is_gated_and_runs_a_pod_with_its_se
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE  # self-signed (DisableCSR), CN system:node:vk-lambda
-    with urllib.request.urlopen(f"https://127.0.0.1:{scene.kubelet_port}/pods", timeout=30,
+    with urllib.request.urlopen(f"https://127.0.0.1:{scene.kubelet_port}/runningpods/", timeout=30,
                                 context=context) as response:  # fmt: skip
         assert response.status == 200
+        body = json.loads(response.read())
+    assert body["kind"] == "PodList"
+    # DisableCSR: a certificate it signed itself (main.go:276-278), no CSR waiting for approval.
+    pem = ssl.get_server_certificate(("127.0.0.1", scene.kubelet_port))
+    certificate = x509.load_pem_x509_certificate(pem.encode())
+    assert certificate.subject == certificate.issuer
+    [common_name] = certificate.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    assert common_name.value == f"system:node:{NODE}"
     assert scene.vk.running(), scene.vk.log_tail()
