@@ -8,7 +8,9 @@ Source: github.com/virtual-kubelet/azure-aci (tag v1.6.2 and main at 382bbaad ag
   "metrics are only available on the main api port"). Taint from VKUBELET_TAINT_KEY
   (default virtual-kubelet.io/provider), VKUBELET_TAINT_VALUE (default "azure"),
   VKUBELET_TAINT_EFFECT (default NoSchedule). Kubelet API TLS from
-  APISERVER_CERT_LOCATION/APISERVER_KEY_LOCATION.
+  APISERVER_CERT_LOCATION/APISERVER_KEY_LOCATION, loaded by nodeutil.WithKeyPairFromPath
+  (:234): a pair that cannot be loaded fails NewNode and the program exits (the same code
+  exits so in node-cli, run at v1.14.1): the serving Secret is required.
 - pkg/auth/auth_config.go SetAuthConfig: credentials from the FILE named by
   AZURE_AUTH_LOCATION (an SDK auth JSON), else AKS_CREDENTIAL_LOCATION, else client
   id/secret variables. AZURE_AUTH_LOCATION_JSON is read nowhere.

@@ -75,9 +75,12 @@ def test_the_deployment_and_config_match_the_providers_program(rendered: tuple[s
     ports = {p["containerPort"] for p in container["ports"]}
     assert 10250 in ports and (contract.metrics_port is None or contract.metrics_port in ports)
     assert (SERVING_DIR in mounts) == contract.needs_serving_certificate
+    if contract.needs_serving_certificate:  # node-cli and azure-aci exit without the key pair
+        assert "optional" not in volumes[mounts[SERVING_DIR]]["secret"]
 
     if kind == "mock":
-        assert {f"--provider-config={config_path}", "--provider=mock"} <= set(container["args"])
+        # "linux", never "Linux": root.go:59 refuses it (provider/types.go:5), run at v1.14.1.
+        assert {f"--provider-config={config_path}", "--provider=mock", "--os=linux"} <= set(container["args"])
         parsed = json.loads(text)  # map from node name to MockConfig
         assert set(parsed) == {"vk-cheap"} and set(parsed["vk-cheap"]) <= contract.config_keys
         assert parsed["vk-cheap"]["others"]["nvidia.com/gpu"] == str(gpus)
