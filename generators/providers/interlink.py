@@ -70,6 +70,9 @@ LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")  # execute.go:43 (and *.inter
 # NodeLabels: the provider label the gate selects; the certificate keys would need a
 # mounted key pair the contract does not render.
 DECIDED = {"DisableCSR": True, "SkipDownwardAPIResolution": True}
+# A key pair the contract would have to mount, or a CSR signer nothing approves for: the
+# kubelet certificate is DisableCSR's self-signed one (docs/overflow.md).
+CERTIFICATE_KEYS = ("KubeletCertFile", "KubeletKeyFile", "KubeletCSRSignerName")
 CONFIG_KEYS = frozenset({
     "InterlinkURL", "InterlinkPort", "KubernetesApiAddr", "KubernetesApiPort", "KubernetesApiCaCrt",
     "DisableProjectedVolumes", "JobScriptBuilderURL", "VKConfigPath", TOKEN_KEY, "ServiceAccount",
@@ -145,8 +148,7 @@ class InterLink(Contract):
         return NodeTaint(self.taint_key, "true")
 
     def reserved_config_keys(self) -> frozenset[str]:
-        return frozenset({TOKEN_KEY, "NodeLabels", "KubeletCertFile", "KubeletKeyFile",
-                          "KubeletCSRSignerName", *DECIDED})  # fmt: skip
+        return frozenset({TOKEN_KEY, "NodeLabels", *CERTIFICATE_KEYS, *DECIDED})
 
     def reserved_hint(self) -> str:
         return ("the contract writes it: GPUs from `gpus`, VKTokenFile from credentialsSecret, NodeLabels "
@@ -168,7 +170,12 @@ class InterLink(Contract):
                 rule([""], ["serviceaccounts/token"], ["create"])]
 
     def config_problems(self, config: Mapping[str, Any], p: ProviderInput) -> list[ConfigProblem]:
-        problems = super().config_problems(config, p)
+        problems = [ConfigProblem(("config", key), f"{key!r} is not supported: the interlink contract serves "
+                                  "the kubelet API with a self-signed certificate (DisableCSR: true)",
+                                  "no key pair is mounted and no CSR would be approved (docs/overflow.md)")
+                    for key in config if key in CERTIFICATE_KEYS]
+        rest = {key: value for key, value in config.items() if key not in CERTIFICATE_KEYS}
+        problems += super().config_problems(rest, p)
         return [*problems, *resources_problems(config.get(RESOURCES_KEY)),
                 *url_problems(config.get("InterlinkURL")), *resource_type_problems(p)]
 

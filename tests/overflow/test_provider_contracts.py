@@ -185,6 +185,8 @@ INTERLINK_CONFIG = 'config: {InterlinkURL: https://il.example.com, InterlinkPort
      "interlink reads no Resources key 'cpu'"),
     ("config: {InterlinkURL: https://il.example.com, DisableCSR: false}", "DisableCSR",
      "'DisableCSR' is set by the interlink contract"),
+    ("config: {InterlinkURL: https://il.example.com, KubeletCertFile: /x}", "KubeletCertFile",
+     "'KubeletCertFile' is not supported: the interlink contract serves the kubelet API with a self-signed"),
     ("config: {InterlinkURL: https://il.example.com, NodeLabels: [a=b]}", "NodeLabels",
      "'NodeLabels' is set by the interlink contract"),
     ("config: {InterlinkURL: http://127.0.0.1, InterlinkPort: '3000'}", "InterlinkURL",
