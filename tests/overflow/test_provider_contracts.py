@@ -269,3 +269,12 @@ def test_pod_inputs_are_granted_where_each_program_reads_them(env: str, node: st
             {"apiGroups": [""], "resources": ["serviceaccounts/token"], "verbs": ["create"]}]
         # RetrievePodsFromCluster lists namespaces before the status loop starts (virtualkubelet.go:2123).
         assert {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list"]} in cluster_role["rules"]
+
+
+def test_a_kubelet_api_source_that_is_not_a_cidr_is_refused(tmp_path: Path) -> None:
+    text = _environment_with("interlink").replace(
+        "  gate:\n", "  kubeletApiSourceCidrs: [10.0.0.0/33]\n  gate:\n", 1)
+    line = _refusal(tmp_path, text)
+    row, column = _column(text, "kubeletApiSourceCidrs")
+    assert line.startswith(f"environments/bad.yaml:{row}:{column + 1}: error: "), line  # at the item
+    assert "overflow.kubeletApiSourceCidrs[0]" in line, line
