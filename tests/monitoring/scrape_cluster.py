@@ -10,16 +10,16 @@ nodeName and a Pod targetRef; ports resolved from the Service's targetPort). Pod
 chart's own pod templates (the DaemonSet's on every node, the Deployment's once), so
 Prometheus' kubernetes_sd sees the labels, ports and node names a cluster would give it.
 
-Every host here shares one network namespace, so each node gets its own loopback address
-(127.x.y.z: Linux routes all of 127/8 to lo) and the exporters listen on the chart's ports
-on those addresses: node-exporter (hostNetwork) on its node's address, kube-state-metrics
-on a pod address of its own.
+Addresses: the apiserver refuses loopback addresses in Endpoints (`ValidateEndpointIP`,
+k8s.io/kubernetes pkg/apis/core/validation/validation.go), and every host here shares one
+network namespace anyway. So nodes and pods get addresses of TEST-NET-1 (192.0.2.0/24,
+RFC 5737: routed nowhere), the Endpoints carry those with the chart's ports, and
+Prometheus reaches them through a forwarding proxy standing in for the pod network
+(scrape_processes.PodNetwork) that maps each address:port to where the process listens.
 """
 
 from __future__ import annotations
 
-import random
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +28,7 @@ from generators.model.types import Environment, Pool
 from tests.controlplane.kube import Kube, Obj, wait_for
 from tests.controlplane.overflow_scene import make_ready_node, timestamp
 
+SUBNET = "192.0.2."  # TEST-NET-1: node .10 and up, kube-state-metrics' pod .200
 NODES_PER_POOL = 2
 SYSTEM_NODE = "system-000"  # where kube-state-metrics runs: a plain CPU node
 GPU_POD_REQUEST = 3  # GPUs the one inference pod holds on the pool's first node
@@ -37,7 +38,7 @@ IB_RESOURCE = "rdma/ib"  # a pool with this extra resource has that many HCAs pe
 @dataclass(frozen=True)
 class NodePlan:
     name: str
-    address: str  # InternalIP (a loopback address of its own)
+    address: str  # InternalIP (in SUBNET)
     labels: dict[str, str]
     taints: list[dict[str, str]]
     capacity: dict[str, str]
@@ -49,27 +50,7 @@ def _quantity(value: Any) -> str:
     return str(int(value))
 
 
-def loopback_block(ports: tuple[int, ...]) -> str:
-    """A 127.a.b. prefix on whose addresses the chart's `ports` can all be bound right now
-    (random, so two runs on one machine do not collide)."""
-    rng = random.Random()
-    for _ in range(50):
-        block = f"127.{rng.randrange(32, 250)}.{rng.randrange(1, 250)}."
-        if all(_bindable(f"{block}{last}", port) for last in (10, 200) for port in ports):
-            return block
-    raise AssertionError(f"no loopback block where ports {ports} are free (a wildcard listener?)")
-
-
-def _bindable(address: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        try:
-            probe.bind((address, port))
-        except OSError:
-            return False
-    return True
-
-
-def plan_nodes(env: Environment, block: str) -> list[NodePlan]:
+def plan_nodes(env: Environment, block: str = SUBNET) -> list[NodePlan]:
     """A system node, then the first NODES_PER_POOL nodes of every pool (named as the
     pools' nodes are, `<pool>-000`), labelled, tainted and sized as the pool says."""
     kubelet = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
@@ -80,7 +61,7 @@ def plan_nodes(env: Environment, block: str) -> list[NodePlan]:
             name = f"{pool.name}-{index:03d}"
             capacity = {resource: _quantity(amount) for resource, amount in pool.per_node.items()}
             taints = [{"key": t.key, "value": t.value or "", "effect": t.effect} for t in pool.taints]
-            plans.append(NodePlan(name, f"{block}{11 + len(plans)}",
+            plans.append(NodePlan(name, f"{block}{10 + len(plans)}",
                                   {**kubelet, "kubernetes.io/hostname": name, **pool.node_labels},
                                   taints, {**capacity, "pods": "110"},
                                   int(pool.per_node.get(IB_RESOURCE, 0)), pool))  # fmt: skip

@@ -2,15 +2,20 @@
 
 Each runs with the args of the chart's container (kube-prometheus-stack 88.5.3 as
 `helm template` renders it with an environment's values), changed only where a process
-outside a pod must be told what a pod gets for free, each change named below:
+outside a pod must be told what a pod gets for free, each change named below. Every
+process listens on 127.0.0.1 on a free port; PodNetwork, a forwarding HTTP proxy standing
+in for the pod network, maps the address:port a target has in the cluster (its Endpoints)
+to it, and Prometheus scrapes through it (`proxy_url`, what a ServiceMonitor endpoint's
+`proxyUrl` renders to: promcfg.go `addProxyConfigtoYaml`), so targets, `__address__` and
+`instance` are the cluster's.
 - kube-state-metrics (pinned v2.17.0, built from ../shared/src; the chart's image is
   v2.20.0, docs/monitoring.md lists both as checked): `--kubeconfig` (no in-cluster
-  config), `--host`/`--telemetry-host` = its pod address (in a pod it listens on every
-  address of its own network namespace; here that is one loopback address);
+  config), the chart's `--port` and the default telemetry port replaced by the local ones
+  (`--host`/`--telemetry-host` 127.0.0.1);
 - node_exporter (pinned v1.12.1, the chart's version): the DaemonSet's hostPath mounts
-  undone (`/host/proc` -> `/proc`, `/host/root` -> `/`), `$(HOST_IP)` = its node's address
-  (the chart sets 0.0.0.0: every address of the host; here the host's address is the
-  node's), and `/host/sys` -> a per-node sysfs tree: every entry of this machine's /sys by
+  undone (`/host/proc` -> `/proc`, `/host/root` -> `/`), `--web.listen-address`
+  (`[$(HOST_IP)]:9100`, HOST_IP 0.0.0.0) the local one, and `/host/sys` -> a per-node sysfs
+  tree: every entry of this machine's /sys by
   symlink except `class/infiniband`, which holds the node's HCAs as files the test writes.
   This host has no InfiniBand: those values are SYNTHETIC, but they are read by
   node_exporter's own infiniband collector through procfs' sysfs parser
@@ -23,9 +28,12 @@ outside a pod must be told what a pod gets for free, each change named below:
 
 from __future__ import annotations
 
+import http.client
 import os
-import re
-from dataclasses import dataclass
+import threading
+import urllib.parse
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -55,55 +63,118 @@ def container_port(workload: Obj, name: str) -> int:
     return port
 
 
-def _probe_url(workload: Obj, address: str) -> str:
-    """The chart's readinessProbe as a URL on `address`: what the kubelet would ask."""
+@dataclass
+class PodNetwork:
+    """A forwarding proxy: `http://<address>:<port>/...` -> 127.0.0.1:`routes[(address, port)]`."""
+
+    routes: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        network = self
+
+        class Forward(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                target = urllib.parse.urlsplit(self.path)
+                local = network.routes.get((target.hostname or "", target.port or 80))
+                if local is None:
+                    self.send_error(502, f"no route to {target.netloc}")
+                    return
+                upstream = http.client.HTTPConnection("127.0.0.1", local, timeout=10)
+                try:
+                    keep = ("Accept", "Accept-Encoding", "User-Agent", "X-Prometheus-Scrape-Timeout-Seconds")
+                    headers = {k: v for k, v in self.headers.items() if k in keep}
+                    upstream.request("GET", target.path + (f"?{target.query}" if target.query else ""),
+                                     headers=headers)  # fmt: skip
+                    response = upstream.getresponse()
+                    body = response.read()
+                    self.send_response(response.status)
+                    for key in ("Content-Type", "Content-Encoding"):
+                        if response.getheader(key):
+                            self.send_header(key, str(response.getheader(key)))
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                finally:
+                    upstream.close()
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass  # a line per scrape would drown the log
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Forward)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def route(self, address: str, port: int) -> int:
+        """A free local port for `address:port` (where the process must listen)."""
+        local = free_port()
+        self.routes[(address, port)] = local
+        return local
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+def _probe_url(workload: Obj, network: PodNetwork, address: str) -> str:
+    """The chart's readinessProbe, sent through the pod network: what the kubelet would ask."""
     probe = container(workload)["readinessProbe"]["httpGet"]
     port = probe["port"] if isinstance(probe["port"], int) else container_port(workload, probe["port"])
-    return f"http://{address}:{port}{probe.get('path', '/')}"
+    return f"http://127.0.0.1:{network.routes[(address, port)]}{probe.get('path', '/')}"
 
 
 def _ready(url: str) -> bool:
     return requests.get(url, timeout=2).status_code == 200
 
 
-def kube_state_metrics(deployment: Obj, address: str, kubeconfig: Path, workdir: Path) -> Daemon:
-    args = container(deployment)["args"]
-    assert not any(a.startswith(("--host", "--telemetry-host", "--kubeconfig")) for a in args), args
+def kube_state_metrics(deployment: Obj, network: PodNetwork, pod_ip: str, kubeconfig: Path,
+                       workdir: Path) -> Daemon:  # fmt: skip
+    http_port = network.route(pod_ip, container_port(deployment, "http"))
+    telemetry_port = network.route(pod_ip, container_port(deployment, "metrics"))
+    args = [a for a in container(deployment)["args"] if not a.startswith("--port=")]
+    assert len(args) == len(container(deployment)["args"]) - 1, "one --port in the chart's args"
+    assert not any(a.startswith(("--host", "--telemetry", "--kubeconfig")) for a in args), args
     daemon = Daemon("kube-state-metrics",
-                    [str(tool_path("kube-state-metrics")), *args, f"--host={address}",
-                     f"--telemetry-host={address}", f"--kubeconfig={kubeconfig}"],
-                    workdir / "kube-state-metrics.log")  # fmt: skip
+                    [str(tool_path("kube-state-metrics")), *args, "--host=127.0.0.1", f"--port={http_port}",
+                     "--telemetry-host=127.0.0.1", f"--telemetry-port={telemetry_port}",
+                     f"--kubeconfig={kubeconfig}"],
+                    workdir / "kube-state-metrics.log", ports=(http_port, telemetry_port))  # fmt: skip
     daemon.start()
-    daemon.wait_until(lambda: _ready(_probe_url(deployment, address)), READY_SECONDS, "readinessProbe ok")
+    ready = _probe_url(deployment, network, pod_ip)
+    daemon.wait_until(lambda: _ready(ready), READY_SECONDS, "readinessProbe ok")
     return daemon
 
 
-def node_exporter_args(daemonset: Obj, address: str, sysfs: Path) -> list[str]:
-    """The DaemonSet container's args with the mounts undone and $(HOST_IP) set (see above)."""
+def node_exporter_args(daemonset: Obj, listen: str, sysfs: Path) -> list[str]:
+    """The DaemonSet container's args with the mounts undone, listening on `listen`."""
     spec = daemonset["spec"]["template"]["spec"]
     host_paths = {v["name"]: v["hostPath"]["path"] for v in spec.get("volumes") or [] if "hostPath" in v}
     mounts = {m["mountPath"]: host_paths[m["name"]] for m in container(daemonset).get("volumeMounts") or []}
     mounts[FAKE_SYSFS_MOUNT] = str(sysfs)
-    env = {e["name"]: address for e in container(daemonset).get("env") or [] if e["name"] == "HOST_IP"}
     args = []
     for arg in container(daemonset)["args"]:
-        arg = re.sub(r"\$\((\w+)\)", lambda m: env[m[1]], arg)
         flag, sep, value = arg.partition("=")
+        if flag == "--web.listen-address":
+            value = listen
         for mount in sorted(mounts, key=len, reverse=True):
             if value == mount or value.startswith(mount + "/"):
                 value = (mounts[mount].rstrip("/") + value[len(mount):]) or "/"
                 break
         args.append(flag + sep + value)
-    assert any(a.startswith("--path.sysfs=") and a.endswith(str(sysfs)) for a in args), args
+    assert f"--path.sysfs={sysfs}" in args and f"--web.listen-address={listen}" in args, args
     return args
 
 
-def node_exporter(daemonset: Obj, plan: NodePlan, sysfs: Path, workdir: Path) -> Daemon:
-    daemon = Daemon(f"node_exporter {plan.name}",
-                    [str(tool_path("node_exporter")), *node_exporter_args(daemonset, plan.address, sysfs)],
-                    workdir / f"node_exporter-{plan.name}.log")  # fmt: skip
+def node_exporter(daemonset: Obj, network: PodNetwork, plan: NodePlan, sysfs: Path, workdir: Path) -> Daemon:
+    # hostNetwork: the pod's address is its node's.
+    local = network.route(plan.address, container_port(daemonset, "http-metrics"))
+    args = node_exporter_args(daemonset, f"127.0.0.1:{local}", sysfs)
+    daemon = Daemon(f"node_exporter {plan.name}", [str(tool_path("node_exporter")), *args],
+                    workdir / f"node_exporter-{plan.name}.log", ports=(local,))  # fmt: skip
     daemon.start()
-    daemon.wait_until(lambda: _ready(_probe_url(daemonset, plan.address)), READY_SECONDS, "readinessProbe ok")
+    ready = _probe_url(daemonset, network, plan.address)
+    daemon.wait_until(lambda: _ready(ready), READY_SECONDS, "readinessProbe ok")
     return daemon
 
 
@@ -166,14 +237,16 @@ class Prometheus:
         return targets
 
 
-def prometheus(monitors: list[Obj], kubeconfig: Path, workdir: Path) -> Prometheus:
-    """The pinned Prometheus with the operator's scrape config for endpoint 0 of each monitor."""
+def prometheus(monitors: list[Obj], network: PodNetwork, kubeconfig: Path, workdir: Path) -> Prometheus:
+    """The pinned Prometheus with the operator's scrape config for every endpoint of each
+    monitor, through the pod network."""
     sd = {"kubeconfig_file": str(kubeconfig)}
+    jobs = [{**servicemonitor.scrape_config(m, i, sd), "proxy_url": network.url}
+            for m in monitors for i in range(len(m["spec"]["endpoints"]))]  # fmt: skip
     config = {
         "global": {"scrape_interval": SCRAPE_INTERVAL, "scrape_timeout": SCRAPE_INTERVAL,
                    "evaluation_interval": SCRAPE_INTERVAL},
-        "scrape_configs": [servicemonitor.scrape_config(m, i, sd) for m in monitors
-                           for i in range(len(m["spec"]["endpoints"]))],
+        "scrape_configs": jobs,
     }  # fmt: skip
     (workdir / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     port = free_port()

@@ -66,8 +66,8 @@ def _clean(obj: Any) -> Any:
     return obj
 
 
-def _create_workloads(created: cluster.Created, chart: Rendered, plans: list[cluster.NodePlan],
-                      block: str) -> tuple[list[Obj], list[Obj]]:  # fmt: skip
+def _create_workloads(created: cluster.Created, chart: Rendered,
+                      plans: list[cluster.NodePlan]) -> tuple[list[Obj], list[Obj]]:  # fmt: skip
     """The node-exporter pods (one per node the DaemonSet selects) and the kube-state-metrics
     pod, each Service and its Endpoints."""
     daemonset = chart.one(NODE_EXPORTER_SOURCE, "DaemonSet")
@@ -79,7 +79,7 @@ def _create_workloads(created: cluster.Created, chart: Rendered, plans: list[clu
         exporters.append(created.create(_clean(pod), status))
     system = plans[0]
     pod, status = cluster.pod_from_template(deployment, f"{deployment['metadata']['name']}-0", system.name,
-                                            f"{block}200", system.address)  # fmt: skip
+                                            f"{cluster.SUBNET}200", system.address)  # fmt: skip
     ksm = [created.create(_clean(pod), status)]
     for source, members in ((NODE_EXPORTER_SOURCE, exporters), (KSM_SOURCE, ksm)):
         service = created.create(_clean(chart.one(source, "Service")))
@@ -110,20 +110,19 @@ def running(env_name: str, kube: Kube, kubeconfig: Path, workdir: Path) -> Itera
     chart = render(env_name)
     daemonset = chart.one(NODE_EXPORTER_SOURCE, "DaemonSet")
     deployment = chart.one(KSM_SOURCE, "Deployment")
-    ports = (procs.container_port(daemonset, "http-metrics"), procs.container_port(deployment, "http"),
-             procs.container_port(deployment, "metrics"))  # fmt: skip
-    block = cluster.loopback_block(ports)
-    plans = cluster.plan_nodes(env, block)
+    plans = cluster.plan_nodes(env)
     created = cluster.Created(kube)
     with ExitStack() as stack:
         stack.callback(created.delete_all)
+        network = procs.PodNetwork()
+        stack.callback(network.close)
         daemons: list[Daemon] = []
         stack.callback(_stop_all, daemons)
         created.namespace(chart.namespace)
         created.namespace(WORKLOADS)
         for plan in plans:
             created.node(plan)
-        exporters, ksm = _create_workloads(created, chart, plans, block)
+        exporters, ksm = _create_workloads(created, chart, plans)
         inference = inference_pool(env)
         pod, status = cluster.gpu_pod(WORKLOADS, f"{inference.name}-000", inference.gpu_resource,
                                       cluster.GPU_POD_REQUEST)  # fmt: skip
@@ -133,12 +132,13 @@ def running(env_name: str, kube: Kube, kubeconfig: Path, workdir: Path) -> Itera
                  for p in plans if p.name in on_node}  # fmt: skip
         ib = ib_pool(env)
         sysfs[f"{ib.name}-001"].port(PORT_DOWN_DEVICE, "1: DOWN", "3: Disabled")
-        daemons.append(procs.kube_state_metrics(deployment, ksm[0]["status"]["podIP"], kubeconfig, workdir))
+        pod_ip = ksm[0]["status"]["podIP"]
+        daemons.append(procs.kube_state_metrics(deployment, network, pod_ip, kubeconfig, workdir))
         for plan in plans:
             if plan.name in sysfs:
-                daemons.append(procs.node_exporter(daemonset, plan, sysfs[plan.name].root, workdir))
+                daemons.append(procs.node_exporter(daemonset, network, plan, sysfs[plan.name].root, workdir))
         monitors = [chart.one(source, "ServiceMonitor") for source in (NODE_EXPORTER_SOURCE, KSM_SOURCE)]
-        prometheus = procs.prometheus(monitors, kubeconfig, workdir)
+        prometheus = procs.prometheus(monitors, network, kubeconfig, workdir)
         daemons.append(prometheus.daemon)
         hcas = sum(p.hcas for p in plans if p.name in sysfs)
         _wait_scraped(prometheus, len(exporters) + len(ksm), hcas)
