@@ -44,8 +44,8 @@ from generators.promql_ast import parse, selectors
 from tests.controlplane.kube import Kube
 from tests.monitoring import scrape_stack, servicemonitor
 from tests.monitoring.scrape_cluster import GPU_POD_REQUEST
-from tests.monitoring.stack_chart import NODE_EXPORTER_SOURCE, ROOT
-from tools.toolchain import ToolNotInstalled, tool_path
+from tests.monitoring.stack_chart import CHART, NODE_EXPORTER_SOURCE, ROOT
+from tools.toolchain import ToolNotInstalled, archive_path, tool_path
 
 GATE_DIR = ROOT / "gate"
 if str(GATE_DIR) not in sys.path:  # the controller is its own program (see tests/gate/conftest.py)
@@ -102,6 +102,10 @@ def stack(request: pytest.FixtureRequest,
             tool_path(name)
         except ToolNotInstalled as err:
             missing.append(str(err))
+    try:
+        archive_path(CHART)
+    except ToolNotInstalled as err:
+        missing.append(str(err))
     if missing:
         pytest.fail(" | ".join(missing), pytrace=False)
     kube: Kube = request.getfixturevalue("kube")
