@@ -18,11 +18,14 @@ Then the rendered queries, read from the rendered ConfigMaps:
   adds up) is keyed by node name with each inference node's free GPUs, and the query is
   their sum (kube-state-metrics: passes with today's values);
 - every health condition that reads node_exporter (`node_*` series) names exactly the node
-  the InfiniBand scene broke, through the health controller's own client
+  the InfiniBand scene broke (port down on `<ib pool>-001`, a symbol-error burst on
+  `<ib pool>-000`), through the health controller's own client
   (`PrometheusClient.query_nodes`). With today's values `node` is copied from `instance`,
-  which the chart leaves at `<hostIP>:9100`: those cases are the proof of issue 20 item 3,
-  xfail(strict) until the values on branch `charts` relabel it. The test reads the
-  relabeling from `helm template` of the rendered values, so it follows that fix.
+  which the chart leaves at `<hostIP>:9100` (here `192.0.2.12:9100`): that test is the
+  proof of issue 20 item 3, xfail(strict) until the values on branch `charts` relabel it.
+  The relabeling comes from `helm template` of the rendered values, so the test follows
+  that fix (checked: with `relabelings: [{sourceLabels: [__meta_kubernetes_pod_node_name],
+  targetLabel: instance}]` under `prometheus-node-exporter.prometheus.monitor` it passes).
 Conditions reading dcgm-exporter (`DCGM_*`) are not scraped here (no GPU on this host).
 
 InfiniBand values are SYNTHETIC (this host has none): files in a sysfs tree read by
@@ -51,6 +54,7 @@ GATE_DIR = ROOT / "gate"
 if str(GATE_DIR) not in sys.path:  # the controller is its own program (see tests/gate/conftest.py)
     sys.path.insert(0, str(GATE_DIR))
 
+from trainyard_gate.health_policy import Condition  # noqa: E402
 from trainyard_gate.health_policy import parse as parse_health  # noqa: E402
 from trainyard_gate.policy import PrometheusEndpoint  # noqa: E402
 from trainyard_gate.policy import parse as parse_gate  # noqa: E402
@@ -74,26 +78,13 @@ def policy_text(env: str, path: Path) -> str:
     return text
 
 
-def reads(query: str) -> str:
-    """Which exporter a query reads: node_exporter (node_*), kube-state-metrics (kube_*)."""
-    names = {s.name for s in selectors(query)}
-    if all(n.startswith("node_") for n in names):
-        return "node_exporter"
-    if all(n.startswith("kube_") or n == "up" for n in names):
-        return "kube-state-metrics"
-    return "other"
+def node_exporter_conditions(env: str) -> list[Condition]:
+    """The rendered health conditions that read only node_exporter series (`node_*`)."""
+    policy = parse_health(policy_text(env, HEALTH), str(HEALTH))
+    return [c for c in policy.conditions if all(s.name.startswith("node_") for s in selectors(c.query))]
 
 
-def condition_cases() -> Iterator[object]:
-    for env in ENVIRONMENTS:
-        for condition in parse_health(policy_text(env, HEALTH), str(HEALTH)).conditions:
-            exporter = reads(condition.query)
-            if exporter != "other":
-                marks = [ITEM_3] if exporter == "node_exporter" else []
-                yield pytest.param(env, condition.reason, marks=marks, id=f"{env}-{condition.reason}")
-
-
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=ENVIRONMENTS)
 def stack(request: pytest.FixtureRequest,
           tmp_path_factory: pytest.TempPathFactory) -> Iterator[scrape_stack.Stack]:  # fmt: skip
     missing = []
@@ -118,7 +109,6 @@ def client(stack: scrape_stack.Stack) -> PrometheusClient:
     return PrometheusClient(PrometheusEndpoint(stack.prometheus.url, timeout_seconds=10))
 
 
-@pytest.mark.parametrize("stack", ENVIRONMENTS, indirect=True)
 def test_every_exporter_is_discovered_on_its_node(stack: scrape_stack.Stack) -> None:
     """kubernetes_sd found the chart's pods through its Services: one node-exporter target per
     node (the DaemonSet tolerates every pool's taints), kube-state-metrics once, all up."""
@@ -131,7 +121,6 @@ def test_every_exporter_is_discovered_on_its_node(stack: scrape_stack.Stack) -> 
     assert on_nodes == sorted(p.name for p in stack.plans) == stack.exporter_nodes
 
 
-@pytest.mark.parametrize("stack", ENVIRONMENTS, indirect=True)
 def test_kube_state_metrics_exports_the_pools_node_labels(stack: scrape_stack.Stack) -> None:
     """The rendered allowlist reaches kube-state-metrics: label_<key> per pool nodeLabel."""
     for pool in stack.env.pools:
@@ -141,7 +130,6 @@ def test_kube_state_metrics_exports_the_pools_node_labels(stack: scrape_stack.St
                 assert series["metric"].get("label_" + servicemonitor.sanitize(key)) == value, series
 
 
-@pytest.mark.parametrize("stack", ENVIRONMENTS, indirect=True)
 def test_the_gate_query_counts_free_gpus_per_node(stack: scrape_stack.Stack, kube: Kube) -> None:
     """The operand of the rendered query's outer sum, per node: the inference pool's nodes by
     name, each with its free GPUs (perNode, minus the one pod's request on -000)."""
@@ -173,20 +161,32 @@ def _outer_sum(query: str) -> Any:
     return node
 
 
-@pytest.mark.parametrize(("stack", "reason"), list(condition_cases()), indirect=["stack"])
-def test_health_condition_names_the_broken_node(stack: scrape_stack.Stack, reason: str, kube: Kube) -> None:
-    """The health controller's own query client returns exactly the broken node, by name,
-    and that node is in the policy's pool (so the controller would quarantine it)."""
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_every_node_exporter_condition_has_a_broken_node(env: str) -> None:
+    """The scene breaks one node per condition (a new condition needs a scene here)."""
+    assert {c.reason for c in node_exporter_conditions(env)} == set(BROKEN_NODE)
+
+
+def broken_node(stack: scrape_stack.Stack, reason: str) -> str:
+    return f"{scrape_stack.ib_pool(stack.env).name}-{BROKEN_NODE[reason]:03d}"
+
+
+def test_the_broken_nodes_are_in_the_policys_pools(stack: scrape_stack.Stack, kube: Kube) -> None:
+    """So the controller would act on them once a query names them."""
     policy = parse_health(policy_text(stack.env.name, HEALTH), str(HEALTH))
-    [condition] = [c for c in policy.conditions if c.reason == reason]
-    pool = scrape_stack.ib_pool(stack.env)
-    expected = f"{pool.name}-{BROKEN_NODE[reason]:03d}"
     in_pools = {n["metadata"]["name"] for p in policy.pools
                 for n in kube.list("v1", "Node", label_selector=p.label_selector)}  # fmt: skip
-    assert expected in in_pools
+    assert {broken_node(stack, reason) for reason in BROKEN_NODE} <= in_pools
+
+
+@ITEM_3
+def test_node_exporter_conditions_name_the_broken_node(stack: scrape_stack.Stack) -> None:
+    """Through the health controller's own query client, each condition returns exactly the
+    node its scene broke, by name (today: `<hostIP>:9100`, the unrelabeled `instance`)."""
     health_client = client(stack)
     try:
-        found = health_client.query_nodes(condition.query)
+        found = {c.reason: sorted(health_client.query_nodes(c.query))
+                 for c in node_exporter_conditions(stack.env.name)}  # fmt: skip
     finally:
         health_client.close()
-    assert found == {expected}, f"{reason}: the query keys its result by {sorted(found)}"
+    assert found == {reason: [broken_node(stack, reason)] for reason in BROKEN_NODE}
