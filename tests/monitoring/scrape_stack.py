@@ -104,6 +104,13 @@ def _stop_all(daemons: list[Daemon]) -> None:
         daemon.stop()
 
 
+def _burst(prometheus: procs.Prometheus, sysfs: procs.FakeSysfs) -> None:
+    """Symbol errors between two scrapes (the 0 sample is in: _wait_scraped)."""
+    sysfs.counter(LINK_ERRORS_DEVICE, "symbol_error", LINK_ERRORS)
+    wait_for(lambda: prometheus.query(f"max(node_infiniband_symbol_error_total) == {LINK_ERRORS}"),
+             SERIES_SECONDS, "the symbol_error burst scraped", interval=0.5)  # fmt: skip
+
+
 @contextmanager
 def running(env_name: str, kube: Kube, kubeconfig: Path, workdir: Path) -> Iterator[Stack]:
     env = model.load(ROOT, env_name)
@@ -112,7 +119,7 @@ def running(env_name: str, kube: Kube, kubeconfig: Path, workdir: Path) -> Itera
     deployment = chart.one(KSM_SOURCE, "Deployment")
     plans = cluster.plan_nodes(env)
     created = cluster.Created(kube)
-    with ExitStack() as stack:
+    with ExitStack() as stack:  # undone in reverse: processes, the proxy, the objects
         stack.callback(created.delete_all)
         network = procs.PodNetwork()
         stack.callback(network.close)
@@ -130,8 +137,8 @@ def running(env_name: str, kube: Kube, kubeconfig: Path, workdir: Path) -> Itera
         on_node = {p["spec"]["nodeName"] for p in exporters}
         sysfs = {p.name: procs.FakeSysfs(workdir / "sysfs" / p.name, p.hcas)
                  for p in plans if p.name in on_node}  # fmt: skip
-        ib = ib_pool(env)
-        sysfs[f"{ib.name}-001"].port(PORT_DOWN_DEVICE, "1: DOWN", "3: Disabled")
+        broken = ib_pool(env).name
+        sysfs[f"{broken}-001"].port(PORT_DOWN_DEVICE, "1: DOWN", "3: Disabled")
         pod_ip = ksm[0]["status"]["podIP"]
         daemons.append(procs.kube_state_metrics(deployment, network, pod_ip, kubeconfig, workdir))
         for plan in plans:
@@ -140,9 +147,6 @@ def running(env_name: str, kube: Kube, kubeconfig: Path, workdir: Path) -> Itera
         monitors = [chart.one(source, "ServiceMonitor") for source in (NODE_EXPORTER_SOURCE, KSM_SOURCE)]
         prometheus = procs.prometheus(monitors, network, kubeconfig, workdir)
         daemons.append(prometheus.daemon)
-        hcas = sum(p.hcas for p in plans if p.name in sysfs)
-        _wait_scraped(prometheus, len(exporters) + len(ksm), hcas)
-        sysfs[f"{ib.name}-000"].counter(LINK_ERRORS_DEVICE, "symbol_error", LINK_ERRORS)
-        wait_for(lambda: prometheus.query(f"max(node_infiniband_symbol_error_total) == {LINK_ERRORS}"),
-                 SERIES_SECONDS, "the symbol_error burst scraped", interval=0.5)  # fmt: skip
+        _wait_scraped(prometheus, len(exporters) + len(ksm), sum(p.hcas for p in plans if p.name in sysfs))
+        _burst(prometheus, sysfs[f"{broken}-000"])
         yield Stack(env, chart, plans, prometheus, sorted(on_node))

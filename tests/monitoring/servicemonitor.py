@@ -133,24 +133,35 @@ def scrape_config(monitor: Obj, index: int, sd: Obj | None = None, shard: str | 
     port = endpoint.get("port")
     if not port:
         raise Unsupported(f"endpoints[{index}] without port (targetPort is not implemented)")
-    namespaces = _namespaces(spec.get("namespaceSelector") or {}, meta["namespace"])
-    discovery: Obj = {"role": "endpoints"}
-    if namespaces:
-        discovery["namespaces"] = {"names": namespaces}
-    if "attachMetadata" in spec:
-        discovery["attach_metadata"] = {"node": False}
-    discovery.update(sd or {})
     config: Obj = {
         "job_name": f"serviceMonitor/{meta['namespace']}/{meta['name']}/{index}",
         "honor_labels": bool(endpoint.get("honorLabels", False)),
     }
     if "honorTimestamps" in endpoint:
         config["honor_timestamps"] = endpoint["honorTimestamps"]
-    config["kubernetes_sd_configs"] = [discovery]
+    config["kubernetes_sd_configs"] = [_discovery(spec, meta["namespace"], sd or {})]
     for field, key in (("interval", "scrape_interval"), ("scrapeTimeout", "scrape_timeout"),
                        ("path", "metrics_path"), ("scheme", "scheme")):  # fmt: skip
         if endpoint.get(field):
             config[key] = endpoint[field]
+    config["relabel_configs"] = _relabelings(spec, endpoint, port, shard)
+    if endpoint.get("metricRelabelings"):
+        config["metric_relabel_configs"] = relabel_configs(endpoint["metricRelabelings"])
+    return config
+
+
+def _discovery(spec: Obj, namespace: str, sd: Obj) -> Obj:
+    discovery: Obj = {"role": "endpoints"}
+    namespaces = _namespaces(spec.get("namespaceSelector") or {}, namespace)
+    if namespaces:
+        discovery["namespaces"] = {"names": namespaces}
+    if "attachMetadata" in spec:
+        discovery["attach_metadata"] = {"node": False}
+    return {**discovery, **sd}
+
+
+def _relabelings(spec: Obj, endpoint: Obj, port: str, shard: str | None) -> list[Obj]:
+    """relabel_configs in the order generateServiceMonitorConfig appends them."""
     rules: list[Obj] = [{"source_labels": ["job"], "target_label": "__tmp_prometheus_job_name"}]
     rules += _selector_rules(spec.get("selector") or {})
     rules += _target_rules(port)
@@ -164,11 +175,7 @@ def scrape_config(monitor: Obj, index: int, sd: Obj | None = None, shard: str | 
                       "target_label": "job", "regex": "(.+)", "replacement": "${1}"})  # fmt: skip
     rules.append({"target_label": "endpoint", "replacement": port})
     rules += relabel_configs(endpoint.get("relabelings") or [])
-    rules += _sharding(shard)
-    config["relabel_configs"] = rules
-    if endpoint.get("metricRelabelings"):
-        config["metric_relabel_configs"] = relabel_configs(endpoint["metricRelabelings"])
-    return config
+    return rules + _sharding(shard)
 
 
 def _sharding(shard: str | None) -> list[Obj]:
