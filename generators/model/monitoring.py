@@ -16,6 +16,9 @@ from generators.exporters import Exporters, build_exporters
 from generators.model.fromspec import setting
 
 Delivery = Literal["sidecar", "grafana-operator"]
+# The monitoring stacks the spec can name; generators/spec/monitoring_checks.py refuses the
+# ones trainyard cannot render a working setup for (docs/monitoring.md).
+Stack = Literal["kube-prometheus-stack", "kube-prometheus"]
 
 # Grafana accepts dashboard UIDs of at most 40 characters (grafana-operator's CRD says so too).
 MAX_DASHBOARD_UID = 40
@@ -77,6 +80,7 @@ def _sorted_codes(codes: Iterable[int]) -> tuple[int, ...]:
 @dataclass(frozen=True)
 class Monitoring:
     namespace: str
+    stack: Stack
     # the versions the environment runs; label names follow from them
     exporters: Exporters = field(metadata=setting(convert=build_exporters))
     node_exporter_host_label: str

@@ -220,18 +220,25 @@ def affinity_weight(rank: int, providers: int) -> int:
 
 
 def blocks_inference(key: str, effect: str) -> bool:
-    """Whether a pool taint keeps inference pods off the pool's nodes. Inference pods
-    tolerate only INFERENCE_TOLERATED_TAINT_KEYS (the pod snippet); PreferNoSchedule only
-    steers the scheduler away, it never refuses a pod."""
+    """Whether a taint keeps inference pods off a node. Inference pods tolerate
+    INFERENCE_TOLERATED_TAINT_KEYS (the pod snippet) and their own pool's declared taints;
+    PreferNoSchedule only steers the scheduler away, it never refuses a pod."""
     return effect != "PreferNoSchedule" and key not in INFERENCE_TOLERATED_TAINT_KEYS
 
 
 def inference_pools(pools: tuple[Pool, ...]) -> tuple[Pool, ...]:
-    """Pools whose GPUs inference can use: role inference or shared, and no spec taint that
-    inference pods would have to tolerate. Training pools (and their reserve nodes) never
-    count, however idle they are: inference cannot be scheduled there."""
-    return tuple(p for p in pools if p.role in INFERENCE_ROLES
-                 and not any(blocks_inference(t.key, t.effect) for t in p.taints))
+    """Pools whose GPUs inference can use: role inference or shared. A pool's declared taints
+    do not rule it out: they say what its nodes carry and what the pods meant for it
+    tolerate (managed GPU pools taint nvidia.com/gpu=present:NoSchedule and add that
+    toleration to GPU pods through ExtendedResourceToleration; docs/overflow.md). Training
+    pools (and their reserve nodes) never count, however idle: inference cannot go there."""
+    return tuple(p for p in pools if p.role in INFERENCE_ROLES)
+
+
+def pool_tolerated_keys(pools: tuple[Pool, ...]) -> tuple[str, ...]:
+    """Keys of the taints the inference pools declare: tolerated by the pods that use them."""
+    return tuple(sorted({t.key for p in inference_pools(pools) for t in p.taints
+                         if blocks_inference(t.key, t.effect)}))
 
 
 def default_query(inventory: Inventory, virtual_nodes: tuple[str, ...],
@@ -250,6 +257,7 @@ def default_query(inventory: Inventory, virtual_nodes: tuple[str, ...],
     if not pools:
         raise ValueError("no pool inference can use: set overflow.gate.freeGpusQuery")
     inv = inventory
+    tolerated = (*INFERENCE_TOLERATED_TAINT_KEYS, *health_keys, *pool_tolerated_keys(pools))
     gpu = inv.gpu_resources_ksm(pools)
     real = match_none("node", list(virtual_nodes))
     allocatable = inv.ksm("kube_node_status_allocatable", gpu, real)
@@ -262,7 +270,7 @@ def default_query(inventory: Inventory, virtual_nodes: tuple[str, ...],
     # A node without live GPU pods has no `used` series: it uses 0 (per node, not a total).
     free = f"clamp_min({capacity} - on (node) ({used} or on (node) {capacity} * 0), 0)"
     schedulable = (f"({free} and on (node) ({inv.usable_nodes()})"
-                   f" unless on (node) {inv.tainted_nodes((*INFERENCE_TOLERATED_TAINT_KEYS, *health_keys))})")
+                   f" unless on (node) {inv.tainted_nodes(tolerated)})")
     # Families that always have series in a live cluster (every node, every pod): if one
     # is missing, kube-state-metrics is not telling us, and guessing would be wrong either
     # way. kube_node_spec_taint is legitimately empty, so it is not guarded.

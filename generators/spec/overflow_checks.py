@@ -8,11 +8,12 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from generators import kubernetes
 from generators.errors import Problem, format_path
 from generators.spec.source import Document
 
 Path_ = tuple[str | int, ...]
-MIN_KUBERNETES = (1, 36)  # MutatingAdmissionPolicy v1
+MIN_KUBERNETES = kubernetes.MUTATING_ADMISSION  # virtual nodes are labelled by one
 
 
 class _OverflowChecker:
@@ -95,7 +96,6 @@ class _OverflowChecker:
         from generators.model.overflow import (
             INFERENCE_ROLES,
             INFERENCE_TOLERATED_TAINT_KEYS,
-            blocks_inference,
             fill_order,
             stagger_step,
         )
@@ -110,12 +110,10 @@ class _OverflowChecker:
             self.add(("gate", "taintKey"), f"the gate taint key must differ from {gate['taintKey']!r}",
                      "inference tolerates the providers' taints "
                      f"({', '.join(INFERENCE_TOLERATED_TAINT_KEYS)}) but must never tolerate the gate")
-        usable = [p["name"] for p in self.v["pools"] if p["role"] in INFERENCE_ROLES
-                  and not any(blocks_inference(t["key"], t["effect"]) for t in p["taints"])]
+        usable = [p["name"] for p in self.v["pools"] if p["role"] in INFERENCE_ROLES]
         if "freeGpusQuery" not in gate and not usable:
             self.add(("gate",), "no pool inference can use: the default free-GPU query would count "
-                     "nothing", "add an inference or shared pool without NoSchedule taints, or set "
-                     "gate.freeGpusQuery")
+                     "nothing", "add an inference or shared pool, or set gate.freeGpusQuery")
         count = len(self.o["providers"])
         lowest = open_below - (count - 1) * stagger_step(gate, count)
         if count > 1 and lowest < 1:
