@@ -27,7 +27,7 @@ from tests.controlplane.daemon import Daemon
 from tests.controlplane.kube import Kube, wait_for
 from tests.monitoring import scrape_cluster as cluster
 from tests.monitoring import scrape_processes as procs
-from tests.monitoring.stack_chart import KSM_SOURCE, NODE_EXPORTER_SOURCE, ROOT, Rendered, render
+from tests.monitoring.stack_chart import KSM_SOURCE, NODE_EXPORTER_SOURCE, ROOT, Rendered, render, values_file
 
 WORKLOADS = "trainyard-scrape"  # namespace of the inference pod
 PORT_DOWN_DEVICE = "mlx5_3"
@@ -44,6 +44,7 @@ class Stack:
     plans: list[cluster.NodePlan]
     prometheus: procs.Prometheus
     exporter_nodes: list[str]  # nodes with a node-exporter pod
+    values: Path  # the chart values the stack was rendered with
 
     def pool_nodes(self, pool: Pool) -> list[str]:
         return [p.name for p in self.plans if p.pool is pool]
@@ -112,9 +113,12 @@ def _burst(prometheus: procs.Prometheus, sysfs: procs.FakeSysfs) -> None:
 
 
 @contextmanager
-def running(env_name: str, kube: Kube, kubeconfig: Path, workdir: Path) -> Iterator[Stack]:
+def running(env_name: str, kube: Kube, kubeconfig: Path, workdir: Path,
+            values: Path | None = None) -> Iterator[Stack]:  # fmt: skip
+    """The stack for `env_name`, with `values` for the chart (default: the rendered ones)."""
     env = model.load(ROOT, env_name)
-    chart = render(env_name)
+    values = values or values_file(env_name)
+    chart = render(env_name, values)
     daemonset = chart.one(NODE_EXPORTER_SOURCE, "DaemonSet")
     deployment = chart.one(KSM_SOURCE, "Deployment")
     plans = cluster.plan_nodes(env)
@@ -149,4 +153,4 @@ def running(env_name: str, kube: Kube, kubeconfig: Path, workdir: Path) -> Itera
         daemons.append(prometheus.daemon)
         _wait_scraped(prometheus, len(exporters) + len(ksm), sum(p.hcas for p in plans if p.name in sysfs))
         _burst(prometheus, sysfs[f"{broken}-000"])
-        yield Stack(env, chart, plans, prometheus, sorted(on_node))
+        yield Stack(env, chart, plans, prometheus, sorted(on_node), values)

@@ -1,45 +1,43 @@
-"""kube-prometheus-stack 88.5.3 as `helm template` renders it with an environment's values.
+"""kube-prometheus-stack as `helm template` renders it with an environment's values.
 
-The pinned chart archive (../shared/charts, verified by tools.toolchain.archive_path) and
-the pinned helm; release name and namespace are the ones of the helm command in the header
-of rendered/<env>/installers/kube-prometheus-stack-values.yaml, read from that header, so
-object names (`<release>-kube-state-metrics`, ...) are the cluster's.
+The chart, its version and release name are generators/charts.py's KUBE_PROMETHEUS_STACK
+(the archive in ../shared/charts, verified by tools.toolchain.archive_path), the namespace
+is the spec's `monitoring.namespace`: the same release the header command of
+rendered/<env>/installers/kube-prometheus-stack-values.yaml installs, so object names
+(`<release>-kube-state-metrics`, ...) are the cluster's.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from generators.charts import KUBE_PROMETHEUS_STACK
+from generators.spec.load import load_environment
 from tools.toolchain import PINS, archive_path, tool_path
 
 ROOT = Path(__file__).resolve().parents[2]
-CHART = "kube-prometheus-stack-88.5.3.tgz"
+CHART = KUBE_PROMETHEUS_STACK.archive
 # The apiserver the tests run; helm's Capabilities.KubeVersion gates some templates.
 KUBE_VERSION = PINS["kube-apiserver"].removeprefix("v")
 # kube-state-metrics' and node-exporter's templates in the chart's output.
 KSM_SOURCE = "kube-prometheus-stack/charts/kube-state-metrics/templates/"
 NODE_EXPORTER_SOURCE = "kube-prometheus-stack/charts/prometheus-node-exporter/templates/"
 
+HELM_HOMES = ("CACHE", "CONFIG", "DATA")
+
 Obj = dict[str, Any]
 
 
 def values_file(env: str) -> Path:
     return ROOT / "rendered" / env / "installers" / "kube-prometheus-stack-values.yaml"
-
-
-def release_of(values: Path) -> tuple[str, str]:
-    """(release, namespace) of the `helm upgrade <release> <chart> -n <namespace>` in the header."""
-    header = "\n".join(line.lstrip("# ") for line in values.read_text(encoding="utf-8").splitlines()
-                       if line.startswith("#"))  # fmt: skip
-    found = re.search(r"helm upgrade (\S+) \S+\s*\\?\s*-n (\S+)", header)
-    assert found, f"{values}: no 'helm upgrade <release> <chart> -n <namespace>' in its header"
-    return found[1], found[2]
 
 
 @dataclass(frozen=True)
@@ -56,13 +54,15 @@ class Rendered:
         return found[0]
 
 
-def render(env: str) -> Rendered:
-    """`helm template` of the pinned chart with rendered/<env>/installers' values."""
-    values = values_file(env)
-    release, namespace = release_of(values)
+def render(env: str, values: Path | None = None) -> Rendered:
+    """`helm template` of the pinned chart with `values` (default: rendered/<env>/installers')."""
+    namespace = load_environment(ROOT, env)[1]["monitoring"]["namespace"]
+    release = KUBE_PROMETHEUS_STACK.release
     argv = [str(tool_path("helm")), "template", release, str(archive_path(CHART)), "--namespace", namespace,
-            "--kube-version", KUBE_VERSION, "-f", str(values)]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+            "--kube-version", KUBE_VERSION, "-f", str(values or values_file(env))]  # fmt: skip
+    home = Path(tempfile.mkdtemp(prefix="trainyard-helm-"))  # no repository, plugin or user config
+    isolated = {**os.environ, **{f"HELM_{kind}_HOME": str(home / kind) for kind in HELM_HOMES}}
+    done = subprocess.run(argv, capture_output=True, text=True, env=isolated, timeout=120, check=False)
     assert done.returncode == 0, f"helm template failed ({done.returncode}):\n{done.stderr[-3000:]}"
     objects = []
     for document in done.stdout.split("\n---"):

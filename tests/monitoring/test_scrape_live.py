@@ -20,12 +20,13 @@ Then the rendered queries, read from the rendered ConfigMaps:
 - every health condition that reads node_exporter (`node_*` series) names exactly the node
   the InfiniBand scene broke (port down on `<ib pool>-001`, a symbol-error burst on
   `<ib pool>-000`), through the health controller's own client
-  (`PrometheusClient.query_nodes`). With today's values `node` is copied from `instance`,
-  which the chart leaves at `<hostIP>:9100` (here `192.0.2.12:9100`): that test is the
-  proof of issue 20 item 3, xfail(strict) until the values on branch `charts` relabel it.
-  The relabeling comes from `helm template` of the rendered values, so the test follows
-  that fix (checked: with `relabelings: [{sourceLabels: [__meta_kubernetes_pod_node_name],
-  targetLabel: instance}]` under `prometheus-node-exporter.prometheus.monitor` it passes).
+  (`PrometheusClient.query_nodes`). The conditions copy `node` from `instance`; the
+  rendered values relabel `instance` to the pod's node name
+  (`prometheus-node-exporter.prometheus.monitor.relabelings`, issue 20 item 3).
+- the control, `staging-without-relabeling`: the same stack with that relabeling taken out
+  of the values (the chart's default `relabelings: []`, what the values carried before
+  the fix): the same conditions are keyed by `<hostIP>:9100` and name no node, which is
+  why InfiniBand quarantine never fired. So the test can fail, and fails for that reason.
 Conditions reading dcgm-exporter (`DCGM_*`) are not scraped here (no GPU on this host).
 
 InfiniBand values are SYNTHETIC (this host has none): files in a sysfs tree read by
@@ -47,7 +48,8 @@ from generators.promql_ast import parse, selectors
 from tests.controlplane.kube import Kube
 from tests.monitoring import scrape_stack, servicemonitor
 from tests.monitoring.scrape_cluster import GPU_POD_REQUEST
-from tests.monitoring.stack_chart import CHART, NODE_EXPORTER_SOURCE, ROOT
+from tests.monitoring.scrape_processes import container_port
+from tests.monitoring.stack_chart import CHART, NODE_EXPORTER_SOURCE, ROOT, values_file
 from tools.toolchain import ToolNotInstalled, archive_path, tool_path
 
 GATE_DIR = ROOT / "gate"
@@ -67,7 +69,7 @@ GATE = Path("overflow/trainyard-system/configmap-overflow-gate.yaml")
 HEALTH = Path("health/trainyard-system/configmap-gpu-health.yaml")
 ENVIRONMENTS = [e for e in environment_names(ROOT)
                 if all((ROOT / "rendered" / e / path).is_file() for path in (GATE, HEALTH))]  # fmt: skip
-ITEM_3 = pytest.mark.xfail(strict=True, reason="issue 20 item 3: fixed on branch charts")
+CONTROL = "staging"  # the environment also run without the node-exporter relabeling
 # The node the InfiniBand scene breaks for each condition (index in the first IB pool).
 BROKEN_NODE = {"infiniband-port-down": 1, "infiniband-link-errors": 0}
 
@@ -84,7 +86,17 @@ def node_exporter_conditions(env: str) -> list[Condition]:
     return [c for c in policy.conditions if all(s.name.startswith("node_") for s in selectors(c.query))]
 
 
-@pytest.fixture(scope="module", params=ENVIRONMENTS)
+def without_relabeling(env: str, directory: Path) -> Path:
+    """The rendered values minus node-exporter's relabelings (the chart's default: none)."""
+    values = yaml.safe_load(values_file(env).read_text(encoding="utf-8"))
+    monitor = values["prometheus-node-exporter"]["prometheus"]["monitor"]
+    assert monitor.pop("relabelings", None), "the rendered values relabel node-exporter's targets"
+    path = directory / "kube-prometheus-stack-values.yaml"
+    path.write_text(yaml.safe_dump(values), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module", params=[*ENVIRONMENTS, f"{CONTROL}-without-relabeling"])
 def stack(request: pytest.FixtureRequest,
           tmp_path_factory: pytest.TempPathFactory) -> Iterator[scrape_stack.Stack]:  # fmt: skip
     missing = []
@@ -101,7 +113,10 @@ def stack(request: pytest.FixtureRequest,
         pytest.fail(" | ".join(missing), pytrace=False)
     kube: Kube = request.getfixturevalue("kube")
     kubeconfig: Path = request.getfixturevalue("kubeconfig")
-    with scrape_stack.running(request.param, kube, kubeconfig, tmp_path_factory.mktemp("scrape")) as running:
+    env, _, control = str(request.param).partition("-without-")
+    workdir = tmp_path_factory.mktemp("scrape")
+    values = without_relabeling(env, workdir) if control else None
+    with scrape_stack.running(env, kube, kubeconfig, workdir, values) as running:
         yield running
 
 
@@ -179,14 +194,19 @@ def test_the_broken_nodes_are_in_the_policys_pools(stack: scrape_stack.Stack, ku
     assert {broken_node(stack, reason) for reason in BROKEN_NODE} <= in_pools
 
 
-@ITEM_3
 def test_node_exporter_conditions_name_the_broken_node(stack: scrape_stack.Stack) -> None:
     """Through the health controller's own query client, each condition returns exactly the
-    node its scene broke, by name (today: `<hostIP>:9100`, the unrelabeled `instance`)."""
+    node its scene broke, by name; without the rendered relabeling (the control), by
+    `<hostIP>:<port>` (the Endpoints address: node-exporter runs on the host network)."""
     health_client = client(stack)
     try:
         found = {c.reason: sorted(health_client.query_nodes(c.query))
                  for c in node_exporter_conditions(stack.env.name)}  # fmt: skip
     finally:
         health_client.close()
-    assert found == {reason: [broken_node(stack, reason)] for reason in BROKEN_NODE}
+    if stack.values == values_file(stack.env.name):
+        assert found == {reason: [broken_node(stack, reason)] for reason in BROKEN_NODE}
+    else:
+        port = container_port(stack.chart.one(NODE_EXPORTER_SOURCE, "DaemonSet"), "http-metrics")
+        address = {p.name: p.address for p in stack.plans}
+        assert found == {reason: [f"{address[broken_node(stack, reason)]}:{port}"] for reason in BROKEN_NODE}
