@@ -16,7 +16,7 @@ exporter or the real relabeling, never from this test.
 Then the rendered queries, read from the rendered ConfigMaps:
 - the gate's free-GPU query (overflow-gate): its per-node operand (what the outer `sum`
   adds up) is keyed by node name with each inference node's free GPUs, and the query is
-  their sum (kube-state-metrics: passes with today's values);
+  their sum (kube-state-metrics);
 - every health condition that reads node_exporter (`node_*` series) names exactly the node
   the InfiniBand scene broke (port down on `<ib pool>-001`, a symbol-error burst on
   `<ib pool>-000`), through the health controller's own client
