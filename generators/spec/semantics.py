@@ -88,14 +88,16 @@ class _Checker:
                      "(generators/kubernetes.py says why each end is there)")
 
     def exporter_versions(self) -> None:
-        """Label names follow from the exporter versions: only versions whose source this
-        project has read are accepted (generators/exporters.py)."""
+        """Label names follow from the exporter versions: a version is accepted by the label
+        contract its range shares, or by the one the environment states (generators/exporters.py)."""
         named = self.v["monitoring"]["exporters"]
+        stated = named.get("labelContract", {})
         for key, parse in exporters.PARSERS.items():
             try:
-                parse(named[key])
+                parse(named[key], stated.get(key))
             except exporters.UnknownVersion as error:
-                self.add(("monitoring", "exporters", key), str(error), error.hint)
+                at = ("labelContract", key) if key in stated else (key,)
+                self.add(("monitoring", "exporters", *at), str(error), error.hint)
 
     def serving_namespaces(self) -> None:
         """An overflow inference service cannot live in a training namespace: the admission
