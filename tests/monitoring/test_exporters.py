@@ -75,7 +75,8 @@ def test_a_stated_contract_is_refused_for_a_version_a_range_covers() -> None:
 def test_the_schema_offers_exactly_the_tabled_chart_defaults() -> None:
     schema = json.loads((ROOT / "schemas" / "monitoring.schema.json").read_text())
     contract = schema["properties"]["exporters"]["properties"]["labelContract"]["properties"]
-    assert contract["nodeExporter"]["properties"]["chartDefaults"]["enum"] == sorted(exporters.CHART_EXTRA_ARGS)
+    offered = contract["nodeExporter"]["properties"]["chartDefaults"]["enum"]
+    assert offered == sorted(exporters.CHART_EXTRA_ARGS)
 
 
 @pytest.mark.parametrize(("key", "label"), [
