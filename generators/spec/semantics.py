@@ -13,7 +13,7 @@ from typing import Any
 
 from generators import exporters, kubernetes
 from generators.errors import Problem, format_path
-from generators.spec import health_checks, monitoring_checks, overflow_checks, quantities
+from generators.spec import example_checks, health_checks, monitoring_checks, overflow_checks, quantities
 from generators.spec.source import Document
 from generators.teams import TRAINING_ROLES, flex_queue, trains
 
@@ -77,6 +77,7 @@ class _Checker:
         self.problems += overflow_checks.check(self.doc, v)
         self.problems += health_checks.check(self.doc, v)
         self.problems += monitoring_checks.check(self.doc, v)
+        self.problems += example_checks.check(self.doc, v)
         return self.problems
 
     def kubernetes_version(self) -> None:
