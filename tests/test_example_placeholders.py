@@ -60,10 +60,9 @@ def test_the_example_images_warn_at_each_use(tmp_path: Path) -> None:
     lines = err.splitlines()
     gate = ("warning: 'ghcr.io/example/trainyard-gate' is a placeholder of the shipped examples: no "
             "registry serves it: the pods would never start (ImagePullBackOff)")
-    assert f"environments/bad.yaml:{_line(text, 'health:') + 2}:23: {gate} (health.image.repository); {HINT}" \
-        in lines, lines
-    assert f"environments/bad.yaml:{_line(text, '  gate:') + 6}:25: {gate} (overflow.gate.image.repository); " \
-        f"{HINT}" in lines, lines
+    at_health, at_gate = _line(text, "health:") + 2, _line(text, "  gate:") + 6
+    assert f"environments/bad.yaml:{at_health}:23: {gate} (health.image.repository); {HINT}" in lines, lines
+    assert f"environments/bad.yaml:{at_gate}:25: {gate} (overflow.gate.image.repository); {HINT}" in lines
     assert not any("example.com" in line for line in lines)  # hosts are the reader's to fill in
 
 
