@@ -124,7 +124,7 @@ class Provider:
 @dataclass(frozen=True)
 class Gate:
     # the spec's, else the in-cluster Prometheus (Monitoring.prometheus_url, as health's)
-    prometheus_url: str = field(metadata=derived("prometheusUrl", "monitoring.namespace"))
+    prometheus_url: str = field(metadata=derived("prometheusUrl"))
     prometheus_timeout_seconds: float
     free_gpus_query: str = field(metadata=derived("freeGpusQuery"))  # the spec's, else default_query
     reconcile_interval_seconds: int
