@@ -289,8 +289,9 @@ class Doctor:
                 )
                 return Gap(
                     f"DCGM series carry {other}, not {expected}",
-                    f"{where}; set monitoring.exporters.dcgmExporter to the release you run, "
-                    "after adding it to generators/exporters.py if it is not listed",
+                    f"{where}; set monitoring.exporters.dcgmExporter to the release you run (outside "
+                    f"{exporter_table.DCGM_HOSTNAME}, state monitoring.exporters.labelContract."
+                    f"dcgmExporter.hostLabel: {other}; generators/exporters.py)",
                 )
         return None
 

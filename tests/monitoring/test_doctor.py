@@ -229,6 +229,8 @@ def test_lowercase_host_label_under_a_hostname_spec_names_the_fix(
     assert len(lines) == 1, lines
     assert lines[0].startswith("DCGM series carry hostname, not Hostname: ")
     assert "monitoring.exporters.dcgmExporter" in lines[0] and "generators/exporters.py" in lines[0]
+    assert lines[0].endswith("(outside 4.5.0 to 4.8.2, state monitoring.exporters.labelContract."
+                             "dcgmExporter.hostLabel: hostname; generators/exporters.py)"), lines[0]
 
 
 def test_honor_labels_off_names_it(prometheus: str, capsys: pytest.CaptureFixture[str]) -> None:
