@@ -126,3 +126,11 @@ def test_a_stated_contract_renders_into_the_label_names(tmp_path: Path) -> None:
     rules = "".join(p.read_text() for p in (root / "rendered" / "bad").rglob("*.yaml")
                     if "PrometheusRule" in p.read_text())
     assert "max by (hostname, gpu, UUID) " in rules and "Hostname" not in rules
+
+
+def test_a_stated_node_exporter_contract_picks_the_chart_defaults_it_names() -> None:
+    """kube-prometheus-stack 79.0.0's prometheus-node-exporter.extraArgs (values.yaml), literal."""
+    release = exporters.node_exporter("1.13.0", {"chartDefaults": "79.0.0"})
+    assert release.chart == "79.0.0"
+    assert release.chart_extra_args[0] == (
+        "--collector.filesystem.mount-points-exclude=^/(dev|proc|sys|var/lib/docker/.+|var/lib/kubelet/.+)($|/)")
