@@ -19,8 +19,9 @@ from generators.model.types import Pool, Tier
 from generators.providers import CONTRACTS, PROVIDER_TAINT_KEYS, Contract, NodeTaint, ProviderInput
 
 NODE_PREFIX = "vk-"  # virtual node of provider p is vk-<p>; the default query excludes these
-VIRTUAL_NODE_LABELS = {"type": "virtual-kubelet"}  # set by virtual-kubelet itself
-PROVIDER_LABEL = "trainyard.dev/provider"  # set by the rendered MutatingAdmissionPolicy
+# Set by the rendered MutatingAdmissionPolicy on every vk-<p> (and by interLink itself from
+# NodeLabels); no real node carries it, so "DoesNotExist" selects the in-cluster nodes.
+PROVIDER_LABEL = "trainyard.dev/provider"
 GATE = "overflow-gate"  # the gate's Deployment, Service (so Prometheus' job label) and Lease
 GATE_TAINT_VALUE = "closed"
 # What the inference pod snippet may tolerate (NoSchedule): the taints supported providers'
@@ -103,8 +104,8 @@ class Provider:
 
     @property
     def contract_input(self) -> ProviderInput:
-        return ProviderInput(self.name, self.node_name, self.gpus, self.gpu_resource, self.config,
-                             self.credentials.key)
+        return ProviderInput(self.name, self.node_name, self.gpus, self.gpu_resource, self.gpu_model,
+                             self.config, self.credentials.key, PROVIDER_LABEL)
 
     @property
     def node_taint(self) -> NodeTaint:
@@ -113,7 +114,10 @@ class Provider:
 
     @property
     def node_labels(self) -> dict[str, str]:
-        return {**VIRTUAL_NODE_LABELS, PROVIDER_LABEL: self.name}
+        """What the gate's nodeSelector matches: a label the provider's program sets itself
+        (type=virtual-kubelet for node-cli, virtual-node.interlink/type for interLink) and
+        the provider label. The one place the selector is derived."""
+        return self.contract.selector_labels(self.contract_input)
 
     @property
     def max_usd_per_hour(self) -> float:
@@ -177,6 +181,8 @@ class Overflow:
     migrate_back: MigrateBack
     extra_namespaces: tuple[str, ...]
     inference: tuple[InferenceService, ...]
+    # ipBlocks allowed to the virtual-kubelets' kubelet API (the API server's egress addresses)
+    kubelet_api_source_cidrs: tuple[str, ...]
 
     @property
     def inference_namespaces(self) -> tuple[str, ...]:

@@ -16,6 +16,17 @@ Path_ = tuple[str | int, ...]
 MIN_KUBERNETES = kubernetes.MUTATING_ADMISSION  # virtual nodes are labelled by one
 
 
+def _contract_input(provider: dict[str, Any]) -> Any:
+    """The provider entry as its contract sees it (generators/providers/contract.py)."""
+    # The model package imports spec (it loads the file): import here, not at module level.
+    from generators.model.overflow import NODE_PREFIX, PROVIDER_LABEL
+    from generators.providers import ProviderInput
+
+    return ProviderInput(provider["name"], f"{NODE_PREFIX}{provider['name']}", provider["gpus"],
+                         provider["gpuResource"], provider["gpuModel"], provider.get("config", {}),
+                         provider["credentialsSecret"]["key"], PROVIDER_LABEL)
+
+
 class _OverflowChecker:
     def __init__(self, doc: Document, value: dict[str, Any]) -> None:
         self.doc = doc
@@ -74,16 +85,9 @@ class _OverflowChecker:
                          (f"did you mean {close[0]!r}? " if close else "")
                          + f"supported: {', '.join(sorted(CONTRACTS))} (generators/providers/)")
             else:
-                for key in provider.get("config", {}):
-                    if key in contract.reserved_config_keys():
-                        self.add(("providers", i, "config", key),
-                                 f"{key!r} is set by the {contract.type} contract",
-                                 "GPU capacity comes from `gpus`, credentials from credentialsSecret")
-                    elif key not in contract.config_keys and key.lower() not in {
-                            k.lower() for k in contract.config_keys}:
-                        self.add(("providers", i, "config", key),
-                                 f"{contract.type} reads no config key {key!r}",
-                                 f"its keys: {', '.join(sorted(contract.config_keys))}")
+                config = provider.get("config", {})
+                for problem in contract.config_problems(config, _contract_input(provider)):
+                    self.add(("providers", i, *problem.path), problem.message, problem.hint)
             name = provider["name"]
             if name in seen:
                 self.add(("providers", i, "name"), f"duplicate provider name {name!r}",

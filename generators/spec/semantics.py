@@ -18,6 +18,12 @@ from generators.spec.source import Document
 from generators.teams import TRAINING_ROLES, flex_queue, trains
 
 ARCH_LABEL = "kubernetes.io/arch"  # the kubelet sets it on every node
+
+
+def _grace(model: str) -> bool:
+    """NVIDIA's Grace superchips (GB200, GB300, GH200) pair the GPUs with an arm64 CPU."""
+    return model.upper().startswith(("GB", "GH"))
+
 Path_ = tuple[str | int, ...]
 
 
@@ -224,7 +230,11 @@ class _Checker:
                  if p in pools and pools[p]["role"] in TRAINING_ROLES]
         for topology in (True, False):  # the team's two queues (generators/teams.py)
             group = [pools[p] for p in names if bool(pools[p].get("topology", {}).get("levels")) == topology]
-            if len({p["gpu"]["model"] for p in group}) < 2:
+            # The risk is a Grace host (GB200, GB300, GH200: arm64) beside an x86 one; two x86
+            # generations (A100 beside H100) run the same images.
+            arm = [p for p in group
+                   if _grace(p["gpu"]["model"]) or p["nodeLabels"].get(ARCH_LABEL) == "arm64"]
+            if len({p["gpu"]["model"] for p in group}) < 2 or not arm or len(arm) == len(group):
                 continue
             for pool in group:
                 if ARCH_LABEL not in pool["nodeLabels"] and pool["name"] not in self.arch_reported:
@@ -245,9 +255,11 @@ class _Checker:
             if isinstance(team.get(field), float):
                 self.add(("teams", i, field), f"{field} {team[field]} is not a whole percent",
                          f"write {int(team[field])}")
-        if cap is None or not team["shares"]:
+        # A pool the team owns whole has nothing to borrow: the cap is moot there.
+        partial = {p: share for p, share in team["shares"].items() if share < 100}
+        if cap is None or not partial:
             return
-        pool, share = max(team["shares"].items(), key=lambda item: (item[1], item[0]))
+        pool, share = max(partial.items(), key=lambda item: (item[1], item[0]))
         if cap < share:
             self.add(("teams", i, "maxUsagePercent"), f"maxUsagePercent {cap} is below the team's own "
                      f"share of pool {pool!r} ({share}%)", "it caps own plus borrowed capacity; set it to "
