@@ -232,7 +232,8 @@ def _controller(raw: dict[str, Any], pools: tuple[Pool, ...], m: Monitoring) -> 
     return Controller(
         namespace=raw["namespace"],
         image=Image(image["repository"], image["tag"], image.get("digest")),
-        prometheus_url=raw["prometheusUrl"], prometheus_timeout_seconds=raw["prometheusTimeoutSeconds"],
+        prometheus_url=raw.get("prometheusUrl") or m.prometheus_url,  # one default, the gate's too
+        prometheus_timeout_seconds=raw["prometheusTimeoutSeconds"],
         reconcile_interval_seconds=raw["reconcileIntervalSeconds"], dry_run=raw["dryRun"],
         metrics_port=raw["metricsPort"],
         resources=Resources(res["cpuRequest"], res["memoryRequest"], res["cpuLimit"], res["memoryLimit"]),

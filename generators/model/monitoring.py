@@ -103,6 +103,13 @@ class Monitoring:
         """dcgm-exporter's node-name label, as the release the spec names emits it."""
         return self.exporters.dcgm.release.host_label
 
+    @property
+    def prometheus_url(self) -> str:
+        """The in-cluster Prometheus API: `prometheus-operated`, the Service prometheus-operator
+        creates beside every Prometheus it runs, in the stack's namespace, port 9090 (web).
+        The one default of the gate's and the health controller's prometheusUrl."""
+        return f"http://prometheus-operated.{self.namespace}.svc:9090"
+
     def runbook_url(self, alert: str) -> str:
         return self.runbook_url_pattern.replace("%s", alert.lower())
 

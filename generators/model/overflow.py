@@ -127,7 +127,8 @@ class Provider:
 
 @dataclass(frozen=True)
 class Gate:
-    prometheus_url: str
+    # the spec's, else the in-cluster Prometheus (Monitoring.prometheus_url, as health's)
+    prometheus_url: str = field(metadata=derived("prometheusUrl"))
     prometheus_timeout_seconds: float
     free_gpus_query: str = field(metadata=derived("freeGpusQuery"))  # the spec's, else default_query
     reconcile_interval_seconds: int
@@ -315,6 +316,7 @@ def build_overflow(raw: dict[str, Any] | None, pools: tuple[Pool, ...], monitori
     return from_spec(Overflow, raw, {
         "providers": providers,
         "gate.free_gpus_query": query,
+        "gate.prometheus_url": raw["gate"].get("prometheusUrl") or monitoring.prometheus_url,
         "migrate_back.priority_threshold": migrate_back_priority_threshold(tiers),
         "migrate_back.namespaces": tuple(sorted({s["namespace"] for s in raw["inference"]})),
     })

@@ -13,7 +13,7 @@ from typing import Any
 
 from generators import exporters, kubernetes
 from generators.errors import Problem, format_path
-from generators.spec import health_checks, monitoring_checks, overflow_checks, quantities
+from generators.spec import example_checks, health_checks, monitoring_checks, overflow_checks, quantities
 from generators.spec.source import Document
 from generators.teams import TRAINING_ROLES, flex_queue, trains
 
@@ -83,6 +83,7 @@ class _Checker:
         self.problems += overflow_checks.check(self.doc, v)
         self.problems += health_checks.check(self.doc, v)
         self.problems += monitoring_checks.check(self.doc, v)
+        self.problems += example_checks.check(self.doc, v)
         return self.problems
 
     def kubernetes_version(self) -> None:
@@ -94,14 +95,16 @@ class _Checker:
                      "(generators/kubernetes.py says why each end is there)")
 
     def exporter_versions(self) -> None:
-        """Label names follow from the exporter versions: only versions whose source this
-        project has read are accepted (generators/exporters.py)."""
+        """Label names follow from the exporter versions: a version is accepted by the label
+        contract its range shares, or by the one the environment states (generators/exporters.py)."""
         named = self.v["monitoring"]["exporters"]
+        stated = named.get("labelContract", {})
         for key, parse in exporters.PARSERS.items():
             try:
-                parse(named[key])
+                parse(named[key], stated.get(key))
             except exporters.UnknownVersion as error:
-                self.add(("monitoring", "exporters", key), str(error), error.hint)
+                at = ("labelContract", key) if key in stated else (key,)
+                self.add(("monitoring", "exporters", *at), str(error), error.hint)
 
     def serving_namespaces(self) -> None:
         """An overflow inference service cannot live in a training namespace: the admission

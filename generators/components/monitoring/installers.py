@@ -142,7 +142,7 @@ def _kps_header(env: Environment) -> str:
     mountstats = (
         "prometheus-node-exporter.extraArgs adds --collector.mountstats (off by default; the\n"
         "checkpoint query reads node_mountstats_*). extraArgs replaces the chart's list, so its\n"
-        f"defaults (kube-prometheus-stack {ne.chart}, which ships node_exporter {ne.version}) are\n"
+        f"defaults (kube-prometheus-stack {ne.chart}'s; node_exporter here: {ne.version}) are\n"
         "repeated first: compare them with your chart's values.yaml when you upgrade it."
         if needs_mountstats(env) else
         "The checkpoint query reads no node_mountstats_* series: node_exporter keeps its defaults."
