@@ -1,34 +1,50 @@
 # Two entry points a newcomer needs (see README):
-#   make render   set up .venv and render every shipped environment into rendered/
-#   make test     set up .venv and the pinned Go tools, then run the whole test suite
+#   make render   set up .venv (runtime deps only) and render every shipped environment into rendered/
+#   make test     set up .venv (dev deps) and the pinned Go tools, then run the whole test suite
 PY := .venv/bin/python
+RUNTIME := .venv/.runtime-installed
 STAMP := .venv/.installed
 
-.PHONY: setup tools render check validate test lint
+.PHONY: setup setup-runtime tools render check validate test test-fast lint
 
-$(STAMP): requirements.txt requirements-dev.txt
+# Rendering needs only requirements.txt (about 60 MB); the dev set (pytest, mypy, the
+# Kubernetes client, ...) is installed on top when a test or lint target asks for it.
+$(RUNTIME): requirements.txt
 	python3 -m venv .venv
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $(RUNTIME)
+
+$(STAMP): $(RUNTIME) requirements-dev.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $(STAMP)
 
+setup-runtime: $(RUNTIME)
+
 setup: $(STAMP)
 
-tools: setup
+tools: setup-runtime
 	$(PY) tools/install.py
 	$(PY) generate.py fetch-crds --if-missing
 
-render: setup
+render: setup-runtime
 	$(PY) generate.py render
 
-check: setup
+check: setup-runtime
 	$(PY) generate.py render --check
 
-validate: tools  # kubeconform and promtool are pinned binaries
+# validate runs kubeconform and promtool only: build just those two, not the whole toolchain.
+validate: setup-runtime
+	$(PY) tools/install.py kubeconform promtool
+	$(PY) generate.py fetch-crds --if-missing
 	$(PY) generate.py validate
 
 lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m mypy
+
+# The edit loop: everything that needs no pinned binary and no control plane.
+test-fast: setup
+	$(PY) -m pytest -q -m "not controlplane and not slow"
 
 test: tools lint
 	$(PY) -m pytest -q

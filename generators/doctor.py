@@ -27,6 +27,7 @@ from generators.components import monitoring
 from generators.components.monitoring import dashboards
 from generators.components.monitoring.alerts import groups
 from generators.components.monitoring.alerts.exporters import scraped
+from generators.model.health import NAME as HEALTH_JOB
 from generators.model.types import Environment
 from generators.promql_ast import Matcher, Selector, label_uses, selectors
 
@@ -96,8 +97,19 @@ def expressions(env: Environment) -> list[str]:
     return found
 
 
+def targets(env: Environment) -> dict[str, str]:
+    """Target name -> matchers of everything the expressions read: the exporters and the gate
+    (what ExporterDown watches), and the health controller with backend trainyard, whose
+    trainyard_health_* series the quarantine dashboard and the GpuHealth* alerts read."""
+    found = scraped(env)
+    controller = env.health.controller if env.health is not None else None
+    if controller is not None:
+        found[HEALTH_JOB] = f'job="{HEALTH_JOB}", namespace="{controller.namespace}"'
+    return found
+
+
 def _exporter_matchers(env: Environment) -> dict[str, tuple[Matcher, ...]]:
-    return {name: selectors("up{" + matchers + "}")[0].matchers for name, matchers in scraped(env).items()}
+    return {name: selectors("up{" + matchers + "}")[0].matchers for name, matchers in targets(env).items()}
 
 
 def families(env: Environment) -> list[Family]:
@@ -221,6 +233,9 @@ class Doctor:
             return "kube-state-metrics does not export it: check its --resources and --metric-denylist"
         if family.exporter == KUEUE:
             return "Kueue does not export it: check the Kueue version (v0.19.2) and its metrics service"
+        if family.exporter == HEALTH_JOB:
+            return ("the health controller does not export it: is its image the gate release the spec "
+                    "names (health.image)?")
         if family.exporter:
             return f"{family.exporter} does not export it: is it deployed (rendered/{self.env.name}/)?"
         return "nothing exports it: monitoring.checkpointWriteQuery (or the query using it) reads it"
@@ -274,8 +289,9 @@ class Doctor:
                 )
                 return Gap(
                     f"DCGM series carry {other}, not {expected}",
-                    f"{where}; set monitoring.exporters.dcgmExporter to the release you run, "
-                    "after adding it to generators/exporters.py if it is not listed",
+                    f"{where}; set monitoring.exporters.dcgmExporter to the release you run (outside "
+                    f"{exporter_table.DCGM_HOSTNAME}, state monitoring.exporters.labelContract."
+                    f"dcgmExporter.hostLabel: {other}; generators/exporters.py)",
                 )
         return None
 
@@ -283,20 +299,13 @@ class Doctor:
     def run(self) -> list[Gap]:
         self.prom.query("vector(1)")  # reachable and answering, or Unreachable
         fams = families(self.env)
-        targets = scraped(self.env)
+        wanted = targets(self.env)
         gaps: list[Gap] = []
-        up = self._ask({t: f"up{{{matchers}}}" for t, matchers in targets.items()})
-        missing = {t for t, ok in up.items() if not ok}
-        for t in [t for t in targets if t in missing]:  # in the spec's order
-            key = SPEC_SELECTOR.get(t)
-            where = f"monitoring.selectors.{key}" if key else "its ServiceMonitor"
-            gaps.append(
-                Gap(
-                    f"no {t} target",
-                    f"nothing Prometheus scrapes matches {{{targets[t]}}} ({where}): "
-                    "deploy it or fix the selector",
-                )
-            )
+        up = self._ask({t: f"up{{{matchers}}}" for t, matchers in wanted.items()})
+        live = self._ask({t: f"up{{{matchers}}} == 1" for t, matchers in wanted.items() if up[t]})
+        missing = {t for t, ok in up.items() if not ok} | {t for t, ok in live.items() if not ok}
+        for t in [t for t in wanted if t in missing]:  # in the spec's order
+            gaps.append(self._target_gap(t, wanted[t], scraped_at_all=up[t]))
         fams = [f for f in fams if f.exporter not in missing]
         present = self._ask({f: f.selector() for f in fams})
         self.checked_metrics = len(fams)
@@ -316,6 +325,20 @@ class Doctor:
                 gaps.append(gap)
         gaps += self._honor_labels(fams, present)
         return gaps
+
+    def _target_gap(self, target: str, matchers: str, scraped_at_all: bool) -> Gap:
+        if scraped_at_all:  # discovered, every scrape failing: a NetworkPolicy, a port, a crash
+            return Gap(f"{target} target down", f"Prometheus finds {{{matchers}}} but up == 0: check "
+                       "that its pods run and that the port its ServiceMonitor names answers")
+        if target == HEALTH_JOB:
+            where = f"rendered/{self.env.name}/health/ (its Deployment, Service and ServiceMonitor)"
+            return Gap(f"no {target} target", f"nothing Prometheus scrapes matches {{{matchers}}}: "
+                       f"health.backend is trainyard, so apply {where}; the quarantine dashboard and "
+                       "the GpuHealth* alerts read its series")
+        key = SPEC_SELECTOR.get(target)
+        where = f"monitoring.selectors.{key}" if key else "its ServiceMonitor"
+        return Gap(f"no {target} target", f"nothing Prometheus scrapes matches {{{matchers}}} ({where}): "
+                   "deploy it or fix the selector")
 
     def _honor_labels(self, fams: list[Family], present: dict[Family, bool]) -> list[Gap]:
         """honorLabels off: the pod's namespace/pod move to exported_*, and namespace/pod name

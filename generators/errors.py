@@ -24,9 +24,11 @@ class Problem:
     message: str
     spec_path: str = ""
     hint: str = ""
+    # "warning": printed, but the environment still renders (nothing in it is invalid).
+    severity: str = "error"
 
     def format(self) -> str:
-        text = f"{self.location}: error: {self.message}"
+        text = f"{self.location}: {self.severity}: {self.message}"
         if self.spec_path:
             text += f" ({self.spec_path})"
         if self.hint:

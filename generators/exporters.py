@@ -1,31 +1,47 @@
-"""Exporter releases this project has checked, and what follows from each (shared by the
-spec checks and the model, like generators/teams.py).
+"""Exporter releases this project accepts, and what follows from each (shared by the spec
+checks and the model, like generators/teams.py).
 
 `monitoring.exporters` names the versions an environment runs; the label names the
 dashboards and rules use, and the installer values (rendered/<env>/installers/), follow from
-this table. A version that is not here is refused: nobody has read its source, so nothing
-says which labels it emits. To add one, read the release's source at its tag (the places
-cited in `source`), add a row, and run the tests (docs/monitoring.md, "Exporter versions").
+them. A version is accepted by the *label contract* it shares with its neighbours: each
+exporter has a version range, both ends read in upstream source at the tag, over which the
+facts we depend on do not change. A version outside every range is refused unless the
+environment states its contract itself (`monitoring.exporters.labelContract`), because
+nobody has read its source. docs/monitoring.md ("Exporter versions") says how to widen a range.
 
-What each row was checked against (upstream source at the release tag):
-- dcgm-exporter: internal/pkg/rendermetrics/render_metrics.go, `gpuMetricsFormat` (the
-  template of every GPU-entity series, all the DCGM_FI_* fields we use): `Hostname="..."`
-  in every release tag up to and including 4.5.3-4.8.2. The rename to `hostname` (PR #655,
-  commit d5e5f51, 2026-05-12) is on main after 4.8.2 and in no release checked here. From
-  4.6.0 the NVLink *link-entity* template (`linkMetricsFormat`) writes a lowercase
-  `hostname`, but no dashboard or rule uses link-entity series.
-- kube-state-metrics: pkg/options/options.go (`--metric-labels-allowlist`) and
-  internal/store/utils.go (`label_` + the key with every char outside [a-zA-Z0-9_] as `_`).
-- node_exporter: collector/mountstats_linux.go (`mountstats` registered defaultDisabled,
-  `node_mountstats_nfs_write_bytes_total`), collector/infiniband_linux.go (defaultEnabled).
-  Its `extraArgs` in kube-prometheus-stack replace the chart's defaults, so each row keeps
-  the chart release checked and those defaults, to repeat them (installers/).
+The ranges and what each end was checked against (upstream source, `git show <tag>:<path>`):
+- dcgm-exporter 4.5.0 (tag 4.4.0-4.5.0) to 4.8.2 (tag 4.5.3-4.8.2): `gpuMetricsFormat`, the
+  template of every GPU-entity series (all the DCGM_FI_* fields we use), in
+  internal/pkg/rendermetrics/render_metrics.go writes `Hostname="..."` at both tags and at
+  every tag between (the same file back to 4.0.0-4.0.1; the range starts where this
+  project's counters CSV was first checked). The rename to `hostname` (PR #655, commit
+  d5e5f51, 2026-05-12) is on main after 4.8.2. From 4.6.0 the NVLink *link-entity*
+  template (`linkMetricsFormat`) writes a lowercase `hostname`; no dashboard or rule reads
+  link-entity series. The release tags stay tabled (DCGM_EXPORTER): an image tag's DCGM
+  part is checked against the release's.
+- kube-state-metrics v2.0.0 to v2.20.0: pkg/options/options.go registers
+  `--metric-labels-allowlist` at both tags, and internal/store/utils.go names a Kubernetes
+  label `label_` + lintLabelName(SanitizeLabelName(key)): every char outside [a-zA-Z0-9_]
+  becomes `_`, then a lower-to-upper boundary becomes `_` and all is lower-cased
+  (`labelName`, `toSnakeCase`; v2.0.0 lines 124-126, v2.20.0 lines 143-159).
+- node_exporter v1.5.0 to v1.12.1: collector/mountstats_linux.go registers `mountstats`
+  defaultDisabled with `write_bytes_total` (node_mountstats_nfs_write_bytes_total),
+  collector/infiniband_linux.go `infiniband` defaultEnabled with `state_id` and
+  `physical_state_id`, collector/filesystem_common.go the `mount-points-exclude` and
+  `fs-types-exclude` flags the chart defaults use (every minor release in between too).
+  Its `extraArgs` in kube-prometheus-stack replace the chart's defaults, so the contract is
+  also the chart release whose defaults we repeat (CHART_EXTRA_ARGS): a tabled version
+  keeps the chart that ships it, any other the chart generators/charts.py pins.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from generators import charts
 
 # Series facts the alert rules and the dashboards both read (one table, one home).
 ACTIVE_STATE = 4  # node_infiniband_state_id: 4 = ACTIVE
@@ -46,10 +62,39 @@ NVLINK_COUNTERS = {  # counter label -> DCGM field (none is in dcgm-exporter's d
 }
 
 
+Version = tuple[int, int, int]
+
+
+def parse_version(text: str) -> Version | None:
+    """1.12.1 or v1.12.1 -> (1, 12, 1); None for anything else (4.7, latest)."""
+    match = re.fullmatch(r"v?(\d+)\.(\d+)\.(\d+)", text)
+    return (int(match[1]), int(match[2]), int(match[3])) if match else None
+
+
+@dataclass(frozen=True)
+class Range:
+    """Versions from `oldest` to `newest`, both read at their tag (module docstring)."""
+
+    oldest: str
+    newest: str
+
+    def __contains__(self, version: Version) -> bool:
+        return _v(self.oldest) <= version <= _v(self.newest)
+
+    def __str__(self) -> str:
+        return f"{self.oldest} to {self.newest}"
+
+
+def _v(text: str) -> Version:
+    version = parse_version(text)
+    assert version is not None, text  # our own table
+    return version
+
+
 @dataclass(frozen=True)
 class DcgmExporterRelease:
     version: str  # the exporter's own version: the second part of its image tag
-    dcgm: str  # the DCGM version it was released with: the first part of the image tag
+    dcgm: str | None  # the DCGM version it was released with (None: a version not tabled)
     host_label: str  # label holding the node name on GPU series
 
     @property
@@ -67,8 +112,14 @@ class KubeStateMetricsRelease:
 @dataclass(frozen=True)
 class NodeExporterRelease:
     version: str
-    chart: str  # the kube-prometheus-stack release that ships it, whose defaults we repeat
+    chart: str  # the kube-prometheus-stack release whose defaults we repeat
     chart_extra_args: tuple[str, ...]  # that chart's prometheus-node-exporter.extraArgs
+
+
+DCGM_HOSTNAME = Range("4.5.0", "4.8.2")  # GPU series carry `Hostname`
+KUBE_STATE_METRICS_RANGE = Range("2.0.0", "2.20.0")  # --metric-labels-allowlist, label_<snake>
+NODE_EXPORTER_RANGE = Range("1.5.0", "1.12.1")  # mountstats, infiniband, the chart's flags
+ALLOWLIST_FLAG = "--metric-labels-allowlist"
 
 
 def _dcgm(tag: str) -> DcgmExporterRelease:
@@ -76,8 +127,7 @@ def _dcgm(tag: str) -> DcgmExporterRelease:
     return DcgmExporterRelease(version, dcgm, "Hostname")
 
 
-# Every release tag from 4.5.0 to the newest one read (4.5.3-4.8.2): GPU series carry
-# `Hostname` in all of them (render_metrics.go's gpuMetricsFormat at each tag).
+# Every release tag from 4.5.0 to the newest one read (4.5.3-4.8.2), for the DCGM pairing.
 DCGM_EXPORTER: dict[str, DcgmExporterRelease] = {
     r.version: r
     for r in map(_dcgm, (
@@ -86,42 +136,53 @@ DCGM_EXPORTER: dict[str, DcgmExporterRelease] = {
     ))
 }
 
-KUBE_STATE_METRICS: dict[str, KubeStateMetricsRelease] = {
-    v: KubeStateMetricsRelease(v, "--metric-labels-allowlist") for v in ("2.17.0", "2.20.0")
-}
-
-# prometheus-community/helm-charts charts/kube-prometheus-stack/values.yaml at the release
-# that ships each node_exporter (79.0.0: node_exporter 1.10.2, kube-state-metrics 2.17.0;
-# 88.5.3: node_exporter 1.12.1, kube-state-metrics 2.20.0).
+# prometheus-community/helm-charts charts/kube-prometheus-stack/values.yaml,
+# prometheus-node-exporter.extraArgs, at two releases (79.0.0 ships node_exporter 1.10.2 and
+# kube-state-metrics 2.17.0; 88.5.3, the pinned chart, node_exporter 1.12.1 and 2.20.0).
 _FS_TYPES = (
     "--collector.filesystem.fs-types-exclude=^(autofs|binfmt_misc|bpf|cgroup2?|configfs|debugfs|"
     "devpts|devtmpfs|fusectl|hugetlbfs|iso9660|mqueue|nsfs|overlay|proc|procfs|pstore|rpc_pipefs|"
     "securityfs|selinuxfs|squashfs|sysfs|tracefs|erofs)$"
 )
-NODE_EXPORTER: dict[str, NodeExporterRelease] = {
-    "1.10.2": NodeExporterRelease("1.10.2", "79.0.0", (
+CHART_EXTRA_ARGS: dict[str, tuple[str, ...]] = {
+    "79.0.0": (
         "--collector.filesystem.mount-points-exclude=^/(dev|proc|sys|var/lib/docker/.+|var/lib/kubelet/.+)($|/)",
         _FS_TYPES,
-    )),
-    "1.12.1": NodeExporterRelease("1.12.1", "88.5.3", (
+    ),
+    "88.5.3": (
         "--collector.filesystem.mount-points-exclude="
         "^/(dev|proc|sys|run/containerd/.+|var/lib/docker/.+|var/lib/kubelet/.+)($|/)",
         _FS_TYPES,
-    )),
+    ),
 }
+PINNED_CHART = charts.KUBE_PROMETHEUS_STACK.version
+SHIPPED_BY = {"1.10.2": "79.0.0", "1.12.1": "88.5.3"}  # node_exporter -> the chart shipping it
 
 # dcgm-exporter image tags: <dcgm>-<exporter>-<os>, e.g. 4.4.1-4.6.0-ubuntu22.04, -distroless.
 _IMAGE_TAG = re.compile(r"^(?P<dcgm>\d+\.\d+\.\d+)-(?P<version>\d+\.\d+\.\d+)-(?P<os>[a-z][a-z0-9.]*)$")
 
-HOW_TO_ADD = "to add a version, read its source and add a row to generators/exporters.py"
+_OVERRIDE = "monitoring.exporters.labelContract"
 
 
 class UnknownVersion(ValueError):
-    """A version the table does not have; `hint` lists the known ones."""
+    """A version no range covers and no stated contract answers; `hint` says what to do."""
 
     def __init__(self, message: str, hint: str) -> None:
         super().__init__(message)
         self.hint = hint
+
+
+def _uncovered(name: str, text: str, covered: Range, override: str) -> UnknownVersion:
+    return UnknownVersion(
+        f"{name} {text!r} is outside the versions whose label contract this project has read "
+        f"({covered})",
+        f"name a version in that range, or state the contract: {_OVERRIDE}.{override} "
+        "(docs/monitoring.md, 'Exporter versions')")
+
+
+def _covered(name: str, text: str, key: str) -> UnknownVersion:
+    return UnknownVersion(f"{name} {text} is in a checked range: its label contract is known",
+                          f"remove {_OVERRIDE}.{key}")
 
 
 @dataclass(frozen=True)
@@ -130,46 +191,65 @@ class DcgmExporterChoice:
     image_tag: str | None  # set when the spec gave the image tag (the GPU operator's version value)
 
 
-def dcgm_exporter(text: str) -> DcgmExporterChoice:
+Contract = Mapping[str, str]  # one exporter's stated label contract (labelContract.<key>)
+
+
+def dcgm_exporter(text: str, stated: Contract | None = None) -> DcgmExporterChoice:
     """The release a spec value names: an exporter version (4.6.0) or an image tag
-    (4.4.1-4.6.0-ubuntu22.04, whose DCGM part must be the one the exporter shipped with)."""
-    known = ", ".join(DCGM_EXPORTER)
+    (4.4.1-4.6.0-ubuntu22.04, whose DCGM part must be the one a tabled release shipped with)."""
     tag = _IMAGE_TAG.match(text)
-    version = tag["version"] if tag else text
-    release = DCGM_EXPORTER.get(version)
+    version_text = tag["version"] if tag else text
+    version = parse_version(version_text)
+    if version is None:
+        raise UnknownVersion(f"dcgm-exporter {text!r} is not a version", "write an exporter version "
+                             "(4.6.0) or an image tag <dcgm>-<exporter>-<os> (4.4.1-4.6.0-ubuntu22.04)")
+    inside = version in DCGM_HOSTNAME
+    if inside and stated:
+        raise _covered("dcgm-exporter", version_text, "dcgmExporter")
+    if not inside and not stated:
+        raise _uncovered("dcgm-exporter", text, DCGM_HOSTNAME, "dcgmExporter.hostLabel")
+    release = DCGM_EXPORTER.get(version_text)
     if release is None:
-        raise UnknownVersion(f"dcgm-exporter {text!r} is not a version this project has checked",
-                             f"known: {known} (or an image tag <dcgm>-<exporter>-<os>); {HOW_TO_ADD}")
-    if tag and tag["dcgm"] != release.dcgm:
-        raise UnknownVersion(f"no dcgm-exporter image {text!r}: exporter {version} was released with "
-                             f"DCGM {release.dcgm}", f"write {release.release_tag}-{tag['os']} or {version}")
+        release = DcgmExporterRelease(version_text, None, stated["hostLabel"] if stated else "Hostname")
+    elif tag and tag["dcgm"] != release.dcgm:
+        raise UnknownVersion(f"no dcgm-exporter image {text!r}: exporter {version_text} was released "
+                             f"with DCGM {release.dcgm}",
+                             f"write {release.release_tag}-{tag['os']} or {version_text}")
     return DcgmExporterChoice(release, text if tag else None)
 
 
 def dcgm_host_label(text: str) -> str:
-    """The host label of the dcgm-exporter a spec value names."""
+    """The host label of the dcgm-exporter a spec value names (no stated contract)."""
     return dcgm_exporter(text).release.host_label
 
 
-def kube_state_metrics(text: str) -> KubeStateMetricsRelease:
-    release = KUBE_STATE_METRICS.get(text.removeprefix("v"))
-    if release is None:
-        raise UnknownVersion(f"kube-state-metrics {text!r} is not a version this project has checked",
-                             f"known: {', '.join(KUBE_STATE_METRICS)}; {HOW_TO_ADD}")
-    return release
+def kube_state_metrics(text: str, stated: Contract | None = None) -> KubeStateMetricsRelease:
+    version = parse_version(text)
+    inside = version is not None and version in KUBE_STATE_METRICS_RANGE
+    if inside and stated:
+        raise _covered("kube-state-metrics", text, "kubeStateMetrics")
+    if not inside and not stated:
+        raise _uncovered("kube-state-metrics", text, KUBE_STATE_METRICS_RANGE,
+                         "kubeStateMetrics.allowlistFlag")
+    flag = stated["allowlistFlag"] if stated else ALLOWLIST_FLAG
+    return KubeStateMetricsRelease(text.removeprefix("v"), flag)
 
 
-def node_exporter(text: str) -> NodeExporterRelease:
-    release = NODE_EXPORTER.get(text.removeprefix("v"))
-    if release is None:
-        raise UnknownVersion(f"node_exporter {text!r} is not a version this project has checked",
-                             f"known: {', '.join(NODE_EXPORTER)}; {HOW_TO_ADD}")
-    return release
+def node_exporter(text: str, stated: Contract | None = None) -> NodeExporterRelease:
+    version = parse_version(text)
+    inside = version is not None and version in NODE_EXPORTER_RANGE
+    if inside and stated:
+        raise _covered("node_exporter", text, "nodeExporter")
+    if not inside and not stated:
+        raise _uncovered("node_exporter", text, NODE_EXPORTER_RANGE, "nodeExporter.chartDefaults")
+    plain = text.removeprefix("v")
+    chart = stated["chartDefaults"] if stated else SHIPPED_BY.get(plain, PINNED_CHART)
+    return NodeExporterRelease(plain, chart, CHART_EXTRA_ARGS[chart])
 
 
 # spec key under monitoring.exporters -> parser (semantics checks each, the model builds them)
-PARSERS = {"dcgmExporter": dcgm_exporter, "kubeStateMetrics": kube_state_metrics,
-           "nodeExporter": node_exporter}
+PARSERS: dict[str, Callable[[str, Contract | None], object]] = {
+    "dcgmExporter": dcgm_exporter, "kubeStateMetrics": kube_state_metrics, "nodeExporter": node_exporter}
 
 
 @dataclass(frozen=True)
@@ -179,7 +259,9 @@ class Exporters:
     node_exporter: NodeExporterRelease
 
 
-def build_exporters(raw: dict[str, str]) -> Exporters:
+def build_exporters(raw: Mapping[str, Any]) -> Exporters:
     """Model of monitoring.exporters (already checked by generators/spec/semantics.py)."""
-    return Exporters(dcgm_exporter(raw["dcgmExporter"]),
-                     kube_state_metrics(raw["kubeStateMetrics"]), node_exporter(raw["nodeExporter"]))
+    stated = raw.get("labelContract", {})
+    return Exporters(dcgm_exporter(raw["dcgmExporter"], stated.get("dcgmExporter")),
+                     kube_state_metrics(raw["kubeStateMetrics"], stated.get("kubeStateMetrics")),
+                     node_exporter(raw["nodeExporter"], stated.get("nodeExporter")))

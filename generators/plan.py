@@ -93,6 +93,30 @@ def providers(env: Environment) -> str | None:
                 break_long_words=False, break_on_hyphens=False))
 
 
+def health(env: Environment) -> str:
+    """Who quarantines nodes and, with the built-in controller, how many of each watched pool
+    it may take at once (the model's Cap.pool_cap) beside the pool's reserve."""
+    h = env.health
+    if h is None:
+        return "backend none: no node is quarantined"
+    taints = ", ".join(h.taint_keys) or NO_LIMIT
+    c = h.controller
+    if c is None:
+        return f"backend {h.backend} (installed on its own); inference tolerates its taints:\n  {taints}"
+    head = (f"backend trainyard (controller in {c.namespace}; dry run: {str(c.dry_run).lower()})\n"
+            f"fleet cap {c.cap.max_nodes} node{'' if c.cap.max_nodes == 1 else 's'} at once; "
+            "a pool without its own cap: "
+            f"{c.cap.max_percent_of_pool}% of its nodes, at least 1")
+    rows = []
+    for p in c.pools:
+        cap = c.cap.pool_cap(p)
+        note = "above reserve: takes quota" if cap > p.reserve_nodes else ""
+        rows.append((p.name, p.nodes, p.reserve_nodes, cap,
+                     "own" if c.cap.own(p) is not None else f"{c.cap.max_percent_of_pool}%", note))
+    return head + "\n" + table(("watched pool", "nodes", "reserve", "cap (nodes at once)", "cap from", ""),
+                                rows)
+
+
 def _breakable(promql: str) -> str:
     """A space after each comma outside string literals: PromQL ignores it, and it lets a
     long label matcher wrap without splitting a token."""
@@ -120,6 +144,7 @@ def plan(env: Environment) -> str:
         "limit;\n'borrow': borrowFrom, no share) and nominal CPU and memory, which follow the nodes"
         + (f" ({', '.join(extras)} too)" if extras else "") + "\n" + teams(env),
         "Priority tiers\n" + tiers(env),
+        "Health quarantine\n" + health(env),
     ]
     overflow = providers(env)
     if overflow:

@@ -38,7 +38,8 @@ def _files(root: Path, name: str) -> dict[str, render.RenderedFile]:
 
 def _config_from_values(text: str) -> dict[str, Any]:
     values = yaml.safe_load(text)
-    assert list(values) == ["managerConfig"]
+    assert list(values) == ["enablePrometheus", "metrics", "managerConfig"]  # metrics: issue 20
+    assert values["enablePrometheus"] is True
     assert list(values["managerConfig"]) == ["controllerManagerConfigYaml"]
     config: dict[str, Any] = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
     return config

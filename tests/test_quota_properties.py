@@ -53,7 +53,10 @@ def environments(draw: st.DrawFn) -> dict[str, Any]:
             team["shares"][pool["name"]] = share
     for team in teams:
         if draw(st.booleans()):
-            team["maxUsagePercent"] = draw(st.integers(0, 100))
+            # At least the team's largest partial share: below it the spec refuses the cap
+            # (it could not hold; a pool owned whole has nothing to borrow).
+            floor = max((s for s in team["shares"].values() if s < 100), default=0)
+            team["maxUsagePercent"] = draw(st.integers(floor, 100))
         if draw(st.booleans()):
             team["lendablePercent"] = draw(st.integers(0, 100))
     return {

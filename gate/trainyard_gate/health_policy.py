@@ -46,6 +46,7 @@ class Condition:
 class Pool:
     name: str
     match_labels: tuple[tuple[str, str], ...]  # sorted (key, value) pairs, never empty
+    max_nodes: int | None = None  # the pool's own cap in nodes; None: cap.maxPercentOfPool
 
     @property
     def label_selector(self) -> str:
@@ -57,9 +58,16 @@ class Cap:
     max_nodes: int  # fleet-wide
     max_percent_of_pool: float  # per pool, of the nodes its selector matches, floored
 
-    def pool_cap(self, pool_nodes: int) -> int:
+    def pool_cap(self, pool_nodes: int, own: int | None = None) -> int:
+        """Nodes of a pool of `pool_nodes` that may be quarantined at once: the pool's own
+        maxNodes when it has one, else the percentage, floored, but never below one node for
+        a non-empty pool: 3 % of 32 nodes would be 0, and a small pool with a bad GPU would
+        then keep it in service forever (issue 22 item 3)."""
+        if own is not None:
+            return min(own, pool_nodes)
         # Integer arithmetic where possible: 10 % of 30 nodes is 3, not 2.9999.
-        return int(self.max_percent_of_pool * pool_nodes // 100)
+        share = int(self.max_percent_of_pool * pool_nodes // 100)
+        return max(share, 1) if pool_nodes and self.max_percent_of_pool > 0 else share
 
 
 @dataclass(frozen=True)
@@ -202,11 +210,12 @@ class _HealthReader(Reader):
         found: list[Pool] = []
         for index, item in enumerate(value):
             where = (*path, index)
-            entry = self.mapping(item, where, ("name", "nodeSelector"))
+            entry = self.mapping(item, where, ("name", "nodeSelector", "maxNodes"))
             name = self.string(self.required(entry, "name", where), (*where, "name"))
             if not DNS_LABEL.match(name):
                 raise self.fail((*where, "name"), f"pool name {name!r} is not a DNS label")
-            pool = Pool(name, self.match_labels(self.required(entry, "nodeSelector", where), where))
+            own = None if "maxNodes" not in entry else self.count(entry["maxNodes"], (*where, "maxNodes"))
+            pool = Pool(name, self.match_labels(self.required(entry, "nodeSelector", where), where), own)
             for other in found:
                 if other.name == name:
                     raise self.fail((*where, "name"), f"duplicate pool name {name!r}")

@@ -12,12 +12,30 @@ HELP = ("ask a live Prometheus (read-only) for every metric and label the enviro
         "alerts and gate query read; print one line per gap with its fix (exit 0 none, 1 gaps, "
         "2 unreachable)")
 DEFAULT_TIMEOUT_SECONDS = 10.0
+IN_CLUSTER = (".svc", ".svc.cluster.local")  # a Service's DNS name: resolves inside the cluster only
+
+
+def port_forward_hint(url: str) -> str | None:
+    """For an in-cluster URL (http://<service>.<namespace>.svc:<port>), how to reach it from
+    outside: a port-forward to that Service and the local URL to pass instead."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    suffix = next((s for s in IN_CLUSTER if host.endswith(s)), None)
+    labels = host.removesuffix(suffix).split(".") if suffix else []
+    if len(labels) != 2:
+        return None
+    service, namespace = labels
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return (f"{url} is a cluster-internal name; from outside the cluster run "
+            f"`kubectl -n {namespace} port-forward svc/{service} {port}` and pass "
+            f"--prometheus {parts.scheme}://localhost:{port}{parts.path.rstrip('/')}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("env", metavar="ENV", help="environment name (environments/<ENV>.yaml)")
     parser.add_argument("--prometheus", required=True, metavar="URL",
-                        help="Prometheus base URL, e.g. http://prometheus-operated.monitoring.svc:9090")
+                        help="Prometheus base URL, e.g. http://localhost:9090 after `kubectl -n monitoring "
+                        "port-forward svc/prometheus-operated 9090`")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS, metavar="SECONDS",
                         help=f"per request (default {DEFAULT_TIMEOUT_SECONDS:g})")
     parser.add_argument("--time", metavar="T",
@@ -42,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         gaps = doctor.check(env, args.prometheus, args.timeout, args.time, report=counted.append)
     except doctor.Unreachable as error:
-        print(f"generate.py doctor: error: {error}", file=sys.stderr)
+        hint = port_forward_hint(args.prometheus)
+        print(f"generate.py doctor: error: {error}" + (f"; hint: {hint}" if hint else ""), file=sys.stderr)
         return 2
     for gap in gaps:
         print(gap.line())

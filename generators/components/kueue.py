@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from generators import yamlemit
+from generators import charts, yamlemit
 from generators.components import Obj
 from generators.model.types import ClusterQueue, Environment, FlavorQuota, ResourceKind
 from generators.quantity import canonical
@@ -84,7 +84,8 @@ def config_map(env: Environment) -> Obj:
 
 def helm_values(env: Environment) -> Obj:
     """The Kueue chart's values fragment carrying the Configuration (delivery `helmValues`)."""
-    values: Obj = render("kueue/helm-values.yaml.j2", config=yamlemit.dump(configuration(env)))
+    values: Obj = render("kueue/helm-values.yaml.j2", config=yamlemit.dump(configuration(env)),
+                         prometheus_namespace=env.monitoring.namespace)
     return values
 
 
@@ -93,14 +94,16 @@ def installer_inputs(env: Environment) -> dict[str, tuple[str, Obj]]:
     another project's installer, never applied by Argo CD (generators/render.py)."""
     if env.kueue.configuration_delivery != HELM:
         return {}
+    chart = charts.KUEUE
     header = (
-        f"Helm values for the Kueue chart v0.19.2, environment {env.name}: rendered from\n"
+        f"Helm values for the Kueue chart v{chart.version}, environment {env.name}: rendered from\n"
         f"{env.source_file} by generators/components/kueue.py; do not edit. Argo CD does not\n"
-        "apply this folder. Pass it to the chart (installed in the Configuration's namespace):\n"
-        f"  helm upgrade --install kueue oci://registry.k8s.io/kueue/charts/kueue --version 0.19.2 \\\n"
-        f"    --namespace {env.kueue.namespace} -f rendered/{env.name}/installers/{HELM_VALUES}\n"
+        "apply this folder. Pass it to the chart (installed in the Configuration's namespace),\n"
+        "after kube-prometheus-stack (the chart's metrics ServiceMonitor needs its CRD):\n"
+        f"  {chart.command(env.kueue.namespace, f'rendered/{env.name}/installers/{HELM_VALUES}')}\n"
         "The chart owns ConfigMap kueue-manager-config and restarts the controller when this\n"
-        "changes (Kueue reads its Configuration only at start-up). See docs/kueue.md."
+        "changes (Kueue reads its Configuration only at start-up); enablePrometheus gives\n"
+        "Prometheus the controller's metrics. See docs/kueue.md."
     )
     return {HELM_VALUES: (header, helm_values(env))}
 

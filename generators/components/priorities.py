@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from generators import kubernetes
 from generators.components import Obj
 from generators.model.health import Toleration
 from generators.model.types import Environment
@@ -34,20 +35,33 @@ def _cel(value: str) -> str:
 
 
 def admission(env: Environment) -> list[Obj]:
+    """Training pods run at a training tier. From Kubernetes 1.36 a MutatingAdmissionPolicy
+    gives a class-less pod the default training tier; before, no policy can mutate, so the
+    validating policy alone refuses a class-less pod and its message names the class to set
+    (generators/kubernetes.py)."""
     namespaces = env.training_namespaces
     if not namespaces:
         return []
     tier = env.default_training_tier
     allowed = [t.name for t in env.training_tiers]
-    apply = (f"Object{{spec: Object.spec{{priorityClassName: {_cel(tier.name)}, priority: {tier.value}, "
-             f"preemptionPolicy: {_cel(tier.preemption_policy)}}}}}")
     names = "[" + ", ".join(_cel(n) for n in allowed) + "]"
+    mutating = kubernetes.has_mutating_admission(env.kubernetes_version)
+    fix = (f"remove priorityClassName to get {tier.name}" if mutating else
+           f"set priorityClassName: {tier.name} (Kubernetes {env.kubernetes_version} has no "
+           "MutatingAdmissionPolicy to default it)")
     message = (f"'pods in training namespaces run at a training tier ({', '.join(allowed)}); got ' + "
                "(has(object.spec.priorityClassName) ? object.spec.priorityClassName : 'none') + "
-               f"': remove priorityClassName to get {tier.name}, or name a training tier'")
+               f"': {fix}, or name a training tier'")
+    objects = []
+    if mutating:
+        apply = (f"Object{{spec: Object.spec{{priorityClassName: {_cel(tier.name)}, "
+                 f"priority: {tier.value}, preemptionPolicy: {_cel(tier.preemption_policy)}}}}}")
+        objects += [
+            render("priorities/mutatingadmissionpolicy.yaml.j2", name=POLICY, apply_expression=apply),
+            render("priorities/mutatingadmissionpolicybinding.yaml.j2", name=POLICY, namespaces=namespaces),
+        ]
     return [
-        render("priorities/mutatingadmissionpolicy.yaml.j2", name=POLICY, apply_expression=apply),
-        render("priorities/mutatingadmissionpolicybinding.yaml.j2", name=POLICY, namespaces=namespaces),
+        *objects,
         render("priorities/validatingadmissionpolicy.yaml.j2", name=POLICY,
                expression=f"has(object.spec.priorityClassName) && object.spec.priorityClassName in {names}",
                message_expression=message),

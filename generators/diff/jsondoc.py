@@ -37,6 +37,9 @@ def _summary(s: EnvSummary) -> dict[str, Any]:
                            "value": _delta(t.value),
                            "preemptionPolicy": _delta(t.preemption_policy)} for t in s.tiers],
         "overflow": [{"setting": o.label, **_delta(o.value)} for o in s.overflow],
+        "health": [{"setting": h.label, **_delta(h.value)} for h in s.health],
+        "quarantineCaps": [{"pool": c.pool, "capNodes": _delta(c.cap), "reserveNodes": _delta(c.reserve)}
+                           for c in s.caps],
     }
 
 

@@ -46,7 +46,7 @@ def _share(presence: str, value: Delta[Any]) -> str:
 
 
 def summary_tables(summary: EnvSummary, max_rows: int) -> str:
-    """Pools, quotas, tiers and overflow settings that changed; empty string if none did."""
+    """Pools, quotas, tiers, overflow and health settings that changed; empty string if none did."""
     parts = []
     if summary.pools:
         parts.append("**Capacity per pool**\n\n" + table(
@@ -74,4 +74,8 @@ def summary_tables(summary: EnvSummary, max_rows: int) -> str:
     if summary.overflow:
         parts.append("**Overflow: providers and gate thresholds**\n\n" + table(
             ("setting", "value"), [(o.label, _d(o.value, "(unset)")) for o in summary.overflow], max_rows))
+    if summary.health or summary.caps:
+        parts.append("**Health quarantine**\n\n" + "\n".join(
+            [*(f"- {wording.setting(h, ARROW)}" for h in summary.health),
+             *(f"- {wording.cap(c, ARROW)}" for c in summary.caps)]))
     return "\n\n".join(parts)

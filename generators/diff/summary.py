@@ -1,6 +1,7 @@
 """What a change means in the terms people think in, read from the two models.
 
-Capacity per pool, quota per team and flavor, priority tiers, overflow settings. Every
+Capacity per pool, quota per team and flavor, priority tiers, overflow settings, health
+quarantine (backend, watched pools, each pool's cap in nodes next to its reserve). Every
 number comes from the model (generators.model): nothing is re-derived here, so the summary
 can never disagree with what is rendered.
 """
@@ -11,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
-from generators.diff import overflow
+from generators.diff import health, overflow
 from generators.model.types import Environment, Pool, Quota, Tier
 
 T = TypeVar("T")
@@ -84,15 +85,26 @@ class SettingSummary:
 
 
 @dataclass(frozen=True)
+class CapSummary:
+    """A pool's quarantine cap (nodes at once; None: not watched) and its reserve."""
+
+    pool: str
+    cap: Delta[int]
+    reserve: Delta[int]
+
+
+@dataclass(frozen=True)
 class EnvSummary:
     pools: tuple[PoolSummary, ...]
     quotas: tuple[QuotaSummary, ...]
     tiers: tuple[TierSummary, ...]
     overflow: tuple[SettingSummary, ...]
+    health: tuple[SettingSummary, ...] = ()
+    caps: tuple[CapSummary, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not (self.pools or self.quotas or self.tiers or self.overflow)
+        return not (self.pools or self.quotas or self.tiers or self.overflow or self.health or self.caps)
 
 
 def _after_then_removed(old: Mapping[K, Any], new: Mapping[K, Any]) -> list[K]:
@@ -208,8 +220,27 @@ def _overflow(before: Environment | None, after: Environment | None) -> list[Set
             for label in _after_then_removed(old, new) if old.get(label) != new.get(label)]
 
 
+def _health(before: Environment | None, after: Environment | None) -> list[SettingSummary]:
+    old, new = health.settings(before), health.settings(after)
+    return [SettingSummary(label, Delta(old.get(label), new.get(label)))
+            for label in _after_then_removed(old, new) if old.get(label) != new.get(label)]
+
+
+def _caps(before: Environment | None, after: Environment | None) -> list[CapSummary]:
+    """Pools whose cap changed, or that became watched or unwatched (reserve shown beside)."""
+    old, new = health.caps(before), health.caps(after)
+    out = []
+    for pool in _after_then_removed(old, new):
+        b, a = old.get(pool), new.get(pool)
+        row = CapSummary(pool, _pair(b, a, "cap"), _pair(b, a, "reserve"))
+        if row.cap.changed:
+            out.append(row)
+    return out
+
+
 def summarize(before: Environment | None, after: Environment | None) -> EnvSummary:
     """What changed between two models of one environment (None: the side has no such env)."""
     return EnvSummary(tuple(_pools(before, after)), tuple(_quotas(before, after)),
-                      tuple(_tiers(before, after)), tuple(_overflow(before, after)))
+                      tuple(_tiers(before, after)), tuple(_overflow(before, after)),
+                      tuple(_health(before, after)), tuple(_caps(before, after)))
 

@@ -48,6 +48,7 @@ def _summary(env: EnvReport, paint: Palette) -> list[str]:
                              *filter(None, [wording.other_quotas(s.quotas)])], paint),
         *_section("Priority tiers", map(wording.tier, s.tiers), paint),
         *_section("Overflow", map(wording.setting, s.overflow), paint),
+        *_section("Health quarantine", [*map(wording.setting, s.health), *map(wording.cap, s.caps)], paint),
     ]
 
 

@@ -10,7 +10,7 @@ from generators.diff import strings
 from generators.diff.changes import ObjectChange
 from generators.diff.fields import MISSING, FieldChange, format_path
 from generators.diff.report import EnvReport
-from generators.diff.summary import Delta, PoolSummary, QuotaSummary, SettingSummary, TierSummary
+from generators.diff.summary import CapSummary, Delta, PoolSummary, QuotaSummary, SettingSummary, TierSummary
 
 MAX_VALUE_CHARS = 80
 
@@ -123,3 +123,21 @@ def setting(row: SettingSummary, arrow: str = "->") -> str:
         old, new, at = strings.narrow(before, after)  # a PromQL query: where it changed, not all of it
         return f"{row.label} changed from character {at + 1}: {old} {arrow} {new}"
     return f"{row.label} {delta(row.value, arrow, absent='(unset)')}"  # label ends in its unit
+
+
+def _nodes(n: int) -> str:
+    return f"{n} node{'' if n == 1 else 's'}"
+
+
+def cap(row: CapSummary, arrow: str = "->") -> str:
+    """`pool train-h100 may now lose 3 nodes to quarantine at once (was 1; reserve 1)`."""
+    before, after = row.cap.before, row.cap.after
+    if after is None:
+        return (f"pool {row.pool} is no longer watched: quarantine takes none of its nodes "
+                f"(was up to {_nodes(before or 0)} at once)")
+    reserve = delta(row.reserve, arrow)
+    was = "was not watched" if before is None else f"was {before}"
+    text = f"pool {row.pool} may now lose {_nodes(after)} to quarantine at once ({was}; reserve {reserve})"
+    if row.reserve.after is not None and after > row.reserve.after:
+        text += ": above its reserve, so quarantined nodes take capacity the quotas promise"
+    return text

@@ -78,13 +78,28 @@ def _node_refusals(taken: census.Census, nodes_display: str) -> list[str]:
     return out
 
 
+def _common_taint(update: PoolUpdate) -> str | None:
+    """The one undeclared taint every counted-out node of the pool carries, if there is one:
+    a pool-wide taint (managed GPU pools set nvidia.com/gpu=present:NoSchedule) is a missing
+    declaration, not nodes gone bad."""
+    reasons = set(update.counted_out.values())
+    if len(reasons) == 1 and update.counted_out and (reason := reasons.pop()).startswith("tainted "):
+        return reason.removeprefix("tainted ")
+    return None
+
+
 def _drop_refusal(root: Path, env_name: str, index: int, update: PoolUpdate, max_drop: Fraction) -> str:
     where = load_document(root, env_name).locate(("pools", index, "nodes"))
     lost = update.before - update.after
     share = float(Fraction(lost, update.before))
+    hint = "check the cluster first, or accept the drop with --max-drop-fraction"
+    taint = _common_taint(update)
+    if taint is not None and update.after == 0:
+        # Every node of the pool carries it: accepting the drop would zero the pool's quota.
+        hint = (f"every node carries the taint {taint}: declare it under pools[{index}].taints "
+                "(its pods tolerate it), do not accept the drop")
     return (f"{where}: error: pool {update.pool} would lose {lost} of {update.before} nodes at once, "
-            f"{share:.0%}, over the {float(max_drop):.0%} allowed (pools[{index}].nodes); "
-            "check the cluster first, or accept the drop with --max-drop-fraction")
+            f"{share:.0%}, over the {float(max_drop):.0%} allowed (pools[{index}].nodes); {hint}")
 
 
 def _validate(root: Path, env_name: str, planned: edit.NodeCountEdit) -> list[str]:

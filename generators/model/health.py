@@ -76,10 +76,23 @@ class Condition:
 class Cap:
     max_nodes: int
     max_percent_of_pool: int
+    pools: tuple[tuple[str, int], ...] = ()  # (pool, nodes): the pools with a cap of their own
+
+    def own(self, pool: Pool) -> int | None:
+        """The pool's own cap in nodes (rendered into the NodeHealthPolicy), if it has one."""
+        return dict(self.pools).get(pool.name)
 
     def pool_cap(self, pool: Pool) -> int:
-        """Nodes of `pool` that may be quarantined at once: floor(pct * nodes / 100)."""
-        return self.max_percent_of_pool * pool.nodes // 100
+        return self.nodes_cap(pool.name, pool.nodes)
+
+    def nodes_cap(self, pool: str, nodes: int) -> int:
+        """Nodes of a pool of `nodes` that may be quarantined at once: its own cap, else
+        floor(pct * nodes / 100) but at least one node. The controller computes the same from
+        the nodes it sees (gate/trainyard_gate/health_policy.py, Cap.pool_cap)."""
+        own = dict(self.pools).get(pool)
+        if own is not None:
+            return min(own, nodes)
+        return max(1, self.max_percent_of_pool * nodes // 100) if nodes else 0
 
 
 @dataclass(frozen=True)
@@ -219,13 +232,15 @@ def _controller(raw: dict[str, Any], pools: tuple[Pool, ...], m: Monitoring) -> 
     return Controller(
         namespace=raw["namespace"],
         image=Image(image["repository"], image["tag"], image.get("digest")),
-        prometheus_url=raw["prometheusUrl"], prometheus_timeout_seconds=raw["prometheusTimeoutSeconds"],
+        prometheus_url=raw.get("prometheusUrl") or m.prometheus_url,  # one default, the gate's too
+        prometheus_timeout_seconds=raw["prometheusTimeoutSeconds"],
         reconcile_interval_seconds=raw["reconcileIntervalSeconds"], dry_run=raw["dryRun"],
         metrics_port=raw["metricsPort"],
         resources=Resources(res["cpuRequest"], res["memoryRequest"], res["cpuLimit"], res["memoryLimit"]),
         pools=health_pools(raw, pools), conditions=conditions,
         release_after_seconds=raw["releaseAfterSeconds"],
-        cap=Cap(raw["cap"]["maxNodes"], raw["cap"]["maxPercentOfPool"]),
+        cap=Cap(raw["cap"]["maxNodes"], raw["cap"]["maxPercentOfPool"],
+                tuple(sorted(raw["cap"]["pools"].items()))),
     )
 
 

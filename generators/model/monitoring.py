@@ -16,6 +16,9 @@ from generators.exporters import Exporters, build_exporters
 from generators.model.fromspec import setting
 
 Delivery = Literal["sidecar", "grafana-operator"]
+# The monitoring stacks the spec can name; generators/spec/monitoring_checks.py refuses the
+# ones trainyard cannot render a working setup for (docs/monitoring.md).
+Stack = Literal["kube-prometheus-stack", "kube-prometheus"]
 
 # Grafana accepts dashboard UIDs of at most 40 characters (grafana-operator's CRD says so too).
 MAX_DASHBOARD_UID = 40
@@ -77,6 +80,7 @@ def _sorted_codes(codes: Iterable[int]) -> tuple[int, ...]:
 @dataclass(frozen=True)
 class Monitoring:
     namespace: str
+    stack: Stack
     # the versions the environment runs; label names follow from them
     exporters: Exporters = field(metadata=setting(convert=build_exporters))
     node_exporter_host_label: str
@@ -98,6 +102,13 @@ class Monitoring:
     def host_label(self) -> str:
         """dcgm-exporter's node-name label, as the release the spec names emits it."""
         return self.exporters.dcgm.release.host_label
+
+    @property
+    def prometheus_url(self) -> str:
+        """The in-cluster Prometheus API: `prometheus-operated`, the Service prometheus-operator
+        creates beside every Prometheus it runs, in the stack's namespace, port 9090 (web).
+        The one default of the gate's and the health controller's prometheusUrl."""
+        return f"http://prometheus-operated.{self.namespace}.svc:9090"
 
     def runbook_url(self, alert: str) -> str:
         return self.runbook_url_pattern.replace("%s", alert.lower())

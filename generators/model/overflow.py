@@ -19,8 +19,9 @@ from generators.model.types import Pool, Tier
 from generators.providers import CONTRACTS, PROVIDER_TAINT_KEYS, Contract, NodeTaint, ProviderInput
 
 NODE_PREFIX = "vk-"  # virtual node of provider p is vk-<p>; the default query excludes these
-VIRTUAL_NODE_LABELS = {"type": "virtual-kubelet"}  # set by virtual-kubelet itself
-PROVIDER_LABEL = "trainyard.dev/provider"  # set by the rendered MutatingAdmissionPolicy
+# Set by the rendered MutatingAdmissionPolicy on every vk-<p> (and by interLink itself from
+# NodeLabels); no real node carries it, so "DoesNotExist" selects the in-cluster nodes.
+PROVIDER_LABEL = "trainyard.dev/provider"
 GATE = "overflow-gate"  # the gate's Deployment, Service (so Prometheus' job label) and Lease
 GATE_TAINT_VALUE = "closed"
 # What the inference pod snippet may tolerate (NoSchedule): the taints supported providers'
@@ -103,8 +104,8 @@ class Provider:
 
     @property
     def contract_input(self) -> ProviderInput:
-        return ProviderInput(self.name, self.node_name, self.gpus, self.gpu_resource, self.config,
-                             self.credentials.key)
+        return ProviderInput(self.name, self.node_name, self.gpus, self.gpu_resource, self.gpu_model,
+                             self.config, self.credentials.key, PROVIDER_LABEL)
 
     @property
     def node_taint(self) -> NodeTaint:
@@ -113,7 +114,10 @@ class Provider:
 
     @property
     def node_labels(self) -> dict[str, str]:
-        return {**VIRTUAL_NODE_LABELS, PROVIDER_LABEL: self.name}
+        """What the gate's nodeSelector matches: a label the provider's program sets itself
+        (type=virtual-kubelet for node-cli, virtual-node.interlink/type for interLink) and
+        the provider label. The one place the selector is derived."""
+        return self.contract.selector_labels(self.contract_input)
 
     @property
     def max_usd_per_hour(self) -> float:
@@ -123,7 +127,8 @@ class Provider:
 
 @dataclass(frozen=True)
 class Gate:
-    prometheus_url: str
+    # the spec's, else the in-cluster Prometheus (Monitoring.prometheus_url, as health's)
+    prometheus_url: str = field(metadata=derived("prometheusUrl"))
     prometheus_timeout_seconds: float
     free_gpus_query: str = field(metadata=derived("freeGpusQuery"))  # the spec's, else default_query
     reconcile_interval_seconds: int
@@ -176,6 +181,8 @@ class Overflow:
     migrate_back: MigrateBack
     extra_namespaces: tuple[str, ...]
     inference: tuple[InferenceService, ...]
+    # ipBlocks allowed to the virtual-kubelets' kubelet API (the API server's egress addresses)
+    kubelet_api_source_cidrs: tuple[str, ...]
 
     @property
     def inference_namespaces(self) -> tuple[str, ...]:
@@ -220,18 +227,25 @@ def affinity_weight(rank: int, providers: int) -> int:
 
 
 def blocks_inference(key: str, effect: str) -> bool:
-    """Whether a pool taint keeps inference pods off the pool's nodes. Inference pods
-    tolerate only INFERENCE_TOLERATED_TAINT_KEYS (the pod snippet); PreferNoSchedule only
-    steers the scheduler away, it never refuses a pod."""
+    """Whether a taint keeps inference pods off a node. Inference pods tolerate
+    INFERENCE_TOLERATED_TAINT_KEYS (the pod snippet) and their own pool's declared taints;
+    PreferNoSchedule only steers the scheduler away, it never refuses a pod."""
     return effect != "PreferNoSchedule" and key not in INFERENCE_TOLERATED_TAINT_KEYS
 
 
 def inference_pools(pools: tuple[Pool, ...]) -> tuple[Pool, ...]:
-    """Pools whose GPUs inference can use: role inference or shared, and no spec taint that
-    inference pods would have to tolerate. Training pools (and their reserve nodes) never
-    count, however idle they are: inference cannot be scheduled there."""
-    return tuple(p for p in pools if p.role in INFERENCE_ROLES
-                 and not any(blocks_inference(t.key, t.effect) for t in p.taints))
+    """Pools whose GPUs inference can use: role inference or shared. A pool's declared taints
+    do not rule it out: they say what its nodes carry and what the pods meant for it
+    tolerate (managed GPU pools taint nvidia.com/gpu=present:NoSchedule and add that
+    toleration to GPU pods through ExtendedResourceToleration; docs/overflow.md). Training
+    pools (and their reserve nodes) never count, however idle: inference cannot go there."""
+    return tuple(p for p in pools if p.role in INFERENCE_ROLES)
+
+
+def pool_tolerated_keys(pools: tuple[Pool, ...]) -> tuple[str, ...]:
+    """Keys of the taints the inference pools declare: tolerated by the pods that use them."""
+    return tuple(sorted({t.key for p in inference_pools(pools) for t in p.taints
+                         if blocks_inference(t.key, t.effect)}))
 
 
 def default_query(inventory: Inventory, virtual_nodes: tuple[str, ...],
@@ -250,6 +264,7 @@ def default_query(inventory: Inventory, virtual_nodes: tuple[str, ...],
     if not pools:
         raise ValueError("no pool inference can use: set overflow.gate.freeGpusQuery")
     inv = inventory
+    tolerated = (*INFERENCE_TOLERATED_TAINT_KEYS, *health_keys, *pool_tolerated_keys(pools))
     gpu = inv.gpu_resources_ksm(pools)
     real = match_none("node", list(virtual_nodes))
     allocatable = inv.ksm("kube_node_status_allocatable", gpu, real)
@@ -262,7 +277,7 @@ def default_query(inventory: Inventory, virtual_nodes: tuple[str, ...],
     # A node without live GPU pods has no `used` series: it uses 0 (per node, not a total).
     free = f"clamp_min({capacity} - on (node) ({used} or on (node) {capacity} * 0), 0)"
     schedulable = (f"({free} and on (node) ({inv.usable_nodes()})"
-                   f" unless on (node) {inv.tainted_nodes((*INFERENCE_TOLERATED_TAINT_KEYS, *health_keys))})")
+                   f" unless on (node) {inv.tainted_nodes(tolerated)})")
     # Families that always have series in a live cluster (every node, every pod): if one
     # is missing, kube-state-metrics is not telling us, and guessing would be wrong either
     # way. kube_node_spec_taint is legitimately empty, so it is not guarded.
@@ -301,6 +316,7 @@ def build_overflow(raw: dict[str, Any] | None, pools: tuple[Pool, ...], monitori
     return from_spec(Overflow, raw, {
         "providers": providers,
         "gate.free_gpus_query": query,
+        "gate.prometheus_url": raw["gate"].get("prometheusUrl") or monitoring.prometheus_url,
         "migrate_back.priority_threshold": migrate_back_priority_threshold(tiers),
         "migrate_back.namespaces": tuple(sorted({s["namespace"] for s in raw["inference"]})),
     })

@@ -8,7 +8,9 @@ Source: github.com/virtual-kubelet/azure-aci (tag v1.6.2 and main at 382bbaad ag
   "metrics are only available on the main api port"). Taint from VKUBELET_TAINT_KEY
   (default virtual-kubelet.io/provider), VKUBELET_TAINT_VALUE (default "azure"),
   VKUBELET_TAINT_EFFECT (default NoSchedule). Kubelet API TLS from
-  APISERVER_CERT_LOCATION/APISERVER_KEY_LOCATION.
+  APISERVER_CERT_LOCATION/APISERVER_KEY_LOCATION, loaded by nodeutil.WithKeyPairFromPath
+  (:234): a pair that cannot be loaded fails NewNode and the program exits (the same code
+  exits so in node-cli, run at v1.14.1): the serving Secret is required.
 - pkg/auth/auth_config.go SetAuthConfig: credentials from the FILE named by
   AZURE_AUTH_LOCATION (an SDK auth JSON), else AKS_CREDENTIAL_LOCATION, else client
   id/secret variables. AZURE_AUTH_LOCATION_JSON is read nowhere.
@@ -20,11 +22,19 @@ Source: github.com/virtual-kubelet/azure-aci (tag v1.6.2 and main at 382bbaad ag
   advertises NO GPU, whatever `gpus` says. advertised_gpus() says so; an azure-aci node
   therefore never takes a GPU pod. Not refused at load time (prod ships such a provider and
   dropping it is the environment owner's decision): docs/overflow.md, Provider contracts.
+- cmd/virtual-kubelet/main.go :213 nodeutil.NewNode of virtual-kubelet v1.11.0 (go.mod):
+  node label type=virtual-kubelet and ONE cluster-wide Secret/ConfigMap/Service informer
+  factory (node/nodeutil/controller.go); `--namespace` is hidden and deprecated: "cannot set
+  namespace, all namespaces watched" (:319-321). Pod inputs are read cluster-wide.
+- Kubelet API auth (:148-198): off unless --authentication-token-webhook (then TokenReview
+  and SubjectAccessReview through the API server, and client certificates verified against
+  --client-verify-ca / APISERVER_CA_CERT_LOCATION). Not rendered: docs/overflow.md, Network.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import ClassVar
 
 from generators.providers.contract import (
@@ -32,6 +42,7 @@ from generators.providers.contract import (
     Contract,
     Launch,
     NodeTaint,
+    PodInputScope,
     ProviderInput,
     pod_ip,
     serving_env,
@@ -57,6 +68,9 @@ class AzureAci(Contract):
                        "--client-verify-ca", "--no-verify-clients",
                        "--authentication-token-webhook"})  # fmt: skip
     config_keys = frozenset(TOML_KEYS)
+    case_sensitive_keys = False  # BurntSushi/toml matches keys case-insensitively
+    virtual_node_labels: ClassVar[Mapping[str, str]] = {"type": "virtual-kubelet"}
+    pod_input_scope: ClassVar[PodInputScope] = "cluster"
 
     def taint(self, p: ProviderInput) -> NodeTaint:
         return NodeTaint(self.taint_key, "azure")

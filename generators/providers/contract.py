@@ -17,7 +17,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 # Siblings, never nested: a mount point inside a read-only ConfigMap volume is fragile.
 CONFIG_DIR = "/etc/virtual-kubelet/config"
@@ -44,8 +44,10 @@ class ProviderInput:
     node_name: str
     gpus: int
     gpu_resource: str
+    gpu_model: str
     config: Mapping[str, Any]  # the environment's free-form `config`, as written
     credentials_key: str  # file name of the credential inside CREDENTIALS_DIR
+    provider_label: str  # the label key gates and affinities select a provider's node by
 
     @property
     def credentials_file(self) -> str:
@@ -60,6 +62,54 @@ class Launch:
     env: tuple[Mapping[str, Any], ...]
     config_file: str  # name under CONFIG_DIR
     config_text: str
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """A provider entry the program would not run as meant: `path` is relative to the entry
+    (("config", "InterLinkURL"), ("gpuResource",)), so the loader can point at line:col."""
+
+    path: tuple[str | int, ...]
+    message: str
+    hint: str
+
+
+Rule = dict[str, Any]
+
+
+def rule(groups: list[str], resources: list[str], verbs: list[str], names: list[str] | None = None) -> Rule:
+    """One RBAC PolicyRule (resourceNames only where the verb allows it)."""
+    found: Rule = {"apiGroups": groups, "resources": resources}
+    if names:
+        found["resourceNames"] = names
+    found["verbs"] = verbs
+    return found
+
+
+def node_and_pod_controller_rules(node: str) -> list[Rule]:
+    """What the virtual-kubelet library every provider here is built on needs cluster-wide
+    (node/node.go: nodes Create :320, Get :572, Patch status :585; node/pod.go: pods
+    UpdateStatus :188 :261, Delete :250 :411; the pod informer lists and watches pods with a
+    spec.nodeName field selector; leases in kube-node-lease), scoped to its own node and lease
+    where the API allows resourceNames (create, list and watch cannot be)."""
+    return [
+        rule([""], ["pods"], ["get", "list", "watch", "patch", "delete"]),
+        rule([""], ["pods/status"], ["update", "patch"]),
+        rule([""], ["nodes"], ["create", "list", "watch"]),
+        rule([""], ["nodes"], ["get", "update", "patch"], [node]),
+        rule([""], ["nodes/status"], ["update", "patch"], [node]),
+        rule([""], ["events"], ["create", "patch"]),
+        rule(["coordination.k8s.io"], ["leases"], ["create"]),
+        rule(["coordination.k8s.io"], ["leases"], ["get", "update"], [node]),
+    ]
+
+
+# What a spilled pod references that the program reads where the pod runs:
+# "cluster" = its informers list and watch Secrets/ConfigMaps/Services in every namespace
+# (nothing narrower works: a namespaced grant leaves the cache empty and pods fail);
+# "namespaces" = it GETs them in the pod's namespace, so a RoleBinding per inference
+# namespace is enough.
+PodInputScope = Literal["cluster", "namespaces"]
 
 
 def pod_ip(name: str) -> Mapping[str, Any]:
@@ -89,6 +139,12 @@ class Contract(ABC):
     metrics_port: ClassVar[int | None]  # a separate metrics port, if the program has one
     flags: ClassVar[frozenset[str]]  # every flag the program parses (tests check ours)
     config_keys: ClassVar[frozenset[str]]  # keys its config file format has
+    # Whether the config parser matches keys exactly (yaml.v2 does; BurntSushi/toml does not).
+    case_sensitive_keys: ClassVar[bool]
+    # Labels the program itself puts on its node, whatever the config says; one of them
+    # (with the provider label) is what the gate selects the node by.
+    virtual_node_labels: ClassVar[Mapping[str, str]]
+    pod_input_scope: ClassVar[PodInputScope]
 
     @abstractmethod
     def taint(self, p: ProviderInput) -> NodeTaint: ...
@@ -103,6 +159,44 @@ class Contract(ABC):
     def reserved_config_keys(self) -> frozenset[str]:
         """Keys the contract writes itself (capacity, credential paths): not for the file."""
         return frozenset()
+
+    def selector_labels(self, p: ProviderInput) -> dict[str, str]:
+        """The labels the gate's nodeSelector matches: one the program sets itself (so a
+        real node never matches) and the provider label (so one gate selects one provider)."""
+        key, value = sorted(self.virtual_node_labels.items())[0]
+        return {key: value, p.provider_label: p.name}
+
+    def cluster_rules(self, p: ProviderInput) -> list[Rule]:
+        """Its ClusterRole: the virtual-kubelet library's needs, plus the pod inputs when its
+        informers are cluster-wide."""
+        rules = node_and_pod_controller_rules(p.node_name)
+        if self.pod_input_scope == "cluster":
+            rules.append(rule([""], ["configmaps", "secrets", "services"], ["get", "list", "watch"]))
+        return rules
+
+    def pod_input_rules(self) -> list[Rule]:
+        """Rules bound in each inference namespace (empty when cluster_rules covers them)."""
+        return []
+
+    def config_problems(self, config: Mapping[str, Any], p: ProviderInput) -> list[ConfigProblem]:
+        """Keys of the environment's `config` the program does not read or the contract sets."""
+        problems: list[ConfigProblem] = []
+        known = {k if self.case_sensitive_keys else k.lower(): k for k in self.config_keys}
+        for key in config:
+            spelled = known.get(str(key) if self.case_sensitive_keys else str(key).lower())
+            if key in self.reserved_config_keys() or spelled in self.reserved_config_keys():
+                problems.append(ConfigProblem(("config", key), f"{key!r} is set by the {self.type} contract",
+                                              self.reserved_hint()))
+            elif spelled is None:
+                close = [k for k in self.config_keys if k.lower() == str(key).lower()]
+                hint = (f"keys are case-sensitive: did you mean {close[0]!r}? " if close else "") + \
+                    f"its keys: {', '.join(sorted(self.config_keys))}"
+                message = f"{self.type} reads no config key {key!r}"
+                problems.append(ConfigProblem(("config", key), message, hint))
+        return problems
+
+    def reserved_hint(self) -> str:
+        return "GPU capacity comes from `gpus`, credentials from credentialsSecret"
 
 
 def json_text(data: Any) -> str:

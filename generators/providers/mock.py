@@ -9,13 +9,24 @@ Source: github.com/virtual-kubelet/virtual-kubelet v1.13.0 (commit 7b1385bc):
 - commands/root/node.go getTaint: key VKUBELET_TAINT_KEY (default
   virtual-kubelet.io/provider), value VKUBELET_TAINT_VALUE (default: the --provider value),
   effect VKUBELET_TAINT_EFFECT (default NoSchedule).
-- commands/root/http.go: the kubelet API (logs, exec) is served with TLS from
-  APISERVER_CERT_LOCATION/APISERVER_KEY_LOCATION; without them it is not served at all.
+- commands/root/http.go + root.go:139-141: the kubelet API (logs, exec) is served with TLS
+  from APISERVER_CERT_LOCATION/APISERVER_KEY_LOCATION (node/nodeutil/tls.go:43-51
+  tls.LoadX509KeyPair); if the pair cannot be loaded (unset or missing files) the program
+  exits: "open : no such file or directory" (run, v1.14.1). The serving Secret is required.
 - KUBELET_PORT sets the listen port; VKUBELET_POD_IP the node's InternalIP.
+- node/nodeutil/controller.go (v1.13.0 and v1.14.1 alike): the node is labelled
+  type=virtual-kubelet (NewNode, v1.14.1 :316); the Secret/ConfigMap/Service informers are
+  one cluster-wide factory (v1.14.1 :356-364; node-cli's --namespace only names the log
+  field, root.go :157), and the pod controller resolves env and envFrom from their caches
+  (node/pod.go createOrUpdatePod -> internal/podutils/env.go). A namespaced grant leaves the
+  caches empty: a pod with a secretKeyRef fails "secret not found". So its pod inputs are
+  read cluster-wide (the narrowest grant that works).
+- encoding/json matches the config's field names case-insensitively.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar
 
 from generators.providers.contract import (
@@ -24,6 +35,7 @@ from generators.providers.contract import (
     Contract,
     Launch,
     NodeTaint,
+    PodInputScope,
     ProviderInput,
     json_text,
     pod_ip,
@@ -32,6 +44,10 @@ from generators.providers.contract import (
 )
 
 METRICS_PORT = 10255
+# cmd/virtual-kubelet/internal/provider/types.go:5 OperatingSystemLinux = "linux"; root.go:59
+# refuses anything not in ValidOperatingSystems ("Linux" exits: operating system "Linux" is
+# not supported; checked by running v1.14.1).
+OPERATING_SYSTEM = "linux"
 
 
 class Mock(Contract):
@@ -44,6 +60,9 @@ class Mock(Contract):
                        "--pod-sync-workers", "--enable-node-lease", "--startup-timeout",
                        "--full-resync-period", "--log-level"})  # fmt: skip
     config_keys = frozenset({"cpu", "memory", "pods", "others", "providerID"})
+    case_sensitive_keys = False
+    virtual_node_labels: ClassVar[Mapping[str, str]] = {"type": "virtual-kubelet"}
+    pod_input_scope: ClassVar[PodInputScope] = "cluster"
 
     def taint(self, p: ProviderInput) -> NodeTaint:
         return NodeTaint(self.taint_key, self.type)
@@ -62,6 +81,6 @@ class Mock(Contract):
                value("VKUBELET_TAINT_KEY", taint.key), value("VKUBELET_TAINT_VALUE", taint.value),
                value("VKUBELET_TAINT_EFFECT", taint.effect), *serving_env())  # fmt: skip
         args = (f"--nodename={p.node_name}", f"--provider={self.type}",
-                f"--provider-config={CONFIG_DIR}/config.json", "--os=Linux",
+                f"--provider-config={CONFIG_DIR}/config.json", f"--os={OPERATING_SYSTEM}",
                 f"--metrics-addr=:{METRICS_PORT}")  # fmt: skip
         return Launch(args, env, "config.json", json_text(config))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from generators import kubernetes
 from generators.errors import Problem, format_path
 from generators.spec.source import Document
 
@@ -21,15 +22,31 @@ class _HealthChecker:
         self.h: dict[str, Any] = value["health"]
         self.problems: list[Problem] = []
 
-    def add(self, path: Path_, message: str, hint: str = "") -> None:
-        self.problems.append(Problem(self.doc.locate(path), message, format_path(path), hint))
+    def add(self, path: Path_, message: str, hint: str = "", key: bool = False) -> None:
+        self.problems.append(Problem(self.doc.locate(path, key=key), message, format_path(path), hint))
+
+    def warn(self, path: Path_, message: str, hint: str = "") -> None:
+        self.problems.append(Problem(self.doc.locate(path), message, format_path(path), hint,
+                                     severity="warning"))
 
     def run(self) -> list[Problem]:
+        self.kubernetes_version()
         self.pool_taints()
         if self.h["backend"] == "trainyard":
             watched = self.pools()
             self.caps(watched)
         return self.problems
+
+    def kubernetes_version(self) -> None:
+        """Inference pods get the quarantine toleration from a MutatingAdmissionPolicy: without
+        one, quarantining an inference node would also stop new inference pods there."""
+        version = self.v["cluster"]["kubernetesVersion"]
+        if self.h["backend"] != "none" and not kubernetes.has_mutating_admission(version):
+            self.add(("health", "backend"), f"health backend {self.h['backend']} needs Kubernetes "
+                     f"{kubernetes.name(kubernetes.MUTATING_ADMISSION)} or newer, the cluster runs {version}",
+                     "inference pods get the quarantine toleration from a MutatingAdmissionPolicy "
+                     "(admissionregistration.k8s.io/v1, GA in 1.36); set backend: none until the "
+                     "cluster is upgraded")
 
     def pool_taints(self) -> None:
         """A pool that declares a quarantine taint gives its flavor the toleration: training
@@ -78,13 +95,36 @@ class _HealthChecker:
         return watched
 
     def caps(self, watched: list[tuple[int, dict[str, Any]]]) -> None:
-        percent = self.h["cap"]["maxPercentOfPool"]
-        zero = [f"{p['name']} ({p['nodes']} nodes)" for _, p in watched if percent * p["nodes"] // 100 == 0]
-        if zero:
-            smallest = min(p["nodes"] for _, p in watched)
-            self.add(("health", "cap", "maxPercentOfPool"), f"{percent}% of {', '.join(zero)} rounds down "
-                     "to 0 nodes: the controller could never quarantine a node there",
-                     f"raise it to at least {-(-100 // smallest)}, or leave the pool out of health.pools")
+        """Per-pool caps exist and fit their pool; the fleet cap fits the watched pools; a cap
+        above the pool's reserve is a warning (quarantine then takes quota capacity away)."""
+        from generators.model.health import Cap
+
+        cap = self.h["cap"]
+        by_name = {p["name"]: (i, p) for i, p in watched}
+        for name, nodes in sorted(cap["pools"].items()):
+            if name not in by_name:
+                close = difflib.get_close_matches(name, sorted(by_name), n=1)
+                self.add(("health", "cap", "pools", name), f"pool {name!r} is not watched by the health "
+                         "controller", f"did you mean {close[0]!r}?" if close else
+                         f"watched pools: {', '.join(sorted(by_name)) or 'none'}", key=True)
+            elif nodes > by_name[name][1]["nodes"]:
+                self.add(("health", "cap", "pools", name), f"cap of {nodes} nodes is above pool {name!r}'s "
+                         f"{by_name[name][1]['nodes']} nodes", "a cap can be at most the pool; keep it at or "
+                         f"below its reserveNodes ({by_name[name][1]['reserveNodes']})")
+        total = sum(p["nodes"] for _, p in watched)
+        if watched and cap["maxNodes"] > total:
+            self.add(("health", "cap", "maxNodes"), f"maxNodes {cap['maxNodes']} is above the {total} nodes "
+                     "of the watched pools", "the fleet-wide cap is a blast-radius limit: size it to what "
+                     "may break at once, at most the reserves together")
+        model = Cap(cap["maxNodes"], cap["maxPercentOfPool"], tuple(sorted(cap["pools"].items())))
+        for i, pool in watched:
+            nodes = model.nodes_cap(pool["name"], pool["nodes"])
+            if nodes > pool["reserveNodes"] and nodes <= pool["nodes"]:
+                where = ("health", "cap", "pools", pool["name"]) if pool["name"] in cap["pools"] else (
+                    "health", "cap", "maxPercentOfPool")
+                self.warn(where, f"pool {pool['name']!r} may have {nodes} nodes quarantined, above its "
+                          f"reserveNodes ({pool['reserveNodes']})", "quota would then promise GPUs that "
+                          f"are quarantined; raise pools[{i}].reserveNodes or lower the cap")
 
 
 def check(doc: Document, value: dict[str, Any]) -> list[Problem]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,9 @@ def load_environment(root: Path, name: str) -> tuple[Document, dict[str, Any]]:
         raise SpecError(problems)
     value = schema.apply_defaults(doc.value)
     problems = semantics.check(doc, value, name)
-    if problems:
-        raise SpecError(problems)
+    errors = [p for p in problems if p.severity == "error"]
+    if errors:
+        raise SpecError(errors)
+    for warning in problems:  # nothing invalid: say it, render anyway
+        print(warning.format(), file=sys.stderr)
     return doc, value

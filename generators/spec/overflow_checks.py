@@ -8,11 +8,23 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from generators import kubernetes
 from generators.errors import Problem, format_path
 from generators.spec.source import Document
 
 Path_ = tuple[str | int, ...]
-MIN_KUBERNETES = (1, 36)  # MutatingAdmissionPolicy v1
+MIN_KUBERNETES = kubernetes.MUTATING_ADMISSION  # virtual nodes are labelled by one
+
+
+def _contract_input(provider: dict[str, Any]) -> Any:
+    """The provider entry as its contract sees it (generators/providers/contract.py)."""
+    # The model package imports spec (it loads the file): import here, not at module level.
+    from generators.model.overflow import NODE_PREFIX, PROVIDER_LABEL
+    from generators.providers import ProviderInput
+
+    return ProviderInput(provider["name"], f"{NODE_PREFIX}{provider['name']}", provider["gpus"],
+                         provider["gpuResource"], provider["gpuModel"], provider.get("config", {}),
+                         provider["credentialsSecret"]["key"], PROVIDER_LABEL)
 
 
 class _OverflowChecker:
@@ -73,16 +85,9 @@ class _OverflowChecker:
                          (f"did you mean {close[0]!r}? " if close else "")
                          + f"supported: {', '.join(sorted(CONTRACTS))} (generators/providers/)")
             else:
-                for key in provider.get("config", {}):
-                    if key in contract.reserved_config_keys():
-                        self.add(("providers", i, "config", key),
-                                 f"{key!r} is set by the {contract.type} contract",
-                                 "GPU capacity comes from `gpus`, credentials from credentialsSecret")
-                    elif key not in contract.config_keys and key.lower() not in {
-                            k.lower() for k in contract.config_keys}:
-                        self.add(("providers", i, "config", key),
-                                 f"{contract.type} reads no config key {key!r}",
-                                 f"its keys: {', '.join(sorted(contract.config_keys))}")
+                config = provider.get("config", {})
+                for problem in contract.config_problems(config, _contract_input(provider)):
+                    self.add(("providers", i, *problem.path), problem.message, problem.hint)
             name = provider["name"]
             if name in seen:
                 self.add(("providers", i, "name"), f"duplicate provider name {name!r}",
@@ -95,7 +100,6 @@ class _OverflowChecker:
         from generators.model.overflow import (
             INFERENCE_ROLES,
             INFERENCE_TOLERATED_TAINT_KEYS,
-            blocks_inference,
             fill_order,
             stagger_step,
         )
@@ -110,12 +114,10 @@ class _OverflowChecker:
             self.add(("gate", "taintKey"), f"the gate taint key must differ from {gate['taintKey']!r}",
                      "inference tolerates the providers' taints "
                      f"({', '.join(INFERENCE_TOLERATED_TAINT_KEYS)}) but must never tolerate the gate")
-        usable = [p["name"] for p in self.v["pools"] if p["role"] in INFERENCE_ROLES
-                  and not any(blocks_inference(t["key"], t["effect"]) for t in p["taints"])]
+        usable = [p["name"] for p in self.v["pools"] if p["role"] in INFERENCE_ROLES]
         if "freeGpusQuery" not in gate and not usable:
             self.add(("gate",), "no pool inference can use: the default free-GPU query would count "
-                     "nothing", "add an inference or shared pool without NoSchedule taints, or set "
-                     "gate.freeGpusQuery")
+                     "nothing", "add an inference or shared pool, or set gate.freeGpusQuery")
         count = len(self.o["providers"])
         lowest = open_below - (count - 1) * stagger_step(gate, count)
         if count > 1 and lowest < 1:

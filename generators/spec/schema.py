@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -212,9 +213,19 @@ def _generic_problem(doc: Document, error: jsonschema.ValidationError) -> Proble
                        "quote values such as 1.30 or yes that YAML would read as numbers or booleans"
                        if expected == "string" else "")
     if error.validator == "pattern":
-        hint = schema.get("description", "")
-        return Problem(doc.locate(path), f"{_describe(instance)} does not match {expected}",
-                       spec_path, hint.split(".")[0] if hint else "")
+        form = PATTERN_WORDS.get(str(expected))
+        description = _sentences(schema.get("description", ""))
+        if form is None and not description:
+            form = f"the form {expected}"  # last resort: a pattern no words were written for
+        elif form is not None and description:
+            form = form.split(" (")[0]  # the field's description below says the rest
+        message = f"{_describe(instance)} is not {form}" if form else f"{_describe(instance)} is refused here"
+        return Problem(doc.locate(path), message, spec_path, description)
+    if error.validator in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        side = {"minimum": "below the minimum of", "maximum": "above the maximum of",
+                "exclusiveMinimum": "not above", "exclusiveMaximum": "not below"}[error.validator]
+        return Problem(doc.locate(path), f"{_describe(instance)} is {side} {expected}", spec_path,
+                       _sentences(schema.get("description", "")))
     if error.validator == "enum":
         choices = [str(c) for c in expected]
         close = difflib.get_close_matches(str(instance), choices, n=1)
@@ -226,6 +237,41 @@ def _generic_problem(doc: Document, error: jsonschema.ValidationError) -> Proble
     if error.validator == "propertyNames":
         return Problem(doc.locate(path), f"invalid key: {error.message}", spec_path)
     return Problem(doc.locate(path), error.message, spec_path)
+
+
+# Words for the patterns the schemas share, so a refusal names the form instead of printing
+# a regular expression (issue 22 item 9). Keyed by the pattern text itself: a pattern that
+# changes falls back to its field's description, never to stale words.
+PATTERN_WORDS: dict[str, str] = {
+    "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$":
+        "a DNS label (lowercase letters, digits and '-', starting and ending with a letter or digit)",
+    "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$":
+        "a DNS subdomain (lowercase letters, digits, '-' and '.', starting and ending with a letter "
+        "or digit)",
+    "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    "[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$":
+        "a Kubernetes label key or resource name ([prefix/]name: the prefix a DNS subdomain, the name "
+        "letters, digits, '-', '_' and '.')",
+    "^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$":
+        "a Kubernetes label value (letters, digits, '-', '_' and '.', starting and ending with a "
+        "letter or digit)",
+    "^[a-zA-Z_][a-zA-Z0-9_]*$":
+        "a Prometheus label name (letters, digits and '_', not starting with a digit)",
+    "^sha256:[a-f0-9]{64}$": "a content digest (sha256: and 64 lowercase hex digits)",
+    "^https?://[^\\s/]+(/\\S*)?$": "an http:// or https:// URL",
+}
+
+# A sentence ends at '.', '!' or '?' followed by a space and a capital (or the end), so
+# "e.g. v1.13.0" and "0.5." inside a sentence do not cut it short.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+
+
+def _sentences(description: str, limit: int = 200) -> str:
+    """The description as a hint: whole if short, else its first sentence (never a fragment)."""
+    text = " ".join(description.split())
+    if len(text) <= limit:
+        return text.rstrip(".")
+    return _SENTENCE_END.split(text, maxsplit=1)[0].rstrip(".")
 
 
 def _describe(value: Any) -> str:

@@ -11,11 +11,18 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from generators import exporters
+from generators import exporters, kubernetes
 from generators.errors import Problem, format_path
-from generators.spec import health_checks, overflow_checks, quantities
+from generators.spec import example_checks, health_checks, monitoring_checks, overflow_checks, quantities
 from generators.spec.source import Document
-from generators.teams import flex_queue, trains
+from generators.teams import TRAINING_ROLES, flex_queue, trains
+
+ARCH_LABEL = "kubernetes.io/arch"  # the kubelet sets it on every node
+
+
+def _grace(model: str) -> bool:
+    """NVIDIA's Grace superchips (GB200, GB300, GH200) pair the GPUs with an arm64 CPU."""
+    return model.upper().startswith(("GB", "GH"))
 
 Path_ = tuple[str | int, ...]
 
@@ -26,6 +33,7 @@ class _Checker:
         self.v = value
         self.env_name = env_name
         self.problems: list[Problem] = []
+        self.arch_reported: set[str] = set()
 
     def add(self, path: Path_, message: str, hint: str = "", *, key: bool = False) -> None:
         self.problems.append(Problem(self.doc.locate(path, key=key), message, format_path(path), hint))
@@ -58,6 +66,7 @@ class _Checker:
         if v["name"] != self.env_name:
             self.add(("name",), f"environment name {v['name']!r} does not match its file "
                      f"{self.env_name}.yaml", f"rename the file or set name: {self.env_name}")
+        self.kubernetes_version()
         self.unique("pools", v["pools"], "pool")
         self.unique("teams", v["teams"], "team")
         self.unique("cohorts", v["cohorts"], "cohort")
@@ -73,17 +82,29 @@ class _Checker:
         self.exporter_versions()
         self.problems += overflow_checks.check(self.doc, v)
         self.problems += health_checks.check(self.doc, v)
+        self.problems += monitoring_checks.check(self.doc, v)
+        self.problems += example_checks.check(self.doc, v)
         return self.problems
 
+    def kubernetes_version(self) -> None:
+        version = self.v["cluster"]["kubernetesVersion"]
+        if not kubernetes.supported(version):
+            self.add(("cluster", "kubernetesVersion"), f"Kubernetes {version} is outside the supported "
+                     f"range {kubernetes.name(kubernetes.OLDEST)} to {kubernetes.name(kubernetes.NEWEST)}",
+                     "the rendered objects are checked against that range's API schemas "
+                     "(generators/kubernetes.py says why each end is there)")
+
     def exporter_versions(self) -> None:
-        """Label names follow from the exporter versions: only versions whose source this
-        project has read are accepted (generators/exporters.py)."""
+        """Label names follow from the exporter versions: a version is accepted by the label
+        contract its range shares, or by the one the environment states (generators/exporters.py)."""
         named = self.v["monitoring"]["exporters"]
+        stated = named.get("labelContract", {})
         for key, parse in exporters.PARSERS.items():
             try:
-                parse(named[key])
+                parse(named[key], stated.get(key))
             except exporters.UnknownVersion as error:
-                self.add(("monitoring", "exporters", key), str(error), error.hint)
+                at = ("labelContract", key) if key in stated else (key,)
+                self.add(("monitoring", "exporters", *at), str(error), error.hint)
 
     def serving_namespaces(self) -> None:
         """An overflow inference service cannot live in a training namespace: the admission
@@ -171,8 +192,14 @@ class _Checker:
             for pool, share in team["shares"].items():
                 if pool not in pools:
                     self.unknown_share(i, pool, pools)
-                totals[pool] += share
+                if isinstance(share, float):  # JSON Schema's integer admits 1.0
+                    self.add(("teams", i, "shares", pool), f"share {share} is not a whole percent",
+                             f"shares are percents of the pool: write {int(share)}"
+                             + (" (or 100 for the whole pool: 1.0 is not 100%)" if share == 1.0 else ""))
+                totals[pool] += int(share)
+            self.usage_cap(i, team)
             self.borrow_from(i, team, pools)
+            self.one_architecture_or_selectable(i, team, pools)
             for j, ns in enumerate(team["namespaces"]):
                 if ns in namespaces:
                     self.add(("teams", i, "namespaces", j), f"namespace {ns!r} already belongs to team "
@@ -187,6 +214,56 @@ class _Checker:
                 self.add(("pools", i, "name"), f"team shares of pool {pool['name']!r} sum to {total}%, "
                          f"{verdict} 100%", f"shares: {owners}; they must add up to exactly 100 so quota "
                          "equals capacity")
+
+    def one_architecture_or_selectable(self, i: int, team: dict[str, Any],
+                                       pools: dict[str, dict[str, Any]]) -> None:
+        """Two GPU generations in one ClusterQueue must each pin their CPU architecture.
+
+        Kueue tries a queue's flavors in order and gives a job the first that fits, unless
+        the job's nodeSelector or affinity rules a flavor out by its nodeLabels. GB200 hosts
+        are arm64 and H100 hosts amd64: without `kubernetes.io/arch` on each flavor a job
+        built for one can be admitted onto the other (issue 22 item 1; docs/scheduling.md,
+        "Two GPU generations")."""
+        # Training generations: an inference pool borrowed into a queue is the same kind of
+        # host as the serving fleet, and shipped clusters mix those without trouble.
+        names = [p for p in (*team["shares"], *team["borrowFrom"])
+                 if p in pools and pools[p]["role"] in TRAINING_ROLES]
+        for topology in (True, False):  # the team's two queues (generators/teams.py)
+            group = [pools[p] for p in names if bool(pools[p].get("topology", {}).get("levels")) == topology]
+            # The risk is a Grace host (GB200, GB300, GH200: arm64) beside an x86 one; two x86
+            # generations (A100 beside H100) run the same images.
+            arm = [p for p in group
+                   if _grace(p["gpu"]["model"]) or p["nodeLabels"].get(ARCH_LABEL) == "arm64"]
+            if len({p["gpu"]["model"] for p in group}) < 2 or not arm or len(arm) == len(group):
+                continue
+            for pool in group:
+                if ARCH_LABEL not in pool["nodeLabels"] and pool["name"] not in self.arch_reported:
+                    self.arch_reported.add(pool["name"])  # once per pool, not once per team
+                    others = ", ".join(f"{p['name']} ({p['gpu']['model']})" for p in group if p is not pool)
+                    index = next(k for k, p in enumerate(self.v["pools"]) if p["name"] == pool["name"])
+                    self.add(("pools", index, "nodeLabels"), f"pool {pool['name']!r} "
+                             f"({pool['gpu']['model']}) shares team {team['name']!r}'s queue with "
+                             f"{others} but its nodeLabels lack {ARCH_LABEL}",
+                             f"Kueue gives a job the first flavor that fits; add {ARCH_LABEL}: "
+                             "<amd64|arm64> to each pool so a job picks its generation by nodeSelector")
+
+    def usage_cap(self, i: int, team: dict[str, Any]) -> None:
+        """maxUsagePercent caps own + borrowed capacity: below the team's own share it cannot
+        hold and would silently become a borrowing limit of 0 (issue 22 item 7)."""
+        cap = team.get("maxUsagePercent")
+        for field in ("maxUsagePercent", "lendablePercent"):
+            if isinstance(team.get(field), float):
+                self.add(("teams", i, field), f"{field} {team[field]} is not a whole percent",
+                         f"write {int(team[field])}")
+        # A pool the team owns whole has nothing to borrow: the cap is moot there.
+        partial = {p: share for p, share in team["shares"].items() if share < 100}
+        if cap is None or not partial:
+            return
+        pool, share = max(partial.items(), key=lambda item: (item[1], item[0]))
+        if cap < share:
+            self.add(("teams", i, "maxUsagePercent"), f"maxUsagePercent {cap} is below the team's own "
+                     f"share of pool {pool!r} ({share}%)", "it caps own plus borrowed capacity; set it to "
+                     f"at least {share} (borrowing then starts above the share) or remove it")
 
     def borrow_from(self, i: int, team: dict[str, Any], pools: dict[str, dict[str, Any]]) -> None:
         """A borrowed pool exists, is not also a share, and some team in the same cohort tree

@@ -178,7 +178,10 @@ def _virtual_nodes(kube: Kube, objects: list[Obj], nodes: list[str]) -> tuple[st
     for gate in gates(objects):
         virtual = names[gate.name]
         provider_taint = {"key": PROVIDER_TAINT_KEY, "value": gate.name, "effect": "NoSchedule"}
-        labels = {"type": "virtual-kubelet", "kubernetes.io/role": "agent", "kubernetes.io/hostname": virtual}
+        # The program's own label (type=virtual-kubelet for node-cli, virtual-node.interlink/type
+        # for interLink): the selector's other key; trainyard.dev/provider comes from admission.
+        own = {k: v for k, v in gate.match_labels.items() if k != "trainyard.dev/provider"}
+        labels = {**own, "kubernetes.io/role": "agent", "kubernetes.io/hostname": virtual}
         wait_node_labelled(kube, virtual, labels, gate.match_labels)
         node = make_ready_node(kube, virtual, labels, [provider_taint, gate.taint], gpus=8)
         nodes.append(virtual)

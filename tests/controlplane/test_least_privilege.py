@@ -6,8 +6,10 @@ policies decide together, as in a cluster.
 - The gate may patch the rendered virtual nodes' gate taint, nothing else: not a GPU node
   (RBAC resourceNames), not a label or another taint on a virtual node (its
   ValidatingAdmissionPolicy); and a refused patch is logged with the API server's message.
-- A virtual-kubelet reads the Secrets of the namespaces that run spilled pods, not any
-  provider's credentials (they are a mounted volume) nor any other namespace's; it may update
+- interLink's virtual-kubelet reads the Secrets of the namespaces that run spilled pods, not
+  any provider's credentials (they are a mounted volume) nor any other namespace's. node-cli
+  programs (mock, azure-aci) resolve pod inputs from cluster-wide informers, so their grant is
+  cluster-wide: the narrowest that works (docs/overflow.md). Every virtual-kubelet may update
   its own node but not drop the gate taint, and may not touch another provider's node.
 """
 
@@ -55,6 +57,7 @@ class Scene:
     namespace: str  # the overflow namespace
     virtual: dict[str, str]  # provider -> node
     secrets: dict[str, str]  # provider -> its credentials Secret
+    types: dict[str, str]  # provider -> its type (generators/providers/)
     inference: list[str]
     gpu_node: str
     kubeconfig: Path
@@ -84,10 +87,11 @@ def scene(request: pytest.FixtureRequest, kube: Kube, kubeconfig: Path) -> Itera
     [ns] = {o["metadata"]["namespace"] for o in objects
             if o["kind"] == "Deployment" and o["metadata"]["name"] == "overflow-gate"}  # fmt: skip
     virtual = virtual_node_names(objects)
-    secrets = {}
+    secrets, types = {}, {}
     for obj in objects:
         if obj["kind"] == "Deployment" and obj["metadata"]["name"].startswith("vk-"):
             provider = obj["metadata"]["labels"]["trainyard.dev/provider"]
+            types[provider] = obj["metadata"]["annotations"]["trainyard.dev/provider-type"]
             for volume in obj["spec"]["template"]["spec"].get("volumes", []):
                 if "secret" in volume:
                     secrets[provider] = volume["secret"]["secretName"]
@@ -112,7 +116,7 @@ def scene(request: pytest.FixtureRequest, kube: Kube, kubeconfig: Path) -> Itera
         provider_taint = {"key": "virtual-kubelet.io/provider", "value": provider, "effect": "NoSchedule"}
         wait_node_labelled(kube, node, {"type": "virtual-kubelet"}, {"trainyard.dev/provider": provider})
         make_ready_node(kube, node, {"type": "virtual-kubelet"}, [provider_taint, GATE_TAINT], gpus=8)
-    made = Scene(env, objects, ns, virtual, secrets, inference, gpu, kubeconfig)
+    made = Scene(env, objects, ns, virtual, secrets, types, inference, gpu, kubeconfig)
     try:
         _wait_validating_policies(made)
         yield made
@@ -182,14 +186,17 @@ def test_the_gate_touches_only_its_own_taint_on_the_rendered_virtual_nodes(
 
 
 def test_a_virtual_kubelet_reads_only_its_secrets_and_cannot_open_its_gate(scene: Scene) -> None:
-    for node in scene.virtual.values():
+    for provider, node in scene.virtual.items():
         vk = scene.as_user(node)
-        # Credentials are a Secret volume the kubelet mounts: not even its own is readable
-        # through the API, and certainly not another provider's.
-        for secret in scene.secrets.values():
-            refused(vk.read_namespaced_secret, secret, scene.namespace)
-        refused(vk.read_namespaced_secret, "unrelated", scene.namespace)
-        refused(vk.list_secret_for_all_namespaces)
+        if scene.types[provider] == "interlink":
+            # Credentials are a Secret volume the kubelet mounts: not even its own is readable
+            # through the API, and certainly not another provider's.
+            for secret in scene.secrets.values():
+                refused(vk.read_namespaced_secret, secret, scene.namespace)
+            refused(vk.read_namespaced_secret, "unrelated", scene.namespace)
+            refused(vk.list_secret_for_all_namespaces)
+        else:  # node-cli's informers list every namespace; a narrower grant breaks pods
+            assert vk.list_secret_for_all_namespaces().items is not None
         for namespace in scene.inference:  # what spilled pods may mount
             assert vk.read_namespaced_secret("model-token", namespace).data
         elsewhere = [o for o in scene.objects if o["kind"] == "Namespace"]

@@ -254,13 +254,13 @@ def test_first_decision_already_counts_held_back() -> None:
 
 
 def test_pool_cap_is_a_floored_percentage_per_pool() -> None:
-    # 10 % of 19 nodes is 1.9: one node; 10 % of 9 is 0.9: none.
-    cluster = Cluster({TRAIN: 19, INFER: 9})
+    # 10 % of 30 nodes is 3; 10 % of 9 is 0.9, but a pool may always lose one node (issue 22).
+    cluster = Cluster({TRAIN: 30, INFER: 9})
     driver = Driver(policy(max_nodes=10, percent=10), cluster)
     outcome = driver.see({XID: sorted(cluster.nodes)}, 0)
-    assert dict(outcome.pool_caps) == {TRAIN: 1, INFER: 0}
-    assert cluster.quarantined() == [f"{TRAIN}-00"]
-    assert dict(outcome.held_back) == {TRAIN: 18, INFER: 9}
+    assert dict(outcome.pool_caps) == {TRAIN: 3, INFER: 1}
+    assert cluster.quarantined() == [f"{INFER}-00", f"{TRAIN}-00", f"{TRAIN}-01", f"{TRAIN}-02"]
+    assert dict(outcome.held_back) == {TRAIN: 27, INFER: 8}
 
 
 def test_releases_are_never_capped_and_free_room_first() -> None:

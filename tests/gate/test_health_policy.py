@@ -63,10 +63,28 @@ def test_the_file_picks_the_kind(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("percent, nodes, cap", [(10, 9, 0), (10, 10, 1), (10, 19, 1), (10, 30, 3),
-                                                  (12.5, 8, 1), (100, 7, 7), (0, 50, 0)])  # fmt: skip
-def test_pool_cap_is_floored(percent: float, nodes: int, cap: int) -> None:
+# Issue 22 item 3: a percentage is floored but never below one node of a non-empty pool
+# (3 % of 32 nodes was 0: a small pool could never lose a bad node); 0 % still means none.
+@pytest.mark.parametrize("percent, nodes, cap", [(10, 9, 1), (10, 10, 1), (10, 19, 1), (10, 30, 3),
+                                                  (12.5, 8, 1), (100, 7, 7), (0, 50, 0), (3, 36, 1),
+                                                  (3, 32, 1), (3, 0, 0), (10, 1, 1)])  # fmt: skip
+def test_pool_cap_is_floored_with_a_floor_of_one_node(percent: float, nodes: int, cap: int) -> None:
     assert Cap(4, percent).pool_cap(nodes) == cap
+
+
+@pytest.mark.parametrize("own, nodes, cap", [(2, 36, 2), (5, 3, 3), (0, 10, 0), (1, 0, 0)])
+def test_a_pools_own_cap_replaces_the_percentage(own: int, nodes: int, cap: int) -> None:
+    assert Cap(4, 50).pool_cap(nodes, own) == cap
+
+
+def test_a_pool_may_carry_its_own_max_nodes() -> None:
+    text = EXAMPLE.replace("      matchLabels: {trainyard.dev/pool: train-h100-a}\n",
+                           "      matchLabels: {trainyard.dev/pool: train-h100-a}\n    maxNodes: 2\n", 1)
+    assert text != EXAMPLE
+    pools = {p.name: p.max_nodes for p in parse(text, "policy.yaml").pools}
+    assert pools == {"train-h100-a": 2, "infer-l40s": None}
+    message = error(text.replace("maxNodes: 2", "maxNodes: -1"))
+    assert "expected a whole number >= 0, got -1 (spec.pools[0].maxNodes)" in message
 
 
 def test_noexecute_is_refused_with_the_reason() -> None:

@@ -107,3 +107,18 @@ def test_an_oversized_body_is_cut_with_a_note(artifact: Path) -> None:
     assert len(body) <= 65_000 and body.startswith("x" * 60_000)
     assert body.rstrip().endswith("locally for the rest.")
     assert outputs["post"] == "true"
+
+
+def test_sync_inventory_lists_every_environment_file(tmp_path: Path) -> None:
+    """Issue 22 item 10: the matrix comes from environments/, bases (_defaults.yaml) left out."""
+    done, outputs = _run(_step("sync-inventory", "list")["run"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert outputs == {"names": '["dev", "prod", "staging"]'}
+
+
+def test_sync_inventory_skips_a_cluster_without_its_secret(tmp_path: Path) -> None:
+    done, outputs = _run(_step("sync-inventory", "nodes")["run"], tmp_path, KUBECONFIG_DATA="",
+                         SECRET_NAME="KUBECONFIG", ENV_NAME="dev")
+    assert done.returncode == 0, done.stderr
+    assert outputs == {"ready": "false"}
+    assert "::notice::secret KUBECONFIG is not set in the GitHub environment dev: not synced" in done.stdout

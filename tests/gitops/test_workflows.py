@@ -15,7 +15,7 @@ import pytest
 from generators import cli
 from tools.toolchain import ToolNotInstalled, tool_path
 
-from .conftest import ENVIRONMENTS, ROOT, WORKFLOWS, load_yaml
+from .conftest import ROOT, WORKFLOWS, load_yaml
 
 PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
 VERSION_COMMENT = re.compile(r"uses: (\S+) # v\d+\.\d+\.\d+$")
@@ -130,10 +130,16 @@ def test_sync_inventory_workflow_reads_nodes_and_opens_a_pr() -> None:
     workflow = _workflow("sync-inventory")
     assert set(workflow["on"]) == {"schedule", "workflow_dispatch"}
     assert workflow["permissions"] == {"contents": "read"}
-    [job] = workflow["jobs"].values()
+    assert set(workflow["jobs"]) == {"environments", "sync"}
+    job = workflow["jobs"]["sync"]
     assert job["environment"] == "${{ matrix.env }}"
     assert job["permissions"] == {"contents": "write", "pull-requests": "write"}
-    assert set(job["strategy"]["matrix"]["env"]) <= set(ENVIRONMENTS)
+    # Issue 22 item 10: the matrix is the environment files, not a list typed in the workflow.
+    assert job["needs"] == "environments"
+    assert job["strategy"]["matrix"]["env"] == "${{ fromJSON(needs.environments.outputs.names) }}"
+    # Without the secret a cluster is skipped: every later step waits on the nodes step.
+    later = _steps(workflow)[[s.get("id") for s in _steps(workflow)].index("nodes") + 1:]
+    assert later and all(s.get("if") == "steps.nodes.outputs.ready == 'true'" for s in later)
     # One named secret per GitHub environment: secrets[<expression>] hands the runner the
     # whole secrets context, every environment's kubeconfig included.
     envs = [step.get("env", {}) for step in _steps(workflow)]

@@ -1,9 +1,11 @@
-"""Every rendered dcgm-exporter counters CSV parses the way dcgm-exporter parses it.
+"""Every dcgm-exporter counters CSV we ship parses the way dcgm-exporter parses it.
 
 dcgm-exporter reads the file with Go's encoding/csv and exits on an error, so one comma in
 a help text (it once read "NVLink bandwidth counter, all lanes.") empties every DCGM panel
 and silences every DCGM alert. The check runs Go's own encoding/csv (tests/monitoring/dcgmcsv,
-a copy of dcgm-exporter's reading code) over the CSV of every shipped environment.
+a copy of dcgm-exporter's reading code) over the CSV of every shipped environment, as the
+gpu-operator chart writes it into its ConfigMap from the rendered values (helm template of the
+pinned chart, tests/monitoring/test_charts.py).
 """
 
 from __future__ import annotations
@@ -14,10 +16,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
 from generators.components.monitoring import dcgm_counters
-from tests.conftest import ROOT
+from tests.monitoring.conftest import ENVIRONMENTS
 
 READER = Path(__file__).parent / "dcgmcsv" / "main.go"
 
@@ -38,18 +39,17 @@ def read(reader: Path, text: str, tmp_path: Path) -> subprocess.CompletedProcess
     return subprocess.run([str(reader), str(path)], capture_output=True, text=True, check=False)
 
 
-def rendered_csvs() -> list[Path]:
-    return sorted(ROOT.glob("rendered/*/monitoring/*/configmap-*dcgm*.yaml"))
+def test_every_environment_ships_a_counters_csv() -> None:
+    assert set(ENVIRONMENTS) >= {"dev", "staging", "prod"}
 
 
-def test_every_environment_renders_a_counters_csv() -> None:
-    assert {p.parts[-4] for p in rendered_csvs()} >= {"dev", "staging", "prod"}
+@pytest.mark.parametrize("name", ENVIRONMENTS)
+def test_dcgm_exporter_reads_the_shipped_csv(reader: Path, name: str, tmp_path: Path) -> None:
+    from tests.monitoring.test_charts import Env, one
 
-
-@pytest.mark.parametrize("path", rendered_csvs(), ids=lambda p: p.parts[-4])
-def test_dcgm_exporter_reads_the_rendered_csv(reader: Path, path: Path, tmp_path: Path) -> None:
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))["data"][dcgm_counters.CSV_KEY]
-    done = read(reader, data, tmp_path)
+    env = Env(name)
+    data = one(env.gpu_operator(), "ConfigMap", env.m["dcgmExporter"]["configMapName"])["data"]
+    done = read(reader, data[dcgm_counters.CSV_KEY], tmp_path)
     assert done.returncode == 0, done.stdout
     assert done.stdout.strip() == f"{len(dcgm_counters.COUNTERS)} counters"
 

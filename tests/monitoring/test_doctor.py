@@ -73,6 +73,18 @@ def no_mountstats(s: synthetic.Series) -> synthetic.Series | None:
     return None if s.name.startswith("node_mountstats_") else s
 
 
+def no_health_target(s: synthetic.Series) -> synthetic.Series | None:
+    """backend trainyard, but the controller was never applied: no target, no series."""
+    return None if s.labels.get("job") == "gpu-health" else s
+
+
+def health_down(s: synthetic.Series) -> synthetic.Series:
+    """The controller's target is discovered but every scrape fails (e.g. a NetworkPolicy)."""
+    if s.name == "up" and s.labels.get("job") == "gpu-health":
+        s.base = 0
+    return s
+
+
 @dataclass(frozen=True)
 class Scene:
     env: str
@@ -86,6 +98,8 @@ SCENES = {
     "honor-labels-off": Scene("prod", honor_labels_off),
     "no-profiling": Scene("prod", no_profiling),
     "no-mountstats": Scene("dev", no_mountstats),
+    "no-health-target": Scene("prod", no_health_target),
+    "health-down": Scene("prod", health_down),
 }
 ORDER = list(SCENES)
 
@@ -106,6 +120,10 @@ def scene_series(env: Environment, scene: str) -> list[synthetic.Series]:
             {"job": "overflow-gate", "namespace": env.overflow.namespace, "instance": "gate:8080"},
             base=1,
         )
+    controller = env.health.controller if env.health is not None else None
+    if controller is not None:  # the health controller's target (its ServiceMonitor's job)
+        cluster.add("up", {"job": "gpu-health", "namespace": controller.namespace,
+                           "instance": "gpu-health:8080"}, base=1)
     out = []
     for s in cluster.series:
         changed = SCENES[scene].change(
@@ -211,6 +229,8 @@ def test_lowercase_host_label_under_a_hostname_spec_names_the_fix(
     assert len(lines) == 1, lines
     assert lines[0].startswith("DCGM series carry hostname, not Hostname: ")
     assert "monitoring.exporters.dcgmExporter" in lines[0] and "generators/exporters.py" in lines[0]
+    assert lines[0].endswith("(outside 4.5.0 to 4.8.2, state monitoring.exporters.labelContract."
+                             "dcgmExporter.hostLabel: hostname; generators/exporters.py)"), lines[0]
 
 
 def test_honor_labels_off_names_it(prometheus: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -286,3 +306,49 @@ def test_missing_mountstats_names_the_collector_flag(
 def test_event_only_families_are_ones_the_expressions_read() -> None:
     read = {f.name for name in ENVIRONMENTS for f in doctor.families(load_shipped(name).env)}
     assert set(doctor.EVENT_ONLY) <= read, set(doctor.EVENT_ONLY) - read
+
+
+def test_no_gpu_health_target_is_one_line_naming_the_rendered_controller(
+    prometheus: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """prod runs health.backend trainyard in trainyard-system; its eleven trainyard_health_*
+    families are the controller's (not the checkpoint query's): one gap, the target."""
+    code, lines = run_doctor(prometheus, "no-health-target", capsys)
+    assert code == 1
+    assert lines == [
+        'no gpu-health target: nothing Prometheus scrapes matches {job="gpu-health", '
+        'namespace="trainyard-system"}: health.backend is trainyard, so apply rendered/prod/health/ '
+        "(its Deployment, Service and ServiceMonitor); the quarantine dashboard and the GpuHealth* "
+        "alerts read its series"
+    ]
+
+
+def test_a_health_target_that_fails_its_scrapes_is_down(
+    prometheus: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, lines = run_doctor(prometheus, "health-down", capsys)
+    assert code == 1
+    assert lines == [
+        'gpu-health target down: Prometheus finds {job="gpu-health", namespace="trainyard-system"} but '
+        "up == 0: check that its pods run and that the port its ServiceMonitor names answers"
+    ]
+
+
+def test_health_series_belong_to_the_controller_not_the_checkpoint_query() -> None:
+    owners = {f.name: f.exporter for f in doctor.families(load_shipped("prod").env)}
+    health = {name: owner for name, owner in owners.items() if name.startswith("trainyard_health_")}
+    assert len(health) == 11 and set(health.values()) == {"gpu-health"}, health
+
+
+def test_an_unreachable_in_cluster_url_gets_the_port_forward_hint() -> None:
+    url = "http://prometheus-operated.monitoring.svc:9090"  # resolves only inside a cluster
+    done = subprocess.run(
+        [sys.executable, "generate.py", "doctor", "dev", "--prometheus", url, "--timeout", "2"],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("generate.py doctor: error: cannot reach")
+    assert done.stderr.rstrip().endswith(
+        "hint: http://prometheus-operated.monitoring.svc:9090 is a cluster-internal name; from outside "
+        "the cluster run `kubectl -n monitoring port-forward svc/prometheus-operated 9090` and pass "
+        "--prometheus http://localhost:9090"), done.stderr

@@ -4,6 +4,7 @@ exporters emit what the dashboards, rules and the gate query read, derived from 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from typing import Any
 
 import yaml
@@ -65,17 +66,22 @@ def test_allowlist_covers_every_node_label_an_expression_reads(shipped: Shipped)
     assert read and read <= exported, read - exported
 
 
-def test_gpu_operator_values_name_the_rendered_counters_and_honor_labels(shipped: Shipped) -> None:
+def test_gpu_operator_values_carry_the_counters_and_honor_labels(shipped: Shipped) -> None:
+    """The chart creates the counters ConfigMap (config.create), the pod template carries their
+    sha256 (a change rolls the exporter), and Argo CD no longer applies a second copy."""
     dcgm = committed(shipped, monitoring.GPU_OPERATOR_VALUES)["dcgmExporter"]
-    counters = next(o for o in shipped.of_kind("ConfigMap") if "dcgm-metrics.csv" in o.get("data", {}))
-    assert dcgm["config"]["name"] == counters["metadata"]["name"]
-    assert counters["metadata"]["namespace"] == shipped.env.monitoring.dcgm_namespace
-    assert dcgm["env"] == [
-        {"name": "DCGM_EXPORTER_COLLECTORS", "value": "/etc/dcgm-exporter/dcgm-metrics.csv"}
-    ]
-    assert dcgm["serviceMonitor"] == {"enabled": True, "honorLabels": True}
+    config = dcgm["config"]
+    assert config["name"] == shipped.spec["monitoring"]["dcgmExporter"]["configMapName"]
+    assert config["create"] is True and config["data"].startswith("# Rendered by trainyard")
+    assert dcgm["annotations"] == {
+        "trainyard.dev/dcgm-counters-sha256": hashlib.sha256(config["data"].encode()).hexdigest()}
+    assert "env" not in dcgm  # the operator sets DCGM_EXPORTER_COLLECTORS itself (test_charts.py)
+    extra = shipped.spec["monitoring"]["rules"]["labels"]
+    assert dcgm["serviceMonitor"] == {"enabled": True, "honorLabels": True,
+                                      **({"additionalLabels": extra} if extra else {})}
     named = shipped.spec["monitoring"]["exporters"]["dcgmExporter"]
     assert dcgm.get("version") == (named if "-" in named else None)  # pinned only from an image tag
+    assert not [o for o in shipped.of_kind("ConfigMap") if "dcgm-metrics.csv" in o.get("data", {})]
 
 
 def test_mountstats_only_when_the_checkpoint_query_reads_it(shipped: Shipped) -> None:
@@ -91,7 +97,7 @@ def test_mountstats_only_when_the_checkpoint_query_reads_it(shipped: Shipped) ->
             checkpoint_write_query='sum(rate(lustre_write_bytes_total{component="client"}[5m]))',
         ),
     )
-    assert "prometheus-node-exporter" not in monitoring.kube_prometheus_stack_values(lustre)
+    assert "extraArgs" not in monitoring.kube_prometheus_stack_values(lustre)["prometheus-node-exporter"]
 
 
 def test_installer_inputs_are_rendered_but_are_not_objects(shipped: Shipped) -> None:

@@ -23,7 +23,8 @@ CASES = [
      "closeWhenFreeGpusAtLeast (3) must be greater than openWhenFreeGpusBelow (4)"),
     ("missing-cap", "    maxPodsToEvictPerNode: 2\n", "", "maxPodsToEvictPerNamespace",
      "'maxPodsToEvictPerNode' is a required property"),
-    ("zero-cap", "maxPodsToEvictTotal: 4", "maxPodsToEvictTotal: 0", "0", "less than the minimum of 1"),
+    ("zero-cap", "maxPodsToEvictTotal: 4", "maxPodsToEvictTotal: 0", "0",
+     "number 0 is below the minimum of 1"),
     ("unknown-tier", "tier: serve", "tier: serv", "serv",
      "unknown tier 'serv' (overflow.inference[0].tier); did you mean 'serve'?"),
     ("training-tier", "tier: serve", "tier: train", "train",
@@ -39,7 +40,12 @@ CASES = [
     ("kubernetes-too-old", '"1.36.2"', '"1.35.4"', '"1.35.4"', "overflow needs Kubernetes 1.36 or newer"),
     ("mock-without-capacity", 'config: {cpu: "8", memory: 64Gi, pods: "110"}',
      'config: {cpu: "8", memory: 64Gi}', "{cpu", "'pods' is a required property"),
-    ("floating-tag", "tag: 0.1.0", "tag: latest", "latest", "does not match"),
+    ("floating-tag", "tag: 0.1.0", "tag: latest", "latest", "'latest' is refused here"),
+    # Issue 22 item 7: a tag in the repository rendered ghcr.io/example/gate:0.1.0:0.1.0.
+    ("tag-in-repository", "repository: ghcr.io/example/gate,", "repository: ghcr.io/example/gate:0.1.0,",
+     "ghcr.io/example/gate:0.1.0",
+     "'ghcr.io/example/gate:0.1.0' is refused here (overflow.gate.image.repository); "
+     "write the tag in 'tag:'"),
     ("digest-required", "overflow:\n  providers:", "overflow:\n  requireImageDigests: true\n  providers:",
      "{repository: ghcr.io/example/vk", "image ghcr.io/example/vk:v1.13.0 has no digest (nor "
      "ghcr.io/example/gate:0.1.0, registry.k8s.io/descheduler/descheduler:v0.36.0) and "

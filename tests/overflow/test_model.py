@@ -90,16 +90,21 @@ def test_default_query_covers_every_inference_gpu_resource_and_excludes_virtual_
 
 
 def test_only_pools_inference_can_use_count() -> None:
-    blocked = Taint("trainyard.dev/training", "true", "NoSchedule")
+    # Issue 22 item 5: the usual GPU taint of managed pools. A pool's declared taint is what
+    # its pods tolerate, so the pool counts and its key is tolerated by the query.
+    usual = Taint("nvidia.com/gpu", "present", "NoSchedule")
     pools = (
         _pool("train.example/gpu", role="training"),                       # training: never
-        _pool("tainted.example/gpu", taints=(blocked,)),                   # NoSchedule: not tolerated
+        _pool("tainted.example/gpu", taints=(usual,)),                     # declared: its pods tolerate it
         _pool("soft.example/gpu", taints=(Taint("k", None, "PreferNoSchedule"),)),  # steers only
         _pool("shared.example/gpu", role="shared"),
     )  # fmt: skip
-    assert [p.name for p in inference_pools(pools)] == ["soft", "shared"]
+    assert [p.name for p in inference_pools(pools)] == ["tainted", "soft", "shared"]
     query = _query(pools, ("vk-a",))
-    assert 'label_pool="soft.example/gpu"' in query and 'label_pool="shared.example/gpu"' in query
-    assert "train.example" not in query and "tainted.example" not in query
+    for label in ("tainted", "soft", "shared"):
+        assert f'label_pool="{label}.example/gpu"' in query
+    assert "train.example" not in query
+    assert 'key!="nvidia.com/gpu"' in query  # tolerated, so a node with it still counts
+    assert 'key!="k"' not in query  # PreferNoSchedule never blocks, so it is not a matcher
     with pytest.raises(ValueError, match="no pool inference can use"):
-        _query(pools[:2], ("vk-a",))
+        _query(pools[:1], ("vk-a",))

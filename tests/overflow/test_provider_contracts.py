@@ -75,9 +75,12 @@ def test_the_deployment_and_config_match_the_providers_program(rendered: tuple[s
     ports = {p["containerPort"] for p in container["ports"]}
     assert 10250 in ports and (contract.metrics_port is None or contract.metrics_port in ports)
     assert (SERVING_DIR in mounts) == contract.needs_serving_certificate
+    if contract.needs_serving_certificate:  # node-cli and azure-aci exit without the key pair
+        assert "optional" not in volumes[mounts[SERVING_DIR]]["secret"]
 
     if kind == "mock":
-        assert {f"--provider-config={config_path}", "--provider=mock"} <= set(container["args"])
+        # "linux", never "Linux": root.go:59 refuses it (provider/types.go:5), run at v1.14.1.
+        assert {f"--provider-config={config_path}", "--provider=mock", "--os=linux"} <= set(container["args"])
         parsed = json.loads(text)  # map from node name to MockConfig
         assert set(parsed) == {"vk-cheap"} and set(parsed["vk-cheap"]) <= contract.config_keys
         assert parsed["vk-cheap"]["others"]["nvidia.com/gpu"] == str(gpus)
@@ -88,7 +91,12 @@ def test_the_deployment_and_config_match_the_providers_program(rendered: tuple[s
         assert f"--configpath={config_path}" in container["args"]
         parsed = yaml.safe_load(text)
         assert set(parsed) <= contract.config_keys
-        assert parsed["nvidia.com/gpu"] == str(gpus)  # DefaultGPUCapacity is "0" without it
+        # interLink 0.6.1 counts GPUs only from Resources.Accelerators (virtualkubelet.go:326-369).
+        assert parsed["Resources"] == {"Accelerators": [
+            {"ResourceType": "nvidia.com/gpu", "Model": "L4", "Available": str(gpus)}]}
+        assert parsed["NodeLabels"] == ["trainyard.dev/provider=cheap"]
+        assert parsed["DisableCSR"] is True and parsed["SkipDownwardAPIResolution"] is True
+        assert parsed["InterlinkURL"] == "https://il.example.com" and parsed["InterlinkPort"] == "443"
         assert parsed["VKTokenFile"] == f"{CREDENTIALS_DIR}/token"
         assert env["KUBELET_PORT"]["value"] == "10250" and "POD_IP" in env  # main.go reads both
         assert node(None).key == "virtual-node.interlink/no-schedule"  # type: ignore[arg-type]
@@ -136,3 +144,137 @@ def test_a_key_the_contract_sets_is_refused(tmp_path: Path) -> None:
     text = _environment_with("interlink").replace(port + "}", port + ", VKTokenFile: /x}")
     code, out, err = run_cli(repo_with(tmp_path, text), "render", "bad")
     assert code == 1 and "'VKTokenFile' is set by the interlink contract" in out + err
+
+
+def _refusal(tmp_path: Path, text: str) -> str:
+    """The one error line of rendering `text` (fails unless exactly one, with exit code 1)."""
+    code, out, err = run_cli(repo_with(tmp_path, text), "render", "bad")
+    lines = [line for line in (out + err).splitlines() if "error:" in line]
+    assert code == 1 and len(lines) == 1, out + err
+    assert not (tmp_path / "rendered" / "bad").exists()  # nothing written
+    return lines[0]
+
+
+def _column(text: str, key: str) -> tuple[int, int]:
+    """1-based line and column of the value of the first `key:` in the overflow section of
+    `text` (errors point at the offending value)."""
+    start = text.index("overflow:")
+    for number, line in enumerate(text.splitlines(), 1):
+        offset = sum(len(earlier) + 1 for earlier in text.splitlines()[: number - 1])
+        plain = line.replace(f'"{key}":', f" {key}: ")  # same width as the quoted key
+        if offset >= start and f"{key}:" in plain:
+            after = plain.index(f"{key}:") + len(key) + 1
+            return number, after + len(plain[after:]) - len(plain[after:].lstrip()) + 1
+    raise AssertionError(key)
+
+
+INTERLINK_CONFIG = 'config: {InterlinkURL: https://il.example.com, InterlinkPort: "443"}'
+
+
+@pytest.mark.parametrize(("config", "needle", "message"), [
+    # yaml.v2 matches tags exactly: the mis-cased key would be ignored and the URL empty.
+    ('config: {InterLinkURL: https://il.example.com, InterlinkPort: "443"}', "InterLinkURL",
+     "interlink reads no config key 'InterLinkURL'"),
+    ('config: {InterlinkURL: https://il.example.com, CPU: "8"}', "CPU",
+     "interlink reads no config key 'CPU'"),  # 0.3.0's top-level key; 0.6.1 reads Resources.CPU
+    ('config: {InterlinkURL: https://il.example.com, "nvidia.com/gpu": "8"}', "nvidia.com/gpu",
+     "interlink reads no config key 'nvidia.com/gpu'"),
+    ("config: {InterlinkURL: https://il.example.com, Resources: {Accelerators: []}}", "Accelerators",
+     "Resources.Accelerators is set by the interlink contract"),
+    ("config: {InterlinkURL: https://il.example.com, Resources: {cpu: '8'}}", "cpu",
+     "interlink reads no Resources key 'cpu'"),
+    ("config: {InterlinkURL: https://il.example.com, DisableCSR: false}", "DisableCSR",
+     "'DisableCSR' is set by the interlink contract"),
+    ("config: {InterlinkURL: https://il.example.com, KubeletCertFile: /x}", "KubeletCertFile",
+     "'KubeletCertFile' is not supported: the interlink contract serves the kubelet API with a self-signed"),
+    ("config: {InterlinkURL: https://il.example.com, NodeLabels: [a=b]}", "NodeLabels",
+     "'NodeLabels' is set by the interlink contract"),
+    ("config: {InterlinkURL: http://127.0.0.1, InterlinkPort: '3000'}", "InterlinkURL",
+     "interLink refuses pod calls to '127.0.0.1' as SSRF"),
+])  # fmt: skip
+def test_interlink_config_keys_are_those_0_6_1_reads(tmp_path: Path, config: str, needle: str,
+                                                     message: str) -> None:  # fmt: skip
+    text = _environment_with("interlink").replace(INTERLINK_CONFIG, config, 1)
+    assert config in text
+    line = _refusal(tmp_path, text)
+    row, column = _column(text, needle)
+    assert line.startswith(f"environments/bad.yaml:{row}:{column}: error: {message}"), line
+    if needle == "InterLinkURL":
+        assert "did you mean 'InterlinkURL'" in line
+
+
+def test_interlink_accepts_resources_cpu_memory_pods(tmp_path: Path) -> None:
+    config = ('config: {InterlinkURL: https://il.example.com, '
+              'Resources: {CPU: "64", Memory: 512Gi, Pods: "200"}}')
+    root = repo_with(tmp_path, _environment_with("interlink").replace(INTERLINK_CONFIG, config, 1))
+    code, out, err = run_cli(root, "render", "bad")
+    assert code == 0, out + err
+    folder = root / "rendered" / "bad" / "overflow" / "trainyard-system"
+    parsed = yaml.safe_load(next(iter(_one(folder, "configmap-vk-cheap.yaml")["data"].values())))
+    assert parsed["Resources"] == {"CPU": "64", "Memory": "512Gi", "Pods": "200", "Accelerators": [
+        {"ResourceType": "nvidia.com/gpu", "Model": "L4", "Available": "16"}]}
+
+
+@pytest.mark.parametrize(("field", "written", "message"), [
+    ("gpuResource", "gpuResource: example.com/gpu",
+     "interLink 0.6.1 advertises no 'example.com/gpu' capacity"),
+    ("gpuModel", "gpuModel: L4 PCIe", "gpuModel 'L4 PCIe' is not a valid label value"),
+])  # fmt: skip
+def test_interlink_refuses_gpus_it_would_not_advertise(tmp_path: Path, field: str, written: str,
+                                                       message: str) -> None:  # fmt: skip
+    text = _environment_with("interlink").replace("gpuModel: L4", "gpuModel: L4\n      " + written
+                                                  if field == "gpuResource" else written, 1)
+    line = _refusal(tmp_path, text)
+    row, column = _column(text, field)
+    assert line.startswith(f"environments/bad.yaml:{row}:{column}: error: {message}"), line
+
+
+def test_kubelet_api_is_admitted_only_from_the_listed_cidrs(tmp_path: Path) -> None:
+    text = _environment_with("interlink").replace(
+        "  gate:\n", "  kubeletApiSourceCidrs: [10.0.0.0/28, 192.168.10.4/32]\n  gate:\n", 1)
+    root = repo_with(tmp_path, text)
+    code, out, err = run_cli(root, "render", "bad")
+    assert code == 0, out + err
+    policy = _one(root / "rendered" / "bad" / "overflow" / "trainyard-system",
+                  "networkpolicy-virtual-kubelet-api.yaml")
+    assert policy["spec"]["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "virtual-kubelet"}}
+    assert policy["spec"]["ingress"] == [{
+        "from": [{"ipBlock": {"cidr": "10.0.0.0/28"}}, {"ipBlock": {"cidr": "192.168.10.4/32"}}],
+        "ports": [{"protocol": "TCP", "port": 10250}]}]
+
+
+@pytest.mark.parametrize(("env", "node", "cluster_wide"), [
+    ("prod", "vk-lambda", False), ("prod", "vk-azure", True), ("staging", "vk-mock", True)])  # fmt: skip
+def test_pod_inputs_are_granted_where_each_program_reads_them(env: str, node: str,
+                                                              cluster_wide: bool) -> None:  # fmt: skip
+    """interLink 0.6.1 GETs a spilled pod's Secrets and ConfigMaps in its namespace
+    (pkg/virtualkubelet/execute.go:856 :891 :980 :997, with SkipDownwardAPIResolution): a
+    RoleBinding per inference namespace. node-cli (mock) and azure-aci resolve them from
+    cluster-wide informers (virtual-kubelet v1.14.1 node/nodeutil/controller.go:356-364,
+    node/pod.go:76; azure-aci v1.6.2 cmd/virtual-kubelet/main.go:213, :319-321): their
+    ClusterRole must hold them, or the caches stay empty and such pods fail."""
+    folder = ROOT / "rendered" / env / "overflow"
+    cluster_role = yaml.safe_load((folder / f"clusterrole-trainyard-{node}.yaml").read_text(encoding="utf-8"))
+    reads = [r for r in cluster_role["rules"] if "secrets" in r["resources"]]
+    bindings = sorted(p.parent.name for p in folder.glob(f"*/rolebinding-trainyard-{node}-pod-inputs.yaml"))
+    if cluster_wide:
+        assert reads == [{"apiGroups": [""], "resources": ["configmaps", "secrets", "services"],
+                          "verbs": ["get", "list", "watch"]}] and not bindings  # fmt: skip
+    else:
+        assert not reads
+        assert bindings == ["batch-inference", "serving-prod"]  # prod.yaml's inference namespaces
+        inputs = yaml.safe_load((folder / f"clusterrole-trainyard-{node}-pod-inputs.yaml").read_text())
+        assert inputs["rules"] == [
+            {"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ["get"]},
+            {"apiGroups": [""], "resources": ["serviceaccounts/token"], "verbs": ["create"]}]
+        # RetrievePodsFromCluster lists namespaces before the status loop starts (virtualkubelet.go:2123).
+        assert {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list"]} in cluster_role["rules"]
+
+
+def test_a_kubelet_api_source_that_is_not_a_cidr_is_refused(tmp_path: Path) -> None:
+    text = _environment_with("interlink").replace(
+        "  gate:\n", "  kubeletApiSourceCidrs: [10.0.0.0/33]\n  gate:\n", 1)
+    line = _refusal(tmp_path, text)
+    row, column = _column(text, "kubeletApiSourceCidrs")
+    assert line.startswith(f"environments/bad.yaml:{row}:{column + 1}: error: "), line  # at the item
+    assert "overflow.kubeletApiSourceCidrs[0]" in line, line

@@ -161,8 +161,13 @@ def test_taint_policy_loads_with_the_gate_controllers_loader(env: str, tmp_path:
     assert ov is not None
     assert [gate.name for gate in policy.gates] == [p.name for p in ov.providers]
     assert policy.query == ov.gate.free_gpus_query and policy.dry_run is ov.gate.dry_run
+    # The label each program puts on its own node (interLink 0.6.1 virtualkubelet.go:417;
+    # virtual-kubelet node/nodeutil/controller.go:316), never on a real node.
+    own_label = {"interlink": {"virtual-node.interlink/type": "virtual-kubelet"},
+                 "mock": {"type": "virtual-kubelet"}, "azure-aci": {"type": "virtual-kubelet"}}
     for gate, provider in zip(policy.gates, ov.providers, strict=True):
-        assert dict(gate.match_labels) == {"type": "virtual-kubelet", "trainyard.dev/provider": provider.name}
+        expected = {**own_label[provider.type], "trainyard.dev/provider": provider.name}
+        assert dict(gate.match_labels) == expected
         assert gate.taint.effect == "NoSchedule"
     # Preferred first: every later gate opens at fewer free GPUs, no sooner, and closes no later.
     for first, then in zip(policy.gates, policy.gates[1:], strict=False):
@@ -283,4 +288,6 @@ def test_ingress_is_denied_by_default_and_each_allow_opens_a_real_port(env: str)
                     exposed = {p["containerPort"] for c in _containers(pod) for p in c.get("ports", [])}
                     assert port["port"] in exposed, (policy["metadata"]["name"], port, exposed)
                     opened += 1
-    assert opened >= 4
+    assert opened >= 2  # the gate's and the descheduler's metrics at least
+    # No source list in the shipped environments: nobody reaches the kubelet API (10250).
+    assert not [p for p in policies if p["metadata"]["name"] == "virtual-kubelet-api"]

@@ -294,6 +294,13 @@ def test_malformed_dcgm_counters_csv(repo: Repo, validate: Validate) -> None:
     """The help text this project once shipped (a comma: four fields), plus two other ways
     dcgm-exporter refuses a line."""
     rel = f"{DEV}/monitoring/gpu-operator/configmap-trainyard-dcgm-metrics.yaml"
+    # Issue 20: the shipped CSV travels in the gpu-operator values (the chart creates the
+    # ConfigMap; tests/monitoring/test_dcgm_csv.py reads it with dcgm-exporter's reader). The
+    # policy still guards any rendered ConfigMap carrying the key: put one there, shipped CSV.
+    values = repo.load(f"{DEV}/installers/gpu-operator-values.yaml")["dcgmExporter"]["config"]
+    repo.write(rel, {"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": values["name"], "namespace": "gpu-operator"},
+                     "data": {"dcgm-metrics.csv": values["data"]}})
 
     def break_it(cm: dict[str, Any]) -> None:
         cm["data"]["dcgm-metrics.csv"] += (

@@ -130,7 +130,8 @@ def test_json_shape(repo: Path) -> None:
     assert [e["name"] for e in doc["environments"]] == ["dev", "prod", "staging"]
     prod = doc["environments"][1]
     assert set(prod) == {"name", "counts", "summary", "summaryNote", "objects"}
-    assert set(prod["summary"]) == {"pools", "quotas", "priorityTiers", "overflow"}
+    assert set(prod["summary"]) == {"pools", "quotas", "priorityTiers", "overflow", "health",
+                                    "quarantineCaps"}
     pool = prod["summary"]["pools"][0]
     assert set(pool) == {
         "name",

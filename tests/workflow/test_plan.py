@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from generators import model
 from generators.layout import environment_names
+from tests.scratch_repo import repo_with, run_cli
 from tests.workflow.conftest import REPO, generate
+from tests.workflow.health_spec import CAP, SMALL
 
 
 def _row(out: str, *cells: object) -> bool:
@@ -74,3 +77,46 @@ def test_plan_fits_100_columns_and_names_units(name: str) -> None:
 def test_plan_serving_cpu_in_cores() -> None:
     out = generate(REPO, "plan", "prod").stdout
     assert _row(out, "serving", "serving", "infer-l40s", "80%", 50, "400 / - / -", 6000, 45000)
+
+
+def test_plan_shows_the_health_settings_and_each_pools_cap_beside_its_reserve(tmp_path: Path) -> None:
+    root = repo_with(tmp_path, SMALL)
+    (root / "environments" / "small.yaml").write_text(SMALL)
+    code, out, err = run_cli(root, "plan", "small")
+    assert code == 0, err
+    assert out[out.index("Health quarantine\n"):] == (
+        "Health quarantine\n"
+        "backend trainyard (controller in trainyard-system; dry run: false)\n"
+        "fleet cap 4 nodes at once; a pool without its own cap: 3% of its nodes, at least 1\n"
+        "watched pool  nodes  reserve  cap (nodes at once)  cap from\n"
+        "------------  -----  -------  -------------------  --------\n"
+        "train-gb200      36        2                    1  3%\n"
+        "train-h100       32        1                    1  3%\n"
+    )
+
+
+def test_plan_names_a_pool_cap_above_its_reserve(tmp_path: Path) -> None:
+    spec = SMALL.replace(CAP, "  cap: {maxNodes: 4, maxPercentOfPool: 3, pools: {train-h100: 3}}\n")
+    root = repo_with(tmp_path, spec)
+    (root / "environments" / "small.yaml").write_text(spec)
+    code, out, err = run_cli(root, "plan", "small")
+    assert code == 0, err
+    row = "train-h100       32        1                    3  own       above reserve: takes quota"
+    assert f"\n{row}\n" in out
+
+
+def test_plan_of_another_backend_names_it(tmp_path: Path) -> None:
+    trainyard = "  backend: trainyard\n  image: {repository: ghcr.io/acme/trainyard-gate, tag: 0.1.0}\n"
+    spec = SMALL.replace(trainyard + CAP, "  backend: none\n")
+    root = repo_with(tmp_path, spec)
+    (root / "environments" / "small.yaml").write_text(spec)
+    code, out, err = run_cli(root, "plan", "small")
+    assert code == 0, err
+    assert out.endswith("Health quarantine\nbackend none: no node is quarantined\n")
+
+
+def test_plan_of_dev_names_nvsentinel_and_the_taints_inference_tolerates() -> None:
+    """dev.yaml: health.backend nvsentinel, whose two quarantine taints inference tolerates."""
+    out = generate(REPO, "plan", "dev").stdout
+    assert out.endswith("Health quarantine\nbackend nvsentinel (installed on its own); inference tolerates "
+                        "its taints:\n  nvidia.com/gpu-xid-error, nvidia.com/gpu-nvlink-error\n"), out

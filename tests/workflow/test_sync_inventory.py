@@ -260,3 +260,37 @@ def test_nodelist_of_another_cluster_is_one_cause_not_a_line_per_node(repo: Path
                              "infer-l40s-0001, infer-l40s-0002, infer-l40s-0003, infer-l40s-0004, "
                              "and 571 more); label them like their pool, or add the pool to the environment")
     assert len(lines) <= 6, err  # the two above, a drop refusal per pool (3), the summary
+
+
+USUAL_GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+
+
+def test_a_pool_wide_undeclared_taint_is_named_instead_of_accepting_the_drop(repo: Path) -> None:
+    """Issue 22 item 5: managed GPU pools taint every node nvidia.com/gpu=present:NoSchedule.
+    Undeclared, sync-inventory counts the whole pool out; the hint must not be
+    --max-drop-fraction (that zeroes the pool's quota) but the missing declaration."""
+    env = model.load(repo, "prod")
+    index = next(i for i, p in enumerate(env.pools) if p.name == "infer-l40s")
+    items = inventory(env)
+    for item in items:
+        if item["metadata"]["labels"].get("trainyard.dev/pool") == "infer-l40s":
+            item["spec"]["taints"] = [USUAL_GPU_TAINT]
+    err = _refused(repo, "prod", items)
+    assert ("pool infer-l40s would lose 64 of 64 nodes at once, 100%, over the 25% allowed "
+            f"(pools[{index}].nodes); every node carries the taint nvidia.com/gpu=present:NoSchedule: "
+            f"declare it under pools[{index}].taints (its pods tolerate it), do not accept the drop") in err
+
+
+def test_a_declared_usual_gpu_taint_is_counted_and_keeps_overflow_working(repo: Path) -> None:
+    text = (repo / "environments" / "prod.yaml").read_text()
+    old = "    nodeLabels: {trainyard.dev/pool: infer-l40s, nvidia.com/gpu.product: NVIDIA-L40S}\n"
+    assert old in text
+    (repo / "environments" / "prod.yaml").write_text(text.replace(
+        old, old + "    taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]\n", 1))
+    env = model.load(repo, "prod")  # the default free-GPU query no longer refuses the pool
+    assert env.overflow is not None
+    query = env.overflow.gate.free_gpus_query
+    assert 'label_trainyard_dev_pool="infer-l40s"' in query and 'key!="nvidia.com/gpu"' in query
+    items = inventory(env)  # pool_nodes() gives each node the pool's declared taints
+    generate(repo, "sync-inventory", "prod", "--nodes", str(write_nodes(repo, items)))
+    assert next(p for p in model.load(repo, "prod").pools if p.name == "infer-l40s").nodes == 64

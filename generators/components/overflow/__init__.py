@@ -32,7 +32,7 @@ from generators.model.overflow import (
     Resources,
 )
 from generators.model.types import Environment
-from generators.providers.contract import CONFIG_DIR, CREDENTIALS_DIR, KUBELET_PORT, SERVING_DIR
+from generators.providers.contract import CONFIG_DIR, CREDENTIALS_DIR, KUBELET_PORT, SERVING_DIR, rule
 from generators.templating import render
 
 DESCHEDULER = "descheduler"
@@ -57,37 +57,7 @@ CONTAINER_SECURITY: dict[str, Any] = {
 }
 
 
-def _rule(groups: list[str], resources: list[str], verbs: list[str], names: list[str] | None = None
-          ) -> dict[str, Any]:
-    rule: dict[str, Any] = {"apiGroups": groups, "resources": resources}
-    if names:
-        rule["resourceNames"] = names
-    rule["verbs"] = verbs
-    return rule
-
-
-def virtual_kubelet_rules(node: str) -> list[dict[str, Any]]:
-    """What a virtual-kubelet needs cluster-wide (virtual-kubelet v1.13.0's node controller and
-    pod informers; its RBAC examples also grant configmaps/secrets/services), scoped to
-    its own node and lease where the API allows resourceNames (create, list and watch cannot
-    be). ConfigMaps, Secrets and Services are NOT here: pod_input_rules, bound only in the
-    namespaces that run spilled pods, so one provider cannot read another's credentials in
-    the overflow namespace (or any other Secret in the cluster)."""
-    return [
-        _rule([""], ["pods"], ["get", "list", "watch", "patch", "delete"]),
-        _rule([""], ["pods/status"], ["update", "patch"]),
-        _rule([""], ["nodes"], ["create", "list", "watch"]),
-        _rule([""], ["nodes"], ["get", "update", "patch"], [node]),
-        _rule([""], ["nodes/status"], ["update", "patch"], [node]),
-        _rule([""], ["events"], ["create", "patch"]),
-        _rule(["coordination.k8s.io"], ["leases"], ["create"]),
-        _rule(["coordination.k8s.io"], ["leases"], ["get", "update"], [node]),
-    ]
-
-
-# What a spilled pod may reference (env, volumes, service links), readable only where
-# spilled pods run: a RoleBinding per inference namespace to this ClusterRole.
-POD_INPUT_RULES = [_rule([""], ["configmaps", "secrets", "services"], ["get", "list", "watch"])]
+_rule = rule  # one RBAC rule shape for every workload here (generators/providers/contract.py)
 
 
 def gate_rules(ov: Overflow) -> list[dict[str, Any]]:
@@ -138,11 +108,16 @@ def _identity(ov: Overflow, account: str, cluster_name: str, rules: list[dict[st
 
 
 def pod_input_objects(ov: Overflow, provider: Provider) -> list[Obj]:
-    """Secrets/ConfigMaps/Services readable in the inference namespaces only. The provider's
-    own credentials are a Secret volume (the kubelet mounts it): its ServiceAccount needs no
-    right on any Secret of the overflow namespace."""
+    """What a spilled pod references, readable in the inference namespaces only, for a
+    program that reads it there (interLink: namespaced GETs). A program whose informers are
+    cluster-wide gets it in its ClusterRole instead (Contract.cluster_rules): a namespaced
+    grant would leave its caches empty and break the pods. The provider's own credentials
+    are a Secret volume (the kubelet mounts it), never read through the API."""
+    rules = provider.contract.pod_input_rules()
+    if not rules:
+        return []
     inputs = f"{CLUSTER_PREFIX}{provider.node_name}-pod-inputs"
-    objects = [render("overflow/clusterrole.yaml.j2", name=inputs, rules=POD_INPUT_RULES)]
+    objects = [render("overflow/clusterrole.yaml.j2", name=inputs, rules=rules)]
     for namespace in ov.inference_namespaces:
         objects.append(render("overflow/rolebinding.yaml.j2", name=inputs, account=provider.node_name,
                               namespace=namespace, subject_namespace=ov.namespace, kind="ClusterRole"))
@@ -161,7 +136,7 @@ def provider_objects(ov: Overflow, provider: Provider) -> list[Obj]:
     launch = contract.launch(provider.contract_input)
     return [
         *_identity(ov, provider.node_name, CLUSTER_PREFIX + provider.node_name,
-                   virtual_kubelet_rules(provider.node_name)),
+                   contract.cluster_rules(provider.contract_input)),
         *pod_input_objects(ov, provider),
         render("overflow/configmap.yaml.j2", name=provider.node_name, namespace=ov.namespace,
                data={launch.config_file: launch.config_text}),
@@ -225,14 +200,15 @@ DESCHEDULER_METRICS_PORT = 10258
 
 def network_policies(ov: Overflow, monitoring_namespace: str) -> list[Obj]:
     """Default-deny ingress in the overflow namespace, then exactly what must reach it:
-    Prometheus to the three metrics ports, and anyone to the virtual-kubelets' kubelet API.
+    Prometheus to the metrics ports, and the API server to the virtual-kubelets' kubelet API.
 
-    The kubelet API (logs, exec, attach on spilled pods) is called by the kube-apiserver,
-    which is not a pod: no namespace or pod selector matches it and its addresses are the
-    cluster's, so the port is open and the virtual-kubelet authenticates the caller with
-    client certificates (docs/overflow.md). Egress is not restricted: the gate reaches
-    Prometheus and the API server, each provider its own API, addresses the repository
-    does not know."""
+    The kubelet API (logs of spilled pods; exec and attach where the provider serves them)
+    is called by the kube-apiserver, which is not a pod: no namespace or pod selector
+    matches it, so only ipBlocks can (`kubeletApiSourceCidrs`, the addresses its connections
+    come from). interLink 0.6.1 authenticates no caller on that port (docs/overflow.md), so
+    with the list empty nobody is admitted (spilled pods run; `kubectl logs` on them fails),
+    never everybody. Egress is not restricted: the gate reaches Prometheus and the API
+    server, each provider its own API, addresses the repository does not know."""
     def app(name: str) -> dict[str, Any]:
         key = "app.kubernetes.io/instance" if name.startswith(NODE_PREFIX) else "app.kubernetes.io/name"
         return {"matchLabels": {key: name}}
@@ -248,10 +224,12 @@ def network_policies(ov: Overflow, monitoring_namespace: str) -> list[Obj]:
                               namespace=ov.namespace,
                               pod_selector=app(name),
                               ingress=[{"from": prometheus, "ports": [{"protocol": "TCP", "port": port}]}]))
-    objects.append(render("overflow/networkpolicy.yaml.j2", name="virtual-kubelet-api",
-                          namespace=ov.namespace,
-                          pod_selector=app("virtual-kubelet"),
-                          ingress=[{"ports": [{"protocol": "TCP", "port": KUBELET_PORT}]}]))
+    if ov.kubelet_api_source_cidrs:
+        api_server = [{"ipBlock": {"cidr": cidr}} for cidr in ov.kubelet_api_source_cidrs]
+        kubelet_api = [{"from": api_server, "ports": [{"protocol": "TCP", "port": KUBELET_PORT}]}]
+        objects.append(render("overflow/networkpolicy.yaml.j2", name="virtual-kubelet-api",
+                              namespace=ov.namespace, pod_selector=app("virtual-kubelet"),
+                              ingress=kubelet_api))
     return objects
 
 

@@ -22,7 +22,6 @@ from generators.model.overflow import (
     GATE_TAINT_VALUE,
     IN_CLUSTER_WEIGHT,
     PROVIDER_LABEL,
-    VIRTUAL_NODE_LABELS,
     InferenceService,
     Overflow,
 )
@@ -185,9 +184,10 @@ def inference_pod_snippet(ov: Overflow, svc: InferenceService) -> dict[str, Any]
     """What an inference Deployment's pod template spec needs (documented in docs/overflow.md):
     its tier, the provider taint tolerated (never the gate), in-cluster nodes preferred, then
     the providers in fill order."""
-    virtual_key, virtual_value = next(iter(VIRTUAL_NODE_LABELS.items()))
+    # Every virtual node carries the provider label, whichever program registers it (node-cli
+    # sets type=virtual-kubelet, interLink virtual-node.interlink/type): no real node does.
     preferences = [{"weight": IN_CLUSTER_WEIGHT, "preference": {"matchExpressions": [
-        {"key": virtual_key, "operator": "NotIn", "values": [virtual_value]}]}}]
+        {"key": PROVIDER_LABEL, "operator": "DoesNotExist"}]}}]
     preferences += [{"weight": p.affinity_weight, "preference": {"matchExpressions": [
         {"key": PROVIDER_LABEL, "operator": "In", "values": [p.name]}]}} for p in ov.providers]
     return {

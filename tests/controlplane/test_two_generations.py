@@ -1,0 +1,139 @@
+"""Two GPU generations in one team's queue, decided by the real Kueue (issue 22 item 1).
+
+A team holds shares of a GB200 pool (arm64 hosts, 4 GPUs per tray) and an H100 pool (amd64,
+8 per node); both land in one ClusterQueue, flavors in the order the pools are written.
+Each pool pins `kubernetes.io/arch` in its nodeLabels (the spec refuses a mixed queue
+without it), so the flavors carry it, and Kueue's flavor assignment skips a flavor whose
+nodeLabels contradict the job's nodeSelector (pkg/scheduler/flavorassigner in v0.19.2):
+a job picks its generation by `nodeSelector: {kubernetes.io/arch: ...}`. Expected flavors
+are the literal pool names of the spec below.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from tests.controlplane.daemon import Daemon
+from tests.controlplane.fixtures import require_tools
+from tests.controlplane.harness import ControlPlane
+from tests.controlplane.jobs import gpu_job, reread, submit, wait_admitted
+from tests.controlplane.kube import Kube, Obj
+from tests.controlplane.kueue_controller import rendered_configuration, start_kueue
+from tests.controlplane.manifests import (
+    REPO_ROOT,
+    apply_all,
+    ensure_external_namespaces,
+    environment_files,
+    environment_objects,
+    remove_all,
+)
+
+pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
+
+ENV = "two-generations"
+NAMESPACE = "gen-team"
+ENVIRONMENT = f"""\
+extends: _defaults.yaml
+name: {ENV}
+cluster:
+  kubernetesVersion: "1.36.2"
+pools:
+  - name: train-gb200
+    role: training
+    gpu: {{model: GB200, perNode: 4}}
+    nodes: 4
+    cpu: 144
+    memory: 1800Gi
+    nodeLabels: {{trainyard.dev/pool: train-gb200, kubernetes.io/arch: arm64}}
+  - name: train-h100
+    role: training
+    gpu: {{model: H100-SXM5-80GB, perNode: 8}}
+    nodes: 4
+    cpu: 192
+    memory: 1800Gi
+    nodeLabels: {{trainyard.dev/pool: train-h100, kubernetes.io/arch: amd64}}
+teams:
+  - name: gen-team
+    namespaces: [{NAMESPACE}]
+    shares: {{train-gb200: 100, train-h100: 100}}
+# No kubelet runs pods here: admission must not wait for earlier gangs to become Ready.
+kueue:
+  waitForPodsReady:
+    blockAdmission: false
+"""
+
+
+@dataclass
+class Scene:
+    kube: Kube
+    objects: list[Obj]
+    kueue: Daemon
+
+
+@pytest.fixture(scope="module")
+def scene(
+    kube: Kube, control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Scene]:
+    binary = require_tools("kueue")["kueue"]
+    root = tmp_path_factory.mktemp("two-generations")
+    (root / "environments").mkdir()
+    shutil.copy(REPO_ROOT / "environments" / "_defaults.yaml", root / "environments")
+    (root / "environments" / f"{ENV}.yaml").write_text(ENVIRONMENT, encoding="utf-8")
+    files = environment_files(root, ENV)
+    objects = environment_objects(root, ENV)
+    external = ensure_external_namespaces(kube, objects)
+    apply_all(kube, objects)
+    daemon = start_kueue(binary, control_plane.kubeconfig, rendered_configuration(files), root / "kueue")
+    try:
+        yield Scene(kube, objects, daemon)
+    finally:
+        daemon.stop()
+        remove_all(kube, objects, external)
+
+
+def _job(arch: str | None, gpus_per_pod: int) -> Obj:
+    job = gpu_job(f"gen-{arch or 'any'}-{uuid.uuid4().hex[:6]}", NAMESPACE, NAMESPACE, "training",
+                  pods=2, gpus_per_pod=gpus_per_pod)
+    if arch is not None:
+        job["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/arch": arch}
+    return job
+
+
+def _flavor(kube: Kube, job: Obj) -> str:
+    workload = wait_admitted(kube, submit(kube, job))
+    [pod_set] = workload["status"]["admission"]["podSetAssignments"]
+    flavors = set(pod_set["flavors"].values())
+    assert len(flavors) == 1, pod_set
+    return str(flavors.pop())
+
+
+def test_the_flavors_carry_the_architecture(scene: Scene) -> None:
+    flavors = {o["metadata"]["name"]: o["spec"]["nodeLabels"]
+               for o in scene.objects if o["kind"] == "ResourceFlavor"}
+    assert flavors == {
+        "train-gb200": {"trainyard.dev/pool": "train-gb200", "kubernetes.io/arch": "arm64"},
+        "train-h100": {"trainyard.dev/pool": "train-h100", "kubernetes.io/arch": "amd64"},
+    }
+    [queue] = [o for o in scene.objects if o["kind"] == "ClusterQueue"]
+    assert [f["name"] for f in queue["spec"]["resourceGroups"][0]["flavors"]] == ["train-gb200", "train-h100"]
+
+
+def test_a_job_picks_its_generation_by_architecture(scene: Scene) -> None:
+    kube = scene.kube
+    assert _flavor(kube, _job("amd64", 8)) == "train-h100"
+    arm = _job("arm64", 4)
+    assert _flavor(kube, arm) == "train-gb200"
+    # Kueue keeps the job's selector and adds the flavor's labels: the pods go to GB200 trays.
+    selector = reread(kube, arm)["spec"]["template"]["spec"]["nodeSelector"]
+    assert selector == {"kubernetes.io/arch": "arm64", "trainyard.dev/pool": "train-gb200"}
+
+
+def test_a_job_without_a_selector_gets_the_first_flavor_that_fits(scene: Scene) -> None:
+    # Without a selector Kueue takes the first flavor in the queue's order with room: the
+    # first pool written (GB200). Hence the job recipe selects (docs/scheduling.md).
+    assert _flavor(scene.kube, _job(None, 4)) == "train-gb200"

@@ -1,0 +1,73 @@
+"""kube-prometheus-stack as `helm template` renders it with an environment's values.
+
+The chart, its version and release name are generators/charts.py's KUBE_PROMETHEUS_STACK
+(the archive in ../shared/charts, verified by tools.toolchain.archive_path), the namespace
+is the spec's `monitoring.namespace`: the same release the header command of
+rendered/<env>/installers/kube-prometheus-stack-values.yaml installs, so object names
+(`<release>-kube-state-metrics`, ...) are the cluster's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from generators.charts import KUBE_PROMETHEUS_STACK
+from generators.spec.load import load_environment
+from tools.toolchain import PINS, archive_path, tool_path
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = KUBE_PROMETHEUS_STACK.archive
+# The apiserver the tests run; helm's Capabilities.KubeVersion gates some templates.
+KUBE_VERSION = PINS["kube-apiserver"].removeprefix("v")
+# kube-state-metrics' and node-exporter's templates in the chart's output.
+KSM_SOURCE = "kube-prometheus-stack/charts/kube-state-metrics/templates/"
+NODE_EXPORTER_SOURCE = "kube-prometheus-stack/charts/prometheus-node-exporter/templates/"
+
+HELM_HOMES = ("CACHE", "CONFIG", "DATA")
+
+Obj = dict[str, Any]
+
+
+def values_file(env: str) -> Path:
+    return ROOT / "rendered" / env / "installers" / "kube-prometheus-stack-values.yaml"
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """The chart's objects, with the template each came from."""
+
+    release: str
+    namespace: str
+    objects: list[tuple[str, Obj]]  # (# Source: path, object)
+
+    def one(self, source_prefix: str, kind: str) -> Obj:
+        found = [o for s, o in self.objects if s.startswith(source_prefix) and o["kind"] == kind]
+        assert len(found) == 1, f"{len(found)} {kind} from {source_prefix}"
+        return found[0]
+
+
+def render(env: str, values: Path | None = None) -> Rendered:
+    """`helm template` of the pinned chart with `values` (default: rendered/<env>/installers')."""
+    namespace = load_environment(ROOT, env)[1]["monitoring"]["namespace"]
+    release = KUBE_PROMETHEUS_STACK.release
+    argv = [str(tool_path("helm")), "template", release, str(archive_path(CHART)), "--namespace", namespace,
+            "--kube-version", KUBE_VERSION, "-f", str(values or values_file(env))]  # fmt: skip
+    home = Path(tempfile.mkdtemp(prefix="trainyard-helm-"))  # no repository, plugin or user config
+    isolated = {**os.environ, **{f"HELM_{kind}_HOME": str(home / kind) for kind in HELM_HOMES}}
+    done = subprocess.run(argv, capture_output=True, text=True, env=isolated, timeout=120, check=False)
+    assert done.returncode == 0, f"helm template failed ({done.returncode}):\n{done.stderr[-3000:]}"
+    objects = []
+    for document in done.stdout.split("\n---"):
+        source = re.search(r"^# Source: (\S+)", document, re.MULTILINE)
+        body = yaml.safe_load(document)
+        if isinstance(body, dict) and source:
+            objects.append((source[1], body))
+    return Rendered(release, namespace, objects)

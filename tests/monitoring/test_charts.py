@@ -1,0 +1,477 @@
+"""The pinned upstream charts, rendered by the pinned helm with our installer values (issue 20).
+
+`helm template` (tools/toolchain.py PINS["helm"], `--kube-version 1.36.5`) of each chart archive
+generators/charts.py pins (../shared/charts, via tools.toolchain.archive_path) with
+rendered/<env>/installers/*-values.yaml, for every environment. The chart's own templates
+decide what the cluster gets; the assertions read that output with small independent
+evaluators (tests/monitoring/kubeselect.py: label selectors, Prometheus' relabeling) and take
+their expectations from the environment file or literals:
+
+- Kueue 0.19.2: the manager ConfigMap holds our Configuration (equal once parsed, plus the one
+  key the chart adds), and its metrics ServiceMonitor exists and is selected by the stack.
+- kube-prometheus-stack 88.5.3: its Prometheus selects every ServiceMonitor and PrometheusRule
+  we render (rendered/<env>/, the gate's and the health controller's) or configure (Kueue's,
+  dcgm-exporter's); the node-exporter ServiceMonitor's relabeling gives the label our queries
+  join on the node name; the job labels equal our selectors; Grafana's sidecar files our
+  dashboards into their folder. With the chart's default values the same checks fail (the
+  tests can fail: what the issue found).
+- gpu-operator v26.7.0: the ClusterPolicy names the counters ConfigMap the chart creates, with
+  their sha256 on the exporter's pod template, and the dcgm-exporter ServiceMonitor the
+  operator makes from it is selected.
+
+The gpu-operator controller, which turns the ClusterPolicy into dcgm-exporter's DaemonSet and
+ServiceMonitor, cannot run here (it needs GPU nodes and their driver state). Its contract is
+pinned at NVIDIA/gpu-operator v26.7.0 (commit 10ee5b3638b89e11e949412aafa5ba99279c3721) and
+modelled by `dcgm_service_monitor` below:
+- assets/state-dcgm-exporter/0500_service_monitor.yaml: ServiceMonitor nvidia-dcgm-exporter,
+  labels {app: nvidia-dcgm-exporter}, jobLabel app; 0400_service.yaml: Service
+  nvidia-dcgm-exporter labelled app: nvidia-dcgm-exporter, port gpu-metrics 9400.
+- controllers/object_controls.go:5022: the ServiceMonitor goes to the operator's namespace;
+  :5062: it is not created while the ServiceMonitor CRD is missing (install the stack first);
+  :4974-5015 applyServiceMonitorCustomEdits: labels += serviceMonitor.additionalLabels
+  (:4980), honorLabels onto the first endpoint (:5002).
+- controllers/object_controls.go:1901-1921: dcgmExporter.config.name is mounted with
+  `SubPath: dcgm-metrics.csv` at /etc/dcgm-exporter/dcgm-metrics.csv, not Optional, and
+  DCGM_EXPORTER_COLLECTORS is set to that path by the operator.
+- controllers/object_controls.go:1811-1812 and :1973 addExtraAnnotations: dcgmExporter.annotations
+  go onto the DaemonSet's pod template; :4790-4820 isDaemonsetSpecChanged: the DaemonSet is
+  updated when the hash of its spec changes (so a new counters sha256 rolls the exporter).
+Helm installs a ConfigMap before a ClusterPolicy: helm v3.22.0 pkg/releaseutil/kind_sorter.go:31
+InstallOrder (ConfigMap at :42), kinds it does not know last (:151).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from generators import charts
+from tests.monitoring import kubeselect
+from tests.monitoring.conftest import ENVIRONMENTS, ROOT
+from tools.toolchain import ToolNotInstalled, archive_path, tool_path
+
+KUBE_VERSION = "1.36.5"
+Obj = dict[str, Any]
+KUEUE_CONFIG_KEY = "controller_manager_config.yaml"
+NODE = "gpu-node-17"  # a node name the scrape target carries in __meta_kubernetes_pod_node_name
+
+
+def _need(find: Any, name: str) -> Path:
+    try:
+        return Path(find(name))
+    except ToolNotInstalled as error:
+        pytest.fail(f"{error} (CI installs tools and archives first: make tools)", pytrace=False)
+
+
+@cache
+def _home() -> Path:
+    """Empty helm config/cache/data homes: no repository, no plugin, nothing of the user's."""
+    import tempfile
+    return Path(tempfile.mkdtemp(prefix="trainyard-helm-"))
+
+
+@cache
+def helm_template(chart: charts.Chart, namespace: str, values: Path | None) -> tuple[Obj, ...]:
+    helm = _need(tool_path, "helm")
+    archive = _need(archive_path, chart.archive)
+    home = _home()
+    env = {**os.environ, "HELM_CACHE_HOME": str(home / "cache"), "HELM_CONFIG_HOME": str(home / "config"),
+           "HELM_DATA_HOME": str(home / "data")}
+    command = [str(helm), "template", chart.release, str(archive), "--namespace", namespace,
+               "--kube-version", KUBE_VERSION]
+    if values is not None:
+        command += ["-f", str(values)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0, f"{' '.join(command)}\n{done.stderr}"
+    return tuple(d for d in yaml.load_all(done.stdout, Loader=yaml.CSafeLoader) if d)
+
+
+def of_kind(objects: tuple[Obj, ...] | list[Obj], kind: str) -> list[Obj]:
+    return [o for o in objects if o.get("kind") == kind]
+
+
+def one(objects: tuple[Obj, ...] | list[Obj], kind: str, name: str | None = None) -> Obj:
+    found = [o for o in of_kind(objects, kind) if name is None or o["metadata"]["name"] == name]
+    assert len(found) == 1, f"{len(found)} {kind} {name or ''}"
+    return found[0]
+
+
+class Env:
+    """One environment: its spec (the file, defaulted), its installer values, its rendered objects."""
+
+    def __init__(self, name: str) -> None:
+        from generators.spec.load import load_environment
+
+        self.name = name
+        _, self.spec = load_environment(ROOT, name)
+        self.m = self.spec["monitoring"]
+        self.installers = ROOT / "rendered" / name / "installers"
+
+    def values(self, file: str) -> Path:
+        path = self.installers / file
+        assert path.is_file(), f"{path} is not rendered"
+        return path
+
+    def rendered(self) -> Iterator[Obj]:
+        for path in sorted((ROOT / "rendered" / self.name).rglob("*.yaml")):
+            if "installers" not in path.relative_to(ROOT / "rendered" / self.name).parts:
+                yield yaml.safe_load(path.read_text(encoding="utf-8"))
+
+    def namespace_labels(self) -> dict[str, dict[str, str]]:
+        return {o["metadata"]["name"]: o["metadata"].get("labels") or {}
+                for o in self.rendered() if o["kind"] == "Namespace"}
+
+    def job(self, exporter: str) -> str:
+        """The job our queries select an exporter by (monitoring.selectors.<exporter>)."""
+        found = re.fullmatch(r'job\s*=\s*"([^"]*)"', self.m["selectors"][exporter])
+        assert found, self.m["selectors"][exporter]
+        return found.group(1)
+
+    # the three installs, with our values (or the charts' defaults)
+    def kps(self, ours: bool = True) -> tuple[Obj, ...]:
+        values = self.values("kube-prometheus-stack-values.yaml") if ours else None
+        return helm_template(charts.KUBE_PROMETHEUS_STACK, self.m["namespace"], values)
+
+    def gpu_operator(self, ours: bool = True) -> tuple[Obj, ...]:
+        values = self.values("gpu-operator-values.yaml") if ours else None
+        return helm_template(charts.GPU_OPERATOR, self.m["dcgmExporter"]["namespace"], values)
+
+    def kueue(self, ours: bool = True) -> tuple[Obj, ...]:
+        values = self.values("kueue-values.yaml") if ours else None
+        return helm_template(charts.KUEUE, self.spec["kueue"]["namespace"], values)
+
+
+@pytest.fixture(scope="module", params=ENVIRONMENTS)
+def env(request: pytest.FixtureRequest) -> Env:
+    e = Env(request.param)
+    if e.spec["kueue"]["configurationDelivery"] != "helmValues":
+        pytest.fail(f"{e.name}: Kueue from plain manifests: its ServiceMonitor is Kueue's prometheus "
+                    "manifest, not checked here; extend this test", pytrace=False)
+    return e
+
+
+def dcgm_service_monitor(cluster_policy: Obj, operator_namespace: str) -> Obj | None:
+    """The ServiceMonitor gpu-operator v26.7.0 makes from a ClusterPolicy (module docstring)."""
+    wanted = (cluster_policy["spec"].get("dcgmExporter") or {}).get("serviceMonitor") or {}
+    if not wanted.get("enabled"):
+        return None
+    labels = {"app": "nvidia-dcgm-exporter", **(wanted.get("additionalLabels") or {})}
+    endpoint = {"port": "gpu-metrics", "path": "/metrics"}
+    if "honorLabels" in wanted:
+        endpoint["honorLabels"] = wanted["honorLabels"]
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+            "metadata": {"name": "nvidia-dcgm-exporter", "namespace": operator_namespace, "labels": labels},
+            "spec": {"jobLabel": "app", "endpoints": [endpoint],
+                     "selector": {"matchLabels": {"app": "nvidia-dcgm-exporter"}}}}
+
+
+def dcgm_of(env: Env, ours: bool = True) -> Obj:
+    policy = one(env.gpu_operator(ours), "ClusterPolicy")
+    sm = dcgm_service_monitor(policy, env.m["dcgmExporter"]["namespace"])
+    assert sm is not None, "the ClusterPolicy turns dcgm-exporter's ServiceMonitor off"
+    return sm
+
+
+def kueue_monitor(env: Env, ours: bool = True) -> Obj | None:
+    found = of_kind(env.kueue(ours), "ServiceMonitor")
+    return found[0] if found else None
+
+
+def ours_to_scrape(env: Env) -> list[Obj]:
+    """Every ServiceMonitor and PrometheusRule we render or configure."""
+    rendered = [o for o in env.rendered() if o["kind"] in ("ServiceMonitor", "PrometheusRule")]
+    monitor = kueue_monitor(env)
+    assert monitor is not None, "Kueue's chart renders no metrics ServiceMonitor"
+    return [*rendered, monitor, dcgm_of(env)]
+
+
+# --- Kueue ------------------------------------------------------------------------------------
+def test_kueue_chart_holds_our_configuration(env: Env) -> None:
+    values = yaml.safe_load(env.values("kueue-values.yaml").read_text(encoding="utf-8"))
+    ours = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+    namespace = env.spec["kueue"]["namespace"]
+    config_map = one(env.kueue(), "ConfigMap", "kueue-manager-config")
+    assert config_map["metadata"]["namespace"] == namespace
+    held = yaml.safe_load(config_map["data"][KUEUE_CONFIG_KEY])
+    # the one key the chart adds (templates/manager/manager-config.yaml), with its own names
+    assert held.pop("internalCertManagement") == {
+        "enable": True, "webhookServiceName": "kueue-webhook-service",
+        "webhookSecretName": "kueue-webhook-server-cert"}
+    assert held == ours
+    assert held["namespace"] == namespace
+
+
+def test_kueue_metrics_servicemonitor_targets_the_metrics_service_as_our_job(env: Env) -> None:
+    objects = env.kueue()
+    monitor = kueue_monitor(env)
+    assert monitor is not None
+    services = [s for s in of_kind(objects, "Service")
+                if kubeselect.matches(monitor["spec"]["selector"], s["metadata"].get("labels") or {})]
+    assert [s["metadata"]["name"] for s in services] == ["kueue-controller-manager-metrics-service"]
+    ports = {p["name"] for p in services[0]["spec"]["ports"]}
+    assert {e["port"] for e in monitor["spec"]["endpoints"]} <= ports
+    assert kubeselect.job_label(monitor, services[0]) == env.job("kueue")
+
+
+def test_kueue_chart_default_renders_no_servicemonitor(env: Env) -> None:
+    """Issue 20 item 4: `enablePrometheus` defaults to false, so without our values no metrics."""
+    assert kueue_monitor(env, ours=False) is None
+
+
+# --- kube-prometheus-stack: selection -----------------------------------------------------------
+def test_prometheus_selects_everything_we_render_or_configure(env: Env) -> None:
+    prometheus = one(env.kps(), "Prometheus")
+    labels = env.namespace_labels()
+    wanted = ours_to_scrape(env)
+    kinds = {o["kind"] for o in wanted}
+    assert kinds == {"ServiceMonitor", "PrometheusRule"}
+    missed = [f"{o['kind']} {o['metadata']['namespace']}/{o['metadata']['name']}"
+              for o in wanted if not kubeselect.selected(prometheus, o, labels)]
+    assert not missed, missed
+
+
+def test_the_charts_defaults_leave_kueue_and_dcgm_unscraped(env: Env) -> None:
+    """What the issue found (items 2, 4), by the same evaluator: the stack's default selects
+    `release: <release>` only; neither the operator's nor Kueue's ServiceMonitor carries it."""
+    prometheus = one(env.kps(ours=False), "Prometheus")
+    release = {"matchLabels": {"release": "kube-prometheus-stack"}}
+    assert prometheus["spec"]["serviceMonitorSelector"] == release
+    labels = env.namespace_labels()
+    monitor = kueue_monitor(env)
+    assert monitor is not None
+    assert not kubeselect.selected(prometheus, monitor, labels)
+    assert not kubeselect.selected(prometheus, dcgm_of(env, ours=False), labels)
+
+
+def test_dcgm_servicemonitor_keeps_pod_labels_and_names_our_job(env: Env) -> None:
+    monitor = dcgm_of(env)
+    assert monitor["spec"]["endpoints"][0].get("honorLabels") is True
+    service = {"metadata": {"name": "nvidia-dcgm-exporter", "labels": {"app": "nvidia-dcgm-exporter"}}}
+    assert kubeselect.job_label(monitor, service) == env.job("dcgm")
+
+
+# --- kube-prometheus-stack: node-exporter and kube-state-metrics --------------------------------
+def _node_exporter(objects: tuple[Obj, ...]) -> tuple[Obj, Obj]:
+    """(ServiceMonitor, Service) of the prometheus-node-exporter subchart."""
+    service = next(s for s in of_kind(objects, "Service")
+                   if s["metadata"]["labels"].get("app.kubernetes.io/name") == "prometheus-node-exporter")
+    monitor = next(m for m in of_kind(objects, "ServiceMonitor")
+                   if kubeselect.matches(m["spec"]["selector"], service["metadata"]["labels"]))
+    return monitor, service
+
+
+def _scraped_labels(monitor: Obj) -> dict[str, str]:
+    """A node_exporter target's labels after the ServiceMonitor's relabeling (host network:
+    the address is the node's IP)."""
+    target = {"__address__": "10.0.0.7:9100", "__meta_kubernetes_pod_node_name": NODE,
+              "__meta_kubernetes_namespace": "monitoring"}
+    return kubeselect.relabel(target, monitor["spec"]["endpoints"][0].get("relabelings") or [])
+
+
+def _health_join_labels(env: Env) -> set[str]:
+    """The label every rendered quarantine query over node_exporter series takes the node from
+    (its outer label_replace into `node`); empty without a health policy."""
+    found: set[str] = set()
+    for obj in env.rendered():
+        if obj["kind"] != "ConfigMap" or obj["metadata"]["name"] != "gpu-health":
+            continue
+        for text in obj["data"].values():
+            for condition in yaml.safe_load(text)["spec"]["conditions"]:
+                query = condition["query"]
+                if 'job="node-exporter"' not in query and env.job("nodeExporter") not in query:
+                    continue
+                found |= set(re.findall(r'"node", "\$1", "([A-Za-z_][A-Za-z0-9_]*)", "\(\.\*\)"\)\)', query))
+    return found
+
+
+def test_node_exporter_relabeling_gives_the_node_name_our_queries_join_on(env: Env) -> None:
+    monitor, service = _node_exporter(env.kps())
+    join = env.m["nodeExporterHostLabel"]
+    assert _scraped_labels(monitor)[join] == NODE
+    health = _health_join_labels(env)
+    if env.spec["health"]["backend"] == "trainyard":
+        assert health == {join}, health
+    assert kubeselect.job_label(monitor, service) == env.job("nodeExporter")
+
+
+def test_node_exporter_default_leaves_the_host_address_in_instance(env: Env) -> None:
+    """Issue 20 item 3, by the same evaluator: the chart's relabelings are `[]`."""
+    monitor, _ = _node_exporter(env.kps(ours=False))
+    assert _scraped_labels(monitor)["instance"] == "10.0.0.7:9100"
+
+
+def test_node_exporter_args_are_the_charts_defaults_then_mountstats(env: Env) -> None:
+    default = one(env.kps(ours=False), "DaemonSet")["spec"]["template"]["spec"]["containers"][0]["args"]
+    ours = one(env.kps(), "DaemonSet")["spec"]["template"]["spec"]["containers"][0]["args"]
+    mountstats = "node_mountstats_" in env.m["checkpointWriteQuery"]
+    assert ours == ([*default, "--collector.mountstats"] if mountstats else default)
+
+
+def test_kube_state_metrics_exports_the_pools_node_labels(env: Env) -> None:
+    objects = env.kps()
+    keys = sorted({k for pool in env.spec["pools"] for k in pool["nodeLabels"]})
+    deployment = next(d for d in of_kind(objects, "Deployment")
+                      if d["metadata"]["labels"].get("app.kubernetes.io/name") == "kube-state-metrics")
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert f"--metric-labels-allowlist=nodes=[{','.join(keys)}]" in args
+    service = next(s for s in of_kind(objects, "Service")
+                   if s["metadata"]["labels"].get("app.kubernetes.io/name") == "kube-state-metrics")
+    monitor = next(m for m in of_kind(objects, "ServiceMonitor")
+                   if kubeselect.matches(m["spec"]["selector"], service["metadata"]["labels"]))
+    assert kubeselect.job_label(monitor, service) == env.job("kubeStateMetrics")
+
+
+# --- kube-prometheus-stack: Grafana ---------------------------------------------------------
+def test_grafana_sidecar_files_our_dashboards_into_their_folder(env: Env) -> None:
+    prefix = env.m["dashboards"]["uidPrefix"] + "-"
+    dashboards = [o for o in env.rendered() if o["kind"] == "ConfigMap"
+                  and any(k.startswith(prefix) and k.endswith(".json") for k in o.get("data", {}))]
+    if env.m["dashboards"]["delivery"] != "sidecar":
+        assert not dashboards  # GrafanaDashboards instead: docs/monitoring.md, "Grafana"
+        return
+    objects = env.kps()
+    grafana = one(objects, "Deployment", "kube-prometheus-stack-grafana")
+    sidecar = next(c for c in grafana["spec"]["template"]["spec"]["containers"]
+                   if c["name"] == "grafana-sc-dashboard")
+    settings = {e["name"]: e.get("value") for e in sidecar["env"]}
+    assert dashboards
+    for board in dashboards:
+        meta = board["metadata"]
+        assert (meta.get("labels") or {}).get(settings["LABEL"]) == settings["LABEL_VALUE"], meta["name"]
+        assert settings["NAMESPACE"] == "ALL" or meta["namespace"] in settings["NAMESPACE"].split(",")
+        assert meta["annotations"][settings["FOLDER_ANNOTATION"]] == env.m["dashboards"]["folder"]
+    provider = one(objects, "ConfigMap", "kube-prometheus-stack-grafana-config-dashboards")
+    providers = yaml.safe_load(provider["data"]["provider.yaml"])["providers"]
+    assert [p["options"]["foldersFromFilesStructure"] for p in providers] == [True]
+
+
+# --- gpu-operator -------------------------------------------------------------------------------
+def test_gpu_operator_creates_the_counters_it_mounts_and_rolls_on_change(env: Env) -> None:
+    objects = env.gpu_operator()
+    namespace = env.m["dcgmExporter"]["namespace"]
+    dcgm = one(objects, "ClusterPolicy")["spec"]["dcgmExporter"]
+    name = env.m["dcgmExporter"]["configMapName"]
+    assert dcgm["config"] == {"name": name}
+    counters = one(objects, "ConfigMap", name)
+    assert counters["metadata"]["namespace"] == namespace
+    csv = counters["data"]["dcgm-metrics.csv"]
+    assert csv.startswith("# Rendered by trainyard")
+    sha = hashlib.sha256(csv.encode()).hexdigest()
+    assert dcgm["annotations"] == {"trainyard.dev/dcgm-counters-sha256": sha}
+    assert dcgm["serviceMonitor"]["enabled"] is True
+    named = env.m["exporters"]["dcgmExporter"]
+    if "-" in named:  # an image tag: pinned
+        assert dcgm["version"] == named
+
+
+def test_the_dcgm_exporter_that_runs_is_the_release_the_spec_names(env: Env) -> None:
+    """Label names follow from the named release, so the ClusterPolicy must run exactly it:
+    `<dcgm>-<exporter>-<os>`, whose exporter part is the named version (chart default or ours)."""
+    version = one(env.gpu_operator(), "ClusterPolicy")["spec"]["dcgmExporter"]["version"]
+    named = env.m["exporters"]["dcgmExporter"]
+    assert version.split("-")[1] == (named.split("-")[1] if "-" in named else named), version
+
+
+def test_gpu_operator_default_has_no_counters_configmap(env: Env) -> None:
+    """Issue 20 item 7: without our values the ClusterPolicy names no counters at all."""
+    objects = env.gpu_operator(ours=False)
+    assert "config" not in one(objects, "ClusterPolicy")["spec"]["dcgmExporter"]
+    assert not [c for c in of_kind(objects, "ConfigMap") if "dcgm-metrics.csv" in c.get("data", {})]
+
+
+def test_install_commands_pin_the_chart_and_never_reuse_values(env: Env) -> None:
+    for path in sorted(env.installers.glob("*-values.yaml")):
+        header = "".join(line[2:] for line in path.read_text(encoding="utf-8").splitlines(keepends=True)
+                         if line.startswith("# "))
+        commands = re.findall(r"helm upgrade --install (\S+) (?:.|\\\n)*?-f (\S+)", header)
+        assert commands, path
+        for release, values in commands:
+            chart = next(c for c in charts.CHARTS if c.release == release)
+            assert f"--version {chart.version}" in header
+            assert values == f"rendered/{env.name}/installers/{path.name}"
+        assert "--reuse-values" not in header
+        archive_path(next(c for c in charts.CHARTS if c.release == commands[0][0]).archive)
+
+
+def _commands(text: str) -> list[str]:
+    """Every `helm upgrade --install` command in `text`, continuation lines joined."""
+    joined = re.sub(r"\\\n\s*", " ", text)
+    return [" ".join(c.split()) for c in re.findall(r"helm upgrade --install [^\n]*", joined)]
+
+
+def _header_command(path: Path) -> str:
+    header = "".join(line[2:] for line in path.read_text(encoding="utf-8").splitlines(keepends=True)
+                     if line.startswith("# "))
+    [command] = _commands(header)
+    return command
+
+
+def test_readme_and_docs_install_order_is_the_rendered_commands_in_order() -> None:
+    """The README recipe, copied as written: the three commands of prod's rendered headers,
+    kube-prometheus-stack first (CRDs), then the GPU operator, then Kueue."""
+    installers = ROOT / "rendered" / "prod" / "installers"
+    expected = [_header_command(installers / f) for f in
+                ("kube-prometheus-stack-values.yaml", "gpu-operator-values.yaml", "kueue-values.yaml")]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- install-order:", 1)[1].split("<!-- /install-order -->", 1)[0]
+    assert _commands(block) == expected
+    docs = (ROOT / "docs" / "monitoring.md").read_text(encoding="utf-8")
+    section = docs.split("### Install order", 1)[1].split("\n### ", 1)[0]
+    assert _commands(section) == expected
+
+
+def _admits(policy: Obj, namespace: str, port: int, port_name: str) -> bool:
+    """Does one NetworkPolicy ingress rule admit TCP `port` from a pod in `namespace`?"""
+    for rule in policy["spec"].get("ingress") or []:
+        sources = rule.get("from")
+        from_ok = not sources or any(
+            "namespaceSelector" in s and "podSelector" not in s
+            and kubeselect.matches(s["namespaceSelector"], {"kubernetes.io/metadata.name": namespace})
+            for s in sources)
+        ports = rule.get("ports")
+        port_ok = not ports or any(p.get("port") in (port, port_name) for p in ports)
+        if from_ok and port_ok:
+            return True
+    return False
+
+
+def test_prometheus_can_reach_every_target_we_render(env: Env) -> None:
+    """Each rendered ServiceMonitor selects a rendered Service whose port it names, backed by a
+    rendered workload's container port, and the namespace's NetworkPolicies (default-deny in
+    the overflow namespace) admit the Prometheus' namespace on that port."""
+    prometheus_ns = one(env.kps(), "Prometheus")["metadata"]["namespace"]
+    objects = list(env.rendered())
+    monitors = of_kind(objects, "ServiceMonitor")
+    scraped = env.spec.get("overflow") is not None or env.spec["health"]["backend"] == "trainyard"
+    assert bool(monitors) == scraped  # the gate's and the health controller's
+    for monitor in monitors:
+        ns, name = monitor["metadata"]["namespace"], monitor["metadata"]["name"]
+        [service] = [s for s in of_kind(objects, "Service") if s["metadata"]["namespace"] == ns
+                     and kubeselect.matches(monitor["spec"]["selector"], s["metadata"].get("labels") or {})]
+        workloads = [w for w in objects if w["kind"] in ("Deployment", "DaemonSet", "StatefulSet")
+                     and w["metadata"]["namespace"] == ns
+                     and kubeselect.matches({"matchLabels": service["spec"]["selector"]},
+                                            w["spec"]["template"]["metadata"]["labels"])]
+        assert workloads, f"{ns}/{name}: no rendered workload behind Service {service['metadata']['name']}"
+        for endpoint in monitor["spec"]["endpoints"]:
+            [port] = [p for p in service["spec"]["ports"] if p.get("name") == endpoint["port"]]
+            target = port.get("targetPort", port["port"])
+            for workload in workloads:
+                pod = workload["spec"]["template"]
+                container_ports = [p for c in pod["spec"]["containers"] for p in c.get("ports") or []]
+                [cport] = [p for p in container_ports if target in (p.get("name"), p["containerPort"])]
+                policies = [p for p in of_kind(objects, "NetworkPolicy") if p["metadata"]["namespace"] == ns
+                            and "Ingress" in p["spec"].get("policyTypes", ["Ingress"])
+                            and kubeselect.matches(p["spec"]["podSelector"], pod["metadata"]["labels"])]
+                if policies:  # isolated: some policy must admit the scrape
+                    assert any(_admits(p, prometheus_ns, cport["containerPort"], cport.get("name", ""))
+                               for p in policies), f"{ns}/{name}: no NetworkPolicy admits {prometheus_ns}"
