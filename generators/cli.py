@@ -15,7 +15,8 @@ from pathlib import Path
 
 from generators.errors import SpecError
 
-COMMANDS: tuple[str, ...] = ("render", "validate", "diff", "plan", "sync-inventory", "doctor", "fetch-crds")
+COMMANDS: tuple[str, ...] = ("render", "validate", "diff", "plan", "sync-inventory", "doctor", "fetch-crds",
+                             "box")
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -1,134 +1,40 @@
-"""What the tests apply: the pinned CRDs and an environment's rendered objects, in order."""
+"""Moved to generators/box/manifests.py (the cluster in a box uses it too); this module keeps
+the old import path for the tests that use it."""
 
 from __future__ import annotations
 
-import copy
-import functools
-from collections.abc import Sequence
-from pathlib import Path
+from generators.box.manifests import (
+    CRD_ESTABLISHED_SECONDS,
+    EXTERNAL_NAMESPACES,
+    REPO_ROOT,
+    SYNC_WAVE,
+    apply_all,
+    crd_documents,
+    ensure_external_namespaces,
+    environment_files,
+    environment_objects,
+    foreign_namespaces,
+    identity,
+    in_sync_wave_order,
+    install_crds,
+    remove_all,
+    wave_key,
+)
 
-import yaml
-
-from generators.model import load
-from generators.render import RenderedFile, render_tree
-from generators.render import objects as objects_of
-from generators.validation.pinned_crds import resolve_crd_dir
-from tests.controlplane.kube import Kube, Obj, purge_namespaces, wait_true
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SYNC_WAVE = "argocd.argoproj.io/sync-wave"
-CRD_ESTABLISHED_SECONDS = 60
-
-# Namespaces rendered objects live in that another project's installer creates, not ours.
-EXTERNAL_NAMESPACES = {
-    "kueue-system": "created by Kueue's own install (the chart or manifests own kueue-manager-config there)",
-    "argocd": "created by Argo CD's own install (AppProjects and Applications live there)",
-    "monitoring": "created by the Prometheus/Grafana operators' install (rules, dashboards)",
-    "gpu-operator": "created by the NVIDIA GPU operator's install (dcgm-exporter metrics config)",
-}
-
-
-@functools.cache
-def _crd_documents(crd_root: Path) -> tuple[Obj, ...]:
-    documents: list[Obj] = []
-    for path in sorted(crd_root.rglob("*.yaml")):
-        # libyaml's loader: the pure-Python one needs ~15 s for these few MB of CRDs.
-        for document in yaml.load_all(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader):
-            if document and document.get("kind") == "CustomResourceDefinition":
-                documents.append(document)
-    return tuple(documents)
-
-
-def crd_documents(crd_root: Path | None = None) -> list[Obj]:
-    """Every CustomResourceDefinition under `crd_root` (default: the pinned CRDs of
-    schemas/crds.lock, resolve_crd_dir()), sorted by file path (fresh copies)."""
-    return copy.deepcopy(list(_crd_documents(crd_root or resolve_crd_dir())))
-
-
-def install_crds(kube: Kube, crd_root: Path | None = None) -> list[str]:
-    """Server-side apply every pinned CRD and wait until each is Established."""
-    names = []
-    for crd in crd_documents(crd_root):
-        kube.apply(crd)
-        names.append(crd["metadata"]["name"])
-    for name in names:
-        wait_true(kube, "apiextensions.k8s.io/v1", "CustomResourceDefinition", name, "Established",
-                  CRD_ESTABLISHED_SECONDS)  # fmt: skip
-    kube.dynamic.resources.invalidate_cache()  # the new kinds must be discoverable now
-    return names
-
-
-def environment_files(root: Path, name: str) -> list[RenderedFile]:
-    """Every file `generate.py render` writes for environment `name` of the repo at `root`,
-    installer inputs (rendered/<env>/installers/, not applied by Argo CD) included."""
-    return render_tree(load(root, name))
-
-
-def environment_objects(root: Path, name: str) -> list[Obj]:
-    """The Kubernetes objects `generate.py render` writes for environment `name` of the repo
-    at `root`: what Argo CD applies (installer inputs are not objects)."""
-    return [copy.deepcopy(obj) for obj in objects_of(environment_files(root, name))]
-
-
-def wave_key(obj: Obj) -> tuple[int, int, str, str, str]:
-    """Argo CD's order: sync wave, then namespaces before anything else in the wave."""
-    annotations = obj["metadata"].get("annotations") or {}
-    wave = int(annotations.get(SYNC_WAVE, "0"))
-    meta = obj["metadata"]
-    return (
-        wave,
-        0 if obj["kind"] == "Namespace" else 1,
-        obj["kind"],
-        meta.get("namespace", ""),
-        meta["name"],
-    )
-
-
-def in_sync_wave_order(objects: list[Obj]) -> list[Obj]:
-    return sorted(objects, key=wave_key)
-
-
-def identity(obj: Obj) -> tuple[str, str, str, str]:
-    meta = obj["metadata"]
-    return (obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])
-
-
-def foreign_namespaces(objects: list[Obj]) -> set[str]:
-    """Namespaces objects are placed in that the environment itself does not render."""
-    rendered = {obj["metadata"]["name"] for obj in objects if obj["kind"] == "Namespace"}
-    used = {obj["metadata"]["namespace"] for obj in objects if obj["metadata"].get("namespace")}
-    return used - rendered
-
-
-def ensure_external_namespaces(kube: Kube, objects: list[Obj]) -> list[str]:
-    """Create the namespaces other installers own (EXTERNAL_NAMESPACES) that objects need.
-
-    Any other missing namespace is a rendering bug and is left for the apply to report.
-    """
-    created = []
-    for name in sorted(foreign_namespaces(objects) & set(EXTERNAL_NAMESPACES)):
-        kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-        created.append(name)
-    return created
-
-
-def apply_all(kube: Kube, objects: list[Obj]) -> dict[tuple[str, str, str, str], Obj]:
-    """Server-side apply in sync-wave order; returns what the server stored, by identity."""
-    stored = {}
-    for obj in in_sync_wave_order(objects):
-        try:
-            stored[identity(obj)] = kube.apply(obj)
-        except Exception as err:
-            reason = err.summary() if hasattr(err, "summary") else str(err)  # the API's own message
-            raise AssertionError(f"server-side apply refused {'/'.join(identity(obj))}: {reason}") from err
-    return stored
-
-
-def remove_all(kube: Kube, objects: list[Obj], extra_namespaces: Sequence[str] = ()) -> None:
-    """Delete what `objects` created, in reverse sync-wave order (Argo CD's prune order)."""
-    namespaces = [obj["metadata"]["name"] for obj in objects if obj["kind"] == "Namespace"]
-    for obj in reversed(in_sync_wave_order(objects)):
-        meta = obj["metadata"]
-        if obj["kind"] != "Namespace" and not meta.get("namespace"):
-            kube.delete(obj["apiVersion"], obj["kind"], meta["name"])
-    purge_namespaces(kube, [*namespaces, *extra_namespaces])
+__all__ = [
+    "CRD_ESTABLISHED_SECONDS",
+    "EXTERNAL_NAMESPACES",
+    "REPO_ROOT",
+    "SYNC_WAVE",
+    "apply_all",
+    "crd_documents",
+    "ensure_external_namespaces",
+    "environment_files",
+    "environment_objects",
+    "foreign_namespaces",
+    "identity",
+    "in_sync_wave_order",
+    "install_crds",
+    "remove_all",
+    "wave_key",
+]

@@ -1,0 +1,25 @@
+"""`helm template` of a pinned upstream chart (tools.toolchain.ARCHIVES), offline."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from generators.box.kube import Obj
+from tools.toolchain import archive_path, tool_path
+
+KUBE_VERSION = "1.36.5"  # the pinned kube-apiserver: what `.Capabilities` answers in templates
+
+
+def template(chart: str, release: str, values: Path | None, namespace: str) -> list[Obj]:
+    """Every object chart archive `chart` renders as `release` in `namespace` with `values`."""
+    argv = [str(tool_path("helm")), "template", release, str(archive_path(chart)), "--namespace", namespace,
+            "--kube-version", KUBE_VERSION]  # fmt: skip
+    if values is not None:
+        argv += ["--values", str(values)]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
+    if done.returncode != 0:
+        raise RuntimeError(f"helm template {chart} failed: {done.stderr.strip()}")
+    return [doc for doc in yaml.load_all(done.stdout, Loader=yaml.CSafeLoader) if doc]

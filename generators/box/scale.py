@@ -1,0 +1,70 @@
+"""`box up ENV --scale N`: the environment with its node counts divided, as a spec, rendered.
+
+The scaled copy is a spec, never a patch of rendered/: environments/ is copied into a temp
+checkout, each pool's `nodes` and `reserveNodes` and the health cap's `maxNodes` are divided
+by N there (rounded up: a pool keeps at least one node, a reserve stays a reserve; a cap
+percentage that would round to no node is raised to the smallest that allows one), and the
+real generators load, validate and render that copy. So quotas, caps and queue sizes follow
+the smaller fleet exactly as they would if a user wrote it. Rejections of the scaled spec
+are the generators' own one-line errors, naming the scaled file.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from generators.layout import ENV_DIR
+
+
+class ScaleError(ValueError):
+    """The environment cannot be scaled as asked (the message says why)."""
+
+
+def _divided(value: Any, scale: int) -> Any:
+    return math.ceil(value / scale) if isinstance(value, int) else value
+
+
+def scaled_spec(text: str, scale: int, source: str) -> str:
+    """The spec text with node counts divided by `scale` (comments are not kept)."""
+    document = yaml.safe_load(text)
+    pools = document.get("pools") if isinstance(document, dict) else None
+    if not isinstance(pools, list):
+        raise ScaleError(f"{source}: no pools list to scale (the environment must declare its pools)")
+    for pool in pools:
+        if isinstance(pool, dict):
+            for key in ("nodes", "reserveNodes"):
+                if key in pool:
+                    pool[key] = _divided(pool[key], scale)
+    cap = (document.get("health") or {}).get("cap")
+    if isinstance(cap, dict):
+        if "maxNodes" in cap:
+            cap["maxNodes"] = _divided(cap["maxNodes"], scale)
+        smallest = min((p["nodes"] for p in pools if isinstance(p, dict) and isinstance(p.get("nodes"), int)),
+                       default=0)  # fmt: skip
+        percent = cap.get("maxPercentOfPool")
+        if smallest and isinstance(percent, int) and percent * smallest < 100:
+            # A percentage that rounds to 0 nodes is refused (the controller could never act):
+            # the smallest one that still allows one node in the smallest pool.
+            cap["maxPercentOfPool"] = math.ceil(100 / smallest)
+    header = f"# {source} with node counts divided by {scale} (generate.py box up --scale {scale})\n"
+    return header + yaml.safe_dump(document, sort_keys=False)
+
+
+def scaled_checkout(root: Path, name: str, scale: int, folder: Path) -> Path:
+    """A checkout in `folder` holding environments/ with `name` scaled; returns its root."""
+    if scale < 1:
+        raise ScaleError(f"--scale must be a positive integer, not {scale}")
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(root / ENV_DIR, folder / ENV_DIR)
+    path = folder / ENV_DIR / f"{name}.yaml"
+    if not path.is_file():
+        raise ScaleError(f"{ENV_DIR}/{name}.yaml: no such environment")
+    if scale > 1:
+        path.write_text(scaled_spec(path.read_text(encoding="utf-8"), scale, f"{ENV_DIR}/{name}.yaml"),
+                        encoding="utf-8")  # fmt: skip
+    return folder

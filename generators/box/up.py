@@ -1,0 +1,417 @@
+"""`box up ENV` and `box down ENV`: the environment on a cluster whose controllers are real.
+
+Up, in order (each step waits on the real effect of the one before, never on a sleep):
+1. kwokctl starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK
+   (generators/box/cluster.py);
+2. the pinned CRDs of the other projects the rendered tree names (Argo CD, Prometheus
+   operator, Grafana operator) are applied and Established;
+3. Kueue from its pinned chart: CRDs, RBAC and ConfigMap applied, the controller started as
+   the chart's ServiceAccount, then the webhooks registered, and up only once the apiserver
+   has been seen calling them (a dry-run Job comes back suspended by Kueue's mutating
+   webhook) (generators/box/kueue_chart.py);
+4. one KWOK node per node of the environment (generators/box/nodes.py), up once KWOK reports
+   each Ready and the node lifecycle controller has lifted its not-ready taint;
+5. rendered/<env> (or the scaled copy's render) server-side applied in Argo CD sync-wave
+   order, and up once Kueue reports every ClusterQueue Active;
+6. kube-state-metrics (the pinned kube-prometheus-stack chart's, as its ServiceAccount) and a
+   Prometheus scraping it with the rendered alert rules, up once every node's
+   kube_node_labels series is in Prometheus (generators/box/monitoring.py);
+7. the rendered controller Deployments the box can run (the descheduler, evicting; the
+   overflow gate and the health controller, querying that Prometheus) as host processes
+   with their rendered arguments, configuration and ServiceAccounts
+   (generators/box/controllers.py).
+Any failure stops whatever was started (`down`), so a failed `up` leaves nothing running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import signal
+import ssl
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from generators.box import accounts, controllers, kueue, kueue_chart, manifests, monitoring
+from generators.box.cluster import Cluster
+from generators.box.daemon import Daemon, free_port, group_alive, stop_group
+from generators.box.kube import Kube, Obj, is_true, wait_for, wait_true
+from generators.box.nodes import environment_nodes, virtual_nodes
+from generators.box.scale import scaled_checkout
+from generators.box.state import Process, State, run_dir
+from generators.components import kueue as kueue_component
+from generators.layout import INSTALLERS
+from generators.model import Environment, load
+from generators.render import RenderedFile, render_tree
+from generators.render import objects as objects_of
+from tools.toolchain import tool_path
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+KUEUE_GROUP = "kueue.x-k8s.io"
+NODES_READY_SECONDS = 300
+QUEUES_ACTIVE_SECONDS = 180
+WEBHOOK_SECONDS = 60
+CONTROLLER_READY_SECONDS = 120
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PROBE_NAMESPACE = "default"
+MONITORING_NAMESPACE = "monitoring"  # where the rendered monitoring objects live
+
+Say = Callable[[str], None]
+
+
+class BoxError(RuntimeError):
+    """The box cannot be brought up or down; the message says why and what to do."""
+
+
+@dataclass
+class Box:
+    """A running box as `up` leaves it."""
+
+    env: Environment
+    state: State
+    folder: Path
+    objects: list[Obj]
+
+    @property
+    def kubeconfig(self) -> Path:
+        return Path(self.state.kubeconfig)
+
+    def client(self) -> Kube:
+        return Kube(self.kubeconfig, self.folder / "discovery.json")
+
+
+def cluster_of(env_name: str, folder: Path) -> Cluster:
+    return Cluster(f"trainyard-{env_name}", folder / "kwok")
+
+
+def rendered(root: Path, env_name: str, scale: int, folder: Path) -> tuple[Environment, list[RenderedFile]]:
+    """The environment and every file `generate.py render` writes for it (scaled: of the copy)."""
+    source = scaled_checkout(root, env_name, scale, folder / "scaled") if scale > 1 else root
+    env = load(source, env_name)
+    return env, render_tree(env)
+
+
+def up(root: Path, env_name: str, scale: int = 1, say: Say = print) -> Box:
+    """Bring the box of `env_name` up (see the module docstring); `down` it on any failure."""
+    folder = run_dir(env_name)
+    existing = State.load(folder)
+    if existing is not None:
+        raise BoxError(f"a box for {env_name} is already up or half-built in {folder}; "
+                       f"run: generate.py box down {env_name}")  # fmt: skip
+    began = time.monotonic()
+    env, files = rendered(root, env_name, scale, folder)
+    cluster = cluster_of(env_name, folder)
+    state = State(env=env_name, scale=scale, cluster=cluster.name)
+    state.save(folder)
+    try:
+        box = _build(env, files, cluster, state, folder, say)
+    except BaseException:
+        say(f"box up {env_name} failed; stopping what was started (logs stay in {folder})")
+        try:
+            down(env_name, say=lambda _: None, keep_logs=True)
+        except Exception as err:  # the first failure is the one to report
+            say(f"and stopping failed too: {err}")
+        raise
+    state.ready = True
+    state.up_seconds = round(time.monotonic() - began, 1)
+    state.save(folder)
+    return box
+
+
+def _build(env: Environment, files: list[RenderedFile], cluster: Cluster, state: State, folder: Path,
+           say: Say) -> Box:  # fmt: skip
+    objects = objects_of(files)
+    say(f"starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK in {folder}")
+    cluster.create()
+    state.kubeconfig = str(cluster.kubeconfig)
+    state.save(folder)
+    kube = Kube(cluster.kubeconfig, folder / "discovery.json")
+    try:
+        say("installing the pinned CRDs the rendered tree uses")
+        _install_foreign_crds(kube)
+        say("installing Kueue from its pinned chart, with webhooks")
+        _install_kueue(kube, env, files, objects, cluster, state, folder)
+        nodes = environment_nodes(env)
+        say(f"creating {len(nodes)} KWOK nodes")
+        _create_nodes(kube, nodes)
+        say(f"applying {len(objects)} rendered objects in sync-wave order")
+        manifests.ensure_external_namespaces(kube, objects)
+        manifests.apply_all(kube, objects)
+        _register_virtual_nodes(kube, env, objects, cluster, folder, say)
+        for obj in objects:
+            if obj["kind"] == "ClusterQueue":
+                wait_true(kube, KUEUE_API, "ClusterQueue", obj["metadata"]["name"], "Active",
+                          QUEUES_ACTIVE_SECONDS)  # fmt: skip
+        say("starting kube-state-metrics (the chart's) and Prometheus")
+        _start_monitoring(kube, files, objects, cluster, state, folder, len(nodes))
+        _start_controllers(kube, env, objects, cluster, state, folder, say)
+    finally:
+        kube.close()
+    return Box(env, state, folder, objects)
+
+
+def _register_virtual_nodes(kube: Kube, env: Environment, objects: list[Obj], cluster: Cluster, folder: Path,
+                            say: Say) -> None:  # fmt: skip
+    """Each provider's virtual node, registered with its virtual-kubelet's ServiceAccount (the
+    rendered vk-<provider> Deployment's) as the virtual-kubelet would, then run by KWOK;
+    up once KWOK reports it Ready."""
+    accounts_of = {o["metadata"]["name"]: o["spec"]["template"]["spec"].get("serviceAccountName", "default")
+                   for o in objects if o["kind"] == "Deployment"}  # fmt: skip
+    for provider, node, capacity in virtual_nodes(env):
+        assert env.overflow is not None
+        account = accounts_of[f"vk-{provider}"]
+        token = accounts.token_kubeconfig(kube, cluster.kubeconfig, env.overflow.namespace, account,
+                                          folder / f"kubeconfig-{account}")  # fmt: skip
+        say(f"registering virtual node {node['metadata']['name']} as ServiceAccount {account}")
+        vk = Kube(token, folder / f"discovery-{account}.json")
+        try:
+            vk.create(_with_capacity(node, capacity))
+        finally:
+            vk.close()
+        name = node["metadata"]["name"]
+
+        def ready(name: str = name, capacity: dict[str, str] = capacity) -> bool:
+            found = kube.get("v1", "Node", name)
+            return found is not None and _schedulable(found, capacity)
+
+        wait_for(ready, NODES_READY_SECONDS, f"virtual node {name} Ready with its capacity")
+
+
+def _install_foreign_crds(kube: Kube) -> None:
+    """Every pinned CRD but Kueue's (the chart brings those, with their conversion webhook)."""
+    names = []
+    for crd in manifests.crd_documents():
+        if crd["spec"]["group"] != KUEUE_GROUP:
+            kube.apply(crd)
+            names.append(crd["metadata"]["name"])
+    _wait_established(kube, names)
+
+
+def _wait_established(kube: Kube, names: list[str]) -> None:
+    for name in names:
+        wait_true(kube, "apiextensions.k8s.io/v1", "CustomResourceDefinition", name, "Established",
+                  manifests.CRD_ESTABLISHED_SECONDS)  # fmt: skip
+    kube.dynamic.resources.invalidate_cache()
+
+
+def _installer_values(files: list[RenderedFile], name: str, folder: Path) -> Path | None:
+    """rendered/<env>/installers/<name>, written to the run directory (None: not rendered)."""
+    for file in files:
+        if file.path == f"{INSTALLERS}/{name}":
+            path = folder / name
+            path.write_text(file.text, encoding="utf-8")
+            return path
+    return None
+
+
+def _install_kueue(kube: Kube, env: Environment, files: list[RenderedFile], objects: list[Obj],
+                   cluster: Cluster, state: State, folder: Path) -> None:  # fmt: skip
+    namespace = env.kueue.namespace
+    workdir = folder / "kueue"
+    workdir.mkdir(parents=True, exist_ok=True)
+    chart = kueue_chart.template(_installer_values(files, kueue_component.HELM_VALUES, folder), namespace)
+    ports = {name: free_port() for name in ("health", "metrics", "webhook")}
+    ca_pem = kueue.serving_ca(workdir).read_bytes()
+    wired = kueue_chart.wired(chart, f"https://127.0.0.1:{ports['webhook']}", ca_pem)
+    webhooks = [o for o in wired if o["kind"].endswith("WebhookConfiguration")]
+    crds = [o for o in wired if o["kind"] == "CustomResourceDefinition"]
+    rest = [o for o in wired if o not in webhooks and o not in crds]
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    for crd in crds:
+        kube.apply(crd)
+    _wait_established(kube, [crd["metadata"]["name"] for crd in crds])
+    for obj in rest:
+        kube.apply(obj)
+    configuration = kueue_chart.configuration(chart, objects, kueue_component.CONFIG_MAP_NAME,
+                                              kueue_component.CONFIG_KEY)  # fmt: skip
+    token = accounts.token_kubeconfig(kube, cluster.kubeconfig, namespace, kueue_chart.SERVICE_ACCOUNT,
+                                      workdir / "kubeconfig")  # fmt: skip
+    daemon = kueue.start_kueue(tool_path("kueue"), token, configuration, workdir, ports)
+    _record(state, folder, daemon)
+    for obj in webhooks:
+        kube.apply(obj)
+    wait_for(lambda: _webhook_answers(kube), WEBHOOK_SECONDS, "the apiserver calling Kueue's webhooks")
+
+
+def programs(env: Environment) -> dict[str, controllers.Program]:
+    """Image repository -> the program the box runs for it: the pinned upstream builds, and
+    the project's gate for the gate's and the health controller's images (from the spec)."""
+    found = dict(controllers.IMAGE_PROGRAMS)
+    if env.overflow is not None:
+        found[env.overflow.gate.image.repository] = controllers.TRAINYARD_GATE
+    if env.health is not None and env.health.controller is not None:
+        found[env.health.controller.image.repository] = controllers.TRAINYARD_GATE
+    return found
+
+
+def prometheus_services(env: Environment, url: str) -> dict[str, str]:
+    """The in-cluster Prometheus addresses the rendered policies name -> the box's Prometheus."""
+    health = env.health.controller if env.health else None
+    addresses = {env.overflow.gate.prometheus_url if env.overflow else "",
+                 health.prometheus_url if health else ""} - {""}  # fmt: skip
+    return {address.rstrip("/"): url for address in addresses}
+
+
+def _start_controllers(kube: Kube, env: Environment, objects: list[Obj], cluster: Cluster, state: State,
+                       folder: Path, say: Say) -> None:  # fmt: skip
+    """Each rendered controller Deployment whose image the box can run (programs()) as a host
+    process, as its ServiceAccount; up once its health endpoint answers."""
+    known = programs(env)
+    services = prometheus_services(env, state.prometheus)
+    for deployment in (o for o in objects if o["kind"] == "Deployment"):
+        program = known.get(controllers.repository(deployment))
+        if program is None:
+            continue
+        meta = deployment["metadata"]
+        account = deployment["spec"]["template"]["spec"].get("serviceAccountName", "default")
+        workdir = folder / "controllers" / meta["name"]
+        workdir.mkdir(parents=True, exist_ok=True)
+        token = accounts.token_kubeconfig(kube, cluster.kubeconfig, meta["namespace"], account,
+                                          workdir / "kubeconfig")  # fmt: skip
+        say(f"starting {meta['namespace']}/{meta['name']} as ServiceAccount {account}")
+        daemon = controllers.host_process(deployment, objects, program, token, workdir, services)
+        daemon.start()
+        _record(state, folder, daemon)
+        url = controllers.health_url(program, daemon)
+        check = _https_ok if url.startswith("https:") else _http_ok
+        daemon.wait_until(functools.partial(check, url), CONTROLLER_READY_SECONDS, f"{url} ok")
+
+
+def _start_monitoring(kube: Kube, files: list[RenderedFile], objects: list[Obj], cluster: Cluster,
+                      state: State, folder: Path, nodes: int) -> None:  # fmt: skip
+    """kube-state-metrics and Prometheus (generators/box/monitoring.py); up once Prometheus
+    holds one kube_node_labels series per node."""
+    chart = monitoring.template(_installer_values(files, monitoring.VALUES, folder), MONITORING_NAMESPACE)
+    rbac, deployment = monitoring.kube_state_metrics(chart)
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MONITORING_NAMESPACE}})
+    for obj in rbac:
+        kube.apply(obj)
+    workdir = folder / "monitoring"
+    workdir.mkdir(parents=True, exist_ok=True)
+    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    token = accounts.token_kubeconfig(kube, cluster.kubeconfig, MONITORING_NAMESPACE, account,
+                                      workdir / "kubeconfig")  # fmt: skip
+    ksm = controllers.host_process(deployment, objects, controllers.KUBE_STATE_METRICS, token,
+                                   workdir / "kube-state-metrics")  # fmt: skip
+    ksm.start()
+    _record(state, folder, ksm)
+    ksm_url = f"http://127.0.0.1:{ksm.ports[0]}"
+    ksm.wait_until(functools.partial(_http_ok, f"{ksm_url}/healthz"), CONTROLLER_READY_SECONDS, "/healthz ok")
+    server = monitoring.prometheus(ksm.ports[0], monitoring.rule_files(objects, workdir / "rules"),
+                                   workdir / "prometheus")  # fmt: skip
+    server.start()
+    _record(state, folder, server)
+    url = f"http://127.0.0.1:{server.ports[0]}"
+    state.prometheus = url
+    state.save(folder)
+    server.wait_until(lambda: len(monitoring.query(url, "kube_node_labels")) >= nodes,
+                      monitoring.READY_SECONDS, f"{nodes} kube_node_labels series")  # fmt: skip
+
+
+def _http_ok(url: str) -> bool:
+    with urllib.request.urlopen(url, timeout=2) as response:
+        return bool(response.status == 200)
+
+
+def _https_ok(url: str) -> bool:
+    """The controller's own self-signed listener answers 200 (liveness, not identity)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with urllib.request.urlopen(url, timeout=2, context=context) as response:
+        return bool(response.status == 200)
+
+
+def _record(state: State, folder: Path, daemon: Daemon) -> None:
+    assert daemon.process is not None
+    state.processes.append(Process(daemon.name, daemon.process.pid, list(daemon.ports), str(daemon.log_path)))
+    state.save(folder)
+
+
+def _webhook_answers(kube: Kube) -> bool:
+    """A dry-run Job with a queue label comes back suspended: Kueue's mutating webhook ran."""
+    probe: dict[str, Any] = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "box-webhook-probe", "namespace": PROBE_NAMESPACE,
+                     "labels": {QUEUE_LABEL: "box-probe"}},
+        "spec": {"suspend": False, "template": {"spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "probe", "image": "registry.example/probe:1"}]}}},
+    }  # fmt: skip
+    admitted = kube.create(probe, dry_run=True)
+    return admitted["spec"].get("suspend") is True
+
+
+def _create_nodes(kube: Kube, nodes: list[tuple[Obj, dict[str, str]]]) -> None:
+    """Create the nodes with the capacity a kubelet would report; wait until each is Ready
+    (KWOK) and schedulable (the node lifecycle controller lifted the not-ready taint)."""
+    for node, capacity in nodes:
+        kube.create(_with_capacity(node, capacity))
+    wanted = {node["metadata"]["name"]: capacity for node, capacity in nodes}
+
+    def all_ready() -> bool:
+        listed = {n["metadata"]["name"]: n for n in kube.list("v1", "Node")}
+        return all(name in listed and _schedulable(listed[name], capacity)
+                   for name, capacity in wanted.items())  # fmt: skip
+
+    wait_for(all_ready, NODES_READY_SECONDS, f"{len(wanted)} KWOK nodes Ready, not-ready taint lifted", 1.0)
+
+
+def _with_capacity(node: Obj, capacity: dict[str, str]) -> Obj:
+    """The Node with the status a kubelet registers it with. In the create, not a later
+    patch: KWOK initialises a node's status from the allocatable it first sees, and a patch
+    racing its first look lost cpu and memory to KWOK's defaults (1k, 1Ti)."""
+    return {**node, "status": {"capacity": capacity, "allocatable": capacity}}
+
+
+def _schedulable(node: Obj, capacity: dict[str, str]) -> bool:
+    """Ready, not-ready taint lifted, and reporting the capacity it was registered with."""
+    taints = (node.get("spec") or {}).get("taints") or []
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    return (is_true(node, "Ready") and not any(t.get("key") == NOT_READY_TAINT for t in taints)
+            and all(allocatable.get(k) == v for k, v in capacity.items()))  # fmt: skip
+
+
+def down(env_name: str, say: Say = print, keep_logs: bool = False) -> list[str]:
+    """Stop every process of the box of `env_name`, verify none is left; returns their names."""
+    folder = run_dir(env_name)
+    state = State.load(folder)
+    stopped: list[str] = []
+    if state is not None:
+        # Every process is told at once, then each is waited for: the grace periods overlap.
+        alive = [p for p in reversed(state.processes) if group_alive(p.pgid)]
+        for process in alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pgid, signal.SIGTERM)
+        for process in alive:
+            stop_group(process.name, process.pgid, process.ports)
+            stopped.append(process.name)
+    cluster = cluster_of(env_name, folder)
+    components = cluster.component_pids()
+    if components or cluster.folder.exists():
+        if keep_logs and (cluster.folder / "logs").is_dir():  # kwokctl removes its folder
+            shutil.copytree(cluster.folder / "logs", folder / "logs", dirs_exist_ok=True)
+        cluster.delete()
+        stopped += list(components)
+    if not keep_logs:
+        shutil.rmtree(folder, ignore_errors=True)
+    else:
+        State.path(folder).unlink(missing_ok=True)
+    say(f"box {env_name}: stopped {', '.join(stopped) or 'nothing (no box was up)'}")
+    return stopped
+
+
+def kubeconfig(env_name: str) -> Path:
+    """The admin kubeconfig of the running box of `env_name`."""
+    state = State.load(run_dir(env_name))
+    if state is None or not state.kubeconfig or not state.ready:
+        raise BoxError(f"no box is up for {env_name}; run: generate.py box up {env_name}")
+    return Path(state.kubeconfig)

@@ -1,0 +1,309 @@
+"""`generate.py box up staging` on this machine, driven through the CLI as a user would.
+
+Every controller that acts here is the real one at its pinned version: kube-apiserver,
+kube-controller-manager (job, node lifecycle, ReplicaSet and namespace controllers),
+kube-scheduler v1.36.5, KWOK v0.8.0 (the kubelets: node status, pods Running, Job pods
+Succeeded through its default pod-complete Stage) and Kueue v0.19.2 with its chart's
+webhooks. The tests write Jobs, as a user does, and assert what those controllers did with
+them: a Job suspended by Kueue's webhook, a Workload admitted with a topology assignment,
+pods placed on the pool's KWOK nodes by the scheduler, the Job completed by the job
+controller. `box down` must leave no process and no listener behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from generators.box import monitoring, scenes
+from generators.box.cluster import Cluster
+from generators.box.daemon import group_alive, port_open
+from generators.box.kube import Kube, Obj, condition, is_true, wait_for
+from generators.box.state import BOX_DIR_ENV, State
+from generators.model import load
+from tests.conftest import ROOT
+from tests.controlplane.fixtures import require_tools
+
+pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
+
+BOX_TOOLS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwokctl",
+             "kueue", "helm", "kubectl")  # fmt: skip
+ENV = "staging"
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+RECIPE_MARKER = "<!-- recipe:training-job -->"
+CONTROLLER_SECONDS = 120  # admission, ungating, binding, KWOK and the job controller on 2 busy cores
+UP_SECONDS = 900
+
+
+def run_cli(*args: str, box_dir: Path, timeout: float = UP_SECONDS) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, BOX_DIR_ENV: str(box_dir)}
+    return subprocess.run([sys.executable, str(ROOT / "generate.py"), *args], env=env, capture_output=True,
+                          text=True, timeout=timeout, check=False, cwd=ROOT)  # fmt: skip
+
+
+@dataclass
+class UpBox:
+    folder: Path
+    kubeconfig: Path
+    kube: Kube
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture(scope="module")
+def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpBox]:
+    require_tools(*BOX_TOOLS)
+    box_dir = tmp_path_factory.mktemp("box")
+    done = run_cli("box", "up", ENV, box_dir=box_dir)
+    try:
+        assert done.returncode == 0, done.stderr[-6000:]
+        kubeconfig = Path(done.stdout.strip().splitlines()[-1])
+        kube = Kube(kubeconfig, box_dir / "test-discovery.json")
+        yield UpBox(box_dir / ENV, kubeconfig, kube, done.stdout, done.stderr)
+        kube.close()
+    finally:
+        run_cli("box", "down", ENV, box_dir=box_dir, timeout=300)
+
+
+def kubectl(box: UpBox, *args: str) -> str:
+    from tools.toolchain import tool_path
+
+    done = subprocess.run([str(tool_path("kubectl")), f"--kubeconfig={box.kubeconfig}", *args],
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_kubectl_lists_every_rendered_cluster_queue_active(box: UpBox) -> None:
+    expected = sorted(p.stem.removeprefix("clusterqueue-")
+                      for p in (ROOT / "rendered" / ENV / "kueue").glob("clusterqueue-*.yaml"))  # fmt: skip
+    listed = yaml.safe_load(kubectl(box, "get", "clusterqueues", "-o", "yaml"))["items"]
+    assert sorted(q["metadata"]["name"] for q in listed) == expected
+    for queue in listed:
+        assert is_true(queue, "Active"), (queue["metadata"]["name"], queue.get("status"))
+
+
+def test_prometheus_scrapes_kube_state_metrics_with_the_rendered_label_allowlist(box: UpBox) -> None:
+    """The chart's kube-state-metrics (pinned build, the chart's arguments with the rendered
+    metricLabelsAllowlist) reports each node with its pool label; Prometheus scraped it and
+    evaluates the rendered alert rules."""
+    state = State.load(box.folder)
+    assert state is not None and state.prometheus
+    env = load(ROOT, ENV)
+    for pool in env.pools:
+        selector = f'kube_node_labels{{label_trainyard_dev_pool="{pool.name}"}}'
+        series = monitoring.query(state.prometheus, selector)
+        assert len(series) == pool.nodes, (pool.name, len(series))
+    with urllib.request.urlopen(f"{state.prometheus}/api/v1/rules", timeout=10) as response:
+        groups = json.load(response)["data"]["groups"]
+    rendered = yaml.safe_load((ROOT / "rendered" / ENV / "monitoring" / "monitoring" /
+                               "configmap-trainyard-alerts-rules-file.yaml").read_text(encoding="utf-8"))
+    expected = yaml.safe_load(next(iter(rendered["data"].values())))["groups"]
+    assert sorted(g["name"] for g in groups) == sorted(g["name"] for g in expected)
+    assert all(g["rules"] and all(r["health"] != "err" for r in g["rules"]) for g in groups)
+
+
+def gate_metrics(state: State, name: str, prefix: str = "trainyard_gate_") -> dict[str, float]:
+    [process] = [p for p in state.processes if p.name == name]
+    with urllib.request.urlopen(f"http://127.0.0.1:{process.ports[0]}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return {line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines()
+            if line.startswith(prefix)}  # fmt: skip
+
+
+def test_gate_counts_free_gpus_from_prometheus_and_holds_the_virtual_node_closed(box: UpBox) -> None:
+    """The rendered gate (its TaintPolicy and query, as ServiceAccount overflow-gate) asks the
+    box's Prometheus, which scraped kube-state-metrics: every L40S GPU is free (nothing runs
+    there), above closeWhenFreeGpusAtLeast, so the gate keeps the virtual node vk-mock, which
+    the rendered admission policy labelled and closed at registration, closed."""
+    state = State.load(box.folder)
+    assert state is not None
+    env = load(ROOT, ENV)
+    l40s = env.pool("infer-l40s")
+
+    def counted() -> dict[str, float] | None:
+        metrics = gate_metrics(state, "overflow-gate")
+        free = metrics.get("trainyard_gate_free_gpus")
+        matched = metrics.get('trainyard_gate_matched_nodes{gate="mock"}')
+        # a pass queries first and matches nodes after: wait for both of the same state
+        return metrics if free == l40s.nodes * l40s.gpus_per_node and matched == 1 else None
+
+    metrics = wait_for(counted, CONTROLLER_SECONDS, "the gate counting every L40S GPU free, vk-mock matched")
+    assert metrics['trainyard_gate_closed{gate="mock"}'] == 1
+    node = box.kube.get("v1", "Node", "vk-mock")
+    assert node is not None and node["metadata"]["labels"]["trainyard.dev/provider"] == "mock"
+    closed = {"key": "trainyard.dev/overflow-gate", "value": "closed", "effect": "NoSchedule"}
+    assert closed in node["spec"]["taints"]
+    assert gate_metrics(state, "gpu-health", "trainyard_health_")  # the health controller runs too
+
+
+def test_v1beta1_reads_are_converted_by_kueues_conversion_webhook(box: UpBox) -> None:
+    """Stored as v1beta2; a v1beta1 read goes through the chart's conversion webhook, which
+    the box points at the Kueue process: it answers, or the apiserver would fail the read."""
+    queue = box.kube.get("kueue.x-k8s.io/v1beta1", "ClusterQueue", "foundation")
+    assert queue is not None and queue["apiVersion"] == "kueue.x-k8s.io/v1beta1"
+    assert queue["spec"]["resourceGroups"], queue["spec"]
+
+
+def test_one_ready_kwok_node_per_node_of_the_spec(box: UpBox) -> None:
+    env = load(ROOT, ENV)
+    nodes = box.kube.list("v1", "Node", label_selector="trainyard.dev/box-node=true")
+    for pool in env.pools:
+        mine = [n for n in nodes if n["metadata"]["labels"].get("trainyard.dev/pool") == pool.name]
+        assert len(mine) == pool.nodes, pool.name
+        for node in mine:
+            assert is_true(node, "Ready"), node["metadata"]["name"]  # KWOK reports it
+            allocatable = node["status"]["allocatable"]
+            assert allocatable["nvidia.com/gpu"] == str(pool.gpus_per_node)
+            assert allocatable["cpu"] == str(int(pool.per_node["cpu"])), allocatable  # not KWOK's 1k
+            # the node lifecycle controller lifted the taint the apiserver put on the new node
+            taints = node["spec"].get("taints") or []
+            assert not [t for t in taints if t["key"].startswith("node.kubernetes.io/")]
+
+
+def readme_job(name: str) -> Obj:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```yaml\n(.*?)```", text[text.index(RECIPE_MARKER):], re.DOTALL)
+    assert block is not None
+    job: Obj = yaml.safe_load(block.group(1))
+    job["metadata"]["name"] = f"{name}-{uuid.uuid4().hex[:6]}"
+    return job
+
+
+def workload_of(kube: Kube, job: Obj) -> Obj | None:
+    uid = job["metadata"]["uid"]
+    for workload in kube.list(KUEUE_API, "Workload", job["metadata"]["namespace"]):
+        if any(o.get("uid") == uid for o in workload["metadata"].get("ownerReferences") or []):
+            return workload
+    return None
+
+
+def job_pods(kube: Kube, job: Obj) -> list[Obj]:
+    selector = f"batch.kubernetes.io/controller-uid={job['metadata']['uid']}"
+    return kube.list("v1", "Pod", job["metadata"]["namespace"], label_selector=selector)
+
+
+def test_unsuspended_job_is_suspended_by_kueues_webhook(box: UpBox) -> None:
+    job = readme_job("webhook")
+    job["spec"]["suspend"] = False
+    created = box.kube.create(job)
+    try:
+        assert created["spec"]["suspend"] is True  # Kueue's mutating webhook, not the test
+    finally:
+        box.kube.delete("batch/v1", "Job", created["metadata"]["name"], "foundation")
+
+
+def test_readme_job_admitted_placed_by_the_scheduler_and_completed(box: UpBox) -> None:
+    job = box.kube.create(readme_job("ablation"))
+    name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
+
+    def admitted() -> Obj | None:
+        workload = workload_of(box.kube, job)
+        return workload if is_true(workload, "Admitted") else None
+
+    workload = wait_for(admitted, CONTROLLER_SECONDS, f"Kueue admitting {name}")
+    [assignment] = workload["status"]["admission"]["podSetAssignments"]
+    assert assignment["flavors"]["nvidia.com/gpu"] == "train-h100"
+    assert assignment.get("topologyAssignment"), assignment  # TAS placed the gang
+
+    def placed() -> list[Obj] | None:
+        pods = job_pods(box.kube, job)
+        return pods if len(pods) == 4 and all(p["spec"].get("nodeName") for p in pods) else None
+
+    pods = wait_for(placed, CONTROLLER_SECONDS, f"the scheduler binding the 4 pods of {name}")
+    nodes = {p["spec"]["nodeName"] for p in pods}
+    assert len(nodes) == 4, nodes  # 8 GPUs a pod, 8 a node: one pod per node
+    for node_name in nodes:
+        node = box.kube.get("v1", "Node", node_name)
+        assert node is not None and node["metadata"]["labels"]["trainyard.dev/pool"] == "train-h100"
+    for pod in pods:  # the training-priority policy set the class the README calls optional
+        assert pod["spec"]["priorityClassName"] == "training"
+
+    def completed() -> Obj | None:
+        current = box.kube.get("batch/v1", "Job", name, namespace)
+        return current if is_true(current, "Complete") else None
+
+    done = wait_for(completed, CONTROLLER_SECONDS, f"the job controller completing {name}")
+    assert done["status"]["succeeded"] == 4
+    finished = wait_for(lambda: condition(workload_of(box.kube, job), "Finished"), CONTROLLER_SECONDS,
+                        f"Kueue finishing the Workload of {name}")  # fmt: skip
+    assert finished["status"] == "True"
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="issue 21 finding 2: a Job naming no class is a priority-0 Workload "
+                   "(kueue pkg/controller/jobframework/reconciler.go); the fix is a generator change "
+                   "(a rendered default WorkloadPriorityClass policy), not in this branch")
+def test_job_with_no_class_ranks_as_training(box: UpBox) -> None:
+    job = readme_job("classless")
+    del job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"]
+    del job["spec"]["template"]["spec"]["priorityClassName"]
+    created = box.kube.create(job)
+    try:
+        workload = wait_for(lambda: workload_of(box.kube, created), CONTROLLER_SECONDS, "its Workload")
+        training = next(t.value for t in load(ROOT, ENV).tiers if t.name == "training")
+        assert workload["spec"].get("priority", 0) == training
+    finally:
+        box.kube.delete("batch/v1", "Job", created["metadata"]["name"], "foundation")
+
+
+def test_scene_gang_placement_runs_from_the_cli(box: UpBox) -> None:
+    """`generate.py box scene gang-placement staging` on the running box: the real Kueue's
+    topology assignment, read back through the scheduler's placement, printed per line."""
+    done = run_cli("box", "scene", "gang-placement", ENV, box_dir=box.folder.parent, timeout=600)
+    assert "landed on train-h100-" in done.stdout, done.stdout + done.stderr[-3000:]
+    # exit 1 exactly when the scene shows a README promise broken (findings 1 and 2 of issue 21)
+    assert done.returncode == (1 if re.search(r"SCATTERED|RANKS BELOW", done.stdout) else 0), done.stdout
+    gang = re.search(r"landed on (.*)$", done.stdout, re.MULTILINE)
+    assert gang is not None and len(gang.group(1).split(", ")) == 4  # a rack's worth: 4 hosts
+    # The scene removed what it created (the garbage collector takes the Jobs' pods after).
+    wait_for(lambda: not box.kube.list("v1", "Pod", "foundation", label_selector="trainyard.dev/box-scene")
+             and not box.kube.list("batch/v1", "Job", "foundation", label_selector="trainyard.dev/box-scene"),
+             CONTROLLER_SECONDS, "the scene's objects gone")  # fmt: skip
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="issue 21 finding 1: a Job in a topology-only queue with no topology annotation "
+                   "is 'implied' TAS at the lowest level (hostname), least-free packing, never climbing to "
+                   "the rack (kueue pkg/cache/scheduler/tas_flavor_snapshot.go): with 3 hosts of rack-0 "
+                   "busy, a 4-host gang takes rack-0's last host and 3 of rack-1. Fix: a generator change "
+                   "(a default podset-preferred-topology on jobs of topology queues), not in this branch")
+def test_gang_lands_on_as_few_racks_as_fit(box: UpBox) -> None:
+    result = scenes.gang_placement(box.kube, load(ROOT, ENV))
+    assert len(result.gang_hosts) == 4
+    assert len(result.gang_racks) == result.fewest_racks, result.lines()
+
+
+def test_box_down_leaves_no_process_and_no_listener(box: UpBox) -> None:
+    state = State.load(box.folder)
+    assert state is not None and state.ready
+    cluster = Cluster(state.cluster, box.folder / "kwok")
+    pids: dict[str, Any] = {**cluster.component_pids(), **{p.name: p.pgid for p in state.processes}}
+    assert set(pids) >= {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
+                         "kwok-controller", "kueue", "descheduler", "prometheus",
+                         "kube-prometheus-stack-kube-state-metrics", "overflow-gate",
+                         "gpu-health"}  # fmt: skip
+    ports = [int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", box.kubeconfig.read_text())]
+    ports += [port for p in state.processes for port in p.ports]
+    box.kube.close()
+    done = run_cli("box", "down", ENV, box_dir=box.folder.parent, timeout=300)
+    assert done.returncode == 0, done.stderr
+    alive = {name: pid for name, pid in pids.items() if group_alive(pid)}
+    assert not alive, alive
+    assert not [p for p in ports if port_open(p)]
+    assert not box.folder.exists()
+    again = run_cli("box", "down", ENV, box_dir=box.folder.parent, timeout=60)
+    assert again.returncode == 0 and "nothing" in again.stderr
+
