@@ -25,6 +25,9 @@ from generators.model.types import Environment
 from generators.templating import render
 
 POLICY = "trainyard-training-priority"
+# Class-less training Jobs get the default tier's WorkloadPriorityClass (issue 21 finding 2).
+WORKLOAD_POLICY = "trainyard-training-workload-priority"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"  # Kueue's WorkloadPriorityClass label
 QUARANTINE_TOLERATED = "trainyard-inference-quarantine-tolerations"
 QUARANTINE_REFUSED = "trainyard-training-no-quarantine-tolerations"
 
@@ -56,9 +59,16 @@ def admission(env: Environment) -> list[Obj]:
     if mutating:
         apply = (f"Object{{spec: Object.spec{{priorityClassName: {_cel(tier.name)}, "
                  f"priority: {tier.value}, preemptionPolicy: {_cel(tier.preemption_policy)}}}}}")
+        label = _cel(PRIORITY_CLASS_LABEL)
         objects += [
             render("priorities/mutatingadmissionpolicy.yaml.j2", name=POLICY, apply_expression=apply),
             render("priorities/mutatingadmissionpolicybinding.yaml.j2", name=POLICY, namespaces=namespaces),
+            render("priorities/workload-priority-mutatingadmissionpolicy.yaml.j2", name=WORKLOAD_POLICY,
+                   no_label=f"!has(object.metadata.labels) || !({label} in object.metadata.labels)",
+                   apply_expression=f"Object{{metadata: Object.metadata{{labels: {{{label}: "
+                                    f"{_cel(tier.name)}}}}}}}"),
+            render("priorities/mutatingadmissionpolicybinding.yaml.j2", name=WORKLOAD_POLICY,
+                   namespaces=namespaces),
         ]
     return [
         *objects,
