@@ -16,11 +16,12 @@ needs a `kubectl rollout restart` after each change).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from generators import charts, yamlemit
+from generators import charts, kubernetes, yamlemit
 from generators.components import Obj
 from generators.model.types import ClusterQueue, Environment, FlavorQuota, ResourceKind
 from generators.quantity import canonical
@@ -122,6 +123,57 @@ def generate(env: Environment, earlier: Sequence[Obj] = ()) -> list[Obj]:
         objects.append(cluster_queue(env, queue))
         for ns in teams[queue.team].namespaces:
             objects.append(render("kueue/localqueue.yaml.j2", queue=queue, namespace=ns))
+    objects += default_topology(env)
     if env.kueue.configuration_delivery == CONFIG_MAP:
         objects.append(config_map(env))
+    return objects
+
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
+TOPOLOGY_ANNOTATIONS = ("kueue.x-k8s.io/podset-required-topology", PREFERRED_TOPOLOGY,
+                        "kueue.x-k8s.io/podset-unconstrained-topology")
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def default_level(env: Environment, queue: ClusterQueue) -> str | None:
+    """The level a class-less gang of a topology queue should prefer: the topmost level its
+    flavors share (a gang then takes as few blocks, then racks, as fit); None when the
+    queue has no topology, its pools' levels differ, or the only level is the host."""
+    pools = {p.name: p for p in env.pools}
+    levels = {pools[f.pool].topology_levels for f in queue.flavors}
+    if not queue.topology or len(levels) != 1:
+        return None
+    (shared,) = levels
+    return shared[0] if shared and shared[0] != HOSTNAME else None
+
+
+def default_topology(env: Environment) -> list[Obj]:
+    """Per topology queue, a MutatingAdmissionPolicy giving its Jobs without a topology
+    annotation the queue's preferred level (issue 21 finding 1). From Kubernetes 1.36 only
+    (generators/kubernetes.py): before, a Job has to ask for a level itself (docs/kueue.md)."""
+    if not kubernetes.has_mutating_admission(env.kubernetes_version):
+        return []
+    teams = {t.name: t for t in env.teams}
+    objects: list[Obj] = []
+    for queue in env.cluster_queues:
+        level = default_level(env, queue)
+        if level is None:
+            continue
+        name = f"trainyard-default-topology-{queue.name}"
+        annotations = "[" + ", ".join(json.dumps(a) for a in TOPOLOGY_ANNOTATIONS) + "]"
+        template = "object.spec.template"
+        objects += [
+            render("kueue/default-topology-mutatingadmissionpolicy.yaml.j2", name=name,
+                   to_queue=(f"has(object.metadata.labels) && {json.dumps(QUEUE_LABEL)} in "
+                             f"object.metadata.labels && object.metadata.labels[{json.dumps(QUEUE_LABEL)}]"
+                             f" == {json.dumps(queue.name)}"),
+                   no_topology=(f"!has({template}.metadata) || !has({template}.metadata.annotations) || "
+                                f"!{annotations}.exists(k, k in {template}.metadata.annotations)"),
+                   apply_expression=("Object{spec: Object.spec{template: Object.spec.template{metadata: "
+                                     "Object.spec.template.metadata{annotations: "
+                                     f"{{{json.dumps(PREFERRED_TOPOLOGY)}: {json.dumps(level)}}}}}}}}}}}")),
+            render("kueue/mutatingadmissionpolicybinding.yaml.j2", name=name,
+                   namespaces=teams[queue.team].namespaces),
+        ]
     return objects
