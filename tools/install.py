@@ -307,6 +307,13 @@ def _tools() -> dict[str, Tool]:
             smoke_expect="--prometheus-url",
         ),
         Tool(
+            "virtual-kubelet",
+            simple("virtual-kubelet", "github.com/virtual-kubelet/virtual-kubelet"),
+            "github.com/virtual-kubelet/virtual-kubelet/cmd/virtual-kubelet",
+            ldflags=(_x("main.buildVersion", PINS["virtual-kubelet"]),),
+            smoke=("version",),
+        ),
+        Tool(
             "kube-apiserver",
             kube,
             "k8s.io/kubernetes/cmd/kube-apiserver",

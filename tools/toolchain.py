@@ -53,6 +53,8 @@ PINS: Final[MappingProxyType[str, str]] = MappingProxyType(
         # interLink's virtual-kubelet at the version of the image we render (0.6.1).
         "interlink-vk": "0.6.1",
         "prometheus-adapter": "v0.12.0",
+        # The reference virtual-kubelet with its mock provider (staging's overflow provider).
+        "virtual-kubelet": "v1.14.1",
     }
 )
 
