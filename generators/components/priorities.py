@@ -27,6 +27,8 @@ from generators.templating import render
 POLICY = "trainyard-training-priority"
 # Class-less training Jobs get the default tier's WorkloadPriorityClass (issue 21 finding 2).
 WORKLOAD_POLICY = "trainyard-training-workload-priority"
+# Jobs naming an inference class are refused at creation, before Kueue admits them.
+JOB_POLICY = "trainyard-training-job-priority"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"  # Kueue's WorkloadPriorityClass label
 QUARANTINE_TOLERATED = "trainyard-inference-quarantine-tolerations"
 QUARANTINE_REFUSED = "trainyard-training-no-quarantine-tolerations"
@@ -70,8 +72,22 @@ def admission(env: Environment) -> list[Obj]:
             render("priorities/mutatingadmissionpolicybinding.yaml.j2", name=WORKLOAD_POLICY,
                    namespaces=namespaces),
         ]
+    label = _cel(PRIORITY_CLASS_LABEL)
+    template = "object.spec.template.spec"
+    job_checks = [
+        {"expression": f"!has(object.metadata.labels) || !({label} in object.metadata.labels) || "
+                       f"object.metadata.labels[{label}] in {names}",
+         "message": f"'jobs in training namespaces run at a training tier ({', '.join(allowed)}); "
+                    f"the label {PRIORITY_CLASS_LABEL} names ' + object.metadata.labels[{label}]"},
+        {"expression": f"!has({template}.priorityClassName) || {template}.priorityClassName == '' || "
+                       f"{template}.priorityClassName in {names}",
+         "message": f"'jobs in training namespaces run at a training tier ({', '.join(allowed)}); "
+                    f"the pod template names ' + {template}.priorityClassName"},
+    ]
     return [
         *objects,
+        render("priorities/job-validatingadmissionpolicy.yaml.j2", name=JOB_POLICY, validations=job_checks),
+        render("priorities/validatingadmissionpolicybinding.yaml.j2", name=JOB_POLICY, namespaces=namespaces),
         render("priorities/validatingadmissionpolicy.yaml.j2", name=POLICY,
                expression=f"has(object.spec.priorityClassName) && object.spec.priorityClassName in {names}",
                message_expression=message),
