@@ -10,7 +10,9 @@ Nothing in the checkout is ever edited: the working tree (tracked and untracked 
 ignored ones) is copied once into a temporary directory, and each mutation is applied there,
 `rendered/` re-rendered there when the mutated file renders (generators/, templates/,
 schemas/), the tests run there, and the file and `rendered/` put back before the next one.
-The directory is removed at the end, on Ctrl-C too. So the checkout cannot be left dirty.
+The copy is a git repository of its own (two commits of that tree, for the tests that run
+`generate.py diff --base HEAD^1`). It is removed at the end, on Ctrl-C too. So the checkout
+cannot be left dirty.
 
 The tests: everything under tests/ except the golden comparison (tests/test_golden.py notices
 any change of output, right or wrong, so it proves nothing about correctness) and
@@ -40,6 +42,8 @@ from tests.mutation.mutations import MUTATIONS, Mutation
 ROOT = Path(__file__).resolve().parents[2]
 RENDERS = ("generators/", "templates/", "schemas/")  # a mutation here changes rendered/
 FAST = "not controlplane and not slow"
+GIT_IDENTITY = ("-c", "user.name=trainyard mutation run", "-c", "user.email=mutation@trainyard.invalid",
+                "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main")
 FAILED = re.compile(r"^(FAILED|ERROR) (\S+)", re.MULTILINE)
 
 
@@ -61,6 +65,11 @@ def copy_tree(target: Path) -> None:
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target / name)
     (target / ".venv").symlink_to((ROOT / ".venv").resolve())
+    # A git repository of two commits with that tree: the workflow tests run
+    # `generate.py diff --base HEAD^1` in the checkout, as pr.yml does.
+    for step in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "base"],
+                 ["commit", "-q", "--allow-empty", "-m", "head"]):
+        subprocess.run(["git", *GIT_IDENTITY, *step], cwd=target, capture_output=True, check=True)
 
 
 def pytest_command(all_suites: bool, extra: list[str]) -> list[str]:
