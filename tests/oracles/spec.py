@@ -17,7 +17,7 @@ import yaml
 from generators import model, render
 from tests.conftest import ROOT
 
-Objects = dict[tuple[str, str], dict[str, Any]]  # (kind, name) -> object
+Objects = dict[tuple[str, str], dict[str, Any]]  # (kind, [namespace/]name) -> object
 
 
 def environment(tmp: Path, text: str, name: str = "oracle") -> model.Environment:
@@ -35,7 +35,9 @@ def rendered(tmp: Path, text: str, name: str = "oracle") -> Objects:
     objects: Objects = {}
     for f in files:
         obj = yaml.safe_load(f.text)  # what kubectl/Argo CD read, not the generator's dict
-        key = (str(obj.get("kind", f.path)), str(obj.get("metadata", {}).get("name", f.path)))
+        meta = obj.get("metadata", {})
+        name = f"{meta['namespace']}/{meta['name']}" if "namespace" in meta else meta.get("name", f.path)
+        key = (str(obj.get("kind", f.path)), str(name))
         assert key not in objects or not f.is_object, key
         objects[key] = obj
     return objects
