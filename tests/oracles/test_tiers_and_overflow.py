@@ -162,7 +162,8 @@ def test_gate_bands_are_staggered_down_the_fill_order(objects: Objects) -> None:
 
 def test_gate_taint_is_noschedule_on_each_provider_node(objects: Objects) -> None:
     for gate in _gates(objects):
-        assert gate["taint"] == {"key": "trainyard.dev/overflow-gate", "value": "closed", "effect": "NoSchedule"}
+        taint = {"key": "trainyard.dev/overflow-gate", "value": "closed", "effect": "NoSchedule"}
+        assert gate["taint"] == taint
         assert gate["nodeSelector"]["matchLabels"] == {"type": "virtual-kubelet",
                                                        "trainyard.dev/provider": gate["name"]}
 
