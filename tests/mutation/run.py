@@ -18,9 +18,11 @@ The tests: everything under tests/ except the golden comparison (tests/test_gold
 any change of output, right or wrong, so it proves nothing about correctness) and
 tests/mutation (its check that the list matches the code fails under every mutation), and by
 default without the `controlplane` and `slow` markers (real kube-apiserver, Kueue,
-descheduler, Prometheus servers). The oracle tests run first and the run stops at the first
-failure (-x), so a killed mutation costs seconds. Before the mutations, the same selection
-runs unmutated and must pass: a failure then is the suite's, not a mutation's.
+descheduler, Prometheus servers). The oracle tests (tests/oracles) run first, alone: they
+render in-process, so a mutation they kill costs seconds. Only if they pass is rendered/
+re-rendered and the whole selection run, stopping at the first failure (-x). Before the
+mutations, the whole selection runs unmutated and must pass: a failure then is the suite's,
+not a mutation's.
 """
 
 from __future__ import annotations
@@ -72,9 +74,9 @@ def copy_tree(target: Path) -> None:
         subprocess.run(["git", *GIT_IDENTITY, *step], cwd=target, capture_output=True, check=True)
 
 
-def pytest_command(all_suites: bool, extra: list[str]) -> list[str]:
+def pytest_command(all_suites: bool, extra: list[str], paths: tuple[str, ...] = ("tests",)) -> list[str]:
     command = [sys.executable, "-m", "pytest", "-q", "-x", "-rfE", "-p", "no:cacheprovider",
-               "--ignore=tests/test_golden.py", "--ignore=tests/mutation", "tests/oracles", "tests"]
+               "--ignore=tests/test_golden.py", "--ignore=tests/mutation", *paths]
     if not all_suites:
         command += ["-m", FAST]
     return command + extra
@@ -109,8 +111,10 @@ def verdict(code: int | None, out: str) -> tuple[str, str]:
     return "error", f"pytest exit {code}: {out.strip().splitlines()[-1] if out.strip() else ''}"
 
 
-def mutate(work: Path, pristine_rendered: Path, mutation: Mutation, command: list[str],
+def mutate(work: Path, pristine_rendered: Path, mutation: Mutation, commands: tuple[list[str], list[str]],
            timeout: float) -> Result:
+    """Stage 1: the oracles (they render in-process, so rendered/ need not be re-rendered);
+    stage 2, only if they pass: re-render, then every selected test."""
     start = time.monotonic()
     path = work / mutation.path
     original = path.read_text(encoding="utf-8")
@@ -118,16 +122,21 @@ def mutate(work: Path, pristine_rendered: Path, mutation: Mutation, command: lis
         return Result(mutation, "error", f"`old` occurs {original.count(mutation.old)} times in "
                                          f"{mutation.path}: the list drifted from the code", 0.0)
     renders = mutation.path.startswith(RENDERS)
+    oracles, everything = commands
+    rendered = False
     try:
         path.write_text(original.replace(mutation.old, mutation.new), encoding="utf-8")
-        if renders:
-            # A generator that crashes under the mutation leaves rendered/ as it was; the
-            # tests that render in-process then fail on their own.
-            run([sys.executable, "generate.py", "render"], work, timeout)
-        code, out = run(command, work, timeout)
+        code, out = run(oracles, work, timeout)
+        if code == 0:
+            if renders:
+                # A generator that crashes under the mutation leaves rendered/ as it was; the
+                # tests that render in-process then fail on their own.
+                rendered = True
+                run([sys.executable, "generate.py", "render"], work, timeout)
+            code, out = run(everything, work, timeout)
     finally:
         path.write_text(original, encoding="utf-8")
-        if renders:
+        if rendered:
             shutil.rmtree(work / "rendered")
             shutil.copytree(pristine_rendered, work / "rendered")
     kind, by = verdict(code, out)
@@ -145,6 +154,10 @@ def report(results: list[Result], total: int) -> None:
         print(f"  survived: {r.mutation.name}: {r.mutation.breaks}")
     for r in errors:
         print(f"  error: {r.mutation.name}: {r.by}")
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,7 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown mutation(s): {', '.join(sorted(unknown))} (see --list)")
     command = pytest_command(args.all_suites, args.pytest_args)
+    commands = (pytest_command(args.all_suites, args.pytest_args, ("tests/oracles",)), command)
     results: list[Result] = []
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill PID` cleans up as Ctrl-C does
     with tempfile.TemporaryDirectory(prefix="trainyard-mutate-") as tmp:
         work = Path(tmp) / "repo"
         copy_tree(work)
@@ -186,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
                     print("the unmutated suite fails: fix that first (or pass pytest args to deselect)")
                     return 1
             for index, mutation in enumerate(chosen, 1):
-                result = mutate(work, pristine, mutation, command, args.timeout)
+                result = mutate(work, pristine, mutation, commands, args.timeout)
                 results.append(result)
                 print(f"[{index:2}/{len(chosen)}] {result.verdict:8} {mutation.name:40} "
                       f"{result.seconds:5.0f}s  {result.by}", flush=True)
