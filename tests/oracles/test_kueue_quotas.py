@@ -22,6 +22,7 @@ Limits:
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from tests.oracles.spec import Objects, cells, rendered
 
@@ -73,6 +74,9 @@ teams:
     shares: {serve: 0}
     borrowFrom: [train]
     maxUsagePercent: 50
+kueue:
+  waitForPodsReady: {blockAdmission: true, timeout: 20m}
+  integrations: [batch/job]
 """
 
 
@@ -174,3 +178,15 @@ def test_borrowing_preempts_only_up_to_the_highest_inference_tier(objects: Objec
     preemption = objects[("ClusterQueue", "zeta")]["spec"]["preemption"]
     assert preemption == {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority",
                           "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100000}}
+
+
+def test_controller_configuration_is_the_environments(objects: Objects) -> None:
+    """The Helm values carry the spec's waitForPodsReady and integrations, the rest defaults."""
+    [values] = [o for (kind, _), o in objects.items() if kind == "installers/kueue-values.yaml"]
+    config = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+    assert config["waitForPodsReady"] == {
+        "timeout": "20m", "recoveryTimeout": "10m", "blockAdmission": True,
+        "requeuingStrategy": {"timestamp": "Eviction", "backoffLimitCount": 5, "backoffBaseSeconds": 60,
+                              "backoffMaxSeconds": 3600}}
+    assert config["integrations"] == {"frameworks": ["batch/job"]}
+    assert config["manageJobsWithoutQueueName"] is False and config["namespace"] == "kueue-system"
