@@ -109,9 +109,10 @@ def test_release_needs_release_after_seconds_of_good_readings() -> None:
     nodes = listing(3)
     state.observe(0, 1_800_000_000, nodes, bad(xid=["n00"]))
     assert sorted(state.quarantined) == ["n00"]
-    for now in (600, 1200, 1800, 2400):  # still bad: never released
-        state.observe(now, 1_800_000_000 + now, nodes, bad(xid=["n00"]))
-    assert sorted(state.quarantined) == ["n00"]
+    for now in (600, 1200, 1800, 2400):  # still bad: never released (nor released and re-taken)
+        outcome = state.observe(now, 1_800_000_000 + now, nodes, bad(xid=["n00"]))
+        assert outcome.released == (), now  # (changes repeat: this listing never gets the taint)
+    assert sorted(state.quarantined) == ["n00"] and state.quarantined["n00"].since == 1_800_000_000
     state.observe(3000, 1_800_003_000, nodes, bad())  # good from 3000
     state.observe(4799, 1_800_004_799, nodes, bad())  # 1799 s good
     assert sorted(state.quarantined) == ["n00"]
