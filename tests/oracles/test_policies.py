@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from generators import render
-from policies import kueue_rules, quota_conservation, references
+from policies import kueue_rules, names, quota_conservation, references
 from policies.context import Context, RenderedObject
 from tests.oracles.spec import environment
 from tests.oracles.test_kueue_quotas import SPEC
@@ -47,7 +47,7 @@ def _first_cell(key: str, value: str) -> Edit:
     return edit
 
 
-@pytest.mark.parametrize("policy", [references, quota_conservation, kueue_rules], ids=lambda p: p.ID)
+@pytest.mark.parametrize("policy", [references, quota_conservation, kueue_rules, names], ids=lambda p: p.ID)
 def test_the_inline_spec_renders_clean(context: Context, policy: Any) -> None:
     assert list(policy.check(context)) == []
 
@@ -70,3 +70,15 @@ def test_quotas_above_the_pool(context: Context) -> None:
 def test_lending_limit_above_nominal(context: Context) -> None:
     [finding] = kueue_rules.check(broken(context, "ClusterQueue", "mid", _first_cell("lendingLimit", "41")))
     assert "lendingLimit 41 is above nominalQuota 40" in finding.message, finding.message
+
+
+def _rename(name: str) -> Edit:
+    def edit(obj: dict[str, Any]) -> None:
+        obj["metadata"]["name"] = name
+    return edit
+
+
+def test_a_namespace_name_is_a_dns_label_of_at_most_63_characters(context: Context) -> None:
+    assert list(names.check(broken(context, "Namespace", "alpha", _rename("a" * 63)))) == []
+    [finding] = names.check(broken(context, "Namespace", "alpha", _rename("a" * 64)))
+    assert finding.message == f"metadata.name {'a' * 64!r} is not a DNS-1123 label (<= 63)"
