@@ -9,7 +9,6 @@ charts/kueue/templates/manager/manager.yaml (the config-checksum annotation).
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from generators.diff.objects import INSTALLER_INPUT, from_files
 from generators.layout import environment_names
 from tests.conftest import CORPUS, ROOT
 from tests.scratch_repo import repo_with, run_cli
-from tools.toolchain import PINS
+from tools.toolchain import PINS, ToolNotInstalled, archive_path, tool_path
 
 SHIPPED = environment_names(ROOT)
 VALUES = f"installers/{kueue.HELM_VALUES}"
@@ -156,26 +155,24 @@ def test_diff_shows_a_values_change_as_one_field() -> None:
     assert "blockAdmission: false" in field.after and "blockAdmission: true" in field.before
 
 
-def _chart_values() -> Path | None:
-    """charts/kueue/values.yaml of the pinned Kueue in the Go module cache (tools/install.py
-    builds the controller from that module), or None when Go or the module is absent."""
-    go = shutil.which("go")
-    if go is None:
-        return None
-    done = subprocess.run([go, "env", "GOMODCACHE"], capture_output=True, text=True, check=False)
-    cache = done.stdout.strip()
-    path = Path(cache) / "sigs.k8s.io" / f"kueue@{PINS['kueue']}" / "charts" / "kueue" / "values.yaml"
-    return path if cache and path.is_file() else None
+def _chart_values() -> str:
+    """values.yaml of the pinned Kueue chart archive (kueue-0.19.2.tgz, verified by
+    tools/toolchain.py), as the pinned helm reads it. Missing helm or archive is a failure
+    with the install command, never a skip: CI and `make test` provision both."""
+    try:
+        helm, chart = tool_path("helm"), archive_path(f"kueue-{PINS['kueue'].lstrip('v')}.tgz")
+    except ToolNotInstalled as error:
+        pytest.fail(f"{error} (CI installs tools first: make tools)", pytrace=False)
+    done = subprocess.run([str(helm), "show", "values", str(chart)], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def test_group_kind_concurrency_is_upstreams_verbatim() -> None:
     """The values fragment replaces the chart's default configuration whole, so upstream's
     controller.groupKindConcurrency is written out; it must be exactly the pinned chart's."""
-    values = _chart_values()
-    if values is None:
-        pytest.skip(f"Kueue {PINS['kueue']} module source not in the Go module cache "
-                    "(python tools/install.py fetches it)")
-    manager_config = yaml.safe_load(values.read_text(encoding="utf-8"))["managerConfig"]
+    manager_config = yaml.safe_load(_chart_values())["managerConfig"]
     chart = yaml.safe_load(manager_config["controllerManagerConfigYaml"])
     for name in SHIPPED:
         ours = _config_from_values(_files(ROOT, name)[VALUES].text)

@@ -18,6 +18,13 @@ from tests.conftest import ROOT
 from tests.test_templateshapes import same
 
 
+@pytest.fixture(autouse=True)
+def speedups_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reuse is what these tests check: the caller's TRAINYARD_SPEEDUPS (`0` in a run that
+    measures without speed-ups) must not switch it off under them (issue 25)."""
+    monkeypatch.delenv("TRAINYARD_SPEEDUPS", raising=False)
+
+
 def known_for(root: Path, name: str) -> dict[str, tuple[str, dict[str, Any]]]:
     files = render.render_tree(model.load(root, name))  # as validate and diff hand it over
     return rendered_objects(name, files)

@@ -1,0 +1,53 @@
+"""Small environments written in the oracle tests, rendered in-process.
+
+An oracle test writes its own small spec, renders it with the real pipeline and compares
+what comes out with numbers worked out by hand from that spec (written in the test as
+literals, with the arithmetic in a comment) or by a few lines of arithmetic in the test.
+Never with a value the code under test computes: a bug there would move the expected value
+with it (issue 25)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from generators import model, render
+from tests.conftest import ROOT
+
+Objects = dict[tuple[str, str], dict[str, Any]]  # (kind, [namespace/]name) -> object
+
+
+def environment(tmp: Path, text: str, name: str = "oracle") -> model.Environment:
+    """`text` as environments/<name>.yaml beside the shipped _defaults.yaml, loaded."""
+    folder = tmp / "environments"
+    folder.mkdir(exist_ok=True)
+    shutil.copy(ROOT / "environments" / "_defaults.yaml", folder)
+    (folder / f"{name}.yaml").write_text(text, encoding="utf-8")
+    return model.load(tmp, name)
+
+
+def rendered(tmp: Path, text: str, name: str = "oracle") -> Objects:
+    """The rendered objects of the environment `text`, as a YAML reader reads them back."""
+    files = render.render_tree(environment(tmp, text, name))
+    objects: Objects = {}
+    for f in files:
+        obj = yaml.safe_load(f.text)  # what kubectl/Argo CD read, not the generator's dict
+        meta = obj.get("metadata", {})
+        name = f"{meta['namespace']}/{meta['name']}" if "namespace" in meta else meta.get("name", f.path)
+        key = (str(obj.get("kind", f.path)), str(name))
+        assert key not in objects or not f.is_object, key
+        objects[key] = obj
+    return objects
+
+
+def cells(cluster_queue: dict[str, Any]) -> dict[tuple[str, str], dict[str, str]]:
+    """(flavor, resource) -> {nominalQuota, borrowingLimit?, lendingLimit?} of a ClusterQueue."""
+    out = {}
+    for group in cluster_queue["spec"]["resourceGroups"]:
+        for flavor in group["flavors"]:
+            for cell in flavor["resources"]:
+                out[(flavor["name"], cell["name"])] = {k: v for k, v in cell.items() if k != "name"}
+    return out
