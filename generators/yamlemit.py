@@ -36,9 +36,16 @@ def scalar(text: str) -> str:
         _PLAIN.fullmatch(text)
         and _RESOLVER.resolve(yaml.ScalarNode, text, (True, False)) == _STR_TAG  # type: ignore[no-untyped-call]
         and not _looks_numeric_in_yaml12(text)
+        and text not in _GO_YAML11_BOOLEANS
     ):
         return text
     return double_quoted(text)
+
+
+# Booleans of the YAML 1.1 spec that PyYAML's resolver does not treat as such but Go's
+# sigs.k8s.io/yaml (helm, kubectl, Argo CD) does: a label value `y` would reach the API
+# server as true (tests/oracles/test_yaml_quoting.py, read back by the pinned helm).
+_GO_YAML11_BOOLEANS = frozenset({"y", "Y", "n", "N"})
 
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\x00": "\\0"}
