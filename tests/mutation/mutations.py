@@ -163,9 +163,9 @@ MUTATIONS: tuple[Mutation, ...] = (
              "a condition held exactly the hold time changes the state"),
     # --- health: cap, release ---------------------------------------------------------------
     Mutation("health-pool-cap-rounded-up", "gate/trainyard_gate/health_policy.py",
-             "return int(self.max_percent_of_pool * pool_nodes // 100)",
-             "return -int(-self.max_percent_of_pool * pool_nodes // 100)",
-             "pool cap = floor(maxPercentOfPool x nodes / 100)"),
+             "share = int(self.max_percent_of_pool * pool_nodes // 100)",
+             "share = -int(-self.max_percent_of_pool * pool_nodes // 100)",
+             "pool cap = floor(maxPercentOfPool x nodes / 100), at least one node"),
     Mutation("health-fleet-cap-off-by-one", "gate/trainyard_gate/health.py",
              "fits = fleet + 1 <= self.policy.cap.max_nodes", "fits = fleet <= self.policy.cap.max_nodes",
              "never more than maxNodes quarantined"),

@@ -13,8 +13,9 @@ Limits:
   mid lendablePercent 70: train floor(5 x 0.7) = floor(3.5) = 3 nodes; serve floor(3.5) = 3.
   zeta maxUsagePercent 60: train floor(12 x 0.6) = 7 nodes - own 4 = 3 to borrow;
       serve floor(10 x 0.6) = 6 - own 2 = 4.
-  alpha maxUsagePercent 20: train floor(12 x 0.2) = 2 < own 3: borrowing limit 0;
-      serve floor(2.0) = 2 < own 3: 0.
+  alpha maxUsagePercent 25 (its share: the spec refuses less): train floor(12 x 0.25) = 3
+      = own 3: borrowing limit 0; serve floor(2.5) = 2 < own 3 (the tie went to alpha): 0,
+      never negative.
   probe (a 0% share of serve, borrowFrom [train], maxUsagePercent 50): train floor(6) - 0
       = 6 nodes; serve floor(5) - 0 = 5 nodes.
 """
@@ -67,7 +68,7 @@ teams:
     namespaces: [alpha]
     cohort: root
     shares: {train: 25, serve: 25}
-    maxUsagePercent: 20
+    maxUsagePercent: 25
   - name: probe
     namespaces: [probe]
     cohort: research

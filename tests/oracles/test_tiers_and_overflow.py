@@ -173,8 +173,15 @@ def test_inference_prefers_the_cluster_then_providers_in_fill_order(env: Environ
     [service] = env.overflow.inference
     snippet = inference_pod_snippet(env.overflow, service)
     prefs = snippet["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
-    weights = [(p["weight"], p["preference"]["matchExpressions"][0]["values"]) for p in prefs]
-    assert weights == [(100, ["virtual-kubelet"]), (50, ["bbb"]), (33, ["aaa"]), (16, ["ccc"])]
+    weights = [(p["weight"], p["preference"]["matchExpressions"]) for p in prefs]
+    # In-cluster first: a node without the provider label (every virtual node gets one from
+    # the rendered admission policy; `type NotIn virtual-kubelet` also matched interLink's).
+    assert weights == [
+        (100, [{"key": "trainyard.dev/provider", "operator": "DoesNotExist"}]),
+        (50, [{"key": "trainyard.dev/provider", "operator": "In", "values": ["bbb"]}]),
+        (33, [{"key": "trainyard.dev/provider", "operator": "In", "values": ["aaa"]}]),
+        (16, [{"key": "trainyard.dev/provider", "operator": "In", "values": ["ccc"]}]),
+    ]
     assert snippet["priorityClassName"] == "serve"
 
 
