@@ -123,9 +123,10 @@ def gate_metrics(state: State, name: str, prefix: str = "trainyard_gate_") -> di
             if line.startswith(prefix)}  # fmt: skip
 
 
-@pytest.mark.xfail(strict=False, reason="under investigation (issue 21): in 2 of 4 runs on 2026-12-01 the box's gate "
-                   "reported vk-mock open with no open transition counted (it adopted 'open' at start-up); "
-                   "a known defect, not a pass")
+@pytest.mark.xfail(strict=False,
+                   reason="under investigation (issue 21): in 2 of 4 runs on 2026-12-01 the box's gate "
+                   "reported vk-mock open with no open transition counted (it adopted 'open' at "
+                   "start-up); a known defect, not a pass")
 def test_gate_counts_free_gpus_from_prometheus_and_holds_the_virtual_node_closed(box: UpBox) -> None:
     """The rendered gate (its TaintPolicy and query, as ServiceAccount overflow-gate) asks the
     box's Prometheus, which scraped kube-state-metrics: every L40S GPU is free (nothing runs
