@@ -7,11 +7,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from generators.box.scenes import SCENES
 from generators.commands import select_environments
 
 HELP = ("run the environment on a local cluster in a box (etcd, kube-apiserver, controller-manager, "
         "scheduler, KWOK nodes, Kueue with webhooks; pinned builds): up, down, kubeconfig, scene")
-SCENES = ("gang-placement",)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,8 +86,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _scene(args: argparse.Namespace, name: str) -> int:
     """Run scene `name` on the running box; exit 1 when it shows a README promise broken."""
-    from generators.box import scenes
     from generators.box.kube import Kube
+    from generators.box.scenes import SceneContext
     from generators.box.state import State, run_dir
     from generators.box.up import kubeconfig, rendered
 
@@ -98,11 +98,10 @@ def _scene(args: argparse.Namespace, name: str) -> int:
     env, _ = rendered(args.root, args.env, state.scale, folder)
     kube = Kube(path, folder / "scene-discovery.json")
     try:
-        result = scenes.gang_placement(kube, env)
+        context = SceneContext(kube, env, state, folder, lambda line: print(line, file=sys.stderr))
+        result = SCENES[name](context)
     finally:
         kube.close()
     for line in result.lines():
         print(line)
-    scattered = len(result.gang_racks) != result.fewest_racks
-    broken = scattered or result.classless_priority != result.training_priority
-    return 1 if broken else 0
+    return 0 if result.ok else 1

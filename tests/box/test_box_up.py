@@ -27,10 +27,11 @@ from typing import Any
 import pytest
 import yaml
 
-from generators.box import monitoring, scenes
+from generators.box import monitoring
 from generators.box.cluster import Cluster
 from generators.box.daemon import group_alive, port_open
 from generators.box.kube import Kube, Obj, condition, is_true, wait_for
+from generators.box.scenes import gang_placement
 from generators.box.state import BOX_DIR_ENV, State
 from generators.model import load
 from tests.conftest import ROOT
@@ -284,7 +285,7 @@ def test_gang_lands_on_as_few_racks_as_fit(box: UpBox) -> None:
     level (kueue pkg/cache/scheduler/tas_flavor_snapshot.go): with 3 hosts of rack-0 busy,
     a 4-host gang took rack-0's last host and 3 of rack-1. The rendered default-topology
     policy asks for the queue's top level as a preference; the real Kueue places it."""
-    result = scenes.gang_placement(box.kube, load(ROOT, ENV))
+    result = gang_placement.gang_placement(box.kube, load(ROOT, ENV))
     assert len(result.gang_hosts) == 4
     assert len(result.gang_racks) == result.fewest_racks, result.lines()
 

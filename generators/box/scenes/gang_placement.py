@@ -1,9 +1,4 @@
-"""Scenes on a running box (`generate.py box scene NAME ENV`): what the real controllers do.
-
-Each scene writes what a user writes (Jobs, a pod) and reads back only what the controllers
-wrote (Workload admission, pod placement by the scheduler), and removes what it created.
-
-gang-placement (issue 21, scene 2): the README promises "gangs on as few racks/IB blocks as
+"""Scene gang-placement (issue 21, scene 2): the README promises "gangs on as few racks/IB blocks as
 fit, no annotation needed" for a team's topology queue. The scene occupies all but one host
 of the first rack with plain 8-GPU pods (not Kueue's: Kueue counts their usage on the nodes,
 pkg/cache/scheduler/tas_non_tas_pod_cache.go), submits the README's kind of gang (4 pods x
@@ -41,6 +36,10 @@ class GangPlacement:
     classless_priority: int  # Workload spec.priority of a Job naming no class
     training_priority: int  # what the README says it ranks as
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return len(self.gang_racks) == self.fewest_racks and self.classless_priority == self.training_priority
 
     def lines(self) -> list[str]:
         return [
