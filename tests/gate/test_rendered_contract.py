@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from trainyard_gate.main import parse_args
-from trainyard_gate.policy import parse
+from trainyard_gate.overflow.policy import parse
 
 ROOT = Path(__file__).resolve().parents[2]
 RENDERED = ROOT / "rendered"

@@ -56,11 +56,11 @@ GATE_DIR = ROOT / "gate"
 if str(GATE_DIR) not in sys.path:  # the controller is its own program (see tests/gate/conftest.py)
     sys.path.insert(0, str(GATE_DIR))
 
-from trainyard_gate.health_policy import Condition  # noqa: E402
-from trainyard_gate.health_policy import parse as parse_health  # noqa: E402
-from trainyard_gate.policy import PrometheusEndpoint  # noqa: E402
-from trainyard_gate.policy import parse as parse_gate  # noqa: E402
-from trainyard_gate.prometheus import PrometheusClient  # noqa: E402
+from trainyard_gate.health.policy import Condition  # noqa: E402
+from trainyard_gate.health.policy import parse as parse_health  # noqa: E402
+from trainyard_gate.overflow.policy import parse as parse_gate  # noqa: E402
+from trainyard_gate.runtime.prometheus import PrometheusClient  # noqa: E402
+from trainyard_gate.runtime.reader import PrometheusEndpoint  # noqa: E402
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 

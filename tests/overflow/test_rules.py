@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from trainyard_gate.policy import load as load_taint_policy
+from trainyard_gate.overflow.policy import load as load_taint_policy
 
 from generators import model
 from generators.components.overflow.admission import inference_pod_snippet

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 _FIELDS = "trainyard_fields"
+LOG = logging.getLogger("trainyard_gate")  # one logger: the program is one, whatever the kind
 
 
 def event(logger: logging.Logger, level: int, message: str, **fields: Any) -> None:

@@ -9,13 +9,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from trainyard_gate.health_policy import Cap, Condition, NodeHealthPolicy, Pool, load_policy, parse
-from trainyard_gate.policy import PolicyError, TaintPolicy
+from trainyard_gate.health.policy import Cap, Condition, NodeHealthPolicy, Pool, parse
+from trainyard_gate.kinds import load_policy
+from trainyard_gate.overflow.policy import TaintPolicy
+from trainyard_gate.runtime.reader import PolicyError
 
-from .conftest import GATE_DIR
-from .health_example import EXAMPLE
-from .test_cli import gate_command, write_inputs
-from .test_policy import EXAMPLE as TAINT_EXAMPLE
+from ..conftest import GATE_DIR
+from ..health_example import EXAMPLE
+from ..overflow.test_policy import EXAMPLE as TAINT_EXAMPLE
+from ..test_cli import gate_command, write_inputs
 
 ONE_LINE_ERROR = re.compile(r"^policy\.yaml:\d+:\d+: error: [^\n]+ \([^\n)]+\)$")
 

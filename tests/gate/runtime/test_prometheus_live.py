@@ -11,13 +11,14 @@ import time
 from collections.abc import Callable
 
 import pytest
-from trainyard_gate.controller import GateEvaluator, Observation
-from trainyard_gate.hysteresis import GateState, OnUnavailable, Thresholds
-from trainyard_gate.metrics import GateMetrics
-from trainyard_gate.policy import Gate, PrometheusEndpoint, Taint, TaintPolicy
-from trainyard_gate.prometheus import PrometheusClient, QueryFailed, single_value
+from trainyard_gate.overflow.controller import GateEvaluator, Observation
+from trainyard_gate.overflow.hysteresis import GateState, OnUnavailable, Thresholds
+from trainyard_gate.overflow.metrics import GateMetrics
+from trainyard_gate.overflow.policy import Gate, TaintPolicy
+from trainyard_gate.runtime.prometheus import PrometheusClient, QueryFailed, single_value
+from trainyard_gate.runtime.reader import PrometheusEndpoint, Taint
 
-from .conftest import METRIC, Exporter, free_port
+from ..conftest import METRIC, Exporter, free_port
 
 TAINT = Taint("trainyard.dev/overflow-gate", "closed", "NoSchedule")
 LABELS = (("trainyard.dev/provider", "lambda"), ("type", "virtual-kubelet"))

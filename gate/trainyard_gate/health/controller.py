@@ -1,5 +1,5 @@
 """One NodeHealthPolicy pass with its edges: list the pools' nodes, run every condition
-query, let health.HealthState decide, record metrics and logs, patch (or, in dry run,
+query, let state.HealthState decide, record metrics and logs, patch (or, in dry run,
 report) the nodes. And the loop around it, which never dies of one bad pass.
 """
 
@@ -9,23 +9,19 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Protocol
 
-from .controller import LOG, Clock
-from .health import Change, HealthState, Listing, Outcome
-from .health_policy import NodeHealthPolicy
-from .log import event
-from .metrics import Health, HealthMetrics
-from .nodes import NodeTaints, Want, api_error
-from .prometheus import QueryFailed
+from ..runtime import loop
+from ..runtime.log import LOG, event
+from ..runtime.loop import Clock
+from ..runtime.metrics import Health
+from ..runtime.nodes import NodeGateway, NodePatcher, api_error
+from ..runtime.program import Controller, Options
+from ..runtime.prometheus import QueryFailed
+from .metrics import HealthMetrics
+from .policy import NodeHealthPolicy
+from .state import Change, HealthState, Listing, Outcome
 
 NodeQuery = Callable[[str], frozenset[str]]  # PromQL -> node names; raises QueryFailed
-
-
-class NodeGateway(Protocol):
-    def list(self, label_selector: str) -> list[NodeTaints]: ...
-
-    def apply(self, node: NodeTaints, want: Want) -> bool: ...
 
 
 class HealthController:
@@ -43,8 +39,8 @@ class HealthController:
         self.state = HealthState(policy)
         self.dry_run = dry_run
         self._query, self._nodes, self._metrics = query, nodes, metrics
+        self._patcher = NodePatcher(nodes, dry_run)
         self._clock, self._wall_clock = clock, wall_clock
-        self._reported: dict[str, Want] = {}  # last dry-run intent per node
         self._exported: set[tuple[str, str, str]] = set()  # (node, pool, reason) series
         metrics.cap_fleet.set(policy.cap.max_nodes)
 
@@ -148,43 +144,18 @@ class HealthController:
     def _apply(self, change: Change) -> bool:
         """Patch one node (or report it once in dry run); False if the API call failed."""
         node, want = change.node, change.want
-        if self.dry_run:
-            if self._reported.get(node.name) != want:
-                self._reported[node.name] = want
-                self._metrics.node_patches.labels(action=change.action).inc()
-                event(
-                    LOG,
-                    logging.INFO,
-                    "node patch skipped (dry run)",
-                    node=node.name,
-                    action=change.action,
-                    taint=want.taint.value if want.present else None,
-                )
-            return True
-        try:
-            patched = self._nodes.apply(node, want)
-        except Exception as err:
-            self._metrics.errors.labels(stage="nodes").inc()
-            event(
-                LOG,
-                logging.ERROR,
-                "node health update failed",
-                node=node.name,
-                action=change.action,
-                error=api_error(err),
-            )
-            return False
-        if patched:
+
+        def count(dry_run: bool) -> None:
             self._metrics.node_patches.labels(action=change.action).inc()
-            event(
-                LOG,
-                logging.INFO,
-                "node patched",
-                node=node.name,
-                action=change.action,
-                taint=want.taint.value if want.present else None,
-            )
-        return True
+
+        taint = want.taint.value if want.present else None
+        failed = self._patcher.apply(node, want, change.action, count, {}, {"taint": taint})
+        if failed is None:
+            return True
+        self._metrics.errors.labels(stage="nodes").inc()
+        event(LOG, logging.ERROR, "node health update failed", node=node.name, action=change.action,
+              error=api_error(failed))  # fmt: skip
+        return False
 
 
 def run_health(
@@ -196,24 +167,26 @@ def run_health(
     once: bool,
     health: Health | None = None,
 ) -> int:
-    """The reconcile loop; returns the process exit code (for --once: 0 if the pass was clean)."""
-    while True:
-        ok = one_pass(controller, metrics, stop)
-        if health is not None:
-            health.beat()
-        if once:
-            return 0 if ok else 1
-        if stop.wait(policy.reconcile_interval_seconds):
-            return 0
+    """The health controller's reconcile loop (runtime.loop.run, every pass a query pass);
+    returns the process exit code."""
+    beat = health.beat if health is not None else (lambda: None)
+    return loop.run(lambda _query: one_pass(controller, metrics, stop), policy.reconcile_interval_seconds,
+                    stop, once=once, beat=beat)  # fmt: skip
 
 
 def one_pass(controller: HealthController, metrics: HealthMetrics, stop: threading.Event) -> bool:
-    """Never raises: dying would leave nodes quarantined with nobody to release them, so an
-    exception is logged and counted and the next pass tries again."""
-    try:
-        return controller.reconcile(stop)
-    except Exception as err:
-        metrics.errors.labels(stage="pass").inc()
-        error = f"{type(err).__name__}: {err}".splitlines()[0]
-        event(LOG, logging.ERROR, "reconcile pass failed", error=error)
-        return False
+    """One pass that never raises (runtime.loop.guarded)."""
+    return loop.guarded(lambda: controller.reconcile(stop), metrics.errors)
+
+
+def start(policy: NodeHealthPolicy, options: Options) -> Controller:
+    """The health controller for main: its metrics, what the "starting" line names, its loop."""
+    metrics = HealthMetrics([pool.name for pool in policy.pools], policy.reasons)
+    controller = HealthController(policy, options.prometheus.query_nodes, options.nodes, metrics,
+                                  options.dry_run)  # fmt: skip
+
+    def work(halt: threading.Event) -> int:
+        return run_health(policy, controller, metrics, halt, once=options.once, health=options.health)
+
+    fields = {"pools": [pool.name for pool in policy.pools], "reasons": list(policy.reasons)}
+    return Controller(metrics, fields, work)

@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal, overload
+
+from ..runtime.timer import held_seconds, run_start
 
 
 class GateState(StrEnum):
@@ -47,7 +48,7 @@ class Thresholds:
     open_after_seconds: float
 
     def __post_init__(self) -> None:
-        # policy.py reports these with file positions; this guards direct construction.
+        # overflow/policy.py reports these with file positions; this guards direct construction.
         if self.close_when_free_gpus_at_least <= self.open_when_free_gpus_below:
             raise ValueError("close threshold must be greater than the open threshold")
         if min(self.close_after_seconds, self.open_after_seconds) < 0:
@@ -78,27 +79,6 @@ class Decision:
     @property
     def changed(self) -> bool:
         return self.state is not self.previous
-
-
-@overload
-def run_start(since: float | None, seen: Literal[True], now: float) -> float: ...
-@overload
-def run_start(since: float | None, seen: bool, now: float) -> float | None: ...
-def run_start(since: float | None, seen: bool, now: float) -> float | None:
-    """The timer both policy kinds share: "condition seen on every query for N seconds".
-
-    `since` is the time of the first observation of the current unbroken run that saw the
-    condition (None: the last one did not). An observation without it, a failed query
-    included, ends the run: one good query restarts the timer.
-    """
-    if not seen:
-        return None
-    return now if since is None else since
-
-
-def held_seconds(since: float, now: float) -> float:
-    """How long a run that started at `since` has lasted at `now` (never negative)."""
-    return max(0.0, now - since)
 
 
 def step(

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from trainyard_gate.hysteresis import (
+from trainyard_gate.overflow.hysteresis import (
     Decision,
     GateMemory,
     GateState,

@@ -1,4 +1,5 @@
-"""One reconcile pass, split in its two halves so each can be tested against the real thing.
+"""The overflow gate: one pass split in its two halves so each can be tested against the
+real thing, the loop around them, and `start`, which main calls for a TaintPolicy.
 
 GateEvaluator: query Prometheus once, feed every gate's state machine, record metrics and
 log transitions (needs Prometheus, never Kubernetes). TaintEnforcer: make the matching
@@ -10,28 +11,26 @@ was recreated while the gate was closed.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
+from ..runtime import loop
+from ..runtime.log import LOG, event
+from ..runtime.loop import Clock
+from ..runtime.metrics import Health
+from ..runtime.nodes import NodeGateway, NodePatcher, NodeTaints, Want, api_error, carries, is_converged
+from ..runtime.program import Controller, Options
+from ..runtime.prometheus import PrometheusClient, QueryFailed
+from ..runtime.reader import Taint
 from .hysteresis import Decision, GateMemory, GateState, step
-from .log import event
 from .metrics import GateMetrics
-from .nodes import NodeTaints, api_error, carries_gate, is_converged, state_of
-from .policy import Gate, Taint, TaintPolicy
-from .prometheus import QueryFailed
+from .policy import Gate, TaintPolicy
 
-LOG = logging.getLogger("trainyard_gate")
+STARTUP_BACKOFF_MAX_SECONDS = 30.0
 
 FreeGpuQuery = Callable[[], float]  # raises QueryFailed when there is no single value
-Clock = Callable[[], float]
-
-
-class NodeGateway(Protocol):
-    def list(self, label_selector: str) -> list[NodeTaints]: ...
-
-    def converge(self, node: NodeTaints, taint: Taint, state: GateState) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -118,8 +117,12 @@ class TaintEnforcer:
     def __init__(self, nodes: NodeGateway, metrics: GateMetrics, dry_run: bool) -> None:
         self._nodes = nodes
         self._metrics = metrics
-        self.dry_run = dry_run
-        self._reported: dict[tuple[str, str], GateState] = {}  # last dry-run intent per node
+        self._patcher = NodePatcher(nodes, dry_run)
+        self._warned: dict[str, GateState] = {}  # gate -> state when "matches no node" was said
+
+    @property
+    def dry_run(self) -> bool:
+        return self._patcher.dry_run
 
     def initial_states(self, gates: Sequence[Gate]) -> dict[str, GateState]:
         states = {}
@@ -148,15 +151,15 @@ class TaintEnforcer:
         except Exception as err:  # the API or the network; retried next pass
             self._api_failure(gate, None, err)
             return False
-        if not nodes and self._reported.get((gate.name, "")) is not state:
+        if not nodes and self._warned.get(gate.name) is not state:
             # Nothing to guard: say so once per state, the metric and its alert say it on.
-            self._reported[(gate.name, "")] = state
+            self._warned[gate.name] = state
             event(LOG, logging.WARNING, "gate selector matches no node", gate=gate.name,
                   selector=gate.label_selector, state=state.value)  # fmt: skip
         open_nodes = 0
         for node in nodes:
-            if is_converged(node, gate.taint, state):
-                open_nodes += not carries_gate(node.taints, gate.taint)
+            if is_converged(node, gate.taint, state is GateState.CLOSED):
+                open_nodes += not carries(node.taints, gate.taint)
                 continue
             tainted, reached = self._converge(gate, node, state)
             open_nodes += not tainted
@@ -166,40 +169,19 @@ class TaintEnforcer:
 
     def _converge(self, gate: Gate, node: NodeTaints, state: GateState) -> tuple[bool, bool]:
         """Bring one node to `state`: (carries the gate taint afterwards, API call succeeded)."""
-        before = carries_gate(node.taints, gate.taint)
-        action = "taint" if state is GateState.CLOSED else "untaint"
-        if self.dry_run:
-            # Nothing changes in dry run, so every pass would repeat this: report once.
-            if self._reported.get((gate.name, node.name)) is not state:
-                self._reported[(gate.name, node.name)] = state
-                self._metrics.record_patch(gate.name, state is GateState.CLOSED, True)
-                event(
-                    LOG,
-                    logging.INFO,
-                    "node patch skipped (dry run)",
-                    gate=gate.name,
-                    node=node.name,
-                    action=action,
-                    state=state.value,
-                )
-            return before, True
-        try:
-            patched = self._nodes.converge(node, gate.taint, state)
-        except Exception as err:
-            self._api_failure(gate, node.name, err)
+        before = carries(node.taints, gate.taint)
+        closed = state is GateState.CLOSED
+
+        def count(dry_run: bool) -> None:
+            self._metrics.record_patch(gate.name, closed, dry_run)
+
+        action = "taint" if closed else "untaint"
+        failed = self._patcher.apply(node, Want(gate.taint, present=closed), action, count,
+                                     {"gate": gate.name}, {"state": state.value})  # fmt: skip
+        if failed is not None:
+            self._api_failure(gate, node.name, failed)
             return before, False
-        if patched:
-            self._metrics.record_patch(gate.name, state is GateState.CLOSED, dry_run=False)
-            event(
-                LOG,
-                logging.INFO,
-                "node patched",
-                gate=gate.name,
-                node=node.name,
-                action=action,
-                state=state.value,
-            )
-        return state is GateState.CLOSED, True
+        return (before if self.dry_run else closed), True
 
     def _api_failure(self, gate: Gate, node: str | None, err: Exception) -> None:
         self._metrics.errors.labels(stage="nodes").inc()
@@ -211,3 +193,110 @@ class TaintEnforcer:
             node=node,
             error=api_error(err),
         )
+
+
+def state_of(nodes: Sequence[NodeTaints], taint: Taint) -> GateState:
+    """Start-up state, failing safe: open only when at least one node matches and none
+    carries the gate's key and effect. A node recreated while the gate was down carries
+    the taint from creation (the rendered MutatingAdmissionPolicy adds it), a restart in
+    the middle of a transition leaves some node tainted, and a wrong value still counts
+    as closed: all of these start closed, and opening again must be earned."""
+    if nodes and not any(carries(node.taints, taint) for node in nodes):
+        return GateState.OPEN
+    return GateState.CLOSED
+
+
+def run(
+    policy: TaintPolicy,
+    prometheus: PrometheusClient,
+    enforcer: TaintEnforcer,
+    metrics: GateMetrics,
+    stop: threading.Event,
+    *,
+    once: bool,
+    node_resync_seconds: float,
+    clock: Clock = time.monotonic,
+    health: Health | None = None,
+) -> int:
+    """The gate's reconcile loop (runtime.loop.run); returns the process exit code."""
+    beat = health.beat if health is not None else (lambda: None)
+    initial = initial_states(policy, enforcer, metrics, stop, once=once, beat=beat)
+    if initial is None:
+        return 1 if once else 0
+    evaluator = GateEvaluator(
+        policy, lambda: prometheus.query_single(policy.query), metrics, initial, clock=clock
+    )
+    return loop.run(
+        lambda query: one_pass(policy, evaluator, enforcer, metrics, stop, query),
+        policy.reconcile_interval_seconds,
+        stop,
+        once=once,
+        resync_seconds=node_resync_seconds,
+        clock=clock,
+        beat=beat,
+    )
+
+
+def one_pass(
+    policy: TaintPolicy,
+    evaluator: GateEvaluator,
+    enforcer: TaintEnforcer,
+    metrics: GateMetrics,
+    stop: threading.Event,
+    query: bool,
+) -> bool:
+    """Query (when due) and enforce every gate; True if everything succeeded. Never raises
+    (runtime.loop.guarded)."""
+
+    def work() -> bool:
+        ok = evaluator.observe().error is None if query else True
+        for gate in policy.gates:
+            if stop.is_set():  # the Lease is gone or SIGTERM: touch nothing more
+                return ok
+            ok = enforcer.enforce(gate, evaluator.state(gate.name)) and ok
+        return ok
+
+    return loop.guarded(work, metrics.errors)
+
+
+def initial_states(
+    policy: TaintPolicy,
+    enforcer: TaintEnforcer,
+    metrics: GateMetrics,
+    stop: threading.Event,
+    *,
+    once: bool,
+    beat: Callable[[], None] = lambda: None,
+) -> dict[str, GateState] | None:
+    """Gate states read from the nodes, retried with backoff; None if stopped first."""
+    backoff = 1.0
+    while not stop.is_set():
+        try:
+            return enforcer.initial_states(policy.gates)
+        except Exception as err:  # API down at start-up: keep trying, stay killable
+            metrics.errors.labels(stage="nodes").inc()
+            event(
+                LOG,
+                logging.ERROR,
+                "cannot read nodes for the initial state",
+                error=api_error(err),
+                retry_seconds=backoff,
+            )
+            beat()  # retrying is progress; a hung call is not
+            if once:
+                return None
+            stop.wait(backoff)
+            backoff = min(backoff * 2, STARTUP_BACKOFF_MAX_SECONDS)
+    return None
+
+
+def start(policy: TaintPolicy, options: Options) -> Controller:
+    """The gate's controller for main: its metrics, what the "starting" line names, its loop."""
+    metrics = GateMetrics(gate.name for gate in policy.gates)
+    enforcer = TaintEnforcer(options.nodes, metrics, dry_run=options.dry_run)
+
+    def work(halt: threading.Event) -> int:
+        return run(policy, options.prometheus, enforcer, metrics, halt, once=options.once,
+                   node_resync_seconds=options.node_resync_seconds, health=options.health)  # fmt: skip
+
+    return Controller(metrics, {"gates": [gate.name for gate in policy.gates]}, work)

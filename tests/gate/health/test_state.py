@@ -11,14 +11,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pytest
-from trainyard_gate.health import QUARANTINE, RELEASE, REWRITE, HealthState, Outcome, rfc3339
-from trainyard_gate.health_controller import HealthController
-from trainyard_gate.health_policy import NodeHealthPolicy, parse
-from trainyard_gate.metrics import HealthMetrics
-from trainyard_gate.nodes import NodeTaints, Want
-from trainyard_gate.prometheus import QueryFailed, node_names
+from trainyard_gate.health.controller import HealthController
+from trainyard_gate.health.metrics import HealthMetrics
+from trainyard_gate.health.policy import NodeHealthPolicy, parse
+from trainyard_gate.health.state import QUARANTINE, RELEASE, REWRITE, HealthState, Outcome, rfc3339
+from trainyard_gate.runtime.nodes import NodeTaints, Want
+from trainyard_gate.runtime.prometheus import QueryFailed, node_names
 
-from .health_example import EXAMPLE
+from ..health_example import EXAMPLE
 
 TEMP, XID = "gpu-temperature", "xid"
 TRAIN, INFER = "train-h100-a", "infer-l40s"

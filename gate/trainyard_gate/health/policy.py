@@ -1,31 +1,29 @@
 """The NodeHealthPolicy file (rendered by the health generator): load, validate, freeze.
 
 Same document reader and the same one-line `file:line:col: error: <what> (<spec path>)`
-messages as the TaintPolicy (policy.Reader); `load_policy` picks the kind from the file.
-The format is the contract in gate/README.md ("NodeHealthPolicy file").
+messages as the TaintPolicy (runtime.reader.Reader). The format is the contract in
+gate/README.md ("NodeHealthPolicy file").
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from .document import InvalidDocument, SpecPath, load_with_positions
-from .policy import (
+from ..runtime.document import SpecPath
+from ..runtime.reader import (
+    COMMON_SPEC_KEYS,
     DNS_LABEL,
     QUALIFIED_NAME,
-    PolicyError,
+    MatchLabels,
     PrometheusEndpoint,
     Reader,
     Taint,
-    TaintPolicy,
+    label_selector,
     may_overlap,
     read_document,
 )
-from .policy import KIND as TAINT_KIND
-from .policy import parse as parse_taint_policy
 
 KIND = "NodeHealthPolicy"
 ON_UNAVAILABLE = ("hold",)  # the only mode: an outage must never drain nodes
@@ -45,12 +43,12 @@ class Condition:
 @dataclass(frozen=True)
 class Pool:
     name: str
-    match_labels: tuple[tuple[str, str], ...]  # sorted (key, value) pairs, never empty
+    match_labels: MatchLabels
     max_nodes: int | None = None  # the pool's own cap in nodes; None: cap.maxPercentOfPool
 
     @property
     def label_selector(self) -> str:
-        return ",".join(f"{key}={value}" for key, value in self.match_labels)
+        return label_selector(self.match_labels)
 
 
 @dataclass(frozen=True)
@@ -91,24 +89,9 @@ class NodeHealthPolicy:
     def reasons(self) -> tuple[str, ...]:
         return tuple(condition.reason for condition in self.conditions)
 
-
-def load_policy(path: Path) -> TaintPolicy | NodeHealthPolicy:
-    """Read a policy file of either kind; raises PolicyError (one line) on any problem."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise PolicyError(f"{path}: error: cannot read policy: {err.strerror}") from None
-    try:
-        data, positions = load_with_positions(text)
-    except InvalidDocument:
-        data, positions = None, {}  # the TaintPolicy parser reports it with its position
-    kind = data.get("kind") if isinstance(data, dict) else None
-    if kind == KIND:
-        return parse(text, str(path))
-    if kind is not None and kind != TAINT_KIND:
-        where = ("kind",)
-        raise Reader(str(path), positions).fail(where, f"expected {TAINT_KIND!r} or {KIND!r}, got {kind!r}")
-    return parse_taint_policy(text, str(path))
+    @property
+    def queries_per_pass(self) -> int:
+        return len(self.conditions)
 
 
 def parse(text: str, source: str) -> NodeHealthPolicy:
@@ -120,10 +103,7 @@ def parse(text: str, source: str) -> NodeHealthPolicy:
 class _HealthReader(Reader):
     def health_policy(self, doc: Any) -> NodeHealthPolicy:
         spec_keys = (
-            "prometheus",
-            "reconcileIntervalSeconds",
-            "onPrometheusUnavailable",
-            "dryRun",
+            *COMMON_SPEC_KEYS,
             "taint",
             "annotations",
             "conditions",
@@ -142,9 +122,7 @@ class _HealthReader(Reader):
         return NodeHealthPolicy(
             name=name,
             prometheus=self.prometheus(self.required(spec, "prometheus", ("spec",))),
-            reconcile_interval_seconds=self.seconds(
-                spec.get("reconcileIntervalSeconds", 30), ("spec", "reconcileIntervalSeconds"), positive=True
-            ),
+            reconcile_interval_seconds=self.interval(spec),
             dry_run=self.flag(spec.get("dryRun", False), ("spec", "dryRun")),
             taint_key=self.health_taint(self.required(spec, "taint", ("spec",))),
             reason_annotation=reason_key,

@@ -8,12 +8,15 @@ import logging
 import math
 
 import pytest
-from trainyard_gate.controller import GateEvaluator
-from trainyard_gate.hysteresis import GateState, OnUnavailable, Thresholds
-from trainyard_gate.log import JsonFormatter
-from trainyard_gate.metrics import GateMetrics
-from trainyard_gate.policy import Gate, PrometheusEndpoint, Taint, TaintPolicy
-from trainyard_gate.prometheus import QueryFailed
+from trainyard_gate.overflow.controller import GateEvaluator, state_of
+from trainyard_gate.overflow.hysteresis import GateState, OnUnavailable, Thresholds
+from trainyard_gate.overflow.metrics import GateMetrics
+from trainyard_gate.overflow.policy import Gate, TaintPolicy
+from trainyard_gate.runtime.log import JsonFormatter
+from trainyard_gate.runtime.prometheus import QueryFailed
+from trainyard_gate.runtime.reader import PrometheusEndpoint, Taint
+
+from ..runtime.test_nodes import GATE, OURS, PROVIDER, node
 
 TAINT = Taint("trainyard.dev/overflow-gate", "closed", "NoSchedule")
 
@@ -145,3 +148,20 @@ def test_close_mode_outage_closes_every_gate_after_close_hold_time() -> None:
     decisions = gates.observe().decisions
     assert all(d.changed and d.state is GateState.CLOSED for d in decisions.values())
     assert sample(metrics, "trainyard_gate_transitions_total", gate="salad", direction="close") == 1
+
+
+# The start-up state read from the nodes (state_of), with the taint lists of
+# tests/gate/runtime/test_nodes.py.
+def test_start_up_state_is_open_only_when_no_node_carries_the_gate() -> None:
+    # Fail safe: any node with the gate's key and effect, or no node at all, is closed.
+    assert state_of([node(OURS), node(PROVIDER, OURS)], GATE) is GateState.CLOSED
+    assert state_of([node(OURS), node(PROVIDER)], GATE) is GateState.CLOSED  # mid-transition
+    assert state_of([node(PROVIDER), node()], GATE) is GateState.OPEN
+    assert state_of([], GATE) is GateState.CLOSED  # no nodes yet: the safe, cheap default
+
+
+def test_a_wrong_value_still_reads_as_closed() -> None:
+    # Someone changed the value: the scheduler still keeps inference off, so it is closed.
+    other_value = {**OURS, "value": "maintenance"}
+    assert state_of([node(PROVIDER, other_value)], GATE) is GateState.CLOSED
+    assert state_of([node({**OURS, "effect": "PreferNoSchedule"})], GATE) is GateState.OPEN

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 import requests
 import urllib3
 
-from .policy import PrometheusEndpoint
+from .reader import PrometheusEndpoint
 
 MAX_BODY_BYTES = 1 << 20  # one sample is ~100 bytes; a megabyte is something else
 READ_BYTES = 64 << 10

@@ -6,8 +6,9 @@ import re
 from pathlib import Path
 
 import pytest
-from trainyard_gate.hysteresis import OnUnavailable, Thresholds
-from trainyard_gate.policy import PolicyError, Taint, load, parse
+from trainyard_gate.overflow.hysteresis import OnUnavailable, Thresholds
+from trainyard_gate.overflow.policy import load, parse
+from trainyard_gate.runtime.reader import PolicyError, Taint
 
 # The contract, as the overflow generator renders it into ConfigMap key policy.yaml.
 EXAMPLE = """\

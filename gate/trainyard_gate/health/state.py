@@ -1,6 +1,6 @@
 """The NodeHealthPolicy's decisions, one pass at a time. No I/O, no clock.
 
-Per node and reason a timer (hysteresis.run_start, the overflow gate's timer): a node is
+Per node and reason a timer (runtime.timer.run_start, the overflow gate's timer too): a node is
 due for quarantine once a condition's query has returned it on every query for that
 condition's quarantineAfterSeconds; a quarantined node is released once no condition
 returned it on every query for releaseAfterSeconds. A failed query (any one) is a pass
@@ -26,9 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from .health_policy import NodeHealthPolicy
-from .hysteresis import held_seconds, run_start
-from .nodes import NodeTaints, Want, carries_gate
+from ..runtime.nodes import NodeTaints, Want, carries
+from ..runtime.timer import held_seconds, run_start
+from .policy import NodeHealthPolicy
 
 QUARANTINE, RELEASE, REWRITE = "quarantine", "release", "rewrite"
 Listing = Mapping[str, Sequence[NodeTaints]]  # pool name -> its nodes
@@ -92,8 +92,8 @@ def _action(node: NodeTaints, want: Want) -> str:
     """Named after what the patch does to the node: the taint goes on, comes off, or (taint
     value or annotations drifted) is rewritten. So a quarantine whose patch failed is still
     counted as one when a later pass makes it."""
-    carries = carries_gate(node.taints, want.taint)
-    if want.present != carries:
+    tainted = carries(node.taints, want.taint)
+    if want.present != tainted:
         return QUARANTINE if want.present else RELEASE
     return REWRITE
 
@@ -175,7 +175,7 @@ class HealthState:
     def _adopt(self, node: NodeTaints, pool: str, wall: float) -> None:
         self._known.add(node.name)
         taint = self.policy.taint()
-        if not carries_gate(node.taints, taint):
+        if not carries(node.taints, taint):
             return
         noted = node.annotations.get(self.policy.reason_annotation, "")
         reasons = tuple(part for part in noted.split(",") if part)
