@@ -1,24 +1,19 @@
-"""Shared fixtures: the repository root and throwaway copies of it."""
+"""Fixtures every test folder shares: the control plane (a real kube-apiserver + etcd, issue
+7) and throwaway copies of the repository's data. Helpers live in tests/support/."""
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 # Session fixtures for a real kube-apiserver + etcd (issue 7), shared by every test folder.
 from tests.controlplane.fixtures import control_plane, kube, kubeconfig  # noqa: F401
-
-ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT / "tests" / "corpus"
+from tests.support import CORPUS, ROOT  # noqa: F401  (old import path, for branches in flight)
+from tests.support.scratch import copy_repo
 
 
 @pytest.fixture
-def repo_copy(tmp_path: Path) -> Iterator[Path]:
+def repo_copy(tmp_path: Path) -> Path:
     """A copy of environments/ and rendered/ to run the CLI against (code stays shared)."""
-    for folder in ("environments", "rendered"):
-        if (ROOT / folder).exists():
-            shutil.copytree(ROOT / folder, tmp_path / folder)
-    yield tmp_path
+    return copy_repo(tmp_path)

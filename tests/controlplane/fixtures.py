@@ -20,23 +20,14 @@ import pytest
 from tests.controlplane.harness import ControlPlane
 from tests.controlplane.kube import Kube
 from tests.controlplane.manifests import install_crds
-from tools.toolchain import ToolNotInstalled, tool_path
+from tests.support import tools
 
 CONTROL_PLANE_TOOLS = ("etcd", "kube-apiserver")
 
 
-def require_tools(*names: str) -> dict[str, Path]:
-    """Paths of the pinned binaries, or fail naming what is missing and how to build it."""
-    paths: dict[str, Path] = {}
-    missing: list[str] = []
-    for name in names:
-        try:
-            paths[name] = tool_path(name)
-        except ToolNotInstalled as err:
-            missing.append(str(err))
-    if missing:
-        pytest.fail("pinned binaries not installed (make tools): " + " | ".join(missing), pytrace=False)
-    return paths
+# Paths of the pinned binaries, or fail naming each missing one and how to build it. The
+# name the control-plane and box tests use for tests.support.tools.
+require_tools = tools
 
 
 @pytest.fixture(scope="session")

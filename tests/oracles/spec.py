@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from generators import model, render
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 Objects = dict[tuple[str, str], dict[str, Any]]  # (kind, [namespace/]name) -> object
 

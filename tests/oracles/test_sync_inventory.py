@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.oracles.spec import environment
-from tests.scratch_repo import run_cli
+from tests.support.scratch import run_cli
 
 SPEC = """\
 extends: _defaults.yaml
