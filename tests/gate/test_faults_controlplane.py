@@ -35,8 +35,9 @@ from trainyard_gate.policy import Gate, parse
 from tests.controlplane.daemon import Daemon, free_port
 from tests.controlplane.kube import Kube, wait_for
 from tests.controlplane.manifests import REPO_ROOT, environment_objects
+from tests.support import GATE_DIR
 
-from .conftest import GATE_DIR, METRIC, Exporter
+from .conftest import METRIC, Exporter
 from .test_nodes_controlplane import TAINT, Fleet, api, fleet, patches  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.controlplane
