@@ -14,7 +14,7 @@ import pytest
 from generators import model, templating
 from generators.components.registry import COMPONENTS
 from generators.layout import environment_names
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 COMPONENTS_DIR = ROOT / "generators" / "components"
 K8S_DIR = ROOT / "generators" / "k8s"

@@ -26,7 +26,9 @@ from trainyard_gate.runtime.metrics import Health
 from trainyard_gate.runtime.prometheus import PrometheusClient, QueryFailed
 from trainyard_gate.runtime.reader import PrometheusEndpoint, Taint
 
-from .conftest import GATE_DIR, METRIC, Exporter, free_port
+from tests.support import GATE_DIR, free_port
+
+from .conftest import METRIC, Exporter
 from .test_cli import gate_command, write_inputs
 
 TAINT = Taint("trainyard.dev/overflow-gate", "closed", "NoSchedule")

@@ -14,7 +14,8 @@ from trainyard_gate.kinds import load_policy
 from trainyard_gate.overflow.policy import TaintPolicy
 from trainyard_gate.runtime.reader import PolicyError
 
-from ..conftest import GATE_DIR
+from tests.support import GATE_DIR
+
 from ..health_example import EXAMPLE
 from ..overflow.test_policy import EXAMPLE as TAINT_EXAMPLE
 from ..test_cli import gate_command, write_inputs

@@ -16,7 +16,7 @@ from trainyard_gate.runtime.log import JsonFormatter
 from trainyard_gate.runtime.prometheus import QueryFailed
 from trainyard_gate.runtime.reader import PrometheusEndpoint, Taint
 
-from ..runtime.test_nodes import GATE, OURS, PROVIDER, node
+from ..node_views import GATE, OURS, PROVIDER, node
 
 TAINT = Taint("trainyard.dev/overflow-gate", "closed", "NoSchedule")
 
@@ -151,7 +151,7 @@ def test_close_mode_outage_closes_every_gate_after_close_hold_time() -> None:
 
 
 # The start-up state read from the nodes (state_of), with the taint lists of
-# tests/gate/runtime/test_nodes.py.
+# tests/gate/node_views.py.
 def test_start_up_state_is_open_only_when_no_node_carries_the_gate() -> None:
     # Fail safe: any node with the gate's key and effect, or no node at all, is closed.
     assert state_of([node(OURS), node(PROVIDER, OURS)], GATE) is GateState.CLOSED

@@ -3,21 +3,10 @@
 
 from __future__ import annotations
 
-from trainyard_gate.runtime.nodes import NodeTaints, desired_taints, is_converged
+from trainyard_gate.runtime.nodes import desired_taints, is_converged
 from trainyard_gate.runtime.reader import Taint
 
-GATE = Taint("trainyard.dev/overflow-gate", "closed", "NoSchedule")
-PROVIDER = {"key": "virtual-kubelet.io/provider", "value": "lambda", "effect": "NoSchedule"}
-UNREACHABLE = {
-    "key": "node.kubernetes.io/unreachable",
-    "effect": "NoExecute",
-    "timeAdded": "2026-01-02T03:04:05+00:00",
-}
-OURS = {"key": GATE.key, "value": "closed", "effect": "NoSchedule"}
-
-
-def node(*taints: dict[str, str]) -> NodeTaints:
-    return NodeTaints("vk-lambda-0", "42", tuple(taints))
+from ..node_views import GATE, OURS, PROVIDER, UNREACHABLE, node
 
 
 def test_closing_appends_the_gate_taint_and_keeps_others_verbatim() -> None:

@@ -18,7 +18,9 @@ from trainyard_gate.overflow.policy import Gate, TaintPolicy
 from trainyard_gate.runtime.prometheus import PrometheusClient, QueryFailed, single_value
 from trainyard_gate.runtime.reader import PrometheusEndpoint, Taint
 
-from ..conftest import METRIC, Exporter, free_port
+from tests.support import free_port
+
+from ..conftest import METRIC, Exporter
 
 TAINT = Taint("trainyard.dev/overflow-gate", "closed", "NoSchedule")
 LABELS = (("trainyard.dev/provider", "lambda"), ("type", "virtual-kubelet"))
