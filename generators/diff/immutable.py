@@ -7,12 +7,16 @@ which is what Argo CD has synced when it is in step with main.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from generators import immutable
 from generators.diff.report import Report
 from generators.errors import Problem, SpecError
 from generators.spec.load import load_document
+
+Pair = tuple[dict[str, Any], dict[str, Any], str]  # (before, after, rendered path)
 
 
 def problems(root: Path, report: Report) -> list[tuple[str, Problem]]:
@@ -20,16 +24,24 @@ def problems(root: Path, report: Report) -> list[tuple[str, Problem]]:
     migration), in diff order."""
     out: list[tuple[str, Problem]] = []
     for env in report.envs:
-        found = [c for change in env.changes if change.action == "changed" and change.before and change.after
-                 for c in immutable.changes(change.before, change.after, change.path)]  # fmt: skip
-        if not found:
-            continue
-        try:
-            document = load_document(root, env.name)
-        except SpecError:  # the environment was removed or does not load: the rendered file
-            document = None
-        for change in found:
-            at = immutable.spec_path(change, document.value) if document else None
-            location = document.locate(at) if document and at is not None else None
-            out.append((env.name, immutable.problem(change, location, at)))
+        pairs = [(c.before, c.after, c.path) for c in env.changes
+                 if c.action == "changed" and c.before and c.after]  # fmt: skip
+        out += [(env.name, problem) for problem in environment_problems(root, env.name, pairs)]
+    return out
+
+
+def environment_problems(root: Path, name: str, pairs: Iterable[Pair]) -> list[Problem]:
+    """The lines for one environment's changed objects, located in its spec at `root`."""
+    found = [c for before, after, path in pairs for c in immutable.changes(before, after, path)]
+    if not found:
+        return []
+    try:
+        document = load_document(root, name)
+    except SpecError:  # the environment was removed or does not load: the rendered file
+        document = None
+    out = []
+    for change in found:
+        at = immutable.spec_path(change, document.value) if document else None
+        location = document.locate(at) if document and at is not None else None
+        out.append(immutable.problem(change, location, at))
     return out
