@@ -121,7 +121,10 @@ def force_replaced(obj: Obj) -> bool:
 
 
 def in_sync(desired: object, live: object) -> bool:
-    """Every field `desired` sets has that value live (what ApplyOutOfSyncOnly skips)."""
+    """Every field `desired` sets has that value live (what ApplyOutOfSyncOnly skips); a
+    zero value the API omits (`globalDefault: false`, omitempty) matches its absence."""
+    if live is None and desired in (False, 0, "", [], {}):
+        return True
     if isinstance(desired, dict):
         return isinstance(live, dict) and all(in_sync(v, live.get(k)) for k, v in desired.items())
     return desired == live

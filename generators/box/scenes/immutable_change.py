@@ -33,6 +33,7 @@ from generators.box import manifests
 from generators.box.kube import FIELD_MANAGER, Kube, Obj, is_true, wait_for
 from generators.box.scale import scaled_checkout
 from generators.box.scenes import SceneContext
+from generators.diff.fields import FieldChange, changed_fields
 from generators.diff.immutable import environment_problems
 from generators.errors import format_path
 from generators.layout import ENV_DIR
@@ -60,6 +61,7 @@ class ImmutableChange:
     later_applied: list[str]  # the same objects, in sync after the procedure
     live_values: dict[str, int]  # PriorityClass / WorkloadPriorityClass value after the procedure
     pod_priorities: tuple[int, int]  # a pod admitted before the change, one after
+    recreated: list[str]  # objects whose uid the sync changed (deleted and created)
     queues_active: bool
     table: list[tuple[str, bool, str]] = field(default_factory=list)  # (rule, refused, message)
     mutable_admitted: bool = False  # WorkloadPriorityClass value change admitted
@@ -74,6 +76,7 @@ class ImmutableChange:
                 and self.later_applied == self.later_unapplied
                 and self.live_values == {"PriorityClass": new, "WorkloadPriorityClass": new}
                 and self.pod_priorities == (old, new) and self.queues_active
+                and self.recreated == [f"PriorityClass {self.tier}"]
                 and any(": note: " in line for line in self.check_lines)
                 and not any(": error: " in line for line in self.check_lines)
                 and bool(self.table) and all(refused for _, refused, _ in self.table)
@@ -87,8 +90,8 @@ class ImmutableChange:
                *(f"check: {line}" for line in self.check_lines),
                f"plain apply, wave order: refused at {self.naive_refused_at}: {self.naive_message}",
                f"  never applied: {', '.join(self.later_unapplied)}",
-               f"sync with Force=true,Replace=true: live values {self.live_values}; "
-               f"applied: {', '.join(self.later_applied)}",
+               f"sync with Force=true,Replace=true: recreated {', '.join(self.recreated)}; live values "
+               f"{self.live_values}; applied: {', '.join(self.later_applied)}",
                f"pod admitted before keeps priority {self.pod_priorities[0]}; "
                f"pod created after: {self.pod_priorities[1]}",
                f"ClusterQueues Active: {self.queues_active}",
@@ -259,6 +262,27 @@ def _queues_active(kube: Kube, objects: list[Obj]) -> bool:
     return True
 
 
+def _holds(kube: Kube, obj: Obj, fields: list[FieldChange]) -> bool:
+    """The live object has `obj`'s value at each changed field's path."""
+    live = _live(kube, obj)
+    return live is not None and all(_at(live, f.path) == _at(obj, f.path) for f in fields)
+
+
+def _at(obj: Any, path: tuple[str | int, ...]) -> Any:
+    for part in path:
+        try:
+            obj = obj[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return obj
+
+
+def _uids(kube: Kube, objects: list[Obj]) -> dict[str, str]:
+    """The live uid of every cluster-scoped priority object (a recreate changes it)."""
+    return {_show(o): str((_live(kube, o) or {}).get("metadata", {}).get("uid"))
+            for o in objects if o["kind"] in PRIORITY_KINDS}
+
+
 def _priority(kube: Kube, namespace: str, name: str) -> int:
     """The pod's spec.priority, as the Priority admission plugin set it (-1: no pod)."""
     pod = kube.get("v1", "Pod", name, namespace) or {}
@@ -279,8 +303,11 @@ def run(context: SceneContext) -> ImmutableChange:
     root = _copy(context, "tier")
     files = _edit(root, env.name, _tier_change(tier.name))
     changed = objects_of(files)
-    later = [o for o in changed if int(o["metadata"]["annotations"][manifests.SYNC_WAVE]) >= 4
-             and not manifests.in_sync(o, _version_in(original, o))]  # fmt: skip
+    # Later-wave objects the change touches, and the fields it changes in each (the live
+    # object also holds defaults and other managers' fields: only these are compared).
+    later = [(o, base, changed_fields(base, o)) for o in changed
+             if int(o["metadata"]["annotations"][manifests.SYNC_WAVE]) >= 4
+             and (base := _version_in(original, o)) is not None and changed_fields(base, o)]  # fmt: skip
     namespace = next(t.namespaces[0] for t in env.teams
                      if any(q.team == t.name and q.topology for q in env.cluster_queues))  # fmt: skip
     pods = [f"priority-{when}-{uuid.uuid4().hex[:6]}" for when in ("before", "after")]
@@ -289,16 +316,18 @@ def run(context: SceneContext) -> ImmutableChange:
         kube.create(_pod(namespace, pods[0], tier.name))
         lines = check_lines(root, env.name, original, files)
         refused_at, message = plain_apply(kube, changed)
-        unapplied = [_show(o) for o in later if not manifests.in_sync(o, _live(kube, o))]
+        unapplied = [_show(o) for o, _, fields in later if not _holds(kube, o, fields)]
         context.say("immutable-change: syncing the change with Force=true,Replace=true honoured")
+        uids = _uids(kube, original)
         manifests.apply_all(kube, changed)
-        applied = [_show(o) for o in later if manifests.in_sync(o, _live(kube, o))]
+        recreated = [name for name, uid in _uids(kube, original).items() if uids.get(name) != uid]
+        applied = [_show(o) for o, _, fields in later if _holds(kube, o, fields)]
         live = {o["kind"]: int((_live(kube, o) or {}).get("value", 0)) for o in changed
                 if o["kind"] in PRIORITY_KINDS and o["metadata"]["name"] == tier.name}
         kube.create(_pod(namespace, pods[1], tier.name))
         before, after = (_priority(kube, namespace, pod) for pod in pods)
         result = ImmutableChange(tier.name, (tier.value, tier.value + 1), lines, refused_at, message,
-                                 unapplied, applied, live, (before, after),
+                                 unapplied, applied, live, (before, after), recreated,
                                  _queues_active(kube, changed))  # fmt: skip
         context.say("immutable-change: every rule of generators/immutable.py on the API (dry-run)")
         result.table, result.mutable_admitted = table_on_api(kube, original)
@@ -312,6 +341,7 @@ def run(context: SceneContext) -> ImmutableChange:
             kube.delete("v1", "Pod", pod, namespace)
         context.say("immutable-change: syncing the original rendering back")
         manifests.apply_all(kube, original)
-    result.restored = all(manifests.in_sync(o, _live(kube, o)) for o in original
-                          if o["kind"] in PRIORITY_KINDS or _version_in(later, o))
+    priorities = [o for o in original if o["kind"] in PRIORITY_KINDS]
+    result.restored = (all(manifests.in_sync(o, _live(kube, o)) for o in priorities)
+                       and all(_holds(kube, base, fields) for _, base, fields in later))
     return result
