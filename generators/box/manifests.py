@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
+from kubernetes.dynamic.exceptions import NotFoundError
 
 from generators import syncoptions
 from generators.box.kube import Kube, Obj, purge_namespaces, wait_for, wait_true
@@ -134,8 +136,7 @@ def recreate(kube: Kube, obj: Obj) -> Obj:
     """`kubectl replace --force`: delete, wait until it is gone, create."""
     meta = obj["metadata"]
     kube.delete(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
-    wait_for(lambda: kube.get(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace")) is None,
-             RECREATE_SECONDS, f"{obj['kind']} {meta['name']} deleted")  # fmt: skip
+    wait_for(lambda: _gone(kube, obj), RECREATE_SECONDS, f"{obj['kind']} {meta['name']} deleted")
     return kube.apply(obj)
 
 
@@ -155,6 +156,28 @@ def apply_all(kube: Kube, objects: list[Obj]) -> dict[tuple[str, str, str, str],
             reason = err.summary() if hasattr(err, "summary") else str(err)  # the API's own message
             raise AssertionError(f"server-side apply refused {'/'.join(identity(obj))}: {reason}") from err
     return stored
+
+
+def prune(kube: Kube, objects: list[Obj]) -> list[str]:
+    """Argo CD's prune after every wave (PruneLast): delete in reverse sync-wave order, leaving
+    finalizers to the controllers that own them (Kueue's resource-in-use), and wait until
+    each object is gone. Returns what was pruned."""
+    pruned = []
+    for obj in reversed(in_sync_wave_order(objects)):
+        meta = obj["metadata"]
+        with contextlib.suppress(NotFoundError):
+            kube.dynamic.delete(kube.resource(obj["apiVersion"], obj["kind"]), name=meta["name"],
+                                namespace=meta.get("namespace"))  # fmt: skip
+            pruned.append(f"{obj['kind']} {meta['name']}")
+    for obj in objects:
+        wait_for(functools.partial(_gone, kube, obj), RECREATE_SECONDS,
+                 f"{obj['kind']} {obj['metadata']['name']} pruned (its finalizers lifted)")  # fmt: skip
+    return pruned
+
+
+def _gone(kube: Kube, obj: Obj) -> bool:
+    meta = obj["metadata"]
+    return kube.get(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace")) is None
 
 
 def remove_all(kube: Kube, objects: list[Obj], extra_namespaces: Sequence[str] = ()) -> None:

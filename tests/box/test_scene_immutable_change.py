@@ -130,3 +130,20 @@ def test_the_box_is_back_on_its_rendering(ran: SceneRun) -> None:
     queues = ran.kube.list("kueue.x-k8s.io/v1beta2", "ClusterQueue")
     assert queues and all(is_true(q, "Active") for q in queues)
     assert not ran.kube.list("v1", "Pod", "foundation", label_selector="trainyard.dev/box-scene")
+
+
+def test_the_migration_for_a_refused_change_reaches_the_cluster(ran: SceneRun) -> None:
+    """The pool renamed with new levels (docs/immutable-fields.md): the old flavor and topology
+    are gone after the prune, so Kueue lifted its finalizers; the queues hold the new flavor."""
+    lines = ran.scene.stdout.splitlines()
+    assert ("migration: pool train-h100 renamed train-h100-v2 with levels [kubernetes.io/hostname]; "
+            "check: nothing refused") in lines
+    prefix = "  pruned last (gone: Kueue lifted its finalizers): "
+    [pruned] = [line for line in lines if line.startswith(prefix)]
+    assert pruned.endswith("Topology train-h100, ResourceFlavor train-h100")
+    assert ("  ClusterQueues now: {'evals': ['train-h100-v2'], 'foundation': ['train-h100-v2'], "
+            "'research': ['train-h100-v2']}; live levels [kubernetes.io/hostname]; Active: True") in lines
+    assert "  renamed back the same way; pruned: Topology train-h100-v2, ResourceFlavor train-h100-v2" \
+        in lines  # fmt: skip
+    flavors = {f["metadata"]["name"] for f in ran.kube.list("kueue.x-k8s.io/v1beta2", "ResourceFlavor")}
+    assert flavors == {"train-h100", "infer-l40s"}  # rendered/staging/kueue/resourceflavor-*.yaml

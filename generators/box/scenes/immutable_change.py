@@ -14,8 +14,13 @@ wave 4, its Deployment in wave 5). The scene shows, with the real apiserver and 
 4. every rule of generators/immutable.py whose field the environment renders is refused by
    the API (dry-run), and a WorkloadPriorityClass value change is admitted;
 5. a Topology `levels` change is refused by the check at its spec line with the migration
-   path, and by the API when applied plainly.
-Then the original rendering is synced back by the same procedure.
+   path, and by the API when applied plainly;
+6. that migration works: the pool renamed with new levels is synced in wave order, the old
+   flavor and topology are pruned last and gone (Kueue lifted its finalizers), the queues
+   hold the new flavor and stay Active; then it is renamed back the same way
+   (immutable_migration.py).
+Then the original rendering is synced back by the same procedure. What the API refuses is
+tried in immutable_api.py.
 """
 
 from __future__ import annotations
@@ -23,31 +28,26 @@ from __future__ import annotations
 import copy
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-from generators import immutable
 from generators.box import manifests
-from generators.box.kube import FIELD_MANAGER, Kube, Obj, is_true, wait_for
-from generators.box.scale import scaled_checkout
+from generators.box.kube import Kube, Obj
 from generators.box.scenes import SceneContext
+from generators.box.scenes.immutable_api import NEW_LEVEL, SCENE_LABEL, plain_apply, table_on_api
+from generators.box.scenes.immutable_migration import (
+    Migration,
+    check_lines,
+    edited_render,
+    migrate,
+    queues_active,
+    spec_copy,
+)
 from generators.diff.fields import FieldChange, changed_fields
-from generators.diff.immutable import environment_problems
-from generators.errors import format_path
-from generators.layout import ENV_DIR
-from generators.model import load
-from generators.render import RenderedFile, render_tree
 from generators.render import objects as objects_of
-from generators.spec.load import load_document
+from generators.render import render_tree
 
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
-SCENE_LABEL = "trainyard.dev/box-scene"
-SECONDS = 120
 PRIORITY_KINDS = ("PriorityClass", "WorkloadPriorityClass")
 DEFAULT_OPEN_AFTER = 30  # schemas/environment.schema.json, overflow.gate.openAfterSeconds
-NEW_LEVEL = "topology.trainyard.dev/zone"  # prepended to a Topology's levels (never applied)
 
 
 @dataclass
@@ -67,6 +67,7 @@ class ImmutableChange:
     mutable_admitted: bool = False  # WorkloadPriorityClass value change admitted
     topology_check: list[str] = field(default_factory=list)
     topology_naive: str = ""
+    migration: Migration | None = None
     restored: bool = False
 
     @property
@@ -82,6 +83,7 @@ class ImmutableChange:
                 and bool(self.table) and all(refused for _, refused, _ in self.table)
                 and self.mutable_admitted
                 and any(": error: " in line for line in self.topology_check) and bool(self.topology_naive)
+                and self.migration is not None and self.migration.ok
                 and self.restored)  # fmt: skip
 
     def lines(self) -> list[str]:
@@ -101,23 +103,9 @@ class ImmutableChange:
                + ("admitted (mutable)" if self.mutable_admitted else "REFUSED"),
                *(f"check: {line}" for line in self.topology_check),
                f"plain apply of the Topology change: refused: {self.topology_naive}",
+               *(self.migration.lines() if self.migration else ["migration: not reached"]),
                f"original rendering synced back: {self.restored}"]  # fmt: skip
         return [*out, "OK" if self.ok else "BROKEN"]
-
-
-def _copy(context: SceneContext, name: str) -> Path:
-    """environments/ copied (scaled like the box) into the run folder; returns its root."""
-    return scaled_checkout(manifests.REPO_ROOT, context.env.name, context.state.scale,
-                           context.folder / "immutable-change" / name)  # fmt: skip
-
-
-def _edit(root: Path, env_name: str, edit: Any) -> list[RenderedFile]:
-    """Apply `edit(document, merged)` to the copy's environment file; load and render it."""
-    path = root / ENV_DIR / f"{env_name}.yaml"
-    document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    edit(document, load_document(root, env_name).value)
-    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
-    return render_tree(load(root, env_name))
 
 
 def _tier_change(tier: str) -> Any:
@@ -144,100 +132,6 @@ def _levels_change(pool: str) -> Any:
     return edit
 
 
-def check_lines(root: Path, env_name: str, before: list[Obj], after: list[RenderedFile]) -> list[str]:
-    """What `generate.py diff` prints for these renderings (its own function)."""
-    old = {manifests.identity(o): o for o in before}
-    pairs = [(old[manifests.identity(f.obj)], f.obj, f"rendered/{env_name}/{f.path}")
-             for f in after if f.is_object and manifests.identity(f.obj) in old]  # fmt: skip
-    return [problem.format() for problem in environment_problems(root, env_name, pairs)]
-
-
-def plain_apply(kube: Kube, objects: list[Obj]) -> tuple[str, str]:
-    """Plain server-side apply in wave order, as Argo CD without the sync options; the
-    object it stopped at and the API's message ("" if nothing was refused)."""
-    for obj in manifests.in_sync_wave_order(objects):
-        try:
-            kube.apply(obj)
-        except Exception as err:
-            return f"{obj['kind']} {obj['metadata']['name']}", _refusal(err)
-    return "", ""
-
-
-def dry_run_apply(kube: Kube, obj: Obj) -> str | None:
-    """The API's refusal of a dry-run server-side apply of `obj`; None if admitted."""
-    resource = kube.resource(obj["apiVersion"], obj["kind"])
-    try:
-        kube.dynamic.server_side_apply(resource, body=obj, name=obj["metadata"]["name"],
-                                       namespace=obj["metadata"].get("namespace"),
-                                       field_manager=FIELD_MANAGER, force_conflicts=True, dry_run="All",
-                                       serialize=False)  # fmt: skip
-    except Exception as err:
-        return _refusal(err)
-    return None
-
-
-def _refusal(err: Exception) -> str:
-    """The API's own message (the client's summary() of a 4xx), on one line."""
-    text = err.summary() if hasattr(err, "summary") else str(err)
-    return " ".join(str(text).split())[:300]
-
-
-def _set(obj: Obj, path: tuple[str, ...], value: Any) -> None:
-    for part in path[:-1]:
-        obj = obj[part]
-    obj[path[-1]] = value
-
-
-def _mutated(rule: immutable.Rule, obj: Obj, objects: list[Obj]) -> Obj:
-    """`obj` with the rule's field changed to another valid value."""
-    changed = copy.deepcopy(obj)
-    old = immutable.value_at(obj, rule.path)
-    mark = {SCENE_LABEL: "changed"}
-    if rule.path == ("value",):
-        new: Any = old + 1
-    elif rule.path == ("preemptionPolicy",):
-        new = "Never" if old != "Never" else "PreemptLowerPriority"
-    elif rule.path == ("spec", "levels"):
-        new = [{"nodeLabel": NEW_LEVEL}, *old]
-    elif rule.path == ("spec", "nodeLabels"):
-        new = {**old, **mark}
-    elif rule.path == ("spec", "tolerations"):
-        new = [*old, {"key": SCENE_LABEL, "operator": "Exists", "effect": "NoSchedule"}]
-    elif rule.path == ("spec", "topologyName"):
-        new = f"{old}-changed"
-    elif rule.path == ("spec", "clusterQueue"):
-        new = next(o["metadata"]["name"] for o in objects if o["kind"] == "ClusterQueue"
-                   and o["metadata"]["name"] != old)  # fmt: skip
-    elif rule.path == ("roleRef",):
-        new = {**old, "name": f"{old['name']}-changed"}
-    elif rule.path == ("spec", "selector"):
-        new = {**old, "matchLabels": {**old.get("matchLabels", {}), **mark}}
-        labels = changed["spec"]["template"]["metadata"].setdefault("labels", {})
-        labels.update(mark)  # the template must still match, so only immutability refuses
-    else:
-        raise ValueError(f"no mutation for {rule.kind} {rule.path}: add one to the scene")
-    _set(changed, rule.path, new)
-    return changed
-
-
-def table_on_api(kube: Kube, objects: list[Obj]) -> tuple[list[tuple[str, bool, str]], bool]:
-    """Each rule with a rendered object that has its field, changed and dry-run applied; and
-    whether a WorkloadPriorityClass value change (mutable) is admitted."""
-    found = []
-    for rule in immutable.RULES:
-        obj = next((o for o in objects if (immutable.group_of(o), o["kind"]) == (rule.group, rule.kind)
-                    and immutable.value_at(o, rule.path) is not immutable.MISSING
-                    and rule.applies(o)), None)  # fmt: skip
-        if obj is None:
-            continue  # not rendered here (e.g. concurrentAdmissionPolicy, DaemonSets)
-        refusal = dry_run_apply(kube, _mutated(rule, obj, objects))
-        name = f"{rule.kind} {format_path(rule.path)}"
-        found.append((name, refusal is not None, refusal or "admitted"))
-    wpc = copy.deepcopy(next(o for o in objects if o["kind"] == "WorkloadPriorityClass"))
-    wpc["value"] += 1
-    return found, dry_run_apply(kube, wpc) is None
-
-
 def _pod(namespace: str, name: str, tier: str) -> Obj:
     """A pod that stays Pending (no node has the label): its priority is set at admission."""
     return {"apiVersion": "v1", "kind": "Pod",
@@ -253,13 +147,6 @@ def _live(kube: Kube, obj: Obj) -> Obj | None:
 def _show(obj: Obj) -> str:
     meta = obj["metadata"]
     return f"{obj['kind']} {meta.get('namespace', '') + '/' if meta.get('namespace') else ''}{meta['name']}"
-
-
-def _queues_active(kube: Kube, objects: list[Obj]) -> bool:
-    names = [o["metadata"]["name"] for o in objects if o["kind"] == "ClusterQueue"]
-    wait_for(lambda: all(is_true(kube.get(KUEUE_API, "ClusterQueue", n), "Active") for n in names), SECONDS,
-             "every ClusterQueue Active")  # fmt: skip
-    return True
 
 
 def _holds(kube: Kube, obj: Obj, fields: list[FieldChange]) -> bool:
@@ -300,8 +187,8 @@ def run(context: SceneContext) -> ImmutableChange:
         raise ValueError(f"{env.name} needs overflow and a topology pool for the immutable-change scene")
     tier = env.default_training_tier
     original = objects_of(render_tree(env))
-    root = _copy(context, "tier")
-    files = _edit(root, env.name, _tier_change(tier.name))
+    root = spec_copy(context, "tier")
+    files = edited_render(root, env.name, _tier_change(tier.name))
     changed = objects_of(files)
     # Later-wave objects the change touches, and the fields it changes in each (the live
     # object also holds defaults and other managers' fields: only these are compared).
@@ -328,20 +215,22 @@ def run(context: SceneContext) -> ImmutableChange:
         before, after = (_priority(kube, namespace, pod) for pod in pods)
         result = ImmutableChange(tier.name, (tier.value, tier.value + 1), lines, refused_at, message,
                                  unapplied, applied, live, (before, after), recreated,
-                                 _queues_active(kube, changed))  # fmt: skip
+                                 queues_active(kube, changed))  # fmt: skip
         context.say("immutable-change: every rule of generators/immutable.py on the API (dry-run)")
         result.table, result.mutable_admitted = table_on_api(kube, original)
         pool = next(p for p in env.pools if p.topology_levels)
-        topo_root = _copy(context, "levels")
-        topo = _edit(topo_root, env.name, _levels_change(pool.name))
+        topo_root = spec_copy(context, "levels")
+        topo = edited_render(topo_root, env.name, _levels_change(pool.name))
         result.topology_check = check_lines(topo_root, env.name, original, topo)
         result.topology_naive = plain_apply(kube, [o for o in objects_of(topo) if o["kind"] == "Topology"])[1]
+        result.migration = migrate(context, original, pool.name)
     finally:
         for pod in pods:
             kube.delete("v1", "Pod", pod, namespace)
         context.say("immutable-change: syncing the original rendering back")
         manifests.apply_all(kube, original)
     priorities = [o for o in original if o["kind"] in PRIORITY_KINDS]
-    result.restored = (all(manifests.in_sync(o, _live(kube, o)) for o in priorities)
+    result.restored = (all(_live(kube, o) is not None for o in original)
+                       and all(manifests.in_sync(o, _live(kube, o)) for o in priorities)
                        and all(_holds(kube, base, fields) for _, base, fields in later))
     return result
