@@ -152,3 +152,12 @@ def test_only_priority_classes_are_rendered_for_delete_and_recreate() -> None:
         if value and "Force=true" in value:
             options.setdefault(obj["kind"], set()).add(value)
     assert options == {"PriorityClass": {"Force=true,Replace=true"}}
+
+
+def test_the_pr_comment_carries_the_lines(checkout: Path) -> None:
+    edit(checkout, "_defaults.yaml", "value: 900000", "value: 900100")
+    code, out, _ = run_cli(checkout, "diff", "--base", "HEAD", "--format", "markdown")
+    assert code == 0
+    assert ("**Immutable fields changed** (Argo CD deletes and recreates these objects; "
+            "docs/immutable-fields.md):\n\n```text\nenvironments/_defaults.yaml:24:14: note: PriorityClass "
+            "training value 900000 -> 900100: immutable, so Argo CD deletes") in out

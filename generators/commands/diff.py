@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from generators.errors import once
-
 HELP = ("compare the working tree's rendering with rendered/ at a git ref (default: the merge "
         "base with main), per object, with a summary in pools, quotas and tiers; exit 1 when "
         "it changes a field the API refuses to change in place (docs/immutable-fields.md)")
@@ -24,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from generators.diff import immutable, jsondoc, markdown, report, text
+    from generators.diff import jsondoc, markdown, report, text
     from generators.diff.gitref import GitError
     from generators.diff.objects import RenderedTreeError
 
@@ -37,10 +35,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"generate.py diff: error: {exc}", file=sys.stderr)
         return 1
     # Immutable fields (generators/immutable.py): a note per change Argo CD recreates, an
-    # error per change the API would refuse, with its migration path; errors fail the diff.
-    # A tier set in _defaults.yaml is printed once, naming the environments that inherit it.
-    found = immutable.problems(args.root, built)
-    for line in once([(env, p.location.file, p.format()) for env, p in found]):
+    # error per change the API would refuse, with its migration path; errors fail the diff
+    # (the report is still written: the PR comment shows them too).
+    for line in built.immutable_lines():
         print(line, file=sys.stderr)
     if args.format == "json":
         sys.stdout.write(jsondoc.render(built))
@@ -49,4 +46,4 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(markdown.render(built, limit))
     else:
         sys.stdout.write(text.render(built, text.Palette(text.use_colour(sys.stdout, args.no_color))))
-    return 1 if any(p.severity == "error" for _, p in found) else 0
+    return 1 if built.refused else 0
