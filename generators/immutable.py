@@ -17,7 +17,8 @@ decision (docs/immutable-fields.md):
 
 Checked against the pinned sources: every `oldSelf` rule of the pinned Kueue CRDs on a kind
 we render is in RULES (tests/test_immutable_fields.py), and the real kube-apiserver and
-Kueue webhooks refuse a change to each rule's field (scene immutable-change on the box).
+Kueue refuse a change to each rule's field that staging renders, 10 of the 12 (scene
+immutable-change on the box; the ClusterQueue and DaemonSet rules are not rendered).
 Not immutable (checked, so not listed): WorkloadPriorityClass `value` (no CEL rule, no
 webhook), Cohort (its webhook validates the new object only), the rest of ClusterQueue.
 """
