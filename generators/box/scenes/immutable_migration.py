@@ -91,18 +91,25 @@ def queues_active(kube: Kube, objects: list[Obj]) -> bool:
 
 
 def _rename(pool: str, renamed: str, levels: list[str]) -> Any:
+    """Every mention of the pool in the spec (its name, shares keys, borrowFrom, health pools)
+    renamed, its nodeLabels kept (the nodes are labelled so), its levels replaced; the merged
+    spec written whole, so mentions in the base file are renamed too."""
+
+    def rename(value: Any, under_labels: bool = False) -> Any:
+        if isinstance(value, dict):
+            return {(renamed if k == pool and not under_labels else k):
+                    rename(v, under_labels or k == "nodeLabels") for k, v in value.items()}  # fmt: skip
+        if isinstance(value, list):
+            return [rename(v, under_labels) for v in value]
+        return renamed if value == pool and not under_labels else value
+
     def edit(document: Obj, merged: Obj) -> None:
-        pools = copy.deepcopy(merged["pools"])
-        for entry in pools:
-            if entry["name"] == pool:
-                entry["name"], entry["topology"]["levels"] = renamed, levels
-        teams = copy.deepcopy(merged["teams"])
-        for team in teams:
-            team["shares"] = {renamed if name == pool else name: share
-                              for name, share in team["shares"].items()}  # fmt: skip
-            if "borrowFrom" in team:
-                team["borrowFrom"] = [renamed if name == pool else name for name in team["borrowFrom"]]
-        document["pools"], document["teams"] = pools, teams
+        whole = rename(copy.deepcopy(merged))
+        for entry in whole["pools"]:
+            if entry["name"] == renamed:
+                entry["topology"]["levels"] = levels
+        document.clear()
+        document.update(whole)
 
     return edit
 
