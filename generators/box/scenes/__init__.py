@@ -46,7 +46,14 @@ def _gang_placement(context: SceneContext) -> SceneResult:
     return gang_placement.gang_placement(context.kube, context.env)
 
 
+def _immutable_change(context: SceneContext) -> SceneResult:
+    from generators.box.scenes import immutable_change
+
+    return immutable_change.run(context)
+
+
 # name -> scene; the CLI's `box scene NAME` choices, in this order.
 SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "gang-placement": _gang_placement,
+    "immutable-change": _immutable_change,
 }
