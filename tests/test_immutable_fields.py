@@ -22,8 +22,8 @@ from generators import immutable
 from generators.box.manifests import crd_documents
 from generators.syncoptions import ANNOTATION
 from generators.validation.pinned_crds import resolve_crd_dir
-from tests.conftest import ROOT
-from tests.scratch_repo import run_cli
+from tests.support import ROOT
+from tests.support.scratch import run_cli
 
 STAGING_LEVELS = "levels: [topology.trainyard.dev/rack, kubernetes.io/hostname]"
 

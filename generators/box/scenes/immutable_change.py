@@ -42,6 +42,7 @@ from generators.box.scenes.immutable_migration import (
     queues_active,
     spec_copy,
 )
+from generators.components.priorities import PODSET_LABEL
 from generators.diff.fields import FieldChange, changed_fields
 from generators.render import objects as objects_of
 from generators.render import render_tree
@@ -133,9 +134,12 @@ def _levels_change(pool: str) -> Any:
 
 
 def _pod(namespace: str, name: str, tier: str) -> Obj:
-    """A pod that stays Pending (no node has the label): its priority is set at admission."""
+    """A pod that stays Pending (no node has the label): its priority is set at admission.
+    It carries Kueue's podset label as a stand-in for a pod of a Job Kueue started: only
+    those may run at a training tier in a team namespace (docs/scheduling.md)."""
+    labels = {SCENE_LABEL: name, PODSET_LABEL: "main"}
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": {SCENE_LABEL: name}},
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
             "spec": {"priorityClassName": tier, "nodeSelector": {SCENE_LABEL: "nowhere"},
                      "containers": [{"name": "main", "image": "registry.example/idle:1"}]}}  # fmt: skip
 
