@@ -31,6 +31,7 @@ from typing import Any
 from generators.box.kube import Kube, Obj, condition, is_true, wait_for
 from generators.box.scenes import SceneContext
 from generators.box.scenes.gang_placement import workload_of
+from generators.box.speed import seconds_of
 from generators.components.overflow.admission import inference_pod_snippet
 from generators.model.overflow import InferenceService, Overflow, Provider
 from generators.model.types import Environment, Pool
@@ -42,15 +43,6 @@ RUN_FOR = "trainyard.dev/box-run-for"  # read by the box's pod-complete Stage
 INFERENCE_GPUS = 2  # per inference pod: small enough that several share a node, as vLLM replicas do
 REACT_SECONDS = 180  # any single controller reaction on 2 busy cores
 POLL_SECONDS = 1.0
-
-
-def seconds(duration: str) -> float:
-    """A Go duration ("2m", "1m30s", "500ms", "12s") in seconds."""
-    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", duration)
-    if not parts or "".join(n + u for n, u in parts) != duration:
-        raise ValueError(f"not a duration: {duration!r}")
-    return sum(float(n) * units[u] for n, u in parts)
 
 
 @dataclass(frozen=True)
@@ -90,10 +82,12 @@ def plan(env: Environment) -> Plan:
     team = next(t for t in env.teams if t.name == queue.team)
     replicas = (pool.gpus_per_node + provider.gpus) // INFERENCE_GPUS
     if not service.min_replicas <= replicas <= service.max_replicas:
-        raise ValueError(f"{env.name}: {replicas} replicas of {service.deployment} fall outside its HPA range")
+        raise ValueError(f"{env.name}: {replicas} replicas of {service.deployment} fall outside its "
+                         "HPA range")
     gate = ov.gate
-    # Long enough for the gate to see the pool full, hold it, open, and the spill to land.
-    run = 60 + 3 * (provider.band.open_after_seconds + gate.reconcile_interval_seconds)
+    # Long enough for the gate to see the pool full (a scrape, a pass), hold it, open, and for
+    # the spill to land; 12 s on the box at --speed 10 (docs/controlplane.md).
+    run = 20 + 4 * (provider.band.open_after_seconds + gate.reconcile_interval_seconds)
     return Plan(ov, pool, provider, service, queue.name, team.namespaces[0], env.default_training_tier.name,
                 replicas, pool.nodes - 1, run)  # fmt: skip
 
@@ -120,11 +114,13 @@ def deployment(p: Plan) -> Obj:
 def gang_job(p: Plan, name: str) -> Obj:
     gpu, gpus = p.pool.gpu_resource, str(p.pool.gpus_per_node)
     container = {"name": "train", "image": "registry.example/trainer:1",
-                 "resources": {"requests": {gpu: gpus, "cpu": "16", "memory": "128Gi"}, "limits": {gpu: gpus}}}
+                 "resources": {"requests": {gpu: gpus, "cpu": "16", "memory": "128Gi"},
+                               "limits": {gpu: gpus}}}
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": name, "namespace": p.namespace,
                          "labels": {QUEUE_LABEL: p.queue, PRIORITY_LABEL: p.tier, SCENE_LABEL: name}},
-            "spec": {"suspend": True, "parallelism": p.gang, "completions": p.gang, "completionMode": "Indexed",
+            "spec": {"suspend": True, "parallelism": p.gang, "completions": p.gang,
+                     "completionMode": "Indexed",
                      "template": {"metadata": {"annotations": {RUN_FOR: f"{p.run_seconds}s"}},
                                   "spec": {"priorityClassName": p.tier, "restartPolicy": "Never",
                                            "containers": [container]}}}}  # fmt: skip
@@ -174,6 +170,7 @@ class Watch:
         self.kube, self.plan, self.result, self.say = kube, p, result, say
         self.began = time.monotonic()
         self.selector = ",".join(f"{k}={v}" for k, v in sorted(p.service.pod_selector.items()))
+        self.counting = False  # the fewest-ready count starts once the steady state is reached
         result.fewest_ready = p.replicas
 
     def now(self) -> float:
@@ -184,15 +181,16 @@ class Watch:
         self.say(f"+{self.now():.1f}s {text}")
 
     def sample(self) -> Snapshot:
-        pods = [p for p in self.kube.list("v1", "Pod", self.plan.service.namespace, label_selector=self.selector)
-                if not p["metadata"].get("deletionTimestamp")]  # fmt: skip
+        listed = self.kube.list("v1", "Pod", self.plan.service.namespace, label_selector=self.selector)
+        pods = [p for p in listed if not p["metadata"].get("deletionTimestamp")]
         ready = [p for p in pods if is_true(p, "Ready")]
         virtual = self.plan.provider.node_name
         on_virtual = [p for p in pods if p["spec"].get("nodeName") == virtual
                       and (p.get("status") or {}).get("phase") == "Running"]  # fmt: skip
-        snap = Snapshot(self.now(), len(ready), len([p for p in ready if p["spec"].get("nodeName") != virtual]),
-                        len(on_virtual), pods)  # fmt: skip
-        self.result.fewest_ready = min(self.result.fewest_ready, snap.ready)
+        in_cluster = [p for p in ready if p["spec"].get("nodeName") != virtual]
+        snap = Snapshot(self.now(), len(ready), len(in_cluster), len(on_virtual), pods)
+        if self.counting:
+            self.result.fewest_ready = min(self.result.fewest_ready, snap.ready)
         return snap
 
     def until(self, check: Callable[[Snapshot], Any], timeout: float, what: str) -> Any:
@@ -211,7 +209,8 @@ def gate_metrics(context: SceneContext) -> dict[str, float]:
 def _gate_closed(kube: Kube, p: Plan) -> bool:
     node = kube.get("v1", "Node", p.provider.node_name) or {}
     key = p.overflow.gate.taint_key
-    return any(t.get("key") == key and t.get("effect") == "NoSchedule" for t in node.get("spec", {}).get("taints") or [])
+    taints = node.get("spec", {}).get("taints") or []
+    return any(t.get("key") == key and t.get("effect") == "NoSchedule" for t in taints)
 
 
 def _events(kube: Kube, namespace: str, since: float) -> list[Obj]:
@@ -246,7 +245,8 @@ def _pdb_refusals(context: SceneContext, after: int) -> int:
     part of the log written since byte `after`."""
     [process] = [p for p in context.state.processes if p.name == "descheduler"]
     text = Path(process.log).read_bytes()[after:].decode(errors="replace")
-    return len([line for line in text.splitlines() if "Error evicting pod" in line and "disruption budget" in line])
+    return len([line for line in text.splitlines()
+                if "Error evicting pod" in line and "disruption budget" in line])  # fmt: skip
 
 
 def _log_size(context: SceneContext, name: str) -> int:
@@ -298,8 +298,10 @@ def _steady(context: SceneContext, p: Plan, watch: Watch, created: list[tuple[st
     pool_nodes = _pool_nodes(kube, p.pool)
     made = kube.create(deployment(p))
     created.append(("apps/v1", "Deployment", made["metadata"]["name"], p.service.namespace))
-    watch.until(lambda s: s.in_cluster == p.replicas and all(x["spec"].get("nodeName") in pool_nodes for x in s.pods),
-                REACT_SECONDS, f"{p.replicas} replicas of {p.service.deployment} Ready on {p.pool.name}")  # fmt: skip
+    watch.until(lambda s: s.in_cluster == p.replicas and all(x["spec"].get("nodeName") in pool_nodes
+                                                             for x in s.pods),
+                REACT_SECONDS,
+                f"{p.replicas} replicas of {p.service.deployment} Ready on {p.pool.name}")  # fmt: skip
     free = p.pool.nodes * p.pool.gpus_per_node - p.replicas * INFERENCE_GPUS
 
     def counted() -> dict[str, float] | None:
@@ -309,13 +311,12 @@ def _steady(context: SceneContext, p: Plan, watch: Watch, created: list[tuple[st
     metrics = wait_for(counted, REACT_SECONDS, f"the gate counting {free} free GPUs", POLL_SECONDS)
     closed = _metric(metrics, "trainyard_gate_closed", gate=p.provider.name)
     budget = wait_for(lambda: _budget(kube, p), REACT_SECONDS, f"PDB {p.service.deployment} expecting them")
-    hpa = kube.get("autoscaling/v2", "HorizontalPodAutoscaler", p.service.deployment, p.service.namespace) or {}
-    active = condition(hpa, "ScalingActive") or {}
     watch.step(f"steady: {p.service.deployment} {p.replicas}/{p.replicas} Ready on {p.pool.name} "
                f"({INFERENCE_GPUS} GPUs each); the gate counts {free:g} free GPUs and keeps "
                f"{p.provider.node_name} closed (trainyard_gate_closed {closed:g}); PDB expects "
                f"{budget['status']['expectedPods']}, allows {budget['status']['disruptionsAllowed']} "
-               f"disruption; HPA ScalingActive={active.get('status', '?')} ({active.get('reason', 'no status')})")
+               "disruption")
+    watch.counting = True
     if closed != 1:
         result_problem(watch, f"the gate reports {p.provider.node_name} open at steady state")
 
@@ -328,7 +329,8 @@ def result_problem(watch: Watch, text: str) -> None:
 def _budget(kube: Kube, p: Plan) -> Obj | None:
     pdb = kube.get("policy/v1", "PodDisruptionBudget", p.service.deployment, p.service.namespace)
     status = (pdb or {}).get("status") or {}
-    return pdb if status.get("expectedPods") == p.replicas and status.get("currentHealthy") == p.replicas else None
+    expected = status.get("expectedPods") == p.replicas and status.get("currentHealthy") == p.replicas
+    return pdb if expected else None
 
 
 def _training_arrives(context: SceneContext, p: Plan, watch: Watch, name: str,
@@ -338,15 +340,20 @@ def _training_arrives(context: SceneContext, p: Plan, watch: Watch, name: str,
     job = kube.create(gang_job(p, name))
     created.append(("batch/v1", "Job", name, p.namespace))
     began = watch.now()
-    workload = wait_for(lambda: (w := workload_of(kube, job)) and is_true(w, "Admitted") and w, REACT_SECONDS,
-                        f"Kueue admitting {name}", POLL_SECONDS)  # fmt: skip
+
+    def admitted() -> Obj | None:
+        found = workload_of(kube, job)
+        return found if is_true(found, "Admitted") else None
+
+    workload = wait_for(admitted, REACT_SECONDS, f"Kueue admitting {name}", POLL_SECONDS)
     admission = workload["status"]["admission"]
     [assignment] = admission["podSetAssignments"]
     flavor = assignment["flavors"].get(p.pool.gpu_resource)
     topology = assignment.get("topologyAssignment")
     watch.step(f"gang {name} ({p.gang} x {p.pool.gpus_per_node} GPUs, queue {p.queue}, {p.tier}) admitted by "
                f"Kueue in {admission['clusterQueue']} on flavor {flavor}; topology assignment: "
-               f"{'levels ' + ','.join(topology['levels']) if topology else 'none (a -flex queue is not topology-aware)'}")
+               + (f"levels {','.join(topology['levels'])}" if topology
+                  else "none (a -flex queue is not topology-aware)"))  # fmt: skip
     if flavor != p.pool.name:
         result_problem(watch, f"the gang was admitted on {flavor}, not the borrowed pool {p.pool.name}")
     pool_nodes = _pool_nodes(kube, p.pool)
@@ -355,10 +362,12 @@ def _training_arrives(context: SceneContext, p: Plan, watch: Watch, name: str,
     def running() -> list[Obj] | None:
         pods = kube.list("v1", "Pod", p.namespace, label_selector=selector)
         watch.sample()
-        up = [x for x in pods if (x.get("status") or {}).get("phase") == "Running" and x["spec"].get("nodeName")]
+        up = [x for x in pods
+              if (x.get("status") or {}).get("phase") == "Running" and x["spec"].get("nodeName")]  # fmt: skip
         return pods if len(up) == p.gang else None
 
-    pods = wait_for(running, REACT_SECONDS, f"the scheduler placing the {p.gang} pods of {name}", POLL_SECONDS)
+    pods = wait_for(running, REACT_SECONDS, f"the scheduler placing the {p.gang} pods of {name}",
+                    POLL_SECONDS)  # fmt: skip
     hosts = {x["spec"]["nodeName"] for x in pods}
     preempted = [e for e in _events(kube, p.service.namespace, wall - 1) if e.get("reason") == "Preempted"]
     watch.step(f"the scheduler placed the gang on {len(hosts)} {p.pool.name} nodes, preempting "
@@ -376,19 +385,23 @@ def _spill(context: SceneContext, p: Plan, watch: Watch, job: Obj, began: float)
     wait = REACT_SECONDS + 3 * (band.open_after_seconds + gate.reconcile_interval_seconds)
     watch.until(lambda s: not _gate_closed(kube, p), wait, f"the gate opening {p.provider.node_name}")
     metrics = gate_metrics(context)
-    opened = _metric(metrics, "trainyard_gate_transitions_total", gate=p.provider.name, direction="open") or 0.0
-    watch.step(f"the gate opened {p.provider.node_name} (free GPUs {metrics.get('trainyard_gate_free_gpus', 0):g} "
+    opened = _metric(metrics, "trainyard_gate_transitions_total", gate=p.provider.name,
+                     direction="open") or 0.0  # fmt: skip
+    free = metrics.get("trainyard_gate_free_gpus", 0)
+    watch.step(f"the gate opened {p.provider.node_name} (free GPUs {free:g} "
                f"< {band.open_when_free_gpus_below} for {band.open_after_seconds}s; open transitions "
                f"{opened_before:g} -> {opened:g})")  # fmt: skip
     if opened <= opened_before:
         result_problem(watch, "the virtual node lost its gate taint with no open transition of the gate")
-    snap = watch.until(lambda s: s if s.ready == p.replicas and s.virtual == p.spilled else None, REACT_SECONDS,
-                       f"{p.spilled} replicas Running on {p.provider.node_name}, all {p.replicas} Ready")  # fmt: skip
+    snap = watch.until(lambda s: s if s.ready == p.replicas and s.virtual == p.spilled else None,
+                       REACT_SECONDS,
+                       f"{p.spilled} replicas Running on {p.provider.node_name}, all {p.replicas} Ready")
     result = watch.result
     result.spill_seconds = snap.at - began
     current = kube.get("batch/v1", "Job", job["metadata"]["name"], p.namespace)
-    watch.step(f"spilled: {snap.virtual} replicas Running on {p.provider.node_name} (KWOK), {snap.in_cluster} "
-               f"in the cluster, {snap.ready}/{p.replicas} Ready; fewest Ready so far {result.fewest_ready}")
+    watch.step(f"spilled: {snap.virtual} replicas Running on {p.provider.node_name} (KWOK), "
+               f"{snap.in_cluster} in the cluster, {snap.ready}/{p.replicas} Ready; fewest Ready so far "
+               f"{result.fewest_ready}")
     if is_true(current, "Complete"):
         result_problem(watch, "the gang completed before the spill landed: its run time is too short")
 
@@ -402,7 +415,8 @@ def _training_completes(context: SceneContext, p: Plan, watch: Watch, job: Obj) 
         current = kube.get("batch/v1", "Job", name, p.namespace)
         return current if is_true(current, "Complete") else None
 
-    done = wait_for(complete, p.run_seconds + REACT_SECONDS, f"the job controller completing {name}", POLL_SECONDS)
+    done = wait_for(complete, p.run_seconds + REACT_SECONDS, f"the job controller completing {name}",
+                    POLL_SECONDS)  # fmt: skip
     finished = wait_for(lambda: condition(workload_of(kube, job), "Finished"), REACT_SECONDS,
                         f"Kueue finishing the Workload of {name}")  # fmt: skip
     watch.step(f"training completed ({done['status'].get('succeeded')} pods Succeeded after KWOK held them "
@@ -422,19 +436,23 @@ def _back(context: SceneContext, p: Plan, watch: Watch, done: tuple[float, float
     closed = _metric(gate_metrics(context), "trainyard_gate_transitions_total", gate=p.provider.name,
                      direction="close") or 0.0  # fmt: skip
     watch.step(f"the gate closed {p.provider.node_name} {held:.0f}s after training freed its GPUs "
-               f"(closeAfterSeconds {band.close_after_seconds}; close transitions {closed_before:g} -> {closed:g})")
+               f"(closeAfterSeconds {band.close_after_seconds}; close transitions {closed_before:g} -> "
+               f"{closed:g})")
     if held < band.close_after_seconds - 2:  # the job controller's completionTime has 1 s resolution
-        result_problem(watch, f"the gate closed after {held:.0f}s, before its {band.close_after_seconds}s hysteresis")
-    interval, age = seconds(back.descheduling_interval), seconds(back.min_pod_age)
-    floor = p.replicas - int(p.service.max_unavailable) if isinstance(p.service.max_unavailable, int) else 0
+        result_problem(watch, f"the gate closed after {held:.0f}s, before its {band.close_after_seconds}s "
+                              "hysteresis")
+    interval, age = seconds_of(back.descheduling_interval), seconds_of(back.min_pod_age)
+    # The PDB's floor while moving (a percentage is not checked: staging's is a count).
+    unavailable = p.service.max_unavailable
+    floor = p.replicas - unavailable if isinstance(unavailable, int) else 0
     fewest = [p.replicas]
 
     def home(s: Snapshot) -> Snapshot | None:
         fewest[0] = min(fewest[0], s.ready)
         return s if s.virtual == 0 and s.in_cluster == p.replicas else None
 
-    wait = REACT_SECONDS + age + 2 * (p.spilled + 1) * interval
-    snap = watch.until(home, wait, f"all {p.replicas} replicas back on {p.pool.name}")
+    moving = REACT_SECONDS + age + 2 * (p.spilled + 1) * interval
+    snap = watch.until(home, moving, f"all {p.replicas} replicas back on {p.pool.name}")
     result = watch.result
     result.back_seconds = snap.at - seen_at
     evictions = [_epoch(e["eventTime"]) for e in _events(kube, p.service.namespace, completed_at)
@@ -446,15 +464,20 @@ def _back(context: SceneContext, p: Plan, watch: Watch, done: tuple[float, float
     watch.step(f"migrated back: {len(evictions)} evictions by the descheduler in cycles of "
                f"{', '.join(map(str, result.evictions_per_cycle))} (interval {back.descheduling_interval}, "
                f"cap {result.eviction_cap}, minPodAge {back.min_pod_age}); fewest Ready while moving "
-               f"{fewest[0]}/{p.replicas} (PDB floor {floor}); {result.pdb_refusals} evictions refused by the PDB")
+               f"{fewest[0]}/{p.replicas} (PDB floor {floor}); {result.pdb_refusals} evictions refused by "
+               "the PDB")
     if any(n > result.eviction_cap for n in result.evictions_per_cycle):
         result_problem(watch, f"a descheduling cycle evicted more than the cap of {result.eviction_cap}")
     if fewest[0] < floor:
         result_problem(watch, f"{fewest[0]} replicas Ready while moving back, under the PDB's {floor}")
     if len(evictions) < p.spilled:
-        result_problem(watch, f"{len(evictions)} evictions for {p.spilled} spilled replicas: something else moved them")
+        result_problem(watch, f"{len(evictions)} evictions for {p.spilled} spilled replicas: something "
+                              "else moved them")
     if result.fewest_ready < 1:
         result_problem(watch, "inference stopped serving altogether (no replica Ready at some point)")
+    hpa = kube.get("autoscaling/v2", "HorizontalPodAutoscaler", p.service.deployment, p.service.namespace)
+    active = condition(hpa, "ScalingActive") or {}
     watch.step(f"steady again: {snap.in_cluster}/{p.replicas} Ready on {p.pool.name}, none on "
-               f"{p.provider.node_name}, gate closed")
+               f"{p.provider.node_name}, gate closed; the rendered HPA held {p.replicas} replicas "
+               f"(ScalingActive={active.get('status', '?')}: {active.get('reason', 'no status yet')})")
 
