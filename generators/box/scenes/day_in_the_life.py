@@ -146,6 +146,13 @@ class DayInTheLife:
     evictions_per_cycle: list[int] = field(default_factory=list)
     eviction_cap: int = 0
     pdb_refusals: int = 0
+    # What the controllers reported, for tests: the Workload's admission (Kueue), the victims'
+    # Preempted events (scheduler), the spill (scheduler, KWOK), the gate's hold, the floor.
+    admission: dict[str, Any] = field(default_factory=dict)  # clusterQueue, flavor, topology
+    preempted: int = 0
+    spilled: int = 0
+    gate_held_seconds: float = 0.0
+    fewest_moving: int = 0
 
     @property
     def ok(self) -> bool:
@@ -354,6 +361,8 @@ def _training_arrives(context: SceneContext, p: Plan, watch: Watch, name: str,
                f"Kueue in {admission['clusterQueue']} on flavor {flavor}; topology assignment: "
                + (f"levels {','.join(topology['levels'])}" if topology
                   else "none (a -flex queue is not topology-aware)"))  # fmt: skip
+    watch.result.admission = {"clusterQueue": admission["clusterQueue"], "flavor": flavor,
+                              "topology": topology}  # fmt: skip
     if flavor != p.pool.name:
         result_problem(watch, f"the gang was admitted on {flavor}, not the borrowed pool {p.pool.name}")
     pool_nodes = _pool_nodes(kube, p.pool)
@@ -373,6 +382,7 @@ def _training_arrives(context: SceneContext, p: Plan, watch: Watch, name: str,
     watch.step(f"the scheduler placed the gang on {len(hosts)} {p.pool.name} nodes, preempting "
                f"{len(preempted)} inference pods (events Preempted); "
                f"{'all' if hosts <= pool_nodes else 'NOT all'} on the pool")  # fmt: skip
+    watch.result.preempted = len(preempted)
     if not preempted:
         result_problem(watch, "the gang ran without preempting any inference pod")
     return job, began
@@ -397,7 +407,7 @@ def _spill(context: SceneContext, p: Plan, watch: Watch, job: Obj, began: float)
                        REACT_SECONDS,
                        f"{p.spilled} replicas Running on {p.provider.node_name}, all {p.replicas} Ready")
     result = watch.result
-    result.spill_seconds = snap.at - began
+    result.spill_seconds, result.spilled = snap.at - began, snap.virtual
     current = kube.get("batch/v1", "Job", job["metadata"]["name"], p.namespace)
     watch.step(f"spilled: {snap.virtual} replicas Running on {p.provider.node_name} (KWOK), "
                f"{snap.in_cluster} in the cluster, {snap.ready}/{p.replicas} Ready; fewest Ready so far "
@@ -433,6 +443,7 @@ def _back(context: SceneContext, p: Plan, watch: Watch, done: tuple[float, float
     wait = REACT_SECONDS + 2 * band.close_after_seconds
     watch.until(lambda s: _gate_closed(kube, p), wait, f"the gate closing {p.provider.node_name}")
     held = time.time() - completed_at
+    watch.result.gate_held_seconds = held
     closed = _metric(gate_metrics(context), "trainyard_gate_transitions_total", gate=p.provider.name,
                      direction="close") or 0.0  # fmt: skip
     watch.step(f"the gate closed {p.provider.node_name} {held:.0f}s after training freed its GPUs "
@@ -454,7 +465,7 @@ def _back(context: SceneContext, p: Plan, watch: Watch, done: tuple[float, float
     moving = REACT_SECONDS + age + 2 * (p.spilled + 1) * interval
     snap = watch.until(home, moving, f"all {p.replicas} replicas back on {p.pool.name}")
     result = watch.result
-    result.back_seconds = snap.at - seen_at
+    result.back_seconds, result.fewest_moving = snap.at - seen_at, fewest[0]
     evictions = [_epoch(e["eventTime"]) for e in _events(kube, p.service.namespace, completed_at)
                  if e.get("action") == "Descheduled" and e.get("type") == "Normal" and e.get("eventTime")]
     result.evictions_per_cycle = cycles(evictions, interval)
