@@ -75,11 +75,14 @@ def events(day: Day) -> list[Obj]:
     return day.kube.list("events.k8s.io/v1", "Event", NAMESPACE)
 
 
-def gate_sample(day: Day, line_start: str) -> float:
+def gate_sample(day: Day, name: str, **labels: str) -> float:
+    """The gate process's own sample `name{labels}` (labels in any printed order)."""
     [process] = [p for p in day.state.processes if p.name == "overflow-gate"]
     with urllib.request.urlopen(f"http://127.0.0.1:{process.ports[0]}/metrics", timeout=10) as response:
         lines = response.read().decode().splitlines()
-    [line] = [line for line in lines if line.startswith(line_start)]
+    wanted = {f'{k}="{v}"' for k, v in labels.items()}
+    [line] = [line for line in lines if line.startswith(name + "{")
+              and set(line[len(name) + 1:line.index("}")].split(",")) == wanted]  # fmt: skip
     return float(line.rsplit(" ", 1)[1])
 
 
@@ -117,9 +120,9 @@ def test_the_spill_lands_on_the_virtual_node_while_the_gate_is_open(day: Day) ->
 
 
 def test_the_gate_opened_once_and_closed_after_its_hysteresis(day: Day) -> None:
-    assert gate_sample(day, 'trainyard_gate_transitions_total{gate="mock",direction="open"}') == 1
-    assert gate_sample(day, 'trainyard_gate_transitions_total{gate="mock",direction="close"}') == 1
-    assert gate_sample(day, 'trainyard_gate_closed{gate="mock"}') == 1
+    assert gate_sample(day, "trainyard_gate_transitions_total", gate="mock", direction="open") == 1
+    assert gate_sample(day, "trainyard_gate_transitions_total", gate="mock", direction="close") == 1
+    assert gate_sample(day, "trainyard_gate_closed", gate="mock") == 1
     node = day.kube.get("v1", "Node", VIRTUAL)
     assert node is not None
     closed = {"key": "trainyard.dev/overflow-gate", "value": "closed", "effect": "NoSchedule"}
