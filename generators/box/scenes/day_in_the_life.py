@@ -84,6 +84,11 @@ def plan(env: Environment) -> Plan:
     if not service.min_replicas <= replicas <= service.max_replicas:
         raise ValueError(f"{env.name}: {replicas} replicas of {service.deployment} fall outside its "
                          "HPA range")
+    free = pool.nodes * pool.gpus_per_node - replicas * INFERENCE_GPUS
+    if free < provider.band.close_when_free_gpus_at_least:
+        line = provider.band.close_when_free_gpus_at_least
+        raise ValueError(f"{env.name}: {free} GPUs of {pool.name} stay free at steady state, under the "
+                         f"gate's close line {line}: the day cannot start with the gate closed")
     gate = ov.gate
     # Long enough for the gate to see the pool full (a scrape, a pass), hold it, open, and for
     # the spill to land; 12 s on the box at --speed 10 (docs/controlplane.md).
