@@ -25,6 +25,7 @@ import urllib.request
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +92,8 @@ def plan(env: Environment) -> Plan:
                          f"gate's close line {line}: the day cannot start with the gate closed")
     gate = ov.gate
     # Long enough for the gate to see the pool full (a scrape, a pass), hold it, open, and for
-    # the spill to land; 12 s on the box at --speed 10 (docs/controlplane.md).
+    # the spill to land (6 to 12 s after the gang's arrival at --speed 10 to 60, where this
+    # gives 44 to 28 s: docs/controlplane.md, "A day in the life").
     run = 20 + 4 * (provider.band.open_after_seconds + gate.reconcile_interval_seconds)
     return Plan(ov, pool, provider, service, queue.name, team.namespaces[0], env.default_training_tier.name,
                 replicas, pool.nodes - 1, run)  # fmt: skip
@@ -235,8 +237,6 @@ def _events(kube: Kube, namespace: str, since: float) -> list[Obj]:
 
 
 def _epoch(stamp: str) -> float:
-    from datetime import datetime
-
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
@@ -388,6 +388,8 @@ def _training_arrives(context: SceneContext, p: Plan, watch: Watch, name: str,
                f"{len(preempted)} inference pods (events Preempted); "
                f"{'all' if hosts <= pool_nodes else 'NOT all'} on the pool")  # fmt: skip
     watch.result.preempted = len(preempted)
+    if not hosts <= pool_nodes:
+        result_problem(watch, f"gang pods ran outside {p.pool.name}: {sorted(hosts - pool_nodes)}")
     if not preempted:
         result_problem(watch, "the gang ran without preempting any inference pod")
     return job, began
@@ -491,9 +493,12 @@ def _back(context: SceneContext, p: Plan, watch: Watch, done: tuple[float, float
                               "else moved them")
     if result.fewest_ready < 1:
         result_problem(watch, "inference stopped serving altogether (no replica Ready at some point)")
+    if not _gate_closed(kube, p):
+        result_problem(watch, f"the gate reopened {p.provider.node_name} once inference was back")
     hpa = kube.get("autoscaling/v2", "HorizontalPodAutoscaler", p.service.deployment, p.service.namespace)
     active = condition(hpa, "ScalingActive") or {}
+    desired = ((hpa or {}).get("status") or {}).get("desiredReplicas", "?")
     watch.step(f"steady again: {snap.in_cluster}/{p.replicas} Ready on {p.pool.name}, none on "
-               f"{p.provider.node_name}, gate closed; the rendered HPA held {p.replicas} replicas "
+               f"{p.provider.node_name}, gate closed; the rendered HPA wants {desired} replicas "
                f"(ScalingActive={active.get('status', '?')}: {active.get('reason', 'no status yet')})")
 
