@@ -305,8 +305,14 @@ def _pool_nodes(kube: Kube, pool: Pool) -> set[str]:
 
 def _steady(context: SceneContext, p: Plan, watch: Watch, created: list[tuple[str, str, str, str]]) -> None:
     kube, gate = context.kube, p.provider.band
-    wait_for(lambda: _gate_closed(kube, p), REACT_SECONDS + 2 * gate.close_after_seconds,
-             f"the gate's taint on {p.provider.node_name} before the day begins")  # fmt: skip
+    try:
+        wait_for(lambda: _gate_closed(kube, p), REACT_SECONDS + 2 * gate.close_after_seconds,
+                 f"the gate's taint on {p.provider.node_name} before the day begins")  # fmt: skip
+    except AssertionError as err:  # say what the gate and the node showed instead
+        node = kube.get("v1", "Node", p.provider.node_name) or {"metadata": {}, "spec": {}}
+        matched = _metric(gate_metrics(context), "trainyard_gate_matched_nodes", gate=p.provider.name)
+        raise AssertionError(f"{err}; the node's labels {node['metadata'].get('labels')}, taints "
+                             f"{node['spec'].get('taints')}; the gate matches {matched} nodes") from None
     pool_nodes = _pool_nodes(kube, p.pool)
     made = kube.create(deployment(p))
     created.append(("apps/v1", "Deployment", made["metadata"]["name"], p.service.namespace))
@@ -497,8 +503,8 @@ def _back(context: SceneContext, p: Plan, watch: Watch, done: tuple[float, float
         result_problem(watch, f"the gate reopened {p.provider.node_name} once inference was back")
     hpa = kube.get("autoscaling/v2", "HorizontalPodAutoscaler", p.service.deployment, p.service.namespace)
     active = condition(hpa, "ScalingActive") or {}
-    desired = ((hpa or {}).get("status") or {}).get("desiredReplicas", "?")
+    current = ((hpa or {}).get("status") or {}).get("currentReplicas", "?")
+    scaling = f"ScalingActive={active.get('status', '?')}: {active.get('reason', 'no status yet')}"
     watch.step(f"steady again: {snap.in_cluster}/{p.replicas} Ready on {p.pool.name}, none on "
-               f"{p.provider.node_name}, gate closed; the rendered HPA wants {desired} replicas "
-               f"(ScalingActive={active.get('status', '?')}: {active.get('reason', 'no status yet')})")
+               f"{p.provider.node_name}, gate closed; the rendered HPA: currentReplicas {current}, {scaling}")
 
