@@ -178,10 +178,10 @@ def _register_virtual_nodes(kube: Kube, env: Environment, objects: list[Obj], cl
         vk = Kube(token, folder / f"discovery-{account}.json")
         name = node["metadata"]["name"]
         try:
-            # A policy acts seconds after it is created (more on a loaded machine); registered
-            # before, the node stayed unlabelled and open, the gate matched nothing, and a
-            # scene waited for a taint that never came. Up waits for the policy's effect on a
-            # dry run (docs/controlplane.md, "A day in the life").
+            # A policy acts seconds after it is created (more on a loaded machine); a node
+            # registered before misses the provider label and the closed taint, and is fixed
+            # only by a later spec update, which nothing guarantees. Up waits for the policy's
+            # effect on a dry run instead (docs/controlplane.md, "A day in the life").
             closed = functools.partial(_closed_by_policy, vk, _with_capacity(node, capacity), provider,
                                        env.overflow.gate.taint_key)  # fmt: skip
             wait_for(closed, POLICY_SECONDS, f"the rendered admission policy labelling and closing {name}")
