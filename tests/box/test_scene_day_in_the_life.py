@@ -30,12 +30,13 @@ from generators.box.scenes import SceneContext
 from generators.box.scenes.day_in_the_life import DayInTheLife, day_in_the_life
 from generators.box.state import BOX_DIR_ENV, State
 from generators.box.up import rendered
-from tests.box.test_box_up import BOX_TOOLS, ENV, run_cli
-from tests.conftest import ROOT
+from tests.box.test_box_up import BOX_TOOLS, run_cli
 from tests.controlplane.fixtures import require_tools
+from tests.support import ROOT
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
+ENV = "staging"
 SPEED = 30
 NAMESPACE = "serving-staging"
 VIRTUAL = "vk-mock"

@@ -52,8 +52,15 @@ def _day_in_the_life(context: SceneContext) -> SceneResult:
     return day_in_the_life.day_in_the_life(context)
 
 
+def _immutable_change(context: SceneContext) -> SceneResult:
+    from generators.box.scenes import immutable_change
+
+    return immutable_change.run(context)
+
+
 # name -> scene; the CLI's `box scene NAME` choices, in this order.
 SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "day-in-the-life": _day_in_the_life,
     "gang-placement": _gang_placement,
+    "immutable-change": _immutable_change,
 }
