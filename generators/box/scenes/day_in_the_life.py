@@ -33,7 +33,7 @@ from generators.box.kube import Kube, Obj, condition, is_true, wait_for
 from generators.box.scenes import SceneContext
 from generators.box.scenes.gang_placement import workload_of
 from generators.box.speed import seconds_of
-from generators.components.overflow.admission import inference_pod_snippet
+from generators.components.overflow.inference import inference_pod_snippet
 from generators.model.overflow import InferenceService, Overflow, Provider
 from generators.model.types import Environment, Pool
 
