@@ -5,10 +5,12 @@ from the binaries it is given: a local path is symlinked into the cluster's fold
 (pkg/utils/file/download.go, getCacheOrDownload: a source with no http(s) scheme is used as
 is), so with all five `--*-binary` flags pointing at the pinned builds of tools/install.py it
 never touches the network. It also writes the PKI, the components' kubeconfigs and the
-kwok-controller's default Stages (node-initialize, heartbeat; pod-ready, pod-complete,
-pod-delete: pkg/kwokctl/runtime/cluster.go), which is the wiring a hand-written harness would
-have to copy. Decided over extending tests/controlplane/harness.py for that reason (docs/
-controlplane.md, "Cluster in a box").
+kwok-controller's configuration, which is the wiring a hand-written harness would have to
+copy. Its Stages are given (kwok-stages.yaml beside this file: its defaults, with a
+pod-complete that can hold a Job pod Running for a set time), since kwokctl keeps none of its
+defaults once its configuration holds one (pkg/kwokctl/runtime/cluster.go). Decided over
+extending tests/controlplane/harness.py for that reason (docs/controlplane.md, "Cluster in a
+box").
 
 Everything lives under the run directory (KWOK_WORKDIR), never in ~/.kwok; `--kubeconfig=`
 keeps ~/.kube/config untouched; every listener binds 127.0.0.1 (kwokctl's default is
@@ -28,6 +30,8 @@ import yaml
 from generators.box.daemon import group_alive, stop_group
 from tools.toolchain import tool_path
 
+# KWOK's Stages (its defaults, pod-complete holding a Job pod for its annotation's time).
+STAGES = Path(__file__).with_name("kwok-stages.yaml")
 CREATE_SECONDS = 600  # a cold apiserver start on 2 busy cores installs ~100 built-in types
 BINARY_FLAGS = {
     "etcd": "--etcd-binary",
@@ -92,7 +96,9 @@ class Cluster:
                         "kubeControllerManagerNodeMonitorGracePeriodMilliseconds": NODE_GRACE_MS},
             "componentsPatches": patches if apiserver_args else [],
         }  # fmt: skip
-        self.config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
+        # One file, several documents: kwokctl reads the Stages beside its configuration.
+        self.config_path.write_text(yaml.safe_dump(config) + "---\n" + STAGES.read_text(encoding="utf-8"),
+                                    encoding="utf-8")  # fmt: skip
         binaries = [f"{flag}={tool_path(tool)}" for tool, flag in BINARY_FLAGS.items()]
         self._run("create", "cluster", "--runtime", "binary", "--kubeconfig=", "--quiet-pull",
                   f"--wait={CREATE_SECONDS}s", *binaries, timeout=CREATE_SECONDS + 60)  # fmt: skip

@@ -48,6 +48,7 @@ from generators.box.state import Process, State, run_dir
 from generators.components import kueue as kueue_component
 from generators.layout import INSTALLERS
 from generators.model import Environment, load
+from generators.model.overflow import PROVIDER_LABEL
 from generators.render import RenderedFile, render_tree
 from generators.render import objects as objects_of
 from tools.toolchain import tool_path
@@ -57,6 +58,7 @@ KUEUE_GROUP = "kueue.x-k8s.io"
 NODES_READY_SECONDS = 300
 QUEUES_ACTIVE_SECONDS = 180
 WEBHOOK_SECONDS = 60
+POLICY_SECONDS = 60  # a new admission policy in effect
 CONTROLLER_READY_SECONDS = 120
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -174,17 +176,32 @@ def _register_virtual_nodes(kube: Kube, env: Environment, objects: list[Obj], cl
                                           folder / f"kubeconfig-{account}")  # fmt: skip
         say(f"registering virtual node {node['metadata']['name']} as ServiceAccount {account}")
         vk = Kube(token, folder / f"discovery-{account}.json")
+        name = node["metadata"]["name"]
         try:
+            # A policy acts seconds after it is created (more on a loaded machine); a node
+            # registered before misses the provider label and the closed taint, and is fixed
+            # only by a later spec update, which nothing guarantees. Up waits for the policy's
+            # effect on a dry run instead (docs/controlplane.md, "A day in the life").
+            closed = functools.partial(_closed_by_policy, vk, _with_capacity(node, capacity), provider,
+                                       env.overflow.gate.taint_key)  # fmt: skip
+            wait_for(closed, POLICY_SECONDS, f"the rendered admission policy labelling and closing {name}")
             vk.create(_with_capacity(node, capacity))
         finally:
             vk.close()
-        name = node["metadata"]["name"]
 
         def ready(name: str = name, capacity: dict[str, str] = capacity) -> bool:
             found = kube.get("v1", "Node", name)
             return found is not None and _schedulable(found, capacity)
 
         wait_for(ready, NODES_READY_SECONDS, f"virtual node {name} Ready with its capacity")
+
+
+def _closed_by_policy(vk: Kube, node: Obj, provider: str, taint_key: str) -> bool:
+    """A dry-run registration of `node` comes back with the provider label and the gate taint."""
+    admitted = vk.create(node, dry_run=True)
+    taints = (admitted.get("spec") or {}).get("taints") or []
+    return bool((admitted["metadata"].get("labels") or {}).get(PROVIDER_LABEL) == provider
+                and any(t.get("key") == taint_key and t.get("effect") == "NoSchedule" for t in taints))
 
 
 def _install_foreign_crds(kube: Kube) -> None:

@@ -46,6 +46,12 @@ def _gang_placement(context: SceneContext) -> SceneResult:
     return gang_placement.gang_placement(context.kube, context.env)
 
 
+def _day_in_the_life(context: SceneContext) -> SceneResult:
+    from generators.box.scenes import day_in_the_life
+
+    return day_in_the_life.day_in_the_life(context)
+
+
 def _immutable_change(context: SceneContext) -> SceneResult:
     from generators.box.scenes import immutable_change
 
@@ -54,6 +60,7 @@ def _immutable_change(context: SceneContext) -> SceneResult:
 
 # name -> scene; the CLI's `box scene NAME` choices, in this order.
 SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
+    "day-in-the-life": _day_in_the_life,
     "gang-placement": _gang_placement,
     "immutable-change": _immutable_change,
 }
