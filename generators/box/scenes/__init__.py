@@ -46,7 +46,14 @@ def _gang_placement(context: SceneContext) -> SceneResult:
     return gang_placement.gang_placement(context.kube, context.env)
 
 
+def _bad_node(context: SceneContext) -> SceneResult:
+    from generators.box.scenes import bad_node
+
+    return bad_node.bad_node(context.kube, context.env, context.state.processes, context.say)
+
+
 # name -> scene; the CLI's `box scene NAME` choices, in this order.
 SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "gang-placement": _gang_placement,
+    "bad-node": _bad_node,
 }
