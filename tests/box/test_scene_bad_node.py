@@ -176,7 +176,8 @@ def test_scene_bad_node_quarantines_keeps_training_off_releases_and_holds_the_ca
     # it counted the node out for the taint.
     assert 'taint "trainyard.dev/gpu-health=gpu-temperature:NoSchedule": 1' in out
     assert "training pods on it kept running: True" in out
-    assert "the pinned Job then ran on it: True; training pods still running: True" in out
+    assert re.search(r"the pinned Job then ran on it: True \([\d.]+s after the release\); training pods "
+                     r"still running: True", out), out
     assert "spike (xid): 3 nodes bad, 1 quarantined, held back 2 (cap: pool 1, fleet 1); " \
            "quarantined: train-h100-000=xid  OK" in out
     assert not re.search(r"EVICTED|LANDED|EARLY|NOT BACK|CAP BROKEN|NOT AS SPECIFIED", out), out

@@ -79,6 +79,7 @@ class BadNode:
     seconds_to_release: float = 0.0
     released_clean: bool = False  # taint and both annotations gone
     pinned_landed_after_release: bool = False
+    seconds_to_land: float = 0.0  # from the release seen to the pinned Job's pod bound there
     kept_running_after_release: bool = False
     spike_bad: int = 0
     spike_quarantined: int = 0
@@ -126,7 +127,8 @@ class BadNode:
             f"{self.release_after})"
             + mark(self.seconds_to_release >= self.release_after and self.released_clean,
                    "RELEASED EARLY OR NOT CLEAN"),
-            f"  the pinned Job then ran on it: {self.pinned_landed_after_release}; training pods still "
+            f"  the pinned Job then ran on it: {self.pinned_landed_after_release} "
+            f"({self.seconds_to_land:.1f}s after the release); training pods still "
             f"running: {self.kept_running_after_release}"
             + mark(self.pinned_landed_after_release and self.kept_running_after_release, "NOT BACK"),
             f"spike ({self.spike_reason}): {self.spike_bad} nodes bad, {self.spike_quarantined} quarantined, "
@@ -345,9 +347,11 @@ def bad_node(kube: Kube, env: Environment, processes: list[Any], say: Say) -> Ba
         left = set(released["metadata"].get("annotations") or {}) & {REASON_ANNOTATION, SINCE_ANNOTATION}
         result.released_clean = _taint(released) is None and not left
         say(f"{node} released after {result.seconds_to_release:.1f}s")
+        released_at = time.time()
         landed = wait_for(lambda: _pods_on(kube, job, node) or None, SLACK_SECONDS,
                           "the pinned Job's pod on the released node", 0.5)  # fmt: skip
         result.pinned_landed_after_release = bool(landed)
+        result.seconds_to_land = time.time() - released_at
         result.kept_running_after_release = _kept(kube, namespace, selector, on_node, node)
 
         # 4. A fleet-wide spike: more nodes bad than the cap allows.
