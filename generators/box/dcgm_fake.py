@@ -82,6 +82,32 @@ class Fleet:
     host_label: str
     faults: dict[str, dict[str, int]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    _text: str | None = None  # the last render: values change only when a fault does
+    _generation: int = 0  # bumped by every fault change, so a render racing one is not kept
+
+    def metrics(self) -> str:
+        """render(), cached until the faults change (a render of 72 nodes costs 0.2 s of CPU,
+        every scrape, on a shared 2-core machine)."""
+        with self.lock:
+            text, generation = self._text, self._generation
+        if text is None:
+            text = render(self)
+            with self.lock:
+                if generation == self._generation:
+                    self._text = text
+        return text
+
+    def set_fault(self, node: str, fault: dict[str, int] | None) -> None:
+        """Set (None: clear) the fault of `node`, or of every node when `node` is empty."""
+        with self.lock:
+            if fault is not None:
+                self.faults[node] = fault
+            elif node:
+                self.faults.pop(node, None)
+            else:
+                self.faults.clear()
+            self._text = None
+            self._generation += 1
 
     def to_json(self) -> dict[str, Any]:
         return {"hostLabel": self.host_label,
@@ -213,7 +239,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # http.server's name
         if self.path == "/metrics":
-            self._send(200, render(self.fleet), "text/plain; version=0.0.4; charset=utf-8")
+            self._send(200, self.fleet.metrics(), "text/plain; version=0.0.4; charset=utf-8")
         elif self.path in ("/health", "/healthz"):
             self._send(200, "ok", "text/plain")
         elif self.path == "/faults":
@@ -234,8 +260,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError as err:
             self._send(400, json.dumps({"error": str(err)}))
             return
-        with self.fleet.lock:
-            self.fleet.faults[node] = fault
+        self.fleet.set_fault(node, fault)
         self._send(200, json.dumps({node: fault}))
 
     def do_DELETE(self) -> None:
@@ -243,11 +268,7 @@ class _Handler(BaseHTTPRequestHandler):
         if node is None:
             self._send(404, '{"error": "not found"}')
             return
-        with self.fleet.lock:
-            if node:
-                self.fleet.faults.pop(node, None)
-            else:
-                self.fleet.faults.clear()
+        self.fleet.set_fault(node, None)
         self._send(200, "{}")
 
     def log_message(self, format: str, *args: Any) -> None:
