@@ -17,8 +17,8 @@ NVIDIA/dcgm-exporter (main @1f7abdb):
   has one series of value 0 without `xid`.
 
 Values are a healthy idle GPU (45 C, nothing counted) until a scene sets a fault over HTTP:
-`PUT /faults/<node>` with `{"gpuTemperature": 90}` (every GPU of the node reads it) or
-`{"xid": 79}` (GPU 0 reports that XID once in the window), `DELETE /faults/<node>` or
+`PUT /faults/<node>` with `{"gpuTemperature": 90}` (GPU 0 of the node reads it, the others
+stay healthy) or `{"xid": 79}` (GPU 0 reports that XID once in the window), `DELETE /faults/<node>` or
 `DELETE /faults` for healthy again, `GET /faults` for what is set. A real DaemonSet has one
 exporter per node, scraped per pod; here one process serves every node, scraped as the job
 the rendered queries select (`monitoring.selectors.dcgm`, scrape_job()).
@@ -182,7 +182,7 @@ def _gpu_labels(fleet: Fleet, node: GpuNode, gpu: int) -> list[tuple[str, str]]:
 
 def _value(counter: Counter, fault: Mapping[str, int], gpu: int) -> int:
     if counter.field == TEMPERATURE:
-        return fault.get("gpuTemperature", HEALTHY_CELSIUS)
+        return fault.get("gpuTemperature", HEALTHY_CELSIUS) if gpu == 0 else HEALTHY_CELSIUS
     if counter.field == XID_LAST:
         return fault.get("xid", 0) if gpu == 0 else 0
     return 0  # idle: no clock events, errors, violations, traffic; 0 MiB used
