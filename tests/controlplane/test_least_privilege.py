@@ -24,10 +24,6 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client, config
-
-from tests.gate import conftest as _gate_on_path  # noqa: F401  (puts gate/ on sys.path first)
-
-# isort: split
 from trainyard_gate.controller import TaintEnforcer
 from trainyard_gate.hysteresis import GateState, Thresholds
 from trainyard_gate.metrics import GateMetrics

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from .conftest import GATE_DIR, free_port
+from tests.support import GATE_DIR, free_port
+
 from .test_policy import EXAMPLE
 
 

@@ -25,7 +25,9 @@ from trainyard_gate.metrics import GateMetrics, Health
 from trainyard_gate.policy import Gate, PrometheusEndpoint, Taint, TaintPolicy
 from trainyard_gate.prometheus import PrometheusClient, QueryFailed
 
-from .conftest import GATE_DIR, METRIC, Exporter, free_port
+from tests.support import GATE_DIR, free_port
+
+from .conftest import METRIC, Exporter
 from .test_cli import gate_command, write_inputs
 
 TAINT = Taint("trainyard.dev/overflow-gate", "closed", "NoSchedule")

@@ -12,7 +12,8 @@ import pytest
 from trainyard_gate.health_policy import Cap, Condition, NodeHealthPolicy, Pool, load_policy, parse
 from trainyard_gate.policy import PolicyError, TaintPolicy
 
-from .conftest import GATE_DIR
+from tests.support import GATE_DIR
+
 from .health_example import EXAMPLE
 from .test_cli import gate_command, write_inputs
 from .test_policy import EXAMPLE as TAINT_EXAMPLE

@@ -17,7 +17,9 @@ from trainyard_gate.metrics import GateMetrics
 from trainyard_gate.policy import Gate, PrometheusEndpoint, Taint, TaintPolicy
 from trainyard_gate.prometheus import PrometheusClient, QueryFailed, single_value
 
-from .conftest import METRIC, Exporter, free_port
+from tests.support import free_port
+
+from .conftest import METRIC, Exporter
 
 TAINT = Taint("trainyard.dev/overflow-gate", "closed", "NoSchedule")
 LABELS = (("trainyard.dev/provider", "lambda"), ("type", "virtual-kubelet"))

@@ -254,4 +254,13 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("policy-dcgm-counters-type", "policies/dcgm_counters.py",
              "elif fields[1] not in PROM_TYPES:", "elif False:",
              "dcgm-counters refuses an unknown Prometheus type"),
+    # --- which pods are Kueue's (issue 21 finding 5) ------------------------------------------
+    Mutation("priority-queue-label-always-counts", "generators/components/priorities.py",
+             "    if set(env.kueue.integrations) & set(POD_INTEGRATIONS):\n"
+             "        keys += [QUEUE_LABEL, MANAGED_LABEL]",
+             "    keys += [QUEUE_LABEL, MANAGED_LABEL]",
+             "a plain pod with a queue label is not Kueue's unless a pod-based integration is on"),
+    Mutation("priority-lowest-tier-is-highest", "generators/components/priorities.py",
+             "return min(env.tiers, key=lambda t: t.value)", "return max(env.tiers, key=lambda t: t.value)",
+             "a pod outside Kueue in a training namespace runs at the spec's lowest tier"),
 )

@@ -15,7 +15,7 @@ from celpy.adapter import json_to_cel
 
 from generators import model
 from generators.components.overflow.admission import inference_pod_snippet
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 from .conftest import Obj, one, overflow_envs
 

@@ -6,7 +6,7 @@ import re
 
 from generators import model, yamlemit
 from generators.components.overflow.admission import inference_pod_snippet
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 DOC = (ROOT / "docs" / "overflow.md").read_text(encoding="utf-8")
 

@@ -16,8 +16,8 @@ import yaml
 from generators import model
 from generators.providers import CONTRACTS, PROVIDER_TAINT_KEYS
 from generators.providers.contract import CONFIG_DIR, CREDENTIALS_DIR, SERVING_DIR
-from tests.conftest import ROOT
-from tests.scratch_repo import repo_with, run_cli
+from tests.support import ROOT
+from tests.support.scratch import repo_with, run_cli
 
 from .specs import BASE
 

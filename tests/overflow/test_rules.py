@@ -13,7 +13,7 @@ from trainyard_gate.policy import load as load_taint_policy
 
 from generators import model
 from generators.components.overflow.admission import inference_pod_snippet
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 from .conftest import ENVIRONMENTS, Obj, objects, one, overflow_envs, rendered
 
