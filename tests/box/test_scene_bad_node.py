@@ -35,8 +35,8 @@ from generators.box.dcgm_fake import scrape_job
 from generators.box.kube import Kube
 from generators.box.scenes.bad_node import health_metrics
 from generators.box.state import BOX_DIR_ENV, State
-from tests.conftest import ROOT
 from tests.controlplane.fixtures import require_tools
+from tests.support import ROOT
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
