@@ -73,6 +73,8 @@ class BadNode:
     taint: str = ""
     reasons_annotation: str = ""
     metric_quarantined: float = 0.0  # trainyard_health_quarantined{node,pool,reason}
+    alert: str = ""  # the condition's alert (the same query, for: = the duration)
+    seconds_to_alert: float = 0.0  # from the fault to that alert firing for the node in Prometheus
     kept_running: bool = False  # the training pods on the bad node, same UIDs, still Running
     pinned_refused: str = ""  # why the pinned training Job did not run there (Kueue's message)
     pinned_pods_on_node_while_bad: int = 0
@@ -88,6 +90,8 @@ class BadNode:
     spike_reason: str = ""
     spike_expected: str = ""  # oldest bad first, ties by name: the first of the spike's nodes
     spike_taints: dict[str, str] = field(default_factory=dict)  # node -> taint value
+    spike_alert: str = ""
+    spike_alerted: list[str] = field(default_factory=list)  # nodes the XID alert fires for
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -97,7 +101,8 @@ class BadNode:
     @property
     def ok(self) -> bool:
         return (self.since_after_duration and self.taint == self.reason and self.kept_running
-                and self.metric_quarantined == 1 and self.pinned_pods_on_node_while_bad == 0
+                and self.metric_quarantined == 1 and self.seconds_to_alert > 0
+                and self.pinned_pods_on_node_while_bad == 0
                 and self.seconds_to_release >= self.release_after and self.released_clean
                 and self.pinned_landed_after_release and self.kept_running_after_release
                 and self.spike_ok)  # fmt: skip
@@ -119,6 +124,8 @@ class BadNode:
             + mark(self.since_after_duration and self.taint == self.reason, "NOT AS SPECIFIED"),
             f"  taint {TAINT_KEY}={self.taint}, {REASON_ANNOTATION}={self.reasons_annotation}, "
             f"controller metric quarantined={self.metric_quarantined:g}",
+            f"  alert {self.alert} firing for it after {self.seconds_to_alert:.1f}s"
+            + mark(self.seconds_to_alert > 0, "NO ALERT"),
             f"  training pods on it kept running: {self.kept_running}" + mark(self.kept_running, "EVICTED"),
             f"  a training Job pinned to it: {self.pinned_pods_on_node_while_bad} pod(s) there; "
             f"Kueue: {self.pinned_refused or '-'}"
@@ -135,6 +142,8 @@ class BadNode:
             f"held back {self.spike_held_back:g} (cap: pool {self.pool_cap}, fleet {self.fleet_cap}); "
             f"quarantined: {', '.join(f'{n}={v}' for n, v in sorted(self.spike_taints.items())) or '-'}"
             + mark(self.spike_ok, "CAP BROKEN"),
+            f"  alert {self.spike_alert} firing for {len(self.spike_alerted)} node(s): "
+            f"{', '.join(self.spike_alerted) or '-'} (the cap, not the alert, picks who goes)",
             *self.notes,
         ]  # fmt: skip
 
@@ -278,7 +287,15 @@ def _passes_after(metrics_url: str, moment: float, passes: int, timeout: float) 
     wait_for(done, timeout, f"{passes} health controller passes", 0.5)
 
 
-def bad_node(kube: Kube, env: Environment, processes: list[Any], say: Say) -> BadNode:
+def firing(prometheus: str, alert: str) -> list[str]:
+    """The nodes `alert` fires for in Prometheus now (its rendered rules, evaluated there)."""
+    with urllib.request.urlopen(f"{prometheus}/api/v1/alerts", timeout=10) as response:
+        alerts = json.load(response)["data"]["alerts"]
+    return sorted(a["labels"].get("node", "") for a in alerts
+                  if a["labels"].get("alertname") == alert and a.get("state") == "firing")  # fmt: skip
+
+
+def bad_node(kube: Kube, env: Environment, processes: list[Any], prometheus: str, say: Say) -> BadNode:
     """Run the scene (module docstring); remove what it created and heal every node after."""
     assert env.health is not None and env.health.controller is not None, "backend trainyard only"
     controller = env.health.controller
@@ -327,6 +344,10 @@ def bad_node(kube: Kube, env: Environment, processes: list[Any], say: Say) -> Ba
         key = f'{QUARANTINED}{{node="{node}",pool="{pool.name}",reason="{temperature.reason}"}}'
         result.metric_quarantined = health_metrics(metrics_url).get(key, 0.0)
         say(f"{node} quarantined after {result.seconds_to_quarantine:.1f}s")
+        result.alert = temperature.alert
+        wait_for(lambda: node in firing(prometheus, temperature.alert), SLACK_SECONDS,
+                 f"{temperature.alert} firing for {node}", 0.5)  # fmt: skip
+        result.seconds_to_alert = time.time() - began
 
         # 2. A training Job pinned to the node does not run there; the training pods stay.
         job = kube.create(_pinned_job(f"pinned-{run}", namespace, queue, pool, tier, node))
@@ -375,6 +396,13 @@ def bad_node(kube: Kube, env: Environment, processes: list[Any], say: Say) -> Ba
         tainted = _quarantined(kube, pool)
         result.spike_quarantined, result.spike_expected = len(tainted), spike[0]
         result.spike_taints = {name: _taint(kube.get("v1", "Node", name)) or "" for name in tainted}
+        result.spike_alert = xid.alert
+
+        def alerted() -> list[str] | None:
+            nodes = firing(prometheus, xid.alert)
+            return nodes if set(nodes) >= set(spike) else None
+
+        result.spike_alerted = wait_for(alerted, SLACK_SECONDS, f"{xid.alert} firing for the spike", 0.5)
         say(f"spike: {len(spike)} bad, {result.spike_quarantined} quarantined, "
             f"held back {result.spike_held_back:g}")
         return result
