@@ -49,8 +49,9 @@ def _gang_placement(context: SceneContext) -> SceneResult:
 def _bad_node(context: SceneContext) -> SceneResult:
     from generators.box.scenes import bad_node
 
-    return bad_node.bad_node(context.kube, context.env, context.state.processes, context.state.prometheus,
-                             context.say)
+    state = context.state
+    return bad_node.bad_node(context.kube, context.env, state.processes, state.prometheus, context.folder,
+                             state.cluster, context.say)
 
 
 # name -> scene; the CLI's `box scene NAME` choices, in this order.

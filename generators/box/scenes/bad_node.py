@@ -12,13 +12,15 @@ gpu-health) reading the box's Prometheus, Kueue's topology-aware admission and
 kube-scheduler placing pods, the descheduler (evicting) and the node lifecycle controller
 leaving them alone.
 
-The long-running training pods are a Deployment, not a Job: the box's KWOK completes a Job's
-pods as soon as they run (its `pod-complete` Stage, docs/controlplane.md), so a Job cannot be
-held running while its node goes bad. The pods are training pods all the same (a training
-namespace, the default training tier, the pool's taints tolerated). What must not land on the
-bad node is a real training Job through the team's queue, pinned to the node
-(`kubernetes.io/hostname`), half a node big so the node has room for it: while the node is
-quarantined it must not run there; once released it must (which shows it was the taint).
+The running training is a Job through the team's topology queue (3 pods of half a node,
+placed by Kueue and the scheduler), held Running by the box's KWOK `pod-complete` Stage for its
+`trainyard.dev/box-run-for` annotation. On a box whose KWOK completes Job pods at once (no such
+Stage in its configuration) the scene falls back to a class-less Deployment's pods in the same
+namespace (the rendered policy gives them the outside-Kueue tier) and says so. The bad node is
+one holding a single trainer, so half of it is free. What must not land there is a second
+training Job through the queue, pinned to the node (`kubernetes.io/hostname`), half a node
+big: while the node is quarantined it must not run there; once released it must (which
+shows it was the taint).
 
 Durations are the environment's as the box rendered it: run on a box brought up with
 `--speed X` to see a release in minutes (staging at --speed 30: quarantine after 10 s, release
@@ -35,11 +37,13 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from generators.box import dcgm_fake
+from generators.box.cluster import Cluster
 from generators.box.kube import Kube, Obj, is_true, wait_for
 from generators.box.nodes import HOSTNAME
 from generators.model.health import REASON_ANNOTATION, SINCE_ANNOTATION, TAINT_KEY, Condition, Controller
@@ -50,7 +54,9 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 SCENE_LABEL = "trainyard.dev/box-scene"
 HEALTH_PROCESS = "gpu-health"  # the rendered Deployment's name: the box's process name
-TRAINERS = 4  # training pods across the pool, one per node
+TRAINERS = 3  # training pods of half a node: on two nodes or three, one node keeps room for a fourth
+RUN_FOR = "trainyard.dev/box-run-for"  # the box's pod-complete Stage holds a Job pod Running this long
+RUN_FOR_VALUE = "1h"  # longer than the scene; it deletes the Job when done
 SLACK_SECONDS = 120  # each reaction beyond the spec's own durations, on 2 busy cores
 HOT_ABOVE_LIMIT = 7  # degrees above gpuTempLimitCelsius the bad GPU reads
 QUARANTINED = "trainyard_health_quarantined"
@@ -68,6 +74,7 @@ class BadNode:
     fleet_cap: int
     node: str = ""
     trainers: list[str] = field(default_factory=list)  # the nodes of the running training pods
+    trainers_kind: str = ""  # what runs them: a queued training Job, or (fallback) a Deployment
     seconds_to_quarantine: float = 0.0
     since_after_duration: bool = False  # the `since` annotation is at least the duration after the fault
     taint: str = ""
@@ -117,7 +124,7 @@ class BadNode:
             return "  OK" if good else f"  {bad}"
 
         return [
-            f"pool {self.pool}: training pods running on {', '.join(self.trainers)}",
+            f"pool {self.pool}: {self.trainers_kind} running on {', '.join(self.trainers)}",
             f"{self.node}: a GPU at the limit + {HOT_ABOVE_LIMIT} C; quarantined after "
             f"{self.seconds_to_quarantine:.1f}s ({self.reason} quarantineAfterSeconds "
             f"{self.quarantine_after})"
@@ -212,21 +219,22 @@ def _gpus(pool: Pool, share: int) -> dict[str, str]:
     return {pool.gpu_resource: count}
 
 
-def _pod_spec(pool: Pool, tier: str, image: str, share: int) -> Obj:
+def _pod_spec(pool: Pool, tier: str | None, image: str, share: int) -> Obj:
     tolerations = [{"key": t.key, "operator": "Equal", "value": t.value or "", "effect": t.effect}
                    for t in pool.taints]  # fmt: skip
     gpus = _gpus(pool, share)
-    return {"priorityClassName": tier, "tolerations": tolerations,
+    return {**({"priorityClassName": tier} if tier else {}), "tolerations": tolerations,
             "nodeSelector": dict(pool.node_labels),
             "containers": [{"name": "main", "image": image,
                             "resources": {"requests": {**gpus, "cpu": "1", "memory": "1Gi"},
                                           "limits": gpus}}]}  # fmt: skip
 
 
-def _trainers(name: str, namespace: str, pool: Pool, tier: str) -> Obj:
-    """Long-running training pods, one per node (required anti-affinity), half a node each."""
+def _deployment(name: str, namespace: str, pool: Pool) -> Obj:
+    """The fallback for a box whose KWOK completes Job pods at once: class-less pods (the
+    rendered policy gives them the outside-Kueue tier), one per node, half a node each."""
     labels = {SCENE_LABEL: name}
-    spec = _pod_spec(pool, tier, "registry.example/trainer:1", 2)
+    spec = _pod_spec(pool, None, "registry.example/trainer:1", 2)
     spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchLabels": labels}, "topologyKey": HOSTNAME}]}}
     return {"apiVersion": "apps/v1", "kind": "Deployment",
@@ -235,16 +243,27 @@ def _trainers(name: str, namespace: str, pool: Pool, tier: str) -> Obj:
                      "template": {"metadata": {"labels": labels}, "spec": spec}}}  # fmt: skip
 
 
-def _pinned_job(name: str, namespace: str, queue: str, pool: Pool, tier: str, node: str) -> Obj:
-    """A training Job through the team's queue, one pod of half a node, pinned to `node`."""
+def _job(name: str, namespace: str, queue: str, pool: Pool, tier: str, pods: int,
+         node: str | None = None) -> Obj:  # fmt: skip
+    """A training Job through the team's queue: `pods` pods of half a node, held Running by
+    the box's pod-complete Stage for RUN_FOR_VALUE; pinned to `node` if given."""
     spec = _pod_spec(pool, tier, "registry.example/trainer:1", 2)
     spec["restartPolicy"] = "Never"
-    spec["nodeSelector"] = {**spec["nodeSelector"], HOSTNAME: node}
+    if node:
+        spec["nodeSelector"] = {**spec["nodeSelector"], HOSTNAME: node}
     labels = {QUEUE_LABEL: queue, PRIORITY_LABEL: tier, SCENE_LABEL: name}
+    template = {"labels": {SCENE_LABEL: name}, "annotations": {RUN_FOR: RUN_FOR_VALUE}}
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "spec": {"suspend": True, "parallelism": 1, "completions": 1,
-                     "template": {"metadata": {"labels": {SCENE_LABEL: name}}, "spec": spec}}}  # fmt: skip
+            "spec": {"suspend": True, "parallelism": pods, "completions": pods,
+                     "template": {"metadata": template, "spec": spec}}}  # fmt: skip
+
+
+def holds_job_pods(folder: Path, cluster: str) -> bool:
+    """Whether the box's KWOK holds a Job pod Running for its RUN_FOR annotation: its Stages
+    (the kwok-controller's configuration kwokctl wrote) read the annotation."""
+    config = Cluster(cluster, folder / "kwok").folder / "kwok.yaml"
+    return config.is_file() and RUN_FOR in config.read_text(encoding="utf-8")
 
 
 def _workload_of(kube: Kube, job: Obj) -> Obj | None:
@@ -295,7 +314,8 @@ def firing(prometheus: str, alert: str) -> list[str]:
                   if a["labels"].get("alertname") == alert and a.get("state") == "firing")  # fmt: skip
 
 
-def bad_node(kube: Kube, env: Environment, processes: list[Any], prometheus: str, say: Say) -> BadNode:
+def bad_node(kube: Kube, env: Environment, processes: list[Any], prometheus: str, folder: Path, cluster: str,
+             say: Say) -> BadNode:  # fmt: skip
     """Run the scene (module docstring); remove what it created and heal every node after."""
     assert env.health is not None and env.health.controller is not None, "backend trainyard only"
     controller = env.health.controller
@@ -313,8 +333,15 @@ def bad_node(kube: Kube, env: Environment, processes: list[Any], prometheus: str
     try:
         exporter.heal()
         wait_for(lambda: not _quarantined(kube, pool), cool, f"no node of {pool.name} quarantined before")
-        trainers = kube.create(_trainers(f"trainer-{run}", namespace, pool, tier))
-        created.append(("apps/v1", "Deployment", trainers["metadata"]["name"]))
+        if holds_job_pods(folder, cluster):
+            trainers = kube.create(_job(f"trainer-{run}", namespace, queue, pool, tier, TRAINERS))
+            created.append(("batch/v1", "Job", trainers["metadata"]["name"]))
+            result.trainers_kind = f"a training Job through queue {queue} ({TRAINERS} pods of half a node)"
+        else:
+            trainers = kube.create(_deployment(f"trainer-{run}", namespace, pool))
+            created.append(("apps/v1", "Deployment", trainers["metadata"]["name"]))
+            result.trainers_kind = (f"{TRAINERS} class-less Deployment pods (this box's KWOK completes "
+                                    f"Job pods at once: no {RUN_FOR} Stage)")  # fmt: skip
         selector = f"{SCENE_LABEL}=trainer-{run}"
 
         def all_running() -> dict[str, tuple[str, str]] | None:
@@ -324,7 +351,8 @@ def bad_node(kube: Kube, env: Environment, processes: list[Any], prometheus: str
 
         before = wait_for(all_running, SLACK_SECONDS, f"{TRAINERS} training pods running")
         result.trainers = sorted(node for node, _ in before.values())
-        result.node = node = result.trainers[0]
+        # a node with one trainer: half of it is free, for the pinned Job below
+        result.node = node = next(n for n in result.trainers if result.trainers.count(n) == 1)
         on_node = {uid for uid, (where, _) in before.items() if where == node}
         say(f"training pods on {', '.join(result.trainers)}; {node} goes bad")
 
@@ -350,7 +378,7 @@ def bad_node(kube: Kube, env: Environment, processes: list[Any], prometheus: str
         result.seconds_to_alert = time.time() - began
 
         # 2. A training Job pinned to the node does not run there; the training pods stay.
-        job = kube.create(_pinned_job(f"pinned-{run}", namespace, queue, pool, tier, node))
+        job = kube.create(_job(f"pinned-{run}", namespace, queue, pool, tier, 1, node))
         created.append(("batch/v1", "Job", job["metadata"]["name"]))
         result.pinned_refused = wait_for(lambda: _refusal(kube, job), SLACK_SECONDS,
                                          "Kueue's verdict on the pinned Job")  # fmt: skip
