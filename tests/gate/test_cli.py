@@ -19,7 +19,7 @@ import requests
 
 from tests.support import GATE_DIR, free_port
 
-from .test_policy import EXAMPLE
+from .overflow.test_policy import EXAMPLE
 
 
 def write_inputs(tmp_path: Path, policy_text: str = EXAMPLE) -> tuple[Path, Path]:

@@ -26,11 +26,11 @@ from pathlib import Path
 import pytest
 import yaml
 from kubernetes import client
-from trainyard_gate.controller import TaintEnforcer
-from trainyard_gate.hysteresis import GateState
-from trainyard_gate.metrics import GateMetrics
-from trainyard_gate.nodes import KubeNodes
-from trainyard_gate.policy import Gate, parse
+from trainyard_gate.overflow.controller import TaintEnforcer
+from trainyard_gate.overflow.hysteresis import GateState
+from trainyard_gate.overflow.metrics import GateMetrics
+from trainyard_gate.overflow.policy import Gate, parse
+from trainyard_gate.runtime.nodes import KubeNodes
 
 from tests.controlplane.daemon import Daemon, free_port
 from tests.controlplane.kube import Kube, wait_for

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 from trainyard_gate.main import parse_args
-from trainyard_gate.policy import parse
+from trainyard_gate.overflow.policy import parse
 
 from tests.support import ROOT
 

@@ -31,11 +31,11 @@ from typing import Any
 
 import pytest
 import yaml
-from trainyard_gate.controller import GateEvaluator
-from trainyard_gate.hysteresis import GateState
-from trainyard_gate.metrics import GateMetrics
-from trainyard_gate.policy import TaintPolicy, parse
-from trainyard_gate.prometheus import QueryFailed, single_value
+from trainyard_gate.overflow.controller import GateEvaluator
+from trainyard_gate.overflow.hysteresis import GateState
+from trainyard_gate.overflow.metrics import GateMetrics
+from trainyard_gate.overflow.policy import TaintPolicy, parse
+from trainyard_gate.runtime.prometheus import QueryFailed, single_value
 
 from generators import model
 from tests.gate import prod_shape

@@ -41,11 +41,11 @@ from typing import Any
 
 import pytest
 import yaml
-from trainyard_gate.health_policy import Condition
-from trainyard_gate.health_policy import parse as parse_health
-from trainyard_gate.policy import PrometheusEndpoint
-from trainyard_gate.policy import parse as parse_gate
-from trainyard_gate.prometheus import PrometheusClient
+from trainyard_gate.health.policy import Condition
+from trainyard_gate.health.policy import parse as parse_health
+from trainyard_gate.overflow.policy import parse as parse_gate
+from trainyard_gate.runtime.prometheus import PrometheusClient
+from trainyard_gate.runtime.reader import PrometheusEndpoint
 
 from generators.layout import environment_names
 from generators.promql_ast import parse, selectors

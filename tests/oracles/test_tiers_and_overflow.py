@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from generators.components.overflow.admission import inference_pod_snippet
+from generators.components.overflow.inference import inference_pod_snippet
 from generators.model import Environment
 from tests.oracles.spec import Objects, environment, oracle_spec, rendered
 

@@ -114,7 +114,7 @@ def test_the_deployment_and_config_match_the_providers_program(rendered: tuple[s
 
 
 def test_inference_tolerates_each_shipped_providers_real_taint() -> None:
-    from generators.components.overflow.admission import inference_pod_snippet
+    from generators.components.overflow.inference import inference_pod_snippet
 
     for env in ("prod", "staging"):
         ov = model.load(ROOT, env).overflow

@@ -54,8 +54,15 @@ def _bad_node(context: SceneContext) -> SceneResult:
                              state.cluster, context.say)
 
 
+def _immutable_change(context: SceneContext) -> SceneResult:
+    from generators.box.scenes import immutable_change
+
+    return immutable_change.run(context)
+
+
 # name -> scene; the CLI's `box scene NAME` choices, in this order.
 SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "gang-placement": _gang_placement,
     "bad-node": _bad_node,
+    "immutable-change": _immutable_change,
 }
