@@ -52,6 +52,14 @@ def _day_in_the_life(context: SceneContext) -> SceneResult:
     return day_in_the_life.day_in_the_life(context)
 
 
+def _bad_node(context: SceneContext) -> SceneResult:
+    from generators.box.scenes import bad_node
+
+    state = context.state
+    return bad_node.bad_node(context.kube, context.env, state.processes, state.prometheus, context.folder,
+                             state.cluster, context.say)
+
+
 def _immutable_change(context: SceneContext) -> SceneResult:
     from generators.box.scenes import immutable_change
 
@@ -62,5 +70,6 @@ def _immutable_change(context: SceneContext) -> SceneResult:
 SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "day-in-the-life": _day_in_the_life,
     "gang-placement": _gang_placement,
+    "bad-node": _bad_node,
     "immutable-change": _immutable_change,
 }
