@@ -46,7 +46,14 @@ def _gang_placement(context: SceneContext) -> SceneResult:
     return gang_placement.gang_placement(context.kube, context.env)
 
 
+def _inference_scales(context: SceneContext) -> SceneResult:
+    from generators.box.scenes import inference_scales
+
+    return inference_scales.inference_scales(context.kube, context.env, context.folder, context.say)
+
+
 # name -> scene; the CLI's `box scene NAME` choices, in this order.
 SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "gang-placement": _gang_placement,
+    "inference-scales": _inference_scales,
 }
