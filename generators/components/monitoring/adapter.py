@@ -60,9 +60,11 @@ NAMESPACE_LABEL = "namespace"  # the label Prometheus (operator) gives a scraped
 # Upstream's deploy/manifests/deployment.yaml: relist every minute (the default is 10m, so
 # a new metric would take up to 10 minutes to be served).
 RELIST_INTERVAL = "1m"
-# Upstream's requests (deploy/manifests/deployment.yaml); the memory limit is ours (the
-# workloads policy requires one): the lister holds one entry per series name and rule.
-RESOURCES: dict[str, Any] = {"requests": {"cpu": "102m", "memory": "180Mi"}, "limits": {"memory": "512Mi"}}
+# Upstream's requests (deploy/manifests/deployment.yaml); the limits are ours (the
+# workloads policy requires a memory limit, kube-score a CPU one, as every Deployment here
+# has): the lister holds one entry per series name and rule, queries are one per HPA sync.
+RESOURCES: dict[str, Any] = {"requests": {"cpu": "102m", "memory": "180Mi"},
+                             "limits": {"cpu": "1", "memory": "512Mi"}}  # fmt: skip
 NOBODY_UID = 65534  # the image's USER (Dockerfile:21)
 POD_SECURITY: dict[str, Any] = {
     "runAsNonRoot": True, "runAsUser": NOBODY_UID, "runAsGroup": NOBODY_UID,
@@ -128,6 +130,7 @@ def generate(env: Environment) -> list[Obj]:
                config_sha256=hashlib.sha256(text.encode()).hexdigest(), resources=RESOURCES,
                pod_security=POD_SECURITY, container_security=CONTAINER_SECURITY,
                priority_class=PRIORITY_CLASS),
+        render("monitoring/adapter-pdb.yaml.j2", name=NAME, namespace=namespace),
         render("monitoring/adapter-apiservice.yaml.j2", name=APISERVICE_NAME, group=GROUP,
                version=API_VERSION, service=NAME, namespace=namespace, port=SERVICE_PORT),
     ]
