@@ -1,4 +1,4 @@
-"""`box up ENV --scale N`: the environment with its node counts divided, as a spec, rendered.
+"""`box up ENV --scale N [--speed X]`: the environment with its node counts divided, as a spec.
 
 The scaled copy is a spec, never a patch of rendered/: environments/ is copied into a temp
 checkout, each pool's `nodes` and `reserveNodes` and the health cap's `maxNodes` are divided
@@ -6,7 +6,8 @@ by N there (rounded up: a pool keeps at least one node, a reserve stays a reserv
 percentage that would round to no node is raised to the smallest that allows one), and the
 real generators load, validate and render that copy. So quotas, caps and queue sizes follow
 the smaller fleet exactly as they would if a user wrote it. Rejections of the scaled spec
-are the generators' own one-line errors, naming the scaled file.
+are the generators' own one-line errors, naming the scaled file. `--speed` divides the
+controller durations of that copy (generators/box/speed.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from generators.box.speed import sped_up
 from generators.layout import ENV_DIR
 
 
@@ -55,8 +57,21 @@ def scaled_spec(text: str, scale: int, source: str) -> str:
     return header + yaml.safe_dump(document, sort_keys=False)
 
 
-def scaled_checkout(root: Path, name: str, scale: int, folder: Path) -> Path:
-    """A checkout in `folder` holding environments/ with `name` scaled; returns its root."""
+def sped_spec(root: Path, name: str, speed: int, source: str) -> str:
+    """Environment `name` of the checkout `root`, merged over its `extends:` chain with its
+    defaults filled in and its durations divided by `speed`, as one self-contained file."""
+    from generators.spec.load import load_document
+    from generators.spec.schema import apply_defaults
+
+    value = sped_up(apply_defaults(load_document(root, name).value), speed)
+    header = (f"# {source} merged over its extends: chain, defaults written out, controller durations "
+              f"divided by {speed} (generate.py box up --speed {speed})\n")
+    return header + yaml.safe_dump(value, sort_keys=False)
+
+
+def scaled_checkout(root: Path, name: str, scale: int, folder: Path, speed: int = 1) -> Path:
+    """A checkout in `folder` holding environments/ with `name` scaled (and sped up); returns
+    its root."""
     if scale < 1:
         raise ScaleError(f"--scale must be a positive integer, not {scale}")
     shutil.rmtree(folder, ignore_errors=True)
@@ -67,4 +82,6 @@ def scaled_checkout(root: Path, name: str, scale: int, folder: Path) -> Path:
     if scale > 1:
         path.write_text(scaled_spec(path.read_text(encoding="utf-8"), scale, f"{ENV_DIR}/{name}.yaml"),
                         encoding="utf-8")  # fmt: skip
+    if speed > 1:
+        path.write_text(sped_spec(folder, name, speed, f"{ENV_DIR}/{name}.yaml"), encoding="utf-8")
     return folder

@@ -39,6 +39,7 @@ class State:
     env: str
     scale: int
     cluster: str  # kwokctl cluster name
+    speed: int = 1  # controller durations divided by this (generators/box/speed.py)
     kubeconfig: str = ""
     prometheus: str = ""  # its URL, once it runs
     processes: list[Process] = field(default_factory=list)

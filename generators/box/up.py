@@ -94,14 +94,17 @@ def cluster_of(env_name: str, folder: Path) -> Cluster:
     return Cluster(f"trainyard-{env_name}", folder / "kwok")
 
 
-def rendered(root: Path, env_name: str, scale: int, folder: Path) -> tuple[Environment, list[RenderedFile]]:
-    """The environment and every file `generate.py render` writes for it (scaled: of the copy)."""
-    source = scaled_checkout(root, env_name, scale, folder / "scaled") if scale > 1 else root
+def rendered(root: Path, env_name: str, scale: int, folder: Path,
+             speed: int = 1) -> tuple[Environment, list[RenderedFile]]:  # fmt: skip
+    """The environment and every file `generate.py render` writes for it (scaled or sped up:
+    of the copy, generators/box/scale.py)."""
+    copied = scale > 1 or speed > 1
+    source = scaled_checkout(root, env_name, scale, folder / "scaled", speed) if copied else root
     env = load(source, env_name)
     return env, render_tree(env)
 
 
-def up(root: Path, env_name: str, scale: int = 1, say: Say = print) -> Box:
+def up(root: Path, env_name: str, scale: int = 1, speed: int = 1, say: Say = print) -> Box:
     """Bring the box of `env_name` up (see the module docstring); `down` it on any failure."""
     folder = run_dir(env_name)
     existing = State.load(folder)
@@ -109,9 +112,9 @@ def up(root: Path, env_name: str, scale: int = 1, say: Say = print) -> Box:
         raise BoxError(f"a box for {env_name} is already up or half-built in {folder}; "
                        f"run: generate.py box down {env_name}")  # fmt: skip
     began = time.monotonic()
-    env, files = rendered(root, env_name, scale, folder)
+    env, files = rendered(root, env_name, scale, folder, speed)
     cluster = cluster_of(env_name, folder)
-    state = State(env=env_name, scale=scale, cluster=cluster.name)
+    state = State(env=env_name, scale=scale, cluster=cluster.name, speed=speed)
     state.save(folder)
     try:
         box = _build(env, files, cluster, state, folder, say)

@@ -1,4 +1,4 @@
-"""`box up ENV [--scale N]`, `box down ENV`, `box kubeconfig ENV`, `box scene NAME ENV`: the
+"""`box up ENV [--scale N] [--speed X]`, `box down ENV`, `box kubeconfig ENV`, `box scene NAME ENV`: the
 environment on a local cluster whose controllers are real (docs/controlplane.md, "Cluster in a
 box")."""
 
@@ -25,6 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scale", type=int, default=1, metavar="N",
                         help="up only: divide the environment's node counts by N (a scaled copy of "
                              "the spec is rendered; quotas follow)")
+    parser.add_argument("--speed", type=int, default=1, metavar="X",
+                        help="up only: divide the environment's controller durations by X (gate hold "
+                             "times, descheduler cycle and minPodAge, health durations, alert windows; "
+                             "a sped-up copy of the spec is rendered)")
 
 
 def _usage(message: str) -> int:
@@ -44,6 +48,10 @@ def run(args: argparse.Namespace) -> int:
         return _usage(f"--scale must be a positive integer, not {args.scale}")
     if args.scale != 1 and args.action != "up":
         return _usage("--scale applies to `box up` only")
+    if args.speed < 1:
+        return _usage(f"--speed must be a positive integer, not {args.speed}")
+    if args.speed != 1 and args.action != "up":
+        return _usage("--speed applies to `box up` only (a scene runs at the speed the box came up with)")
     try:
         import cryptography  # noqa: F401
         import kubernetes  # noqa: F401
@@ -68,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if scene is not None:
             return _scene(args, scene)
-        box = up(args.root, args.env, args.scale, say=lambda line: print(line, file=sys.stderr))
+        box = up(args.root, args.env, args.scale, args.speed, say=lambda line: print(line, file=sys.stderr))
     except (BoxError, ToolNotInstalled) as err:
         print(f"generate.py box: error: {err}", file=sys.stderr)
         return 1
@@ -95,7 +103,7 @@ def _scene(args: argparse.Namespace, name: str) -> int:
     state = State.load(folder)
     assert state is not None  # kubeconfig() below refuses a box that is not up
     path = kubeconfig(args.env)
-    env, _ = rendered(args.root, args.env, state.scale, folder)
+    env, _ = rendered(args.root, args.env, state.scale, folder, state.speed)
     kube = Kube(path, folder / "scene-discovery.json")
     try:
         context = SceneContext(kube, env, state, folder, lambda line: print(line, file=sys.stderr))

@@ -293,6 +293,27 @@ def apply_defaults(value: dict[str, Any]) -> dict[str, Any]:
     return _fill(root, value, root["$id"])  # type: ignore[no-any-return]
 
 
+def subschema(path: tuple[str, ...]) -> dict[str, Any]:
+    """The schema of the value at `path` (mapping keys; "*" for a list item or a mapping's
+    value), $refs resolved; {} where the schema does not say."""
+    schema, base = _root(), _root()["$id"]
+    for key in path:
+        while "$ref" in schema:
+            resolved, base = _resolve(schema["$ref"], base)
+            schema = {**resolved, **{k: v for k, v in schema.items() if k != "$ref"}}
+        if key == "*":
+            nested = schema.get("items") or schema.get("additionalProperties")
+        else:
+            nested = schema.get("properties", {}).get(key)
+        if not isinstance(nested, dict):
+            return {}
+        schema = nested
+    while "$ref" in schema:
+        resolved, base = _resolve(schema["$ref"], base)
+        schema = {**resolved, **{k: v for k, v in schema.items() if k != "$ref"}}
+    return schema
+
+
 def _resolve(ref: str, base: str) -> tuple[dict[str, Any], str]:
     """The subschema a $ref names, and the $id of the file it is in. Our schemas refer to
     `#/$defs/x` in their own file or to a whole sibling file (`overflow.schema.json`)."""

@@ -6,6 +6,7 @@ should not) and a metric shows it.
 - a wrong taint value on the gate's key;
 - a selector that matches no node;
 - a virtual node recreated while the gate was down (the rendered MutatingAdmissionPolicy);
+- a virtual node registered before that policy took effect (closed by its first update);
 - two gate processes at once: one Lease holder acts, the other stands by, and takes over.
 """
 
@@ -160,6 +161,57 @@ def test_a_node_recreated_while_the_gate_was_down_comes_back_closed(
     assert enforcer.enforce(gate, GateState.OPEN)
     api.patch_node(node, {"metadata": {"annotations": {"refreshed": "yes"}}})
     assert not any(t["key"] == gate.taint.key for t in node_taints(api, node))
+
+
+def test_a_node_registered_before_the_policy_acts_is_closed_by_its_first_update(
+    kube: Kube, api: client.CoreV1Api
+) -> None:
+    # The cluster in a box caught it: policies act 1 to 3 s after they are created, vk-mock
+    # registered in that window without label or gate taint, the node lifecycle controller's
+    # update then added the label only, and the gate adopted "open" at start-up. Now the first
+    # update of a node without the provider label also closes it.
+    objects = environment_objects(REPO_ROOT, "staging")
+    policy = [o for o in objects if o["metadata"]["name"] == "trainyard-virtual-node-labels"]  # and binding
+    [config_map] = [o for o in objects
+                    if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "overflow-gate"]  # fmt: skip
+    [gate] = parse(config_map["data"]["policy.yaml"], "staging policy").gates
+    node = f"vk-{gate.name}"
+    probe = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}
+
+    def acting() -> bool:  # what a create of this node would get, now
+        taints = (kube.create(probe, dry_run=True).get("spec") or {}).get("taints") or []
+        return any(t["key"] == gate.taint.key for t in taints)
+
+    for obj in reversed(policy):  # another test may have left it in place
+        kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"])
+    wait_for(lambda: not acting(), 30, "the MutatingAdmissionPolicy no longer acting")
+    provider_taint = {"key": "virtual-kubelet.io/provider", "value": gate.name, "effect": "NoSchedule"}
+    meta = {"name": node, "labels": {"type": "virtual-kubelet"}}
+    kube.create({"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": {"taints": [provider_taint]}})
+    try:
+        assert not any(t["key"] == gate.taint.key for t in node_taints(api, node))  # the race, as it was
+        for obj in policy:
+            kube.apply(obj)
+
+        def update_closes() -> bool:  # a dry-run update shows the policy's effect on this node
+            updated = api.patch_node(node, {"metadata": {"annotations": {"probe": "yes"}}}, dry_run="All")
+            return any(t.key == gate.taint.key for t in ((updated.spec and updated.spec.taints) or []))
+
+        wait_for(update_closes, 30, "the policy acting on updates")
+        api.patch_node(node, {"metadata": {"annotations": {"refreshed": "yes"}}})  # e.g. the NLC's update
+        stored = api.read_node(node).metadata
+        assert ((stored and stored.labels) or {}).get("trainyard.dev/provider") == gate.name
+        closed = [t for t in node_taints(api, node) if t["key"] == gate.taint.key]
+        assert closed == [{"key": gate.taint.key, "value": "closed", "effect": "NoSchedule"}]
+        metrics = GateMetrics([gate.name])
+        enforcer = TaintEnforcer(KubeNodes(api), metrics, dry_run=False)
+        assert enforcer.initial_states([gate]) == {gate.name: GateState.CLOSED}
+        # Once labelled, an update never closes it again: an opened gate stays open.
+        assert enforcer.enforce(gate, GateState.OPEN)
+        api.patch_node(node, {"metadata": {"annotations": {"refreshed": "again"}}})
+        assert not any(t["key"] == gate.taint.key for t in node_taints(api, node))
+    finally:
+        kube.delete("v1", "Node", node)
 
 
 def node_taints(api: client.CoreV1Api, node: str) -> list[dict[str, str]]:

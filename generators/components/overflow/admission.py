@@ -41,15 +41,26 @@ def _cel(value: Any) -> str:
 
 
 def gate_taint_patch(ov: Overflow) -> str:
-    """JSONPatch CEL adding the closed gate taint to a node being created, unless it already
-    has the gate's key with NoSchedule. spec.taints is an atomic list: an ApplyConfiguration
-    would replace the provider's own taints, a JSONPatch "add .../-" appends."""
+    """JSONPatch CEL adding the closed gate taint to a node this policy sees for the first
+    time, unless it already has the gate's key with NoSchedule. spec.taints is an atomic
+    list: an ApplyConfiguration would replace the provider's own taints, a JSONPatch
+    "add .../-" appends.
+
+    "First time" is a CREATE, or an UPDATE of a node that does not carry the provider label
+    yet: the node was registered before the policy took effect (policies act 1 to 3 s after
+    they are created, and a virtual-kubelet can register in that window; the cluster in a box
+    caught it: the gate then adopted "open" at start-up and kept vk-mock open). That first
+    UPDATE (the node lifecycle controller lifting node.kubernetes.io/not-ready, at the latest)
+    closes it. Later updates never re-add it: the label is there, so an opened gate stays
+    open."""
     taint = (f"Object.spec.taints{{key: {_cel(ov.gate.taint_key)}, value: {_cel(GATE_TAINT_VALUE)}, "
              "effect: 'NoSchedule'}")
     has_taints = "has(object.spec) && has(object.spec.taints)"
     present = (f"({has_taints} && object.spec.taints.exists(t, t.key == {_cel(ov.gate.taint_key)} "
                "&& t.effect == 'NoSchedule'))")
-    return (f"request.operation != 'CREATE' || {present} ? [] : "
+    labelled = (f"(request.operation == 'UPDATE' && has(oldObject.metadata.labels) && "
+                f"{_cel(PROVIDER_LABEL)} in oldObject.metadata.labels)")
+    return (f"{labelled} || {present} ? [] : "
             f"{has_taints} ? [JSONPatch{{op: 'add', path: '/spec/taints/-', value: {taint}}}] : "
             f"has(object.spec) ? [JSONPatch{{op: 'add', path: '/spec/taints', value: [{taint}]}}] : "
             f"[JSONPatch{{op: 'add', path: '/spec', value: Object.spec{{taints: [{taint}]}}}}]")
