@@ -21,6 +21,8 @@ the Deployment's and its ReplicaSet's replicas, and where kube-scheduler bound e
 (in-cluster, or vk-<provider> once the gate controller opened it). It passes when the HPA
 asked for `target`, the ReplicaSet made them, the pool holds one per node and the rest run
 on the virtual nodes. It removes the Deployment and the exporter's target at the end.
+It expects the inference pool's GPUs free when it starts (a fresh box): a training job
+borrowing them would leave fewer in-cluster replicas than the pool's node count.
 """
 
 from __future__ import annotations
