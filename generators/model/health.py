@@ -88,7 +88,7 @@ class Cap:
     def nodes_cap(self, pool: str, nodes: int) -> int:
         """Nodes of a pool of `nodes` that may be quarantined at once: its own cap, else
         floor(pct * nodes / 100) but at least one node. The controller computes the same from
-        the nodes it sees (gate/trainyard_gate/health_policy.py, Cap.pool_cap)."""
+        the nodes it sees (gate/trainyard_gate/health/policy.py, Cap.pool_cap)."""
         own = dict(self.pools).get(pool)
         if own is not None:
             return min(own, nodes)

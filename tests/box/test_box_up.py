@@ -34,8 +34,8 @@ from generators.box.kube import Kube, Obj, condition, is_true, wait_for
 from generators.box.scenes import gang_placement
 from generators.box.state import BOX_DIR_ENV, State
 from generators.model import load
-from tests.conftest import ROOT
 from tests.controlplane.fixtures import require_tools
+from tests.support import ROOT
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 

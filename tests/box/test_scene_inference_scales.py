@@ -25,8 +25,8 @@ import pytest
 
 from generators.box.kube import Kube, wait_for
 from generators.box.state import BOX_DIR_ENV
-from tests.conftest import ROOT
 from tests.controlplane.fixtures import require_tools
+from tests.support import ROOT
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 

@@ -17,7 +17,7 @@ from generators.box.scale import scaled_checkout
 from generators.box.speed import SpeedError, seconds_of
 from generators.model import load
 from generators.render import objects, render_tree
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 
 def _config(rendered: list[dict[str, Any]], name: str, key: str) -> Any:

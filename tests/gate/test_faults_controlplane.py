@@ -26,17 +26,18 @@ from pathlib import Path
 import pytest
 import yaml
 from kubernetes import client
-from trainyard_gate.controller import TaintEnforcer
-from trainyard_gate.hysteresis import GateState
-from trainyard_gate.metrics import GateMetrics
-from trainyard_gate.nodes import KubeNodes
-from trainyard_gate.policy import Gate, parse
+from trainyard_gate.overflow.controller import TaintEnforcer
+from trainyard_gate.overflow.hysteresis import GateState
+from trainyard_gate.overflow.metrics import GateMetrics
+from trainyard_gate.overflow.policy import Gate, parse
+from trainyard_gate.runtime.nodes import KubeNodes
 
 from tests.controlplane.daemon import Daemon, free_port
 from tests.controlplane.kube import Kube, wait_for
 from tests.controlplane.manifests import REPO_ROOT, environment_objects
+from tests.support import GATE_DIR
 
-from .conftest import GATE_DIR, METRIC, Exporter
+from .conftest import METRIC, Exporter
 from .test_nodes_controlplane import TAINT, Fleet, api, fleet, patches  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.controlplane

@@ -16,8 +16,9 @@ from generators.components.monitoring.alerts.health import duration
 from generators.components.monitoring.promql import DCGM_BLANK_MIN
 from generators.model import health as model_health
 from tests.monitoring.alert_cases import Builder, promtool_tests
-from tests.monitoring.conftest import ROOT, Shipped, load_shipped
+from tests.monitoring.conftest import Shipped, load_shipped
 from tests.monitoring.test_rules import all_rules, rules_file_text, run
+from tests.support import ROOT
 
 QUARANTINING = ["staging", "prod"]
 

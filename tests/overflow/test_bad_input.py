@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scratch_repo import repo_with, run_cli, tree_digest
+from tests.support.scratch import repo_with, run_cli, tree_digest
 
 from .specs import BASE, OVERFLOW, SECOND_PROVIDER
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 import yaml
-from trainyard_gate.policy import load as load_taint_policy
+from trainyard_gate.overflow.policy import load as load_taint_policy
 
 from generators import model
-from generators.components.overflow.admission import inference_pod_snippet
-from tests.conftest import ROOT
+from generators.components.overflow.inference import inference_pod_snippet
+from tests.support import ROOT
 
 from .conftest import ENVIRONMENTS, Obj, objects, one, overflow_envs, rendered
 

@@ -52,8 +52,15 @@ def _inference_scales(context: SceneContext) -> SceneResult:
     return inference_scales.inference_scales(context.kube, context.env, context.folder, context.say)
 
 
+def _immutable_change(context: SceneContext) -> SceneResult:
+    from generators.box.scenes import immutable_change
+
+    return immutable_change.run(context)
+
+
 # name -> scene; the CLI's `box scene NAME` choices, in this order.
 SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "gang-placement": _gang_placement,
     "inference-scales": _inference_scales,
+    "immutable-change": _immutable_change,
 }

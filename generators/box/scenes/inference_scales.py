@@ -39,7 +39,7 @@ from generators import quantity
 from generators.box import monitoring
 from generators.box.kube import Kube, Obj, condition, wait_for
 from generators.box.series import SyntheticSeries, write_target
-from generators.components.overflow.admission import inference_pod_snippet
+from generators.components.overflow.inference import inference_pod_snippet
 from generators.model.overflow import InferenceService, inference_pools
 from generators.model.types import Environment, Pool
 

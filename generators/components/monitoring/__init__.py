@@ -28,6 +28,7 @@ from generators.components import Obj
 from generators.components.monitoring import adapter, dashboards, installers
 from generators.components.monitoring.alerts import groups
 from generators.components.monitoring.promql import GATE_JOB
+from generators.k8s.objects import service_monitor
 from generators.model.types import Environment
 from generators.templating import render
 
@@ -118,13 +119,7 @@ def scrape_objects(env: Environment) -> list[Obj]:
     """A ServiceMonitor for the overflow gate, whose metrics the overflow alerts and panels use."""
     if env.overflow is None:
         return []
-    obj: Obj = render(
-        "monitoring/servicemonitor.yaml.j2",
-        name=GATE_JOB,
-        namespace=env.overflow.namespace,
-        labels=dict(env.monitoring.rule_labels),
-    )
-    return [obj]
+    return [service_monitor(GATE_JOB, env.overflow.namespace, dict(env.monitoring.rule_labels))]
 
 
 def generate(env: Environment, earlier: Sequence[Obj] = ()) -> list[Obj]:
