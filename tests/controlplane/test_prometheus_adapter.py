@@ -20,23 +20,21 @@ import ssl
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from generators.box import adapter as box_adapter
-from generators.box.daemon import Daemon, free_port
+from generators.box.daemon import Daemon
 from generators.box.kube import Kube
 from generators.box.monitoring import query
 from generators.box.series import SyntheticSeries
 from tests.controlplane.harness import ControlPlane
-from tools.toolchain import tool_path
+from tests.support import ROOT, free_port, tool, tools
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
 RENDERED = ROOT / "rendered" / "staging"
 HPA = RENDERED / "overflow" / "serving-staging" / "horizontalpodautoscaler-chat-api.yaml"
 READY_SECONDS = 120
@@ -59,6 +57,7 @@ def _adapter_get(url: str, context: ssl.SSLContext) -> dict[str, Any] | None:
 @pytest.fixture(scope="module")
 def served(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """The adapter and Prometheus running; yields how to ask the adapter."""
+    tools("prometheus", "prometheus-adapter")  # fails with the install command when one is missing
     folder = tmp_path_factory.mktemp("adapter")
     objects = _rendered_objects()
     hpa = yaml.safe_load(HPA.read_text(encoding="utf-8"))
@@ -75,7 +74,7 @@ def served(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
     config = {"global": {"scrape_interval": "1s"},
               "scrape_configs": [{"job_name": "synthetic", "static_configs": [{"targets": [series.target]}]}]}
     (folder / "prometheus.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    argv = [str(tool_path("prometheus")), f"--config.file={folder / 'prometheus.yml'}",
+    argv = [str(tool("prometheus")), f"--config.file={folder / 'prometheus.yml'}",
             f"--storage.tsdb.path={folder / 'data'}", f"--web.listen-address=127.0.0.1:{prometheus_port}"]
     prometheus = Daemon("prometheus", argv, folder / "prometheus.log", ports=(prometheus_port,))
     kube = Kube(control_plane.kubeconfig, folder / "discovery.json")

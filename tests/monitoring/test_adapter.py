@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tools.toolchain import PINS, archive_path
+from tests.support import ROOT, archive
+from tools.toolchain import PINS
 
-ROOT = Path(__file__).resolve().parents[2]
 CONFIG = Path("monitoring") / "monitoring" / "configmap-prometheus-adapter.yaml"
 ARCHIVE = "prometheus-adapter-v0.12.0.tar.gz"
 # Which struct each level of an external rule is (pkg/config/config.go at v0.12.0).
@@ -39,8 +39,8 @@ def _config(env: str) -> dict[str, Any]:
 
 
 def _struct_tags() -> dict[str, set[str]]:
-    with tarfile.open(archive_path(ARCHIVE)) as archive:
-        member = archive.extractfile("prometheus-adapter-v0.12.0/pkg/config/config.go")
+    with tarfile.open(archive(ARCHIVE)) as source_archive:
+        member = source_archive.extractfile("prometheus-adapter-v0.12.0/pkg/config/config.go")
         assert member is not None
         source = member.read().decode()
     tags: dict[str, set[str]] = {}
