@@ -183,8 +183,10 @@ def _gone(kube: Kube, obj: Obj) -> bool:
 def remove_all(kube: Kube, objects: list[Obj], extra_namespaces: Sequence[str] = ()) -> None:
     """Delete what `objects` created, in reverse sync-wave order (Argo CD's prune order)."""
     namespaces = [obj["metadata"]["name"] for obj in objects if obj["kind"] == "Namespace"]
+    purged = {*namespaces, *extra_namespaces}
     for obj in reversed(in_sync_wave_order(objects)):
         meta = obj["metadata"]
-        if obj["kind"] != "Namespace" and not meta.get("namespace"):
-            kube.delete(obj["apiVersion"], obj["kind"], meta["name"])
+        # Cluster-scoped objects, and objects in a namespace that stays (e.g. kube-system).
+        if obj["kind"] != "Namespace" and meta.get("namespace") not in purged:
+            kube.delete(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
     purge_namespaces(kube, [*namespaces, *extra_namespaces])

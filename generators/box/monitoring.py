@@ -40,6 +40,10 @@ KSM_NAME = "kube-state-metrics"  # app.kubernetes.io/name of the chart's KSM obj
 KSM_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")
 RULES_CONFIG_MAP = "trainyard-alerts-rules-file"
 SCRAPE_SECONDS = 5  # a box reacts in seconds, not a production minute
+# Scenes' synthetic exporters (generators/box/series.py): file_sd files a scene writes into
+# <prometheus folder>/scene-targets/ while it runs; Prometheus watches the folder.
+SCENE_JOB = "box-scene"
+SCENE_TARGETS = "scene-targets"
 READY_SECONDS = 120
 
 
@@ -75,7 +79,10 @@ def prometheus(ksm_port: int, rules: list[Path], folder: Path, jobs: Sequence[Ob
         "global": {"scrape_interval": f"{SCRAPE_SECONDS}s", "evaluation_interval": f"{SCRAPE_SECONDS}s"},
         "rule_files": [str(p) for p in rules],
         "scrape_configs": [{"job_name": KSM_NAME,
-                            "static_configs": [{"targets": [f"127.0.0.1:{ksm_port}"]}]}, *jobs],
+                            "static_configs": [{"targets": [f"127.0.0.1:{ksm_port}"]}]}, *jobs,
+                           {"job_name": SCENE_JOB, "file_sd_configs": [{
+                               "files": [str(folder / SCENE_TARGETS / "*.json")],
+                               "refresh_interval": "5s"}]}],
     }
     (folder / "prometheus.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
     port = free_port()
@@ -83,6 +90,12 @@ def prometheus(ksm_port: int, rules: list[Path], folder: Path, jobs: Sequence[Ob
                                  f"--storage.tsdb.path={folder / 'data'}",
                                  f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
                   folder / "prometheus.log", ports=(port,))  # fmt: skip
+
+
+def scene_targets(box_folder: Path) -> Path:
+    """Where a scene writes its file_sd targets, in the box run folder `box_folder`
+    (up.py starts Prometheus in <box folder>/monitoring/prometheus)."""
+    return box_folder / "monitoring" / "prometheus" / SCENE_TARGETS
 
 
 def query(url: str, promql: str) -> list[dict[str, object]]:

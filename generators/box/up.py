@@ -17,7 +17,10 @@ Up, in order (each step waits on the real effect of the one before, never on a s
    synthetic dcgm-exporter (generators/box/dcgm_fake.py) and a Prometheus scraping both with
    the rendered alert rules, up once every node's kube_node_labels series and every GPU's
    temperature is in Prometheus (generators/box/monitoring.py);
-7. the rendered controller Deployments the box can run (the descheduler, evicting; the
+7. the rendered prometheus-adapter (environments with inference HPAs) as a host process
+   querying that Prometheus, its APIService registered with the aggregator, up once the
+   APIService is Available (generators/box/adapter.py);
+8. the rendered controller Deployments the box can run (the descheduler, evicting; the
    overflow gate and the health controller, querying that Prometheus) as host processes
    with their rendered arguments, configuration and ServiceAccounts
    (generators/box/controllers.py).
@@ -39,7 +42,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generators.box import accounts, controllers, dcgm_fake, kueue, kueue_chart, manifests, monitoring
+from generators.box import (
+    accounts,
+    adapter,
+    controllers,
+    dcgm_fake,
+    kueue,
+    kueue_chart,
+    manifests,
+    monitoring,
+)
 from generators.box.cluster import Cluster
 from generators.box.daemon import Daemon, free_port, group_alive, stop_group
 from generators.box.kube import Kube, Obj, is_true, wait_for, wait_true
@@ -150,7 +162,7 @@ def _build(env: Environment, files: list[RenderedFile], cluster: Cluster, state:
         _create_nodes(kube, nodes)
         say(f"applying {len(objects)} rendered objects in sync-wave order")
         manifests.ensure_external_namespaces(kube, objects)
-        manifests.apply_all(kube, objects)
+        manifests.apply_all(kube, [o for o in objects if not adapter.deferred(o)])  # adapter: step 7
         _register_virtual_nodes(kube, env, objects, cluster, folder, say)
         for obj in objects:
             if obj["kind"] == "ClusterQueue":
@@ -158,6 +170,7 @@ def _build(env: Environment, files: list[RenderedFile], cluster: Cluster, state:
                           QUEUES_ACTIVE_SECONDS)  # fmt: skip
         say("starting kube-state-metrics (the chart's) and Prometheus")
         _start_monitoring(kube, env, files, objects, cluster, state, folder, len(nodes))
+        _start_adapter(kube, objects, cluster, state, folder, say)
         _start_controllers(kube, env, objects, cluster, state, folder, say)
     finally:
         kube.close()
@@ -357,6 +370,20 @@ def _start_dcgm_fake(env: Environment, files: list[RenderedFile], state: State,
     daemon.wait_until(functools.partial(_http_ok, f"http://127.0.0.1:{daemon.ports[0]}/healthz"),
                       CONTROLLER_READY_SECONDS, "/healthz ok")  # fmt: skip
     return daemon, fleet
+
+
+def _start_adapter(kube: Kube, objects: list[Obj], cluster: Cluster, state: State, folder: Path,
+                   say: Say) -> None:  # fmt: skip
+    """The rendered prometheus-adapter, if any, and its APIService (generators/box/adapter.py)."""
+    daemon = adapter.start(kube, cluster.kubeconfig, objects, folder / "monitoring" / "prometheus-adapter",
+                           state.prometheus)  # fmt: skip
+    if daemon is None:
+        return
+    say("starting prometheus-adapter, registering its APIService")
+    _record(state, folder, daemon)
+    daemon.wait_until(functools.partial(_https_ok, f"https://127.0.0.1:{daemon.ports[0]}/healthz"),
+                      CONTROLLER_READY_SECONDS, "/healthz ok")  # fmt: skip
+    adapter.register(kube, objects, daemon.ports[0])
 
 
 def _http_ok(url: str) -> bool:

@@ -60,6 +60,12 @@ def _bad_node(context: SceneContext) -> SceneResult:
                              state.cluster, context.say)
 
 
+def _inference_scales(context: SceneContext) -> SceneResult:
+    from generators.box.scenes import inference_scales
+
+    return inference_scales.inference_scales(context.kube, context.env, context.folder, context.say)
+
+
 def _immutable_change(context: SceneContext) -> SceneResult:
     from generators.box.scenes import immutable_change
 
@@ -71,5 +77,6 @@ SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "day-in-the-life": _day_in_the_life,
     "gang-placement": _gang_placement,
     "bad-node": _bad_node,
+    "inference-scales": _inference_scales,
     "immutable-change": _immutable_change,
 }
