@@ -19,6 +19,7 @@ Delivery = Literal["sidecar", "grafana-operator"]
 # The monitoring stacks the spec can name; generators/spec/monitoring_checks.py refuses the
 # ones trainyard cannot render a working setup for (docs/monitoring.md).
 Stack = Literal["kube-prometheus-stack", "kube-prometheus"]
+ExternalMetricsAdapter = Literal["prometheus-adapter", "none"]
 
 # Grafana accepts dashboard UIDs of at most 40 characters (grafana-operator's CRD says so too).
 MAX_DASHBOARD_UID = 40
@@ -81,6 +82,7 @@ def _sorted_codes(codes: Iterable[int]) -> tuple[int, ...]:
 class Monitoring:
     namespace: str
     stack: Stack
+    external_metrics_adapter: ExternalMetricsAdapter
     # the versions the environment runs; label names follow from them
     exporters: Exporters = field(metadata=setting(convert=build_exporters))
     node_exporter_host_label: str

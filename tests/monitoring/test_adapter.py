@@ -109,3 +109,21 @@ def test_docs_show_the_rendered_staging_config() -> None:
     block = re.search(r"```yaml\n(.*?)```", section, re.DOTALL)
     assert block is not None
     assert yaml.safe_load(block.group(1)) == _config("staging")
+
+
+def test_none_renders_nothing_for_a_cluster_that_brings_its_own(tmp_path: Path) -> None:
+    """`monitoring.externalMetricsAdapter: none` (KEDA or another adapter owns the APIService):
+    staging's HPAs stay, nothing of the adapter is rendered, the APIService above all."""
+    from generators.model import load
+    from generators.render import objects, render_tree
+    from tests.support.scratch import copy_repo
+
+    root = copy_repo(tmp_path, ["environments"])
+    path = root / "environments" / "staging.yaml"
+    text = path.read_text(encoding="utf-8")
+    assert text.count("\nmonitoring:\n") == 1
+    path.write_text(text.replace("\nmonitoring:\n", "\nmonitoring:\n  externalMetricsAdapter: none\n"),
+                    encoding="utf-8")  # fmt: skip
+    rendered = objects(render_tree(load(root, "staging")))
+    assert [o["metadata"]["name"] for o in rendered if o["kind"] == "HorizontalPodAutoscaler"] == ["chat-api"]
+    assert not [o for o in rendered if o["kind"] == "APIService" or "adapter" in o["metadata"]["name"]]

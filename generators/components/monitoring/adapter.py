@@ -108,8 +108,8 @@ def args(env: Environment) -> list[str]:
 
 
 def generate(env: Environment) -> list[Obj]:
-    """The adapter's objects, or none when no HPA needs it."""
-    if not metric_names(env):
+    """The adapter's objects, or none when no HPA needs it or the cluster brings its own."""
+    if not metric_names(env) or env.monitoring.external_metrics_adapter == "none":
         return []
     namespace = env.monitoring.namespace
     text = config_text(env)
