@@ -61,6 +61,10 @@ class AlertThresholds:
     inference_pending_for: str
     gate_transitions_per_hour: int
     virtual_node_not_ready_for: str
+    # the overflow gate's and the health controller's own alerts (alerts/overflow.py, health.py)
+    controller_error_window: str
+    controller_no_leader_for: str
+    controller_blind_min_seconds: int
 
 
 @dataclass(frozen=True)
