@@ -42,9 +42,6 @@ BINARY_FLAGS = {
 }
 
 
-NODE_GRACE_MS = 120_000
-
-
 class ClusterError(RuntimeError):
     """kwokctl failed; the message ends with its output."""
 
@@ -88,12 +85,8 @@ class Cluster:
             "kind": "KwokctlConfiguration",
             # kubectl: kwokctl's readiness check (`--wait`) runs `kubectl get --raw /healthz`,
             # and would download one from dl.k8s.io without this.
-            # Node grace 120 s, not kwokctl's 40 s: on 2 cores at load 10 KWOK's lease renewals
-            # can lag, the node lifecycle controller would taint nodes unreachable, and the
-            # gate would count their GPUs gone. No scene tests node loss by heartbeat.
             "options": {"bindAddress": "127.0.0.1", "runtime": "binary",
-                        "kubectlBinary": str(tool_path("kubectl")),
-                        "kubeControllerManagerNodeMonitorGracePeriodMilliseconds": NODE_GRACE_MS},
+                        "kubectlBinary": str(tool_path("kubectl"))},
             "componentsPatches": patches if apiserver_args else [],
         }  # fmt: skip
         # One file, several documents: kwokctl reads the Stages beside its configuration.
