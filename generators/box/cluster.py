@@ -28,6 +28,8 @@ import yaml
 from generators.box.daemon import group_alive, stop_group
 from tools.toolchain import tool_path
 
+# KWOK's Stages (its defaults, pod-complete holding a Job pod for its annotation's time).
+STAGES = Path(__file__).with_name("kwok-stages.yaml")
 CREATE_SECONDS = 600  # a cold apiserver start on 2 busy cores installs ~100 built-in types
 BINARY_FLAGS = {
     "etcd": "--etcd-binary",
@@ -85,7 +87,9 @@ class Cluster:
                         "kubectlBinary": str(tool_path("kubectl"))},
             "componentsPatches": patches if apiserver_args else [],
         }  # fmt: skip
-        self.config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
+        # One file, several documents: kwokctl reads the Stages beside its configuration.
+        self.config_path.write_text(yaml.safe_dump(config) + "---\n" + STAGES.read_text(encoding="utf-8"),
+                                    encoding="utf-8")  # fmt: skip
         binaries = [f"{flag}={tool_path(tool)}" for tool, flag in BINARY_FLAGS.items()]
         self._run("create", "cluster", "--runtime", "binary", "--kubeconfig=", "--quiet-pull",
                   f"--wait={CREATE_SECONDS}s", *binaries, timeout=CREATE_SECONDS + 60)  # fmt: skip
