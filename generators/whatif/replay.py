@@ -10,11 +10,11 @@ controller replaces it and the replacement runs the whole duration again (no che
 
 Reads only what the controllers wrote: every version of every Workload (a watch, so an
 eviction followed by a readmission is not lost between two reads): Kueue's Admitted
-transitions and their lastTransitionTime, its Preempted condition (reason and the
+transitions, its Preempted condition (reason and the
 preemptor's UID in its message, pkg/scheduler/preemption/preemption.go
 `preemptionMessage`), its Finished condition; and, at the end, the nodes the scheduler
-bound the pods to. Times are the server's (whole seconds: metav1.Time), turned into trace
-seconds by multiplying by the speed.
+bound the pods to. Times are when the watch first saw each state Kueue wrote (History),
+turned into trace seconds by multiplying by the speed.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from generators.box.kube import Kube, Obj
@@ -42,7 +41,7 @@ RUN_FOR = "trainyard.dev/box-run-for"  # read by the box's pod-complete Stage
 POOL_LABEL = "trainyard.dev/pool"
 PREEMPTOR_UID = re.compile(r"\(UID: ([0-9a-f-]+)")
 SETTLE_SECONDS = 300  # wall seconds past the serial worst case before the replay gives up
-POLL_SECONDS = 0.1
+POLL_SECONDS = 0.2
 IMAGE = "registry.example/trainer:1"  # never pulled: KWOK runs nothing
 
 
@@ -67,27 +66,33 @@ def job_object(job: Job, run: str, gpu_resource: str, speed: int) -> Obj:
     }  # fmt: skip
 
 
-def server_time(text: str) -> float:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+State = tuple[str, str, str, str, str]  # condition type, status, lastTransitionTime, reason, message
 
 
 @dataclass
 class History:
-    """Every condition state Kueue wrote on one Workload, as the watch saw them."""
+    """Every condition state Kueue wrote on one Workload, each with the moment the watch first
+    saw it (this machine's clock, sub-second: the server's own lastTransitionTime is whole
+    seconds, which at speed 10 alone would blur every time by 10 s of trace time)."""
 
     uid: str
     job: str  # trace job name (from the owning Job's name)
-    created: float
-    # (type, status, lastTransitionTime, reason, message) of every condition version seen
-    states: set[tuple[str, str, str, str, str]] = field(default_factory=set)
+    created: float  # first seen
+    states: dict[State, float] = field(default_factory=dict)
 
-    def seen(self, workload: Obj) -> None:
+    def seen(self, workload: Obj, at: float) -> None:
         for c in (workload.get("status") or {}).get("conditions") or []:
-            self.states.add((c.get("type", ""), c.get("status", ""), c.get("lastTransitionTime", ""),
-                             c.get("reason", ""), c.get("message", "")))  # fmt: skip
+            state = (c.get("type", ""), c.get("status", ""), c.get("lastTransitionTime", ""),
+                     c.get("reason", ""), c.get("message", ""))  # fmt: skip
+            self.states.setdefault(state, at)
 
     def times(self, kind: str, status: str) -> list[float]:
-        return sorted({server_time(t) for k, s, t, _, _ in self.states if k == kind and s == status and t})
+        """When each transition of `kind` to `status` was first seen (one per lastTransitionTime)."""
+        first: dict[str, float] = {}
+        for (k, s, t, _, _), at in self.states.items():
+            if k == kind and s == status:
+                first[t] = min(at, first.get(t, at))
+        return sorted(first.values())
 
     @property
     def finished(self) -> float | None:
@@ -106,12 +111,12 @@ class History:
 
     def preemptions(self) -> list[tuple[float, str, str]]:
         """(time, reason, preemptor workload UID) of each Preempted=True Kueue set."""
-        out = []
-        for kind, status, at, reason, message in self.states:
-            if kind == "Preempted" and status == "True" and at:
+        out = set()
+        for (kind, status, _, reason, message), at in self.states.items():
+            if kind == "Preempted" and status == "True":
                 found = PREEMPTOR_UID.search(message)
-                out.append((server_time(at), reason, found.group(1) if found else ""))
-        return sorted(set(out))
+                out.add((at, reason, found.group(1) if found else ""))
+        return sorted(out)
 
 
 class Recorder:
@@ -139,12 +144,12 @@ class Recorder:
         if not owners or not owners[0]["name"].endswith(suffix):
             return  # not a Workload of this replay
         uid = workload["metadata"]["uid"]
+        now = time.time()
         with self.lock:
             history = self.histories.get(uid)
             if history is None:
-                created = server_time(workload["metadata"]["creationTimestamp"])
-                history = self.histories[uid] = History(uid, owners[0]["name"][: -len(suffix)], created)
-            history.seen(workload)
+                history = self.histories[uid] = History(uid, owners[0]["name"][: -len(suffix)], now)
+            history.seen(workload, now)
 
     def _loop(self) -> None:
         kube = self.make_client()
@@ -168,7 +173,8 @@ class Recorder:
 
     def snapshot(self) -> dict[str, History]:
         with self.lock:
-            return {uid: History(h.uid, h.job, h.created, set(h.states)) for uid, h in self.histories.items()}
+            return {uid: History(h.uid, h.job, h.created, dict(h.states))
+                    for uid, h in self.histories.items()}  # fmt: skip
 
 
 def _decoded(response: Any) -> dict[str, Any]:
@@ -212,8 +218,8 @@ def replay(kube: Kube, make_client: Callable[[], Kube], trace: Trace, gpu_resour
                 break
             time.sleep(POLL_SECONDS)  # the trace's own clock: the next arrival or check
     finally:
+        ended = time.time()
         recorder.stop()
-    ended = time.time()
     return Replayed(_outcomes(kube, recorder.snapshot(), trace, run, began, ended, speed),
                     round(ended - began, 1), complete)  # fmt: skip
 
