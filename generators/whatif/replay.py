@@ -262,7 +262,7 @@ def _outcomes(kube: Kube, histories: dict[str, History], trace: Trace, run: str,
         history = by_job.get(job.name)
         if history is None:  # no Workload: Kueue never saw the Job (counts as never admitted)
             out.append(Outcome(job.name, job.team, job.tier, job.total_gpus, job.at, (), None,
-                               trace_time(ended)))  # fmt: skip
+                               trace_time(ended), duration=job.duration))  # fmt: skip
             continue
         spans = tuple((trace_time(a), trace_time(b)) for a, b in history.admissions(ended))
         done = history.finished
@@ -270,5 +270,5 @@ def _outcomes(kube: Kube, histories: dict[str, History], trace: Trace, run: str,
                           for at, reason, uid in history.preemptions())  # fmt: skip
         out.append(Outcome(job.name, job.team, job.tier, job.total_gpus, trace_time(history.created), spans,
                            None if done is None else trace_time(done), trace_time(ended),
-                           tuple(sorted(placed.get(job.name, ()))), preempted))  # fmt: skip
+                           tuple(sorted(placed.get(job.name, ()))), preempted, job.duration))  # fmt: skip
     return tuple(out)

@@ -42,6 +42,7 @@ class Outcome:
     ended: float  # when the replay stopped observing
     pools: tuple[str, ...] = ()  # pools its pods ran on
     preempted: tuple[Preemption, ...] = field(default=())
+    duration: float = 0.0  # the trace's: how long its pods run once started
 
     @property
     def wait(self) -> float:
@@ -51,6 +52,23 @@ class Outcome:
     @property
     def gpu_hours(self) -> float:
         return self.gpus * sum(max(0.0, end - start) for start, end in self.admissions) / 3600
+
+
+def hold_latency(outcomes: Iterable[Outcome]) -> tuple[float, int] | None:
+    """(median of how much longer than its pods ran a job held its quota, jobs counted), over
+    jobs admitted once and finished: the box's own start and finish latency, times the speed.
+    Every wait behind such a job comes out that much late (docs/whatif.md, Fidelity)."""
+    extra = [o.admissions[0][1] - o.admissions[0][0] - o.duration for o in outcomes
+             if len(o.admissions) == 1 and o.finished is not None and o.duration > 0]  # fmt: skip
+    return (nearest_rank(extra, 50), len(extra)) if extra else None
+
+
+def _latency_line(side: Side) -> str:
+    found = hold_latency(side.outcomes)
+    if found is None:
+        return f"latency, {side.label}: no job was admitted once and finished"
+    return (f"latency, {side.label}: a job held its quota {duration(found[0])} longer than its pods ran "
+            f"(median of {found[1]}); waits behind it come out that much late")
 
 
 def nearest_rank(values: Sequence[float], percent: float) -> float:
@@ -172,6 +190,7 @@ def text(head: Side, base: Side | None, title: str) -> str:
     for side in (s for s in (base, head) if s is not None):
         out.append(f"preemptions, {side.label}:")
         out.extend(f"  {line}" for line in _preemption_lines(preemptions(side.outcomes)))
+    out.extend(_latency_line(side) for side in (base, head) if side is not None)
     return "\n".join(out) + "\n"
 
 
@@ -185,6 +204,7 @@ def markdown(head: Side, base: Side | None, title: str) -> str:
     for side in (s for s in (base, head) if s is not None):
         out.append(f"Preemptions, {side.label}: " + "; ".join(_preemption_lines(preemptions(side.outcomes))))
         out.append("")
+    out.extend(_latency_line(side) + "\n" for side in (base, head) if side is not None)
     return "\n".join(out)
 
 

@@ -8,6 +8,7 @@ from generators.whatif.report import (
     Preemption,
     Side,
     duration,
+    hold_latency,
     markdown,
     nearest_rank,
     preemptions,
@@ -74,8 +75,23 @@ def test_base_to_head_with_the_difference() -> None:
     assert "20.0 -> 20.0 (+0.0)" in a_row  # a1 holds as long, later
     assert "1 -> 1 (+0)" in a_row
     assert "3m20s -> 3m20s (+0s)" in lines[5]  # b's p50 stays 200
-    assert lines[7:] == ["preemptions, base main:", "  b preempted a: 1",
-                         "preemptions, head:", "  b preempted a: 1"]
+    assert lines[7:11] == ["preemptions, base main:", "  b preempted a: 1",
+                           "preemptions, head:", "  b preempted a: 1"]
+    # the outcomes above name no duration, so no job's latency can be told
+    assert lines[11:] == ["latency, base main: no job was admitted once and finished",
+                          "latency, head: no job was admitted once and finished"]
+
+
+def test_hold_latency_is_the_median_of_how_much_longer_a_job_held_than_it_ran() -> None:
+    # held 1830, 1845 and 1900 s for 1800 s of pods: 30, 45, 100 -> median (nearest rank) 45;
+    # A2 was admitted twice and B2 never: neither counts.
+    held = [Outcome(f"j{i}", "a", "training", 8, 0.0, ((0.0, 1800.0 + extra),), 1800.0 + extra, 9000.0,
+                    duration=1800.0) for i, extra in enumerate((100.0, 30.0, 45.0))]  # fmt: skip
+    assert hold_latency([*held, A2, B2]) == (45.0, 3)
+    assert hold_latency([A2, B2]) is None
+    line = text(Side("head", tuple(held)), None, "t").splitlines()[-1]
+    assert line == ("latency, head: a job held its quota 45s longer than its pods ran (median of 3); "
+                    "waits behind it come out that much late")
 
 
 def test_markdown_table() -> None:
