@@ -189,6 +189,7 @@ class Replayed:
     outcomes: tuple[Outcome, ...]
     wall_seconds: float
     complete: bool  # every job finished before the replay gave up
+    run: str  # the value of RUN_LABEL on this replay's Jobs and pods
 
 
 def replay(kube: Kube, make_client: Callable[[], Kube], trace: Trace, gpu_resource: str, speed: int,
@@ -221,7 +222,7 @@ def replay(kube: Kube, make_client: Callable[[], Kube], trace: Trace, gpu_resour
         ended = time.time()
         recorder.stop()
     return Replayed(_outcomes(kube, recorder.snapshot(), trace, run, began, ended, speed),
-                    round(ended - began, 1), complete)  # fmt: skip
+                    round(ended - began, 1), complete, run)  # fmt: skip
 
 
 def _kill_due(kube: Kube, histories: dict[str, History], kills: dict[str, float], trace: Trace,

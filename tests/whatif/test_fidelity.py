@@ -21,10 +21,13 @@ Trace two-teams.yaml (each job 300 s; times are trace seconds):
   finish at 300: wait 290.
 - e2 (evals, 48) at 60: 232 + 48 = 280 > 248 -> waits for e1 at 300: wait 240. At 300 r2
   and e2 together take 232 <= 248: both admitted then.
-Trace reclaim.yaml: r1 (research, 184, 300 s) at 0 borrows 112; f1 (foundation, 16 x 8 = 128,
-its nominal, 120 s) at 60 finds 248 - 184 = 64 free, so Kueue reclaims: r1 is preempted by f1
-(reason InCohortReclamation) and f1 is admitted at 60 (wait 0); r1, requeued, needs 184 of
-the 120 left and is admitted again after f1 finishes (at 180 or later).
+Trace reclaim.yaml: r1 (research, 184, 300 s) at 0 borrows 112; e1 (evals, 8, within its
+nominal) at 0; f1 (foundation, 16 x 8 = 128, its nominal, 120 s) at 60 finds 248 - 184 - 8 =
+56 free, so Kueue reclaims from the only borrower: r1 is preempted by f1 (reason
+InCohortReclamation) and f1 is admitted at 60 (wait 0); r1, requeued, needs 184 of the
+248 - 128 - 8 = 112 left and is admitted again after f1 finishes (at 180 or later). e1's
+pod is killed 30 s after its admission; the job controller records 1 failed pod and starts
+a replacement that runs the whole 100 s, so e1 holds its quota for 30 + 100 = 130 s.
 
 Tolerance, stated: a measured wait may exceed the analytic one by at most 10 s of wall time
 (100 s of trace time at speed 10) and fall short of it by at most 1 s (10 s). Early: times
@@ -47,7 +50,7 @@ import pytest
 
 from generators.box.state import BOX_DIR_ENV
 from generators.model import load as load_env
-from generators.whatif.replay import Replayed, replay
+from generators.whatif.replay import JOB_LABEL, RUN_LABEL, Replayed, replay
 from generators.whatif.report import Outcome
 from generators.whatif.trace import load
 from tests.box.test_box_up import BOX_TOOLS
@@ -129,7 +132,8 @@ def test_the_same_trace_twice_stays_within_the_noise_band(
 
 
 def test_a_reclaim_names_the_preemptor_and_the_victim(box: object) -> None:
-    outcomes = _by_job(_replay(box, "reclaim.yaml"))
+    replayed = _replay(box, "reclaim.yaml")
+    outcomes = _by_job(replayed)
     r1, f1 = outcomes["r1"], outcomes["f1"]
     assert [(p.victim, p.preemptor, p.reason) for p in r1.preempted] == [("r1", "f1", "InCohortReclamation")]
     assert not f1.preempted
@@ -137,3 +141,17 @@ def test_a_reclaim_names_the_preemptor_and_the_victim(box: object) -> None:
     assert len(r1.admissions) == 2, r1
     assert 60 - EARLY <= r1.admissions[0][1] <= 60 + LATE, r1  # evicted when f1 arrived
     assert f1.finished is not None and r1.admissions[1][0] >= f1.finished - EARLY, (r1, f1)
+    e1 = outcomes["e1"]
+    assert len(e1.admissions) == 1 and not e1.preempted, e1
+    held = e1.admissions[0][1] - e1.admissions[0][0]
+    assert 130 - EARLY <= held <= 130 + 2 * LATE, e1  # two pod starts and one finish of latency
+    from generators.box.up import Box
+
+    assert isinstance(box, Box)
+    kube = box.client()
+    try:
+        [job] = kube.list("batch/v1", "Job", "evals",
+                          label_selector=f"{RUN_LABEL}={replayed.run},{JOB_LABEL}=e1")  # fmt: skip
+    finally:
+        kube.close()
+    assert (job["status"].get("failed"), job["status"].get("succeeded")) == (1, 1), job["status"]
