@@ -87,6 +87,8 @@ def side(root: Path, env_name: str, trace_path: Path, display: str, scale: int, 
             replayed = replay(kube, box.client, trace, _gpu_resource(env), speed, say)
         finally:
             kube.close()
+        say(f"{label}: box up {box.state.up_seconds:.0f} s, replay {replayed.wall_seconds:.0f} s wall for "
+            f"{trace.span:.0f} s of trace ({len(trace.jobs)} jobs)")
     finally:
         down(env_name, say=say)
     return Side(label, replayed.outcomes), replayed
