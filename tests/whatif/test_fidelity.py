@@ -14,7 +14,8 @@ borrowed), evals 48 (no maxUsagePercent: no borrowing limit). Every job is `trai
 (900000), so nothing preempts within a queue (withinClusterQueue: LowerPriority) and
 borrowWithinCohort (maxPriorityThreshold 100000) never reaches a training job.
 
-Trace two-teams.yaml (each job 300 s; times are trace seconds):
+Trace two-teams.yaml (each job 300 s; times are trace seconds; nothing is preempted, up to
+the finish race below):
 - r1 (research, 23 x 8 = 184) at 0 and e1 (evals, 6 x 8 = 48) at 0: 184 + 48 = 232 <= 248,
   both admitted at once: wait 0, 0.
 - r2 (research, 184) at 10: research already holds its 184 maximum -> waits for r1 to
@@ -119,7 +120,12 @@ def test_two_teams_wait_as_worked_out_by_hand(
     for name, expected in ANALYTIC_WAITS.items():
         assert expected - EARLY <= waits[name] <= expected + LATE, (name, waits)
     for outcome in first.values():
-        assert len(outcome.admissions) == 1 and not outcome.preempted, outcome
+        assert len(outcome.admissions) == 1, outcome
+        # Finding (docs/whatif.md, Fidelity): in 1 of 7 replays Kueue preempted r1 for e2
+        # (InCohortReclamation) after r1's pods had all completed, before its Workload was
+        # Finished. Waits are unaffected; any other preemption is not in the analysis and fails.
+        for event in outcome.preempted:
+            assert event.at >= outcome.admissions[0][0] + 300 - EARLY, outcome
         assert outcome.pools == ("train-h100",), outcome
         # held its quota for the 300 s it ran, plus the same latency at most
         start, end = outcome.admissions[0]
