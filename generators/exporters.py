@@ -44,6 +44,11 @@ from typing import Any
 from generators import charts
 
 # Series facts the alert rules and the dashboards both read (one table, one home).
+# DCGM reports "no value" as sentinels from DCGM_INT64_BLANK = 0x7ffffffffffffff0 up (old
+# exporters show 9223372036854775794, NOT_SUPPORTED). A counter that jumps to one looks like
+# billions of errors; real counters (even nanoseconds of throttling) never get near it. The
+# one home of this number: the quarantine conditions, alerts and dashboards all import it.
+DCGM_BLANK_MIN = 0x7FFFFFFFFFFFFFF0
 ACTIVE_STATE = 4  # node_infiniband_state_id: 4 = ACTIVE
 LINK_UP_PHYSICAL_STATE = 5  # node_infiniband_physical_state_id: 5 = LinkUp
 LINK_ERROR_COUNTERS = {  # counter label -> node-exporter counter

@@ -79,6 +79,8 @@ def render_tree(env: Environment) -> list[RenderedFile]:
         earlier = [f.obj for f in files.values()]  # objects only: inputs come after
         for obj in component.generate(env, earlier):
             obj = _decorate(obj, env, component.name)
+            for option in syncoptions.recreate_options(obj):
+                syncoptions.add(obj, option)
             path = file_path(component.name, obj)
             if path in files:
                 raise ValueError(f"two objects render to {RENDERED}/{env.name}/{path}")

@@ -39,6 +39,9 @@ WAVES: dict[str, int] = {
     "PodMonitor": 5,
     "GrafanaDashboard": 5,
     "GrafanaFolder": 4,
+    # After the adapter's Deployment (5) is healthy: an APIService with no backend makes
+    # discovery of its group fail for every client until it answers.
+    "APIService": 6,
     "AppProject": 0,
     "Application": 1,
 }

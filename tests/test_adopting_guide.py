@@ -7,14 +7,14 @@ rendered installer headers carry, in the README's order."""
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.conftest import ROOT
-from tests.scratch_repo import run_cli
+from tests.support import ROOT
+from tests.support.recipes import header_command, helm_commands
+from tests.support.scratch import run_cli, write_environment
 
 GUIDE = ROOT / "docs" / "adopting.md"
 MARKER = "<!-- adopting: environments/acme.yaml -->"
@@ -30,9 +30,7 @@ def guide_environment() -> str:
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("adopting")
-    (root / "environments").mkdir()
-    shutil.copy(ROOT / "environments" / "_defaults.yaml", root / "environments")
-    (root / "environments" / "acme.yaml").write_text(guide_environment(), encoding="utf-8")
+    write_environment(root, "acme", guide_environment())
     (root / "rendered").mkdir()
     code, out, err = run_cli(root, "render", "acme")
     assert code == 0, out + err
@@ -68,17 +66,9 @@ def test_the_guides_environment_puts_both_generations_in_one_queue(rendered: Pat
         "trainyard.dev/pool": "train-gb200", "kubernetes.io/arch": "arm64"}
 
 
-def _commands(text: str) -> list[str]:
-    joined = re.sub(r"\\\n\s*", " ", text)
-    return [" ".join(c.split()) for c in re.findall(r"helm upgrade --install [^\n]*", joined)]
-
-
 def test_the_guides_helm_commands_are_the_rendered_headers_in_order(rendered: Path) -> None:
     installers = rendered / "rendered" / "acme" / "installers"
-    expected = []
-    for name in ("kube-prometheus-stack-values.yaml", "gpu-operator-values.yaml", "kueue-values.yaml"):
-        header = "".join(line[2:] for line in (installers / name).read_text().splitlines(keepends=True)
-                         if line.startswith("# "))
-        expected += _commands(header)
+    expected = [header_command(installers / name) for name in
+                ("kube-prometheus-stack-values.yaml", "gpu-operator-values.yaml", "kueue-values.yaml")]
     section = GUIDE.read_text().split("## 5.", 1)[1].split("\n## ", 1)[0]
-    assert _commands(section) == expected
+    assert helm_commands(section) == expected

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CORPUS, ROOT
-from tests.scratch_repo import repo_with, run_cli, tree_digest
+from tests.support import CORPUS, ROOT
+from tests.support.scratch import repo_with, run_cli, tree_digest
 
 CASES = sorted((CORPUS / "bad").glob("*.yaml"))
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import CORPUS, ROOT
-from tests.scratch_repo import repo_with, run_cli
+from tests.support import CORPUS, ROOT
+from tests.support.scratch import repo_with, run_cli
 
 HINT = "use your own (docs/adopting.md), or mark an example environment with `example: true`"
 OWN = (

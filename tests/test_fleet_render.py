@@ -8,8 +8,8 @@ from pathlib import Path
 
 from generators import fleet
 from generators.layout import environment_names
-from tests.conftest import ROOT
-from tests.scratch_repo import run_cli, tree_digest
+from tests.support import ROOT
+from tests.support.scratch import run_cli, tree_digest
 
 
 def break_environment(root: Path, name: str) -> None:

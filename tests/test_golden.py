@@ -8,8 +8,8 @@ import yaml
 
 from generators import model, render
 from generators.layout import environment_names
-from tests.conftest import ROOT
-from tests.scratch_repo import run_cli, tree_digest
+from tests.support import ROOT
+from tests.support.scratch import run_cli, tree_digest
 
 SHIPPED = environment_names(ROOT)
 

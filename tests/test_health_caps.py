@@ -14,8 +14,8 @@ from pathlib import Path
 
 import yaml
 
-from tests.conftest import ROOT
-from tests.scratch_repo import repo_with, run_cli, tree_digest
+from tests.support import ROOT
+from tests.support.scratch import repo_with, run_cli, tree_digest
 
 SHIPPED = "  cap: {maxNodes: 1, maxPercentOfPool: 5}\n"
 
@@ -93,7 +93,7 @@ def test_a_pool_cap_reaches_the_controllers_policy(tmp_path: Path) -> None:
 
 def test_a_small_pool_is_no_longer_refused_for_rounding_to_zero(tmp_path: Path) -> None:
     """10 % of 4 nodes rounded to 0 and was refused; with the floor of one it is one node."""
-    from tests.conftest import CORPUS
+    from tests.support import CORPUS
 
     text = (CORPUS / "bad" / "health-cap-above-the-pool.yaml").read_text().replace(
         "  cap: {maxNodes: 5}\n", "")

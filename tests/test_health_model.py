@@ -6,7 +6,7 @@ import pytest
 
 from generators import model
 from generators.model.health import CONDITIONS, TAINT_KEY, build_health
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 
 def test_backend_none_renders_nothing_and_is_the_default() -> None:

@@ -38,7 +38,7 @@ def test_shipped_dashboard_text_is_unchanged() -> None:
     from generators import model
     from generators.components.monitoring import dashboards
     from generators.layout import environment_names
-    from tests.conftest import ROOT
+    from tests.support import ROOT
 
     env = model.load(ROOT, environment_names(ROOT)[0])
     for _, build in dashboards.builders(env):

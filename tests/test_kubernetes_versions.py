@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import CORPUS, ROOT
-from tests.scratch_repo import repo_with, run_cli
+from tests.support import CORPUS, ROOT
+from tests.support.scratch import repo_with, run_cli
 
 MINIMAL = (CORPUS / "valid-minimal.yaml").read_text()
 

@@ -21,9 +21,9 @@ from generators.components import kueue
 from generators.diff.changes import compare
 from generators.diff.objects import INSTALLER_INPUT, from_files
 from generators.layout import environment_names
-from tests.conftest import CORPUS, ROOT
-from tests.scratch_repo import repo_with, run_cli
-from tools.toolchain import PINS, ToolNotInstalled, archive_path, tool_path
+from tests.support import CORPUS, ROOT, archive, tool
+from tests.support.scratch import repo_with, run_cli
+from tools.toolchain import PINS
 
 SHIPPED = environment_names(ROOT)
 VALUES = f"installers/{kueue.HELM_VALUES}"
@@ -159,10 +159,7 @@ def _chart_values() -> str:
     """values.yaml of the pinned Kueue chart archive (kueue-0.19.2.tgz, verified by
     tools/toolchain.py), as the pinned helm reads it. Missing helm or archive is a failure
     with the install command, never a skip: CI and `make test` provision both."""
-    try:
-        helm, chart = tool_path("helm"), archive_path(f"kueue-{PINS['kueue'].lstrip('v')}.tgz")
-    except ToolNotInstalled as error:
-        pytest.fail(f"{error} (CI installs tools first: make tools)", pytrace=False)
+    helm, chart = tool("helm"), archive(f"kueue-{PINS['kueue'].lstrip('v')}.tgz")
     done = subprocess.run([str(helm), "show", "values", str(chart)], capture_output=True, text=True,
                           check=False)
     assert done.returncode == 0, done.stderr

@@ -18,7 +18,7 @@ import yaml
 from generators import model, render
 from generators.layout import environment_names
 from generators.validation.pinned_crds import CrdPinError, resolve_crd_dir
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 KUEUE_CRDS = "kueue-v0.19.2"  # the folder of the Kueue CRDs in the pinned CRD directory
 

@@ -5,11 +5,10 @@ comment-only files, an extends cycle, a share of a removed pool.)"""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-from tests.conftest import CORPUS, ROOT
-from tests.scratch_repo import repo_with, run_cli, tree_digest
+from tests.support import CORPUS, ROOT
+from tests.support.scratch import copy_repo, repo_with, run_cli, tree_digest
 from tests.workflow.test_sync_inventory import inventory
 
 
@@ -47,15 +46,8 @@ def test_extends_cycle_prints_the_chain(tmp_path: Path) -> None:
                    "[extended by bad]\n")
 
 
-def _fleet(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    shutil.copytree(ROOT / "environments", root / "environments")
-    shutil.copytree(ROOT / "rendered", root / "rendered")
-    return root
-
-
 def test_typo_in_defaults_is_reported_once_naming_who_extends_it(tmp_path: Path) -> None:
-    root = _fleet(tmp_path)
+    root = copy_repo(tmp_path / "repo")
     defaults = root / "environments" / "_defaults.yaml"
     lines = defaults.read_text().splitlines(keepends=True)
     line = next(i for i, text in enumerate(lines) if text.startswith("kueue:"))

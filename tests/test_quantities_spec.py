@@ -12,8 +12,8 @@ import pytest
 
 from generators import quantity
 from generators.spec.schema import SCHEMA_DIR
-from tests.conftest import CORPUS, ROOT
-from tests.scratch_repo import repo_with, run_cli, tree_digest
+from tests.support import CORPUS, ROOT
+from tests.support.scratch import repo_with, run_cli, tree_digest
 
 
 def _pool_schema() -> dict[str, dict[str, object]]:

@@ -4,7 +4,6 @@ is deterministic and independent of team order, and every name is valid."""
 from __future__ import annotations
 
 import re
-import shutil
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from generators import model, quantity, render, yamlemit
-from tests.conftest import ROOT
+from tests.support.scratch import write_environment
 
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
@@ -67,10 +66,7 @@ def environments(draw: st.DrawFn) -> dict[str, Any]:
 
 
 def _load(tmp: Path, spec: dict[str, Any]) -> model.Environment:
-    env_dir = tmp / "environments"
-    env_dir.mkdir(exist_ok=True)
-    shutil.copy(ROOT / "environments" / "_defaults.yaml", env_dir)
-    (env_dir / "random.yaml").write_text(yamlemit.dump(spec))
+    write_environment(tmp, "random", yamlemit.dump(spec))
     return model.load(tmp, "random")
 
 

@@ -14,7 +14,7 @@ from generators.speedups.parsereuse import rendered_objects
 from generators.validation.kubeconform import manifest_files
 from generators.yamlemit import is_plain
 from policies.context import read_objects
-from tests.conftest import ROOT
+from tests.support import ROOT
 from tests.test_templateshapes import same
 
 

@@ -12,8 +12,7 @@ import pytest
 
 from generators import fleet
 from generators.speedups import keys, renderstamp
-from tests.conftest import ROOT
-from tests.scratch_repo import run_cli
+from tests.support.scratch import copy_repo, run_cli
 
 
 @pytest.fixture
@@ -95,8 +94,7 @@ def test_stamps_are_not_written_when_disabled(repo_copy: Path, tmp_path_factory:
 
 def test_code_fingerprint_covers_templates_code_and_schemas(tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    for folder in keys.FOLDERS:
-        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    copy_repo(tmp_path, keys.FOLDERS)
     monkeypatch.setattr(keys, "CODE", tmp_path)
     seen = set()
     edits = ("templates/kueue/cohort.yaml.j2", "generators/quantity.py", "schemas/overflow.schema.json")

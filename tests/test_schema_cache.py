@@ -11,7 +11,7 @@ import pytest
 
 from generators.spec import schema
 from generators.spec.load import load_document
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 
 @pytest.fixture

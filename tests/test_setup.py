@@ -9,7 +9,7 @@ import re
 import subprocess
 import sys
 
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 
 def test_make_setup_installs_the_pre_commit_the_readme_documents() -> None:

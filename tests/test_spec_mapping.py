@@ -15,7 +15,6 @@ import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field, is_dataclass
 from fractions import Fraction
-from pathlib import Path
 from typing import Any, Union, get_args, get_origin
 
 import pytest
@@ -23,8 +22,9 @@ import pytest
 import generators.model.build  # noqa: F401  (loads every model module: hints name their classes)
 from generators.model.fromspec import derived, from_spec, rules, setting, spec_key
 from generators.model.types import Environment
+from tests.support import ROOT
 
-SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
+SCHEMAS = ROOT / "schemas"
 Keys = tuple[str, ...]
 
 

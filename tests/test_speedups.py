@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from generators import speedups
-from tests.scratch_repo import run_cli, tree_digest
+from tests.support.scratch import run_cli, tree_digest
 
 ON_DISK = ("jinja", "shapes", "render-stamps", "schema-valid")
 

@@ -12,7 +12,7 @@ import pytest
 
 from generators import layout, templating
 from generators.speedups import templatecache
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 TEMPLATE = "{% for x in items %}- {{ x }}\n{% endfor %}"
 

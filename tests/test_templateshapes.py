@@ -17,7 +17,7 @@ from generators import model, render, templating
 from generators.layout import environment_names
 from generators.speedups import templateshapes
 from generators.templating import to_flow
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 
 def same(a: Any, b: Any) -> bool:

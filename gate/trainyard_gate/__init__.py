@@ -1,1 +1,1 @@
-"""trainyard overflow gate controller: Prometheus free-GPU count -> NoSchedule taint."""
+"""trainyard's run-time controllers, one program: the overflow gate and the health quarantine."""

@@ -5,10 +5,12 @@ from the binaries it is given: a local path is symlinked into the cluster's fold
 (pkg/utils/file/download.go, getCacheOrDownload: a source with no http(s) scheme is used as
 is), so with all five `--*-binary` flags pointing at the pinned builds of tools/install.py it
 never touches the network. It also writes the PKI, the components' kubeconfigs and the
-kwok-controller's default Stages (node-initialize, heartbeat; pod-ready, pod-complete,
-pod-delete: pkg/kwokctl/runtime/cluster.go), which is the wiring a hand-written harness would
-have to copy. Decided over extending tests/controlplane/harness.py for that reason (docs/
-controlplane.md, "Cluster in a box").
+kwok-controller's configuration, which is the wiring a hand-written harness would have to
+copy. Its Stages are given (kwok-stages.yaml beside this file: its defaults, with a
+pod-complete that can hold a Job pod Running for a set time), since kwokctl keeps none of its
+defaults once its configuration holds one (pkg/kwokctl/runtime/cluster.go). Decided over
+extending tests/controlplane/harness.py for that reason (docs/controlplane.md, "Cluster in a
+box").
 
 Everything lives under the run directory (KWOK_WORKDIR), never in ~/.kwok; `--kubeconfig=`
 keeps ~/.kube/config untouched; every listener binds 127.0.0.1 (kwokctl's default is
@@ -38,6 +40,9 @@ BINARY_FLAGS = {
     "kube-scheduler": "--kube-scheduler-binary",
     "kwok": "--kwok-controller-binary",
 }
+
+
+NODE_GRACE_MS = 120_000
 
 
 class ClusterError(RuntimeError):
@@ -83,8 +88,12 @@ class Cluster:
             "kind": "KwokctlConfiguration",
             # kubectl: kwokctl's readiness check (`--wait`) runs `kubectl get --raw /healthz`,
             # and would download one from dl.k8s.io without this.
+            # Node grace 120 s, not kwokctl's 40 s: on 2 cores at load 10 KWOK's lease renewals
+            # can lag, the node lifecycle controller would taint nodes unreachable, and the
+            # gate would count their GPUs gone. No scene tests node loss by heartbeat.
             "options": {"bindAddress": "127.0.0.1", "runtime": "binary",
-                        "kubectlBinary": str(tool_path("kubectl"))},
+                        "kubectlBinary": str(tool_path("kubectl")),
+                        "kubeControllerManagerNodeMonitorGracePeriodMilliseconds": NODE_GRACE_MS},
             "componentsPatches": patches if apiserver_args else [],
         }  # fmt: skip
         # One file, several documents: kwokctl reads the Stages beside its configuration.

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
+from kubernetes.dynamic.exceptions import NotFoundError
 
-from generators.box.kube import Kube, Obj, purge_namespaces, wait_true
+from generators import syncoptions
+from generators.box.kube import Kube, Obj, purge_namespaces, wait_for, wait_true
 from generators.model import load
 from generators.render import RenderedFile, render_tree
 from generators.render import objects as objects_of
@@ -18,6 +21,7 @@ from generators.validation.pinned_crds import resolve_crd_dir
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 CRD_ESTABLISHED_SECONDS = 60
+RECREATE_SECONDS = 60  # a forced replace waits for the delete (finalizers) before creating
 
 # Namespaces rendered objects live in that another project's installer creates, not ours.
 EXTERNAL_NAMESPACES = {
@@ -112,23 +116,77 @@ def ensure_external_namespaces(kube: Kube, objects: list[Obj]) -> list[str]:
     return created
 
 
+def force_replaced(obj: Obj) -> bool:
+    """The object asks Argo CD for `kubectl replace --force` (generators/syncoptions.py)."""
+    options = ((obj["metadata"].get("annotations") or {}).get(syncoptions.ANNOTATION) or "").split(",")
+    return all(option in options for option in syncoptions.FORCE_REPLACE)
+
+
+def in_sync(desired: object, live: object) -> bool:
+    """Every field `desired` sets has that value live (what ApplyOutOfSyncOnly skips); a
+    zero value the API omits (`globalDefault: false`, omitempty) matches its absence."""
+    if live is None and desired in (False, 0, "", [], {}):
+        return True
+    if isinstance(desired, dict):
+        return isinstance(live, dict) and all(in_sync(v, live.get(k)) for k, v in desired.items())
+    return desired == live
+
+
+def recreate(kube: Kube, obj: Obj) -> Obj:
+    """`kubectl replace --force`: delete, wait until it is gone, create."""
+    meta = obj["metadata"]
+    kube.delete(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
+    wait_for(lambda: _gone(kube, obj), RECREATE_SECONDS, f"{obj['kind']} {meta['name']} deleted")
+    return kube.apply(obj)
+
+
 def apply_all(kube: Kube, objects: list[Obj]) -> dict[tuple[str, str, str, str], Obj]:
-    """Server-side apply in sync-wave order; returns what the server stored, by identity."""
+    """Argo CD's sync: in sync-wave order, server-side apply, except that an out-of-sync
+    object carrying Force=true,Replace=true is deleted and recreated, as Argo CD does; the
+    first refusal stops the sync (no later object is applied). Returns what the server
+    stored, by identity."""
     stored = {}
     for obj in in_sync_wave_order(objects):
         try:
-            stored[identity(obj)] = kube.apply(obj)
+            live = kube.get(obj["apiVersion"], obj["kind"], obj["metadata"]["name"],
+                            obj["metadata"].get("namespace")) if force_replaced(obj) else None  # fmt: skip
+            replace = live is not None and not in_sync(obj, live)
+            stored[identity(obj)] = recreate(kube, obj) if replace else kube.apply(obj)
         except Exception as err:
             reason = err.summary() if hasattr(err, "summary") else str(err)  # the API's own message
             raise AssertionError(f"server-side apply refused {'/'.join(identity(obj))}: {reason}") from err
     return stored
 
 
+def prune(kube: Kube, objects: list[Obj]) -> list[str]:
+    """Argo CD's prune after every wave (PruneLast): delete in reverse sync-wave order, leaving
+    finalizers to the controllers that own them (Kueue's resource-in-use), and wait until
+    each object is gone. Returns what was pruned."""
+    pruned = []
+    for obj in reversed(in_sync_wave_order(objects)):
+        meta = obj["metadata"]
+        with contextlib.suppress(NotFoundError):
+            kube.dynamic.delete(kube.resource(obj["apiVersion"], obj["kind"]), name=meta["name"],
+                                namespace=meta.get("namespace"))  # fmt: skip
+            pruned.append(f"{obj['kind']} {meta['name']}")
+    for obj in objects:
+        wait_for(functools.partial(_gone, kube, obj), RECREATE_SECONDS,
+                 f"{obj['kind']} {obj['metadata']['name']} pruned (its finalizers lifted)")  # fmt: skip
+    return pruned
+
+
+def _gone(kube: Kube, obj: Obj) -> bool:
+    meta = obj["metadata"]
+    return kube.get(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace")) is None
+
+
 def remove_all(kube: Kube, objects: list[Obj], extra_namespaces: Sequence[str] = ()) -> None:
     """Delete what `objects` created, in reverse sync-wave order (Argo CD's prune order)."""
     namespaces = [obj["metadata"]["name"] for obj in objects if obj["kind"] == "Namespace"]
+    purged = {*namespaces, *extra_namespaces}
     for obj in reversed(in_sync_wave_order(objects)):
         meta = obj["metadata"]
-        if obj["kind"] != "Namespace" and not meta.get("namespace"):
-            kube.delete(obj["apiVersion"], obj["kind"], meta["name"])
+        # Cluster-scoped objects, and objects in a namespace that stays (e.g. kube-system).
+        if obj["kind"] != "Namespace" and meta.get("namespace") not in purged:
+            kube.delete(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
     purge_namespaces(kube, [*namespaces, *extra_namespaces])

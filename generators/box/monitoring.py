@@ -8,11 +8,13 @@ pinned build runs with the chart Deployment's arguments (so the rendered
 (generators/box/controllers.py).
 
 Prometheus (the pinned v3.16.0 server) has no operator here to turn ServiceMonitors into
-scrape jobs, so the box writes the one scrape job the chart's ServiceMonitor means: job
-`kube-state-metrics` (the label the rendered queries select on) at the process's port. It
-loads the rendered alert rules file (ConfigMap trainyard-alerts-rules-file), so a broken
-rule stops `box up`. Up once a query returns one `kube_node_labels` series per node: the
-whole path (apiserver, kube-state-metrics, a scrape, the TSDB) has worked once.
+scrape jobs, so the box writes the scrape job the chart's ServiceMonitor means: job
+`kube-state-metrics` (the label the rendered queries select on) at the process's port, and
+one for the box's synthetic dcgm-exporter (generators/box/dcgm_fake.py) under the job the
+rendered DCGM queries select. It loads the rendered alert rules file (ConfigMap
+trainyard-alerts-rules-file), so a broken rule stops `box up`. Up once a query returns one
+`kube_node_labels` series per node: the whole path (apiserver, kube-state-metrics, a scrape,
+the TSDB) has worked once.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import json
 import urllib.parse
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
@@ -37,6 +40,10 @@ KSM_NAME = "kube-state-metrics"  # app.kubernetes.io/name of the chart's KSM obj
 KSM_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")
 RULES_CONFIG_MAP = "trainyard-alerts-rules-file"
 SCRAPE_SECONDS = 5  # a box reacts in seconds, not a production minute
+# Scenes' synthetic exporters (generators/box/series.py): file_sd files a scene writes into
+# <prometheus folder>/scene-targets/ while it runs; Prometheus watches the folder.
+SCENE_JOB = "box-scene"
+SCENE_TARGETS = "scene-targets"
 READY_SECONDS = 120
 
 
@@ -64,14 +71,18 @@ def rule_files(objects: list[Obj], folder: Path) -> list[Path]:
     return paths
 
 
-def prometheus(ksm_port: int, rules: list[Path], folder: Path) -> Daemon:
-    """A Prometheus (not started) scraping kube-state-metrics on 127.0.0.1:`ksm_port`."""
+def prometheus(ksm_port: int, rules: list[Path], folder: Path, jobs: Sequence[Obj] = ()) -> Daemon:
+    """A Prometheus (not started) scraping kube-state-metrics on 127.0.0.1:`ksm_port`, and
+    `jobs` (scrape configs of the box's other exporters, e.g. dcgm_fake.scrape_job)."""
     folder.mkdir(parents=True, exist_ok=True)
     config = {
         "global": {"scrape_interval": f"{SCRAPE_SECONDS}s", "evaluation_interval": f"{SCRAPE_SECONDS}s"},
         "rule_files": [str(p) for p in rules],
         "scrape_configs": [{"job_name": KSM_NAME,
-                            "static_configs": [{"targets": [f"127.0.0.1:{ksm_port}"]}]}],
+                            "static_configs": [{"targets": [f"127.0.0.1:{ksm_port}"]}]}, *jobs,
+                           {"job_name": SCENE_JOB, "file_sd_configs": [{
+                               "files": [str(folder / SCENE_TARGETS / "*.json")],
+                               "refresh_interval": "5s"}]}],
     }
     (folder / "prometheus.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
     port = free_port()
@@ -79,6 +90,12 @@ def prometheus(ksm_port: int, rules: list[Path], folder: Path) -> Daemon:
                                  f"--storage.tsdb.path={folder / 'data'}",
                                  f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
                   folder / "prometheus.log", ports=(port,))  # fmt: skip
+
+
+def scene_targets(box_folder: Path) -> Path:
+    """Where a scene writes its file_sd targets, in the box run folder `box_folder`
+    (up.py starts Prometheus in <box folder>/monitoring/prometheus)."""
+    return box_folder / "monitoring" / "prometheus" / SCENE_TARGETS
 
 
 def query(url: str, promql: str) -> list[dict[str, object]]:

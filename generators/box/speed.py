@@ -49,6 +49,9 @@ DURATIONS: tuple[tuple[str, str, int], ...] = (
     ("monitoring.alerts.quotaDriftFor", "duration", SECONDS_FLOOR),
     ("monitoring.alerts.inferencePendingFor", "duration", SECONDS_FLOOR),
     ("monitoring.alerts.virtualNodeNotReadyFor", "duration", SECONDS_FLOOR),
+    ("monitoring.alerts.controllerErrorWindow", "duration", PROMETHEUS_WINDOW_FLOOR),
+    ("monitoring.alerts.controllerNoLeaderFor", "duration", SECONDS_FLOOR),
+    ("monitoring.alerts.controllerBlindMinSeconds", "seconds", SECONDS_FLOOR),
 )
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}

@@ -13,10 +13,14 @@ Up, in order (each step waits on the real effect of the one before, never on a s
    each Ready and the node lifecycle controller has lifted its not-ready taint;
 5. rendered/<env> (or the scaled copy's render) server-side applied in Argo CD sync-wave
    order, and up once Kueue reports every ClusterQueue Active;
-6. kube-state-metrics (the pinned kube-prometheus-stack chart's, as its ServiceAccount) and a
-   Prometheus scraping it with the rendered alert rules, up once every node's
-   kube_node_labels series is in Prometheus (generators/box/monitoring.py);
-7. the rendered controller Deployments the box can run (the descheduler, evicting; the
+6. kube-state-metrics (the pinned kube-prometheus-stack chart's, as its ServiceAccount), a
+   synthetic dcgm-exporter (generators/box/dcgm_fake.py) and a Prometheus scraping both with
+   the rendered alert rules, up once every node's kube_node_labels series and every GPU's
+   temperature is in Prometheus (generators/box/monitoring.py);
+7. the rendered prometheus-adapter (environments with inference HPAs) as a host process
+   querying that Prometheus, its APIService registered with the aggregator, up once the
+   APIService is Available (generators/box/adapter.py);
+8. the rendered controller Deployments the box can run (the descheduler, evicting; the
    overflow gate and the health controller, querying that Prometheus) as host processes
    with their rendered arguments, configuration and ServiceAccounts
    (generators/box/controllers.py).
@@ -38,7 +42,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generators.box import accounts, controllers, kueue, kueue_chart, manifests, monitoring
+from generators.box import (
+    accounts,
+    adapter,
+    controllers,
+    dcgm_fake,
+    kueue,
+    kueue_chart,
+    manifests,
+    monitoring,
+)
 from generators.box.cluster import Cluster
 from generators.box.daemon import Daemon, free_port, group_alive, stop_group
 from generators.box.kube import Kube, Obj, is_true, wait_for, wait_true
@@ -46,8 +59,10 @@ from generators.box.nodes import environment_nodes, virtual_nodes
 from generators.box.scale import scaled_checkout
 from generators.box.state import Process, State, run_dir
 from generators.components import kueue as kueue_component
+from generators.components.monitoring.installers import GPU_OPERATOR_VALUES
 from generators.layout import INSTALLERS
 from generators.model import Environment, load
+from generators.model.overflow import PROVIDER_LABEL
 from generators.render import RenderedFile, render_tree
 from generators.render import objects as objects_of
 from tools.toolchain import tool_path
@@ -57,6 +72,7 @@ KUEUE_GROUP = "kueue.x-k8s.io"
 NODES_READY_SECONDS = 300
 QUEUES_ACTIVE_SECONDS = 180
 WEBHOOK_SECONDS = 60
+POLICY_SECONDS = 60  # a new admission policy in effect
 CONTROLLER_READY_SECONDS = 120
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -146,14 +162,15 @@ def _build(env: Environment, files: list[RenderedFile], cluster: Cluster, state:
         _create_nodes(kube, nodes)
         say(f"applying {len(objects)} rendered objects in sync-wave order")
         manifests.ensure_external_namespaces(kube, objects)
-        manifests.apply_all(kube, objects)
+        manifests.apply_all(kube, [o for o in objects if not adapter.deferred(o)])  # adapter: step 7
         _register_virtual_nodes(kube, env, objects, cluster, folder, say)
         for obj in objects:
             if obj["kind"] == "ClusterQueue":
                 wait_true(kube, KUEUE_API, "ClusterQueue", obj["metadata"]["name"], "Active",
                           QUEUES_ACTIVE_SECONDS)  # fmt: skip
         say("starting kube-state-metrics (the chart's) and Prometheus")
-        _start_monitoring(kube, files, objects, cluster, state, folder, len(nodes))
+        _start_monitoring(kube, env, files, objects, cluster, state, folder, len(nodes))
+        _start_adapter(kube, objects, cluster, state, folder, say)
         _start_controllers(kube, env, objects, cluster, state, folder, say)
     finally:
         kube.close()
@@ -174,17 +191,32 @@ def _register_virtual_nodes(kube: Kube, env: Environment, objects: list[Obj], cl
                                           folder / f"kubeconfig-{account}")  # fmt: skip
         say(f"registering virtual node {node['metadata']['name']} as ServiceAccount {account}")
         vk = Kube(token, folder / f"discovery-{account}.json")
+        name = node["metadata"]["name"]
         try:
+            # A policy acts seconds after it is created (more on a loaded machine); a node
+            # registered before misses the provider label and the closed taint, and is fixed
+            # only by a later spec update, which nothing guarantees. Up waits for the policy's
+            # effect on a dry run instead (docs/controlplane.md, "A day in the life").
+            closed = functools.partial(_closed_by_policy, vk, _with_capacity(node, capacity), provider,
+                                       env.overflow.gate.taint_key)  # fmt: skip
+            wait_for(closed, POLICY_SECONDS, f"the rendered admission policy labelling and closing {name}")
             vk.create(_with_capacity(node, capacity))
         finally:
             vk.close()
-        name = node["metadata"]["name"]
 
         def ready(name: str = name, capacity: dict[str, str] = capacity) -> bool:
             found = kube.get("v1", "Node", name)
             return found is not None and _schedulable(found, capacity)
 
         wait_for(ready, NODES_READY_SECONDS, f"virtual node {name} Ready with its capacity")
+
+
+def _closed_by_policy(vk: Kube, node: Obj, provider: str, taint_key: str) -> bool:
+    """A dry-run registration of `node` comes back with the provider label and the gate taint."""
+    admitted = vk.create(node, dry_run=True)
+    taints = (admitted.get("spec") or {}).get("taints") or []
+    return bool((admitted["metadata"].get("labels") or {}).get(PROVIDER_LABEL) == provider
+                and any(t.get("key") == taint_key and t.get("effect") == "NoSchedule" for t in taints))
 
 
 def _install_foreign_crds(kube: Kube) -> None:
@@ -287,10 +319,11 @@ def _start_controllers(kube: Kube, env: Environment, objects: list[Obj], cluster
         daemon.wait_until(functools.partial(check, url), CONTROLLER_READY_SECONDS, f"{url} ok")
 
 
-def _start_monitoring(kube: Kube, files: list[RenderedFile], objects: list[Obj], cluster: Cluster,
-                      state: State, folder: Path, nodes: int) -> None:  # fmt: skip
-    """kube-state-metrics and Prometheus (generators/box/monitoring.py); up once Prometheus
-    holds one kube_node_labels series per node."""
+def _start_monitoring(kube: Kube, env: Environment, files: list[RenderedFile], objects: list[Obj],
+                      cluster: Cluster, state: State, folder: Path, nodes: int) -> None:  # fmt: skip
+    """kube-state-metrics, the fake dcgm-exporter and Prometheus (generators/box/monitoring.py);
+    up once Prometheus holds one kube_node_labels series per node and one GPU temperature
+    per NVIDIA GPU."""
     chart = monitoring.template(_installer_values(files, monitoring.VALUES, folder), MONITORING_NAMESPACE)
     rbac, deployment = monitoring.kube_state_metrics(chart)
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MONITORING_NAMESPACE}})
@@ -307,8 +340,11 @@ def _start_monitoring(kube: Kube, files: list[RenderedFile], objects: list[Obj],
     _record(state, folder, ksm)
     ksm_url = f"http://127.0.0.1:{ksm.ports[0]}"
     ksm.wait_until(functools.partial(_http_ok, f"{ksm_url}/healthz"), CONTROLLER_READY_SECONDS, "/healthz ok")
+    dcgm, fleet = _start_dcgm_fake(env, files, state, folder)
+    dcgm_selector = env.monitoring.selectors.dcgm
+    jobs = [dcgm_fake.scrape_job(dcgm_selector, dcgm.ports[0], f"{monitoring.SCRAPE_SECONDS}s")]
     server = monitoring.prometheus(ksm.ports[0], monitoring.rule_files(objects, workdir / "rules"),
-                                   workdir / "prometheus")  # fmt: skip
+                                   workdir / "prometheus", jobs)  # fmt: skip
     server.start()
     _record(state, folder, server)
     url = f"http://127.0.0.1:{server.ports[0]}"
@@ -316,6 +352,38 @@ def _start_monitoring(kube: Kube, files: list[RenderedFile], objects: list[Obj],
     state.save(folder)
     server.wait_until(lambda: len(monitoring.query(url, "kube_node_labels")) >= nodes,
                       monitoring.READY_SECONDS, f"{nodes} kube_node_labels series")  # fmt: skip
+    temperatures = f"{dcgm_fake.TEMPERATURE}{{{dcgm_selector}}}"
+    gpus = sum(node.gpus for node in fleet.nodes)
+    server.wait_until(lambda: len(monitoring.query(url, temperatures)) >= gpus, monitoring.READY_SECONDS,
+                      f"{gpus} {temperatures} series (the fake dcgm-exporter scraped)")  # fmt: skip
+
+
+def _start_dcgm_fake(env: Environment, files: list[RenderedFile], state: State,
+                     folder: Path) -> tuple[Daemon, dcgm_fake.Fleet]:  # fmt: skip
+    """The synthetic dcgm-exporter (generators/box/dcgm_fake.py) serving the rendered counters
+    for every NVIDIA node; up once it answers."""
+    values = next(f.text for f in files if f.path == f"{INSTALLERS}/{GPU_OPERATOR_VALUES}")
+    fleet = dcgm_fake.fleet_of(env, values)
+    daemon = dcgm_fake.daemon(fleet, folder / "monitoring" / dcgm_fake.NAME)
+    daemon.start()
+    _record(state, folder, daemon)
+    daemon.wait_until(functools.partial(_http_ok, f"http://127.0.0.1:{daemon.ports[0]}/healthz"),
+                      CONTROLLER_READY_SECONDS, "/healthz ok")  # fmt: skip
+    return daemon, fleet
+
+
+def _start_adapter(kube: Kube, objects: list[Obj], cluster: Cluster, state: State, folder: Path,
+                   say: Say) -> None:  # fmt: skip
+    """The rendered prometheus-adapter, if any, and its APIService (generators/box/adapter.py)."""
+    daemon = adapter.start(kube, cluster.kubeconfig, objects, folder / "monitoring" / "prometheus-adapter",
+                           state.prometheus)  # fmt: skip
+    if daemon is None:
+        return
+    say("starting prometheus-adapter, registering its APIService")
+    _record(state, folder, daemon)
+    daemon.wait_until(functools.partial(_https_ok, f"https://127.0.0.1:{daemon.ports[0]}/healthz"),
+                      CONTROLLER_READY_SECONDS, "/healthz ok")  # fmt: skip
+    adapter.register(kube, objects, daemon.ports[0])
 
 
 def _http_ok(url: str) -> bool:

@@ -6,7 +6,8 @@ import argparse
 import sys
 
 HELP = ("compare the working tree's rendering with rendered/ at a git ref (default: the merge "
-        "base with main), per object, with a summary in pools, quotas and tiers")
+        "base with main), per object, with a summary in pools, quotas and tiers; exit 1 when "
+        "it changes a field the API refuses to change in place (docs/immutable-fields.md)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +34,11 @@ def run(args: argparse.Namespace) -> int:
     except RenderedTreeError as exc:
         print(f"generate.py diff: error: {exc}", file=sys.stderr)
         return 1
+    # Immutable fields (generators/immutable.py): a note per change Argo CD recreates, an
+    # error per change the API would refuse, with its migration path; errors fail the diff
+    # (the report is still written: the PR comment shows them too).
+    for line in built.immutable_lines():
+        print(line, file=sys.stderr)
     if args.format == "json":
         sys.stdout.write(jsondoc.render(built))
     elif args.format == "markdown":
@@ -40,4 +46,4 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(markdown.render(built, limit))
     else:
         sys.stdout.write(text.render(built, text.Palette(text.use_colour(sys.stdout, args.no_color))))
-    return 0
+    return 1 if built.refused else 0

@@ -6,27 +6,23 @@ bad for long enough gets the NoSchedule taint trainyard.dev/gpu-health=<reason>,
 cap. Nothing is rendered with backend none or nvsentinel (NVSentinel is installed on its own;
 the admission policies that make pods react to either backend are in priorities.py).
 
-Same Deployment shape and hardening as the overflow gate (its templates/overflow/ files: one
-program, one Deployment shape; the machinery's priority class: a preempted controller would
-leave quarantines unattended), and the same least-privilege layers: RBAC names verbs and
-resources, a ValidatingAdmissionPolicy on its identity limits what a node update may change.
+Same workload as the overflow gate (generators/k8s/workload.py, templates/common/: one
+program, one Deployment shape, the same hardening and the machinery's priority class), and
+the same least-privilege layers: RBAC names verbs and resources, a ValidatingAdmissionPolicy
+on its identity limits what a node update may change (generators/k8s/admission.py).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any
 
-from generators import yamlemit
 from generators.components import Obj
-from generators.components.overflow import (
-    CLUSTER_PREFIX,
-    POLICY_FILE,
-    _hardened,
-    _rule,
-    _sha256,
-)
+from generators.k8s import network
+from generators.k8s.admission import node_guard
+from generators.k8s.cel import field, literal, same_map_except, taints
+from generators.k8s.objects import namespace, service_monitor
+from generators.k8s.rbac import CLUSTER_PREFIX, identity, lease_rules, namespaced, rule
+from generators.k8s.workload import gate_program
 from generators.model.health import (
     NAME,
     POOL_LABEL,
@@ -44,15 +40,8 @@ NODE_POLICY = f"{CLUSTER_PREFIX}{NAME}-node-changes"
 # The controller lists and watches nodes to find the pools' members (list cannot be limited
 # by name), gets one to re-read it after a conflict and patches taints and annotations. Pool
 # nodes come and go, so no resourceNames: the admission policy below narrows the patch.
-NODE_RULES = [_rule([""], ["nodes"], ["get", "list", "watch", "patch"])]
-LEASE_RULES = [  # the client's LeaseLock reads, creates and replaces its one Lease
-    _rule(["coordination.k8s.io"], ["leases"], ["create"]),
-    _rule(["coordination.k8s.io"], ["leases"], ["get", "update"], [NAME]),
-]
-
-
-def _cel(value: Any) -> str:
-    return json.dumps(value)
+NODE_RULES = [rule([""], ["nodes"], ["get", "list", "watch", "patch"])]
+LEASE_RULES = lease_rules(NAME, ["get", "update"])
 
 
 def node_policy(c: Controller) -> Obj:
@@ -60,92 +49,52 @@ def node_policy(c: Controller) -> Obj:
                   reason_annotation=REASON_ANNOTATION, since_annotation=SINCE_ANNOTATION)
 
 
-def _taints(var: str) -> str:
-    return f"(has({var}.spec) && has({var}.spec.taints) ? {var}.spec.taints : [])"
-
-
-def _map(var: str, field: str) -> str:
-    return f"(has({var}.metadata.{field}) ? {var}.metadata.{field} : {{}})"
-
-
-def _same_map_except(field: str, exempt: list[str]) -> str:
-    """metadata.<field> equal in object and oldObject, except the keys in `exempt`."""
-    new, old, keys = _map("object", field), _map("oldObject", field), _cel(exempt)
-    return (f"{old}.all(k, k in {keys} || (k in {new} && {new}[k] == {old}[k])) && "
-            f"{new}.all(k, k in {keys} || k in {old})")
-
-
 def node_validations() -> list[dict[str, str]]:
     """CEL over a node UPDATE by the controller: only its taint and annotations change, only
     NoSchedule, only on pool nodes; never a cordon, a label or another taint."""
     what = f"the health controller may only set or clear the {TAINT_KEY} taint and its annotations"
-    others = "{t}.filter(x, x.key != " + _cel(TAINT_KEY) + ")"
-    new, old = _taints("object"), _taints("oldObject")
-    unschedulable = "(has({v}.spec.unschedulable) ? {v}.spec.unschedulable : false)"
+    others = "{t}.filter(x, x.key != " + literal(TAINT_KEY) + ")"
+    new, old = taints("object"), taints("oldObject")
+    labels = field("oldObject", "metadata", "labels", "{}")
     return [
-        {"expression": f"{_map('oldObject', 'labels')}.exists(k, k == {_cel(POOL_LABEL)})",
+        {"expression": f"{labels}.exists(k, k == {literal(POOL_LABEL)})",
          "message": f"{what}, on nodes labelled {POOL_LABEL}", "reason": "Forbidden"},
         {"expression": f"{others.format(t=new)} == {others.format(t=old)}",
          "message": f"{what}: other taints must stay as they are", "reason": "Forbidden"},
-        {"expression": f"{new}.filter(x, x.key == {_cel(TAINT_KEY)})"
-                       f".all(x, x.effect == {_cel(TAINT_EFFECT)})",
+        {"expression": f"{new}.filter(x, x.key == {literal(TAINT_KEY)})"
+                       f".all(x, x.effect == {literal(TAINT_EFFECT)})",
          "message": f"{what}: effect {TAINT_EFFECT} only (NoExecute would evict running gangs)",
          "reason": "Forbidden"},
-        {"expression": f"{_same_map_except('labels', [])} && "
-                       f"{_same_map_except('annotations', [REASON_ANNOTATION, SINCE_ANNOTATION])}",
+        {"expression": f"{same_map_except('labels', [])} && "
+                       f"{same_map_except('annotations', [REASON_ANNOTATION, SINCE_ANNOTATION])}",
          "message": f"{what}: labels and other annotations must stay as they are", "reason": "Forbidden"},
-        {"expression": f"{unschedulable.format(v='object')} == {unschedulable.format(v='oldObject')}",
+        {"expression": f"{field('object', 'spec', 'unschedulable', 'false')} == "
+                       f"{field('oldObject', 'spec', 'unschedulable', 'false')}",
          "message": f"{what}: it may not cordon or uncordon", "reason": "Forbidden"},
     ]
 
 
 def admission(c: Controller) -> list[Obj]:
     account = f"system:serviceaccount:{c.namespace}:{NAME}"
-    return [
-        render("overflow/nodeguardpolicy.yaml.j2", name=NODE_POLICY, validations=node_validations(),
-               match_expression=f"request.userInfo.username == {_cel(account)}"),
-        render("overflow/validatingadmissionpolicybinding.yaml.j2", name=NODE_POLICY, namespaces=None),
-    ]
+    return node_guard(NODE_POLICY, f"request.userInfo.username == {literal(account)}", node_validations())
 
 
-def identity(c: Controller) -> list[Obj]:
-    cluster_name = CLUSTER_PREFIX + NAME
-    return [
-        render("overflow/serviceaccount.yaml.j2", name=NAME, namespace=c.namespace),
-        render("overflow/clusterrole.yaml.j2", name=cluster_name, rules=NODE_RULES),
-        render("overflow/clusterrolebinding.yaml.j2", name=cluster_name, account=NAME, namespace=c.namespace),
-        render("overflow/role.yaml.j2", name=NAME, namespace=c.namespace, rules=LEASE_RULES),
-        render("overflow/rolebinding.yaml.j2", name=NAME, account=NAME, namespace=c.namespace),
-    ]
-
-
-def workload(c: Controller) -> list[Obj]:
-    policy = yamlemit.dump(node_policy(c))
-    args = [f"--policy=/etc/trainyard/{POLICY_FILE}", f"--metrics-port={c.metrics_port}",
-            f"--lease-namespace={c.namespace}", f"--lease-name={NAME}"]
-    return [
-        render("overflow/configmap.yaml.j2", name=NAME, namespace=c.namespace, data={POLICY_FILE: policy}),
-        render("overflow/gate-deployment.yaml.j2", name=NAME, namespace=c.namespace, gate=c, args=args,
-               policy_sha256=_sha256(policy), **_hardened(c.resources)),
-        render("overflow/gate-service.yaml.j2", name=NAME, namespace=c.namespace, port=c.metrics_port),
-    ]
+def identities(c: Controller) -> list[Obj]:
+    return [*identity(NAME, c.namespace, CLUSTER_PREFIX + NAME, NODE_RULES),
+            *namespaced(NAME, c.namespace, LEASE_RULES)]
 
 
 def scraping(env: Environment, c: Controller, own_namespace: bool) -> list[Obj]:
     """Prometheus reaches /metrics (ServiceMonitor + an ingress allow). The namespace's
     default-deny is the overflow component's when it renders the namespace, else ours."""
-    monitoring_ns = {"kubernetes.io/metadata.name": env.monitoring.namespace}
-    prometheus = {"namespaceSelector": {"matchLabels": monitoring_ns}}
     objects = [
-        render("monitoring/servicemonitor.yaml.j2", name=NAME, namespace=c.namespace,
-               labels=dict(env.monitoring.rule_labels)),
-        render("overflow/networkpolicy.yaml.j2", name=f"{NAME}-metrics", namespace=c.namespace,
-               pod_selector={"matchLabels": {"app.kubernetes.io/name": NAME}},
-               ingress=[{"from": [prometheus], "ports": [{"protocol": "TCP", "port": c.metrics_port}]}]),
+        service_monitor(NAME, c.namespace, dict(env.monitoring.rule_labels)),
+        network.prometheus_ingress(f"{NAME}-metrics", c.namespace,
+                                   {"matchLabels": {"app.kubernetes.io/name": NAME}},
+                                   env.monitoring.namespace, c.metrics_port),
     ]
     if own_namespace:
-        objects.append(render("overflow/networkpolicy.yaml.j2", name="default-deny-ingress",
-                              namespace=c.namespace, pod_selector={}, ingress=None))
+        objects.append(network.default_deny(c.namespace))
     return objects
 
 
@@ -157,5 +106,6 @@ def generate(env: Environment, earlier: Sequence[Obj] = ()) -> list[Obj]:
     own_namespace = env.overflow is None or env.overflow.namespace != c.namespace
     objects: list[Obj] = []
     if own_namespace:
-        objects.append(render("overflow/namespace.yaml.j2", name=c.namespace, role="infrastructure"))
-    return [*objects, *identity(c), *workload(c), *scraping(env, c, own_namespace), *admission(c)]
+        objects.append(namespace(c.namespace, "infrastructure"))
+    workload = gate_program(NAME, c.namespace, c, node_policy(c))
+    return [*objects, *identities(c), *workload, *scraping(env, c, own_namespace), *admission(c)]

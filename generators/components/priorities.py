@@ -8,6 +8,21 @@ resolves a pod's priority from its class before any policy runs, and the Priorit
 its class. So the mutating policy defaults class, value and preemption policy together, and
 the validating one, which runs last, refuses any other class in a training namespace.
 
+Scope (issue 21 finding 5): only pods Kueue manages are training pods. A notebook or a
+Deployment in a team namespace holds no quota, so at a training tier it would preempt the pods
+Kueue admitted (and serving) through kube-scheduler, outside every quota. Kueue v0.19.2 marks
+the pods of every workload it starts: jobframework's getPodSetsInfoFromStatus
+(pkg/controller/jobframework/reconciler.go:1756) writes `kueue.x-k8s.io/podset` into the pod
+templates when it unsuspends a job, so the job's controller creates each pod with it. Pods of
+the pod-based integrations (pod, deployment, statefulset, leaderworkerset) are marked by their
+own labels before Kueue's pod webhook runs: the queue name, and `kueue.x-k8s.io/managed` that
+the Deployment/StatefulSet webhooks write into the template; admission policies run before
+webhooks (pkg/kubeapiserver/options/plugins.go, v1.36), so only the labels present at CREATE
+count. Every other pod in a training namespace runs at the lowest tier of the spec and may
+name no other class. A Workload in a training namespace whose class or pod templates name a
+non-training class is refused when Kueue creates it, so no integration (JobSet, TrainJob,
+RayJob, a label changed after creation) can hold quota with pods that will be refused.
+
 Quarantine (docs/health.md, model/health.py): inference pods get a toleration of each taint
 the health backend quarantines with (a MutatingAdmissionPolicy bound to the inference
 namespaces), and pods in training namespaces that tolerate one are refused.
@@ -21,7 +36,7 @@ from collections.abc import Sequence
 from generators import kubernetes
 from generators.components import Obj
 from generators.model.health import Toleration
-from generators.model.types import Environment
+from generators.model.types import Environment, Tier
 from generators.templating import render
 
 POLICY = "trainyard-training-priority"
@@ -30,6 +45,15 @@ WORKLOAD_POLICY = "trainyard-training-workload-priority"
 # Jobs naming an inference class are refused at creation, before Kueue admits them.
 JOB_POLICY = "trainyard-training-job-priority"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"  # Kueue's WorkloadPriorityClass label
+# Pods outside Kueue in a training namespace (notebooks, Deployments) run at the lowest tier.
+OUTSIDE_POLICY = "trainyard-outside-kueue-priority"
+# A Workload naming a non-training class is refused when Kueue creates it (any integration).
+WORKLOAD_TIER_POLICY = "trainyard-training-workload-tier"
+PODSET_LABEL = "kueue.x-k8s.io/podset"  # Kueue v0.19.2 pkg/constants/constants.go:58
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+MANAGED_LABEL = "kueue.x-k8s.io/managed"  # pkg/constants/constants.go:52
+# Integrations whose pods Kueue's pod webhook manages: their labels at CREATE mark them.
+POD_INTEGRATIONS = ("pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset")
 QUARANTINE_TOLERATED = "trainyard-inference-quarantine-tolerations"
 QUARANTINE_REFUSED = "trainyard-training-no-quarantine-tolerations"
 
@@ -39,32 +63,66 @@ def _cel(value: str) -> str:
     return json.dumps(value)
 
 
+def managed_by_kueue(env: Environment) -> str:
+    """CEL: the pod being created belongs to a workload Kueue manages (module docstring)."""
+    keys = [PODSET_LABEL]
+    if set(env.kueue.integrations) & set(POD_INTEGRATIONS):
+        keys += [QUEUE_LABEL, MANAGED_LABEL]
+    return "has(object.metadata.labels) && (" + " || ".join(
+        f"{_cel(k)} in object.metadata.labels" for k in keys) + ")"
+
+
+def lowest_tier(env: Environment) -> Tier:
+    """What a pod outside Kueue in a training namespace runs at: the lowest tier of the spec
+    (an inference tier: every training tier outranks every inference tier)."""
+    return min(env.tiers, key=lambda t: t.value)
+
+
+def _class_patch(tier: Tier) -> str:
+    """ApplyConfiguration CEL setting class, value and preemption policy as the apiserver's
+    Priority plugin would have (it ran before any admission policy)."""
+    return (f"Object{{spec: Object.spec{{priorityClassName: {_cel(tier.name)}, "
+            f"priority: {tier.value}, preemptionPolicy: {_cel(tier.preemption_policy)}}}}}")
+
+
 def admission(env: Environment) -> list[Obj]:
-    """Training pods run at a training tier. From Kubernetes 1.36 a MutatingAdmissionPolicy
-    gives a class-less pod the default training tier; before, no policy can mutate, so the
-    validating policy alone refuses a class-less pod and its message names the class to set
-    (generators/kubernetes.py)."""
+    """Pods Kueue manages in training namespaces run at a training tier, every other pod
+    there at the lowest tier. From Kubernetes 1.36 MutatingAdmissionPolicies give a class-less
+    pod its tier; before, no policy can mutate, so the validating policies alone refuse a
+    class-less pod and their messages name the class to set (generators/kubernetes.py)."""
     namespaces = env.training_namespaces
     if not namespaces:
         return []
     tier = env.default_training_tier
+    low = lowest_tier(env)
     allowed = [t.name for t in env.training_tiers]
     names = "[" + ", ".join(_cel(n) for n in allowed) + "]"
+    managed = managed_by_kueue(env)
     mutating = kubernetes.has_mutating_admission(env.kubernetes_version)
+    no_mutation = f"(Kubernetes {env.kubernetes_version} has no MutatingAdmissionPolicy to default it)"
     fix = (f"remove priorityClassName to get {tier.name}" if mutating else
-           f"set priorityClassName: {tier.name} (Kubernetes {env.kubernetes_version} has no "
-           "MutatingAdmissionPolicy to default it)")
+           f"set priorityClassName: {tier.name} {no_mutation}")
     message = (f"'pods in training namespaces run at a training tier ({', '.join(allowed)}); got ' + "
                "(has(object.spec.priorityClassName) ? object.spec.priorityClassName : 'none') + "
                f"': {fix}, or name a training tier'")
+    low_fix = (f"remove priorityClassName to get {low.name}" if mutating else
+               f"set priorityClassName: {low.name} {no_mutation}")
+    low_message = (f"'pods that Kueue does not manage run at {low.name} in training namespaces (they hold no "
+                   "quota, so a higher class would preempt what Kueue admitted); got ' + "
+                   "(has(object.spec.priorityClassName) ? object.spec.priorityClassName : 'none') + "
+                   f"': {low_fix}, or submit it as a job to the team queue "
+                   f"(label {QUEUE_LABEL})'")
     objects = []
     if mutating:
-        apply = (f"Object{{spec: Object.spec{{priorityClassName: {_cel(tier.name)}, "
-                 f"priority: {tier.value}, preemptionPolicy: {_cel(tier.preemption_policy)}}}}}")
         label = _cel(PRIORITY_CLASS_LABEL)
         objects += [
-            render("priorities/mutatingadmissionpolicy.yaml.j2", name=POLICY, apply_expression=apply),
+            render("priorities/mutatingadmissionpolicy.yaml.j2", name=POLICY, managed=managed,
+                   apply_expression=_class_patch(tier)),
             render("priorities/mutatingadmissionpolicybinding.yaml.j2", name=POLICY, namespaces=namespaces),
+            render("priorities/outside-kueue-mutatingadmissionpolicy.yaml.j2", name=OUTSIDE_POLICY,
+                   unmanaged=f"!({managed})", apply_expression=_class_patch(low)),
+            render("priorities/mutatingadmissionpolicybinding.yaml.j2", name=OUTSIDE_POLICY,
+                   namespaces=namespaces),
             render("priorities/workload-priority-mutatingadmissionpolicy.yaml.j2", name=WORKLOAD_POLICY,
                    no_label=f"!has(object.metadata.labels) || !({label} in object.metadata.labels)",
                    apply_expression=f"Object{{metadata: Object.metadata{{labels: {{{label}: "
@@ -84,14 +142,41 @@ def admission(env: Environment) -> list[Obj]:
          "message": f"'jobs in training namespaces run at a training tier ({', '.join(allowed)}); "
                     f"the pod template names ' + {template}.priorityClassName"},
     ]
+    owner = ("(has(object.metadata.ownerReferences) && size(object.metadata.ownerReferences) > 0 ? "
+             "object.metadata.ownerReferences[0].kind + ' ' + object.metadata.ownerReferences[0].name : "
+             "object.metadata.name)")
+    pod_class = "p.template.spec.priorityClassName"
+    workload_checks = [
+        {"expression": f"!has(object.spec.priorityClassRef) || object.spec.priorityClassRef.name in {names}",
+         "message": f"'workloads in training namespaces run at a training tier ({', '.join(allowed)}); ' + "
+                    f"{owner} + ' names ' + object.spec.priorityClassRef.name + ' (label "
+                    f"{PRIORITY_CLASS_LABEL}, else its pod class)'"},
+        {"expression": f"object.spec.podSets.all(p, !has({pod_class}) || {pod_class} == '' || "
+                       f"{pod_class} in {names})",
+         "message": f"'workloads in training namespaces run at a training tier ({', '.join(allowed)}); "
+                    f"the pod templates of ' + {owner} + ' name ' + object.spec.podSets.filter(p, "
+                    f"has({pod_class}) && {pod_class} != '' && !({pod_class} in {names}))[0]"
+                    ".template.spec.priorityClassName"},
+    ]
+    low_names = _cel_list([low.name])
+    low_expression = f"has(object.spec.priorityClassName) && object.spec.priorityClassName in {low_names}"
     return [
         *objects,
         render("priorities/job-validatingadmissionpolicy.yaml.j2", name=JOB_POLICY, validations=job_checks),
         render("priorities/validatingadmissionpolicybinding.yaml.j2", name=JOB_POLICY, namespaces=namespaces),
-        render("priorities/validatingadmissionpolicy.yaml.j2", name=POLICY,
+        render("priorities/workload-validatingadmissionpolicy.yaml.j2", name=WORKLOAD_TIER_POLICY,
+               validations=workload_checks),
+        render("priorities/validatingadmissionpolicybinding.yaml.j2", name=WORKLOAD_TIER_POLICY,
+               namespaces=namespaces),
+        render("priorities/validatingadmissionpolicy.yaml.j2", name=POLICY, managed=managed,
                expression=f"has(object.spec.priorityClassName) && object.spec.priorityClassName in {names}",
                message_expression=message),
         render("priorities/validatingadmissionpolicybinding.yaml.j2", name=POLICY, namespaces=namespaces),
+        render("priorities/outside-kueue-validatingadmissionpolicy.yaml.j2", name=OUTSIDE_POLICY,
+               unmanaged=f"!({managed})", message_expression=low_message,
+               expression=low_expression),
+        render("priorities/validatingadmissionpolicybinding.yaml.j2", name=OUTSIDE_POLICY,
+               namespaces=namespaces),
     ]
 
 

@@ -87,7 +87,19 @@ def _heading(report: Report) -> str:
     return (f"{MARKER}\n## trainyard diff: {title}\n\nRendered from this branch's environments/ and "
             f"compared, object by object, with `rendered/` at {report.base.label} "
             f"(`{report.base.short}`).\n\n"
-            + table(("environment", "changed objects", "added", "removed"), rows, len(rows)))
+            + table(("environment", "changed objects", "added", "removed"), rows, len(rows))
+            + _immutable(report))
+
+
+def _immutable(report: Report) -> str:
+    """Changed immutable fields, as `generate.py diff` prints them: never cut for size."""
+    lines = report.immutable_lines()
+    if not lines:
+        return ""
+    verdict = ("the API would refuse some in place: the diff fails; each line names the migration"
+               if report.refused else "Argo CD deletes and recreates these objects")
+    return (f"\n\n**Immutable fields changed** ({verdict}; docs/immutable-fields.md):\n\n"
+            + fence("\n".join(lines), "text"))
 
 
 def _omitted_note(omitted: int, total: int, report: Report, limit: int) -> str:

@@ -17,7 +17,7 @@ from generators.diff import gitref
 from generators.diff.changes import ObjectChange, compare
 from generators.diff.objects import ObjectKey, ObjectRecord, from_files, from_rendering
 from generators.diff.summary import EnvSummary, summarize
-from generators.errors import SpecError
+from generators.errors import Problem, SpecError, once
 from generators.layout import ENV_DIR, RENDERED, environment_names
 from generators.model.types import Environment
 from generators.speedups.parsereuse import rendered_objects
@@ -39,6 +39,17 @@ class EnvReport:
 class Report:
     base: gitref.Base
     envs: tuple[EnvReport, ...]
+    # (environment, problem) per changed immutable field (generators/diff/immutable.py): notes
+    # for what Argo CD recreates, errors for what the API would refuse (they fail the diff)
+    immutable: tuple[tuple[str, Problem], ...] = ()
+
+    def immutable_lines(self) -> list[str]:
+        """The problems as printed: one line each, a base file's once with its environments."""
+        return once([(env, p.location.file, p.format()) for env, p in self.immutable])
+
+    @property
+    def refused(self) -> bool:
+        return any(p.severity == "error" for _, p in self.immutable)
 
     @property
     def changed(self) -> bool:
@@ -98,4 +109,6 @@ def build(root: Path, ref: str | None) -> Report:
         before = base_models.get(name, _BaseModel(None))
         summary = None if before.note else summarize(before.env, head)
         envs.append(EnvReport(name, tuple(changes), summary, before.note, head))
-    return Report(base, tuple(envs))
+    from generators.diff.immutable import problems  # it reads EnvReports
+
+    return Report(base, tuple(envs), tuple(problems(root, envs)))

@@ -32,7 +32,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from generators.exporters import ACTIVE_STATE, LINK_ERROR_COUNTERS, LINK_UP_PHYSICAL_STATE, NVLINK_COUNTERS
+from generators.exporters import (
+    ACTIVE_STATE,
+    DCGM_BLANK_MIN,
+    LINK_ERROR_COUNTERS,
+    LINK_UP_PHYSICAL_STATE,
+    NVLINK_COUNTERS,
+)
 from generators.model.monitoring import Monitoring
 from generators.model.overflow import Image, Resources
 from generators.model.promql import quote, selector
@@ -47,10 +53,6 @@ SINCE_ANNOTATION = "trainyard.dev/gpu-health-since"
 POOL_LABEL = "trainyard.dev/pool"  # the controller may touch only nodes carrying this key
 NAME = "gpu-health"  # ConfigMap, Deployment, ServiceAccount, Lease, Service, job label
 DEFAULT_POOL_ROLES = ("training", "shared")
-
-# DCGM's "no value" sentinels start here (generators/components/monitoring/promql.py
-# DCGM_BLANK_MIN; the model may not import the components, a test keeps both equal).
-DCGM_BLANK_MIN = 0x7FFFFFFFFFFFFFF0
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,7 @@ class Cap:
     def nodes_cap(self, pool: str, nodes: int) -> int:
         """Nodes of a pool of `nodes` that may be quarantined at once: its own cap, else
         floor(pct * nodes / 100) but at least one node. The controller computes the same from
-        the nodes it sees (gate/trainyard_gate/health_policy.py, Cap.pool_cap)."""
+        the nodes it sees (gate/trainyard_gate/health/policy.py, Cap.pool_cap)."""
         own = dict(self.pools).get(pool)
         if own is not None:
             return min(own, nodes)

@@ -19,6 +19,7 @@ Delivery = Literal["sidecar", "grafana-operator"]
 # The monitoring stacks the spec can name; generators/spec/monitoring_checks.py refuses the
 # ones trainyard cannot render a working setup for (docs/monitoring.md).
 Stack = Literal["kube-prometheus-stack", "kube-prometheus"]
+ExternalMetricsAdapter = Literal["prometheus-adapter", "none"]
 
 # Grafana accepts dashboard UIDs of at most 40 characters (grafana-operator's CRD says so too).
 MAX_DASHBOARD_UID = 40
@@ -60,6 +61,10 @@ class AlertThresholds:
     inference_pending_for: str
     gate_transitions_per_hour: int
     virtual_node_not_ready_for: str
+    # the overflow gate's and the health controller's own alerts (alerts/overflow.py, health.py)
+    controller_error_window: str
+    controller_no_leader_for: str
+    controller_blind_min_seconds: int
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,7 @@ def _sorted_codes(codes: Iterable[int]) -> tuple[int, ...]:
 class Monitoring:
     namespace: str
     stack: Stack
+    external_metrics_adapter: ExternalMetricsAdapter
     # the versions the environment runs; label names follow from them
     exporters: Exporters = field(metadata=setting(convert=build_exporters))
     node_exporter_host_label: str

@@ -19,6 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from generators.k8s.rbac import Rule as Rule  # re-exported: the providers name their rules with it
+from generators.k8s.rbac import rule as rule
+
 # Siblings, never nested: a mount point inside a read-only ConfigMap volume is fragile.
 CONFIG_DIR = "/etc/virtual-kubelet/config"
 CREDENTIALS_DIR = "/etc/virtual-kubelet/credentials"
@@ -72,18 +75,6 @@ class ConfigProblem:
     path: tuple[str | int, ...]
     message: str
     hint: str
-
-
-Rule = dict[str, Any]
-
-
-def rule(groups: list[str], resources: list[str], verbs: list[str], names: list[str] | None = None) -> Rule:
-    """One RBAC PolicyRule (resourceNames only where the verb allows it)."""
-    found: Rule = {"apiGroups": groups, "resources": resources}
-    if names:
-        found["resourceNames"] = names
-    found["verbs"] = verbs
-    return found
 
 
 def node_and_pod_controller_rules(node: str) -> list[Rule]:

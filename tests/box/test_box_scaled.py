@@ -16,8 +16,8 @@ import yaml
 
 from generators.box.kube import is_true
 from tests.box.test_box_up import BOX_TOOLS, run_cli
-from tests.conftest import ROOT
 from tests.controlplane.fixtures import require_tools
+from tests.support import ROOT
 from tools.toolchain import tool_path
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]

@@ -34,8 +34,8 @@ from generators.box.kube import Kube, Obj, condition, is_true, wait_for
 from generators.box.scenes import gang_placement
 from generators.box.state import BOX_DIR_ENV, State
 from generators.model import load
-from tests.conftest import ROOT
 from tests.controlplane.fixtures import require_tools
+from tests.support import ROOT
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -144,7 +144,10 @@ def test_gate_counts_free_gpus_from_prometheus_and_holds_the_virtual_node_closed
         return metrics if free == l40s.nodes * l40s.gpus_per_node and matched == 1 else None
 
     metrics = wait_for(counted, CONTROLLER_SECONDS, "the gate counting every L40S GPU free, vk-mock matched")
-    assert metrics['trainyard_gate_closed{gate="mock"}'] == 1
+    [gate] = [p for p in state.processes if p.name == "overflow-gate"]
+    told = [line for line in Path(gate.log).read_text(encoding="utf-8").splitlines()
+            if "initial state" in line or "transition" in line or "patched" in line]  # fmt: skip
+    assert metrics['trainyard_gate_closed{gate="mock"}'] == 1, (metrics, told)
     node = box.kube.get("v1", "Node", "vk-mock")
     assert node is not None and node["metadata"]["labels"]["trainyard.dev/provider"] == "mock"
     closed = {"key": "trainyard.dev/overflow-gate", "value": "closed", "effect": "NoSchedule"}

@@ -20,8 +20,8 @@ import pytest
 
 from generators.box.state import BOX_DIR_ENV
 from tests.box.test_box_up import BOX_TOOLS, UP_SECONDS
-from tests.conftest import ROOT
 from tests.controlplane.fixtures import require_tools
+from tests.support import ROOT
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 

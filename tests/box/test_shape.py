@@ -18,7 +18,7 @@ from generators.box.scale import ScaleError, scaled_checkout
 from generators.box.state import BOX_DIR_ENV
 from generators.model import load
 from generators.render import objects, render_tree
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 GPU = "nvidia.com/gpu"
 

@@ -17,7 +17,7 @@ from generators.box.scale import scaled_checkout
 from generators.box.speed import SpeedError, seconds_of
 from generators.model import load
 from generators.render import objects, render_tree
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 
 def _config(rendered: list[dict[str, Any]], name: str, key: str) -> Any:
@@ -26,7 +26,8 @@ def _config(rendered: list[dict[str, Any]], name: str, key: str) -> Any:
 
 
 def _rendered(tmp_path: Path, speed: int, scale: int = 1) -> list[dict[str, Any]]:
-    return objects(render_tree(load(scaled_checkout(ROOT, "staging", scale, tmp_path / "copy", speed), "staging")))
+    copy = scaled_checkout(ROOT, "staging", scale, tmp_path / "copy", speed)
+    return objects(render_tree(load(copy, "staging")))
 
 
 def test_staging_at_speed_10_divides_every_controller_duration(tmp_path: Path) -> None:
@@ -55,10 +56,11 @@ def test_speed_keeps_node_counts_and_scale_keeps_durations(tmp_path: Path) -> No
 
 def test_an_alert_window_never_drops_below_four_scrapes(tmp_path: Path) -> None:
     rendered = _rendered(tmp_path, 100)
-    rules = [o for o in rendered if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "trainyard-alerts-rules-file"]
-    text = "".join(rules[0]["data"].values())
+    [rules] = [o for o in rendered if o["metadata"]["name"] == "trainyard-alerts-rules-file"]
+    text = "".join(rules["data"].values())
     # errorWindow 10m / 100 = 6 s, raised to 20 s, in the XID alert and the health conditions
-    assert 'DCGM_EXP_XID_ERRORS_COUNT{job=\\"nvidia-dcgm-exporter\\", xid=~\\"48|63|64|74|79|94|95\\"}[20s]' in text
+    xid = 'DCGM_EXP_XID_ERRORS_COUNT{job=\\"nvidia-dcgm-exporter\\", xid=~\\"48|63|64|74|79|94|95\\"}'
+    assert f"{xid}[20s]" in text
     health = yaml.safe_dump(_config(rendered, "gpu-health", "policy.yaml"), width=10_000)
     assert "[20s]" in health and "[10m]" not in health
 

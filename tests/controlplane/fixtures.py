@@ -13,30 +13,33 @@ fails to start is an error too.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from generators.box.daemon import Daemon
+from generators.box.kueue import rendered_configuration, start_kueue
+from generators.box.manifests import (
+    apply_all,
+    ensure_external_namespaces,
+    environment_files,
+    environment_objects,
+    install_crds,
+    remove_all,
+)
 from tests.controlplane.harness import ControlPlane
-from tests.controlplane.kube import Kube
-from tests.controlplane.manifests import install_crds
-from tools.toolchain import ToolNotInstalled, tool_path
+from tests.controlplane.kube import Kube, Obj
+from tests.support import tools
+from tests.support.scratch import write_environment
 
 CONTROL_PLANE_TOOLS = ("etcd", "kube-apiserver")
 
 
-def require_tools(*names: str) -> dict[str, Path]:
-    """Paths of the pinned binaries, or fail naming what is missing and how to build it."""
-    paths: dict[str, Path] = {}
-    missing: list[str] = []
-    for name in names:
-        try:
-            paths[name] = tool_path(name)
-        except ToolNotInstalled as err:
-            missing.append(str(err))
-    if missing:
-        pytest.fail("pinned binaries not installed (make tools): " + " | ".join(missing), pytrace=False)
-    return paths
+# Paths of the pinned binaries, or fail naming each missing one and how to build it. The
+# name the control-plane and box tests use for tests.support.tools.
+require_tools = tools
 
 
 @pytest.fixture(scope="session")
@@ -68,3 +71,34 @@ def kube(control_plane: ControlPlane) -> Iterator[Kube]:
     client = Kube(control_plane.kubeconfig, control_plane.workdir / "discovery.json")
     yield client
     client.close()
+
+
+@dataclass
+class KueueScene:
+    """A scratch environment applied to the session's apiserver, with the real Kueue running
+    on the Configuration that environment renders."""
+
+    kube: Kube
+    root: Path  # the scratch repository (rewrite its environment with write_environment)
+    objects: list[Obj]  # what was applied, removed again when the scene ends
+    kueue: Daemon
+
+
+@contextmanager
+def kueue_scene(kube: Kube, control_plane: ControlPlane, root: Path, env: str,
+                text: str) -> Iterator[KueueScene]:
+    """Environment `env` = `text` (beside the shipped _defaults.yaml) under `root`, rendered by
+    the real generators, applied, and the pinned Kueue started on its rendered Configuration;
+    on exit Kueue stops and every applied object (and namespace it created) is removed."""
+    binary = require_tools("kueue")["kueue"]
+    write_environment(root, env, text)
+    files = environment_files(root, env)
+    objects = environment_objects(root, env)
+    external = ensure_external_namespaces(kube, objects)
+    apply_all(kube, objects)
+    daemon = start_kueue(binary, control_plane.kubeconfig, rendered_configuration(files), root / "kueue")
+    try:
+        yield KueueScene(kube, root, objects, daemon)
+    finally:
+        daemon.stop()
+        remove_all(kube, objects, external)

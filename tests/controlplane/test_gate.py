@@ -26,10 +26,10 @@ from tests.controlplane.kube import Kube, wait_for
 from tests.controlplane.manifests import REPO_ROOT, environment_objects
 from tests.controlplane.overflow_scene import Gate, gates, make_ready_node
 from tests.gate.conftest import METRIC, Exporter, exporter, prometheus_url  # noqa: F401 (fixtures)
+from tests.support import GATE_DIR
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
-GATE_DIR = REPO_ROOT / "gate"
 HOLD_SECONDS = 2
 STEP_SECONDS = 60  # generous: a hold of 2 s plus a 1 s scrape and a 1 s reconcile
 BAND_QUERIES = 5  # queries the controller must see inside the band without moving

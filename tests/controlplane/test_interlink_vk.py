@@ -72,6 +72,7 @@ from tests.controlplane.manifests import (
 )
 from tests.controlplane.overflow_scene import wait_node_labelled
 from tests.gate.conftest import METRIC, Exporter, exporter, prometheus_url  # noqa: F401 (fixtures)
+from tests.support import GATE_DIR
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -84,7 +85,6 @@ NAMESPACE = "trainyard-system"  # overflow.namespace (the schema's default)
 INFERENCE_NAMESPACE = "serving-prod"  # overflow.inference[0].namespace
 GATE_TAINT = {"key": "trainyard.dev/overflow-gate", "value": "closed", "effect": "NoSchedule"}
 INTERLINK_TAINT = {"key": "virtual-node.interlink/no-schedule", "value": "true", "effect": "NoSchedule"}
-GATE_DIR = REPO_ROOT / "gate"
 HOLD_SECONDS = 2
 # The first ping comes 30 s after start (virtualkubelet.go nodeUpdate :601-621); a cold
 # start on two busy cores adds to it.

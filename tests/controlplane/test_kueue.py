@@ -9,16 +9,12 @@ alpha gets 7 (56).
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from tests.controlplane.daemon import Daemon
-from tests.controlplane.fixtures import require_tools
+from tests.controlplane.fixtures import KueueScene, kueue_scene
 from tests.controlplane.harness import ControlPlane
 from tests.controlplane.jobs import (
     KUEUE_SECONDS,
@@ -32,15 +28,8 @@ from tests.controlplane.jobs import (
     workload_of,
 )
 from tests.controlplane.kube import Kube, Obj, condition, is_true, wait_for, wait_true
-from tests.controlplane.kueue_controller import rendered_configuration, start_kueue
-from tests.controlplane.manifests import (
-    REPO_ROOT,
-    apply_all,
-    ensure_external_namespaces,
-    environment_files,
-    environment_objects,
-    remove_all,
-)
+from tests.controlplane.manifests import apply_all, environment_objects
+from tests.support.scratch import write_environment
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -80,43 +69,17 @@ EXCEEDS_QUOTA = "insufficient quota for nvidia.com/gpu in flavor gpu"
 QUOTA_IN_USE = "insufficient unused quota for nvidia.com/gpu in flavor gpu, 64 more needed"
 
 
-def write_environment(root: Path, nodes: int) -> None:
-    """environments/kueue-e2e.yaml (+ the shipped _defaults.yaml it extends) under `root`."""
-    folder = root / "environments"
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copy(REPO_ROOT / "environments" / "_defaults.yaml", folder / "_defaults.yaml")
-    (folder / f"{ENV}.yaml").write_text(ENVIRONMENT.format(nodes=nodes), encoding="utf-8")
-
-
-@dataclass
-class Scenario:
-    kube: Kube
-    root: Path
-    objects: list[Obj]
-    kueue: Daemon
-
-
 @pytest.fixture(scope="module")
 def scenario(
     kube: Kube, control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Scenario]:
-    binary = require_tools("kueue")["kueue"]
+) -> Iterator[KueueScene]:
     root = tmp_path_factory.mktemp("kueue-env")
-    write_environment(root, nodes=12)
-    files = environment_files(root, ENV)
-    objects = environment_objects(root, ENV)
-    external = ensure_external_namespaces(kube, objects)
-    apply_all(kube, objects)
-    daemon = start_kueue(binary, control_plane.kubeconfig, rendered_configuration(files), root / "kueue")
-    try:
-        yield Scenario(kube, root, objects, daemon)
-    finally:
-        daemon.stop()
-        remove_all(kube, objects, external)
+    with kueue_scene(kube, control_plane, root, ENV, ENVIRONMENT.format(nodes=12)) as scene:
+        yield scene
 
 
 @pytest.fixture
-def clean(scenario: Scenario) -> Iterator[Scenario]:
+def clean(scenario: KueueScene) -> Iterator[KueueScene]:
     """Each test starts with no Jobs or Workloads in the team namespaces."""
     yield scenario
     for namespace in TEAMS:
@@ -137,7 +100,7 @@ def gpu_quota(kube: Kube, queue: str) -> str:
     return str(next(r["nominalQuota"] for r in flavor["resources"] if r["name"] == "nvidia.com/gpu"))
 
 
-def test_every_cluster_queue_becomes_active(clean: Scenario) -> None:
+def test_every_cluster_queue_becomes_active(clean: KueueScene) -> None:
     queues = [obj["metadata"]["name"] for obj in clean.objects if obj["kind"] == "ClusterQueue"]
     assert sorted(queues) == sorted(TEAMS)
     for name in queues:
@@ -150,7 +113,7 @@ def test_every_cluster_queue_becomes_active(clean: Scenario) -> None:
             )
 
 
-def test_64_gpu_job_is_admitted_within_quota_and_pends_beyond_it(clean: Scenario) -> None:
+def test_64_gpu_job_is_admitted_within_quota_and_pends_beyond_it(clean: KueueScene) -> None:
     kube = clean.kube
     assert (gpu_quota(kube, "alpha"), gpu_quota(kube, "beta")) == ("64", "32")
     fits = submit(kube, job("alpha", "training"))
@@ -171,7 +134,7 @@ def test_64_gpu_job_is_admitted_within_quota_and_pends_beyond_it(clean: Scenario
     assert "maximum capacity (32)" in condition(pending, "QuotaReserved")["message"]  # type: ignore[index]
 
 
-def test_training_critical_preempts_training_in_the_same_queue(clean: Scenario) -> None:
+def test_training_critical_preempts_training_in_the_same_queue(clean: KueueScene) -> None:
     kube = clean.kube
     low = submit(kube, job("alpha", "training"))
     wait_admitted(kube, low)
@@ -200,14 +163,15 @@ def test_training_critical_preempts_training_in_the_same_queue(clean: Scenario) 
     assert not is_true(workload_of(kube, high), "Evicted")
 
 
-def test_fewer_nodes_give_smaller_quotas_that_are_enforced(clean: Scenario) -> None:
+def test_fewer_nodes_give_smaller_quotas_that_are_enforced(clean: KueueScene) -> None:
     kube = clean.kube
     before = submit(kube, job("alpha", "training"))
     wait_admitted(kube, before)
     kube.delete("batch/v1", "Job", before["metadata"]["name"], "alpha")
     kube.delete("kueue.x-k8s.io/v1beta2", "Workload", workload_of(kube, before)["metadata"]["name"], "alpha")  # type: ignore[index]
 
-    write_environment(clean.root, nodes=10)  # two nodes left the pool (inventory change)
+    # two nodes left the pool (an inventory change)
+    write_environment(clean.root, ENV, ENVIRONMENT.format(nodes=10))
     shrunk = environment_objects(clean.root, ENV)
     try:
         apply_all(kube, shrunk)

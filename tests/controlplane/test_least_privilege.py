@@ -24,15 +24,12 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client, config
-
-from tests.gate import conftest as _gate_on_path  # noqa: F401  (puts gate/ on sys.path first)
-
-# isort: split
-from trainyard_gate.controller import TaintEnforcer
-from trainyard_gate.hysteresis import GateState, Thresholds
-from trainyard_gate.metrics import GateMetrics
-from trainyard_gate.nodes import KubeNodes
-from trainyard_gate.policy import Gate, Taint
+from trainyard_gate.overflow.controller import TaintEnforcer
+from trainyard_gate.overflow.hysteresis import GateState, Thresholds
+from trainyard_gate.overflow.metrics import GateMetrics
+from trainyard_gate.overflow.policy import Gate
+from trainyard_gate.runtime.nodes import KubeNodes, Want
+from trainyard_gate.runtime.reader import Taint
 
 from tests.controlplane.kube import Kube, Obj, wait_for
 from tests.controlplane.manifests import (
@@ -158,9 +155,9 @@ def test_the_gate_touches_only_its_own_taint_on_the_rendered_virtual_nodes(
     nodes = KubeNodes(gate)
     taint = Taint(GATE_TAINT["key"], GATE_TAINT["value"], "NoSchedule")
     [view] = [n for n in nodes.list("type=virtual-kubelet") if n.name == node]
-    assert nodes.converge(view, taint, GateState.OPEN)  # its job: lift its taint...
+    assert nodes.apply(view, Want(taint, present=False))  # its job: lift its taint...
     [view] = [n for n in nodes.list("type=virtual-kubelet") if n.name == node]
-    assert nodes.converge(view, taint, GateState.CLOSED)  # ...and put it back
+    assert nodes.apply(view, Want(taint, present=True))  # ...and put it back
 
     # A GPU node: RBAC (resourceNames) refuses; the gate logs the API server's message.
     gpu_gate = Gate("gpu", (("trainyard.dev/pool", "train"),), taint, Thresholds(64, 0, 16, 0))

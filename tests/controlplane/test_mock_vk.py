@@ -33,7 +33,8 @@ from tests.controlplane.manifests import (
 )
 from tests.controlplane.overflow_scene import wait_node_labelled
 from tests.controlplane.test_interlink_vk import rendered, service_account_kubeconfig
-from tools.toolchain import PINS, ToolNotInstalled, tool_path
+from tests.support import tool
+from tools.toolchain import PINS
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -44,10 +45,7 @@ TAINT = {"key": "virtual-kubelet.io/provider", "value": "mock", "effect": "NoSch
 
 
 def _binary() -> Path:
-    try:
-        return tool_path("virtual-kubelet")
-    except ToolNotInstalled as exc:
-        pytest.fail(str(exc))
+    return tool("virtual-kubelet")
 
 
 def _pod(name: str, secret: str) -> Obj:

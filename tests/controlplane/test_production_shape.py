@@ -13,8 +13,8 @@ What it shows (issue: "behaviour at production shape"): the README's training Jo
 from the README, is admitted onto an H100 flavor with a topology assignment, with and without
 rdma/ib, and with a required-topology annotation; the same team's `-flex` queue borrows the
 L40S pool; a training-critical Job preempts a training Job of the same team (staging); a pod
-in a training namespace ends with a training priority and a pod naming an inference class
-there is refused; an inference pod without a class runs at 0.
+of a Kueue-started job in a training namespace ends with a training priority and one naming
+an inference class there is refused; an inference pod without a class runs at 0.
 """
 
 from __future__ import annotations
@@ -330,21 +330,29 @@ def test_training_critical_preempts_training_of_the_same_team(clean: Shape) -> N
     wait_pending(clean.kube, low, "insufficient")
 
 
-def _pod(namespace: str, priority_class: str | None) -> Obj:
+# What Kueue v0.19.2 writes on the pod template of a job it starts (jobframework
+# reconciler.go:1756): only such pods are training pods (tests/controlplane/test_priority_scope.py).
+KUEUE_STARTED = {"kueue.x-k8s.io/podset": "main"}
+
+
+def _pod(namespace: str, priority_class: str | None, labels: dict[str, str] | None = None) -> Obj:
     spec: dict[str, Any] = {"containers": [{"name": "c", "image": "registry.example/x:1"}]}
     if priority_class:
         spec["priorityClassName"] = priority_class
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"p-{uuid.uuid4().hex[:6]}", "namespace": namespace}, "spec": spec}
+            "metadata": {"name": f"p-{uuid.uuid4().hex[:6]}", "namespace": namespace, "labels": labels or {}},
+            "spec": spec}  # fmt: skip
 
 
-def _dry_run_pod(kube: Kube, namespace: str, priority_class: str | None) -> Obj:
-    return kube.create(_pod(namespace, priority_class), dry_run=True)
+def _dry_run_pod(kube: Kube, namespace: str, priority_class: str | None,
+                 labels: dict[str, str] | None = None) -> Obj:  # fmt: skip
+    return kube.create(_pod(namespace, priority_class, labels), dry_run=True)
 
 
 def _defaulted(kube: Kube, namespace: str) -> Obj | None:
-    """A class-less pod in `namespace` as admitted, once the mutating policy has defaulted it."""
-    pod = _dry_run_pod(kube, namespace, None)
+    """A class-less pod of a Kueue-started job in `namespace` as admitted, once the mutating
+    policy has defaulted it."""
+    pod = _dry_run_pod(kube, namespace, None, KUEUE_STARTED)
     return pod if pod["spec"].get("priorityClassName") else None
 
 
@@ -359,22 +367,22 @@ def test_pods_in_training_namespaces_run_at_a_training_tier(shape: Shape) -> Non
         assert admitted["spec"]["priorityClassName"] == default.name
         assert admitted["spec"]["priority"] == default.value > top_inference
         assert admitted["spec"]["preemptionPolicy"] == default.preemption_policy
-        critical = _dry_run_pod(kube, namespace, "training-critical")
+        critical = _dry_run_pod(kube, namespace, "training-critical", KUEUE_STARTED)
         assert critical["spec"]["priority"] == value_of(env, "training-critical")
-    # a pod of the README's Job template, as the job controller would create it
+    # a pod of the README's Job template, as the job controller creates it once Kueue started it
     template = copy.deepcopy(readme_job()["spec"]["template"])
     pod = kube.create({"apiVersion": "v1", "kind": "Pod",
-                       "metadata": {"name": "readme-pod", "namespace": "foundation"},
+                       "metadata": {"name": "readme-pod", "namespace": "foundation", "labels": KUEUE_STARTED},
                        "spec": template["spec"]}, dry_run=True)  # fmt: skip
     assert pod["spec"]["priority"] > top_inference
 
 
 def test_an_inference_class_is_refused_in_a_training_namespace(shape: Shape) -> None:
-    pod = _pod("foundation", "inference-prod")
+    pod = _pod("foundation", "inference-prod", KUEUE_STARTED)
     message = wait_for(lambda: refusal(shape.kube, pod), 30, "the priority policy to refuse a pod")
     assert "pods in training namespaces run at a training tier (training-critical, training); " \
            "got inference-prod" in message and "Forbidden" in message, message
-    assert refusal(shape.kube, _pod("foundation", "training")) is None
+    assert refusal(shape.kube, _pod("foundation", "training", KUEUE_STARTED)) is None
 
 
 def test_an_inference_pod_without_a_class_runs_at_zero(shape: Shape) -> None:

@@ -11,27 +11,15 @@ are the literal pool names of the spec below.
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 
-from tests.controlplane.daemon import Daemon
-from tests.controlplane.fixtures import require_tools
+from tests.controlplane.fixtures import KueueScene, kueue_scene
 from tests.controlplane.harness import ControlPlane
 from tests.controlplane.jobs import gpu_job, reread, submit, wait_admitted
 from tests.controlplane.kube import Kube, Obj
-from tests.controlplane.kueue_controller import rendered_configuration, start_kueue
-from tests.controlplane.manifests import (
-    REPO_ROOT,
-    apply_all,
-    ensure_external_namespaces,
-    environment_files,
-    environment_objects,
-    remove_all,
-)
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -68,32 +56,13 @@ kueue:
 """
 
 
-@dataclass
-class Scene:
-    kube: Kube
-    objects: list[Obj]
-    kueue: Daemon
-
-
 @pytest.fixture(scope="module")
 def scene(
     kube: Kube, control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Scene]:
-    binary = require_tools("kueue")["kueue"]
+) -> Iterator[KueueScene]:
     root = tmp_path_factory.mktemp("two-generations")
-    (root / "environments").mkdir()
-    shutil.copy(REPO_ROOT / "environments" / "_defaults.yaml", root / "environments")
-    (root / "environments" / f"{ENV}.yaml").write_text(ENVIRONMENT, encoding="utf-8")
-    files = environment_files(root, ENV)
-    objects = environment_objects(root, ENV)
-    external = ensure_external_namespaces(kube, objects)
-    apply_all(kube, objects)
-    daemon = start_kueue(binary, control_plane.kubeconfig, rendered_configuration(files), root / "kueue")
-    try:
-        yield Scene(kube, objects, daemon)
-    finally:
-        daemon.stop()
-        remove_all(kube, objects, external)
+    with kueue_scene(kube, control_plane, root, ENV, ENVIRONMENT) as scene:
+        yield scene
 
 
 def _job(arch: str | None, gpus_per_pod: int) -> Obj:
@@ -112,7 +81,7 @@ def _flavor(kube: Kube, job: Obj) -> str:
     return str(flavors.pop())
 
 
-def test_the_flavors_carry_the_architecture(scene: Scene) -> None:
+def test_the_flavors_carry_the_architecture(scene: KueueScene) -> None:
     flavors = {o["metadata"]["name"]: o["spec"]["nodeLabels"]
                for o in scene.objects if o["kind"] == "ResourceFlavor"}
     assert flavors == {
@@ -123,7 +92,7 @@ def test_the_flavors_carry_the_architecture(scene: Scene) -> None:
     assert [f["name"] for f in queue["spec"]["resourceGroups"][0]["flavors"]] == ["train-gb200", "train-h100"]
 
 
-def test_a_job_picks_its_generation_by_architecture(scene: Scene) -> None:
+def test_a_job_picks_its_generation_by_architecture(scene: KueueScene) -> None:
     kube = scene.kube
     assert _flavor(kube, _job("amd64", 8)) == "train-h100"
     arm = _job("arm64", 4)
@@ -133,7 +102,7 @@ def test_a_job_picks_its_generation_by_architecture(scene: Scene) -> None:
     assert selector == {"kubernetes.io/arch": "arm64", "trainyard.dev/pool": "train-gb200"}
 
 
-def test_a_job_without_a_selector_gets_the_first_flavor_that_fits(scene: Scene) -> None:
+def test_a_job_without_a_selector_gets_the_first_flavor_that_fits(scene: KueueScene) -> None:
     # Without a selector Kueue takes the first flavor in the queue's order with room: the
     # first pool written (GB200). Hence the job recipe selects (docs/scheduling.md).
     assert _flavor(scene.kube, _job(None, 4)) == "train-gb200"

@@ -1,11 +1,10 @@
-"""Fixtures for the gate controller: gate/ on sys.path, a real Prometheus, a test exporter."""
+"""Fixtures for the gate controller: a real Prometheus and a test exporter (gate/ is on
+sys.path through pytest's `pythonpath`, pyproject.toml)."""
 
 from __future__ import annotations
 
 import contextlib
-import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -15,23 +14,9 @@ from pathlib import Path
 import pytest
 import requests
 
-# The controller is its own program under gate/ (not part of the generators' package);
-# its tests import it the way `python -m trainyard_gate` does from inside gate/.
-GATE_DIR = Path(__file__).resolve().parents[2] / "gate"
-if str(GATE_DIR) not in sys.path:
-    sys.path.insert(0, str(GATE_DIR))
-
-from tools.toolchain import ToolNotInstalled, tool_path  # noqa: E402
+from tests.support import free_port, tool
 
 METRIC = "trainyard_test_free_gpus"
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 class Exporter:
@@ -108,10 +93,7 @@ def exporter() -> Iterator[Exporter]:
 @pytest.fixture(scope="session")
 def prometheus_url(exporter: Exporter, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real Prometheus (the pinned build from tools/install.py) scraping `exporter` at 1s."""
-    try:
-        binary = tool_path("prometheus")
-    except ToolNotInstalled as err:
-        pytest.fail(str(err))
+    binary = tool("prometheus")
     workdir = tmp_path_factory.mktemp("prometheus")
     config = workdir / "prometheus.yml"
     config.write_text(scrape_config(exporter.port), encoding="utf-8")

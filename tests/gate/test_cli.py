@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from .conftest import GATE_DIR, free_port
-from .test_policy import EXAMPLE
+from tests.support import GATE_DIR, free_port
+
+from .overflow.test_policy import EXAMPLE
 
 
 def write_inputs(tmp_path: Path, policy_text: str = EXAMPLE) -> tuple[Path, Path]:

@@ -18,14 +18,17 @@ from pathlib import Path
 
 import pytest
 import requests
-from trainyard_gate.controller import GateEvaluator
-from trainyard_gate.hysteresis import GateState, OnUnavailable, Thresholds
-from trainyard_gate.main import one_pass
-from trainyard_gate.metrics import GateMetrics, Health
-from trainyard_gate.policy import Gate, PrometheusEndpoint, Taint, TaintPolicy
-from trainyard_gate.prometheus import PrometheusClient, QueryFailed
+from trainyard_gate.overflow.controller import GateEvaluator, one_pass
+from trainyard_gate.overflow.hysteresis import GateState, OnUnavailable, Thresholds
+from trainyard_gate.overflow.metrics import GateMetrics
+from trainyard_gate.overflow.policy import Gate, TaintPolicy
+from trainyard_gate.runtime.metrics import Health
+from trainyard_gate.runtime.prometheus import PrometheusClient, QueryFailed
+from trainyard_gate.runtime.reader import PrometheusEndpoint, Taint
 
-from .conftest import GATE_DIR, METRIC, Exporter, free_port
+from tests.support import GATE_DIR, free_port
+
+from .conftest import METRIC, Exporter
 from .test_cli import gate_command, write_inputs
 
 TAINT = Taint("trainyard.dev/overflow-gate", "closed", "NoSchedule")

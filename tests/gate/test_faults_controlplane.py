@@ -26,17 +26,18 @@ from pathlib import Path
 import pytest
 import yaml
 from kubernetes import client
-from trainyard_gate.controller import TaintEnforcer
-from trainyard_gate.hysteresis import GateState
-from trainyard_gate.metrics import GateMetrics
-from trainyard_gate.nodes import KubeNodes
-from trainyard_gate.policy import Gate, parse
+from trainyard_gate.overflow.controller import TaintEnforcer
+from trainyard_gate.overflow.hysteresis import GateState
+from trainyard_gate.overflow.metrics import GateMetrics
+from trainyard_gate.overflow.policy import Gate, parse
+from trainyard_gate.runtime.nodes import KubeNodes
 
 from tests.controlplane.daemon import Daemon, free_port
 from tests.controlplane.kube import Kube, wait_for
 from tests.controlplane.manifests import REPO_ROOT, environment_objects
+from tests.support import GATE_DIR
 
-from .conftest import GATE_DIR, METRIC, Exporter
+from .conftest import METRIC, Exporter
 from .test_nodes_controlplane import TAINT, Fleet, api, fleet, patches  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.controlplane
@@ -195,12 +196,12 @@ def test_a_node_registered_before_the_policy_acts_is_closed_by_its_first_update(
 
         def update_closes() -> bool:  # a dry-run update shows the policy's effect on this node
             updated = api.patch_node(node, {"metadata": {"annotations": {"probe": "yes"}}}, dry_run="All")
-            return any(t.key == gate.taint.key for t in (updated.spec.taints or []))
+            return any(t.key == gate.taint.key for t in ((updated.spec and updated.spec.taints) or []))
 
         wait_for(update_closes, 30, "the policy acting on updates")
         api.patch_node(node, {"metadata": {"annotations": {"refreshed": "yes"}}})  # e.g. the NLC's update
-        stored = api.read_node(node)
-        assert (stored.metadata.labels or {}).get("trainyard.dev/provider") == gate.name
+        stored = api.read_node(node).metadata
+        assert ((stored and stored.labels) or {}).get("trainyard.dev/provider") == gate.name
         closed = [t for t in node_taints(api, node) if t["key"] == gate.taint.key]
         assert closed == [{"key": gate.taint.key, "value": "closed", "effect": "NoSchedule"}]
         metrics = GateMetrics([gate.name])

@@ -38,11 +38,9 @@ import yaml
 from tests.controlplane.daemon import Daemon, free_port
 from tests.controlplane.harness import ControlPlane
 from tests.controlplane.kube import Kube, wait_for
-from tools.toolchain import tool_path
+from tests.support import GATE_DIR, ROOT, tool
 
-from .conftest import GATE_DIR, Exporter, scrape_config
-
-ROOT = GATE_DIR.parent
+from .conftest import Exporter, scrape_config
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -120,7 +118,7 @@ def prometheus(dcgm: Exporter, tmp_path_factory: pytest.TempPathFactory) -> Iter
     port = free_port()
     daemon = Daemon(
         "prometheus",
-        [str(tool_path("prometheus")), f"--config.file={workdir / 'prometheus.yml'}",
+        [str(tool("prometheus")), f"--config.file={workdir / 'prometheus.yml'}",
          f"--storage.tsdb.path={workdir / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
          "--log.level=warn"],
         workdir / "prometheus.log",

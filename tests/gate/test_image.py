@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .conftest import GATE_DIR
+from tests.support import GATE_DIR
 
 REQUIREMENT = re.compile(r"^([A-Za-z0-9_.-]+)==\S+ \\$")
 

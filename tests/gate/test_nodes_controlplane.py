@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from trainyard_gate.controller import TaintEnforcer
-from trainyard_gate.hysteresis import GateState, OnUnavailable, Thresholds
-from trainyard_gate.main import core_api, run
-from trainyard_gate.metrics import GateMetrics
-from trainyard_gate.nodes import KubeNodes, owns
-from trainyard_gate.policy import Gate, PrometheusEndpoint, Taint, TaintPolicy
-from trainyard_gate.prometheus import PrometheusClient, QueryFailed
+from trainyard_gate.overflow.controller import TaintEnforcer, run
+from trainyard_gate.overflow.hysteresis import GateState, OnUnavailable, Thresholds
+from trainyard_gate.overflow.metrics import GateMetrics
+from trainyard_gate.overflow.policy import Gate, TaintPolicy
+from trainyard_gate.runtime.nodes import KubeNodes, Want, core_api, owns
+from trainyard_gate.runtime.prometheus import PrometheusClient, QueryFailed
+from trainyard_gate.runtime.reader import PrometheusEndpoint, Taint
 
 from .conftest import METRIC, Exporter
 
@@ -177,7 +177,7 @@ def test_conflicting_writer_is_not_overwritten(fleet: Fleet) -> None:
         {"spec": {"taints": [*fleet.taints(name), other]}},
         _content_type="application/merge-patch+json",
     )
-    assert nodes.converge(stale, TAINT, GateState.CLOSED)  # 409, re-read, patched
+    assert nodes.apply(stale, Want(TAINT, present=True))  # 409, re-read, patched
     assert fleet.gated(name) and other in fleet.taints(name)
 
 

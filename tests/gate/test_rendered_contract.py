@@ -7,15 +7,15 @@ running the gate image must pass flags the controller accepts, mount the policy 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from trainyard_gate.main import parse_args
-from trainyard_gate.policy import parse
+from trainyard_gate.overflow.policy import parse
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
+
 RENDERED = ROOT / "rendered"
 
 

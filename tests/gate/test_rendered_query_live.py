@@ -27,27 +27,25 @@ import json
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from trainyard_gate.controller import GateEvaluator
-from trainyard_gate.hysteresis import GateState
-from trainyard_gate.metrics import GateMetrics
-from trainyard_gate.policy import TaintPolicy, parse
-from trainyard_gate.prometheus import QueryFailed, single_value
+from trainyard_gate.overflow.controller import GateEvaluator
+from trainyard_gate.overflow.hysteresis import GateState
+from trainyard_gate.overflow.metrics import GateMetrics
+from trainyard_gate.overflow.policy import TaintPolicy, parse
+from trainyard_gate.runtime.prometheus import QueryFailed, single_value
 
 from generators import model
 from tests.gate import prod_shape
 from tests.gate.prod_shape import Cluster, Value, node_names, reserve
 from tests.monitoring.alert_cases import equality_matchers
 from tests.monitoring.test_queries_live import backfill_text, serve
-from tools.toolchain import ToolNotInstalled, tool_path
+from tests.support import ROOT, tool
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 POLICY = ROOT / "rendered/prod/overflow/trainyard-system/configmap-overflow-gate.yaml"
 GPU = "nvidia.com/gpu"
 MINUTES = 120
@@ -123,10 +121,7 @@ def prod() -> model.Environment:
 
 @pytest.fixture(scope="module")
 def prometheus(prod: model.Environment, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    try:
-        promtool, server_binary = tool_path("promtool"), tool_path("prometheus")
-    except ToolNotInstalled as error:
-        pytest.fail(f"{error} (make tools installs it)", pytrace=False)
+    promtool, server_binary = tool("promtool"), tool("prometheus")
     work = tmp_path_factory.mktemp("prod-shape")
     cluster, _ = build(prod)
     backfill_text(promtool, work, cluster.openmetrics(present))

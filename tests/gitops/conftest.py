@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from generators.layout import environment_names, is_installer_input
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github" / "workflows"
 ENVIRONMENTS = environment_names(ROOT)
 Obj = dict[str, Any]

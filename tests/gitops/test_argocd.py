@@ -19,9 +19,9 @@ from generators.components import argocd
 from generators.syncwaves import wave
 from generators.validation.kubeconform import run_kubeconform
 from generators.validation.schemastore import default_crd_dir, ensure_schemas
-from tools.toolchain import ToolNotInstalled, tool_path
+from tests.support import ROOT, tool
 
-from .conftest import ENVIRONMENTS, ROOT, Obj, rendered_files, rendered_objects
+from .conftest import ENVIRONMENTS, Obj, rendered_files, rendered_objects
 
 ARGO_DIR = "argocd/"
 INSTALLERS_DIR = "installers/"
@@ -213,10 +213,7 @@ def test_waves_follow_the_issue_order(env: str) -> None:
 
 
 def test_argocd_objects_pass_kubeconform_strict() -> None:
-    try:
-        tool_path("kubeconform")
-    except ToolNotInstalled as error:
-        pytest.fail(f"{error} (CI installs tools first: make tools)", pytrace=False)
+    tool("kubeconform")
     schemas = ensure_schemas("1.36", default_crd_dir())
     folders = [ROOT / "rendered" / env / "argocd" for env in ENVIRONMENTS]
     result = run_kubeconform(folders, "1.36", schemas)

@@ -9,8 +9,9 @@ import pytest
 
 from generators import model, render, syncoptions
 from generators.components import argocd, registry
+from tests.support import ROOT
 
-from .conftest import ROOT, Obj
+from .conftest import Obj
 
 
 def _obj(api_version: str, kind: str, name: str, namespace: str | None = None, **spec: Any) -> Obj:

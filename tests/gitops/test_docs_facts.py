@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 
 from generators import syncoptions, syncwaves
+from tests.support import ROOT
 
-from .conftest import ROOT, rendered_objects
+from .conftest import rendered_objects
 
 DOCS = ROOT / "docs"
 

@@ -8,8 +8,9 @@ import pytest
 
 from generators import model, render, syncwaves
 from generators.components import registry
+from tests.support import ROOT
 
-from .conftest import ENVIRONMENTS, ROOT, rendered_objects
+from .conftest import ENVIRONMENTS, rendered_objects
 
 
 @pytest.mark.parametrize("env", ENVIRONMENTS)

@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import ROOT, WORKFLOWS, load_yaml
+from tests.support import ROOT
+
+from .conftest import WORKFLOWS, load_yaml
 
 TESTED_SHA = "0123456789abcdef0123456789abcdef01234567"
 

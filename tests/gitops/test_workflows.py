@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from generators import cli
-from tools.toolchain import ToolNotInstalled, tool_path
+from tests.support import ROOT, tool
 
-from .conftest import ROOT, WORKFLOWS, load_yaml
+from .conftest import WORKFLOWS, load_yaml
 
 PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
 VERSION_COMMENT = re.compile(r"uses: (\S+) # v\d+\.\d+\.\d+$")
@@ -34,10 +34,7 @@ def _steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _actionlint() -> Path:
-    try:
-        return tool_path("actionlint")
-    except ToolNotInstalled as error:
-        pytest.fail(f"{error} (CI installs tools first: make tools)", pytrace=False)
+    return tool("actionlint")
 
 
 def _lint(binary: Path, files: list[Path]) -> subprocess.CompletedProcess[str]:

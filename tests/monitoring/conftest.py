@@ -14,9 +14,8 @@ from generators.layout import environment_names
 from generators.model.build import build
 from generators.model.types import Environment
 from generators.spec.load import load_environment
-from tools.toolchain import ToolNotInstalled, tool_path
+from tests.support import ROOT, tool
 
-ROOT = Path(__file__).resolve().parents[2]
 ENVIRONMENTS = environment_names(ROOT)
 
 
@@ -47,18 +46,11 @@ def shipped(request: pytest.FixtureRequest) -> Shipped:
     return load_shipped(request.param)
 
 
-def _tool(name: str) -> Path:
-    try:
-        return tool_path(name)
-    except ToolNotInstalled as error:
-        pytest.fail(f"{error} (CI installs tools first: make tools)", pytrace=False)
-
-
 @pytest.fixture(scope="session")
 def promtool() -> Path:
-    return _tool("promtool")
+    return tool("promtool")
 
 
 @pytest.fixture(scope="session")
 def prometheus_binary() -> Path:
-    return _tool("prometheus")
+    return tool("prometheus")

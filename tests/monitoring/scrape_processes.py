@@ -43,7 +43,7 @@ import yaml
 from tests.controlplane.daemon import Daemon, free_port
 from tests.monitoring import servicemonitor
 from tests.monitoring.scrape_cluster import NodePlan
-from tools.toolchain import tool_path
+from tests.support import tool
 
 Obj = dict[str, Any]
 READY_SECONDS = 60
@@ -136,7 +136,7 @@ def kube_state_metrics(deployment: Obj, network: PodNetwork, pod_ip: str, kubeco
     assert len(args) == len(container(deployment)["args"]) - 1, "one --port in the chart's args"
     assert not any(a.startswith(("--host", "--telemetry", "--kubeconfig")) for a in args), args
     daemon = Daemon("kube-state-metrics",
-                    [str(tool_path("kube-state-metrics")), *args, "--host=127.0.0.1", f"--port={http_port}",
+                    [str(tool("kube-state-metrics")), *args, "--host=127.0.0.1", f"--port={http_port}",
                      "--telemetry-host=127.0.0.1", f"--telemetry-port={telemetry_port}",
                      f"--kubeconfig={kubeconfig}"],
                     workdir / "kube-state-metrics.log", ports=(http_port, telemetry_port))  # fmt: skip
@@ -170,7 +170,7 @@ def node_exporter(daemonset: Obj, network: PodNetwork, plan: NodePlan, sysfs: Pa
     # hostNetwork: the pod's address is its node's.
     local = network.route(plan.address, container_port(daemonset, "http-metrics"))
     args = node_exporter_args(daemonset, f"127.0.0.1:{local}", sysfs)
-    daemon = Daemon(f"node_exporter {plan.name}", [str(tool_path("node_exporter")), *args],
+    daemon = Daemon(f"node_exporter {plan.name}", [str(tool("node_exporter")), *args],
                     workdir / f"node_exporter-{plan.name}.log", ports=(local,))  # fmt: skip
     daemon.start()
     ready = _probe_url(daemonset, network, plan.address)
@@ -251,7 +251,7 @@ def prometheus(monitors: list[Obj], network: PodNetwork, kubeconfig: Path, workd
     (workdir / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     port = free_port()
     daemon = Daemon("prometheus",
-                    [str(tool_path("prometheus")), f"--config.file={workdir / 'prometheus.yml'}",
+                    [str(tool("prometheus")), f"--config.file={workdir / 'prometheus.yml'}",
                      f"--storage.tsdb.path={workdir / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
                      "--log.level=warn"],
                     workdir / "prometheus.log", ports=(port,), cwd=workdir)  # fmt: skip

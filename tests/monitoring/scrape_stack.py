@@ -27,7 +27,8 @@ from tests.controlplane.daemon import Daemon
 from tests.controlplane.kube import Kube, wait_for
 from tests.monitoring import scrape_cluster as cluster
 from tests.monitoring import scrape_processes as procs
-from tests.monitoring.stack_chart import KSM_SOURCE, NODE_EXPORTER_SOURCE, ROOT, Rendered, render, values_file
+from tests.monitoring.stack_chart import KSM_SOURCE, NODE_EXPORTER_SOURCE, Rendered, render, values_file
+from tests.support import ROOT
 
 WORKLOADS = "trainyard-scrape"  # namespace of the inference pod
 PORT_DOWN_DEVICE = "mlx5_3"

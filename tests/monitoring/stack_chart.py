@@ -21,9 +21,9 @@ import yaml
 
 from generators.charts import KUBE_PROMETHEUS_STACK
 from generators.spec.load import load_environment
-from tools.toolchain import PINS, archive_path, tool_path
+from tests.support import ROOT, archive, tool
+from tools.toolchain import PINS
 
-ROOT = Path(__file__).resolve().parents[2]
 CHART = KUBE_PROMETHEUS_STACK.archive
 # The apiserver the tests run; helm's Capabilities.KubeVersion gates some templates.
 KUBE_VERSION = PINS["kube-apiserver"].removeprefix("v")
@@ -58,7 +58,7 @@ def render(env: str, values: Path | None = None) -> Rendered:
     """`helm template` of the pinned chart with `values` (default: rendered/<env>/installers')."""
     namespace = load_environment(ROOT, env)[1]["monitoring"]["namespace"]
     release = KUBE_PROMETHEUS_STACK.release
-    argv = [str(tool_path("helm")), "template", release, str(archive_path(CHART)), "--namespace", namespace,
+    argv = [str(tool("helm")), "template", release, str(archive(CHART)), "--namespace", namespace,
             "--kube-version", KUBE_VERSION, "-f", str(values or values_file(env))]  # fmt: skip
     home = Path(tempfile.mkdtemp(prefix="trainyard-helm-"))  # no repository, plugin or user config
     isolated = {**os.environ, **{f"HELM_{kind}_HOME": str(home / kind) for kind in HELM_HOMES}}

@@ -205,7 +205,7 @@ def overflow_series(c: Cluster) -> None:
         return
     gate = {"job": "overflow-gate", "namespace": ov.namespace}
     c.add("trainyard_gate_free_gpus", gate, base=40)
-    # The gate's health series (gate/trainyard_gate/metrics.py): leading, querying fine, each
+    # The gate's health series (gate/trainyard_gate/overflow/metrics.py): leading, querying fine, each
     # gate matching its virtual node, no errors.
     c.add("trainyard_gate_leader", gate, base=1)
     c.add("trainyard_gate_query_success", gate, base=1)

@@ -56,20 +56,14 @@ import yaml
 
 from generators import charts
 from tests.monitoring import kubeselect
-from tests.monitoring.conftest import ENVIRONMENTS, ROOT
-from tools.toolchain import ToolNotInstalled, archive_path, tool_path
+from tests.monitoring.conftest import ENVIRONMENTS
+from tests.support import ROOT, archive, recipes, tool
+from tests.support.recipes import header_command, helm_commands
 
 KUBE_VERSION = "1.36.5"
 Obj = dict[str, Any]
 KUEUE_CONFIG_KEY = "controller_manager_config.yaml"
 NODE = "gpu-node-17"  # a node name the scrape target carries in __meta_kubernetes_pod_node_name
-
-
-def _need(find: Any, name: str) -> Path:
-    try:
-        return Path(find(name))
-    except ToolNotInstalled as error:
-        pytest.fail(f"{error} (CI installs tools and archives first: make tools)", pytrace=False)
 
 
 @cache
@@ -81,12 +75,12 @@ def _home() -> Path:
 
 @cache
 def helm_template(chart: charts.Chart, namespace: str, values: Path | None) -> tuple[Obj, ...]:
-    helm = _need(tool_path, "helm")
-    archive = _need(archive_path, chart.archive)
+    helm = tool("helm")
+    chart_archive = archive(chart.archive)
     home = _home()
     env = {**os.environ, "HELM_CACHE_HOME": str(home / "cache"), "HELM_CONFIG_HOME": str(home / "config"),
            "HELM_DATA_HOME": str(home / "data")}
-    command = [str(helm), "template", chart.release, str(archive), "--namespace", namespace,
+    command = [str(helm), "template", chart.release, str(chart_archive), "--namespace", namespace,
                "--kube-version", KUBE_VERSION]
     if values is not None:
         command += ["-f", str(values)]
@@ -390,8 +384,7 @@ def test_gpu_operator_default_has_no_counters_configmap(env: Env) -> None:
 
 def test_install_commands_pin_the_chart_and_never_reuse_values(env: Env) -> None:
     for path in sorted(env.installers.glob("*-values.yaml")):
-        header = "".join(line[2:] for line in path.read_text(encoding="utf-8").splitlines(keepends=True)
-                         if line.startswith("# "))
+        header = recipes.header(path)
         commands = re.findall(r"helm upgrade --install (\S+) (?:.|\\\n)*?-f (\S+)", header)
         assert commands, path
         for release, values in commands:
@@ -399,34 +392,21 @@ def test_install_commands_pin_the_chart_and_never_reuse_values(env: Env) -> None
             assert f"--version {chart.version}" in header
             assert values == f"rendered/{env.name}/installers/{path.name}"
         assert "--reuse-values" not in header
-        archive_path(next(c for c in charts.CHARTS if c.release == commands[0][0]).archive)
-
-
-def _commands(text: str) -> list[str]:
-    """Every `helm upgrade --install` command in `text`, continuation lines joined."""
-    joined = re.sub(r"\\\n\s*", " ", text)
-    return [" ".join(c.split()) for c in re.findall(r"helm upgrade --install [^\n]*", joined)]
-
-
-def _header_command(path: Path) -> str:
-    header = "".join(line[2:] for line in path.read_text(encoding="utf-8").splitlines(keepends=True)
-                     if line.startswith("# "))
-    [command] = _commands(header)
-    return command
+        archive(next(c for c in charts.CHARTS if c.release == commands[0][0]).archive)
 
 
 def test_readme_and_docs_install_order_is_the_rendered_commands_in_order() -> None:
     """The README recipe, copied as written: the three commands of prod's rendered headers,
     kube-prometheus-stack first (CRDs), then the GPU operator, then Kueue."""
     installers = ROOT / "rendered" / "prod" / "installers"
-    expected = [_header_command(installers / f) for f in
+    expected = [header_command(installers / f) for f in
                 ("kube-prometheus-stack-values.yaml", "gpu-operator-values.yaml", "kueue-values.yaml")]
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     block = readme.split("<!-- install-order:", 1)[1].split("<!-- /install-order -->", 1)[0]
-    assert _commands(block) == expected
+    assert helm_commands(block) == expected
     docs = (ROOT / "docs" / "monitoring.md").read_text(encoding="utf-8")
     section = docs.split("### Install order", 1)[1].split("\n### ", 1)[0]
-    assert _commands(section) == expected
+    assert helm_commands(section) == expected
 
 
 def _admits(policy: Obj, namespace: str, port: int, port_name: str) -> bool:

@@ -10,7 +10,8 @@ import yaml
 
 from generators import exporters
 from generators.components.monitoring import dcgm_counters, generate
-from tests.monitoring.conftest import ROOT, Shipped
+from tests.monitoring.conftest import Shipped
+from tests.support import ROOT
 
 UID = re.compile(r"^[a-zA-Z0-9_-]{1,40}$")
 CLIENT_SIDE_APPLY_LIMIT = 262144

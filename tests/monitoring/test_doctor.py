@@ -24,8 +24,9 @@ from generators.components import monitoring
 from generators.model.types import Environment
 from generators.promql_ast import label_uses, selectors
 from tests.monitoring import synthetic
-from tests.monitoring.conftest import ENVIRONMENTS, ROOT, load_shipped
-from tests.monitoring.test_queries_live import backfill_text, free_port, serve
+from tests.monitoring.conftest import ENVIRONMENTS, load_shipped
+from tests.monitoring.test_queries_live import backfill_text, serve
+from tests.support import ROOT, free_port
 
 pytestmark = pytest.mark.slow
 

@@ -14,9 +14,9 @@ import pytest
 from generators import exporters
 from generators.components.monitoring.alerts import groups
 from generators.model.promql import ksm_label
-from tests.conftest import CORPUS, ROOT
 from tests.monitoring.conftest import Shipped
-from tests.scratch_repo import repo_with, run_cli, tree_digest
+from tests.support import CORPUS, ROOT
+from tests.support.scratch import repo_with, run_cli, tree_digest
 
 
 @pytest.mark.parametrize("version", sorted(exporters.DCGM_EXPORTER))

@@ -13,11 +13,10 @@ import pytest
 import yaml
 
 from generators.components.monitoring.alerts.health import duration
-from generators.components.monitoring.promql import DCGM_BLANK_MIN
-from generators.model import health as model_health
 from tests.monitoring.alert_cases import Builder, promtool_tests
-from tests.monitoring.conftest import ROOT, Shipped, load_shipped
+from tests.monitoring.conftest import Shipped, load_shipped
 from tests.monitoring.test_rules import all_rules, rules_file_text, run
+from tests.support import ROOT
 
 QUARANTINING = ["staging", "prod"]
 
@@ -50,11 +49,6 @@ def test_no_health_alerts_without_the_builtin_backend() -> None:
     assert dev.spec["health"]["backend"] == "nvsentinel"
     assert not [r for r in all_rules(dev) if r["alert"].startswith("GpuHealth")]
     assert not (ROOT / "rendered" / "dev" / "health").exists()
-
-
-def test_shared_constants_agree_with_the_alerts() -> None:
-    """The model may not import the components: the one number it repeats must agree."""
-    assert model_health.DCGM_BLANK_MIN == DCGM_BLANK_MIN
 
 
 @pytest.mark.parametrize(("seconds", "text"),

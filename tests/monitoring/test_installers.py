@@ -14,7 +14,8 @@ from generators.components.monitoring import dashboards
 from generators.components.monitoring.alerts import groups
 from generators.promql_ast import selectors
 from generators.render import render_environment, render_tree
-from tests.monitoring.conftest import ROOT, Shipped
+from tests.monitoring.conftest import Shipped
+from tests.support import ROOT
 
 
 def committed(shipped: Shipped, name: str) -> dict[str, Any]:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from generators import model
-from tests.conftest import ROOT
-from tests.scratch_repo import repo_with
+from tests.support import ROOT
+from tests.support.scratch import repo_with
 
 GATE_URL = "    prometheusUrl: http://prometheus-operated.monitoring.svc:9090\n"
 

@@ -8,7 +8,6 @@ openmetrics`, then the pinned Prometheus serves it on a free local port.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -24,6 +23,7 @@ import yaml
 from tests.monitoring import synthetic
 from tests.monitoring.conftest import ENVIRONMENTS, Shipped, load_shipped
 from tests.monitoring.test_dashboards import dashboards, panels
+from tests.support import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -63,13 +63,6 @@ def queries(shipped: Shipped) -> list[tuple[str, str]]:
                 )
                 found.append((f"{board['uid']} / ${variable['name']}", f"count by ({label}) ({series})"))
     return found
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ import yaml
 from generators import exporters
 from generators.components.monitoring import RULES_KEY, RULES_NAME
 from tests.monitoring.alert_cases import Builder, promtool_tests
-from tests.monitoring.conftest import ROOT, Shipped
+from tests.monitoring.conftest import Shipped
+from tests.support import ROOT
 
 DOCS = ROOT / "docs" / "monitoring.md"
 HEALTH_DOCS = ROOT / "docs" / "health.md"  # runbooks of the trainyard-health group

@@ -35,13 +35,17 @@ node_exporter's own infiniband collector (see scrape_processes.py).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from trainyard_gate.health.policy import Condition
+from trainyard_gate.health.policy import parse as parse_health
+from trainyard_gate.overflow.policy import parse as parse_gate
+from trainyard_gate.runtime.prometheus import PrometheusClient
+from trainyard_gate.runtime.reader import PrometheusEndpoint
 
 from generators.layout import environment_names
 from generators.promql_ast import parse, selectors
@@ -49,18 +53,8 @@ from tests.controlplane.kube import Kube
 from tests.monitoring import scrape_stack, servicemonitor
 from tests.monitoring.scrape_cluster import GPU_POD_REQUEST
 from tests.monitoring.scrape_processes import container_port
-from tests.monitoring.stack_chart import CHART, NODE_EXPORTER_SOURCE, ROOT, values_file
-from tools.toolchain import ToolNotInstalled, archive_path, tool_path
-
-GATE_DIR = ROOT / "gate"
-if str(GATE_DIR) not in sys.path:  # the controller is its own program (see tests/gate/conftest.py)
-    sys.path.insert(0, str(GATE_DIR))
-
-from trainyard_gate.health_policy import Condition  # noqa: E402
-from trainyard_gate.health_policy import parse as parse_health  # noqa: E402
-from trainyard_gate.policy import PrometheusEndpoint  # noqa: E402
-from trainyard_gate.policy import parse as parse_gate  # noqa: E402
-from trainyard_gate.prometheus import PrometheusClient  # noqa: E402
+from tests.monitoring.stack_chart import CHART, NODE_EXPORTER_SOURCE, values_file
+from tests.support import ROOT, archive, tools
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -99,18 +93,8 @@ def without_relabeling(env: str, directory: Path) -> Path:
 @pytest.fixture(scope="module", params=[*ENVIRONMENTS, f"{CONTROL}-without-relabeling"])
 def stack(request: pytest.FixtureRequest,
           tmp_path_factory: pytest.TempPathFactory) -> Iterator[scrape_stack.Stack]:  # fmt: skip
-    missing = []
-    for name in TOOLS:  # fail, never skip: CI installs every tool first (make tools)
-        try:
-            tool_path(name)
-        except ToolNotInstalled as err:
-            missing.append(str(err))
-    try:
-        archive_path(CHART)
-    except ToolNotInstalled as err:
-        missing.append(str(err))
-    if missing:
-        pytest.fail(" | ".join(missing), pytrace=False)
+    tools(*TOOLS)  # fail, never skip: CI installs every tool first (make tools)
+    archive(CHART)
     kube: Kube = request.getfixturevalue("kube")
     kubeconfig: Path = request.getfixturevalue("kubeconfig")
     env, _, control = str(request.param).partition("-without-")

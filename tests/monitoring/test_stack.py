@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CORPUS
 from tests.monitoring import kubeselect
-from tests.scratch_repo import repo_with, run_cli, tree_digest
+from tests.support import CORPUS
+from tests.support.scratch import repo_with, run_cli, tree_digest
 
 
 def test_kube_prometheus_is_refused_at_line_and_column(tmp_path: Path) -> None:

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.mutation.mutations import MUTATIONS, Mutation
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 RENDERS = ("generators/", "templates/", "schemas/")  # a mutation here changes rendered/
 FAST = "not controlplane and not slow"
 GIT_IDENTITY = ("-c", "user.name=trainyard mutation run", "-c", "user.email=mutation@trainyard.invalid",

@@ -4,9 +4,9 @@ folder: under a mutation this test would fail and count as a kill.)"""
 
 from __future__ import annotations
 
-from tests.conftest import ROOT
 from tests.mutation.mutations import MUTATIONS
 from tests.mutation.run import RENDERS
+from tests.support import ROOT
 
 
 def test_every_mutation_applies_exactly_once() -> None:

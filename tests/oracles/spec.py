@@ -8,28 +8,40 @@ with it (issue 25)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from generators import model, render
-from tests.conftest import ROOT
+from tests.support.scratch import write_environment
 
 Objects = dict[tuple[str, str], dict[str, Any]]  # (kind, [namespace/]name) -> object
 
 
-def environment(tmp: Path, text: str, name: str = "oracle") -> model.Environment:
+NAME = "oracle"
+KUBERNETES = "1.36.2"
+
+
+def oracle_spec(body: str) -> str:
+    """An oracle's environment file: the preamble every oracle spec shares (the shipped
+    _defaults.yaml extended: its tiers, Kueue and Argo CD settings; the environment `oracle`
+    at the pinned Kubernetes minor), then the test's own `body` (pools, teams, ...).
+
+    `example: true`: the oracle specs name example images (ghcr.io/example/...) on purpose,
+    so their placeholder warnings (generators/spec/example_checks.py) would only bury the
+    failure of an oracle under lines about image names. The flag changes no rendered byte."""
+    return (f"extends: _defaults.yaml\nname: {NAME}\nexample: true\n"
+            f'cluster: {{kubernetesVersion: "{KUBERNETES}"}}\n' + body)
+
+
+def environment(tmp: Path, text: str, name: str = NAME) -> model.Environment:
     """`text` as environments/<name>.yaml beside the shipped _defaults.yaml, loaded."""
-    folder = tmp / "environments"
-    folder.mkdir(exist_ok=True)
-    shutil.copy(ROOT / "environments" / "_defaults.yaml", folder)
-    (folder / f"{name}.yaml").write_text(text, encoding="utf-8")
+    write_environment(tmp, name, text)
     return model.load(tmp, name)
 
 
-def rendered(tmp: Path, text: str, name: str = "oracle") -> Objects:
+def rendered(tmp: Path, text: str, name: str = NAME) -> Objects:
     """The rendered objects of the environment `text`, as a YAML reader reads them back."""
     files = render.render_tree(environment(tmp, text, name))
     objects: Objects = {}

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from trainyard_gate.health import HealthState
-from trainyard_gate.health_policy import NodeHealthPolicy, parse
-from trainyard_gate.hysteresis import GateMemory, GateState, OnUnavailable, Thresholds, step
-from trainyard_gate.nodes import NodeTaints
+from trainyard_gate.health.policy import NodeHealthPolicy, parse
+from trainyard_gate.health.state import HealthState
+from trainyard_gate.overflow.hysteresis import GateMemory, GateState, OnUnavailable, Thresholds, step
+from trainyard_gate.runtime.nodes import NodeTaints
 
 from tests.gate.health_example import EXAMPLE
 

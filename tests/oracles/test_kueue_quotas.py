@@ -25,12 +25,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.oracles.spec import Objects, cells, rendered
+from tests.oracles.spec import Objects, cells, oracle_spec, rendered
 
-SPEC = """\
-extends: _defaults.yaml
-name: oracle
-cluster: {kubernetesVersion: "1.36.2"}
+SPEC = oracle_spec("""\
 pools:
   - name: train
     role: training
@@ -78,7 +75,7 @@ teams:
 kueue:
   waitForPodsReady: {blockAdmission: true, timeout: 20m}
   integrations: [batch/job]
-"""
+""")
 
 
 @pytest.fixture(scope="module")

@@ -14,13 +14,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.oracles.spec import environment
-from tests.scratch_repo import run_cli
+from tests.oracles.spec import environment, oracle_spec
+from tests.support.scratch import run_cli
 
-SPEC = """\
-extends: _defaults.yaml
-name: oracle
-cluster: {kubernetesVersion: "1.36.2"}
+SPEC = oracle_spec("""\
 pools:
   - name: train
     role: training
@@ -33,7 +30,7 @@ teams:
   - name: alpha
     namespaces: [alpha]
     shares: {train: 100}
-"""
+""")
 
 
 def node(name: str, labels: dict[str, str], *, ready: bool = True, cordoned: bool = False,

@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 import yaml
 
-from generators.components.overflow.admission import inference_pod_snippet
+from generators.components.overflow.inference import inference_pod_snippet
 from generators.model import Environment
-from tests.oracles.spec import Objects, environment, rendered
+from tests.oracles.spec import Objects, environment, oracle_spec, rendered
 
 PROVIDER = """\
     - name: {name}
@@ -37,10 +37,7 @@ PROVIDER = """\
       costPerGpuHourUsd: {cost}
       preference: {preference}
 """
-SPEC = """\
-extends: _defaults.yaml
-name: oracle
-cluster: {kubernetesVersion: "1.36.2"}
+SPEC = oracle_spec("""\
 pools:
   - name: train
     role: training
@@ -102,7 +99,7 @@ overflow:
       minReplicas: 1
       maxReplicas: 4
       metric: {name: queue_depth, averageValue: "5"}
-"""
+""")
 
 
 @pytest.fixture(scope="module")

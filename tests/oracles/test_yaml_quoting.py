@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from generators.yamlemit import dump
-from tools.toolchain import ToolNotInstalled, tool_path
+from tests.support import tool
 
 QUOTED = [
     # YAML 1.1 booleans, null and numbers
@@ -40,10 +40,7 @@ def test_values_that_are_not_strings() -> None:
 def _kinds_as_helm_reads(values: list[str], tmp_path: Path) -> dict[str, str]:
     """Go's kind of each value, as the pinned helm reads the emitted values file (helm, kubectl
     and Argo CD read YAML through sigs.k8s.io/yaml: YAML 1.1 rules, Go's own resolver)."""
-    try:
-        helm = tool_path("helm")
-    except ToolNotInstalled as error:
-        pytest.fail(f"{error} (CI installs tools first: make tools)", pytrace=False)
+    helm = tool("helm")
     chart = tmp_path / "chart"
     (chart / "templates").mkdir(parents=True)
     (chart / "Chart.yaml").write_text("apiVersion: v2\nname: oracle\nversion: 0.1.0\n")

@@ -1,9 +1,8 @@
 """Shared helpers: the rendered overflow objects of every shipped environment, and the gate
-controller's own policy loader (gate/ is its own program, imported the way tests/gate does)."""
+controller's own policy loader (gate/ is on sys.path through pytest's `pythonpath`)."""
 
 from __future__ import annotations
 
-import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -11,11 +10,7 @@ from typing import Any
 import yaml
 
 from generators.layout import environment_names
-from tests.conftest import ROOT
-
-GATE_DIR = ROOT / "gate"
-if str(GATE_DIR) not in sys.path:
-    sys.path.insert(0, str(GATE_DIR))
+from tests.support import ROOT
 
 ENVIRONMENTS = environment_names(ROOT)
 Obj = dict[str, Any]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.conftest import CORPUS
+from tests.support import CORPUS
 
 OVERFLOW = """\
 overflow:

@@ -14,8 +14,8 @@ from celpy import celtypes
 from celpy.adapter import json_to_cel
 
 from generators import model
-from generators.components.overflow.admission import inference_pod_snippet
-from tests.conftest import ROOT
+from generators.components.overflow.inference import inference_pod_snippet
+from tests.support import ROOT
 
 from .conftest import Obj, one, overflow_envs
 

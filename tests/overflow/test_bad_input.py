@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scratch_repo import repo_with, run_cli, tree_digest
+from tests.support.scratch import repo_with, run_cli, tree_digest
 
 from .specs import BASE, OVERFLOW, SECOND_PROVIDER
 
@@ -54,6 +54,10 @@ CASES = [
      "    openWhenFreeGpusBelow: 4\n    taintKey: virtual-kubelet.io/provider\n", "virtual-kubelet.io",
      "the gate taint key must differ from 'virtual-kubelet.io/provider'"),
     ("min-above-max", "minReplicas: 1", "minReplicas: 5", "5", "minReplicas (5) exceeds maxReplicas (4)"),
+    # The adapter turns each selector key into a PromQL label matcher (docs/monitoring.md).
+    ("selector-not-a-prometheus-label", 'metric: {name: queue_depth, averageValue: "5"}',
+     'metric: {name: queue_depth, selector: {app.kubernetes.io/name: web}, averageValue: "5"}',
+     "{app.kubernetes.io/name", "'app.kubernetes.io/name' is not a Prometheus label name"),
     ("no-inference-service", OVERFLOW[OVERFLOW.index("  inference:\n"):], "  inference: []\n", "[]",
      "no inference service is declared"),
     ("no-inference-pool", "role: inference\n", "role: training\n", "prometheusUrl",

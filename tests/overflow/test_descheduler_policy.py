@@ -8,38 +8,27 @@ validation error. The two negative controls prove the binary does check the file
 
 from __future__ import annotations
 
-import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tools.toolchain import ToolNotInstalled, tool_path
+from tests.support import free_port, tool
 
 from .conftest import one, overflow_envs
 
 REACHED_THE_API = "connection refused"
 
 
-def _unused_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def _load(policy_text: str, tmp_path: Path) -> str:
     """Run the descheduler on `policy_text` against no API server; its combined output."""
-    try:
-        descheduler = tool_path("descheduler")
-    except ToolNotInstalled as error:
-        pytest.fail(f"{error} (make tools installs it)", pytrace=False)
+    descheduler = tool("descheduler")
     policy = tmp_path / "policy.yaml"
     policy.write_text(policy_text, encoding="utf-8")
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(
         "apiVersion: v1\nkind: Config\ncurrent-context: none\n"
-        f"clusters: [{{name: none, cluster: {{server: 'https://127.0.0.1:{_unused_port()}', "
+        f"clusters: [{{name: none, cluster: {{server: 'https://127.0.0.1:{free_port()}', "
         "insecure-skip-tls-verify: true}}]\n"
         "users: [{name: none, user: {token: unused}}]\n"
         "contexts: [{name: none, context: {cluster: none, user: none}}]\n",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from generators import model, yamlemit
-from generators.components.overflow.admission import inference_pod_snippet
-from tests.conftest import ROOT
+from generators.components.overflow.inference import inference_pod_snippet
+from tests.support import ROOT
 
 DOC = (ROOT / "docs" / "overflow.md").read_text(encoding="utf-8")
 

@@ -19,8 +19,7 @@ from generators import model
 from generators.model.overflow import inference_pools
 from generators.model.promql import ksm_label
 from generators.model.types import Pool
-from tests.conftest import ROOT
-from tools.toolchain import ToolNotInstalled, tool_path
+from tests.support import ROOT, tool
 
 from .conftest import one, overflow_envs
 
@@ -63,10 +62,7 @@ def _capacity(pool: Pool, virtual_nodes: list[str]) -> list[dict[str, str]]:
 
 
 def _promtool_test(tmp_path: Path, query: str, groups: list[tuple[list[dict[str, str]], float]]) -> None:
-    try:
-        promtool = tool_path("promtool")
-    except ToolNotInstalled as error:
-        pytest.fail(f"{error} (make tools installs it)", pytrace=False)
+    promtool = tool("promtool")
     (tmp_path / "rules.yaml").write_text(json.dumps({"groups": [{"name": "overflow", "rules": [
         {"record": "trainyard:free_gpus", "expr": query}]}]}))
     tests = [{"interval": "1m", "input_series": series, "promql_expr_test": [

@@ -11,8 +11,8 @@ from generators import model
 from generators.model.overflow import Overflow, default_query, inference_pools
 from generators.model.promql import Inventory
 from generators.model.types import Pool, Role, Taint
-from tests.conftest import ROOT
-from tests.scratch_repo import repo_with
+from tests.support import ROOT
+from tests.support.scratch import repo_with
 
 from .specs import BASE, SECOND_PROVIDER
 

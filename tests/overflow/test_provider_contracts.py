@@ -16,8 +16,8 @@ import yaml
 from generators import model
 from generators.providers import CONTRACTS, PROVIDER_TAINT_KEYS
 from generators.providers.contract import CONFIG_DIR, CREDENTIALS_DIR, SERVING_DIR
-from tests.conftest import ROOT
-from tests.scratch_repo import repo_with, run_cli
+from tests.support import ROOT
+from tests.support.scratch import repo_with, run_cli
 
 from .specs import BASE
 
@@ -114,7 +114,7 @@ def test_the_deployment_and_config_match_the_providers_program(rendered: tuple[s
 
 
 def test_inference_tolerates_each_shipped_providers_real_taint() -> None:
-    from generators.components.overflow.admission import inference_pod_snippet
+    from generators.components.overflow.inference import inference_pod_snippet
 
     for env in ("prod", "staging"):
         ov = model.load(ROOT, env).overflow

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 import yaml
-from trainyard_gate.policy import load as load_taint_policy
+from trainyard_gate.overflow.policy import load as load_taint_policy
 
 from generators import model
-from generators.components.overflow.admission import inference_pod_snippet
-from tests.conftest import ROOT
+from generators.components.overflow.inference import inference_pod_snippet
+from tests.support import ROOT
 
 from .conftest import ENVIRONMENTS, Obj, objects, one, overflow_envs, rendered
 
@@ -136,9 +136,20 @@ def test_rbac_has_no_wildcards(env: str) -> None:
             for field in ("apiGroups", "resources", "verbs", "resourceNames"):
                 assert "*" not in rule.get(field, []), (role["metadata"]["name"], field)
                 assert not any("*" in item for item in rule.get(field, [])), (role["metadata"]["name"], field)
-    names = {(r["kind"], r["metadata"]["name"]) for r in roles}
+    names = {(r["kind"], r["metadata"]["name"]) for r in roles} | set(BUILT_IN_ROLES)
     for binding in (o for o in _all_rendered(env) if o["kind"] in ("ClusterRoleBinding", "RoleBinding")):
         assert (binding["roleRef"]["kind"], binding["roleRef"]["name"]) in names  # never cluster-admin
+
+
+# The bootstrap roles a rendered binding may name, each small and fixed by Kubernetes
+# (k8s.io/kubernetes v1.36.5 plugin/pkg/auth/authorizer/rbac/bootstrappolicy): what an
+# aggregated API server (the prometheus-adapter) needs for delegated authentication.
+BUILT_IN_ROLES = {
+    # policy.go:455-460: create tokenreviews and subjectaccessreviews
+    ("ClusterRole", "system:auth-delegator"): "the adapter's ClusterRoleBinding",
+    # namespace_policy.go:77-81: get/list/watch configmap kube-system/extension-apiserver-authentication
+    ("Role", "extension-apiserver-authentication-reader"): "the adapter's RoleBinding in kube-system",
+}
 
 
 @pytest.mark.parametrize("env", OVERFLOW_ENVS)

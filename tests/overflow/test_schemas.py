@@ -8,18 +8,14 @@ import pytest
 from generators import model
 from generators.validation.kubeconform import run_kubeconform
 from generators.validation.schemastore import ensure_schemas
-from tests.conftest import ROOT
-from tools.toolchain import ToolNotInstalled, tool_path
+from tests.support import ROOT, tool
 
 from .conftest import overflow_envs, rendered
 
 
 @pytest.mark.parametrize("env", overflow_envs())
 def test_rendered_overflow_is_schema_valid(env: str) -> None:
-    try:
-        tool_path("kubeconform")
-    except ToolNotInstalled as error:
-        pytest.fail(f"{error} (make tools installs it)", pytrace=False)
+    tool("kubeconform")
     version = model.load(ROOT, env).kubernetes_version
     result = run_kubeconform([ROOT / "rendered" / env / "overflow"], version, ensure_schemas(version))
     assert [finding.line() for finding in result.findings] == []

@@ -4,7 +4,6 @@ and `validate` run in-process against it (real kubeconform, real schemas, real p
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,9 +13,9 @@ import pytest
 import yaml
 
 from generators import cli, yamlemit
-from tools.toolchain import ToolNotInstalled, tool_path
+from tests.support import tool
+from tests.support.scratch import copy_repo
 
-REPO = Path(__file__).resolve().parents[2]
 DEV = "rendered/dev"
 STAGING = "rendered/staging"
 
@@ -43,9 +42,7 @@ class Repo:
     """environments/ and rendered/ of the real repository, copied; code comes from the repo."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root
-        for folder in ("environments", "rendered"):
-            shutil.copytree(REPO / folder, root / folder)
+        self.root = copy_repo(root)
 
     def load(self, rel: str) -> dict[str, Any]:
         loaded: dict[str, Any] = yaml.safe_load((self.root / rel).read_text())
@@ -95,10 +92,7 @@ def validate(capsys: pytest.CaptureFixture[str]) -> Validate:
 @pytest.fixture(scope="session", autouse=True)
 def kubeconform_installed() -> None:
     """Every validate run uses the pinned kubeconform: fail with the install command."""
-    try:
-        tool_path("kubeconform")
-    except ToolNotInstalled as error:
-        pytest.fail(f"{error} (CI installs tools first: make tools)", pytrace=False)
+    tool("kubeconform")
 
 
 def labels(component: str, env: str = "dev") -> dict[str, str]:

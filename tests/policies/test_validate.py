@@ -14,8 +14,9 @@ from generators.validation import checks, promtool
 from generators.validation.schemastore import strict_dir_name
 from policies import POLICIES, registry
 from policies.context import read_objects
+from tests.support import ROOT, tool
 
-from .conftest import DEV, REPO, Repo, Run, expect, meta, problems
+from .conftest import DEV, Repo, Run, expect, meta, problems
 
 Validate = Callable[..., Run]
 
@@ -23,28 +24,28 @@ Validate = Callable[..., Run]
 def dev_objects() -> int:
     """Objects in the shipped rendered/dev (one per file, as render writes them; the
     installer inputs under installers/ are not objects, and validate must not count them)."""
-    files = [p for p in (REPO / DEV).rglob("*.yaml") if p.relative_to(REPO / DEV).parts[0] != "installers"]
-    assert len(files) < len(list((REPO / DEV).rglob("*.yaml"))), "dev ships an installer input"
+    files = [p for p in (ROOT / DEV).rglob("*.yaml") if p.relative_to(ROOT / DEV).parts[0] != "installers"]
+    assert len(files) < len(list((ROOT / DEV).rglob("*.yaml"))), "dev ships an installer input"
     return len(files)
 
 
 def dev_rules() -> dict[str, int]:
     """Rule files and rules shipped in rendered/dev, counted without promtool."""
-    tree = read_objects(REPO, sorted((REPO / DEV).rglob("*.yaml")))
+    tree = read_objects(ROOT, sorted((ROOT / DEV).rglob("*.yaml")))
     sources = promtool.rule_sources(tree.objects)
     rules = sum(len(group["rules"]) for source in sources for group in source.groups["groups"])
     return {"files": len(sources), "rules": rules}
 
 
 def test_shipped_environments_validate_clean(validate: Validate) -> None:
-    run = validate(REPO)
+    run = validate(ROOT)
     assert run.code == 0, run.out
     summaries = [line for line in run.lines if not line.startswith("total:")]
     assert all(" 0 findings (0 errors, 0 warnings); kubeconform " in line for line in summaries), run.out
     for line in summaries:  # kubeconform validated every object it was given
         objects = int(line.split(": ", 1)[1].split(" objects")[0])
         assert f"kubeconform {objects}/{objects} valid" in line, line
-    assert len(summaries) == len(list((REPO / "environments").glob("[!_]*.yaml")))
+    assert len(summaries) == len(list((ROOT / "environments").glob("[!_]*.yaml")))
 
 
 def test_json_output_shape(repo: Repo, validate: Validate) -> None:
@@ -104,12 +105,7 @@ def test_stale_missing_and_spec_errors(repo: Repo, validate: Validate) -> None:
 
 
 def test_promtool_checks_rule_groups(repo: Repo, validate: Validate) -> None:
-    from tools.toolchain import ToolNotInstalled, tool_path
-
-    try:
-        tool_path("promtool")
-    except ToolNotInstalled as error:
-        pytest.fail(f"{error} (CI installs tools first: make tools)", pytrace=False)
+    tool("promtool")
     good = {"name": "gpus", "rules": [{"record": "trainyard:gpus:sum", "expr": "sum(up)"}]}
     bad = {"name": "broken", "rules": [{"alert": "Broken", "expr": "sum(up"}]}
     rule: dict[str, Any] = {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
@@ -131,15 +127,15 @@ def test_promtool_checks_rule_groups(repo: Repo, validate: Validate) -> None:
 
 
 def test_usage_errors_exit_2(validate: Validate) -> None:
-    run = validate(REPO, "nope")
+    run = validate(ROOT, "nope")
     assert run.code == 2 and "unknown environment 'nope'" in run.err
     with pytest.raises(SystemExit) as exit_info:
-        validate(REPO, "--format", "xml")
+        validate(ROOT, "--format", "xml")
     assert exit_info.value.code == 2
 
 
 def test_list_and_registry_contract(validate: Validate) -> None:
-    run = validate(REPO, "--list")
+    run = validate(ROOT, "--list")
     assert run.code == 0
     policies = registry()
     ids = [p.id for p in policies]
@@ -147,7 +143,7 @@ def test_list_and_registry_contract(validate: Validate) -> None:
     for policy, line in zip(policies, run.lines, strict=True):
         assert line == f"{policy.id} ({policy.severity}): {policy.rationale}"
         assert policy.rationale and "\n" not in policy.rationale and len(policy.rationale) < 200
-    documented = (REPO / "docs/validation.md").read_text()
+    documented = (ROOT / "docs/validation.md").read_text()
     assert all(f"`{i}`" in documented for i in ids), "docs/validation.md lists every policy"
     expect_ids = {"quota-conservation", "references", "priorities", "taints", "rbac", "workloads",
                   "size", "names", "sync-waves"}

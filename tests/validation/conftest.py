@@ -8,7 +8,7 @@ import pytest
 
 from generators.validation.pinned_crds import CrdPinError
 from generators.validation.schemastore import default_crd_dir, ensure_schemas
-from tools.toolchain import ToolNotInstalled, tool_path
+from tests.support import tool
 
 KUBERNETES_VERSION = "1.36"
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -32,7 +32,4 @@ def schema_dir(crd_dir: Path) -> Path:
 @pytest.fixture(scope="session")
 def kubeconform() -> Path:
     """The pinned kubeconform binary; a missing one fails with the install command."""
-    try:
-        return tool_path("kubeconform")
-    except ToolNotInstalled as error:
-        pytest.fail(f"{error} (CI installs tools first: make tools)", pytrace=False)
+    return tool("kubeconform")

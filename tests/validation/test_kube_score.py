@@ -11,22 +11,17 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
-from tools.toolchain import ToolNotInstalled, tool_path
+from tests.support import ROOT, tool
 
-ROOT = Path(__file__).resolve().parents[2]
 ACCEPTED = Path(__file__).with_name("kube_score_accepted.yaml")
 KUBERNETES = "v1.36"  # the shipped environments' cluster.kubernetesVersion
 
 
 def _findings() -> list[tuple[str, str, str]]:
     """(check id, Kind/name, first comment) for every non-skipped check below full grade."""
-    try:
-        binary = tool_path("kube-score")
-    except ToolNotInstalled as err:
-        pytest.fail(f"{err} (make tools)", pytrace=False)
+    binary = tool("kube-score")
     files = sorted(str(p) for p in (ROOT / "rendered").rglob("*.yaml") if "installers" not in p.parts)
     done = subprocess.run([str(binary), "score", "-o", "json", f"--kubernetes-version={KUBERNETES}", *files],
                           capture_output=True, text=True, timeout=300)  # fmt: skip

@@ -8,7 +8,6 @@ import http.server
 import os
 import re
 import shutil
-import socket
 import stat
 import subprocess
 import sys
@@ -35,9 +34,9 @@ from generators.validation.pinned_crds import (
     resolve_crd_dir,
     verify_crds,
 )
+from tests.support import ROOT, free_port
 from tools.toolchain import CACHE_ENV, bin_dir
 
-ROOT = Path(__file__).resolve().parents[2]
 PINS = read_sources(LOCK_FILE)
 CLUSTERQUEUES = "kueue-v0.19.2/kueue.x-k8s.io_clusterqueues.yaml"
 
@@ -212,20 +211,13 @@ def test_fetch_crds_refuses_a_tampered_file(
         resolve_crd_dir(shared=tmp_path / "no-shared")
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
 def test_fetch_crds_fails_in_one_line_on_network_errors(tmp_path: Path, mirror: Mirror) -> None:
     del mirror.bodies[PINS[0].url.removeprefix(GITHUB_RAW)]
     missing = _fetch(mirror, tmp_path / "cache")
     assert missing.returncode == 1 and missing.stderr.count("\n") == 1
     assert missing.stderr.endswith(f"{PINS[0].url.removeprefix(GITHUB_RAW)}: Not Found\n")
     unreachable = _cli(ROOT, "fetch-crds", **{CACHE_ENV: str(tmp_path / "cache"),
-                                             MIRROR_ENV: f"http://127.0.0.1:{_closed_port()}"})
+                                             MIRROR_ENV: f"http://127.0.0.1:{free_port()}"})
     assert unreachable.returncode == 1 and unreachable.stderr.count("\n") == 1
     assert "Connection refused" in unreachable.stderr
 

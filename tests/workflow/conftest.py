@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.scratch import copy_repo
+
 COPIED = ("environments", "schemas", "generators", "templates", "policies", "generate.py")
 GIT_IDENTITY = (
     "-c",
@@ -59,14 +60,7 @@ def edit(path: Path, old: str, new: str) -> None:
 
 @pytest.fixture(scope="session")
 def base_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("base") / "repo"
-    root.mkdir()
-    for name in COPIED:
-        source = REPO / name
-        if source.is_dir():
-            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-        elif source.is_file():
-            shutil.copy2(source, root / name)
+    root = copy_repo(tmp_path_factory.mktemp("base") / "repo", COPIED)
     generate(root, "render")
     git(root, "init", "-q")
     commit_all(root, "base: rendered tree")

@@ -9,8 +9,9 @@ import pytest
 
 from generators import model
 from generators.layout import environment_names
-from tests.scratch_repo import repo_with, run_cli
-from tests.workflow.conftest import REPO, generate
+from tests.support import ROOT
+from tests.support.scratch import repo_with, run_cli
+from tests.workflow.conftest import generate
 from tests.workflow.health_spec import CAP, SMALL
 
 
@@ -20,10 +21,10 @@ def _row(out: str, *cells: object) -> bool:
     return re.search(rf"^{pattern}(\s|$)", out, re.M) is not None
 
 
-@pytest.mark.parametrize("name", environment_names(REPO))
+@pytest.mark.parametrize("name", environment_names(ROOT))
 def test_plan_lists_every_pool_team_and_tier(name: str) -> None:
-    env = model.load(REPO, name)
-    out = generate(REPO, "plan", name).stdout
+    env = model.load(ROOT, name)
+    out = generate(ROOT, "plan", name).stdout
     assert out.startswith(
         f"{name}: {env.display_name} ({env.source_file}); {env.gpus} GPUs, "
         f"{env.schedulable_gpus} schedulable\n"
@@ -58,15 +59,15 @@ def test_plan_lists_every_pool_team_and_tier(name: str) -> None:
 
 
 def test_plan_of_an_unknown_environment_is_a_usage_error() -> None:
-    done = generate(REPO, "plan", "nowhere", check=2)
+    done = generate(ROOT, "plan", "nowhere", check=2)
     assert "unknown environment 'nowhere'" in done.stderr
 
 
-@pytest.mark.parametrize("name", environment_names(REPO))
+@pytest.mark.parametrize("name", environment_names(ROOT))
 def test_plan_fits_100_columns_and_names_units(name: str) -> None:
     """Issue 13 item 8: the teams table was ~135 columns and the free-GPU PromQL line made the
     output 334 wide; the header said "memory in bytes" while values were Gi; CPU read `6k`."""
-    out = generate(REPO, "plan", name).stdout
+    out = generate(ROOT, "plan", name).stdout
     assert max(len(line) for line in out.splitlines()) <= 100, out
     assert "in bytes" not in out
     header = next(line for line in out.splitlines() if line.startswith("team "))
@@ -75,7 +76,7 @@ def test_plan_fits_100_columns_and_names_units(name: str) -> None:
 
 
 def test_plan_serving_cpu_in_cores() -> None:
-    out = generate(REPO, "plan", "prod").stdout
+    out = generate(ROOT, "plan", "prod").stdout
     assert _row(out, "serving", "serving", "infer-l40s", "80%", 50, "400 / - / -", 6000, 45000)
 
 
@@ -117,6 +118,6 @@ def test_plan_of_another_backend_names_it(tmp_path: Path) -> None:
 
 def test_plan_of_dev_names_nvsentinel_and_the_taints_inference_tolerates() -> None:
     """dev.yaml: health.backend nvsentinel, whose two quarantine taints inference tolerates."""
-    out = generate(REPO, "plan", "dev").stdout
+    out = generate(ROOT, "plan", "dev").stdout
     assert out.endswith("Health quarantine\nbackend nvsentinel (installed on its own); inference tolerates "
                         "its taints:\n  nvidia.com/gpu-xid-error, nvidia.com/gpu-nvlink-error\n"), out

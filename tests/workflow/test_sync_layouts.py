@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from generators import model
-from tests.conftest import CORPUS
-from tests.scratch_repo import repo_with, run_cli
+from tests.support import CORPUS
+from tests.support.scratch import repo_with, run_cli
 from tests.workflow.test_sync_inventory import inventory
 
 CASES = sorted((CORPUS / "sync").glob("*.yaml"))

@@ -46,7 +46,37 @@ def _gang_placement(context: SceneContext) -> SceneResult:
     return gang_placement.gang_placement(context.kube, context.env)
 
 
+def _day_in_the_life(context: SceneContext) -> SceneResult:
+    from generators.box.scenes import day_in_the_life
+
+    return day_in_the_life.day_in_the_life(context)
+
+
+def _bad_node(context: SceneContext) -> SceneResult:
+    from generators.box.scenes import bad_node
+
+    state = context.state
+    return bad_node.bad_node(context.kube, context.env, state.processes, state.prometheus, context.folder,
+                             state.cluster, context.say)
+
+
+def _inference_scales(context: SceneContext) -> SceneResult:
+    from generators.box.scenes import inference_scales
+
+    return inference_scales.inference_scales(context.kube, context.env, context.folder, context.say)
+
+
+def _immutable_change(context: SceneContext) -> SceneResult:
+    from generators.box.scenes import immutable_change
+
+    return immutable_change.run(context)
+
+
 # name -> scene; the CLI's `box scene NAME` choices, in this order.
 SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
+    "day-in-the-life": _day_in_the_life,
     "gang-placement": _gang_placement,
+    "bad-node": _bad_node,
+    "inference-scales": _inference_scales,
+    "immutable-change": _immutable_change,
 }

@@ -11,6 +11,9 @@
   Decision: trainyard renders these as inputs and does not own those installs (no Argo CD
   Application for either chart): they carry many values that are no business of this
   repository, and two owners of one Helm release fight on every sync.
+- prometheus-adapter (adapter.py), serving the External metrics the overflow HPAs name,
+  for environments that declare inference services: no chart is pinned for it, and its
+  config is derived from the spec, so trainyard renders and owns its objects.
 Dashboard JSON is dumped with sorted keys and no timestamps: same input, same bytes.
 """
 
@@ -22,9 +25,10 @@ from typing import Any
 
 from generators import jsontext, yamlemit
 from generators.components import Obj
-from generators.components.monitoring import dashboards, installers
+from generators.components.monitoring import adapter, dashboards, installers
 from generators.components.monitoring.alerts import groups
 from generators.components.monitoring.promql import GATE_JOB
+from generators.k8s.objects import service_monitor
 from generators.model.types import Environment
 from generators.templating import render
 
@@ -115,17 +119,11 @@ def scrape_objects(env: Environment) -> list[Obj]:
     """A ServiceMonitor for the overflow gate, whose metrics the overflow alerts and panels use."""
     if env.overflow is None:
         return []
-    obj: Obj = render(
-        "monitoring/servicemonitor.yaml.j2",
-        name=GATE_JOB,
-        namespace=env.overflow.namespace,
-        labels=dict(env.monitoring.rule_labels),
-    )
-    return [obj]
+    return [service_monitor(GATE_JOB, env.overflow.namespace, dict(env.monitoring.rule_labels))]
 
 
 def generate(env: Environment, earlier: Sequence[Obj] = ()) -> list[Obj]:
     # The dcgm-exporter counters ConfigMap is not among them: the gpu-operator chart creates it
     # from the rendered values (installers.py), before the operator mounts it.
-    return [*dashboard_objects(env), *rule_objects(env), *scrape_objects(env)]
+    return [*dashboard_objects(env), *rule_objects(env), *scrape_objects(env), *adapter.generate(env)]
 

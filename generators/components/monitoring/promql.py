@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from generators.exporters import DCGM_BLANK_MIN
 from generators.model.monitoring import Monitoring
 from generators.model.overflow import GATE, Overflow, Provider
 from generators.model.promql import (
@@ -34,10 +35,6 @@ __all__ = [
 
 GATE_JOB = GATE  # Prometheus' job label is the gate's Service name
 
-# DCGM reports "no value" as sentinels from DCGM_INT64_BLANK = 0x7ffffffffffffff0 up (old
-# exporters show 9223372036854775794, NOT_SUPPORTED). A counter that jumps to one looks like
-# billions of errors; real counters (even nanoseconds of throttling) never get near it.
-DCGM_BLANK_MIN = 0x7FFFFFFFFFFFFFF0
 
 
 class Queries(Inventory):

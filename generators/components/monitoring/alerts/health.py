@@ -13,10 +13,7 @@ from generators.components.monitoring.alerts.rule import VALUE, Rule, alert, lab
 from generators.components.monitoring.promql import Queries, labelled_union, quote, selector
 from generators.model.health import NAME, Condition, Controller, Health
 
-ERROR_WINDOW = "10m"
 DOWN_FOR = "5m"  # several scrape intervals and a pod restart
-NO_LEADER_FOR = "5m"  # several lease durations: a handover takes one
-BLIND_MIN_SECONDS = 300
 BLIND_PASSES = 10  # failed passes in a row before "blind"
 HOLD_PASSES = 2  # a candidate held back on two passes in a row is not a race with a release
 
@@ -38,6 +35,7 @@ def controller_series(c: Controller, name: str, *extra: str) -> str:
 class HealthRules:
     def __init__(self, q: Queries, health: Health, c: Controller) -> None:
         self.q, self.health, self.c = q, health, c
+        self.a = q.m.alerts  # the thresholds of the controllers' own alerts among them
 
     def metric(self, name: str, *extra: str) -> str:
         return controller_series(self.c, name, *extra)
@@ -114,15 +112,16 @@ class HealthRules:
         )
 
     def no_leader(self) -> Rule:
+        after = self.a.controller_no_leader_for
         return self.alert(
-            "GpuHealthNoLeader", f"sum({self.metric('trainyard_health_leader')}) < 1", for_=NO_LEADER_FOR,
+            "GpuHealthNoLeader", f"sum({self.metric('trainyard_health_leader')}) < 1", for_=after,
             severity="warning", summary="No GPU health controller holds the Lease.",
-            description=(f"No gpu-health process has acted for {NO_LEADER_FOR}: quarantines and releases "
+            description=(f"No gpu-health process has acted for {after}: quarantines and releases "
                          "wait. Check the gpu-health pods and their log (lease attempt failed)."),
         )
 
     def blind(self) -> Rule:
-        limit = max(BLIND_MIN_SECONDS, BLIND_PASSES * self.c.reconcile_interval_seconds)
+        limit = max(self.a.controller_blind_min_seconds, BLIND_PASSES * self.c.reconcile_interval_seconds)
         last = self.metric("trainyard_health_last_success_timestamp_seconds")
         return self.alert(
             "GpuHealthBlind", f"time() - max({last}) > {limit}", severity="warning",
@@ -135,12 +134,13 @@ class HealthRules:
 
     def errors(self) -> Rule:
         failures = self.metric("trainyard_health_errors_total")
+        window = self.a.controller_error_window
         return self.alert(
-            "GpuHealthErrors", f"sum by (stage) (increase({failures}[{ERROR_WINDOW}])) > 0",
+            "GpuHealthErrors", f"sum by (stage) (increase({failures}[{window}])) > 0",
             severity="warning",
-            summary=f"The GPU health controller failed at stage {label('stage')} in the last {ERROR_WINDOW}.",
+            summary=f"The GPU health controller failed at stage {label('stage')} in the last {window}.",
             description=(f"The gpu-health controller counted {VALUE} failures at stage {label('stage')} in "
-                         f"{ERROR_WINDOW}. The node taints may not be what it decided: "
+                         f"{window}. The node taints may not be what it decided: "
                          "trainyard_health_quarantined shows what is on the nodes; its log carries the "
                          "API server's message."),
         )

@@ -9,10 +9,7 @@ from generators.components.monitoring.alerts.rule import VALUE, Rule, alert, lab
 from generators.components.monitoring.promql import Queries
 
 FLAP_WINDOW = "1h"
-ERROR_WINDOW = "10m"
 MATCHES_NONE_FOR = "10m"  # a virtual-kubelet restart re-registers its node within seconds
-NO_LEADER_FOR = "5m"  # several lease durations (15 s): a handover takes one
-BLIND_MIN_SECONDS = 300
 BLIND_QUERIES = 10  # missed queries in a row before "blind" (gate's reconcile interval)
 
 
@@ -54,9 +51,11 @@ def virtual_node(q: Queries) -> Rule:
 
 
 def blind_seconds(q: Queries) -> int:
-    """No good query for this long is blind: ten reconcile intervals, at least five minutes."""
+    """No good query for this long is blind: ten reconcile intervals, at least
+    monitoring.alerts.controllerBlindMinSeconds."""
     assert q.env.overflow is not None
-    return max(BLIND_MIN_SECONDS, BLIND_QUERIES * q.env.overflow.gate.reconcile_interval_seconds)
+    interval = q.env.overflow.gate.reconcile_interval_seconds
+    return max(q.m.alerts.controller_blind_min_seconds, BLIND_QUERIES * interval)
 
 
 def blind_while_open(q: Queries) -> Rule:
@@ -83,15 +82,16 @@ def blind_while_open(q: Queries) -> Rule:
 def errors(q: Queries) -> Rule:
     m = q.m
     failures = q.gate("trainyard_gate_errors_total", 'stage=~"nodes|pass|election"')
+    window = m.alerts.controller_error_window
     return alert(
         m,
         "OverflowGateErrors",
-        f"sum by (stage) (increase({failures}[{ERROR_WINDOW}])) > 0",
+        f"sum by (stage) (increase({failures}[{window}])) > 0",
         severity="warning",
-        summary=f"The overflow gate failed at stage {label('stage')} in the last {ERROR_WINDOW}.",
+        summary=f"The overflow gate failed at stage {label('stage')} in the last {window}.",
         description=(
             f"The overflow gate controller counted {VALUE} failures at stage {label('stage')} "
-            f"in {ERROR_WINDOW} (nodes: a node list or taint patch refused or unreachable; pass: "
+            f"in {window} (nodes: a node list or taint patch refused or unreachable; pass: "
             "an unexpected error in a reconcile pass; election: the Lease). The taints may not "
             "be what the gate decided: trainyard_gate_closed shows what is on the nodes; the "
             "log line carries the API server's message."
@@ -121,15 +121,16 @@ def matches_none(q: Queries) -> Rule:
 def no_leader(q: Queries) -> Rule:
     m = q.m
     leader = q.gate("trainyard_gate_leader")
+    no_leader_for = m.alerts.controller_no_leader_for
     return alert(
         m,
         "OverflowGateNoLeader",
         f"sum({leader}) < 1",
-        for_=NO_LEADER_FOR,
+        for_=no_leader_for,
         severity="warning",
         summary="No overflow gate controller holds the Lease.",
         description=(
-            f"No overflow gate process has acted for {NO_LEADER_FOR}: the taints stay as they "
+            f"No overflow gate process has acted for {no_leader_for}: the taints stay as they "
             "are, whatever the free GPUs. Check the overflow-gate pods and their log "
             "(lease attempt failed)."
         ),

@@ -1,0 +1,86 @@
+"""A synthetic series exporter: a tiny /metrics endpoint a scene (or test) writes values
+into, and Prometheus scrapes like any exporter.
+
+SYNTHETIC: the values are whatever the caller sets, not measurements. It stands for the
+exporter a real workload has (vLLM's request queue, a load balancer's backlog) so that the
+path after it, Prometheus scraping it, prometheus-adapter querying Prometheus, the
+controllers reading the adapter, runs for real.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from generators.box.daemon import free_port
+
+Labels = Mapping[str, str]
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+class SyntheticSeries:
+    """Gauges served as Prometheus text exposition on 127.0.0.1:<port>/metrics."""
+
+    def __init__(self) -> None:
+        self._values: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        self._lock = threading.Lock()
+        self.port = free_port()
+        series = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = series.exposition().encode()
+                self.send_response(200 if self.path.startswith("/metrics") else 404)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_: object) -> None:  # scrapes every few seconds: no log
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="synthetic-series",
+                                        daemon=True)  # fmt: skip
+
+    @property
+    def target(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def set(self, name: str, labels: Labels, value: float) -> None:
+        with self._lock:
+            self._values[(name, tuple(sorted(labels.items())))] = value
+
+    def exposition(self) -> str:
+        with self._lock:
+            items = sorted(self._values.items())
+        lines = []
+        for (name, labels), value in items:
+            inner = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
+            lines.append(f"{name}{{{inner}}} {value!r}")
+        return "\n".join(lines) + "\n"
+
+    def start(self) -> SyntheticSeries:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+def write_target(directory: Path, name: str, target: str) -> Path:
+    """A Prometheus file_sd file naming `target` (Prometheus watches the folder)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}.json"
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps([{"targets": [target], "labels": {}}]), encoding="utf-8")
+    temporary.replace(path)  # Prometheus never reads half a file
+    return path

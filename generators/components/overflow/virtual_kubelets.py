@@ -1,0 +1,55 @@
+"""Each provider's program (virtual-kubelet or interLink), as its contract
+(generators/providers/) says it is started: identity, pod inputs, config, Deployment."""
+
+from __future__ import annotations
+
+from generators.components import Obj
+from generators.k8s.hardening import hardened
+from generators.k8s.objects import config_map
+from generators.k8s.rbac import CLUSTER_PREFIX, cluster_role, identity, role_binding
+from generators.k8s.workload import sha256
+from generators.model.overflow import Overflow, Provider
+from generators.providers.contract import CONFIG_DIR, CREDENTIALS_DIR, KUBELET_PORT, SERVING_DIR
+from generators.templating import render
+
+
+def pod_input_objects(ov: Overflow, provider: Provider) -> list[Obj]:
+    """What a spilled pod references, readable in the inference namespaces only, for a
+    program that reads it there (interLink: namespaced GETs). A program whose informers are
+    cluster-wide gets it in its ClusterRole instead (Contract.cluster_rules): a namespaced
+    grant would leave its caches empty and break the pods. The provider's own credentials
+    are a Secret volume (the kubelet mounts it), never read through the API."""
+    rules = provider.contract.pod_input_rules()
+    if not rules:
+        return []
+    inputs = f"{CLUSTER_PREFIX}{provider.node_name}-pod-inputs"
+    objects = [cluster_role(inputs, rules)]
+    for namespace in ov.inference_namespaces:
+        objects.append(role_binding(inputs, provider.node_name, namespace, subject_namespace=ov.namespace,
+                                    cluster_role=True))
+    return objects
+
+
+def serving_secret(provider: Provider) -> str:
+    """The kubernetes.io/tls Secret a provider that needs a kubelet serving certificate mounts
+    (created out of band, like the credentials: no key material in git)."""
+    return f"{provider.node_name}-serving-cert"
+
+
+def provider_objects(ov: Overflow, provider: Provider) -> list[Obj]:
+    """The provider's program as its contract (generators/providers/) says it is started."""
+    contract = provider.contract
+    launch = contract.launch(provider.contract_input)
+    return [
+        *identity(provider.node_name, ov.namespace, CLUSTER_PREFIX + provider.node_name,
+                  contract.cluster_rules(provider.contract_input)),
+        *pod_input_objects(ov, provider),
+        config_map(provider.node_name, ov.namespace, {launch.config_file: launch.config_text}),
+        render("overflow/virtual-kubelet-deployment.yaml.j2", provider=provider, namespace=ov.namespace,
+               args=list(launch.args), env=list(launch.env), config_sha256=sha256(launch.config_text),
+               config_dir=CONFIG_DIR, credentials_dir=CREDENTIALS_DIR, serving_dir=SERVING_DIR,
+               serving_secret=serving_secret(provider) if contract.needs_serving_certificate else None,
+               kubelet_port=KUBELET_PORT, metrics_port=contract.metrics_port,
+               advertised_gpus=contract.advertised_gpus(provider.contract_input),
+               **hardened(provider.resources)),
+    ]

@@ -1,0 +1,24 @@
+"""Single objects several components render: a Namespace, a ConfigMap, a ServiceMonitor."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generators.templating import render
+
+Obj = dict[str, Any]
+
+
+def namespace(name: str, role: str) -> Obj:
+    """A Namespace labelled with its role (infrastructure: trainyard's controllers; inference)."""
+    return render("common/namespace.yaml.j2", name=name, role=role)
+
+
+def config_map(name: str, namespace: str, data: dict[str, str]) -> Obj:
+    return render("common/configmap.yaml.j2", name=name, namespace=namespace, data=data)
+
+
+def service_monitor(name: str, namespace: str, labels: dict[str, str]) -> Obj:
+    """Prometheus (operator) scrapes Service `name`'s port `metrics`; `labels` match its
+    serviceMonitorSelector."""
+    return render("common/servicemonitor.yaml.j2", name=name, namespace=namespace, labels=labels)

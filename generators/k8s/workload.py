@@ -1,0 +1,48 @@
+"""The trainyard-gate program (gate/, one image for every policy kind) as a workload:
+its policy in a ConfigMap, the Deployment running it with the Lease, the Service Prometheus
+scrapes. The overflow gate and the health controller are this workload with another policy."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Protocol
+
+from generators import yamlemit
+from generators.k8s.hardening import hardened
+from generators.k8s.objects import config_map
+from generators.model.overflow import Image, Resources
+from generators.templating import render
+
+Obj = dict[str, Any]
+POLICY_FILE = "policy.yaml"
+
+
+class Program(Protocol):
+    """What the spec says about one trainyard-gate Deployment (model Gate, health Controller)."""
+
+    @property
+    def image(self) -> Image: ...
+    @property
+    def metrics_port(self) -> int: ...
+    @property
+    def resources(self) -> Resources: ...
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def gate_program(name: str, namespace: str, program: Program, policy: Obj) -> list[Obj]:
+    """ConfigMap `name` holding `policy`, Deployment `name` running it and holding Lease
+    `name` in `namespace`, Service `name` for its /metrics. The Deployment's pod template
+    carries the policy's sha256, so a policy change rolls the pod."""
+    text = yamlemit.dump(policy)
+    args = [f"--policy=/etc/trainyard/{POLICY_FILE}", f"--metrics-port={program.metrics_port}",
+            f"--lease-namespace={namespace}", f"--lease-name={name}"]
+    return [
+        config_map(name, namespace, {POLICY_FILE: text}),
+        render("common/gate-program-deployment.yaml.j2", name=name, namespace=namespace, gate=program,
+               args=args, policy_sha256=sha256(text), **hardened(program.resources)),
+        render("common/gate-program-service.yaml.j2", name=name, namespace=namespace,
+               port=program.metrics_port),
+    ]

@@ -1,0 +1,149 @@
+"""Scene 1 of issue 21, a day in the life, on staging's box (`box up staging --speed 30`).
+
+Every actor is the real one: kube-scheduler v1.36.5 preempts and places, Kueue v0.19.2
+admits, the kube-controller-manager's ReplicaSet, job, disruption and HPA controllers act,
+KWOK v0.8.0 plays the kubelets (the gang held Running by the box's pod-complete Stage), the
+gate counts free GPUs from the box's Prometheus scraping kube-state-metrics, the descheduler
+v0.36.0 evicts. The scene writes a Deployment and a Job; the tests assert on what those
+controllers wrote (Workload admission, events, pod nodeName, node taints, gate metrics).
+
+Expected values are staging's, worked by hand from environments/staging.yaml: 8 infer-l40s
+nodes x 8 GPUs, vk-mock advertises 8 GPUs, inference replicas of 2 GPUs: (8 + 8) / 2 = 8
+replicas (16 GPUs: 48 free, above closeWhenFreeGpusAtLeast 16); the gang takes 7 nodes, the
+8th holds 4 replicas, so 4 spill and fill vk-mock; migrateBack caps 2 per cycle, the PDB
+allows 1 unavailable of 8. Speed 30 divides closeAfterSeconds 300 to 10, deschedulingInterval
+2m to 4s, minPodAge 5m to 10s: the highest speed that still changes anything (docs/controlplane.md,
+"A day in the life", for the speeds tried and why).
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from generators.box.kube import Kube, Obj, wait_for
+from generators.box.scenes import SceneContext
+from generators.box.scenes.day_in_the_life import DayInTheLife, day_in_the_life
+from generators.box.state import BOX_DIR_ENV, State
+from generators.box.up import rendered
+from tests.box.test_box_up import BOX_TOOLS, run_cli
+from tests.controlplane.fixtures import require_tools
+from tests.support import ROOT
+
+pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
+
+ENV = "staging"
+SPEED = 30
+NAMESPACE = "serving-staging"
+VIRTUAL = "vk-mock"
+
+
+@dataclass
+class Day:
+    result: DayInTheLife
+    kube: Kube
+    state: State
+    said: list[str]
+
+
+@pytest.fixture(scope="module")
+def day(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Day]:
+    require_tools(*BOX_TOOLS)
+    box_dir = tmp_path_factory.mktemp("box")
+    done = run_cli("box", "up", ENV, "--speed", str(SPEED), box_dir=box_dir)
+    try:
+        assert done.returncode == 0, done.stderr[-6000:]
+        folder = box_dir / ENV
+        state = State.load(folder)
+        assert state is not None and state.speed == SPEED
+        with pytest.MonkeyPatch.context() as patch:  # the scene's paths, as the CLI resolves them
+            patch.setenv(BOX_DIR_ENV, str(box_dir))
+            env, _ = rendered(ROOT, ENV, state.scale, folder, state.speed)
+            kube = Kube(Path(state.kubeconfig), box_dir / "test-discovery.json")
+            said: list[str] = []
+            result = day_in_the_life(SceneContext(kube, env, state, folder, said.append))
+        print("\n".join(result.lines()))  # the timeline, in the test log
+        yield Day(result, kube, state, said)
+        kube.close()
+    finally:
+        run_cli("box", "down", ENV, box_dir=box_dir, timeout=300)
+
+
+def events(day: Day) -> list[Obj]:
+    return day.kube.list("events.k8s.io/v1", "Event", NAMESPACE)
+
+
+def gate_sample(day: Day, name: str, **labels: str) -> float:
+    """The gate process's own sample `name{labels}` (labels in any printed order)."""
+    [process] = [p for p in day.state.processes if p.name == "overflow-gate"]
+    with urllib.request.urlopen(f"http://127.0.0.1:{process.ports[0]}/metrics", timeout=10) as response:
+        lines = response.read().decode().splitlines()
+    wanted = {f'{k}="{v}"' for k, v in labels.items()}
+    [line] = [line for line in lines if line.startswith(name + "{")
+              and set(line[len(name) + 1:line.index("}")].split(",")) == wanted]  # fmt: skip
+    return float(line.rsplit(" ", 1)[1])
+
+
+def test_the_day_keeps_every_promise(day: Day) -> None:
+    assert day.result.ok, day.result.lines()
+    text = "\n".join(day.result.lines())
+    for part in ("time to spill", "fewest ready inference replicas", "evictions per cycle", "time back"):
+        assert part in text
+
+
+def test_kueue_admits_the_gang_on_the_borrowed_inference_pool(day: Day) -> None:
+    """Read from the Workload's status.admission while the gang ran. No topology assignment:
+    foundation-flex covers only the plain L40S pool, and Kueue applies TAS to a queue only
+    when all its flavors have a Topology (README, "Quotas come from the inventory")."""
+    expected = {"clusterQueue": "foundation-flex", "flavor": "infer-l40s", "topology": None}
+    assert day.result.admission == expected
+
+
+def test_the_scheduler_preempts_inference_for_the_gang(day: Day) -> None:
+    """The 7 nodes the gang takes held every replica but those on the 8th node (at most 4 of
+    2 GPUs): at least 4 victims, each with the scheduler's Preempted event."""
+    preempted = [e for e in events(day) if e.get("reason") == "Preempted"]
+    assert len(preempted) >= 4, preempted
+    assert all(e["regarding"]["name"].startswith("chat-api-") for e in preempted)
+    assert day.result.preempted == len(preempted)
+
+
+def test_the_spill_lands_on_the_virtual_node_while_the_gate_is_open(day: Day) -> None:
+    scheduled = [e for e in events(day)
+                 if e.get("reason") == "Scheduled"
+                 and e.get("note", "").endswith(f" to {VIRTUAL}")]  # fmt: skip
+    assert len(scheduled) == 4, [e.get("note") for e in scheduled]
+    assert day.result.spilled == 4
+    assert 1 <= day.result.fewest_ready < 8  # preemption took replicas; some always served
+
+
+def test_the_gate_opened_once_and_closed_after_its_hysteresis(day: Day) -> None:
+    assert gate_sample(day, "trainyard_gate_transitions_total", gate="mock", direction="open") == 1
+    assert gate_sample(day, "trainyard_gate_transitions_total", gate="mock", direction="close") == 1
+    assert gate_sample(day, "trainyard_gate_closed", gate="mock") == 1
+    node = day.kube.get("v1", "Node", VIRTUAL)
+    assert node is not None
+    closed = {"key": "trainyard.dev/overflow-gate", "value": "closed", "effect": "NoSchedule"}
+    assert closed in node["spec"]["taints"]
+    assert day.result.gate_held_seconds >= 300 / SPEED - 2  # closeAfterSeconds 300 / 30 = 10 s
+
+
+def test_the_descheduler_moves_inference_back_in_capped_steps_within_the_pdb(day: Day) -> None:
+    evicted = [e for e in events(day) if e.get("action") == "Descheduled" and e.get("type") == "Normal"]
+    assert len(evicted) == 4, evicted
+    note = f"pod eviction from {VIRTUAL} node by sigs.k8s.io/descheduler"
+    assert all(e.get("note") == note for e in evicted)
+    assert sum(day.result.evictions_per_cycle) == 4
+    assert max(day.result.evictions_per_cycle) <= 2  # maxPodsToEvictTotal 2
+    assert day.result.fewest_moving >= 7  # PDB maxUnavailable 1 of 8
+
+
+def test_the_scene_removed_what_it_created(day: Day) -> None:
+    pods = "app.kubernetes.io/name=chat-api"
+    wait_for(lambda: not day.kube.list("v1", "Pod", NAMESPACE, label_selector=pods)
+             and not day.kube.list("batch/v1", "Job", "foundation", label_selector="trainyard.dev/box-scene"),
+             120, "the scene's Deployment, Job and their pods gone")  # fmt: skip

@@ -1,0 +1,106 @@
+"""Scene 4 of issue 21 on its own box: inference scales under load and the surplus spills.
+
+`generate.py box up staging` as a user runs it, then `box scene inference-scales staging`
+through the CLI. Every actor is the real one: the rendered prometheus-adapter v0.12.0 (its
+rendered arguments and ConfigMap, as its ServiceAccount, registered with the kube-apiserver's
+aggregator by the rendered APIService), kube-controller-manager's HPA, Deployment and
+ReplicaSet controllers, kube-scheduler, the overflow gate and KWOK. The load series is
+synthetic (generators/box/series.py). Expected numbers are staging's spec, worked by hand
+(environments/staging.yaml): chat-api min 2 / max 12, averageValue 4; pool infer-l40s 8
+nodes of 8 GPUs; provider mock 8 GPUs. A replica takes a whole node (8 GPUs), so the pool
+holds 8, the mock 1: the scene asks for 9 = min(12, 8 + 1) with a load of 9 x 4 = 36.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from generators.box.kube import Kube, wait_for
+from generators.box.state import BOX_DIR_ENV
+from tests.controlplane.fixtures import require_tools
+from tests.support import ROOT
+
+pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
+
+BOX_TOOLS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwokctl",
+             "kueue", "helm", "kubectl", "prometheus", "kube-state-metrics",
+             "prometheus-adapter")  # fmt: skip
+ENV = "staging"
+UP_SECONDS = 900
+SCENE_SECONDS = 900
+
+
+def run_cli(*args: str, box_dir: Path, timeout: float = UP_SECONDS) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, BOX_DIR_ENV: str(box_dir)}
+    return subprocess.run([sys.executable, str(ROOT / "generate.py"), *args], env=env, capture_output=True,
+                          text=True, timeout=timeout, check=False, cwd=ROOT)  # fmt: skip
+
+
+@dataclass
+class Scene:
+    kube: Kube
+    done: subprocess.CompletedProcess[str]
+
+
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
+    """A box of its own, the scene run once on it from the CLI."""
+    require_tools(*BOX_TOOLS)
+    box_dir = tmp_path_factory.mktemp("box")
+    try:
+        up = run_cli("box", "up", ENV, box_dir=box_dir)
+        assert up.returncode == 0, up.stderr[-6000:]
+        kube = Kube(Path(up.stdout.strip().splitlines()[-1]), box_dir / "test-discovery.json")
+        try:
+            yield Scene(kube, run_cli("box", "scene", "inference-scales", ENV, box_dir=box_dir,
+                                      timeout=SCENE_SECONDS))  # fmt: skip
+        finally:
+            kube.close()
+    finally:
+        run_cli("box", "down", ENV, box_dir=box_dir, timeout=300)
+
+
+def _line(scene: Scene, pattern: str) -> re.Match[str]:
+    found = re.search(pattern, scene.done.stdout, re.MULTILINE)
+    assert found is not None, f"{pattern!r} not in:\n{scene.done.stdout}\n{scene.done.stderr[-4000:]}"
+    return found
+
+
+def test_the_scene_passes(scene: Scene) -> None:
+    assert scene.done.returncode == 0, scene.done.stdout + scene.done.stderr[-4000:]
+
+
+def test_the_adapter_serves_the_load_through_the_aggregator(scene: Scene) -> None:
+    """The rendered adapter, reached by the real aggregator: 0 at rest, 36 under load."""
+    found = _line(scene, r"vllm_num_requests_waiting = (\S+) at rest, (\S+) under load")
+    assert found.groups() == ("0", "36")
+
+
+def test_the_hpa_controller_asked_for_what_the_load_needs(scene: Scene) -> None:
+    """kube-controller-manager's HPA controller: ceil(36 / 4) = 9, within 2..12, in steps
+    (scale-up policy: at most max(4 pods, 100%) per 15 s, so 2 -> 6 -> 9)."""
+    assert _line(scene, r"HPA desiredReplicas (\d+) \(wanted (\d+)\)").groups() == ("9", "9")
+    events = _line(scene, r"HPA controller events: (.*)$").group(1)
+    sizes = [int(n) for n in re.findall(r"New size: (\d+)", events)]
+    assert sizes and sizes[-1] == 9 and sizes == sorted(sizes), events
+
+
+def test_the_replicaset_made_them_and_the_surplus_spilled(scene: Scene) -> None:
+    """8 replicas on the pool's 8 nodes, the 9th on vk-mock once the gate opened."""
+    assert _line(scene, r"Deployment replicas (\d+), ReplicaSet replicas (\d+)").groups() == ("9", "9")
+    assert _line(scene, r"gates open \(no \S+ taint\): (.*)$").group(1) == "vk-mock"
+    placed = _line(scene, r"pods: (\d+) in-cluster, spilled (.*), (\d+) pending")
+    assert placed.groups() == ("8", "vk-mock: 1", "0")
+
+
+def test_the_scene_removed_its_deployment(scene: Scene) -> None:
+    wait_for(lambda: scene.kube.get("apps/v1", "Deployment", "chat-api", "serving-staging") is None, 60,
+             "the scene's Deployment gone")  # fmt: skip

@@ -1,0 +1,65 @@
+"""The tests' support layer: one home for what every test folder needs (docs/testing.md).
+
+- where things are: `ROOT` (the repository), `CORPUS` (tests/corpus), `GATE_DIR` (gate/,
+  the controller's own program; pytest puts it on sys.path through `pythonpath` in
+  pyproject.toml, so `import trainyard_gate` works in any test without a sys.path edit);
+- `free_port()`: the cluster in a box's (generators/box/daemon.py), one definition;
+- a pinned tool or archive: `tool("helm")`, `tools("etcd", "kube-apiserver")`,
+  `archive("kueue-0.19.2.tgz")`. A missing one FAILS the test with the install command
+  (ToolNotInstalled's message), never skips: CI and `make test` provision every pin;
+- scratch repositories and the in-process CLI: tests/support/scratch.py;
+- commands a doc or a rendered installer header states: tests/support/recipes.py.
+
+Import from here, not from a conftest.py: a conftest holds fixtures and hooks, which pytest
+finds by itself (its docs advise against importing conftest modules).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+from generators.box.daemon import free_port
+from tools.toolchain import ToolNotInstalled, archive_path, tool_path
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "corpus"
+GATE_DIR = ROOT / "gate"
+
+__all__ = ["CORPUS", "GATE_DIR", "ROOT", "archive", "free_port", "tool", "tools"]
+
+# Appended to ToolNotInstalled's own message (which names `python tools/install.py NAME`).
+PROVISIONED = "CI and `make test` provision every pinned tool and archive first: make tools"
+
+
+def _missing(errors: list[str]) -> NoReturn:
+    pytest.fail(" | ".join(errors) + f" ({PROVISIONED})", pytrace=False)
+
+
+def tool(name: str) -> Path:
+    """The pinned binary `name` (tools/toolchain.py PINS), or fail with how to build it."""
+    return tools(name)[name]
+
+
+def tools(*names: str) -> dict[str, Path]:
+    """The pinned binaries `names`; fails once naming every one that is missing."""
+    found: dict[str, Path] = {}
+    errors: list[str] = []
+    for name in names:
+        try:
+            found[name] = tool_path(name)
+        except ToolNotInstalled as error:
+            errors.append(str(error))
+    if errors:
+        _missing(errors)
+    return found
+
+
+def archive(name: str) -> Path:
+    """The verified chart/source archive `name`, or fail with how to provide it."""
+    try:
+        return archive_path(name)
+    except ToolNotInstalled as error:
+        _missing([str(error)])
