@@ -31,11 +31,11 @@ from pathlib import Path
 import pytest
 
 from generators.box.state import BOX_DIR_ENV
-from tests.box.test_box_up import BOX_TOOLS
-from tests.conftest import ROOT
-from tests.controlplane.fixtures import require_tools
+from tests.support import ROOT, tools
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
+BOX_TOOLS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwokctl",
+             "kueue", "helm", "kubectl")  # what box up runs (tests/box/test_box_up.py names the same)
 
 TIMEOUT = 1500  # two boxes up and down and two replays of ~50 s, on 2 busy cores
 LATE, EARLY = 100, 10
@@ -54,7 +54,7 @@ def _seconds(text: str) -> int:
 
 
 def test_a_shares_change_shows_whose_jobs_wait_and_what_is_no_longer_preempted(tmp_path: Path) -> None:
-    require_tools(*BOX_TOOLS)
+    tools(*BOX_TOOLS)
     repo = tmp_path / "repo"
     shutil.copytree(ROOT / "environments", repo / "environments")
     _git(repo, "init", "-q")

@@ -57,11 +57,11 @@ from generators.model import load as load_env
 from generators.whatif.replay import JOB_LABEL, RUN_LABEL, Replayed, replay
 from generators.whatif.report import Outcome
 from generators.whatif.trace import load
-from tests.box.test_box_up import BOX_TOOLS
-from tests.conftest import ROOT
-from tests.controlplane.fixtures import require_tools
+from tests.support import ROOT, tools
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
+BOX_TOOLS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwokctl",
+             "kueue", "helm", "kubectl")  # what box up runs (tests/box/test_box_up.py names the same)
 
 ENV = "staging"
 SPEED = 10
@@ -73,7 +73,7 @@ NOISE = 6 * SPEED
 
 @pytest.fixture(scope="module")
 def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    require_tools(*BOX_TOOLS)
+    tools(*BOX_TOOLS)
     from generators.box.up import down, up
 
     before = os.environ.get(BOX_DIR_ENV)

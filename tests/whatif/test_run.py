@@ -11,7 +11,7 @@ import pytest
 from generators.diff.gitref import GitError
 from generators.model import load
 from generators.whatif.run import base_checkout
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 
 def test_the_base_checkout_holds_environments_as_committed(tmp_path: Path) -> None:

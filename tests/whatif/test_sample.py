@@ -9,7 +9,7 @@ import statistics
 from generators.model import load as load_env
 from generators.whatif.sample import sample
 from generators.whatif.trace import load
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 
 def test_the_shipped_trace_is_what_its_script_draws() -> None:

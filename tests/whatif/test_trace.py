@@ -14,7 +14,7 @@ from generators.errors import SpecError
 from generators.model import load as load_env
 from generators.model.types import Environment
 from generators.whatif.trace import load
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 
 @pytest.fixture(scope="module")
