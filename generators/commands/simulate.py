@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
         return _usage(f"no trace file {args.trace}")
     display = os.path.relpath(path, args.root) if path.is_relative_to(args.root) else str(args.trace)
     from generators.diff.gitref import GitError
+    from generators.errors import SpecError
     from generators.whatif import report
     from generators.whatif.run import simulate
     from generators.whatif.trace import load
@@ -68,6 +69,12 @@ def run(args: argparse.Namespace) -> int:
         return _usage(str(err))
     except (BoxError, ToolNotInstalled) as err:
         print(f"generate.py simulate: error: {err}", file=sys.stderr)
+        return 1
+    except SpecError:
+        raise  # the CLI prints spec and trace problems at file:line:col
+    except Exception as err:  # a component failed: its own message (with its log tail), no traceback
+        print(f"generate.py simulate: error: the replay failed ({type(err).__name__}): {err}",
+              file=sys.stderr)
         return 1
     for label, replayed in result.replays.items():
         if not replayed.complete:
