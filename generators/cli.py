@@ -16,7 +16,7 @@ from pathlib import Path
 from generators.errors import SpecError
 
 COMMANDS: tuple[str, ...] = ("render", "validate", "diff", "plan", "sync-inventory", "doctor", "fetch-crds",
-                             "box")
+                             "box", "simulate")
 ROOT = Path(__file__).resolve().parents[1]
 
 

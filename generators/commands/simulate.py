@@ -1,0 +1,87 @@
+"""`simulate ENV --trace FILE [--base REF] [--speed X] [--scale N] [--format text|markdown|json]`:
+replay a job trace on the real Kueue and controllers of a cluster in a box, for the working
+tree and the base ref (docs/whatif.md)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from generators.commands import select_environments
+
+HELP = ("replay a job trace against the rendered queues on a cluster in a box (real Kueue, scheduler, "
+        "controllers), for the working tree and --base REF; report waits, GPU-hours, preemptions")
+DEFAULT_SPEED = 10  # docs/whatif.md "Speed": the fidelity test's speed
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("env", metavar="ENV", help="environment name (environments/<ENV>.yaml)")
+    parser.add_argument("--trace", required=True, type=Path, metavar="FILE",
+                        help="the job trace (docs/whatif.md, The trace format)")
+    parser.add_argument("--base", metavar="REF",
+                        help="also replay on environments/ as committed at REF and report base -> head")
+    parser.add_argument("--speed", type=int, default=DEFAULT_SPEED, metavar="X",
+                        help=f"divide the trace's arrivals and durations and the controllers' durations "
+                             f"by X (default {DEFAULT_SPEED})")
+    parser.add_argument("--scale", type=int, default=1, metavar="N",
+                        help="divide the environment's node counts by N, as box up --scale does")
+    parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+
+
+def _usage(message: str) -> int:
+    print(f"generate.py simulate: error: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.speed < 1:
+        return _usage(f"--speed must be a positive integer, not {args.speed}")
+    if args.scale < 1:
+        return _usage(f"--scale must be a positive integer, not {args.scale}")
+    if select_environments(args.root, [args.env]) is None:
+        return 2
+    path = args.trace if args.trace.is_absolute() else Path.cwd() / args.trace
+    if not path.is_file():
+        return _usage(f"no trace file {args.trace}")
+    display = os.path.relpath(path, args.root) if path.is_relative_to(args.root) else str(args.trace)
+    from generators.diff.gitref import GitError
+    from generators.errors import SpecError
+    from generators.whatif import report
+    from generators.whatif.run import simulate
+    from generators.whatif.trace import load
+
+    load(path, display)  # a malformed trace is refused (SpecError, file:line:col) before anything runs
+    try:
+        import kubernetes  # noqa: F401
+    except ImportError:
+        return _usage("the box needs the development requirements; run: make setup")
+    from generators.box.up import BoxError
+    from tools.toolchain import ToolNotInstalled
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr)
+
+    try:
+        result = simulate(args.root, args.env, path, display, args.base, args.scale, args.speed, say)
+    except GitError as err:
+        return _usage(str(err))
+    except (BoxError, ToolNotInstalled) as err:
+        print(f"generate.py simulate: error: {err}", file=sys.stderr)
+        return 1
+    except SpecError:
+        raise  # the CLI prints spec and trace problems at file:line:col
+    except Exception as err:  # a component failed: its own message (with its log tail), no traceback
+        print(f"generate.py simulate: error: the replay failed ({type(err).__name__}): {err}",
+              file=sys.stderr)
+        return 1
+    for label, replayed in result.replays.items():
+        if not replayed.complete:
+            say(f"{label}: not every job finished within the replay's budget "
+                f"({replayed.wall_seconds:.0f} s); they count as never admitted or still running")
+    title = (f"what-if {args.env}: {display} at speed {args.speed}"
+             + (f", scale {args.scale}" if args.scale > 1 else "") + " (times are trace time)")
+    render = {"text": report.text, "markdown": report.markdown, "json": report.as_json}[args.format]
+    sys.stdout.write(render(result.head, result.base, title))
+    return 0

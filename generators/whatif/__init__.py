@@ -1,0 +1,1 @@
+"""What-if: replay a job trace on a cluster in a box (docs/whatif.md)."""

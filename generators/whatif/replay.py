@@ -1,0 +1,275 @@
+"""Replay a trace on a running box and read back what the real controllers did.
+
+Writes only what a user writes: one batch/v1 Job per trace job, at its arrival divided by
+the speed, in the job's namespace and LocalQueue with its tier, its pods holding the
+per-pod resources and the annotation the box's KWOK pod-complete Stage reads
+(`trainyard.dev/box-run-for`, generators/box/kwok-stages.yaml), so each pod runs for the
+job's duration divided by the speed once it is Running. A trace failure deletes one running
+pod of the job that long after Kueue admitted it (as a GPU fault would kill it); the job
+controller replaces it and the replacement runs the whole duration again (no checkpoint).
+
+Reads only what the controllers wrote: every version of every Workload (a watch, so an
+eviction followed by a readmission is not lost between two reads): Kueue's Admitted
+transitions, its Preempted condition (reason and the
+preemptor's UID in its message, pkg/scheduler/preemption/preemption.go
+`preemptionMessage`), its Finished condition; and, at the end, the nodes the scheduler
+bound the pods to. Times are when the watch first saw each state Kueue wrote (History),
+turned into trace seconds by multiplying by the speed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from generators.box.kube import Kube, Obj
+from generators.whatif.report import Outcome, Preemption
+from generators.whatif.trace import Job, Trace
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+RUN_LABEL = "trainyard.dev/whatif-run"
+JOB_LABEL = "trainyard.dev/whatif-job"
+RUN_FOR = "trainyard.dev/box-run-for"  # read by the box's pod-complete Stage
+POOL_LABEL = "trainyard.dev/pool"
+PREEMPTOR_UID = re.compile(r"\(UID: ([0-9a-f-]+)")
+SETTLE_SECONDS = 300  # wall seconds past the serial worst case before the replay gives up
+POLL_SECONDS = 0.2
+IMAGE = "registry.example/trainer:1"  # never pulled: KWOK runs nothing
+
+
+def job_object(job: Job, run: str, gpu_resource: str, speed: int) -> Obj:
+    """The batch/v1 Job a user would submit for trace job `job` (see the module docstring)."""
+    labels = {QUEUE_LABEL: job.queue, PRIORITY_LABEL: job.tier, RUN_LABEL: run, JOB_LABEL: job.name}
+    annotations = {RUN_FOR: f"{max(1, round(job.duration * 1000 / speed))}ms"}
+    if job.topology is not None:
+        annotations[f"kueue.x-k8s.io/podset-{job.topology[0]}-topology"] = job.topology[1]
+    requests = {gpu_resource: str(job.gpus), "cpu": job.cpu, "memory": job.memory}
+    container = {"name": "main", "image": IMAGE,
+                 "resources": {"requests": requests, "limits": {gpu_resource: str(job.gpus)}}}  # fmt: skip
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": f"{job.name}-{run}", "namespace": job.namespace, "labels": labels},
+        "spec": {"suspend": True, "parallelism": job.pods, "completions": job.pods,
+                 "completionMode": "Indexed", "backoffLimit": 6,
+                 "template": {"metadata": {"labels": {RUN_LABEL: run, JOB_LABEL: job.name},
+                                           "annotations": annotations},
+                              "spec": {"restartPolicy": "Never", "priorityClassName": job.tier,
+                                       "terminationGracePeriodSeconds": 0, "containers": [container]}}},
+    }  # fmt: skip
+
+
+State = tuple[str, str, str, str, str]  # condition type, status, lastTransitionTime, reason, message
+
+
+@dataclass
+class History:
+    """Every condition state Kueue wrote on one Workload, each with the moment the watch first
+    saw it (this machine's clock, sub-second: the server's own lastTransitionTime is whole
+    seconds, which at speed 10 alone would blur every time by 10 s of trace time)."""
+
+    uid: str
+    job: str  # trace job name (from the owning Job's name)
+    created: float  # first seen
+    states: dict[State, float] = field(default_factory=dict)
+
+    def seen(self, workload: Obj, at: float) -> None:
+        for c in (workload.get("status") or {}).get("conditions") or []:
+            state = (c.get("type", ""), c.get("status", ""), c.get("lastTransitionTime", ""),
+                     c.get("reason", ""), c.get("message", ""))  # fmt: skip
+            self.states.setdefault(state, at)
+
+    def times(self, kind: str, status: str) -> list[float]:
+        """When each transition of `kind` to `status` was first seen (one per lastTransitionTime)."""
+        first: dict[str, float] = {}
+        for (k, s, t, _, _), at in self.states.items():
+            if k == kind and s == status:
+                first[t] = min(at, first.get(t, at))
+        return sorted(first.values())
+
+    @property
+    def finished(self) -> float | None:
+        done = self.times("Finished", "True")
+        return done[0] if done else None
+
+    def admissions(self, ended: float) -> list[tuple[float, float]]:
+        """(admitted, released) per admission: released at the next Admitted=False, else at
+        Finished, else when the replay ended."""
+        ups, downs, done = self.times("Admitted", "True"), self.times("Admitted", "False"), self.finished
+        out = []
+        for up in ups:
+            later = [d for d in downs if d >= up] + ([done] if done is not None and done >= up else [])
+            out.append((up, min(later) if later else ended))
+        return out
+
+    def preemptions(self) -> list[tuple[float, str, str]]:
+        """(time, reason, preemptor workload UID) of each Preempted=True Kueue set."""
+        out = set()
+        for (kind, status, _, reason, message), at in self.states.items():
+            if kind == "Preempted" and status == "True":
+                found = PREEMPTOR_UID.search(message)
+                out.add((at, reason, found.group(1) if found else ""))
+        return sorted(out)
+
+
+class Recorder:
+    """Watches Workloads of one run in a thread of its own (its own client)."""
+
+    def __init__(self, make_client: Callable[[], Kube], run: str) -> None:
+        self.make_client = make_client
+        self.run = run
+        self.histories: dict[str, History] = {}
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._loop, name="whatif-recorder", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.thread.join(timeout=30)
+
+    def _seen(self, workload: Obj) -> None:
+        owners = [o for o in workload["metadata"].get("ownerReferences") or [] if o.get("kind") == "Job"]
+        suffix = f"-{self.run}"
+        if not owners or not owners[0]["name"].endswith(suffix):
+            return  # not a Workload of this replay
+        uid = workload["metadata"]["uid"]
+        now = time.time()
+        with self.lock:
+            history = self.histories.get(uid)
+            if history is None:
+                history = self.histories[uid] = History(uid, owners[0]["name"][: -len(suffix)], now)
+            history.seen(workload, now)
+
+    def _loop(self) -> None:
+        kube = self.make_client()
+        try:
+            resource = kube.resource(KUEUE_API, "Workload")
+            while not self.stopping.is_set():
+                listed = kube.dynamic.get(resource, serialize=False)
+                body: dict[str, Any] = _decoded(listed)
+                for item in body.get("items") or []:
+                    self._seen(item)
+                version = body["metadata"]["resourceVersion"]
+                with contextlib.suppress(Exception):  # an expired watch is re-listed above
+                    for event in resource.watch(resource_version=version, timeout=5):
+                        self._seen(event["raw_object"])
+                        if self.stopping.is_set():
+                            break
+        except BaseException as err:  # reported by replay(), which polls `error`
+            self.error = err
+        finally:
+            kube.close()
+
+    def snapshot(self) -> dict[str, History]:
+        with self.lock:
+            return {uid: History(h.uid, h.job, h.created, dict(h.states))
+                    for uid, h in self.histories.items()}  # fmt: skip
+
+
+def _decoded(response: Any) -> dict[str, Any]:
+    import json
+
+    data = response.data if hasattr(response, "data") else response
+    return dict(json.loads(data))
+
+
+@dataclass(frozen=True)
+class Replayed:
+    outcomes: tuple[Outcome, ...]
+    wall_seconds: float
+    complete: bool  # every job finished before the replay gave up
+    run: str  # the value of RUN_LABEL on this replay's Jobs and pods
+
+
+def replay(kube: Kube, make_client: Callable[[], Kube], trace: Trace, gpu_resource: str, speed: int,
+           say: Callable[[str], None]) -> Replayed:  # fmt: skip
+    """Submit every job at its time, wait until all finished (or the budget ran out), read back."""
+    run = uuid.uuid4().hex[:6]
+    recorder = Recorder(make_client, run)
+    recorder.start()
+    began = time.time()
+    budget = (max(j.at for j in trace.jobs) + sum(j.duration for j in trace.jobs)) / speed + SETTLE_SECONDS
+    pending = list(trace.jobs)
+    kills = {j.name: j.failure_after for j in trace.jobs if j.failure_after is not None}
+    complete = False
+    try:
+        say(f"replaying {len(pending)} jobs at speed {speed} (trace span {trace.span / speed:.0f} s wall)")
+        while time.time() - began < budget:
+            if recorder.error is not None:
+                raise RuntimeError(f"watching Workloads failed: {recorder.error}")
+            now = time.time()
+            while pending and began + pending[0].at / speed <= now:
+                kube.create(job_object(pending.pop(0), run, gpu_resource, speed))
+            histories = recorder.snapshot()
+            _kill_due(kube, histories, kills, trace, run, speed, now)
+            finished = sum(1 for h in histories.values() if h.finished is not None)
+            if not pending and finished == len(trace.jobs):
+                complete = True
+                break
+            time.sleep(POLL_SECONDS)  # the trace's own clock: the next arrival or check
+    finally:
+        ended = time.time()
+        recorder.stop()
+    return Replayed(_outcomes(kube, recorder.snapshot(), trace, run, began, ended, speed),
+                    round(ended - began, 1), complete, run)  # fmt: skip
+
+
+def _kill_due(kube: Kube, histories: dict[str, History], kills: dict[str, float], trace: Trace,
+              run: str, speed: int, now: float) -> None:  # fmt: skip
+    """Delete one running pod of each job whose failure time (after its first admission) has come."""
+    by_job = {h.job: h for h in histories.values()}
+    for name, after in list(kills.items()):
+        history = by_job.get(name)
+        admitted = history.times("Admitted", "True") if history else []
+        if not admitted or now < admitted[0] + after / speed:
+            continue
+        job = next(j for j in trace.jobs if j.name == name)
+        pods = kube.list("v1", "Pod", job.namespace, label_selector=f"{RUN_LABEL}={run},{JOB_LABEL}={name}")
+        running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+        if running:
+            kube.delete("v1", "Pod", running[0]["metadata"]["name"], job.namespace)
+            del kills[name]
+
+
+def _outcomes(kube: Kube, histories: dict[str, History], trace: Trace, run: str, began: float, ended: float,
+              speed: int) -> tuple[Outcome, ...]:  # fmt: skip
+    """Trace-second outcomes per job, from the Workload histories and the pods' nodes."""
+    pools = {n["metadata"]["name"]: n["metadata"].get("labels", {}).get(POOL_LABEL, "?")
+             for n in kube.list("v1", "Node")}  # fmt: skip
+    placed: dict[str, set[str]] = {}
+    for pod in kube.list("v1", "Pod", label_selector=f"{RUN_LABEL}={run}"):
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node:
+            placed.setdefault(pod["metadata"]["labels"][JOB_LABEL], set()).add(pools.get(node, "?"))
+    job_of_uid = {uid: h.job for uid, h in histories.items()}
+
+    def trace_time(at: float) -> float:
+        return (at - began) * speed
+
+    out = []
+    by_job = {h.job: h for h in histories.values()}
+    for job in trace.jobs:
+        history = by_job.get(job.name)
+        if history is None:  # no Workload: Kueue never saw the Job (counts as never admitted)
+            out.append(Outcome(job.name, job.team, job.tier, job.total_gpus, job.at, (), None,
+                               trace_time(ended), duration=job.duration))  # fmt: skip
+            continue
+        spans = tuple((trace_time(a), trace_time(b)) for a, b in history.admissions(ended))
+        done = history.finished
+        preempted = tuple(Preemption(job.name, job_of_uid.get(uid, "?"), reason, trace_time(at))
+                          for at, reason, uid in history.preemptions())  # fmt: skip
+        out.append(Outcome(job.name, job.team, job.tier, job.total_gpus, trace_time(history.created), spans,
+                           None if done is None else trace_time(done), trace_time(ended),
+                           tuple(sorted(placed.get(job.name, ()))), preempted, job.duration))  # fmt: skip
+    return tuple(out)

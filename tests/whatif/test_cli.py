@@ -1,0 +1,87 @@
+"""`generate.py simulate staging --base REF` through the CLI, as a reviewer runs it on a
+shares change: two fresh boxes (base, then head), the markdown table base -> head.
+
+A scratch git repository holds environments/ as shipped (the base commit), and the working
+tree moves 10 points of train-h100 from foundation to research (50/30/20 -> 40/40/20).
+Worked out by hand from staging's 31 schedulable nodes x 8 GPUs = 248 (largest remainder):
+- base: foundation 16 nodes = 128 GPUs nominal, research 9 = 72 (75% max: 23 nodes = 184);
+- head: 31 x 40% = 12.4 for foundation and for research, 6.2 for evals: floors 12 + 12 + 6 =
+  30, the one node left goes to the largest remainder, a tie of .4 broken in the spec's team
+  order: foundation 13 nodes = 104 GPUs, research 12 = 96.
+Trace shares.yaml: r1 (research, 184 GPUs, 300 s) at 0 borrows; f1 (foundation, 128 GPUs,
+120 s) at 60 finds 64 free.
+- base: 128 is within foundation's nominal, so Kueue reclaims from the borrower: r1 is
+  preempted by f1 (InCohortReclamation), f1 waits 0.
+- head: 128 is over foundation's 104, so f1 would borrow; borrowing may only preempt
+  priorities up to 100000 (borrowWithinCohort.maxPriorityThreshold) and r1 is training
+  (900000): nothing is preempted and f1 waits for r1 to finish at 300: wait 240.
+So the table must say foundation's wait p50 goes 0 -> 240 s and research's preemptions 1 -> 0;
+waits within the tolerance of test_fidelity.py (+100 / -10 s of trace time at speed 10).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from generators.box.state import BOX_DIR_ENV
+from tests.support import ROOT, tools
+
+pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
+BOX_TOOLS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwokctl",
+             "kueue", "helm", "kubectl")  # what box up runs (tests/box/test_box_up.py names the same)
+
+TIMEOUT = 1500  # two boxes up and down and two replays of ~50 s, on 2 busy cores
+LATE, EARLY = 100, 10
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=repo,
+                   check=True, capture_output=True)  # fmt: skip
+
+
+def _seconds(text: str) -> int:
+    parts = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", text)
+    assert parts is not None and text, text
+    hours, minutes, seconds = (int(p or 0) for p in parts.groups())
+    return hours * 3600 + minutes * 60 + seconds
+
+
+def test_a_shares_change_shows_whose_jobs_wait_and_what_is_no_longer_preempted(tmp_path: Path) -> None:
+    tools(*BOX_TOOLS)
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "environments", repo / "environments")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "base")
+    spec = repo / "environments" / "staging.yaml"
+    text = spec.read_text(encoding="utf-8")
+    assert text.count("shares: {train-h100: 50}") == 1 and text.count("shares: {train-h100: 30}") == 1
+    for before in ("shares: {train-h100: 50}", "shares: {train-h100: 30}"):
+        text = text.replace(before, "shares: {train-h100: 40}")
+    spec.write_text(text, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(ROOT / "generate.py"), "-C", str(repo), "simulate", "staging",
+                           "--trace", str(ROOT / "tests" / "whatif" / "shares.yaml"), "--base", "HEAD",
+                           "--speed", "10", "--format", "markdown"],
+                          env={**os.environ, BOX_DIR_ENV: str(tmp_path / "boxes")}, capture_output=True,
+                          text=True, timeout=TIMEOUT, check=False)  # fmt: skip
+    print(done.stdout)
+    assert done.returncode == 0, done.stderr[-5000:]
+    rows = {line.split(" | ")[0].strip("| "): [c.strip(" |") for c in line.split(" | ")]
+            for line in done.stdout.splitlines() if line.startswith("| ") and " -> " in line}  # fmt: skip
+    foundation, research = rows["foundation"], rows["research"]
+    waits = re.match(r"(\S+) -> (\S+) ", foundation[4])
+    assert waits is not None, foundation
+    base_wait, head_wait = waits.groups()
+    assert 0 <= _seconds(base_wait) <= 0 + LATE, foundation
+    assert 240 - EARLY <= _seconds(head_wait) <= 240 + LATE, foundation
+    assert research[8].startswith("1 -> 0 (-1)"), research
+    assert foundation[8].startswith("0 -> 0"), foundation
+    assert "foundation preempted research: 1" in done.stdout  # base
+    assert re.search(r"Preemptions, head: no preemptions", done.stdout), done.stdout

@@ -1,0 +1,174 @@
+"""Fidelity of the replay (generators/whatif/replay.py) on the real controllers: a trace whose
+waits can be worked out by hand gives those waits, the same trace twice gives the same
+figures, and a reclaim shows who preempted whom.
+
+One box of staging --speed 10 (real kube-apiserver, scheduler, job controller, KWOK with the
+box's pod-complete Stage, Kueue v0.19.2 with webhooks and the rendered queues); each trace
+is replayed on it at speed 10 through `replay()`, which `generate.py simulate` calls.
+
+Staging's train-h100 pool, by hand from environments/staging.yaml: 32 nodes minus 1 reserve
+= 31 schedulable nodes of 8 GPUs = 248 GPUs in cohort `training`; shares 50/30/20 give by
+largest remainder 15.5 -> 16, 9.3 -> 9, 6.2 -> 6 nodes: foundation 128 GPUs nominal,
+research 72 (maxUsagePercent 75: floor(31 x 0.75) = 23 nodes = 184 GPUs at most, so 112
+borrowed), evals 48 (no maxUsagePercent: no borrowing limit). Every job is `training`
+(900000), so nothing preempts within a queue (withinClusterQueue: LowerPriority) and
+borrowWithinCohort (maxPriorityThreshold 100000) never reaches a training job.
+
+Trace two-teams.yaml (each job 300 s; times are trace seconds; nothing is preempted, up to
+the finish race below):
+- r1 (research, 23 x 8 = 184) at 0 and e1 (evals, 6 x 8 = 48) at 0: 184 + 48 = 232 <= 248,
+  both admitted at once: wait 0, 0.
+- r2 (research, 184) at 10: research already holds its 184 maximum -> waits for r1 to
+  finish at 300: wait 290.
+- e2 (evals, 48) at 60: 232 + 48 = 280 > 248 -> waits for e1 at 300: wait 240. At 300 r2
+  and e2 together take 232 <= 248: both admitted then.
+Trace reclaim.yaml: r1 (research, 184, 300 s) at 0 borrows 112; e1 (evals, 8, within its
+nominal) at 0; f1 (foundation, 16 x 8 = 128, its nominal, 120 s) at 60 finds 248 - 184 - 8 =
+56 free, so Kueue reclaims from the only borrower: r1 is preempted by f1 (reason
+InCohortReclamation) and f1 is admitted at 60 (wait 0); r1, requeued, needs 184 of the
+248 - 128 - 8 = 112 left and is admitted again after f1 finishes (at 180 or later). e1's
+pod is killed 30 s after its admission; the job controller starts a replacement that runs
+the whole 100 s, so e1 holds its quota for 30 + 100 = 130 s. (The Job's status.failed stays
+unset: KWOK's pod-delete Stage deletes the killed pod outright, so the job controller sees one
+active pod fewer, not a failed one; the replacement's creation time shows the kill.)
+
+Tolerance, stated: a measured wait may exceed the analytic one by at most 10 s of wall time
+(100 s of trace time at speed 10) and fall short of it by at most 1 s (10 s). Early: times
+are when the replay's watch saw Kueue's writes (sub-second). Late: a job holds its quota
+longer than its pods run, by the box's own latency: the job controller creates the pods,
+Kueue's TAS ungates them, the scheduler binds them, KWOK marks them Running; at the end the
+job controller and Kueue see them finish. Measured on the busy 2-core machine (load 10):
+admission to the last pod Running 2 to 4 s, last pod done to Finished 1 to 2 s, so 3 to 5 s
+per job, once 10 s (docs/whatif.md "Fidelity"). Noise band, stated: two replays of the same
+trace give waits within 6 s wall (60 s of trace time) of each other.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from generators.box.state import BOX_DIR_ENV
+from generators.model import load as load_env
+from generators.whatif.replay import JOB_LABEL, RUN_LABEL, Replayed, replay
+from generators.whatif.report import Outcome
+from generators.whatif.trace import load
+from tests.support import ROOT, tools
+
+pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
+BOX_TOOLS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwokctl",
+             "kueue", "helm", "kubectl")  # what box up runs (tests/box/test_box_up.py names the same)
+
+ENV = "staging"
+SPEED = 10
+HERE = Path(__file__).parent
+LATE = 10 * SPEED  # trace seconds a wait may come out late
+EARLY = 1 * SPEED  # and early
+NOISE = 6 * SPEED
+
+
+@pytest.fixture(scope="module")
+def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    tools(*BOX_TOOLS)
+    from generators.box.up import down, up
+
+    before = os.environ.get(BOX_DIR_ENV)
+    os.environ[BOX_DIR_ENV] = str(tmp_path_factory.mktemp("box"))
+    try:
+        yield up(ROOT, ENV, 1, SPEED, say=lambda _: None)
+    finally:
+        down(ENV, say=lambda _: None)
+        if before is None:
+            os.environ.pop(BOX_DIR_ENV)
+        else:
+            os.environ[BOX_DIR_ENV] = before
+
+
+def _replay(box: object, name: str) -> Replayed:
+    from generators.box.up import Box
+
+    assert isinstance(box, Box)
+    trace = load(HERE / name, f"tests/whatif/{name}", load_env(ROOT, ENV))
+    kube = box.client()
+    try:
+        return replay(kube, box.client, trace, "nvidia.com/gpu", SPEED, say=lambda _: None)
+    finally:
+        kube.close()
+
+
+def _by_job(replayed: Replayed) -> dict[str, Outcome]:
+    assert replayed.complete, "every job should finish well inside the replay's budget"
+    return {o.job: o for o in replayed.outcomes}
+
+
+@pytest.fixture(scope="module")
+def two_runs(box: object) -> tuple[dict[str, Outcome], dict[str, Outcome]]:
+    return _by_job(_replay(box, "two-teams.yaml")), _by_job(_replay(box, "two-teams.yaml"))
+
+
+ANALYTIC_WAITS = {"r1": 0, "e1": 0, "r2": 290, "e2": 240}
+
+
+def test_two_teams_wait_as_worked_out_by_hand(
+        two_runs: tuple[dict[str, Outcome], dict[str, Outcome]]) -> None:  # fmt: skip
+    first, _ = two_runs
+    waits = {name: round(first[name].wait) for name in ANALYTIC_WAITS}
+    for name, expected in ANALYTIC_WAITS.items():
+        assert expected - EARLY <= waits[name] <= expected + LATE, (name, waits)
+    for outcome in first.values():
+        assert len(outcome.admissions) == 1, outcome
+        # Finding (docs/whatif.md, Fidelity): in 1 of 7 replays Kueue preempted r1 for e2
+        # (InCohortReclamation) after r1's pods had all completed, before its Workload was
+        # Finished. Waits are unaffected; any other preemption is not in the analysis and fails.
+        for event in outcome.preempted:
+            assert event.at >= outcome.admissions[0][0] + 300 - EARLY, outcome
+        assert outcome.pools == ("train-h100",), outcome
+        # held its quota for the 300 s it ran, plus the same latency at most
+        start, end = outcome.admissions[0]
+        assert 300 - EARLY <= end - start <= 300 + LATE, outcome
+
+
+def test_the_same_trace_twice_stays_within_the_noise_band(
+        two_runs: tuple[dict[str, Outcome], dict[str, Outcome]]) -> None:  # fmt: skip
+    first, second = two_runs
+    for name in ANALYTIC_WAITS:
+        assert abs(first[name].wait - second[name].wait) <= NOISE, (name, first[name], second[name])
+        assert abs(first[name].gpu_hours - second[name].gpu_hours) <= first[name].gpus * NOISE / 3600
+
+
+def test_a_reclaim_names_the_preemptor_and_the_victim(box: object) -> None:
+    replayed = _replay(box, "reclaim.yaml")
+    outcomes = _by_job(replayed)
+    r1, f1 = outcomes["r1"], outcomes["f1"]
+    assert [(p.victim, p.preemptor, p.reason) for p in r1.preempted] == [("r1", "f1", "InCohortReclamation")]
+    assert not f1.preempted
+    assert 0 - EARLY <= f1.wait <= 0 + LATE, f1
+    assert len(r1.admissions) == 2, r1
+    assert 60 - EARLY <= r1.admissions[0][1] <= 60 + LATE, r1  # evicted when f1 arrived
+    assert f1.finished is not None and r1.admissions[1][0] >= f1.finished - EARLY, (r1, f1)
+    e1 = outcomes["e1"]
+    assert len(e1.admissions) == 1 and not e1.preempted, e1
+    held = e1.admissions[0][1] - e1.admissions[0][0]
+    assert 130 - EARLY <= held <= 130 + 2 * LATE, e1  # two pod starts and one finish of latency
+    from generators.box.up import Box
+
+    assert isinstance(box, Box)
+    kube = box.client()
+    try:
+        selector = f"{RUN_LABEL}={replayed.run},{JOB_LABEL}=e1"
+        [job] = kube.list("batch/v1", "Job", "evals", label_selector=selector)
+        pods = kube.list("v1", "Pod", "evals", label_selector=selector)
+    finally:
+        kube.close()
+    # The pod that completed is the replacement: the job controller created it when the first
+    # was killed, at least 3 s of wall time (30 s / 10) after the Job started (1 s of slack for
+    # whole-second timestamps); without the kill it is created within a second of the start.
+    [done] = [p for p in pods if p["status"].get("phase") == "Succeeded"]
+    started = datetime.fromisoformat(job["status"]["startTime"])
+    created = datetime.fromisoformat(done["metadata"]["creationTimestamp"])
+    assert (created - started).total_seconds() >= 2, (job["status"], done["metadata"])
+    assert job["status"].get("succeeded") == 1, job["status"]
