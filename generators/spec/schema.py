@@ -298,9 +298,7 @@ def subschema(path: tuple[str, ...]) -> dict[str, Any]:
     value), $refs resolved; {} where the schema does not say."""
     schema, base = _root(), _root()["$id"]
     for key in path:
-        while "$ref" in schema:
-            resolved, base = _resolve(schema["$ref"], base)
-            schema = {**resolved, **{k: v for k, v in schema.items() if k != "$ref"}}
+        schema, base = _deref(schema, base)
         if key == "*":
             nested = schema.get("items") or schema.get("additionalProperties")
         else:
@@ -308,10 +306,16 @@ def subschema(path: tuple[str, ...]) -> dict[str, Any]:
         if not isinstance(nested, dict):
             return {}
         schema = nested
+    return _deref(schema, base)[0]
+
+
+def _deref(schema: dict[str, Any], base: str) -> tuple[dict[str, Any], str]:
+    """`schema` with its $refs followed (its own keywords beside the $ref kept), and the $id
+    of the file the result is in."""
     while "$ref" in schema:
         resolved, base = _resolve(schema["$ref"], base)
         schema = {**resolved, **{k: v for k, v in schema.items() if k != "$ref"}}
-    return schema
+    return schema, base
 
 
 def _resolve(ref: str, base: str) -> tuple[dict[str, Any], str]:
@@ -325,9 +329,7 @@ def _resolve(ref: str, base: str) -> tuple[dict[str, Any], str]:
 
 
 def _fill(schema: dict[str, Any], value: Any, base: str) -> Any:
-    while "$ref" in schema:
-        resolved, base = _resolve(schema["$ref"], base)
-        schema = {**resolved, **{k: v for k, v in schema.items() if k != "$ref"}}
+    schema, base = _deref(schema, base)
     if isinstance(value, dict):
         out = {}
         props: dict[str, Any] = schema.get("properties", {})
