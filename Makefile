@@ -40,6 +40,7 @@ validate: setup-runtime
 
 lint: setup
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 
 # The edit loop: everything that needs no pinned binary and no control plane.

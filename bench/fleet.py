@@ -44,8 +44,12 @@ PY = sys.executable
 TEMPLATE_ENV = "prod"
 KUBERNETES_VERSION = "1.36.2"
 # The issue's targets (medians on the 2-core machine), for the largest fleet.
-TARGETS_S = {"render (cold)": 3.0, "render --check (no change)": 1.5, "render one env": 0.5,
-             "start-up (--help)": 0.15}
+TARGETS_S = {
+    "render (cold)": 3.0,
+    "render --check (no change)": 1.5,
+    "render one env": 0.5,
+    "start-up (--help)": 0.15,
+}
 TARGET_RSS_MB = 300.0
 TARGET_RATIO = 1.0  # python work / kubeconform alone
 TARGET_EXPONENT = 1.1
@@ -64,14 +68,16 @@ class Sample:
     note: str = ""
 
 
-def run_timed(argv: list[str], cwd: Path, ok: tuple[int, ...] = (0,),
-              env: dict[str, str] | None = None) -> tuple[float, float, float]:
+def run_timed(
+    argv: list[str], cwd: Path, ok: tuple[int, ...] = (0,), env: dict[str, str] | None = None
+) -> tuple[float, float, float]:
     """Wall seconds, CPU seconds and peak RSS (MB) of one child process, from wait4's rusage:
     CPU includes the child's own waited-for children (a process pool's workers); RSS is the
     largest single process of that tree, not their sum."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env={**os.environ, **(env or {})})
+    proc = subprocess.Popen(
+        argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, **(env or {})}
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)
@@ -83,9 +89,18 @@ def run_timed(argv: list[str], cwd: Path, ok: tuple[int, ...] = (0,),
     return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def measure(name: str, argv: list[str], cwd: Path, runs: int, envs: int, objects: int,
-            before: list[str] | None = None, ok: tuple[int, ...] = (0,), note: str = "",
-            env: dict[str, str] | None = None) -> Sample:
+def measure(
+    name: str,
+    argv: list[str],
+    cwd: Path,
+    runs: int,
+    envs: int,
+    objects: int,
+    before: list[str] | None = None,
+    ok: tuple[int, ...] = (0,),
+    note: str = "",
+    env: dict[str, str] | None = None,
+) -> Sample:
     load = os.getloadavg()[0]
     times, cpus, peaks = [], [], []
     for _ in range(runs):
@@ -95,8 +110,17 @@ def measure(name: str, argv: list[str], cwd: Path, runs: int, envs: int, objects
         times.append(elapsed)
         cpus.append(cpu)
         peaks.append(peak)
-    return Sample(name, envs, objects, statistics.median(times), statistics.median(cpus),
-                  [round(t, 4) for t in times], max(peaks), load, note)
+    return Sample(
+        name,
+        envs,
+        objects,
+        statistics.median(times),
+        statistics.median(cpus),
+        [round(t, 4) for t in times],
+        max(peaks),
+        load,
+        note,
+    )
 
 
 def skipped(name: str, envs: int, objects: int, why: Exception) -> Sample:
@@ -125,8 +149,12 @@ def check_components(repo: Path) -> None:
 
 
 def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.email=bench@example.invalid", "-c", "user.name=bench", *args],
-                   cwd=cwd, check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.email=bench@example.invalid", "-c", "user.name=bench", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )
 
 
 def count_objects(rendered: Path) -> int:
@@ -137,22 +165,47 @@ def bench_size(count: int, runs: int, work: Path, biggest: bool) -> list[Sample]
     repo = work / f"fleet-{count}"
     synthesise(repo, count)
     cli = [PY, str(ROOT / "generate.py"), "-C", str(repo)]
-    samples = [measure("render (cold)", [*cli, "render"], repo, runs, count, 0,
-                       before=["rm", "-rf", "rendered"])]
+    samples = [
+        measure("render (cold)", [*cli, "render"], repo, runs, count, 0, before=["rm", "-rf", "rendered"])
+    ]
     check_components(repo)
     objects = count_objects(repo / "rendered")
     samples[0].objects = objects
-    stamps = ("stamps from the render above vouch for every environment" if speedups.on("stamps")
-              else "stamps off: renders every environment")
-    samples.append(measure("render --check (no change)", [*cli, "render", "--check"], repo, runs, count,
-                           objects, note=stamps))
-    samples.append(measure("render --check, no stamps", [*cli, "render", "--check"], repo, runs, count,
-                           objects, env={"CI": "true"}, note="$CI set, as in CI: renders every environment"))
-    samples.append(measure("render one env", [*cli, "render", "cluster-000"], repo, runs, 1,
-                           objects // count))
-    samples.append(measure("python work (load+render+policies)",
-                           [PY, str(ROOT / "bench" / "python_work.py"), str(repo)], repo, runs, count,
-                           objects))
+    stamps = (
+        "stamps from the render above vouch for every environment"
+        if speedups.on("stamps")
+        else "stamps off: renders every environment"
+    )
+    samples.append(
+        measure(
+            "render --check (no change)", [*cli, "render", "--check"], repo, runs, count, objects, note=stamps
+        )
+    )
+    samples.append(
+        measure(
+            "render --check, no stamps",
+            [*cli, "render", "--check"],
+            repo,
+            runs,
+            count,
+            objects,
+            env={"CI": "true"},
+            note="$CI set, as in CI: renders every environment",
+        )
+    )
+    samples.append(
+        measure("render one env", [*cli, "render", "cluster-000"], repo, runs, 1, objects // count)
+    )
+    samples.append(
+        measure(
+            "python work (load+render+policies)",
+            [PY, str(ROOT / "bench" / "python_work.py"), str(repo)],
+            repo,
+            runs,
+            count,
+            objects,
+        )
+    )
     if biggest:
         samples += bench_validate_diff(repo, cli, runs, count, objects)
         samples += bench_anchors(repo, runs, count, objects)
@@ -169,10 +222,20 @@ def bench_validate_diff(repo: Path, cli: list[str], runs: int, count: int, objec
     env = repo / "environments" / "cluster-000.yaml"
     before = env.read_text()
     env.write_text(before.replace("    nodes: 256\n", "    nodes: 250\n", 1))
-    shown = subprocess.run([*cli, "diff", "--base", "HEAD", "--no-color"], cwd=repo, capture_output=True,
-                           text=True, check=True).stdout
-    samples.append(measure("diff (one-line change)", [*cli, "diff", "--base", "HEAD"], repo, runs, count,
-                           objects, note=f"{len(shown.splitlines())} lines of output"))
+    shown = subprocess.run(
+        [*cli, "diff", "--base", "HEAD", "--no-color"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
+    samples.append(
+        measure(
+            "diff (one-line change)",
+            [*cli, "diff", "--base", "HEAD"],
+            repo,
+            runs,
+            count,
+            objects,
+            note=f"{len(shown.splitlines())} lines of output",
+        )
+    )
     env.write_text(before)
     return samples
 
@@ -186,18 +249,47 @@ def bench_anchors(repo: Path, runs: int, count: int, objects: int) -> list[Sampl
 
         schema_dir = ensure_schemas(KUBERNETES_VERSION)
         # The flags `validate` uses, over the whole fleet in ONE process: kubeconform's best case.
-        samples.append(measure("anchor: kubeconform alone", [
-            str(tool_path("kubeconform")), "-strict", "-summary", "-verbose", "-output", "json",
-            "-n", str(WORKERS), "-kubernetes-version", KUBERNETES_VERSION,
-            "-schema-location", str(schema_dir), *files], repo, runs, count, objects))
+        samples.append(
+            measure(
+                "anchor: kubeconform alone",
+                [
+                    str(tool_path("kubeconform")),
+                    "-strict",
+                    "-summary",
+                    "-verbose",
+                    "-output",
+                    "json",
+                    "-n",
+                    str(WORKERS),
+                    "-kubernetes-version",
+                    KUBERNETES_VERSION,
+                    "-schema-location",
+                    str(schema_dir),
+                    *files,
+                ],
+                repo,
+                runs,
+                count,
+                objects,
+            )
+        )
     except Exception as exc:  # no binary, no schemas: report the anchor as skipped, keep the rest
         samples.append(skipped("anchor: kubeconform alone", count, objects, exc))
     try:
         kubectl = str(tool_path("kubectl"))
         if not Path(kubectl).is_file():
             raise ToolNotInstalled(f"{kubectl} is not built yet")
-        samples.append(measure("anchor: kubectl kustomize", kustomize_loop(repo, kubectl), repo, runs,
-                               count, objects, note="one `kubectl kustomize` per environment"))
+        samples.append(
+            measure(
+                "anchor: kubectl kustomize",
+                kustomize_loop(repo, kubectl),
+                repo,
+                runs,
+                count,
+                objects,
+                note="one `kubectl kustomize` per environment",
+            )
+        )
     except Exception as exc:  # not built yet (another engineer's build), or it failed
         samples.append(skipped("anchor: kubectl kustomize", count, objects, exc))
     return samples
@@ -206,8 +298,11 @@ def bench_anchors(repo: Path, runs: int, count: int, objects: int) -> list[Sampl
 def object_files(repo: Path) -> list[Path]:
     """Rendered object files: not rendered/<env>/installers/ (other installers' values)."""
     rendered = repo / "rendered"
-    return [p for p in sorted(rendered.rglob("*.yaml"))
-            if not is_installer_input(p.relative_to(rendered).as_posix().split("/", 1)[1])]
+    return [
+        p
+        for p in sorted(rendered.rglob("*.yaml"))
+        if not is_installer_input(p.relative_to(rendered).as_posix().split("/", 1)[1])
+    ]
 
 
 def kustomize_loop(repo: Path, kubectl: str) -> list[str]:
@@ -257,8 +352,10 @@ def scaling(samples: list[Sample]) -> dict[str, float]:
     time does not, so it is the better test of the per-object cost."""
     out = {}
     for name in ("render (cold)", "render --check, no stamps", "python work (load+render+policies)"):
-        for label, points in (("", sorted((s.objects, s.median_s) for s in samples if s.name == name)),
-                              ("CPU ", sorted((s.objects, s.cpu_s) for s in samples if s.name == name))):
+        for label, points in (
+            ("", sorted((s.objects, s.median_s) for s in samples if s.name == name)),
+            ("CPU ", sorted((s.objects, s.cpu_s) for s in samples if s.name == name)),
+        ):
             out[f"{name}: {label}all sizes"] = exponent(points)
             if len(points) >= 3:
                 (o1, t1), rest = points[0], points[1:]
@@ -268,11 +365,13 @@ def scaling(samples: list[Sample]) -> dict[str, float]:
 
 def ratios(by_name: dict[str, Sample]) -> dict[str, float]:
     out = {}
-    pairs = [("python work (load+render+policies)", "anchor: kubeconform alone"),
-             ("render (cold)", "anchor: kubeconform alone"),
-             ("validate", "anchor: kubeconform alone"),
-             ("render (cold)", "anchor: kubectl kustomize"),
-             ("python work (load+render+policies)", "anchor: kubectl kustomize")]
+    pairs = [
+        ("python work (load+render+policies)", "anchor: kubeconform alone"),
+        ("render (cold)", "anchor: kubeconform alone"),
+        ("validate", "anchor: kubeconform alone"),
+        ("render (cold)", "anchor: kubectl kustomize"),
+        ("python work (load+render+policies)", "anchor: kubectl kustomize"),
+    ]
     for ours, anchor in pairs:
         if ours in by_name and anchor in by_name and not math.isnan(by_name[anchor].median_s):
             label = f"{ours} / {anchor.removeprefix('anchor: ')}"
@@ -286,16 +385,21 @@ def verdicts(by_name: dict[str, Sample], ratio: dict[str, float], fits: dict[str
         got = by_name[name].median_s
         lines.append(f"{name}: {got:.3f} s <= {target} s: {'met' if got <= target else 'MISSED'}")
     peak = max(s.peak_rss_mb for s in by_name.values())
-    lines.append(f"peak RSS (largest process): {peak:.0f} MB <= {TARGET_RSS_MB:.0f} MB: "
-                 f"{'met' if peak <= TARGET_RSS_MB else 'MISSED'}")
+    lines.append(
+        f"peak RSS (largest process): {peak:.0f} MB <= {TARGET_RSS_MB:.0f} MB: "
+        f"{'met' if peak <= TARGET_RSS_MB else 'MISSED'}"
+    )
     key = "python work (load+render+policies) / kubeconform alone"
     if key in ratio:
-        lines.append(f"{key}: {ratio[key]:.2f} <= {TARGET_RATIO}: "
-                     f"{'met' if ratio[key] <= TARGET_RATIO else 'MISSED'}")
+        lines.append(
+            f"{key}: {ratio[key]:.2f} <= {TARGET_RATIO}: {'met' if ratio[key] <= TARGET_RATIO else 'MISSED'}"
+        )
     fit = fits.get("render (cold): all sizes", math.nan)
     if not math.isnan(fit):
-        lines.append(f"scaling exponent (render, all sizes): {fit:.2f} <= {TARGET_EXPONENT}: "
-                     f"{'met' if fit <= TARGET_EXPONENT else 'MISSED'}")
+        lines.append(
+            f"scaling exponent (render, all sizes): {fit:.2f} <= {TARGET_EXPONENT}: "
+            f"{'met' if fit <= TARGET_EXPONENT else 'MISSED'}"
+        )
     return lines
 
 
@@ -318,11 +422,15 @@ def main() -> int:
     fits = scaling(samples)
     by_name = {s.name: s for s in samples if s.envs in (sizes[-1], 0) or s.name == "render one env"}
     ratio = ratios(by_name)
-    print(f"{'measurement':36} {'envs':>4} {'objects':>7} {'median s':>8} {'cpu s':>7} {'peak MB':>7} "
-          f"{'load':>5}  note")
+    print(
+        f"{'measurement':36} {'envs':>4} {'objects':>7} {'median s':>8} {'cpu s':>7} {'peak MB':>7} "
+        f"{'load':>5}  note"
+    )
     for s in samples:
-        print(f"{s.name:36} {s.envs:>4} {s.objects:>7} {s.median_s:>8.3f} {s.cpu_s:>7.3f} "
-              f"{s.peak_rss_mb:>7.1f} {s.load_1m:>5.1f}  {s.note}")
+        print(
+            f"{s.name:36} {s.envs:>4} {s.objects:>7} {s.median_s:>8.3f} {s.cpu_s:>7.3f} "
+            f"{s.peak_rss_mb:>7.1f} {s.load_1m:>5.1f}  {s.note}"
+        )
     for name, value in fits.items():
         print(f"scaling exponent, {name}: {value:.3f}")
     for name, value in ratio.items():
@@ -330,11 +438,25 @@ def main() -> int:
     verdict = verdicts(by_name, ratio, fits)
     print("\n".join(verdict))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({
-        "samples": [asdict(s) for s in samples], "scaling_exponents": fits, "ratios": ratio,
-        "verdicts": verdict, "runs": args.runs, "cpus": os.cpu_count(), "python": platform.python_version(),
-        "load_avg_start": started, "load_avg_end": os.getloadavg(), "speedups": switch},
-        indent=2, sort_keys=True) + "\n")
+    args.out.write_text(
+        json.dumps(
+            {
+                "samples": [asdict(s) for s in samples],
+                "scaling_exponents": fits,
+                "ratios": ratio,
+                "verdicts": verdict,
+                "runs": args.runs,
+                "cpus": os.cpu_count(),
+                "python": platform.python_version(),
+                "load_avg_start": started,
+                "load_avg_end": os.getloadavg(),
+                "speedups": switch,
+            },
+            indent=2,
+            sort_keys=True,
+        )
+        + "\n"
+    )
     print(f"wrote {args.out}")
     return 0
 

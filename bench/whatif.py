@@ -39,10 +39,25 @@ def main() -> int:
         load = os.getloadavg()[0]
         with tempfile.TemporaryDirectory(prefix="whatif-bench-") as box_dir:
             began = time.monotonic()
-            done = subprocess.run([sys.executable, str(ROOT / "generate.py"), "simulate", args.env, "--trace",
-                                   args.trace, "--speed", str(args.speed), "--scale", str(args.scale)],
-                                  cwd=ROOT, env={**os.environ, "TRAINYARD_BOX_DIR": box_dir},
-                                  capture_output=True, text=True, check=False)  # fmt: skip
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    str(ROOT / "generate.py"),
+                    "simulate",
+                    args.env,
+                    "--trace",
+                    args.trace,
+                    "--speed",
+                    str(args.speed),
+                    "--scale",
+                    str(args.scale),
+                ],
+                cwd=ROOT,
+                env={**os.environ, "TRAINYARD_BOX_DIR": box_dir},
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             wall = time.monotonic() - began
         found = TIMES.search(done.stderr)
         if done.returncode != 0 or found is None:
@@ -52,10 +67,14 @@ def main() -> int:
         ups.append(up)
         replays.append(replay)
         walls.append(wall)
-        print(f"run {run + 1}: load {load:.1f}; box up {up} s, replay {replay} s for {span} s of trace "
-              f"({jobs} jobs, speed {args.speed}), command {wall:.0f} s")  # fmt: skip
-    print(f"median of {args.runs}: box up {statistics.median(ups):.0f} s, "
-          f"replay {statistics.median(replays):.0f} s, command {statistics.median(walls):.0f} s")  # fmt: skip
+        print(
+            f"run {run + 1}: load {load:.1f}; box up {up} s, replay {replay} s for {span} s of trace "
+            f"({jobs} jobs, speed {args.speed}), command {wall:.0f} s"
+        )
+    print(
+        f"median of {args.runs}: box up {statistics.median(ups):.0f} s, "
+        f"replay {statistics.median(replays):.0f} s, command {statistics.median(walls):.0f} s"
+    )
     return 0
 
 

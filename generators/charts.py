@@ -44,14 +44,27 @@ class Chart:
         indented by four spaces)."""
         source = f"{self.reference} --repo {self.repo}" if self.repo else self.reference
         keep = " --reset-then-reuse-values" if self.reuse else ""
-        return (f"helm upgrade --install {self.release} {source} --version {self.version} \\\n"
-                f"    --namespace {namespace} --create-namespace{keep} -f {values}")
+        return (
+            f"helm upgrade --install {self.release} {source} --version {self.version} \\\n"
+            f"    --namespace {namespace} --create-namespace{keep} -f {values}"
+        )
 
 
 KUEUE = Chart("kueue", "0.19.2", "oci://registry.k8s.io/kueue/charts/kueue", None, "kueue", reuse=False)
 KUBE_PROMETHEUS_STACK = Chart(
-    "kube-prometheus-stack", "88.5.3", "oci://ghcr.io/prometheus-community/charts/kube-prometheus-stack",
-    None, "kube-prometheus-stack", reuse=True)
-GPU_OPERATOR = Chart("gpu-operator", "v26.7.0", "gpu-operator", "https://helm.ngc.nvidia.com/nvidia",
-                     "gpu-operator", reuse=True)
+    "kube-prometheus-stack",
+    "88.5.3",
+    "oci://ghcr.io/prometheus-community/charts/kube-prometheus-stack",
+    None,
+    "kube-prometheus-stack",
+    reuse=True,
+)
+GPU_OPERATOR = Chart(
+    "gpu-operator",
+    "v26.7.0",
+    "gpu-operator",
+    "https://helm.ngc.nvidia.com/nvidia",
+    "gpu-operator",
+    reuse=True,
+)
 CHARTS = (KUBE_PROMETHEUS_STACK, GPU_OPERATOR, KUEUE)  # in install order (docs/monitoring.md)

@@ -15,8 +15,17 @@ from pathlib import Path
 
 from generators.errors import SpecError
 
-COMMANDS: tuple[str, ...] = ("render", "validate", "diff", "plan", "sync-inventory", "doctor", "fetch-crds",
-                             "box", "simulate")
+COMMANDS: tuple[str, ...] = (
+    "render",
+    "validate",
+    "diff",
+    "plan",
+    "sync-inventory",
+    "doctor",
+    "fetch-crds",
+    "box",
+    "simulate",
+)
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -26,8 +35,14 @@ def parser() -> argparse.ArgumentParser:
         description="Render, validate and diff the GitOps tree of shared GPU clusters "
         "from environments/<env>.yaml.",
     )
-    top.add_argument("-C", dest="root", type=Path, default=None, metavar="DIR",
-                     help="run as if started in DIR (a checkout with environments/ and rendered/)")
+    top.add_argument(
+        "-C",
+        dest="root",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="run as if started in DIR (a checkout with environments/ and rendered/)",
+    )
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"generators.commands.{name.replace('-', '_')}")
@@ -45,8 +60,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         command: argparse.ArgumentParser = args.command_parser
         options = [o for action in command._actions for o in action.option_strings]
         close = difflib.get_close_matches(extra[0], options, n=1)
-        command.error(f"unrecognized arguments: {' '.join(extra)}"
-                      + (f"; did you mean {close[0]}?" if close else ""))
+        command.error(
+            f"unrecognized arguments: {' '.join(extra)}" + (f"; did you mean {close[0]}?" if close else "")
+        )
     return args
 
 

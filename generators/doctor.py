@@ -202,8 +202,7 @@ class Doctor:
         m, name = self.env.monitoring, family.name
         gpu_values = self._installer(monitoring.GPU_OPERATOR_VALUES)
         counters = (
-            f"the rendered counters ConfigMap {m.dcgm_config_map} (dcgmExporter.config.name "
-            f"in {gpu_values})"
+            f"the rendered counters ConfigMap {m.dcgm_config_map} (dcgmExporter.config.name in {gpu_values})"
         )
         if name.startswith("DCGM_FI_PROF_"):
             return (
@@ -234,8 +233,10 @@ class Doctor:
         if family.exporter == KUEUE:
             return "Kueue does not export it: check the Kueue version (v0.19.2) and its metrics service"
         if family.exporter == HEALTH_JOB:
-            return ("the health controller does not export it: is its image the gate release the spec "
-                    "names (health.image)?")
+            return (
+                "the health controller does not export it: is its image the gate release the spec "
+                "names (health.image)?"
+            )
         if family.exporter:
             return f"{family.exporter} does not export it: is it deployed (rendered/{self.env.name}/)?"
         return "nothing exports it: monitoring.checkpointWriteQuery (or the query using it) reads it"
@@ -328,17 +329,25 @@ class Doctor:
 
     def _target_gap(self, target: str, matchers: str, scraped_at_all: bool) -> Gap:
         if scraped_at_all:  # discovered, every scrape failing: a NetworkPolicy, a port, a crash
-            return Gap(f"{target} target down", f"Prometheus finds {{{matchers}}} but up == 0: check "
-                       "that its pods run and that the port its ServiceMonitor names answers")
+            return Gap(
+                f"{target} target down",
+                f"Prometheus finds {{{matchers}}} but up == 0: check "
+                "that its pods run and that the port its ServiceMonitor names answers",
+            )
         if target == HEALTH_JOB:
             where = f"rendered/{self.env.name}/health/ (its Deployment, Service and ServiceMonitor)"
-            return Gap(f"no {target} target", f"nothing Prometheus scrapes matches {{{matchers}}}: "
-                       f"health.backend is trainyard, so apply {where}; the quarantine dashboard and "
-                       "the GpuHealth* alerts read its series")
+            return Gap(
+                f"no {target} target",
+                f"nothing Prometheus scrapes matches {{{matchers}}}: "
+                f"health.backend is trainyard, so apply {where}; the quarantine dashboard and "
+                "the GpuHealth* alerts read its series",
+            )
         key = SPEC_SELECTOR.get(target)
         where = f"monitoring.selectors.{key}" if key else "its ServiceMonitor"
-        return Gap(f"no {target} target", f"nothing Prometheus scrapes matches {{{matchers}}} ({where}): "
-                   "deploy it or fix the selector")
+        return Gap(
+            f"no {target} target",
+            f"nothing Prometheus scrapes matches {{{matchers}}} ({where}): deploy it or fix the selector",
+        )
 
     def _honor_labels(self, fams: list[Family], present: dict[Family, bool]) -> list[Gap]:
         """honorLabels off: the pod's namespace/pod move to exported_*, and namespace/pod name

@@ -67,6 +67,9 @@ def once(reports: Iterable[tuple[str, str, str]]) -> list[str]:
     out = []
     for line, (file, envs) in seen.items():
         inherited = [env for env in envs if file != f"environments/{env}.yaml"]
-        out.append(f"{line} [extended by {', '.join(inherited)}]" if inherited and file.startswith(
-            "environments/_") else line)
+        out.append(
+            f"{line} [extended by {', '.join(inherited)}]"
+            if inherited and file.startswith("environments/_")
+            else line
+        )
     return out

@@ -135,10 +135,19 @@ def _dcgm(tag: str) -> DcgmExporterRelease:
 # Every release tag from 4.5.0 to the newest one read (4.5.3-4.8.2), for the DCGM pairing.
 DCGM_EXPORTER: dict[str, DcgmExporterRelease] = {
     r.version: r
-    for r in map(_dcgm, (
-        "4.4.0-4.5.0", "4.4.1-4.5.2", "4.4.1-4.6.0", "4.4.2-4.7.0", "4.4.2-4.7.1",
-        "4.5.1-4.8.0", "4.5.2-4.8.1", "4.5.3-4.8.2",
-    ))
+    for r in map(
+        _dcgm,
+        (
+            "4.4.0-4.5.0",
+            "4.4.1-4.5.2",
+            "4.4.1-4.6.0",
+            "4.4.2-4.7.0",
+            "4.4.2-4.7.1",
+            "4.5.1-4.8.0",
+            "4.5.2-4.8.1",
+            "4.5.3-4.8.2",
+        ),
+    )
 }
 
 # prometheus-community/helm-charts charts/kube-prometheus-stack/values.yaml,
@@ -179,15 +188,16 @@ class UnknownVersion(ValueError):
 
 def _uncovered(name: str, text: str, covered: Range, override: str) -> UnknownVersion:
     return UnknownVersion(
-        f"{name} {text!r} is outside the versions whose label contract this project has read "
-        f"({covered})",
+        f"{name} {text!r} is outside the versions whose label contract this project has read ({covered})",
         f"name a version in that range, or state the contract: {_OVERRIDE}.{override} "
-        "(docs/monitoring.md, 'Exporter versions')")
+        "(docs/monitoring.md, 'Exporter versions')",
+    )
 
 
 def _covered(name: str, text: str, key: str) -> UnknownVersion:
-    return UnknownVersion(f"{name} {text} is in a checked range: its label contract is known",
-                          f"remove {_OVERRIDE}.{key}")
+    return UnknownVersion(
+        f"{name} {text} is in a checked range: its label contract is known", f"remove {_OVERRIDE}.{key}"
+    )
 
 
 @dataclass(frozen=True)
@@ -206,8 +216,11 @@ def dcgm_exporter(text: str, stated: Contract | None = None) -> DcgmExporterChoi
     version_text = tag["version"] if tag else text
     version = parse_version(version_text)
     if version is None:
-        raise UnknownVersion(f"dcgm-exporter {text!r} is not a version", "write an exporter version "
-                             "(4.6.0) or an image tag <dcgm>-<exporter>-<os> (4.4.1-4.6.0-ubuntu22.04)")
+        raise UnknownVersion(
+            f"dcgm-exporter {text!r} is not a version",
+            "write an exporter version "
+            "(4.6.0) or an image tag <dcgm>-<exporter>-<os> (4.4.1-4.6.0-ubuntu22.04)",
+        )
     inside = version in DCGM_HOSTNAME
     if inside and stated:
         raise _covered("dcgm-exporter", version_text, "dcgmExporter")
@@ -217,9 +230,10 @@ def dcgm_exporter(text: str, stated: Contract | None = None) -> DcgmExporterChoi
     if release is None:
         release = DcgmExporterRelease(version_text, None, stated["hostLabel"] if stated else "Hostname")
     elif tag and tag["dcgm"] != release.dcgm:
-        raise UnknownVersion(f"no dcgm-exporter image {text!r}: exporter {version_text} was released "
-                             f"with DCGM {release.dcgm}",
-                             f"write {release.release_tag}-{tag['os']} or {version_text}")
+        raise UnknownVersion(
+            f"no dcgm-exporter image {text!r}: exporter {version_text} was released with DCGM {release.dcgm}",
+            f"write {release.release_tag}-{tag['os']} or {version_text}",
+        )
     return DcgmExporterChoice(release, text if tag else None)
 
 
@@ -234,8 +248,9 @@ def kube_state_metrics(text: str, stated: Contract | None = None) -> KubeStateMe
     if inside and stated:
         raise _covered("kube-state-metrics", text, "kubeStateMetrics")
     if not inside and not stated:
-        raise _uncovered("kube-state-metrics", text, KUBE_STATE_METRICS_RANGE,
-                         "kubeStateMetrics.allowlistFlag")
+        raise _uncovered(
+            "kube-state-metrics", text, KUBE_STATE_METRICS_RANGE, "kubeStateMetrics.allowlistFlag"
+        )
     flag = stated["allowlistFlag"] if stated else ALLOWLIST_FLAG
     return KubeStateMetricsRelease(text.removeprefix("v"), flag)
 
@@ -254,7 +269,10 @@ def node_exporter(text: str, stated: Contract | None = None) -> NodeExporterRele
 
 # spec key under monitoring.exporters -> parser (semantics checks each, the model builds them)
 PARSERS: dict[str, Callable[[str, Contract | None], object]] = {
-    "dcgmExporter": dcgm_exporter, "kubeStateMetrics": kube_state_metrics, "nodeExporter": node_exporter}
+    "dcgmExporter": dcgm_exporter,
+    "kubeStateMetrics": kube_state_metrics,
+    "nodeExporter": node_exporter,
+}
 
 
 @dataclass(frozen=True)
@@ -267,6 +285,8 @@ class Exporters:
 def build_exporters(raw: Mapping[str, Any]) -> Exporters:
     """Model of monitoring.exporters (already checked by generators/spec/semantics.py)."""
     stated = raw.get("labelContract", {})
-    return Exporters(dcgm_exporter(raw["dcgmExporter"], stated.get("dcgmExporter")),
-                     kube_state_metrics(raw["kubeStateMetrics"], stated.get("kubeStateMetrics")),
-                     node_exporter(raw["nodeExporter"], stated.get("nodeExporter")))
+    return Exporters(
+        dcgm_exporter(raw["dcgmExporter"], stated.get("dcgmExporter")),
+        kube_state_metrics(raw["kubeStateMetrics"], stated.get("kubeStateMetrics")),
+        node_exporter(raw["nodeExporter"], stated.get("nodeExporter")),
+    )

@@ -73,8 +73,12 @@ def render_staged(root: Path, name: str) -> Outcome:
         files = render.render_tree(model.load(root, name))
     except SpecError as error:
         return Outcome(name, tuple(error.problems))
-    return Outcome(name, staged=str(render.stage(root, name, files)), objects=len(render.objects(files)),
-                   digest=_digest(files))
+    return Outcome(
+        name,
+        staged=str(render.stage(root, name, files)),
+        objects=len(render.objects(files)),
+        digest=_digest(files),
+    )
 
 
 def check_stale(root: Path, name: str) -> Outcome:

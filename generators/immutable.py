@@ -61,55 +61,120 @@ class Rule:
 KUEUE_CRDS = "../shared/crds/kueue-v0.19.2"
 KUBE = "k8s.io/kubernetes v1.36.5 pkg/apis"
 RULES: tuple[Rule, ...] = (
-    Rule("scheduling.k8s.io", "PriorityClass", ("value",),
-         f"{KUBE}/scheduling/validation/validation.go:63 (value: may not be changed in an update)",
-         "recreate", "running pods keep the priority they were admitted with; pods created in the "
-         "gap are refused by the Priority admission plugin and retried by their controllers"),
-    Rule("scheduling.k8s.io", "PriorityClass", ("preemptionPolicy",),
-         f"{KUBE}/scheduling/validation/validation.go:67 (field is immutable)",
-         "recreate", "running pods keep the preemption policy they were admitted with"),
-    Rule("kueue.x-k8s.io", "Topology", ("spec", "levels"),
-         f"{KUEUE_CRDS}/kueue.x-k8s.io_topologies.yaml:137 (CEL self == oldSelf)",
-         "refuse", POOL_RENAME),
-    Rule("kueue.x-k8s.io", "ResourceFlavor", ("spec", "nodeLabels"),
-         f"{KUEUE_CRDS}/kueue.x-k8s.io_resourceflavors.yaml:374 (CEL, when topologyName is set)",
-         "refuse", POOL_RENAME, ("spec", "topologyName")),
-    Rule("kueue.x-k8s.io", "ResourceFlavor", ("spec", "tolerations"),
-         f"{KUEUE_CRDS}/kueue.x-k8s.io_resourceflavors.yaml:377 (CEL, when topologyName is set)",
-         "refuse", POOL_RENAME, ("spec", "topologyName")),
-    Rule("kueue.x-k8s.io", "ResourceFlavor", ("spec", "topologyName"),
-         f"{KUEUE_CRDS}/kueue.x-k8s.io_resourceflavors.yaml:380 (CEL, when topologyName is set)",
-         "refuse", POOL_RENAME, ("spec", "topologyName")),
-    Rule("kueue.x-k8s.io", "LocalQueue", ("spec", "clusterQueue"),
-         f"{KUEUE_CRDS}/kueue.x-k8s.io_localqueues.yaml:475 (CEL self == oldSelf)",
-         "refuse", "add a LocalQueue under a new name for the new ClusterQueue, move the Jobs' "
-         "kueue.x-k8s.io/queue-name to it, then remove {name} once no Workload names it "
-         f"(a recreate in place leaves the Workloads that name it inadmissible in the gap; {DOC})"),
-    Rule("kueue.x-k8s.io", "ClusterQueue", ("spec", "concurrentAdmissionPolicy"),
-         "sigs.k8s.io/kueue v0.19.2 pkg/webhooks/clusterqueue_webhook.go:105 (field is immutable)",
-         "refuse", "a ClusterQueue under a new name, its LocalQueues moved to it, then remove {name}"),
-    Rule("rbac.authorization.k8s.io", "RoleBinding", ("roleRef",),
-         f"{KUBE}/rbac/validation/validation.go:166 (cannot change roleRef)",
-         "refuse", "render the binding under a new name; Argo CD creates it and prunes {name} "
-         "(a recreate in place leaves its subjects without the role in the gap)"),
-    Rule("rbac.authorization.k8s.io", "ClusterRoleBinding", ("roleRef",),
-         f"{KUBE}/rbac/validation/validation.go:210 (cannot change roleRef)",
-         "refuse", "render the binding under a new name; Argo CD creates it and prunes {name} "
-         "(a recreate in place leaves its subjects without the role in the gap)"),
-    Rule("apps", "Deployment", ("spec", "selector"),
-         f"{KUBE}/apps/validation/validation.go:712 (field is immutable)",
-         "refuse", "render the Deployment under a new name; Argo CD starts it and prunes {name} "
-         "last (a recreate in place deletes its pods first)"),
-    Rule("apps", "DaemonSet", ("spec", "selector"),
-         f"{KUBE}/apps/validation/validation.go:403 (field is immutable)",
-         "refuse", "render the DaemonSet under a new name; Argo CD starts it and prunes {name} last"),
+    Rule(
+        "scheduling.k8s.io",
+        "PriorityClass",
+        ("value",),
+        f"{KUBE}/scheduling/validation/validation.go:63 (value: may not be changed in an update)",
+        "recreate",
+        "running pods keep the priority they were admitted with; pods created in the "
+        "gap are refused by the Priority admission plugin and retried by their controllers",
+    ),
+    Rule(
+        "scheduling.k8s.io",
+        "PriorityClass",
+        ("preemptionPolicy",),
+        f"{KUBE}/scheduling/validation/validation.go:67 (field is immutable)",
+        "recreate",
+        "running pods keep the preemption policy they were admitted with",
+    ),
+    Rule(
+        "kueue.x-k8s.io",
+        "Topology",
+        ("spec", "levels"),
+        f"{KUEUE_CRDS}/kueue.x-k8s.io_topologies.yaml:137 (CEL self == oldSelf)",
+        "refuse",
+        POOL_RENAME,
+    ),
+    Rule(
+        "kueue.x-k8s.io",
+        "ResourceFlavor",
+        ("spec", "nodeLabels"),
+        f"{KUEUE_CRDS}/kueue.x-k8s.io_resourceflavors.yaml:374 (CEL, when topologyName is set)",
+        "refuse",
+        POOL_RENAME,
+        ("spec", "topologyName"),
+    ),
+    Rule(
+        "kueue.x-k8s.io",
+        "ResourceFlavor",
+        ("spec", "tolerations"),
+        f"{KUEUE_CRDS}/kueue.x-k8s.io_resourceflavors.yaml:377 (CEL, when topologyName is set)",
+        "refuse",
+        POOL_RENAME,
+        ("spec", "topologyName"),
+    ),
+    Rule(
+        "kueue.x-k8s.io",
+        "ResourceFlavor",
+        ("spec", "topologyName"),
+        f"{KUEUE_CRDS}/kueue.x-k8s.io_resourceflavors.yaml:380 (CEL, when topologyName is set)",
+        "refuse",
+        POOL_RENAME,
+        ("spec", "topologyName"),
+    ),
+    Rule(
+        "kueue.x-k8s.io",
+        "LocalQueue",
+        ("spec", "clusterQueue"),
+        f"{KUEUE_CRDS}/kueue.x-k8s.io_localqueues.yaml:475 (CEL self == oldSelf)",
+        "refuse",
+        "add a LocalQueue under a new name for the new ClusterQueue, move the Jobs' "
+        "kueue.x-k8s.io/queue-name to it, then remove {name} once no Workload names it "
+        f"(a recreate in place leaves the Workloads that name it inadmissible in the gap; {DOC})",
+    ),
+    Rule(
+        "kueue.x-k8s.io",
+        "ClusterQueue",
+        ("spec", "concurrentAdmissionPolicy"),
+        "sigs.k8s.io/kueue v0.19.2 pkg/webhooks/clusterqueue_webhook.go:105 (field is immutable)",
+        "refuse",
+        "a ClusterQueue under a new name, its LocalQueues moved to it, then remove {name}",
+    ),
+    Rule(
+        "rbac.authorization.k8s.io",
+        "RoleBinding",
+        ("roleRef",),
+        f"{KUBE}/rbac/validation/validation.go:166 (cannot change roleRef)",
+        "refuse",
+        "render the binding under a new name; Argo CD creates it and prunes {name} "
+        "(a recreate in place leaves its subjects without the role in the gap)",
+    ),
+    Rule(
+        "rbac.authorization.k8s.io",
+        "ClusterRoleBinding",
+        ("roleRef",),
+        f"{KUBE}/rbac/validation/validation.go:210 (cannot change roleRef)",
+        "refuse",
+        "render the binding under a new name; Argo CD creates it and prunes {name} "
+        "(a recreate in place leaves its subjects without the role in the gap)",
+    ),
+    Rule(
+        "apps",
+        "Deployment",
+        ("spec", "selector"),
+        f"{KUBE}/apps/validation/validation.go:712 (field is immutable)",
+        "refuse",
+        "render the Deployment under a new name; Argo CD starts it and prunes {name} "
+        "last (a recreate in place deletes its pods first)",
+    ),
+    Rule(
+        "apps",
+        "DaemonSet",
+        ("spec", "selector"),
+        f"{KUBE}/apps/validation/validation.go:403 (field is immutable)",
+        "refuse",
+        "render the DaemonSet under a new name; Argo CD starts it and prunes {name} last",
+    ),
 )
 
 # Kinds whose every immutable field is recreated: generators/syncoptions.py renders
 # Force=true,Replace=true on each of their objects (and on no other object).
 RECREATE_KINDS: frozenset[tuple[str, str]] = frozenset(
-    (r.group, r.kind) for r in RULES
-    if all(o.procedure == "recreate" for o in RULES if (o.group, o.kind) == (r.group, r.kind)))
+    (r.group, r.kind)
+    for r in RULES
+    if all(o.procedure == "recreate" for o in RULES if (o.group, o.kind) == (r.group, r.kind))
+)
 
 
 def group_of(obj: Obj) -> str:
@@ -152,8 +217,11 @@ def _brief(value: Any) -> str:
         return "[" + ", ".join(_brief(v) for v in value) + "]"
     if isinstance(value, dict):
         if len(value) == 1 and not isinstance(next(iter(value.values())), (dict, list)):
-            return str(next(iter(value.values()))) if list(value) in (["nodeLabel"], ["name"]) \
+            return (
+                str(next(iter(value.values())))
+                if list(value) in (["nodeLabel"], ["name"])
                 else f"{{{next(iter(value))}: {next(iter(value.values()))}}}"
+            )
         return "{" + ", ".join(f"{k}: {_brief(v)}" for k, v in value.items()) + "}"
     return str(value)
 
@@ -167,14 +235,26 @@ def changes(before: Obj, after: Obj, rendered_path: str) -> list[ImmutableChange
             continue
         old, new = value_at(before, rule.path), value_at(after, rule.path)
         if old != new:
-            found.append(ImmutableChange(rule, rule.kind, str(meta.get("name", "")),
-                                         str(meta.get("namespace") or ""), old, new, rendered_path))
+            found.append(
+                ImmutableChange(
+                    rule,
+                    rule.kind,
+                    str(meta.get("name", "")),
+                    str(meta.get("namespace") or ""),
+                    old,
+                    new,
+                    rendered_path,
+                )
+            )
     return found
 
 
 def _index(items: Any, match: Callable[[Any], bool]) -> int | None:
-    return next((i for i, item in enumerate(items or []) if match(item)), None) \
-        if isinstance(items, list) else None
+    return (
+        next((i for i, item in enumerate(items or []) if match(item)), None)
+        if isinstance(items, list)
+        else None
+    )
 
 
 def spec_path(change: ImmutableChange, spec: Obj) -> Path | None:
@@ -188,8 +268,16 @@ def spec_path(change: ImmutableChange, spec: Obj) -> Path | None:
         i = _index(spec.get("pools"), lambda p: isinstance(p, dict) and p.get("name") == change.name)
         if i is None:
             return None
-        return ("pools", i, *{"levels": ("topology", "levels"), "nodeLabels": ("nodeLabels",),
-                              "tolerations": ("taints",), "topologyName": ("topology",)}[field])
+        return (
+            "pools",
+            i,
+            *{
+                "levels": ("topology", "levels"),
+                "nodeLabels": ("nodeLabels",),
+                "tolerations": ("taints",),
+                "topologyName": ("topology",),
+            }[field],
+        )
     return None
 
 
@@ -199,7 +287,17 @@ def problem(change: ImmutableChange, location: Location | None, spec_at: Path | 
     where = location or Location(change.rendered_path)
     spec = format_path(spec_at) if spec_at is not None else ""
     if rule.procedure == "recreate":
-        return Problem(where, f"{change.show()}: immutable, so Argo CD deletes and recreates it "
-                       "(Force=true,Replace=true)", spec, rule.how, severity="note")
-    return Problem(where, f"{change.show()}: the API refuses this change in place ({rule.enforced_by}), "
-                   "so the Argo CD sync would stop at its wave", spec, rule.how.format(name=change.name))
+        return Problem(
+            where,
+            f"{change.show()}: immutable, so Argo CD deletes and recreates it (Force=true,Replace=true)",
+            spec,
+            rule.how,
+            severity="note",
+        )
+    return Problem(
+        where,
+        f"{change.show()}: the API refuses this change in place ({rule.enforced_by}), "
+        "so the Argo CD sync would stop at its wave",
+        spec,
+        rule.how.format(name=change.name),
+    )

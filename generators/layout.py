@@ -30,8 +30,9 @@ def unknown_dirs(root: Path, keep: set[str]) -> list[str]:
     base = root / RENDERED
     if not base.is_dir():
         return []
-    return [f"{RENDERED}/{c.name}/: extra" for c in sorted(base.iterdir())
-            if c.is_dir() and c.name not in keep]
+    return [
+        f"{RENDERED}/{c.name}/: extra" for c in sorted(base.iterdir()) if c.is_dir() and c.name not in keep
+    ]
 
 
 def cache_dir() -> Path:

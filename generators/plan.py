@@ -26,8 +26,13 @@ def _limit(quota: Quota, amount: Fraction | None) -> str:
 
 def _cell(quota: Quota) -> str:
     """`nominal / borrowing limit / lending limit`, canonical quantities as rendered."""
-    return " / ".join((quota.resource.show(quota.nominal), _limit(quota, quota.borrowing_limit),
-                       _limit(quota, quota.lending_limit)))
+    return " / ".join(
+        (
+            quota.resource.show(quota.nominal),
+            _limit(quota, quota.borrowing_limit),
+            _limit(quota, quota.lending_limit),
+        )
+    )
 
 
 def _number(value: Fraction) -> str:
@@ -46,11 +51,22 @@ def gibibytes(value: Fraction) -> str:
 def pools(env: Environment) -> str:
     return table(
         ("pool", "role", "nodes", "reserve", "usable", "usable GPUs", "cores", "Gi", "GPUs/node"),
-        [(p.name, p.role, p.nodes, p.reserve_nodes, p.schedulable_nodes, p.schedulable_gpus,
-          cores(p.per_node["cpu"]), gibibytes(p.per_node["memory"]),
-          f"{p.gpus_per_node} x {p.gpu_model}" + ("" if p.gpu_resource == "nvidia.com/gpu"
-                                                   else f" ({p.gpu_resource})"))
-         for p in env.pools])
+        [
+            (
+                p.name,
+                p.role,
+                p.nodes,
+                p.reserve_nodes,
+                p.schedulable_nodes,
+                p.schedulable_gpus,
+                cores(p.per_node["cpu"]),
+                gibibytes(p.per_node["memory"]),
+                f"{p.gpus_per_node} x {p.gpu_model}"
+                + ("" if p.gpu_resource == "nvidia.com/gpu" else f" ({p.gpu_resource})"),
+            )
+            for p in env.pools
+        ],
+    )
 
 
 def teams(env: Environment) -> str:
@@ -61,36 +77,77 @@ def teams(env: Environment) -> str:
             pool = env.pool(flavor.pool)
             cells = {q.resource.name: q for q in flavor.quotas}
             share = shares[team.name].get(flavor.pool)
-            rows.append((team.name, team.cohort or NO_LIMIT, flavor.pool,
-                         f"{share}%" if share is not None else "borrow", flavor.nodes,
-                         _cell(cells[pool.gpu_resource]), cores(cells["cpu"].nominal),
-                         gibibytes(cells["memory"].nominal)))
-    return table(("team", "cohort", "flavor", "share", "nodes", "GPUs quota/borrow/lend",
-                  "CPU (cores)", "mem (Gi)"), rows)
+            rows.append(
+                (
+                    team.name,
+                    team.cohort or NO_LIMIT,
+                    flavor.pool,
+                    f"{share}%" if share is not None else "borrow",
+                    flavor.nodes,
+                    _cell(cells[pool.gpu_resource]),
+                    cores(cells["cpu"].nominal),
+                    gibibytes(cells["memory"].nominal),
+                )
+            )
+    return table(
+        ("team", "cohort", "flavor", "share", "nodes", "GPUs quota/borrow/lend", "CPU (cores)", "mem (Gi)"),
+        rows,
+    )
 
 
 def tiers(env: Environment) -> str:
-    return table(("tier", "role", "priority", "preemption policy"),
-                 [(t.name, t.role, t.value, t.preemption_policy)
-                  for t in env.tiers])
+    return table(
+        ("tier", "role", "priority", "preemption policy"),
+        [(t.name, t.role, t.value, t.preemption_policy) for t in env.tiers],
+    )
 
 
 def providers(env: Environment) -> str | None:
     """Overflow providers in fill order with their gate bands; None without overflow."""
     if env.overflow is None:
         return None
-    rows = [(p.rank + 1, p.name, p.type, p.gpus, p.gpu_model, p.cost_per_gpu_hour_usd, p.max_usd_per_hour,
-             f"< {p.band.open_when_free_gpus_below} for {p.band.open_after_seconds}s",
-             f">= {p.band.close_when_free_gpus_at_least} for {p.band.close_after_seconds}s")
-            for p in env.overflow.providers]
+    rows = [
+        (
+            p.rank + 1,
+            p.name,
+            p.type,
+            p.gpus,
+            p.gpu_model,
+            p.cost_per_gpu_hour_usd,
+            p.max_usd_per_hour,
+            f"< {p.band.open_when_free_gpus_below} for {p.band.open_after_seconds}s",
+            f">= {p.band.close_when_free_gpus_at_least} for {p.band.close_after_seconds}s",
+        )
+        for p in env.overflow.providers
+    ]
     gate = env.overflow.gate
-    return (table(("#", "provider", "type", "GPUs", "GPU model", "$/GPU-h", "max $/h",
-                   "opens (free)", "closes (free)"), rows)
-            + f"\nPrometheus unavailable: {gate.on_prometheus_unavailable}; "
-            f"reconcile every {gate.reconcile_interval_seconds}s; dry run: {str(gate.dry_run).lower()}"
-            + "\nfree GPUs (PromQL):\n" + textwrap.fill(
-                _breakable(gate.free_gpus_query), WIDTH, initial_indent="  ", subsequent_indent="    ",
-                break_long_words=False, break_on_hyphens=False))
+    return (
+        table(
+            (
+                "#",
+                "provider",
+                "type",
+                "GPUs",
+                "GPU model",
+                "$/GPU-h",
+                "max $/h",
+                "opens (free)",
+                "closes (free)",
+            ),
+            rows,
+        )
+        + f"\nPrometheus unavailable: {gate.on_prometheus_unavailable}; "
+        f"reconcile every {gate.reconcile_interval_seconds}s; dry run: {str(gate.dry_run).lower()}"
+        + "\nfree GPUs (PromQL):\n"
+        + textwrap.fill(
+            _breakable(gate.free_gpus_query),
+            WIDTH,
+            initial_indent="  ",
+            subsequent_indent="    ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+    )
 
 
 def health(env: Environment) -> str:
@@ -103,18 +160,29 @@ def health(env: Environment) -> str:
     c = h.controller
     if c is None:
         return f"backend {h.backend} (installed on its own); inference tolerates its taints:\n  {taints}"
-    head = (f"backend trainyard (controller in {c.namespace}; dry run: {str(c.dry_run).lower()})\n"
-            f"fleet cap {c.cap.max_nodes} node{'' if c.cap.max_nodes == 1 else 's'} at once; "
-            "a pool without its own cap: "
-            f"{c.cap.max_percent_of_pool}% of its nodes, at least 1")
+    head = (
+        f"backend trainyard (controller in {c.namespace}; dry run: {str(c.dry_run).lower()})\n"
+        f"fleet cap {c.cap.max_nodes} node{'' if c.cap.max_nodes == 1 else 's'} at once; "
+        "a pool without its own cap: "
+        f"{c.cap.max_percent_of_pool}% of its nodes, at least 1"
+    )
     rows = []
     for p in c.pools:
         cap = c.cap.pool_cap(p)
         note = "above reserve: takes quota" if cap > p.reserve_nodes else ""
-        rows.append((p.name, p.nodes, p.reserve_nodes, cap,
-                     "own" if c.cap.own(p) is not None else f"{c.cap.max_percent_of_pool}%", note))
-    return head + "\n" + table(("watched pool", "nodes", "reserve", "cap (nodes at once)", "cap from", ""),
-                                rows)
+        rows.append(
+            (
+                p.name,
+                p.nodes,
+                p.reserve_nodes,
+                cap,
+                "own" if c.cap.own(p) is not None else f"{c.cap.max_percent_of_pool}%",
+                note,
+            )
+        )
+    return (
+        head + "\n" + table(("watched pool", "nodes", "reserve", "cap (nodes at once)", "cap from", ""), rows)
+    )
 
 
 def _breakable(promql: str) -> str:
@@ -127,14 +195,17 @@ def _breakable(promql: str) -> str:
             quote = "" if ch == quote and promql[i - 1] != "\\" else quote
         elif ch in "\"'`":
             quote = ch
-        elif ch == "," and promql[i + 1:i + 2] not in (" ", ""):
+        elif ch == "," and promql[i + 1 : i + 2] not in (" ", ""):
             out.append(" ")
     return "".join(out)
 
 
 def plan(env: Environment) -> str:
-    extras = [r.name for r in env.resources if r.name not in {"cpu", "memory"}
-              and r.name not in {p.gpu_resource for p in env.pools}]
+    extras = [
+        r.name
+        for r in env.resources
+        if r.name not in {"cpu", "memory"} and r.name not in {p.gpu_resource for p in env.pools}
+    ]
     parts = [
         f"{env.name}: {env.display_name} ({env.source_file}); {env.gpus} GPUs, "
         f"{env.schedulable_gpus} schedulable",
@@ -142,7 +213,9 @@ def plan(env: Environment) -> str:
         "GPUs)\n" + pools(env),
         f"Teams: share of each pool, the schedulable nodes it became, GPU quota ('{NO_LIMIT}': no "
         "limit;\n'borrow': borrowFrom, no share) and nominal CPU and memory, which follow the nodes"
-        + (f" ({', '.join(extras)} too)" if extras else "") + "\n" + teams(env),
+        + (f" ({', '.join(extras)} too)" if extras else "")
+        + "\n"
+        + teams(env),
         "Priority tiers\n" + tiers(env),
         "Health quarantine\n" + health(env),
     ]

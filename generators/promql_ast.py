@@ -145,8 +145,16 @@ def _needs(node: Any, labels: set[str]) -> Iterator[LabelUse]:
             yield from _needs(node.args[0], labels - {node.args[1].val})
         elif name not in ("absent", "absent_over_time", "vector", "scalar", "time"):
             for arg in node.args:
-                if type(arg).__name__ in ("VectorSelector", "MatrixSelector", "ParenExpr", "AggregateExpr",
-                                          "BinaryExpr", "Call", "SubqueryExpr", "UnaryExpr"):
+                if type(arg).__name__ in (
+                    "VectorSelector",
+                    "MatrixSelector",
+                    "ParenExpr",
+                    "AggregateExpr",
+                    "BinaryExpr",
+                    "Call",
+                    "SubqueryExpr",
+                    "UnaryExpr",
+                ):
                     yield from _needs(arg, labels)
                     break  # the first expression argument carries the labels
     elif kind == "BinaryExpr":

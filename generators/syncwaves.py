@@ -53,5 +53,7 @@ def wave(kind: str) -> int:
     try:
         return WAVES[kind]
     except KeyError:
-        raise ValueError(f"kind {kind} has no Argo CD sync wave: add it to generators/syncwaves.py "
-                         "(docs/components.md, 'Adding a component')") from None
+        raise ValueError(
+            f"kind {kind} has no Argo CD sync wave: add it to generators/syncwaves.py "
+            "(docs/components.md, 'Adding a component')"
+        ) from None

@@ -16,7 +16,8 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     right = [bool(cells) and all(_NUMERIC.fullmatch(r[i]) for r in cells) for i in range(len(header))]
 
     def line(values: Sequence[str]) -> str:
-        return "  ".join(v.rjust(w) if r else v.ljust(w)
-                         for v, w, r in zip(values, widths, right, strict=True)).rstrip()
+        return "  ".join(
+            v.rjust(w) if r else v.ljust(w) for v, w, r in zip(values, widths, right, strict=True)
+        ).rstrip()
 
     return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in cells)])

@@ -166,7 +166,7 @@ def _emit(value: Any, indent: str, out: list[str]) -> None:
         start = len(out)
         _emit(item, indent + _INDENT, out)
         # Put the first line of the nested block on the dash line: "- name: x".
-        out[start] = f"{indent}- {out[start][len(indent) + len(_INDENT):]}"
+        out[start] = f"{indent}- {out[start][len(indent) + len(_INDENT) :]}"
 
 
 def dump(value: Any) -> str:

@@ -41,8 +41,14 @@ class Finding:
         return f"{self.file}: {where}{self.policy}: {self.message}"
 
     def as_json(self) -> dict[str, str]:
-        return {"file": self.file, "kind": self.kind, "name": self.name, "policy": self.policy,
-                "severity": self.severity, "message": self.message}
+        return {
+            "file": self.file,
+            "kind": self.kind,
+            "name": self.name,
+            "policy": self.policy,
+            "severity": self.severity,
+            "message": self.message,
+        }
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -136,8 +142,9 @@ class ParsedTree:
     broken: list[Path]  # not valid YAML: kubeconform reports them; policies do not see them
 
 
-def read_objects(root: Path, files: Iterable[Path],
-                 known: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None) -> ParsedTree:
+def read_objects(
+    root: Path, files: Iterable[Path], known: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None
+) -> ParsedTree:
     """Parse manifest files into objects (paths shown relative to root).
 
     `known` maps a shown path to (text, object) when the caller holds the object that text

@@ -16,8 +16,10 @@ from generators.components.monitoring.dcgm_counters import CSV_KEY, PROM_TYPES
 from policies.context import Context, Finding
 
 ID = "dcgm-counters"
-RATIONALE = ("dcgm-exporter exits on a counters CSV it cannot parse, and with it every DCGM panel "
-             "and alert goes dark while only ExporterDown fires")
+RATIONALE = (
+    "dcgm-exporter exits on a counters CSV it cannot parse, and with it every DCGM panel "
+    "and alert goes dark while only ExporterDown fires"
+)
 SEVERITY = "error"
 
 
@@ -41,8 +43,10 @@ def problems(text: str) -> Iterator[str]:
         fields = [f.strip(" ") for f in next(csv.reader([line]))]
         width = len(fields) if width is None else width
         if len(fields) != 3:
-            yield (f"line {number}: {len(fields)} fields ({line.strip()!r}), dcgm-exporter needs exactly 3: "
-                   "FIELD, type, help (no commas in the help text)")
+            yield (
+                f"line {number}: {len(fields)} fields ({line.strip()!r}), dcgm-exporter needs exactly 3: "
+                "FIELD, type, help (no commas in the help text)"
+            )
         elif len(fields) != width:
             yield f"line {number}: {len(fields)} fields where the first record had {width}"
         elif fields[1] not in PROM_TYPES:

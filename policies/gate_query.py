@@ -38,8 +38,10 @@ from policies.context import Context, Finding, RenderedObject
 from policies.taints import TAINT_POLICY_KIND
 
 ID = "gate-query"
-RATIONALE = ("a gate query that counts GPUs inference cannot use, or reads missing data as a number, "
-             "keeps the overflow gate closed while inference starves")
+RATIONALE = (
+    "a gate query that counts GPUs inference cannot use, or reads missing data as a number, "
+    "keeps the overflow gate closed while inference starves"
+)
 SEVERITY = "error"
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
@@ -48,8 +50,10 @@ _SELECTOR = re.compile(r"\b([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{([^{}]*)\}")
 _MATCHER = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!=|!~|=)\s*"((?:[^"\\]|\\.)*)"')
 _CAPACITY = ("kube_node_status_allocatable", "kube_node_status_capacity")
 # What may stand between `unless` and the selector it excludes: `on (node)`, `max by (node) (`.
-_WRAPPERS = re.compile(r"(\s+|\(|\b(on|ignoring)\s*\([^()]*\)|\b(max|min|sum|count|group|avg)\s*"
-                       r"((by|without)\s*\([^()]*\))?)$")
+_WRAPPERS = re.compile(
+    r"(\s+|\(|\b(on|ignoring)\s*\([^()]*\)|\b(max|min|sum|count|group|avg)\s*"
+    r"((by|without)\s*\([^()]*\))?)$"
+)
 
 Matcher = tuple[str, str, str]
 
@@ -74,38 +78,50 @@ def problems(query: str, env: Environment) -> list[str]:
     found = []
     code = _STRING.sub('""', query)  # a label value never counts as a function call
     for function in sorted({m.group(1) for m in _FROM_NOTHING.finditer(code)}):
-        found.append(f"{function}(...) makes a sample out of nothing: with kube-state-metrics down or "
-                     "stale the gate reads a number instead of applying onPrometheusUnavailable; "
-                     "leave absence absent")
+        found.append(
+            f"{function}(...) makes a sample out of nothing: with kube-state-metrics down or "
+            "stale the gate reads a number instead of applying onPrometheusUnavailable; "
+            "leave absence absent"
+        )
     selectors = [(m.group(1), _matchers(m.group(2)), m.start()) for m in _SELECTOR.finditer(query)]
     ksm = set(_matchers(env.monitoring.selectors.kube_state_metrics))
     if any(name.startswith("kube_") for name, _, _ in selectors) and not any(
-            name == "up" and ksm <= set(matchers) for name, matchers, _ in selectors):
-        found.append("reads kube-state-metrics series but never its up series "
-                     f"(up{{{env.monitoring.selectors.kube_state_metrics}}}): stale or missing inputs "
-                     "cannot be told from a real reading; guard with `and on () (min(up{...}) == 1)`")
+        name == "up" and ksm <= set(matchers) for name, matchers, _ in selectors
+    ):
+        found.append(
+            "reads kube-state-metrics series but never its up series "
+            f"(up{{{env.monitoring.selectors.kube_state_metrics}}}): stale or missing inputs "
+            "cannot be told from a real reading; guard with `and on () (min(up{...}) == 1)`"
+        )
     if any(name in _CAPACITY for name, _, _ in selectors):
         found += _node_restriction(query, selectors, env)
     return found
 
 
-def _node_restriction(query: str, selectors: list[tuple[str, list[Matcher], int]],
-                      env: Environment) -> list[str]:  # fmt: skip
+def _node_restriction(
+    query: str, selectors: list[tuple[str, list[Matcher], int]], env: Environment
+) -> list[str]:
     usable = inference_pools(env.pools)
     names = ", ".join(p.name for p in usable) or "none"
-    taken_in = [(matchers, [p for p in env.pools if _selects(matchers, p)])
-                for name, matchers, start in selectors
-                if name == "kube_node_labels" and not _excluding(query[:start])]
+    taken_in = [
+        (matchers, [p for p in env.pools if _selects(matchers, p)])
+        for name, matchers, start in selectors
+        if name == "kube_node_labels" and not _excluding(query[:start])
+    ]
     found = []
     for _, pools in taken_in:
         for pool in pools:
             if pool not in usable:
-                found.append(f"selects the nodes of pool {pool.name!r} ({_why_unusable(pool)}), whose GPUs "
-                             f"inference cannot use; count only pools inference can use ({names})")
+                found.append(
+                    f"selects the nodes of pool {pool.name!r} ({_why_unusable(pool)}), whose GPUs "
+                    f"inference cannot use; count only pools inference can use ({names})"
+                )
     if not any(pools and all(p in usable for p in pools) for _, pools in taken_in):
-        found.append("counts node capacity without restricting nodes to pools inference can use "
-                     f"({names}): join with `and on (node) max by (node) (kube_node_labels{{...}})` of those "
-                     "pools' nodeLabels")
+        found.append(
+            "counts node capacity without restricting nodes to pools inference can use "
+            f"({names}): join with `and on (node) max by (node) (kube_node_labels{{...}})` of those "
+            "pools' nodeLabels"
+        )
     return sorted(set(found))
 
 
@@ -121,8 +137,7 @@ def _selects(matchers: list[Matcher], pool: Pool) -> bool:
         if not label.startswith("label_"):
             continue  # job, node, ...: not about the pool
         value = values.get(label, "")
-        matched = (value == expected if op in ("=", "!=")
-                   else re.fullmatch(expected, value) is not None)
+        matched = value == expected if op in ("=", "!=") else re.fullmatch(expected, value) is not None
         if matched is (op in ("!=", "!~")):
             return False
     return True

@@ -18,8 +18,10 @@ from generators.quantity import QuantityError, parse
 from policies.context import Context, Finding, RenderedObject
 
 ID = "kueue-rules"
-RATIONALE = ("Kueue's CEL and webhook rules are invisible to JSON-schema validation, and an object "
-             "breaking one is rejected by the apiserver only when Argo CD syncs it")
+RATIONALE = (
+    "Kueue's CEL and webhook rules are invisible to JSON-schema validation, and an object "
+    "breaking one is rejected by the apiserver only when Argo CD syncs it"
+)
 SEVERITY = "error"
 HOSTNAME = "kubernetes.io/hostname"
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -55,8 +57,10 @@ def _cluster_queue(spec: Mapping[str, Any]) -> Iterator[str]:
                 yield f"{where}.{limit} needs spec.cohortName: limits only apply within a cohort"
         nominal, lending = _amount(cell.get("nominalQuota", 0)), _amount(cell.get("lendingLimit"))
         if "lendingLimit" in cell and None not in (nominal, lending) and lending > nominal:
-            yield (f"{where}.lendingLimit {cell['lendingLimit']} is above nominalQuota "
-                   f"{cell.get('nominalQuota')}")
+            yield (
+                f"{where}.lendingLimit {cell['lendingLimit']} is above nominalQuota "
+                f"{cell.get('nominalQuota')}"
+            )
     yield from _groups(spec)
     preemption: Mapping[str, Any] = spec.get("preemption") or {}
     borrow = (preemption.get("borrowWithinCohort") or {}).get("policy", "Never")
@@ -64,9 +68,9 @@ def _cluster_queue(spec: Mapping[str, Any]) -> Iterator[str]:
         yield f"preemption.reclaimWithinCohort Never forbids borrowWithinCohort.policy {borrow}"
     fungibility: Mapping[str, Any] = spec.get("flavorFungibility") or {}
     if "preference" in fungibility and not all(
-            fungibility.get(k) == "TryNextFlavor" for k in ("whenCanBorrow", "whenCanPreempt")):
-        yield ("flavorFungibility.preference needs whenCanBorrow and whenCanPreempt both "
-               "TryNextFlavor")
+        fungibility.get(k) == "TryNextFlavor" for k in ("whenCanBorrow", "whenCanPreempt")
+    ):
+        yield ("flavorFungibility.preference needs whenCanBorrow and whenCanPreempt both TryNextFlavor")
 
 
 def _groups(spec: Mapping[str, Any]) -> Iterator[str]:
@@ -80,8 +84,10 @@ def _groups(spec: Mapping[str, Any]) -> Iterator[str]:
         ):
             for name in names:
                 if seen.setdefault(str(name), g) != g:
-                    yield (f"{kind} {name!r} is in resourceGroups[{seen[str(name)]}] and "
-                           f"resourceGroups[{g}]; it may be in one group only")
+                    yield (
+                        f"{kind} {name!r} is in resourceGroups[{seen[str(name)]}] and "
+                        f"resourceGroups[{g}]; it may be in one group only"
+                    )
 
 
 def _topology(item: RenderedObject) -> Iterator[str]:

@@ -20,8 +20,10 @@ from policies.context import Context, Finding, RenderedObject
 from policies.walk import label_maps, show
 
 ID = "names"
-RATIONALE = ("the apiserver rejects invalid names and labels, and Grafana rejects or silently "
-             "merges dashboards with long or duplicate UIDs")
+RATIONALE = (
+    "the apiserver rejects invalid names and labels, and Grafana rejects or silently "
+    "merges dashboards with long or duplicate UIDs"
+)
 SEVERITY = "error"
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS_LABEL = re.compile(rf"^{_LABEL}$")
@@ -65,8 +67,10 @@ def _name(item: RenderedObject) -> Iterator[Finding]:
     elif not dns_subdomain(name):
         yield item.finding(f"metadata.name {name!r} is not a DNS-1123 subdomain (<= {SUBDOMAIN_MAX})")
     if item.kind in VALUE_NAMED_KINDS and len(name) > LABEL_MAX:
-        yield item.finding(f"metadata.name is {len(name)} characters; jobs carry it as a label "
-                           f"value, which holds at most {LABEL_MAX}")
+        yield item.finding(
+            f"metadata.name is {len(name)} characters; jobs carry it as a label "
+            f"value, which holds at most {LABEL_MAX}"
+        )
 
 
 def label_problems(key: str, value: Any) -> Iterator[str]:
@@ -111,8 +115,10 @@ def _dashboard_uids(ctx: Context) -> Iterator[Finding]:
     for item in ctx.objects:
         for where, uid in dashboard_uids(item):
             if len(uid) > DASHBOARD_UID_MAX or not DASHBOARD_UID.match(uid):
-                yield item.finding(f"{where} {uid!r}: a Grafana dashboard UID is 1..{DASHBOARD_UID_MAX} "
-                                   "characters of [A-Za-z0-9_-]")
+                yield item.finding(
+                    f"{where} {uid!r}: a Grafana dashboard UID is 1..{DASHBOARD_UID_MAX} "
+                    "characters of [A-Za-z0-9_-]"
+                )
             if uid in seen:
                 yield item.finding(f"{where} {uid!r} is also the UID of {seen[uid]}: Grafana keeps one")
             else:

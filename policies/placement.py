@@ -20,9 +20,11 @@ from collections.abc import Iterable
 from policies.context import Context, Finding
 
 ID = "placement"
-RATIONALE = ("valid queues can still send jobs to the wrong GPUs: a queue mixing topology and plain "
-             "flavors lets training fall onto plain flavors, and topology over inference nodes never "
-             "preempts inference")
+RATIONALE = (
+    "valid queues can still send jobs to the wrong GPUs: a queue mixing topology and plain "
+    "flavors lets training fall onto plain flavors, and topology over inference nodes never "
+    "preempts inference"
+)
 SEVERITY = "error"
 ROLE_LABEL = "trainyard.dev/pool-role"
 
@@ -31,8 +33,11 @@ def check(ctx: Context) -> Iterable[Finding]:
     flavors = {item.name: item for item in ctx.of_kind("ResourceFlavor")}
     topology = {name for name, item in flavors.items() if item.spec.get("topologyName")}
     for queue in ctx.of_kind("ClusterQueue"):
-        names = [str(f.get("name")) for group in queue.spec.get("resourceGroups") or []
-                 for f in group.get("flavors") or []]
+        names = [
+            str(f.get("name"))
+            for group in queue.spec.get("resourceGroups") or []
+            for f in group.get("flavors") or []
+        ]
         with_topology = [n for n in names if n in topology]
         plain = [n for n in names if n in flavors and n not in topology]
         if with_topology and plain:
@@ -40,7 +45,8 @@ def check(ctx: Context) -> Iterable[Finding]:
                 f"flavors {with_topology} have a topology and {plain} do not: Kueue applies "
                 "topology-aware scheduling only when every flavor of a queue has one, so jobs "
                 f"without topology annotations are refused on {with_topology[0]!r} and land on "
-                f"{plain[0]!r}; split them into two ClusterQueues")
+                f"{plain[0]!r}; split them into two ClusterQueues"
+            )
     for name in sorted(topology):
         item = flavors[name]
         role = item.labels.get(ROLE_LABEL)
@@ -48,4 +54,5 @@ def check(ctx: Context) -> Iterable[Finding]:
             yield item.finding(
                 f"topology {item.spec.get('topologyName')!r} on a pool of role {role}: Kueue counts pods it "
                 "does not manage (inference) as used capacity there, so training could never preempt "
-                "them; drop the topology or make the pool role training")
+                "them; drop the topology or make the pool role training"
+            )

@@ -15,8 +15,10 @@ from typing import Any
 from policies.context import Context, Finding, RenderedObject
 
 ID = "priorities"
-RATIONALE = ("an admitted training gang must preempt inference on its nodes and never the "
-             "reverse, so training classes outrank inference classes in both kinds, unambiguously")
+RATIONALE = (
+    "an admitted training gang must preempt inference on its nodes and never the "
+    "reverse, so training classes outrank inference classes in both kinds, unambiguously"
+)
 SEVERITY = "error"
 ROLE_LABEL = "trainyard.dev/tier-role"
 # scheduling.k8s.io/v1: user classes may not exceed 1e9 (higher is reserved for system-*).
@@ -66,8 +68,10 @@ def _unique(classes: list[RenderedObject]) -> Iterator[Finding]:
         if value is None:
             continue
         if value in seen:
-            yield item.finding(f"value {value} equals {seen[value].kind} {seen[value].name!r}: "
-                               "equal tiers cannot preempt each other")
+            yield item.finding(
+                f"value {value} equals {seen[value].kind} {seen[value].name!r}: "
+                "equal tiers cannot preempt each other"
+            )
         else:
             seen[value] = item
 
@@ -82,7 +86,8 @@ def _tiers(ctx: Context, classes: list[RenderedObject]) -> Iterator[Finding]:
         if _role(ctx, item) == "inference" and value is not None and value >= lowest:
             yield item.finding(
                 f"inference tier value {value} is not below training tier "
-                f"{lowest_item.name!r} ({lowest}): training must preempt inference, not the reverse")
+                f"{lowest_item.name!r} ({lowest}): training must preempt inference, not the reverse"
+            )
 
 
 def _one_scale(ctx: Context) -> Iterator[Finding]:
@@ -95,4 +100,5 @@ def _one_scale(ctx: Context) -> Iterator[Finding]:
         if pod_value is not None and workload_value is not None and pod_value != workload_value:
             yield twin.finding(
                 f"value {workload_value} differs from PriorityClass {pod_class.name!r} ({pod_value}): "
-                "Kueue ranks a job by either, so one tier must have one value")
+                "Kueue ranks a job by either, so one tier must have one value"
+            )

@@ -20,8 +20,10 @@ from policies import walk
 from policies.context import Context, Finding, RenderedObject
 
 ID = "quantities"
-RATIONALE = ("a quantity past int64 is capped by the apiserver (Argo CD OutOfSync forever) and a "
-             "fraction of a byte or device is rounded by Kueue, so quotas would not be what is rendered")
+RATIONALE = (
+    "a quantity past int64 is capped by the apiserver (Argo CD OutOfSync forever) and a "
+    "fraction of a byte or device is rounded by Kueue, so quotas would not be what is rendered"
+)
 SEVERITY = "error"
 QUOTA_KEYS = ("nominalQuota", "borrowingLimit", "lendingLimit")
 
@@ -52,8 +54,10 @@ def problem(resource: str, raw: Any) -> str | None:
     scaled = value * 1000 if milli else value
     if scaled > INT64_MAX:
         unit = "millicores" if milli else "units"
-        return (f"{raw} is {float(scaled):.3e} {unit}, past Kubernetes' int64 limit "
-                f"(2^63-1 {unit}); the apiserver would cap it")
+        return (
+            f"{raw} is {float(scaled):.3e} {unit}, past Kubernetes' int64 limit "
+            f"(2^63-1 {unit}); the apiserver would cap it"
+        )
     if Fraction(scaled).denominator != 1:
         unit = "millicore" if milli else ("byte" if resource == "memory" else "unit")
         return f"{raw} is not a whole {unit}; Kueue and the scheduler round it up"

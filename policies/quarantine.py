@@ -18,8 +18,10 @@ from policies.context import Context, Finding
 from policies.walk import items_under, nodes, show
 
 ID = "quarantine"
-RATIONALE = ("a flavor tolerating a quarantine taint sends training to bad GPUs, and a watched pool the "
-             "controller may not touch is never quarantined")
+RATIONALE = (
+    "a flavor tolerating a quarantine taint sends training to bad GPUs, and a watched pool the "
+    "controller may not touch is never quarantined"
+)
 SEVERITY = "error"
 POOL_LABEL = "trainyard.dev/pool"  # generators/model/health.py POOL_LABEL (policies read output only)
 
@@ -37,9 +39,11 @@ def check(ctx: Context) -> Iterable[Finding]:
         for item in ctx.of_kind("ResourceFlavor"):
             for index, toleration in enumerate(item.spec.get("tolerations") or []):
                 if isinstance(toleration, Mapping) and _tolerates(toleration, keys):
-                    yield item.finding(f"spec.tolerations[{index}] tolerates the quarantine taint "
-                                       f"({', '.join(sorted(keys))}): training admitted here would run "
-                                       "on quarantined nodes")
+                    yield item.finding(
+                        f"spec.tolerations[{index}] tolerates the quarantine taint "
+                        f"({', '.join(sorted(keys))}): training admitted here would run "
+                        "on quarantined nodes"
+                    )
     for item in ctx.of_kind("ConfigMap"):
         for key, document in item.embedded:
             if document.get("kind") != "NodeHealthPolicy":
@@ -48,7 +52,8 @@ def check(ctx: Context) -> Iterable[Finding]:
                 selector = pool.get("nodeSelector") or {}
                 labels = selector.get("matchLabels") if isinstance(selector, Mapping) else None
                 if not isinstance(labels, Mapping) or POOL_LABEL not in labels:
-                    yield item.finding(f"data[{key}].{show(path)}: pool {pool.get('name')!r} "
-                                       f"does not select on {POOL_LABEL}: the controller's admission "
-                                       "policy refuses every change to nodes without it")
-
+                    yield item.finding(
+                        f"data[{key}].{show(path)}: pool {pool.get('name')!r} "
+                        f"does not select on {POOL_LABEL}: the controller's admission "
+                        "policy refuses every change to nodes without it"
+                    )

@@ -15,8 +15,10 @@ from generators.quantity import QuantityError, canonical, parse
 from policies.context import Context, Finding, RenderedObject
 
 ID = "quota-conservation"
-RATIONALE = ("nominal quotas above real capacity admit gangs that can never be placed, "
-             "so per flavor and resource they must sum to at most the pool's schedulable capacity")
+RATIONALE = (
+    "nominal quotas above real capacity admit gangs that can never be placed, "
+    "so per flavor and resource they must sum to at most the pool's schedulable capacity"
+)
 SEVERITY = "error"
 _SHOWN_CONTRIBUTORS = 6
 
@@ -53,19 +55,21 @@ def check(ctx: Context) -> Iterable[Finding]:
         pool = pools.get(flavor)
         if pool is None:
             if total > 0:
-                yield where.finding(f"flavor {flavor!r} holds {resource} quota but is not a pool of "
-                                    f"{ctx.env.source_file}: no capacity backs it")
+                yield where.finding(
+                    f"flavor {flavor!r} holds {resource} quota but is not a pool of "
+                    f"{ctx.env.source_file}: no capacity backs it"
+                )
             continue
         capacity = pool.capacity(resource)
         if total > capacity:
             yield where.finding(
                 f"{resource}: nominal quotas sum to {_show(total, resource)}, above the "
                 f"{_show(capacity, resource)} that {pool.schedulable_nodes} schedulable nodes "
-                f"of pool {flavor} back ({_parts(parts, contributors, resource)})")
+                f"of pool {flavor} back ({_parts(parts, contributors, resource)})"
+            )
 
 
-def _parts(parts: Mapping[RenderedObject, Fraction], ordered: list[RenderedObject],
-           resource: str) -> str:
+def _parts(parts: Mapping[RenderedObject, Fraction], ordered: list[RenderedObject], resource: str) -> str:
     shown = [f"{i.kind} {i.name} {_show(parts[i], resource)}" for i in ordered if parts[i]]
     more = len(shown) - _SHOWN_CONTRIBUTORS
     return ", ".join(shown[:_SHOWN_CONTRIBUTORS]) + (f", +{more} more" if more > 0 else "")

@@ -15,8 +15,10 @@ from typing import Any
 from policies.context import Context, Finding, RenderedObject
 
 ID = "rbac"
-RATIONALE = ("wildcards and cluster-admin grant more than any controller needs, and Secret read "
-             "access must be a deliberate, reviewed exception per ServiceAccount")
+RATIONALE = (
+    "wildcards and cluster-admin grant more than any controller needs, and Secret read "
+    "access must be a deliberate, reviewed exception per ServiceAccount"
+)
 SEVERITY = "error"
 ROLE_KINDS = ("Role", "ClusterRole")
 BINDING_KINDS = ("RoleBinding", "ClusterRoleBinding")
@@ -34,8 +36,11 @@ SECRET_READERS: Mapping[str, tuple[str, ...]] = {
 def check(ctx: Context) -> Iterable[Finding]:
     for item in ctx.of_kind(*ROLE_KINDS):
         yield from _wildcards(item)
-    secret_roles = {(i.kind, i.namespace if i.kind == "Role" else None, i.name)
-                    for i in ctx.of_kind(*ROLE_KINDS) if _reads_secrets(i)}
+    secret_roles = {
+        (i.kind, i.namespace if i.kind == "Role" else None, i.name)
+        for i in ctx.of_kind(*ROLE_KINDS)
+        if _reads_secrets(i)
+    }
     for item in ctx.of_kind(*BINDING_KINDS):
         ref: Mapping[str, Any] = item.obj.get("roleRef") or {}
         if ref.get("name") == "cluster-admin":
@@ -76,9 +81,12 @@ def _secret_subjects(item: RenderedObject, role: str) -> Iterator[Finding]:
     for subject in item.obj.get("subjects") or []:
         kind, name = subject.get("kind"), subject.get("name")
         if kind != "ServiceAccount":
-            yield item.finding(f"{role} can read Secrets and is bound to {kind} {name!r}; "
-                               "only ServiceAccounts in policies/rbac.py SECRET_READERS may read Secrets")
+            yield item.finding(
+                f"{role} can read Secrets and is bound to {kind} {name!r}; "
+                "only ServiceAccounts in policies/rbac.py SECRET_READERS may read Secrets"
+            )
         elif not any(fnmatch.fnmatchcase(str(name), pattern) for pattern in allowed):
             yield item.finding(
                 f"{role} can read Secrets and is bound to ServiceAccount {name!r}, which is not in "
-                f"SECRET_READERS[{item.component!r}] (policies/rbac.py)")
+                f"SECRET_READERS[{item.component!r}] (policies/rbac.py)"
+            )

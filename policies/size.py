@@ -18,8 +18,10 @@ from typing import Any
 from policies.context import SYNC_OPTIONS, Context, Finding, RenderedObject
 
 ID = "size"
-RATIONALE = ("an object over the annotation limit cannot be client-side applied and a ConfigMap "
-             "over 1 MiB is rejected, so either would block the whole sync")
+RATIONALE = (
+    "an object over the annotation limit cannot be client-side applied and a ConfigMap "
+    "over 1 MiB is rejected, so either would block the whole sync"
+)
 SEVERITY = "error"
 ANNOTATIONS_MAX_BYTES = 262_144  # apimachinery TotalAnnotationSizeLimitB
 CONFIGMAP_MAX_BYTES = 1_048_576  # core/v1 validation: MaxSecretSize applies to ConfigMaps too
@@ -56,7 +58,9 @@ def check(ctx: Context) -> Iterable[Finding]:
             yield item.finding(
                 f"{size:,} bytes serialized, over the {ANNOTATIONS_MAX_BYTES:,}-byte annotation "
                 f"limit of client-side apply; annotate {SYNC_OPTIONS}: ServerSideApply=true "
-                "or split it")
+                "or split it"
+            )
         if item.kind == "ConfigMap" and (data := configmap_bytes(item.obj)) >= CONFIGMAP_MAX_BYTES:
-            yield item.finding(f"data is {data:,} bytes; a ConfigMap holds less than "
-                               f"{CONFIGMAP_MAX_BYTES:,} (1 MiB)")
+            yield item.finding(
+                f"data is {data:,} bytes; a ConfigMap holds less than {CONFIGMAP_MAX_BYTES:,} (1 MiB)"
+            )

@@ -16,8 +16,10 @@ from collections.abc import Iterable, Iterator
 from policies.context import SYNC_WAVE, Context, Finding, RenderedObject
 
 ID = "sync-waves"
-RATIONALE = ("Argo CD applies wave by wave, so an object must come in a later wave than "
-             "everything it depends on, or the first sync of a cluster fails or half-applies")
+RATIONALE = (
+    "Argo CD applies wave by wave, so an object must come in a later wave than "
+    "everything it depends on, or the first sync of a cluster fails or half-applies"
+)
 SEVERITY = "error"
 # Each stage must be in strictly earlier waves than the next.
 STAGES: tuple[tuple[str, ...], ...] = (
@@ -40,8 +42,9 @@ def check(ctx: Context) -> Iterable[Finding]:
         value = wave(item)
         if value is None:
             raw = item.annotations.get(SYNC_WAVE)
-            yield item.finding(f"annotation {SYNC_WAVE} is " +
-                               ("missing" if raw is None else f"{raw!r}, not an integer"))
+            yield item.finding(
+                f"annotation {SYNC_WAVE} is " + ("missing" if raw is None else f"{raw!r}, not an integer")
+            )
         else:
             waves[item] = value
     yield from _stages(ctx, waves)
@@ -58,7 +61,8 @@ def _stages(ctx: Context, waves: dict[RenderedObject, int]) -> Iterator[Finding]
             if item in waves and waves[item] <= last:
                 yield item.finding(
                     f"sync wave {waves[item]} is not after {last_item.kind} {last_item.name!r} "
-                    f"(wave {last}): {'/'.join(earlier)} must be applied before {item.kind}")
+                    f"(wave {last}): {'/'.join(earlier)} must be applied before {item.kind}"
+                )
 
 
 def _namespaces(ctx: Context, waves: dict[RenderedObject, int]) -> Iterator[Finding]:
@@ -66,5 +70,7 @@ def _namespaces(ctx: Context, waves: dict[RenderedObject, int]) -> Iterator[Find
     for item in ctx.objects:
         namespace = namespaces.get(item.namespace or "")
         if namespace is not None and item in waves and waves[item] <= waves[namespace]:
-            yield item.finding(f"sync wave {waves[item]} is not after its Namespace "
-                               f"{namespace.name!r} (wave {waves[namespace]})")
+            yield item.finding(
+                f"sync wave {waves[item]} is not after its Namespace "
+                f"{namespace.name!r} (wave {waves[namespace]})"
+            )

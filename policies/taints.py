@@ -19,8 +19,10 @@ from policies.references import PRIORITY_CLASS_LABEL
 from policies.walk import Tree, items_under, label_maps, nodes, show
 
 ID = "taints"
-RATIONALE = ("a NoExecute taint or zero-second toleration evicts running production at once, and an "
-             "inference toleration of the gate taint defeats the overflow gate")
+RATIONALE = (
+    "a NoExecute taint or zero-second toleration evicts running production at once, and an "
+    "inference toleration of the gate taint defeats the overflow gate"
+)
 SEVERITY = "error"
 TAINT_POLICY_KIND = "TaintPolicy"
 _TAINT_LISTS = ("taints", "nodeTaints")
@@ -45,17 +47,22 @@ def _documents(item: RenderedObject) -> Iterator[tuple[str, Tree]]:
 
 def _no_execute(item: RenderedObject, where: str, tree: Tree) -> Iterator[Finding]:
     taints = [pair for key in _TAINT_LISTS for pair in items_under(tree, key)]
-    taints += [((*path, "taint"), node["taint"]) for path, node in tree
-               if isinstance(node.get("taint"), Mapping)]
+    taints += [
+        ((*path, "taint"), node["taint"]) for path, node in tree if isinstance(node.get("taint"), Mapping)
+    ]
     for path, taint in taints:
         if taint.get("effect") == "NoExecute":
-            yield item.finding(f"{where}{show(path)}: NoExecute taint {taint.get('key')!r} evicts "
-                               "every running pod without a toleration at once; use NoSchedule")
+            yield item.finding(
+                f"{where}{show(path)}: NoExecute taint {taint.get('key')!r} evicts "
+                "every running pod without a toleration at once; use NoSchedule"
+            )
     for path, toleration in items_under(tree, "tolerations"):
         seconds = toleration.get("tolerationSeconds")
         if toleration.get("effect") == "NoExecute" and isinstance(seconds, int) and seconds <= 0:
-            yield item.finding(f"{where}{show(path)}: NoExecute toleration with tolerationSeconds "
-                               f"{seconds} evicts its pods the moment the taint lands")
+            yield item.finding(
+                f"{where}{show(path)}: NoExecute toleration with tolerationSeconds "
+                f"{seconds} evicts its pods the moment the taint lands"
+            )
 
 
 def _gate_keys(ctx: Context) -> set[str]:
@@ -77,9 +84,12 @@ class _Inference:
     def __init__(self, ctx: Context) -> None:
         pool_roles = {pool.name: pool.role for pool in ctx.env.pools}
         self.tiers = {t.name for t in ctx.env.tiers if t.role == "inference"}
-        self.namespaces = {ns for team in ctx.env.teams
-                           if team.shares and all(pool_roles.get(p) == "inference" for p in team.shares)
-                           for ns in team.namespaces}
+        self.namespaces = {
+            ns
+            for team in ctx.env.teams
+            if team.shares and all(pool_roles.get(p) == "inference" for p in team.shares)
+            for ns in team.namespaces
+        }
         self.flavors = {name for name, role in pool_roles.items() if role == "inference"}
 
     def holds(self, item: RenderedObject) -> bool:
@@ -93,16 +103,21 @@ class _Inference:
         return named & self.tiers
 
 
-def _gate_tolerations(item: RenderedObject, gate_keys: set[str],
-                      inference: _Inference) -> Iterator[Finding]:
-    why = (f"ResourceFlavor of inference pool {item.name}" if item.kind == "ResourceFlavor"
-           else f"inference workload (tier {', '.join(sorted(inference.tiers_of(item)))})"
-           if inference.tiers_of(item) else f"inference namespace {item.namespace}")
+def _gate_tolerations(item: RenderedObject, gate_keys: set[str], inference: _Inference) -> Iterator[Finding]:
+    why = (
+        f"ResourceFlavor of inference pool {item.name}"
+        if item.kind == "ResourceFlavor"
+        else f"inference workload (tier {', '.join(sorted(inference.tiers_of(item)))})"
+        if inference.tiers_of(item)
+        else f"inference namespace {item.namespace}"
+    )
     for path, toleration in items_under(item.tree, "tolerations"):
         key = toleration.get("key")
         everything = not key and toleration.get("operator") == "Exists"
         if everything or key in gate_keys:
             what = "tolerates every taint, including" if everything else "tolerates"
             keys = sorted(gate_keys) if everything else [str(key)]
-            yield item.finding(f"{show(path)}: {why} {what} the overflow gate taint "
-                               f"{', '.join(map(repr, keys))}; it would bypass the gate")
+            yield item.finding(
+                f"{show(path)}: {why} {what} the overflow gate taint "
+                f"{', '.join(map(repr, keys))}; it would bypass the gate"
+            )

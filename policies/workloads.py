@@ -16,8 +16,10 @@ from policies.context import Context, Finding
 from policies.walk import containers, pod_specs, show
 
 ID = "workloads"
-RATIONALE = ("a compromised or leaking controller on a shared GPU cluster must not gain root, "
-             "write its image, starve neighbours or change code under a moving tag")
+RATIONALE = (
+    "a compromised or leaking controller on a shared GPU cluster must not gain root, "
+    "write its image, starve neighbours or change code under a moving tag"
+)
 SEVERITY = "error"
 WORKLOAD_KINDS = ("Deployment", "DaemonSet", "StatefulSet", "Job", "CronJob")
 

@@ -63,12 +63,16 @@ def test_the_guides_environment_puts_both_generations_in_one_queue(rendered: Pat
     assert [f["name"] for f in queue["spec"]["resourceGroups"][0]["flavors"]] == ["train-gb200", "train-h100"]
     flavor = yaml.safe_load((kueue / "resourceflavor-train-gb200.yaml").read_text())
     assert flavor["spec"]["nodeLabels"] == {
-        "trainyard.dev/pool": "train-gb200", "kubernetes.io/arch": "arm64"}
+        "trainyard.dev/pool": "train-gb200",
+        "kubernetes.io/arch": "arm64",
+    }
 
 
 def test_the_guides_helm_commands_are_the_rendered_headers_in_order(rendered: Path) -> None:
     installers = rendered / "rendered" / "acme" / "installers"
-    expected = [header_command(installers / name) for name in
-                ("kube-prometheus-stack-values.yaml", "gpu-operator-values.yaml", "kueue-values.yaml")]
+    expected = [
+        header_command(installers / name)
+        for name in ("kube-prometheus-stack-values.yaml", "gpu-operator-values.yaml", "kueue-values.yaml")
+    ]
     section = GUIDE.read_text().split("## 5.", 1)[1].split("\n## ", 1)[0]
     assert helm_commands(section) == expected

@@ -46,8 +46,11 @@ def test_oversized_file(tmp_path: Path) -> None:
 
 def test_template_syntax_in_values_stays_data(tmp_path: Path) -> None:
     """Strings are data: Jinja syntax in a value is rendered literally, never evaluated."""
-    text = (CORPUS / "valid-minimal.yaml").read_text().replace(
-        "value: 1000}", "value: 1000, description: \"{{ 7*7 }} {% if 1 %}x{% endif %}\"}")
+    text = (
+        (CORPUS / "valid-minimal.yaml")
+        .read_text()
+        .replace("value: 1000}", 'value: 1000, description: "{{ 7*7 }} {% if 1 %}x{% endif %}"}')
+    )
     root = repo_with(tmp_path, text)
     code, _, err = run_cli(root, "render", "bad")
     assert code == 0, err

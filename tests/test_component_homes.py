@@ -73,8 +73,9 @@ def test_templates_common_is_rendered_only_through_generators_k8s() -> None:
 
 
 @pytest.mark.parametrize("env_name", environment_names(ROOT))
-def test_every_rendered_file_comes_from_its_folders_templates(env_name: str,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_rendered_file_comes_from_its_folders_templates(
+    env_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     env = model.load(ROOT, env_name)
     jinja = templating.environment()
     original = jinja.get_template

@@ -12,9 +12,9 @@ from tests.support.scratch import repo_with, run_cli
 
 HINT = "use your own (docs/adopting.md), or mark an example environment with `example: true`"
 OWN = (
-    "cluster:\n  kubernetesVersion: \"1.36.2\"\n  argocd: {repoURL: https://git.acme.test/ml/trainyard.git}\n"
-    "monitoring:\n  rules: {runbookUrlPattern: \"https://wiki.acme.test/runbooks/%s\"}\n"
-    "health:\n  runbookUrlPattern: \"https://wiki.acme.test/health/%s\"\n"
+    'cluster:\n  kubernetesVersion: "1.36.2"\n  argocd: {repoURL: https://git.acme.test/ml/trainyard.git}\n'
+    'monitoring:\n  rules: {runbookUrlPattern: "https://wiki.acme.test/runbooks/%s"}\n'
+    'health:\n  runbookUrlPattern: "https://wiki.acme.test/health/%s"\n'
 )
 
 
@@ -23,8 +23,10 @@ def _minimal() -> str:
 
 
 def test_placeholders_warn_at_their_line_and_still_render(tmp_path: Path) -> None:
-    text = _minimal().replace('cluster: {kubernetesVersion: "1.36.2"}\n', OWN.replace(
-        "https://git.acme.test/ml/trainyard.git", "https://github.com/example/trainyard.git"))
+    text = _minimal().replace(
+        'cluster: {kubernetesVersion: "1.36.2"}\n',
+        OWN.replace("https://git.acme.test/ml/trainyard.git", "https://github.com/example/trainyard.git"),
+    )
     code, _, err = run_cli(repo_with(tmp_path, text), "render", "bad")
     assert code == 0, err
     assert err.splitlines() == [
@@ -38,15 +40,19 @@ def test_placeholders_warn_at_their_line_and_still_render(tmp_path: Path) -> Non
 def test_a_default_placeholder_says_it_is_the_default(tmp_path: Path) -> None:
     code, _, err = run_cli(repo_with(tmp_path, _minimal()), "render", "bad")
     assert code == 0
-    assert ("environments/bad.yaml:3:10: warning: the default 'https://github.com/example/trainyard.git' "
-            "is a placeholder of the shipped examples") in err
+    assert (
+        "environments/bad.yaml:3:10: warning: the default 'https://github.com/example/trainyard.git' "
+        "is a placeholder of the shipped examples"
+    ) in err
     assert "(monitoring.rules.runbookUrlPattern)" in err and "(health.runbookUrlPattern)" in err
     assert err.count(": warning: ") == 3
 
 
 def test_example_true_and_own_values_are_quiet(tmp_path: Path) -> None:
-    for folder, text in (("flagged", _minimal() + "example: true\n"),
-                         ("own", _minimal().replace('cluster: {kubernetesVersion: "1.36.2"}\n', OWN))):
+    for folder, text in (
+        ("flagged", _minimal() + "example: true\n"),
+        ("own", _minimal().replace('cluster: {kubernetesVersion: "1.36.2"}\n', OWN)),
+    ):
         (tmp_path / folder).mkdir()
         code, _, err = run_cli(repo_with(tmp_path / folder, text), "render", "bad")
         assert (code, err) == (0, ""), (folder, err)
@@ -58,8 +64,10 @@ def test_the_example_images_warn_at_each_use(tmp_path: Path) -> None:
     code, _, err = run_cli(repo_with(tmp_path, text), "render", "bad")
     assert code == 0, err
     lines = err.splitlines()
-    gate = ("warning: 'ghcr.io/example/trainyard-gate' is a placeholder of the shipped examples: no "
-            "registry serves it: the pods would never start (ImagePullBackOff)")
+    gate = (
+        "warning: 'ghcr.io/example/trainyard-gate' is a placeholder of the shipped examples: no "
+        "registry serves it: the pods would never start (ImagePullBackOff)"
+    )
     at_health, at_gate = _line(text, "health:") + 2, _line(text, "  gate:") + 6
     assert f"environments/bad.yaml:{at_health}:23: {gate} (health.image.repository); {HINT}" in lines, lines
     assert f"environments/bad.yaml:{at_gate}:25: {gate} (overflow.gate.image.repository); {HINT}" in lines

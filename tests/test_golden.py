@@ -80,12 +80,14 @@ def test_node_count_change_flows_to_every_quota(repo_copy: Path) -> None:
     after = model.load(repo_copy, "prod")
     before = model.load(ROOT, "prod")
     pool = before.pools[0].name
-    changed = [t.name for t in before.teams
-               if any(f.pool == pool and f.nodes for f in before.queues[t.name])]
+    changed = [t.name for t in before.teams if any(f.pool == pool and f.nodes for f in before.queues[t.name])]
     assert changed
     for team in changed:
         old = next(f for f in before.queues[team] if f.pool == pool)
         new = next(f for f in after.queues[team] if f.pool == pool)
         assert new.nodes < old.nodes
-        assert all(q_new.nominal < q_old.nominal for q_new, q_old in zip(new.quotas, old.quotas, strict=True)
-                   if q_old.nominal)
+        assert all(
+            q_new.nominal < q_old.nominal
+            for q_new, q_old in zip(new.quotas, old.quotas, strict=True)
+            if q_old.nominal
+        )

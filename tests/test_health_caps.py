@@ -43,22 +43,34 @@ def _refused(tmp_path: Path, cap_line: str, marker: str, message: str) -> None:
 
 
 def test_a_fleet_cap_above_the_watched_pools_is_an_error(tmp_path: Path) -> None:
-    _refused(tmp_path, "  cap: {maxNodes: 500, maxPercentOfPool: 100}\n", "500",
-             "maxNodes 500 is above the 32 nodes of the watched pools (health.cap.maxNodes); the "
-             "fleet-wide cap is a blast-radius limit: size it to what may break at once, at most the "
-             "reserves together")
+    _refused(
+        tmp_path,
+        "  cap: {maxNodes: 500, maxPercentOfPool: 100}\n",
+        "500",
+        "maxNodes 500 is above the 32 nodes of the watched pools (health.cap.maxNodes); the "
+        "fleet-wide cap is a blast-radius limit: size it to what may break at once, at most the "
+        "reserves together",
+    )
 
 
 def test_a_pool_cap_above_the_pool_is_an_error(tmp_path: Path) -> None:
-    _refused(tmp_path, "  cap: {maxNodes: 1, maxPercentOfPool: 5, pools: {train-h100: 40}}\n", "40}",
-             "cap of 40 nodes is above pool 'train-h100''s 32 nodes (health.cap.pools.train-h100); a cap "
-             "can be at most the pool; keep it at or below its reserveNodes (1)")
+    _refused(
+        tmp_path,
+        "  cap: {maxNodes: 1, maxPercentOfPool: 5, pools: {train-h100: 40}}\n",
+        "40}",
+        "cap of 40 nodes is above pool 'train-h100''s 32 nodes (health.cap.pools.train-h100); a cap "
+        "can be at most the pool; keep it at or below its reserveNodes (1)",
+    )
 
 
 def test_a_cap_for_a_pool_not_watched_is_an_error(tmp_path: Path) -> None:
-    _refused(tmp_path, "  cap: {maxNodes: 1, maxPercentOfPool: 5, pools: {train-h10: 1}}\n", "train-h10:",
-             "pool 'train-h10' is not watched by the health controller (health.cap.pools.train-h10); "
-             "did you mean 'train-h100'?")
+    _refused(
+        tmp_path,
+        "  cap: {maxNodes: 1, maxPercentOfPool: 5, pools: {train-h10: 1}}\n",
+        "train-h10:",
+        "pool 'train-h10' is not watched by the health controller (health.cap.pools.train-h10); "
+        "did you mean 'train-h100'?",
+    )
 
 
 def test_a_cap_above_the_reserve_warns_and_renders(tmp_path: Path) -> None:
@@ -66,10 +78,11 @@ def test_a_cap_above_the_reserve_warns_and_renders(tmp_path: Path) -> None:
     root = repo_with(tmp_path, text)
     code, _, err = run_cli(root, "render", "bad")
     assert code == 0, err
-    assert (f"environments/bad.yaml:{_position(text, '10}')}: warning: pool 'train-h100' may have 3 nodes "
-            "quarantined, above its reserveNodes (1) (health.cap.maxPercentOfPool); quota would then "
-            "promise GPUs that are quarantined; raise pools[0].reserveNodes or lower the cap"
-            ) in err.splitlines()
+    assert (
+        f"environments/bad.yaml:{_position(text, '10}')}: warning: pool 'train-h100' may have 3 nodes "
+        "quarantined, above its reserveNodes (1) (health.cap.maxPercentOfPool); quota would then "
+        "promise GPUs that are quarantined; raise pools[0].reserveNodes or lower the cap"
+    ) in err.splitlines()
 
 
 def test_the_shipped_cap_neither_warns_nor_fails(tmp_path: Path) -> None:
@@ -86,8 +99,12 @@ def test_a_pool_cap_reaches_the_controllers_policy(tmp_path: Path) -> None:
     configmap = root / "rendered" / "bad" / "health" / "trainyard-system" / "configmap-gpu-health.yaml"
     policy = yaml.safe_load(yaml.safe_load(configmap.read_text())["data"]["policy.yaml"])
     assert policy["spec"]["pools"] == [
-        {"name": "train-h100", "nodeSelector": {"matchLabels": {"trainyard.dev/pool": "train-h100"}},
-         "maxNodes": 1}]
+        {
+            "name": "train-h100",
+            "nodeSelector": {"matchLabels": {"trainyard.dev/pool": "train-h100"}},
+            "maxNodes": 1,
+        }
+    ]
     assert policy["spec"]["cap"] == {"maxNodes": 1, "maxPercentOfPool": 5}
 
 
@@ -95,8 +112,9 @@ def test_a_small_pool_is_no_longer_refused_for_rounding_to_zero(tmp_path: Path) 
     """10 % of 4 nodes rounded to 0 and was refused; with the floor of one it is one node."""
     from tests.support import CORPUS
 
-    text = (CORPUS / "bad" / "health-cap-above-the-pool.yaml").read_text().replace(
-        "  cap: {maxNodes: 5}\n", "")
+    text = (
+        (CORPUS / "bad" / "health-cap-above-the-pool.yaml").read_text().replace("  cap: {maxNodes: 5}\n", "")
+    )
     root = repo_with(tmp_path, text)
     code, _, err = run_cli(root, "render", "bad")
     assert code == 0, err

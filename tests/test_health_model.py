@@ -34,7 +34,8 @@ def test_default_pools_are_training_and_shared() -> None:
     staging = model.load(ROOT, "staging")
     assert staging.health is not None and staging.health.controller is not None
     assert [p.name for p in staging.health.controller.pools] == [
-        p.name for p in staging.pools if p.role in ("training", "shared")]
+        p.name for p in staging.pools if p.role in ("training", "shared")
+    ]
 
 
 def test_conditions_follow_the_monitoring_thresholds() -> None:
@@ -58,7 +59,9 @@ def test_tolerations_per_backend() -> None:
     dev = model.load(ROOT, "dev").health
     assert dev is not None and dev.controller is None
     assert [(t.key, t.effect) for t in dev.tolerations] == [
-        ("nvidia.com/gpu-xid-error", "NoSchedule"), ("nvidia.com/gpu-nvlink-error", "NoSchedule")]
+        ("nvidia.com/gpu-xid-error", "NoSchedule"),
+        ("nvidia.com/gpu-nvlink-error", "NoSchedule"),
+    ]
 
 
 def test_the_free_gpu_query_tolerates_the_quarantine_keys() -> None:

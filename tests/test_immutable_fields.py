@@ -33,8 +33,11 @@ def checkout(tmp_path: Path) -> Path:
     """environments/ and rendered/ of this repository, committed in a scratch git repository."""
     for folder in ("environments", "rendered"):
         shutil.copytree(ROOT / folder, tmp_path / folder)
-    for argv in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@example.com",
-                                                   "commit", "-qm", "base"]):
+    for argv in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "base"],
+    ):
         subprocess.run(["git", *argv], cwd=tmp_path, check=True, capture_output=True)
     return tmp_path
 
@@ -54,12 +57,17 @@ def test_a_tier_value_change_is_noted_once_as_a_recreate_and_passes(checkout: Pa
         "environments/_defaults.yaml:24:14: note: PriorityClass training value 900000 -> 900100: immutable, "
         "so Argo CD deletes and recreates it (Force=true,Replace=true) (priorities.tiers[1].value); running "
         "pods keep the priority they were admitted with; pods created in the gap are refused by the Priority "
-        "admission plugin and retried by their controllers [extended by dev, prod, staging]"]
+        "admission plugin and retried by their controllers [extended by dev, prod, staging]"
+    ]
 
 
 def test_a_topology_levels_change_is_refused_at_its_line_with_the_migration(checkout: Path) -> None:
-    edit(checkout, "staging.yaml", STAGING_LEVELS,
-         "levels: [topology.trainyard.dev/block, topology.trainyard.dev/rack, kubernetes.io/hostname]")
+    edit(
+        checkout,
+        "staging.yaml",
+        STAGING_LEVELS,
+        "levels: [topology.trainyard.dev/block, topology.trainyard.dev/rack, kubernetes.io/hostname]",
+    )
     code, out, err = run_cli(checkout, "diff", "--base", "HEAD")
     assert code == 1
     assert "~ Topology.kueue.x-k8s.io train-h100" in out  # the report is still written
@@ -71,16 +79,20 @@ def test_a_topology_levels_change_is_refused_at_its_line_with_the_migration(chec
         "Argo CD sync would stop at its wave (pools[0].topology.levels); rename the pool in the same change "
         "(e.g. train-h100 -> train-h100-v2, with its shares and borrowFrom entries): Argo CD creates the new "
         "flavor and topology in wave 1, moves the ClusterQueues to them in wave 2 and prunes the old ones "
-        "last, once Kueue releases them (docs/immutable-fields.md)"]
+        "last, once Kueue releases them (docs/immutable-fields.md)"
+    ]
 
 
 def test_node_labels_are_immutable_only_on_a_topology_flavor(checkout: Path) -> None:
     edit(checkout, "prod.yaml", "gpu.product: NVIDIA-L40S}", "gpu.product: NVIDIA-L40S-48GB}")
     code, _, err = run_cli(checkout, "diff", "--base", "HEAD")
     assert (code, err) == (0, "")  # infer-l40s has no topology: the CRD lets its nodeLabels change
-    edit(checkout, "prod.yaml", "nodeLabels: {trainyard.dev/pool: train-h100-b, nvidia.com/gpu.product: "
-         "NVIDIA-H100-80GB-HBM3}", "nodeLabels: {trainyard.dev/pool: h100-b, nvidia.com/gpu.product: "
-         "NVIDIA-H100-80GB-HBM3}")
+    edit(
+        checkout,
+        "prod.yaml",
+        "nodeLabels: {trainyard.dev/pool: train-h100-b, nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}",
+        "nodeLabels: {trainyard.dev/pool: h100-b, nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}",
+    )
     code, _, err = run_cli(checkout, "diff", "--base", "HEAD")
     assert code == 1
     assert err.startswith(
@@ -88,21 +100,29 @@ def test_node_labels_are_immutable_only_on_a_topology_flavor(checkout: Path) -> 
         "{nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3, trainyard.dev/pool: train-h100-b} -> "
         "{nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3, trainyard.dev/pool: h100-b}: the API refuses "
         "this change in place (../shared/crds/kueue-v0.19.2/kueue.x-k8s.io_resourceflavors.yaml:374 "
-        "(CEL, when topologyName is set))")
-    assert ("(pools[1].nodeLabels); rename the pool in the same change "
-            "(e.g. train-h100-b -> train-h100-b-v2") in err
+        "(CEL, when topologyName is set))"
+    )
+    assert (
+        "(pools[1].nodeLabels); rename the pool in the same change (e.g. train-h100-b -> train-h100-b-v2"
+    ) in err
     assert len(err.splitlines()) == 1
 
 
 def test_adding_a_topology_to_a_flavor_is_allowed() -> None:
     """The CEL rules apply only once the old flavor has a topologyName."""
-    before = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "p"},
-              "spec": {"nodeLabels": {"pool": "p"}}}
+    before = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "p"},
+        "spec": {"nodeLabels": {"pool": "p"}},
+    }
     after = {**before, "spec": {"nodeLabels": {"pool": "q"}, "topologyName": "p"}}
     assert immutable.changes(before, after, "x.yaml") == []
     removed = immutable.changes(after, before, "x.yaml")
-    assert [(c.kind, c.field) for c in removed] == [("ResourceFlavor", "spec.nodeLabels"),
-                                                    ("ResourceFlavor", "spec.topologyName")]
+    assert [(c.kind, c.field) for c in removed] == [
+        ("ResourceFlavor", "spec.nodeLabels"),
+        ("ResourceFlavor", "spec.topologyName"),
+    ]
 
 
 def _old_self_fields(schema: dict[str, Any], path: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
@@ -128,9 +148,13 @@ def test_the_table_holds_every_old_self_rule_of_the_pinned_kueue_crds_on_rendere
             continue
         [storage] = [v for v in crd["spec"]["versions"] if v["storage"]]
         found |= {(kind, p) for p in _old_self_fields(storage["schema"]["openAPIV3Schema"])}
-    assert found == {("LocalQueue", ("spec", "clusterQueue")), ("Topology", ("spec", "levels")),
-                     ("ResourceFlavor", ("spec", "nodeLabels")), ("ResourceFlavor", ("spec", "tolerations")),
-                     ("ResourceFlavor", ("spec", "topologyName"))}
+    assert found == {
+        ("LocalQueue", ("spec", "clusterQueue")),
+        ("Topology", ("spec", "levels")),
+        ("ResourceFlavor", ("spec", "nodeLabels")),
+        ("ResourceFlavor", ("spec", "tolerations")),
+        ("ResourceFlavor", ("spec", "topologyName")),
+    }
     assert found <= {(r.kind, r.path) for r in immutable.RULES}
 
 
@@ -158,6 +182,8 @@ def test_the_pr_comment_carries_the_lines(checkout: Path) -> None:
     edit(checkout, "_defaults.yaml", "value: 900000", "value: 900100")
     code, out, _ = run_cli(checkout, "diff", "--base", "HEAD", "--format", "markdown")
     assert code == 0
-    assert ("**Immutable fields changed** (Argo CD deletes and recreates these objects; "
-            "docs/immutable-fields.md):\n\n```text\nenvironments/_defaults.yaml:24:14: note: PriorityClass "
-            "training value 900000 -> 900100: immutable, so Argo CD deletes") in out
+    assert (
+        "**Immutable fields changed** (Argo CD deletes and recreates these objects; "
+        "docs/immutable-fields.md):\n\n```text\nenvironments/_defaults.yaml:24:14: note: PriorityClass "
+        "training value 900000 -> 900100: immutable, so Argo CD deletes"
+    ) in out

@@ -12,13 +12,20 @@ from hypothesis import strategies as st
 from generators.jsontext import dumps_sorted_indented
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(), st.text(),
-    st.sampled_from(["", "\"", "\\", "\n", "\x00", "\x1f", "\x7f", "é°C", "\u2028", "\U0001f600", "{{x}}"]),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    st.text(),
+    st.sampled_from(["", '"', "\\", "\n", "\x00", "\x1f", "\x7f", "é°C", "\u2028", "\U0001f600", "{{x}}"]),
 )
 documents = st.recursive(
     scalars,
-    lambda children: st.one_of(st.lists(children, max_size=5), st.tuples(children, children),
-                               st.dictionaries(st.text(max_size=8), children, max_size=5)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=5),
+        st.tuples(children, children),
+        st.dictionaries(st.text(max_size=8), children, max_size=5),
+    ),
     max_leaves=40,
 )
 

@@ -40,9 +40,12 @@ def test_below_1_36_the_priority_policy_validates_only(tmp_path: Path) -> None:
     policy = files["validatingadmissionpolicy-trainyard-training-priority.yaml"]
     validation = policy["spec"]["validations"][0]  # type: ignore[index]
     assert validation["expression"] == (
-        'has(object.spec.priorityClassName) && object.spec.priorityClassName in ["train"]')
-    assert "set priorityClassName: train (Kubernetes 1.33.5 has no MutatingAdmissionPolicy" in (
-        validation["messageExpression"])
+        'has(object.spec.priorityClassName) && object.spec.priorityClassName in ["train"]'
+    )
+    assert (
+        "set priorityClassName: train (Kubernetes 1.33.5 has no MutatingAdmissionPolicy"
+        in (validation["messageExpression"])
+    )
     assert "validatingadmissionpolicybinding-trainyard-training-priority.yaml" in files
 
 
@@ -53,8 +56,10 @@ def test_from_1_36_a_classless_training_pod_is_defaulted(tmp_path: Path) -> None
     files = _priorities(root)
     mutating = files["mutatingadmissionpolicy-trainyard-training-priority.yaml"]
     expression = mutating["spec"]["mutations"][0]["applyConfiguration"]["expression"]  # type: ignore[index]
-    assert expression == ('Object{spec: Object.spec{priorityClassName: "train", priority: 1000, '
-                          'preemptionPolicy: "PreemptLowerPriority"}}')
+    assert expression == (
+        'Object{spec: Object.spec{priorityClassName: "train", priority: 1000, '
+        'preemptionPolicy: "PreemptLowerPriority"}}'
+    )
 
 
 @pytest.mark.parametrize("version", ["1.31.4", "1.38.0"])
@@ -69,7 +74,8 @@ def test_a_version_outside_the_range_is_refused_at_its_line(tmp_path: Path, vers
     assert err.splitlines()[0] == (
         f"environments/bad.yaml:3:{column}: error: Kubernetes {version} is outside the supported range "
         "1.32 to 1.37 (cluster.kubernetesVersion); the rendered objects are checked against that "
-        "range's API schemas (generators/kubernetes.py says why each end is there)")
+        "range's API schemas (generators/kubernetes.py says why each end is there)"
+    )
 
 
 def _without_block(text: str, key: str) -> str:
@@ -88,8 +94,10 @@ def test_health_quarantine_below_1_36_is_refused_with_the_reason(tmp_path: Path)
     root = repo_with(tmp_path, text.replace('kubernetesVersion: "1.36.2"', 'kubernetesVersion: "1.35.4"'))
     code, _, err = run_cli(root, "render", "bad")
     assert code == 1
-    assert "error: health backend trainyard needs Kubernetes 1.36 or newer, the cluster runs 1.35.4 " \
-           "(health.backend)" in err, err
+    assert (
+        "error: health backend trainyard needs Kubernetes 1.36 or newer, the cluster runs 1.35.4 "
+        "(health.backend)" in err
+    ), err
 
 
 @pytest.mark.slow

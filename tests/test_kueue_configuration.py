@@ -51,8 +51,9 @@ def test_shipped_environments_hand_the_configuration_to_the_kueue_chart(name: st
     # What Argo CD applies (and everything that reads objects) never sees it.
     assert VALUES not in {f.path for f in render.render_environment(model.load(ROOT, name))}
     # Nobody but the installer owns kueue-manager-config: no rendered object of that name.
-    assert not [f for f in files.values()
-                if f.is_object and f.obj["metadata"]["name"] == kueue.CONFIG_MAP_NAME]
+    assert not [
+        f for f in files.values() if f.is_object and f.obj["metadata"]["name"] == kueue.CONFIG_MAP_NAME
+    ]
     text = (ROOT / "rendered" / name / VALUES).read_text(encoding="utf-8")
     assert text == files[VALUES].text
     assert text.startswith("# Helm values for the Kueue chart v0.19.2")
@@ -83,8 +84,8 @@ def test_block_admission_is_decided_in_each_environment_file_with_its_reason() -
         block = _raw(name)["kueue"]["waitForPodsReady"]["blockAdmission"]
         assert isinstance(block, bool), name
         text = _text(name)
-        before_key = text[:text.rindex("\nkueue:")]
-        reason = before_key[before_key.rindex("\n\n"):]
+        before_key = text[: text.rindex("\nkueue:")]
+        reason = before_key[before_key.rindex("\n\n") :]
         assert f"# blockAdmission: {str(block).lower()}." in reason, (name, reason)
         assert model.load(ROOT, name).kueue.wait_for_pods_ready.block_admission is block
         decided[name] = block
@@ -121,14 +122,20 @@ def test_config_map_delivery_renders_the_same_configuration_as_a_configmap(tmp_p
     manifests = repo_with(tmp_path / "manifests", minimal + "kueue:\n  configurationDelivery: configMap\n")
     helm_files, map_files = _files(helm, "bad"), _files(manifests, "bad")
     assert VALUES in helm_files and VALUES not in map_files
-    [config_map] = [f for f in map_files.values() if f.obj.get("kind") == "ConfigMap"
-                    and f.obj["metadata"]["name"] == kueue.CONFIG_MAP_NAME]
+    [config_map] = [
+        f
+        for f in map_files.values()
+        if f.obj.get("kind") == "ConfigMap" and f.obj["metadata"]["name"] == kueue.CONFIG_MAP_NAME
+    ]
     assert config_map.path == "kueue/kueue-system/configmap-kueue-manager-config.yaml"
     in_map = yaml.safe_load(config_map.obj["data"][kueue.CONFIG_KEY])
     assert in_map == _config_from_values(helm_files[VALUES].text)
     # Argo CD applies it then: it is in the project's whitelist as a namespaced kind.
-    [project] = [f.obj for f in map_files.values() if f.obj.get("kind") == "AppProject"
-                 and f.obj["metadata"]["name"] == "trainyard-bad"]
+    [project] = [
+        f.obj
+        for f in map_files.values()
+        if f.obj.get("kind") == "AppProject" and f.obj["metadata"]["name"] == "trainyard-bad"
+    ]
     assert {"group": "", "kind": "ConfigMap"} in project["spec"]["namespaceResourceWhitelist"]
 
 
@@ -160,8 +167,9 @@ def _chart_values() -> str:
     tools/toolchain.py), as the pinned helm reads it. Missing helm or archive is a failure
     with the install command, never a skip: CI and `make test` provision both."""
     helm, chart = tool("helm"), archive(f"kueue-{PINS['kueue'].lstrip('v')}.tgz")
-    done = subprocess.run([str(helm), "show", "values", str(chart)], capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        [str(helm), "show", "values", str(chart)], capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 

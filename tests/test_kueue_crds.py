@@ -27,8 +27,11 @@ def _strict(schema: Any) -> Any:
     """Close every object that lists its properties, as the API server prunes/rejects."""
     if isinstance(schema, dict):
         out = {k: _strict(v) for k, v in schema.items()}
-        if "properties" in out and "additionalProperties" not in out and not out.get(
-                "x-kubernetes-preserve-unknown-fields"):
+        if (
+            "properties" in out
+            and "additionalProperties" not in out
+            and not out.get("x-kubernetes-preserve-unknown-fields")
+        ):
             out["additionalProperties"] = False
         return out
     if isinstance(schema, list):
@@ -71,8 +74,12 @@ def test_kueue_objects_match_pinned_crds(env_name: str) -> None:
 
 def test_the_check_rejects_a_typo() -> None:
     schemas = _schemas()
-    bad = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "x"},
-           "spec": {"clusterQueues": "x"}}
+    bad = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": "x"},
+        "spec": {"clusterQueues": "x"},
+    }
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schemas[("kueue.x-k8s.io/v1beta2", "LocalQueue")])
 

@@ -33,8 +33,13 @@ def test_canonical(value: int | Fraction, fmt: str, expected: str) -> None:
 
 @pytest.mark.parametrize(
     ("text", "value", "fmt"),
-    [("192", 192, "decimal"), ("500m", Fraction(1, 2), "decimal"), ("2Ti", 2 << 40, "binary"),
-     ("1.5Gi", 3 << 29, "binary"), (8, 8, "decimal")],
+    [
+        ("192", 192, "decimal"),
+        ("500m", Fraction(1, 2), "decimal"),
+        ("2Ti", 2 << 40, "binary"),
+        ("1.5Gi", 3 << 29, "binary"),
+        (8, 8, "decimal"),
+    ],
 )
 def test_parse(text: str | int, value: int | Fraction, fmt: str) -> None:
     q = parse(text)

@@ -34,15 +34,19 @@ def environments(draw: st.DrawFn) -> dict[str, Any]:
     pools = []
     for i in range(n_pools):
         nodes = draw(st.integers(1, 600))
-        pools.append({
-            "name": f"pool-{i}", "role": draw(st.sampled_from(["training", "inference", "shared"])),
-            "gpu": {"model": "H100", "perNode": draw(st.sampled_from([1, 2, 4, 8]))},
-            "nodes": nodes, "reserveNodes": draw(st.integers(0, nodes - 1)),
-            "cpu": draw(st.sampled_from([64, 96, 208, "95500m"])),
-            "memory": draw(st.sampled_from(["512Gi", "1800Gi", "1000G", "2Ti"])),
-            "extraResources": draw(st.sampled_from([{}, {"rdma/ib": 8}])),
-            "nodeLabels": {"trainyard.dev/pool": f"pool-{i}"},
-        })
+        pools.append(
+            {
+                "name": f"pool-{i}",
+                "role": draw(st.sampled_from(["training", "inference", "shared"])),
+                "gpu": {"model": "H100", "perNode": draw(st.sampled_from([1, 2, 4, 8]))},
+                "nodes": nodes,
+                "reserveNodes": draw(st.integers(0, nodes - 1)),
+                "cpu": draw(st.sampled_from([64, 96, 208, "95500m"])),
+                "memory": draw(st.sampled_from(["512Gi", "1800Gi", "1000G", "2Ti"])),
+                "extraResources": draw(st.sampled_from([{}, {"rdma/ib": 8}])),
+                "nodeLabels": {"trainyard.dev/pool": f"pool-{i}"},
+            }
+        )
     teams: list[dict[str, Any]] = [
         {"name": f"team-{j}", "namespaces": [f"ns-{j}"], "cohort": "all", "shares": {}}
         for j in range(n_teams)
@@ -59,9 +63,12 @@ def environments(draw: st.DrawFn) -> dict[str, Any]:
         if draw(st.booleans()):
             team["lendablePercent"] = draw(st.integers(0, 100))
     return {
-        "extends": "_defaults.yaml", "name": "random",
+        "extends": "_defaults.yaml",
+        "name": "random",
         "cluster": {"kubernetesVersion": "1.36.2"},
-        "pools": pools, "cohorts": [{"name": "all"}], "teams": teams,
+        "pools": pools,
+        "cohorts": [{"name": "all"}],
+        "teams": teams,
     }
 
 
@@ -82,8 +89,10 @@ def _nominal_sums(files: list[render.RenderedFile]) -> dict[tuple[str, str], Fra
                     key = (flavor["name"], cell["name"])
                     sums[key] = sums.get(key, Fraction(0)) + quantity.parse(cell["nominalQuota"]).value
                     if "lendingLimit" in cell:
-                        assert quantity.parse(cell["lendingLimit"]).value <= quantity.parse(
-                            cell["nominalQuota"]).value
+                        assert (
+                            quantity.parse(cell["lendingLimit"]).value
+                            <= quantity.parse(cell["nominalQuota"]).value
+                        )
     return sums
 
 
@@ -96,15 +105,20 @@ def test_quotas_conserve_capacity_and_output_is_stable(tmp_path_factory: Any, sp
     sums = _nominal_sums(files)
     for pool in spec["pools"]:
         schedulable = pool["nodes"] - pool["reserveNodes"]
-        per_node = {"nvidia.com/gpu": pool["gpu"]["perNode"], "cpu": pool["cpu"], "memory": pool["memory"],
-                    **pool["extraResources"]}
+        per_node = {
+            "nvidia.com/gpu": pool["gpu"]["perNode"],
+            "cpu": pool["cpu"],
+            "memory": pool["memory"],
+            **pool["extraResources"],
+        }
         for resource, amount in per_node.items():
             assert sums[(pool["name"], resource)] == schedulable * quantity.parse(amount).value
     # deterministic, and independent of the order teams are written in
     assert [f.text for f in render.render_environment(_load(tmp, spec))] == [f.text for f in files]
     reordered = {**spec, "teams": list(reversed(spec["teams"]))}
     assert {f.path: f.obj for f in render.render_environment(_load(tmp, reordered))} == {
-        f.path: f.obj for f in files}
+        f.path: f.obj for f in files
+    }
     for f in files:
         meta = f.obj["metadata"]
         assert DNS_LABEL.fullmatch(meta["name"]) and len(meta["name"]) <= 63

@@ -75,8 +75,11 @@ def test_diff_base_records_equal_parsed_ones() -> None:
     from generators.diff.objects import from_files
 
     files = {p.relative_to(ROOT).as_posix(): p.read_bytes() for p in (ROOT / "rendered").rglob("*.yaml")}
-    known = {path: (text.encode(), obj) for name in environment_names(ROOT)
-             for path, (text, obj) in known_for(ROOT, name).items()}
+    known = {
+        path: (text.encode(), obj)
+        for name in environment_names(ROOT)
+        for path, (text, obj) in known_for(ROOT, name).items()
+    }
     reused, parsed = from_files(files, known), from_files(files)
     assert list(reused) == list(parsed)
     for key, record in parsed.items():

@@ -16,8 +16,9 @@ from tests.support.scratch import copy_repo, run_cli
 
 
 @pytest.fixture
-def stamped(repo_copy: Path, tmp_path_factory: pytest.TempPathFactory,
-            monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def stamped(
+    repo_copy: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
     """A repository copy rendered once, with its own stamp cache; stamps enabled."""
     monkeypatch.setenv("TRAINYARD_CACHE", str(tmp_path_factory.mktemp("cache")))
     monkeypatch.delenv("CI", raising=False)
@@ -47,8 +48,9 @@ def test_edited_rendered_file_is_still_reported(stamped: Path) -> None:
     (target / "extra.yaml").write_text("kind: Extra\n")
     code, out, _ = run_cli(stamped, "render", "--check")
     assert code == 1
-    assert out.splitlines() == sorted([f"rendered/prod/priorities/{edited.name}: stale",
-                                       "rendered/prod/priorities/extra.yaml: extra"])
+    assert out.splitlines() == sorted(
+        [f"rendered/prod/priorities/{edited.name}: stale", "rendered/prod/priorities/extra.yaml: extra"]
+    )
 
 
 def test_edited_environment_renders_again(stamped: Path) -> None:
@@ -69,18 +71,22 @@ def test_removed_environment_directory_is_reported(stamped: Path) -> None:
     assert "rendered/staging/" in out
 
 
-@pytest.mark.parametrize("variable", [("CI", "true"), ("TRAINYARD_SPEEDUPS", "0"),
-                                      ("TRAINYARD_SPEEDUPS", "templates,shapes,schema")])
-def test_stamps_are_not_read_in_ci_or_when_disabled(stamped: Path, variable: tuple[str, str],
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "variable",
+    [("CI", "true"), ("TRAINYARD_SPEEDUPS", "0"), ("TRAINYARD_SPEEDUPS", "templates,shapes,schema")],
+)
+def test_stamps_are_not_read_in_ci_or_when_disabled(
+    stamped: Path, variable: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(*variable)
     assert renderstamp.fresh(stamped, ["dev", "prod"]) == set()
     monkeypatch.delenv(variable[0])
     assert renderstamp.fresh(stamped, ["dev", "prod"]) == {"dev", "prod"}
 
 
-def test_stamps_are_not_written_when_disabled(repo_copy: Path, tmp_path_factory: pytest.TempPathFactory,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stamps_are_not_written_when_disabled(
+    repo_copy: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cache = tmp_path_factory.mktemp("cache")
     monkeypatch.setenv("TRAINYARD_CACHE", str(cache))
     monkeypatch.delenv("CI", raising=False)
@@ -92,8 +98,9 @@ def test_stamps_are_not_written_when_disabled(repo_copy: Path, tmp_path_factory:
     assert len(list((cache / "render-stamps").iterdir())) == 1
 
 
-def test_code_fingerprint_covers_templates_code_and_schemas(tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_code_fingerprint_covers_templates_code_and_schemas(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     copy_repo(tmp_path, keys.FOLDERS)
     monkeypatch.setattr(keys, "CODE", tmp_path)
     seen = set()

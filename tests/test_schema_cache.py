@@ -47,8 +47,9 @@ def test_an_invalid_document_is_checked_every_time(cache: Path) -> None:
     assert not (cache / "schema-valid").exists()
 
 
-@pytest.mark.parametrize("variable", [("CI", "true"), ("TRAINYARD_SPEEDUPS", "0"),
-                                      ("TRAINYARD_SPEEDUPS", "stamps,shapes")])
+@pytest.mark.parametrize(
+    "variable", [("CI", "true"), ("TRAINYARD_SPEEDUPS", "0"), ("TRAINYARD_SPEEDUPS", "stamps,shapes")]
+)
 def test_no_cache_in_ci(cache: Path, variable: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(*variable)
     assert schema.check(load_document(ROOT, "prod")) == []

@@ -28,8 +28,17 @@ def test_make_setup_installs_the_pre_commit_the_readme_documents() -> None:
 
 
 # Installed by requirements-dev.txt only (their import names); `make render` does not have them.
-DEV_ONLY = ("pytest", "hypothesis", "kubernetes", "prometheus_client", "requests", "cryptography",
-            "celpy", "mypy", "ruff")
+DEV_ONLY = (
+    "pytest",
+    "hypothesis",
+    "kubernetes",
+    "prometheus_client",
+    "requests",
+    "cryptography",
+    "celpy",
+    "mypy",
+    "ruff",
+)
 
 BLOCKER = """
 import sys
@@ -57,8 +66,15 @@ def test_make_render_needs_only_the_runtime_requirements() -> None:
     assert "requirements-dev" not in runtime.group(2)
     # Speed-ups off: a fresh render, not a render stamp, must import only runtime modules.
     env = {k: v for k, v in os.environ.items() if k != "CI"} | {"TRAINYARD_SPEEDUPS": "0"}
-    proc = subprocess.run([sys.executable, "-c", BLOCKER, ",".join(DEV_ONLY)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", BLOCKER, ",".join(DEV_ONLY)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
 
 

@@ -66,13 +66,22 @@ ELSEWHERE = {
     "environment.extends": "spec/load.py merges the base file in before the model sees the value",
     "environment.example": "spec/example_checks.py: an example's placeholders are no warning",
     "environment.pools[].exoticHardware": "spec/quantities.py: lifts the plausibility bounds of the "
-                                          "per-node amounts",
+    "per-node amounts",
     "environment.kueue.waitForPodsReady.enabled": "the schema admits only true: Kueue v0.19 has no "
-                                                  "switch for it",
+    "switch for it",
     "environment.overflow.requireImageDigests": "spec/overflow_checks.py refuses an image without a digest",
-    **{f"environment.overflow.gate.{key}": "Provider.band, derived in build_overflow: staggered down "
-       "the fill order" for key in ("closeWhenFreeGpusAtLeast", "closeAfterSeconds", "openWhenFreeGpusBelow",
-                                    "openAfterSeconds", "staggerFreeGpus", "staggerOpenSeconds")},
+    **{
+        f"environment.overflow.gate.{key}": "Provider.band, derived in build_overflow: staggered down "
+        "the fill order"
+        for key in (
+            "closeWhenFreeGpusAtLeast",
+            "closeAfterSeconds",
+            "openWhenFreeGpusBelow",
+            "openAfterSeconds",
+            "staggerFreeGpus",
+            "staggerOpenSeconds",
+        )
+    },
 }
 
 
@@ -81,8 +90,11 @@ def mismatches(cls: type, node: Node, where: str, elsewhere: Mapping[str, str]) 
     properties (as `where.key` paths) that are consumed outside the model, with the reason."""
     walk = Walk(elsewhere)
     walk.compare(cls, node, where)
-    walk.problems += [f"{path}: listed as consumed elsewhere, but the walk met no such unheld property"
-                      for path in elsewhere if path not in walk.seen]
+    walk.problems += [
+        f"{path}: listed as consumed elsewhere, but the walk met no such unheld property"
+        for path in elsewhere
+        if path not in walk.seen
+    ]
     return walk.problems
 
 
@@ -112,8 +124,10 @@ class Walk:
             if rule.convert is None:  # a converter takes the value whole, whatever its shape
                 self.shape(rule.hint, target, f"{where}.{dotted}", owner)
         for keys in self.unheld(node, (), held, where):
-            self.problems.append(f"{where}.{'.'.join(keys)}: no field of {cls.__name__} holds it or "
-                                 "reads it, nor is it listed as consumed elsewhere")
+            self.problems.append(
+                f"{where}.{'.'.join(keys)}: no field of {cls.__name__} holds it or "
+                "reads it, nor is it listed as consumed elsewhere"
+            )
 
     def unheld(self, node: Node, prefix: Keys, held: set[Keys], where: str) -> list[Keys]:
         """Properties below `node` that nothing covers: a property is covered when held whole,
@@ -130,7 +144,7 @@ class Walk:
                     self.problems.append(f"{path}: listed as consumed elsewhere without a reason")
             elif keys in held:
                 continue
-            elif any(h[:len(keys)] == keys for h in held):
+            elif any(h[: len(keys)] == keys for h in held):
                 out += self.unheld(Node(sub, node.document), keys, held, where)
             else:
                 out.append(keys)
@@ -147,8 +161,9 @@ class Walk:
             if "properties" in schema:
                 self.compare(hint, node, where)
             else:
-                self.problems.append(f"{where}: {owner} is a {hint.__name__}, the schema has no object "
-                                     "with properties")
+                self.problems.append(
+                    f"{where}: {owner} is a {hint.__name__}, the schema has no object with properties"
+                )
         elif origin is tuple:
             if schema.get("type") == "array":
                 self.shape(args[0], resolve(Node(schema["items"], node.document)), f"{where}[]", owner)
@@ -171,6 +186,7 @@ def test_camel_case_rule() -> None:
 
 
 # Small wrong pairs: the checker must name each disagreement.
+
 
 @dataclass(frozen=True)
 class Inner:
@@ -209,21 +225,32 @@ def test_checker_accepts_a_matching_pair() -> None:
     assert mismatches(Outer, _schema(), "outer", OUTER_ELSEWHERE) == []
 
 
-@pytest.mark.parametrize(("overrides", "expected"), [
-    ({"extra": {"type": "integer"}}, "outer.extra: no field of Outer holds it"),
-    ({"inner": {"type": "object", "properties": {"limitSeconds": {"type": "integer"},
-                                                  "graceSeconds": {"type": "integer"}}}},
-     "outer.inner.graceSeconds: no field of Inner holds it"),
-    ({"codes": None}, "outer: Outer.codes has no property codes"),
-    ({"parts": None}, "outer: Outer.total reads parts, which is no property"),
-    ({"legacy": None}, "outer.legacy: listed as consumed elsewhere, but the walk met no such"),
-    ({"legacy": {"type": "object", "properties": {"old": {"type": "string"}}}}, None),
-    ({"codes": {"type": "object", "properties": {}}},
-     "outer.codes: Outer.codes is a tuple, the schema has no array"),
-    ({"labels": {"type": "array", "items": {}}}, "outer.labels: Outer.labels is a Mapping"),
-    ({"inner": {"type": "integer"}}, "outer.inner: Outer.inner is a Inner, the schema has no object"),
-    ({"name": {"type": "object", "properties": {}}}, "outer.name: Outer.name is a <class 'str'>"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"extra": {"type": "integer"}}, "outer.extra: no field of Outer holds it"),
+        (
+            {
+                "inner": {
+                    "type": "object",
+                    "properties": {"limitSeconds": {"type": "integer"}, "graceSeconds": {"type": "integer"}},
+                }
+            },
+            "outer.inner.graceSeconds: no field of Inner holds it",
+        ),
+        ({"codes": None}, "outer: Outer.codes has no property codes"),
+        ({"parts": None}, "outer: Outer.total reads parts, which is no property"),
+        ({"legacy": None}, "outer.legacy: listed as consumed elsewhere, but the walk met no such"),
+        ({"legacy": {"type": "object", "properties": {"old": {"type": "string"}}}}, None),
+        (
+            {"codes": {"type": "object", "properties": {}}},
+            "outer.codes: Outer.codes is a tuple, the schema has no array",
+        ),
+        ({"labels": {"type": "array", "items": {}}}, "outer.labels: Outer.labels is a Mapping"),
+        ({"inner": {"type": "integer"}}, "outer.inner: Outer.inner is a Inner, the schema has no object"),
+        ({"name": {"type": "object", "properties": {}}}, "outer.name: Outer.name is a <class 'str'>"),
+    ],
+)
 def test_checker_names_each_disagreement(overrides: dict[str, Any], expected: str | None) -> None:
     problems = mismatches(Outer, _schema(**overrides), "outer", OUTER_ELSEWHERE)
     if expected is None:
@@ -232,22 +259,35 @@ def test_checker_names_each_disagreement(overrides: dict[str, Any], expected: st
         assert len(problems) == 1 and problems[0].startswith(expected), problems
 
 
-@pytest.mark.parametrize(("elsewhere", "expected"), [
-    ({**OUTER_ELSEWHERE, "outer.name": "twice"},
-     "outer.name: held by a field and listed as consumed elsewhere"),
-    ({"outer.legacy": " "}, "outer.legacy: listed as consumed elsewhere without a reason"),
-    ({}, "outer.legacy: no field of Outer holds it or reads it, nor is it listed as consumed elsewhere"),
-])
-def test_checker_wants_each_elsewhere_entry_true_and_reasoned(elsewhere: dict[str, str],
-                                                              expected: str) -> None:
+@pytest.mark.parametrize(
+    ("elsewhere", "expected"),
+    [
+        (
+            {**OUTER_ELSEWHERE, "outer.name": "twice"},
+            "outer.name: held by a field and listed as consumed elsewhere",
+        ),
+        ({"outer.legacy": " "}, "outer.legacy: listed as consumed elsewhere without a reason"),
+        ({}, "outer.legacy: no field of Outer holds it or reads it, nor is it listed as consumed elsewhere"),
+    ],
+)
+def test_checker_wants_each_elsewhere_entry_true_and_reasoned(
+    elsewhere: dict[str, str], expected: str
+) -> None:
     assert mismatches(Outer, _schema(), "outer", elsewhere) == [expected]
 
 
 # The mapping itself.
 
+
 def test_from_spec_maps_by_rule() -> None:
-    raw = {"name": "a", "inner": {"limitSeconds": 3}, "codes": [2, 1], "labels": {"z": "1", "a": "2"},
-           "parts": [1, 2], "legacy": True}
+    raw = {
+        "name": "a",
+        "inner": {"limitSeconds": 3},
+        "codes": [2, 1],
+        "labels": {"z": "1", "a": "2"},
+        "parts": [1, 2],
+        "legacy": True,
+    }
     outer = from_spec(Outer, raw, {"total": 3})
     assert outer == Outer("a", Inner(3), (2, 1), {"a": "2", "z": "1"}, None, 3)
     assert list(outer.labels) == ["a", "z"]  # keys sorted: output never follows file order

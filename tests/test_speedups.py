@@ -21,14 +21,17 @@ def switch(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     return monkeypatch
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    (None, set(speedups.LAYERS)),
-    ("1", set(speedups.LAYERS)),
-    ("0", set()),
-    ("", set()),
-    ("stamps, shapes", {"stamps", "shapes"}),
-    ("stampz", set()),  # a typo turns layers off: that only costs time
-])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, set(speedups.LAYERS)),
+        ("1", set(speedups.LAYERS)),
+        ("0", set()),
+        ("", set()),
+        ("stamps, shapes", {"stamps", "shapes"}),
+        ("stampz", set()),  # a typo turns layers off: that only costs time
+    ],
+)
 def test_the_switch(switch: pytest.MonkeyPatch, value: str | None, expected: set[str]) -> None:
     if value is not None:
         switch.setenv(speedups.SWITCH, value)
@@ -47,9 +50,9 @@ def test_an_unknown_layer_is_a_programming_error() -> None:
         speedups.on("stamp")
 
 
-def test_switched_off_same_answers_and_nothing_cached(repo_copy: Path,
-                                                     tmp_path_factory: pytest.TempPathFactory,
-                                                     switch: pytest.MonkeyPatch) -> None:
+def test_switched_off_same_answers_and_nothing_cached(
+    repo_copy: Path, tmp_path_factory: pytest.TempPathFactory, switch: pytest.MonkeyPatch
+) -> None:
     cache = tmp_path_factory.mktemp("cache")
     switch.setenv("TRAINYARD_CACHE", str(cache))
     committed = tree_digest(repo_copy / "rendered")
@@ -61,6 +64,7 @@ def test_switched_off_same_answers_and_nothing_cached(repo_copy: Path,
     switch.delenv(speedups.SWITCH)  # on: the same answers, and stamps and schema markers kept
     assert [run_cli(repo_copy, "render"), run_cli(repo_copy, "render", "--check")] == off
     assert (cache / "render-stamps").is_dir() and (cache / "schema-valid").is_dir()
+
 
 def test_switched_off_validate_is_clean(repo_copy: Path, switch: pytest.MonkeyPatch) -> None:
     switch.setenv(speedups.SWITCH, "0")

@@ -57,8 +57,7 @@ def test_corrupt_entries_are_compiled_again(template_dir: Path) -> None:
     assert render_with(template_dir / "settings.py", template_dir) == "- 1\n- 2\n"
 
 
-def test_uncreatable_cache_directory_is_no_cache(template_dir: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_uncreatable_cache_directory_is_no_cache(template_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(self: Path, *args: object, **kwargs: object) -> None:
         raise PermissionError(f"read-only: {self}")
 

@@ -37,8 +37,9 @@ def classic(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("name", environment_names(ROOT))
-def test_shipped_environments_render_the_same_objects_both_ways(name: str,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_shipped_environments_render_the_same_objects_both_ways(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     env = model.load(ROOT, name)
     misses = sum(templateshapes.misses.values())
     shaped = render.render_environment(env)
@@ -66,7 +67,8 @@ def parse_classic(text_with_values: str, *values: Any) -> Any:
 plain_data = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=20)),
     lambda children: st.one_of(
-        st.lists(children, max_size=3), st.tuples(children),
+        st.lists(children, max_size=3),
+        st.tuples(children),
         st.dictionaries(st.one_of(st.text(max_size=5), st.integers(), st.booleans()), children, max_size=3),
     ),
     max_leaves=15,
@@ -93,14 +95,17 @@ def test_filled_objects_are_fresh_copies() -> None:
     assert fill("labels: {}\n", labels) == {"labels": {"a": "b"}}
 
 
-@pytest.mark.parametrize("text", [
-    "a: x{}\n",  # inside a longer plain scalar
-    "a: |\n  {}\n",  # inside a block literal
-    "a: 1\n# {}\n",  # in a comment: dropped
-    "a: &x {}\nb: *x\n",  # used twice through an alias
-    "a: !!str {}\n",  # a tag changes what the value becomes
-    "a: [\n",  # not YAML: the classic text reports it
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: x{}\n",  # inside a longer plain scalar
+        "a: |\n  {}\n",  # inside a block literal
+        "a: 1\n# {}\n",  # in a comment: dropped
+        "a: &x {}\nb: *x\n",  # used twice through an alias
+        "a: !!str {}\n",  # a tag changes what the value becomes
+        "a: [\n",  # not YAML: the classic text reports it
+    ],
+)
 def test_texts_that_cannot_be_filled_fall_back(text: str) -> None:
     with pytest.raises(templateshapes.NoShape):
         fill(text, 5)
@@ -147,17 +152,20 @@ def test_corrupt_shapes_on_disk_are_parsed_again(shape_cache: Path) -> None:
     assert [f.text for f in render.render_environment(model.load(ROOT, "dev"))] == [f.text for f in first]
 
 
-@pytest.mark.parametrize("variable", [("CI", "true"), ("TRAINYARD_SPEEDUPS", "0"),
-                                      ("TRAINYARD_SPEEDUPS", "shapes")])
-def test_no_shapes_on_disk_in_ci_or_when_switched_off(shape_cache: Path, variable: tuple[str, str],
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "variable", [("CI", "true"), ("TRAINYARD_SPEEDUPS", "0"), ("TRAINYARD_SPEEDUPS", "shapes")]
+)
+def test_no_shapes_on_disk_in_ci_or_when_switched_off(
+    shape_cache: Path, variable: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(*variable)
     render.render_environment(model.load(ROOT, "dev"))
     assert not shape_cache.exists()
 
 
-def test_switched_off_templates_render_their_classic_text(shape_cache: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_switched_off_templates_render_their_classic_text(
+    shape_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     shaped = render.render_environment(model.load(ROOT, "dev"))
     monkeypatch.setenv("TRAINYARD_SPEEDUPS", "0")
 
@@ -170,8 +178,9 @@ def test_switched_off_templates_render_their_classic_text(shape_cache: Path,
 
 
 @pytest.mark.parametrize("text", ["- {{ 1 | y }}\n", "{{ 'a' | y }}\n", "# nothing\n"])
-def test_render_gives_a_mapping_or_says_what_the_template_gave(text: str,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_render_gives_a_mapping_or_says_what_the_template_gave(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """templating.render() is typed dict[str, Any]: a template giving anything else is refused
     by name, through the shape and the classic path alike."""
     env = templating.environment()

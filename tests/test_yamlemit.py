@@ -13,12 +13,73 @@ from hypothesis import strategies as st
 from generators.yamlemit import dump, scalar
 
 TRICKY = [
-    "yes", "no", "on", "off", "y", "n", "Yes", "NO", "true", "False", "null", "Null", "~", "", " ",
-    "0755", "0o17", "0x1F", "1e3", "1E3", "1_000", "1:20", "1.0", ".5", "-1", "+1", ".inf", "-.Inf",
-    ".nan", "=", "<<", ":", "- x", "? x", "a: b", "a #b", "#x", "@x", "`x", "!x", "&x", "*x", "|", ">",
-    "%x", "'quoted'", '"dq"', "{a}", "[a]", "a,b", "tab\there", "multi\nline", "multi\nline\n",
-    "trailing\n\n", " leading", "trailing ", "unicode °C é", "line\u2028sep", "nul\x00", "2026-11-29",
-    "1.36.2", "960Gi", "500m", "2k", "v1", "nvidia.com/gpu", "kubernetes.io/metadata.name",
+    "yes",
+    "no",
+    "on",
+    "off",
+    "y",
+    "n",
+    "Yes",
+    "NO",
+    "true",
+    "False",
+    "null",
+    "Null",
+    "~",
+    "",
+    " ",
+    "0755",
+    "0o17",
+    "0x1F",
+    "1e3",
+    "1E3",
+    "1_000",
+    "1:20",
+    "1.0",
+    ".5",
+    "-1",
+    "+1",
+    ".inf",
+    "-.Inf",
+    ".nan",
+    "=",
+    "<<",
+    ":",
+    "- x",
+    "? x",
+    "a: b",
+    "a #b",
+    "#x",
+    "@x",
+    "`x",
+    "!x",
+    "&x",
+    "*x",
+    "|",
+    ">",
+    "%x",
+    "'quoted'",
+    '"dq"',
+    "{a}",
+    "[a]",
+    "a,b",
+    "tab\there",
+    "multi\nline",
+    "multi\nline\n",
+    "trailing\n\n",
+    " leading",
+    "trailing ",
+    "unicode °C é",
+    "line\u2028sep",
+    "nul\x00",
+    "2026-11-29",
+    "1.36.2",
+    "960Gi",
+    "500m",
+    "2k",
+    "v1",
+    "nvidia.com/gpu",
+    "kubernetes.io/metadata.name",
 ]
 
 
@@ -38,8 +99,12 @@ def test_block_literal_for_multiline() -> None:
 
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**63), 2**63),
-    st.floats(allow_nan=False, allow_infinity=True), st.text(max_size=30), st.sampled_from(TRICKY),
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**63),
+    st.floats(allow_nan=False, allow_infinity=True),
+    st.text(max_size=30),
+    st.sampled_from(TRICKY),
 )
 values = st.recursive(
     scalars,
@@ -85,16 +150,22 @@ def _literal_ok_by_line(text: str) -> bool:
     body = text[:-1] if text.endswith("\n") else text
     if body.endswith("\n"):
         return False
-    return all(line == "" or (line.isprintable() and not line.isspace() and line.rstrip(" ") == line)
-               for line in body.split("\n"))
+    return all(
+        line == "" or (line.isprintable() and not line.isspace() and line.rstrip(" ") == line)
+        for line in body.split("\n")
+    )
 
 
 @settings(max_examples=1000)
-@given(st.one_of(
-    st.text(alphabet=st.sampled_from(["a", " ", "\n", "\t", "\r", "\u3000", "\u00a0", "\x85", "é", "\x00"]),
-            max_size=12),
-    st.text(max_size=20),
-))
+@given(
+    st.one_of(
+        st.text(
+            alphabet=st.sampled_from(["a", " ", "\n", "\t", "\r", "\u3000", "\u00a0", "\x85", "é", "\x00"]),
+            max_size=12,
+        ),
+        st.text(max_size=20),
+    )
+)
 def test_literal_block_rule_matches_the_line_by_line_rule(text: str) -> None:
     from generators.yamlemit import _literal_ok
 

@@ -95,19 +95,29 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="hold a coordination.k8s.io Lease in this namespace and act only while holding "
         "it (default: no leader election, for --once and single test runs)",
     )
-    parser.add_argument("--lease-name", default=DEFAULT_LEASE_NAME,
-                        help=f"the Lease's name (default {DEFAULT_LEASE_NAME})")  # fmt: skip
+    parser.add_argument(
+        "--lease-name", default=DEFAULT_LEASE_NAME, help=f"the Lease's name (default {DEFAULT_LEASE_NAME})"
+    )
     parser.add_argument(
         "--identity",
         default=os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}",
         help="this candidate's holderIdentity (default $POD_NAME, else host-pid)",
     )
-    parser.add_argument("--lease-seconds", type=int, default=LEASE_SECONDS,
-                        help=f"lease duration (default {LEASE_SECONDS})")  # fmt: skip
-    parser.add_argument("--renew-seconds", type=int, default=RENEW_SECONDS,
-                        help=f"a leader unable to renew for this long gives up (default {RENEW_SECONDS})")
-    parser.add_argument("--retry-seconds", type=int, default=RETRY_SECONDS,
-                        help=f"seconds between Lease attempts (default {RETRY_SECONDS})")  # fmt: skip
+    parser.add_argument(
+        "--lease-seconds", type=int, default=LEASE_SECONDS, help=f"lease duration (default {LEASE_SECONDS})"
+    )
+    parser.add_argument(
+        "--renew-seconds",
+        type=int,
+        default=RENEW_SECONDS,
+        help=f"a leader unable to renew for this long gives up (default {RENEW_SECONDS})",
+    )
+    parser.add_argument(
+        "--retry-seconds",
+        type=int,
+        default=RETRY_SECONDS,
+        help=f"seconds between Lease attempts (default {RETRY_SECONDS})",
+    )
     parser.add_argument(
         "--stall-seconds",
         type=float,
@@ -137,8 +147,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     prometheus = PrometheusClient(policy.prometheus)
     dry_run = args.dry_run or policy.dry_run
     health = Health(args.stall_seconds or stall_seconds(policy))
-    options = Options(prometheus, KubeNodes(api, KUBE_REQUEST_SECONDS), dry_run, args.once,
-                      args.node_resync_seconds, health)  # fmt: skip
+    options = Options(
+        prometheus, KubeNodes(api, KUBE_REQUEST_SECONDS), dry_run, args.once, args.node_resync_seconds, health
+    )
     controller = kinds.start(policy, options)
     metrics = controller.metrics
     try:

@@ -18,8 +18,11 @@ TOKEN_SECONDS = 7 * 24 * 3600  # a box may stay up for days; the token is for th
 def token_kubeconfig(kube: Kube, admin_kubeconfig: Path, namespace: str, account: str, path: Path) -> Path:
     """A kubeconfig at `path` that authenticates as ServiceAccount namespace/account with a
     token the apiserver issued (TokenRequest), for the cluster of `admin_kubeconfig`."""
-    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-               "spec": {"expirationSeconds": TOKEN_SECONDS}}  # fmt: skip
+    request = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": TOKEN_SECONDS},
+    }
     issued = kube.raw_post(f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token", request)
     admin = yaml.safe_load(admin_kubeconfig.read_text(encoding="utf-8"))
     cluster = admin["clusters"][0]

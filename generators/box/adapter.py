@@ -52,8 +52,11 @@ def deferred(obj: Obj) -> bool:
     if obj["kind"] == "APIService":
         return bool(obj["metadata"]["name"] == rendered_adapter.APISERVICE_NAME)
     labels = obj["metadata"].get("labels") or {}
-    return bool(obj["kind"] == "Service" and obj["metadata"]["name"] == rendered_adapter.NAME
-                and labels.get("trainyard.dev/component") == "monitoring")  # fmt: skip
+    return bool(
+        obj["kind"] == "Service"
+        and obj["metadata"]["name"] == rendered_adapter.NAME
+        and labels.get("trainyard.dev/component") == "monitoring"
+    )
 
 
 def deployment_of(objects: Iterable[Obj]) -> Obj | None:
@@ -63,8 +66,9 @@ def deployment_of(objects: Iterable[Obj]) -> Obj | None:
     return None
 
 
-def host_process(deployment: Obj, objects: list[Obj], kubeconfig: Path, folder: Path,
-                 prometheus: dict[str, str]) -> Daemon:  # fmt: skip
+def host_process(
+    deployment: Obj, objects: list[Obj], kubeconfig: Path, folder: Path, prometheus: dict[str, str]
+) -> Daemon:
     """A Daemon (not started) running the adapter with its rendered arguments; `prometheus`
     maps the rendered in-cluster Prometheus address to the box's."""
     spec = deployment["spec"]["template"]["spec"]
@@ -95,15 +99,16 @@ def _local(arg: str, mounts: dict[str, Path], addresses: dict[str, str]) -> str:
     for mount_path in sorted(mounts, key=len, reverse=True):
         root = mount_path.rstrip("/")
         if value == root or value.startswith(root + "/"):
-            value = str(mounts[mount_path]) + value[len(root):]
+            value = str(mounts[mount_path]) + value[len(root) :]
             break
     for address, replacement in addresses.items():
         value = value.replace(address, replacement)
     return flag + sep + value
 
 
-def start(kube: Kube, admin_kubeconfig: Path, objects: list[Obj], folder: Path,
-          prometheus_url: str) -> Daemon | None:  # fmt: skip
+def start(
+    kube: Kube, admin_kubeconfig: Path, objects: list[Obj], folder: Path, prometheus_url: str
+) -> Daemon | None:
     """Start the rendered adapter as its ServiceAccount (None: the environment renders none)."""
     deployment = deployment_of(objects)
     if deployment is None:
@@ -114,8 +119,9 @@ def start(kube: Kube, admin_kubeconfig: Path, objects: list[Obj], folder: Path,
     token = accounts.token_kubeconfig(kube, admin_kubeconfig, namespace, account, folder / "kubeconfig")
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     rendered_url = next(a.split("=", 1)[1] for a in container["args"] if a.startswith("--prometheus-url="))
-    daemon = host_process(deployment, objects, token, folder,
-                          {rendered_url.rstrip("/"): prometheus_url.rstrip("/")})  # fmt: skip
+    daemon = host_process(
+        deployment, objects, token, folder, {rendered_url.rstrip("/"): prometheus_url.rstrip("/")}
+    )
     daemon.start()
     return daemon
 
@@ -135,6 +141,7 @@ def register(kube: Kube, objects: list[Obj], port: int) -> None:
         kube.apply(wired)
     for obj in objects:
         if obj["kind"] == "APIService" and deferred(obj):
-            wait_true(kube, APIREGISTRATION, "APIService", obj["metadata"]["name"], "Available",
-                      AVAILABLE_SECONDS)  # fmt: skip
+            wait_true(
+                kube, APIREGISTRATION, "APIService", obj["metadata"]["name"], "Available", AVAILABLE_SECONDS
+            )
     kube.dynamic.resources.invalidate_cache()

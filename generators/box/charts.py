@@ -15,8 +15,16 @@ KUBE_VERSION = "1.36.5"  # the pinned kube-apiserver: what `.Capabilities` answe
 
 def template(chart: str, release: str, values: Path | None, namespace: str) -> list[Obj]:
     """Every object chart archive `chart` renders as `release` in `namespace` with `values`."""
-    argv = [str(tool_path("helm")), "template", release, str(archive_path(chart)), "--namespace", namespace,
-            "--kube-version", KUBE_VERSION]  # fmt: skip
+    argv = [
+        str(tool_path("helm")),
+        "template",
+        release,
+        str(archive_path(chart)),
+        "--namespace",
+        namespace,
+        "--kube-version",
+        KUBE_VERSION,
+    ]
     if values is not None:
         argv += ["--values", str(values)]
     done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)

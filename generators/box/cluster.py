@@ -68,33 +68,59 @@ class Cluster:
     def _run(self, *args: str, timeout: float) -> str:
         env = {**os.environ, "KWOK_WORKDIR": str(self.workdir)}
         argv = [str(tool_path("kwokctl")), "--name", self.name, "--config", str(self.config_path), *args]
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout, check=False,
-                              stdin=subprocess.DEVNULL)  # fmt: skip
+        done = subprocess.run(
+            argv,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
         if done.returncode != 0:
-            raise ClusterError(f"kwokctl {' '.join(args[:2])} failed ({done.returncode}):\n"
-                               f"{(done.stdout + done.stderr)[-4000:]}")  # fmt: skip
+            raise ClusterError(
+                f"kwokctl {' '.join(args[:2])} failed ({done.returncode}):\n"
+                f"{(done.stdout + done.stderr)[-4000:]}"
+            )
         return done.stdout + done.stderr
 
     def create(self, apiserver_args: dict[str, str] | None = None) -> None:
         """Create and start the cluster, and wait until kwokctl reports it ready."""
         self.workdir.mkdir(parents=True, exist_ok=True)
-        patches = [{"name": "kube-apiserver",
-                    "extraArgs": [{"key": k, "value": v} for k, v in sorted((apiserver_args or {}).items())]}]
+        patches = [
+            {
+                "name": "kube-apiserver",
+                "extraArgs": [{"key": k, "value": v} for k, v in sorted((apiserver_args or {}).items())],
+            }
+        ]
         config = {
             "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
             "kind": "KwokctlConfiguration",
             # kubectl: kwokctl's readiness check (`--wait`) runs `kubectl get --raw /healthz`,
             # and would download one from dl.k8s.io without this.
-            "options": {"bindAddress": "127.0.0.1", "runtime": "binary",
-                        "kubectlBinary": str(tool_path("kubectl"))},
+            "options": {
+                "bindAddress": "127.0.0.1",
+                "runtime": "binary",
+                "kubectlBinary": str(tool_path("kubectl")),
+            },
             "componentsPatches": patches if apiserver_args else [],
-        }  # fmt: skip
+        }
         # One file, several documents: kwokctl reads the Stages beside its configuration.
-        self.config_path.write_text(yaml.safe_dump(config) + "---\n" + STAGES.read_text(encoding="utf-8"),
-                                    encoding="utf-8")  # fmt: skip
+        self.config_path.write_text(
+            yaml.safe_dump(config) + "---\n" + STAGES.read_text(encoding="utf-8"), encoding="utf-8"
+        )
         binaries = [f"{flag}={tool_path(tool)}" for tool, flag in BINARY_FLAGS.items()]
-        self._run("create", "cluster", "--runtime", "binary", "--kubeconfig=", "--quiet-pull",
-                  f"--wait={CREATE_SECONDS}s", *binaries, timeout=CREATE_SECONDS + 60)  # fmt: skip
+        self._run(
+            "create",
+            "cluster",
+            "--runtime",
+            "binary",
+            "--kubeconfig=",
+            "--quiet-pull",
+            f"--wait={CREATE_SECONDS}s",
+            *binaries,
+            timeout=CREATE_SECONDS + 60,
+        )
 
     def component_pids(self) -> dict[str, int]:
         """Component -> pid, from the pid files kwokctl writes (each is its own session)."""

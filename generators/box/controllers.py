@@ -45,20 +45,34 @@ def _pinned(tool: str) -> Callable[[], list[str]]:
     return lambda: [str(tool_path(tool))]
 
 
-DESCHEDULER = Program(_pinned("descheduler"), lambda path: [f"--kubeconfig={path}"],
-                      lambda ports: [f"--secure-port={ports[0]}"], "https://127.0.0.1:{port}/healthz")
+DESCHEDULER = Program(
+    _pinned("descheduler"),
+    lambda path: [f"--kubeconfig={path}"],
+    lambda ports: [f"--secure-port={ports[0]}"],
+    "https://127.0.0.1:{port}/healthz",
+)
 # The chart's image is v2.20.0; the pinned build is v2.17.0, the version the environments
 # declare (monitoring.exporters.kubeStateMetrics) and their label names follow.
 KUBE_STATE_METRICS = Program(
-    _pinned("kube-state-metrics"), lambda path: [f"--kubeconfig={path}"],
-    lambda ports: ["--host=127.0.0.1", f"--port={ports[0]}", "--telemetry-host=127.0.0.1",
-                   f"--telemetry-port={ports[1]}"],
-    "http://127.0.0.1:{port}/healthz", ports=2)  # fmt: skip
+    _pinned("kube-state-metrics"),
+    lambda path: [f"--kubeconfig={path}"],
+    lambda ports: [
+        "--host=127.0.0.1",
+        f"--port={ports[0]}",
+        "--telemetry-host=127.0.0.1",
+        f"--telemetry-port={ports[1]}",
+    ],
+    "http://127.0.0.1:{port}/healthz",
+    ports=2,
+)
 # The gate and the health controller: one image, `python -m trainyard_gate` (gate/Dockerfile).
 TRAINYARD_GATE = Program(
-    lambda: [sys.executable, "-m", "trainyard_gate"], lambda path: [f"--kubeconfig={path}"],
+    lambda: [sys.executable, "-m", "trainyard_gate"],
+    lambda path: [f"--kubeconfig={path}"],
     lambda ports: [f"--metrics-port={ports[0]}", "--metrics-address=127.0.0.1"],
-    "http://127.0.0.1:{port}/metrics", env={"PYTHONPATH": str(GATE_DIR)})  # fmt: skip
+    "http://127.0.0.1:{port}/metrics",
+    env={"PYTHONPATH": str(GATE_DIR)},
+)
 
 # image repository -> program, for the upstream images whose repository is fixed.
 IMAGE_PROGRAMS: dict[str, Program] = {
@@ -73,14 +87,18 @@ def repository(deployment: Obj) -> str:
     return name.rsplit(":", 1)[0] if ":" in name.rsplit("/", 1)[-1] else name
 
 
-def mounted_config(deployment: Obj, objects: list[Obj], folder: Path,
-                   services: Mapping[str, str]) -> dict[str, Path]:  # fmt: skip
+def mounted_config(
+    deployment: Obj, objects: list[Obj], folder: Path, services: Mapping[str, str]
+) -> dict[str, Path]:
     """Write each ConfigMap volume of the pod into `folder` (Service addresses replaced);
     mount path -> local folder."""
     template = deployment["spec"]["template"]["spec"]
     namespace = deployment["metadata"]["namespace"]
-    config_maps = {o["metadata"]["name"]: o for o in objects
-                   if o["kind"] == "ConfigMap" and o["metadata"].get("namespace") == namespace}  # fmt: skip
+    config_maps = {
+        o["metadata"]["name"]: o
+        for o in objects
+        if o["kind"] == "ConfigMap" and o["metadata"].get("namespace") == namespace
+    }
     volumes = {v["name"]: v["configMap"]["name"] for v in template.get("volumes") or [] if "configMap" in v}
     mounts = {}
     for mount in template["containers"][0].get("volumeMounts") or []:
@@ -95,8 +113,14 @@ def mounted_config(deployment: Obj, objects: list[Obj], folder: Path,
     return mounts
 
 
-def host_process(deployment: Obj, objects: list[Obj], program: Program, kubeconfig: Path, folder: Path,
-                 services: Mapping[str, str] | None = None) -> Daemon:  # fmt: skip
+def host_process(
+    deployment: Obj,
+    objects: list[Obj],
+    program: Program,
+    kubeconfig: Path,
+    folder: Path,
+    services: Mapping[str, str] | None = None,
+) -> Daemon:
     """A Daemon (not started) running the Deployment's container with its rendered arguments."""
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     folder.mkdir(parents=True, exist_ok=True)

@@ -61,8 +61,15 @@ def _group_alive(pgid: int) -> bool:
 class Daemon:
     """One long-running binary with stdout+stderr in `log_path`."""
 
-    def __init__(self, name: str, argv: Sequence[str], log_path: Path, ports: Sequence[int] = (),
-                 env: dict[str, str] | None = None, cwd: Path | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        log_path: Path,
+        ports: Sequence[int] = (),
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> None:
         self.name = name
         self.argv = list(argv)
         self.log_path = log_path

@@ -110,14 +110,19 @@ class Fleet:
             self._generation += 1
 
     def to_json(self) -> dict[str, Any]:
-        return {"hostLabel": self.host_label,
-                "counters": [[c.field, c.kind, c.help] for c in self.counters],
-                "nodes": [[n.name, n.gpus, n.model] for n in self.nodes]}  # fmt: skip
+        return {
+            "hostLabel": self.host_label,
+            "counters": [[c.field, c.kind, c.help] for c in self.counters],
+            "nodes": [[n.name, n.gpus, n.model] for n in self.nodes],
+        }
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Fleet:
-        return cls(tuple(Counter(*c) for c in raw["counters"]), tuple(GpuNode(*n) for n in raw["nodes"]),
-                   raw["hostLabel"])  # fmt: skip
+        return cls(
+            tuple(Counter(*c) for c in raw["counters"]),
+            tuple(GpuNode(*n) for n in raw["nodes"]),
+            raw["hostLabel"],
+        )
 
 
 def counters_of(gpu_operator_values: str) -> tuple[Counter, ...]:
@@ -135,9 +140,12 @@ def counters_of(gpu_operator_values: str) -> tuple[Counter, ...]:
 def fleet_of(env: Environment, gpu_operator_values: str) -> Fleet:
     """Every node of the environment's NVIDIA pools (the box's node names), its GPUs, and the
     rendered counters; the host label the environment's dcgm-exporter writes."""
-    nodes = tuple(GpuNode(node["metadata"]["name"], pool.gpus_per_node, f"NVIDIA {pool.gpu_model}")
-                  for pool in env.pools if pool.gpu_resource == NVIDIA_GPU
-                  for node in pool_nodes(pool))  # fmt: skip
+    nodes = tuple(
+        GpuNode(node["metadata"]["name"], pool.gpus_per_node, f"NVIDIA {pool.gpu_model}")
+        for pool in env.pools
+        if pool.gpu_resource == NVIDIA_GPU
+        for node in pool_nodes(pool)
+    )
     return Fleet(counters_of(gpu_operator_values), nodes, env.monitoring.host_label)
 
 
@@ -146,8 +154,19 @@ def daemon(fleet: Fleet, folder: Path) -> Daemon:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "fleet.json").write_text(json.dumps(fleet.to_json(), indent=1), encoding="utf-8")
     port = free_port()
-    return Daemon(NAME, [sys.executable, "-m", "generators.box.dcgm_fake", f"--fleet={folder / 'fleet.json'}",
-                         f"--port={port}"], folder / f"{NAME}.log", ports=(port,), cwd=ROOT)  # fmt: skip
+    return Daemon(
+        NAME,
+        [
+            sys.executable,
+            "-m",
+            "generators.box.dcgm_fake",
+            f"--fleet={folder / 'fleet.json'}",
+            f"--port={port}",
+        ],
+        folder / f"{NAME}.log",
+        ports=(port,),
+        cwd=ROOT,
+    )
 
 
 def scrape_job(selector: str, port: int, interval: str) -> dict[str, Any]:
@@ -159,10 +178,12 @@ def scrape_job(selector: str, port: int, interval: str) -> dict[str, Any]:
     while rest:
         match = _MATCHER.match(rest)
         if match is None:
-            raise ValueError(f"the box's fake dcgm-exporter matches only equality selectors "
-                             f"(label=\"value\", ...), not {selector!r} (monitoring.selectors.dcgm)")
+            raise ValueError(
+                f"the box's fake dcgm-exporter matches only equality selectors "
+                f'(label="value", ...), not {selector!r} (monitoring.selectors.dcgm)'
+            )
         labels[match.group(1)] = match.group(2)
-        rest = rest[match.end():].strip()
+        rest = rest[match.end() :].strip()
     job = labels.pop("job", NAME)
     static: dict[str, Any] = {"targets": [f"127.0.0.1:{port}"]}
     if labels:
@@ -173,9 +194,14 @@ def scrape_job(selector: str, port: int, interval: str) -> dict[str, Any]:
 
 def _gpu_labels(fleet: Fleet, node: GpuNode, gpu: int) -> list[tuple[str, str]]:
     index = fleet.nodes.index(node)
-    labels = [("gpu", str(gpu)), ("UUID", f"GPU-{index:08x}-0000-4000-8000-{gpu:012x}"),
-              ("pci_bus_id", f"00000000:{0x18 + 0x10 * gpu:02X}:00.0"), ("device", f"nvidia{gpu}"),
-              ("modelName", node.model), (fleet.host_label, node.name)]  # fmt: skip
+    labels = [
+        ("gpu", str(gpu)),
+        ("UUID", f"GPU-{index:08x}-0000-4000-8000-{gpu:012x}"),
+        ("pci_bus_id", f"00000000:{0x18 + 0x10 * gpu:02X}:00.0"),
+        ("device", f"nvidia{gpu}"),
+        ("modelName", node.model),
+        (fleet.host_label, node.name),
+    ]
     labels += [(c.field, DRIVER_VERSION) for c in fleet.counters if c.kind == "label"]
     return labels
 

@@ -61,8 +61,9 @@ class Kube:
         except NotFoundError:
             return None
 
-    def list(self, api_version: str, kind: str, namespace: str | None = None,
-             label_selector: str | None = None) -> list[Obj]:  # fmt: skip
+    def list(
+        self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None
+    ) -> list[Obj]:
         resource = self.resource(api_version, kind)
         items = _json(
             self.dynamic.get(resource, namespace=namespace, label_selector=label_selector, serialize=False)
@@ -76,23 +77,33 @@ class Kube:
         extra = {"dry_run": "All"} if dry_run else {}
         return _json(self.dynamic.create(resource, body=obj, namespace=namespace, serialize=False, **extra))
 
-    def patch_status(self, api_version: str, kind: str, name: str, status: Obj,
-                     namespace: str | None = None) -> Obj:  # fmt: skip
+    def patch_status(
+        self, api_version: str, kind: str, name: str, status: Obj, namespace: str | None = None
+    ) -> Obj:
         """Merge-patch the status subresource (what a kubelet or controller would write)."""
         resource = self.resource(api_version, kind).subresources["status"]
         patched = self.dynamic.patch(
-            resource, body={"status": status}, name=name, namespace=namespace,
-            content_type="application/merge-patch+json", serialize=False,
-        )  # fmt: skip
+            resource,
+            body={"status": status},
+            name=name,
+            namespace=namespace,
+            content_type="application/merge-patch+json",
+            serialize=False,
+        )
         return _json(patched)
 
-    def merge_patch(self, api_version: str, kind: str, name: str, body: Obj,
-                    namespace: str | None = None) -> Obj:  # fmt: skip
+    def merge_patch(
+        self, api_version: str, kind: str, name: str, body: Obj, namespace: str | None = None
+    ) -> Obj:
         resource = self.resource(api_version, kind)
         patched = self.dynamic.patch(
-            resource, body=body, name=name, namespace=namespace,
-            content_type="application/merge-patch+json", serialize=False,
-        )  # fmt: skip
+            resource,
+            body=body,
+            name=name,
+            namespace=namespace,
+            content_type="application/merge-patch+json",
+            serialize=False,
+        )
         return _json(patched)
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
@@ -102,8 +113,13 @@ class Kube:
             current = self.get(api_version, kind, name, namespace)
             if current and current["metadata"].get("finalizers"):
                 self.merge_patch(api_version, kind, name, {"metadata": {"finalizers": None}}, namespace)
-            self.dynamic.delete(resource, name=name, namespace=namespace, grace_period_seconds=0,
-                                propagation_policy="Background")  # fmt: skip
+            self.dynamic.delete(
+                resource,
+                name=name,
+                namespace=namespace,
+                grace_period_seconds=0,
+                propagation_policy="Background",
+            )
 
     def raw_get(self, path: str) -> Obj:
         return _json(self.dynamic.request("get", path, serialize=False))
@@ -154,8 +170,15 @@ def is_true(obj: Obj | None, kind: str) -> bool:
     return bool(found and found.get("status") == "True")
 
 
-def wait_true(kube: Kube, api_version: str, kind: str, name: str, condition_type: str, timeout: float,
-              namespace: str | None = None) -> Obj:  # fmt: skip
+def wait_true(
+    kube: Kube,
+    api_version: str,
+    kind: str,
+    name: str,
+    condition_type: str,
+    timeout: float,
+    namespace: str | None = None,
+) -> Obj:
     """Until the object's `condition_type` condition is True; returns the object."""
 
     def check() -> Obj | None:

@@ -51,8 +51,11 @@ def rendered_configuration(files: Sequence[RenderedFile]) -> dict[str, Any]:
         document = yaml.safe_load(rendered.text)
         if rendered.path == f"{INSTALLERS}/{kueue_component.HELM_VALUES}":
             texts.append(document["managerConfig"]["controllerManagerConfigYaml"])
-        elif rendered.is_object and document["kind"] == "ConfigMap" and \
-                document["metadata"]["name"] == kueue_component.CONFIG_MAP_NAME:
+        elif (
+            rendered.is_object
+            and document["kind"] == "ConfigMap"
+            and document["metadata"]["name"] == kueue_component.CONFIG_MAP_NAME
+        ):
             texts.append(document["data"][kueue_component.CONFIG_KEY])
     assert len(texts) == 1, f"{len(texts)} rendered Kueue configurations, expected exactly one"
     configuration: dict[str, Any] = yaml.safe_load(texts[0])
@@ -103,8 +106,13 @@ def serving_ca(workdir: Path) -> Path:
     return _serving_certs(workdir / "certs") / "ca.crt"
 
 
-def start_kueue(binary: Path, kubeconfig: Path, configuration: dict[str, Any], workdir: Path,
-                ports: dict[str, int] | None = None) -> Daemon:  # fmt: skip
+def start_kueue(
+    binary: Path,
+    kubeconfig: Path,
+    configuration: dict[str, Any],
+    workdir: Path,
+    ports: dict[str, int] | None = None,
+) -> Daemon:
     """Start Kueue with `configuration` (out_of_cluster applied here) and wait for /readyz.
 
     `ports`: health, metrics and webhook listener ports (default: free ones)."""

@@ -72,12 +72,16 @@ def wired(objects: list[Obj], base_url: str, ca_pem: bytes) -> list[Obj]:
     return out
 
 
-def configuration(chart_objects: list[Obj], rendered_objects: list[Obj], name: str,
-                  key: str) -> dict[str, Any]:  # fmt: skip
+def configuration(
+    chart_objects: list[Obj], rendered_objects: list[Obj], name: str, key: str
+) -> dict[str, Any]:
     """Kueue's Configuration as the cluster holds it: the chart's ConfigMap `name`, or the
     rendered one of that name when the environment ships it (applied after the chart)."""
-    found = [obj for obj in [*chart_objects, *rendered_objects]
-             if obj["kind"] == "ConfigMap" and obj["metadata"]["name"] == name]  # fmt: skip
+    found = [
+        obj
+        for obj in [*chart_objects, *rendered_objects]
+        if obj["kind"] == "ConfigMap" and obj["metadata"]["name"] == name
+    ]
     if not found:
         raise RuntimeError(f"neither the Kueue chart nor the environment renders ConfigMap {name}")
     document: dict[str, Any] = yaml.safe_load(found[-1]["data"][key])

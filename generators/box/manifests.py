@@ -56,8 +56,14 @@ def install_crds(kube: Kube, crd_root: Path | None = None) -> list[str]:
         kube.apply(crd)
         names.append(crd["metadata"]["name"])
     for name in names:
-        wait_true(kube, "apiextensions.k8s.io/v1", "CustomResourceDefinition", name, "Established",
-                  CRD_ESTABLISHED_SECONDS)  # fmt: skip
+        wait_true(
+            kube,
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            name,
+            "Established",
+            CRD_ESTABLISHED_SECONDS,
+        )
     kube.dynamic.resources.invalidate_cache()  # the new kinds must be discoverable now
     return names
 
@@ -148,8 +154,13 @@ def apply_all(kube: Kube, objects: list[Obj]) -> dict[tuple[str, str, str, str],
     stored = {}
     for obj in in_sync_wave_order(objects):
         try:
-            live = kube.get(obj["apiVersion"], obj["kind"], obj["metadata"]["name"],
-                            obj["metadata"].get("namespace")) if force_replaced(obj) else None  # fmt: skip
+            live = (
+                kube.get(
+                    obj["apiVersion"], obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace")
+                )
+                if force_replaced(obj)
+                else None
+            )
             replace = live is not None and not in_sync(obj, live)
             stored[identity(obj)] = recreate(kube, obj) if replace else kube.apply(obj)
         except Exception as err:
@@ -166,12 +177,18 @@ def prune(kube: Kube, objects: list[Obj]) -> list[str]:
     for obj in reversed(in_sync_wave_order(objects)):
         meta = obj["metadata"]
         with contextlib.suppress(NotFoundError):
-            kube.dynamic.delete(kube.resource(obj["apiVersion"], obj["kind"]), name=meta["name"],
-                                namespace=meta.get("namespace"))  # fmt: skip
+            kube.dynamic.delete(
+                kube.resource(obj["apiVersion"], obj["kind"]),
+                name=meta["name"],
+                namespace=meta.get("namespace"),
+            )
             pruned.append(f"{obj['kind']} {meta['name']}")
     for obj in objects:
-        wait_for(functools.partial(_gone, kube, obj), RECREATE_SECONDS,
-                 f"{obj['kind']} {obj['metadata']['name']} pruned (its finalizers lifted)")  # fmt: skip
+        wait_for(
+            functools.partial(_gone, kube, obj),
+            RECREATE_SECONDS,
+            f"{obj['kind']} {obj['metadata']['name']} pruned (its finalizers lifted)",
+        )
     return pruned
 
 

@@ -78,18 +78,31 @@ def prometheus(ksm_port: int, rules: list[Path], folder: Path, jobs: Sequence[Ob
     config = {
         "global": {"scrape_interval": f"{SCRAPE_SECONDS}s", "evaluation_interval": f"{SCRAPE_SECONDS}s"},
         "rule_files": [str(p) for p in rules],
-        "scrape_configs": [{"job_name": KSM_NAME,
-                            "static_configs": [{"targets": [f"127.0.0.1:{ksm_port}"]}]}, *jobs,
-                           {"job_name": SCENE_JOB, "file_sd_configs": [{
-                               "files": [str(folder / SCENE_TARGETS / "*.json")],
-                               "refresh_interval": "5s"}]}],
+        "scrape_configs": [
+            {"job_name": KSM_NAME, "static_configs": [{"targets": [f"127.0.0.1:{ksm_port}"]}]},
+            *jobs,
+            {
+                "job_name": SCENE_JOB,
+                "file_sd_configs": [
+                    {"files": [str(folder / SCENE_TARGETS / "*.json")], "refresh_interval": "5s"}
+                ],
+            },
+        ],
     }
     (folder / "prometheus.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
     port = free_port()
-    return Daemon("prometheus", [str(tool_path("prometheus")), f"--config.file={folder / 'prometheus.yml'}",
-                                 f"--storage.tsdb.path={folder / 'data'}",
-                                 f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-                  folder / "prometheus.log", ports=(port,))  # fmt: skip
+    return Daemon(
+        "prometheus",
+        [
+            str(tool_path("prometheus")),
+            f"--config.file={folder / 'prometheus.yml'}",
+            f"--storage.tsdb.path={folder / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--log.level=warn",
+        ],
+        folder / "prometheus.log",
+        ports=(port,),
+    )
 
 
 def scene_targets(box_folder: Path) -> Path:
@@ -100,8 +113,9 @@ def scene_targets(box_folder: Path) -> Path:
 
 def query(url: str, promql: str) -> list[dict[str, object]]:
     """The instant vector `promql` evaluates to now."""
-    with urllib.request.urlopen(f"{url}/api/v1/query?{urllib.parse.urlencode({'query': promql})}",
-                                timeout=5) as response:  # fmt: skip
+    with urllib.request.urlopen(
+        f"{url}/api/v1/query?{urllib.parse.urlencode({'query': promql})}", timeout=5
+    ) as response:
         body = json.load(response)
     result: list[dict[str, object]] = body["data"]["result"]
     return result

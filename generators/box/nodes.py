@@ -48,20 +48,23 @@ def pool_nodes(pool: Pool) -> list[dict[str, Any]]:
     """The Node objects of `pool` (name, labels, taints, annotation; status comes later)."""
     above_host = [level for level in pool.topology_levels if level != HOSTNAME]
     sizes = domain_sizes(pool.nodes, len(above_host))
-    taints = [{"key": t.key, "effect": t.effect, **({"value": t.value} if t.value else {})}
-              for t in pool.taints]
+    taints = [
+        {"key": t.key, "effect": t.effect, **({"value": t.value} if t.value else {})} for t in pool.taints
+    ]
     nodes = []
     for index in range(pool.nodes):
         name = f"{pool.name}-{index:03d}"
         labels = {**pool.node_labels, HOSTNAME: name, BOX_LABEL: "true"}
         for level, size in zip(above_host, sizes, strict=True):
             labels[level] = f"{level.rsplit('/', 1)[-1]}-{index // size}"
-        nodes.append({
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": name, "labels": labels, "annotations": {KWOK_ANNOTATION: KWOK_VALUE}},
-            "spec": {"taints": taints},
-        })  # fmt: skip
+        nodes.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": labels, "annotations": {KWOK_ANNOTATION: KWOK_VALUE}},
+                "spec": {"taints": taints},
+            }
+        )
     return nodes
 
 
@@ -79,13 +82,23 @@ def virtual_nodes(env: Environment) -> list[tuple[str, dict[str, Any], dict[str,
     for provider in env.overflow.providers:
         name = provider.node_name
         config = provider.config
-        capacity = {"cpu": str(config.get("cpu", "64")), "memory": str(config.get("memory", "512Gi")),
-                    "pods": str(config.get("pods", PODS_PER_NODE)), provider.gpu_resource: str(provider.gpus)}
-        node = {"apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": name, "labels": {**VIRTUAL_LABELS, HOSTNAME: name, BOX_LABEL: "true"},
-                             "annotations": {KWOK_ANNOTATION: KWOK_VALUE}},
-                "spec": {"taints": [{"key": PROVIDER_TAINT, "value": provider.name, "effect": "NoSchedule"}]}}
-        found.append((provider.name, node, capacity))  # fmt: skip
+        capacity = {
+            "cpu": str(config.get("cpu", "64")),
+            "memory": str(config.get("memory", "512Gi")),
+            "pods": str(config.get("pods", PODS_PER_NODE)),
+            provider.gpu_resource: str(provider.gpus),
+        }
+        node = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "labels": {**VIRTUAL_LABELS, HOSTNAME: name, BOX_LABEL: "true"},
+                "annotations": {KWOK_ANNOTATION: KWOK_VALUE},
+            },
+            "spec": {"taints": [{"key": PROVIDER_TAINT, "value": provider.name, "effect": "NoSchedule"}]},
+        }
+        found.append((provider.name, node, capacity))
     return found
 
 

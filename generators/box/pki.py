@@ -104,14 +104,20 @@ def generate(folder: Path) -> Pki:
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
-                digital_signature=True, content_commitment=False, key_encipherment=False,
-                data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                crl_sign=True, encipher_only=False, decipher_only=False,
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
             ),
             critical=True,
         )
         .sign(ca_key, hashes.SHA256())
-    )  # fmt: skip
+    )
     san = x509.SubjectAlternativeName(
         [x509.DNSName(name) for name in SERVING_DNS]
         + [x509.IPAddress(ipaddress.ip_address(ip)) for ip in SERVING_IPS]

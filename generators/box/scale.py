@@ -46,8 +46,9 @@ def scaled_spec(text: str, scale: int, source: str) -> str:
     if isinstance(cap, dict):
         if "maxNodes" in cap:
             cap["maxNodes"] = _divided(cap["maxNodes"], scale)
-        smallest = min((p["nodes"] for p in pools if isinstance(p, dict) and isinstance(p.get("nodes"), int)),
-                       default=0)  # fmt: skip
+        smallest = min(
+            (p["nodes"] for p in pools if isinstance(p, dict) and isinstance(p.get("nodes"), int)), default=0
+        )
         percent = cap.get("maxPercentOfPool")
         if smallest and isinstance(percent, int) and percent * smallest < 100:
             # A percentage that rounds to 0 nodes is refused (the controller could never act):
@@ -64,8 +65,10 @@ def sped_spec(root: Path, name: str, speed: int, source: str) -> str:
     from generators.spec.schema import apply_defaults
 
     value = sped_up(apply_defaults(load_document(root, name).value), speed)
-    header = (f"# {source} merged over its extends: chain, defaults written out, controller durations "
-              f"divided by {speed} (generate.py box up --speed {speed})\n")
+    header = (
+        f"# {source} merged over its extends: chain, defaults written out, controller durations "
+        f"divided by {speed} (generate.py box up --speed {speed})\n"
+    )
     return header + yaml.safe_dump(value, sort_keys=False)
 
 
@@ -80,8 +83,9 @@ def scaled_checkout(root: Path, name: str, scale: int, folder: Path, speed: int 
     if not path.is_file():
         raise ScaleError(f"{ENV_DIR}/{name}.yaml: no such environment")
     if scale > 1:
-        path.write_text(scaled_spec(path.read_text(encoding="utf-8"), scale, f"{ENV_DIR}/{name}.yaml"),
-                        encoding="utf-8")  # fmt: skip
+        path.write_text(
+            scaled_spec(path.read_text(encoding="utf-8"), scale, f"{ENV_DIR}/{name}.yaml"), encoding="utf-8"
+        )
     if speed > 1:
         path.write_text(sped_spec(folder, name, speed, f"{ENV_DIR}/{name}.yaml"), encoding="utf-8")
     return folder

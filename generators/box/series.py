@@ -46,8 +46,9 @@ class SyntheticSeries:
                 pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="synthetic-series",
-                                        daemon=True)  # fmt: skip
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="synthetic-series", daemon=True
+        )
 
     @property
     def target(self) -> str:

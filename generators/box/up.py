@@ -107,8 +107,9 @@ def cluster_of(env_name: str, folder: Path) -> Cluster:
     return Cluster(f"trainyard-{env_name}", folder / "kwok")
 
 
-def rendered(root: Path, env_name: str, scale: int, folder: Path,
-             speed: int = 1) -> tuple[Environment, list[RenderedFile]]:  # fmt: skip
+def rendered(
+    root: Path, env_name: str, scale: int, folder: Path, speed: int = 1
+) -> tuple[Environment, list[RenderedFile]]:
     """The environment and every file `generate.py render` writes for it (scaled or sped up:
     of the copy, generators/box/scale.py)."""
     copied = scale > 1 or speed > 1
@@ -122,8 +123,10 @@ def up(root: Path, env_name: str, scale: int = 1, speed: int = 1, say: Say = pri
     folder = run_dir(env_name)
     existing = State.load(folder)
     if existing is not None:
-        raise BoxError(f"a box for {env_name} is already up or half-built in {folder}; "
-                       f"run: generate.py box down {env_name}")  # fmt: skip
+        raise BoxError(
+            f"a box for {env_name} is already up or half-built in {folder}; "
+            f"run: generate.py box down {env_name}"
+        )
     began = time.monotonic()
     env, files = rendered(root, env_name, scale, folder, speed)
     cluster = cluster_of(env_name, folder)
@@ -144,8 +147,9 @@ def up(root: Path, env_name: str, scale: int = 1, speed: int = 1, say: Say = pri
     return box
 
 
-def _build(env: Environment, files: list[RenderedFile], cluster: Cluster, state: State, folder: Path,
-           say: Say) -> Box:  # fmt: skip
+def _build(
+    env: Environment, files: list[RenderedFile], cluster: Cluster, state: State, folder: Path, say: Say
+) -> Box:
     objects = objects_of(files)
     say(f"starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK in {folder}")
     cluster.create()
@@ -166,8 +170,9 @@ def _build(env: Environment, files: list[RenderedFile], cluster: Cluster, state:
         _register_virtual_nodes(kube, env, objects, cluster, folder, say)
         for obj in objects:
             if obj["kind"] == "ClusterQueue":
-                wait_true(kube, KUEUE_API, "ClusterQueue", obj["metadata"]["name"], "Active",
-                          QUEUES_ACTIVE_SECONDS)  # fmt: skip
+                wait_true(
+                    kube, KUEUE_API, "ClusterQueue", obj["metadata"]["name"], "Active", QUEUES_ACTIVE_SECONDS
+                )
         say("starting kube-state-metrics (the chart's) and Prometheus")
         _start_monitoring(kube, env, files, objects, cluster, state, folder, len(nodes))
         _start_adapter(kube, objects, cluster, state, folder, say)
@@ -177,18 +182,23 @@ def _build(env: Environment, files: list[RenderedFile], cluster: Cluster, state:
     return Box(env, state, folder, objects)
 
 
-def _register_virtual_nodes(kube: Kube, env: Environment, objects: list[Obj], cluster: Cluster, folder: Path,
-                            say: Say) -> None:  # fmt: skip
+def _register_virtual_nodes(
+    kube: Kube, env: Environment, objects: list[Obj], cluster: Cluster, folder: Path, say: Say
+) -> None:
     """Each provider's virtual node, registered with its virtual-kubelet's ServiceAccount (the
     rendered vk-<provider> Deployment's) as the virtual-kubelet would, then run by KWOK;
     up once KWOK reports it Ready."""
-    accounts_of = {o["metadata"]["name"]: o["spec"]["template"]["spec"].get("serviceAccountName", "default")
-                   for o in objects if o["kind"] == "Deployment"}  # fmt: skip
+    accounts_of = {
+        o["metadata"]["name"]: o["spec"]["template"]["spec"].get("serviceAccountName", "default")
+        for o in objects
+        if o["kind"] == "Deployment"
+    }
     for provider, node, capacity in virtual_nodes(env):
         assert env.overflow is not None
         account = accounts_of[f"vk-{provider}"]
-        token = accounts.token_kubeconfig(kube, cluster.kubeconfig, env.overflow.namespace, account,
-                                          folder / f"kubeconfig-{account}")  # fmt: skip
+        token = accounts.token_kubeconfig(
+            kube, cluster.kubeconfig, env.overflow.namespace, account, folder / f"kubeconfig-{account}"
+        )
         say(f"registering virtual node {node['metadata']['name']} as ServiceAccount {account}")
         vk = Kube(token, folder / f"discovery-{account}.json")
         name = node["metadata"]["name"]
@@ -197,8 +207,9 @@ def _register_virtual_nodes(kube: Kube, env: Environment, objects: list[Obj], cl
             # registered before misses the provider label and the closed taint, and is fixed
             # only by a later spec update, which nothing guarantees. Up waits for the policy's
             # effect on a dry run instead (docs/controlplane.md, "A day in the life").
-            closed = functools.partial(_closed_by_policy, vk, _with_capacity(node, capacity), provider,
-                                       env.overflow.gate.taint_key)  # fmt: skip
+            closed = functools.partial(
+                _closed_by_policy, vk, _with_capacity(node, capacity), provider, env.overflow.gate.taint_key
+            )
             wait_for(closed, POLICY_SECONDS, f"the rendered admission policy labelling and closing {name}")
             vk.create(_with_capacity(node, capacity))
         finally:
@@ -215,8 +226,10 @@ def _closed_by_policy(vk: Kube, node: Obj, provider: str, taint_key: str) -> boo
     """A dry-run registration of `node` comes back with the provider label and the gate taint."""
     admitted = vk.create(node, dry_run=True)
     taints = (admitted.get("spec") or {}).get("taints") or []
-    return bool((admitted["metadata"].get("labels") or {}).get(PROVIDER_LABEL) == provider
-                and any(t.get("key") == taint_key and t.get("effect") == "NoSchedule" for t in taints))
+    return bool(
+        (admitted["metadata"].get("labels") or {}).get(PROVIDER_LABEL) == provider
+        and any(t.get("key") == taint_key and t.get("effect") == "NoSchedule" for t in taints)
+    )
 
 
 def _install_foreign_crds(kube: Kube) -> None:
@@ -231,8 +244,14 @@ def _install_foreign_crds(kube: Kube) -> None:
 
 def _wait_established(kube: Kube, names: list[str]) -> None:
     for name in names:
-        wait_true(kube, "apiextensions.k8s.io/v1", "CustomResourceDefinition", name, "Established",
-                  manifests.CRD_ESTABLISHED_SECONDS)  # fmt: skip
+        wait_true(
+            kube,
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            name,
+            "Established",
+            manifests.CRD_ESTABLISHED_SECONDS,
+        )
     kube.dynamic.resources.invalidate_cache()
 
 
@@ -246,8 +265,15 @@ def _installer_values(files: list[RenderedFile], name: str, folder: Path) -> Pat
     return None
 
 
-def _install_kueue(kube: Kube, env: Environment, files: list[RenderedFile], objects: list[Obj],
-                   cluster: Cluster, state: State, folder: Path) -> None:  # fmt: skip
+def _install_kueue(
+    kube: Kube,
+    env: Environment,
+    files: list[RenderedFile],
+    objects: list[Obj],
+    cluster: Cluster,
+    state: State,
+    folder: Path,
+) -> None:
     namespace = env.kueue.namespace
     workdir = folder / "kueue"
     workdir.mkdir(parents=True, exist_ok=True)
@@ -264,10 +290,12 @@ def _install_kueue(kube: Kube, env: Environment, files: list[RenderedFile], obje
     _wait_established(kube, [crd["metadata"]["name"] for crd in crds])
     for obj in rest:
         kube.apply(obj)
-    configuration = kueue_chart.configuration(chart, objects, kueue_component.CONFIG_MAP_NAME,
-                                              kueue_component.CONFIG_KEY)  # fmt: skip
-    token = accounts.token_kubeconfig(kube, cluster.kubeconfig, namespace, kueue_chart.SERVICE_ACCOUNT,
-                                      workdir / "kubeconfig")  # fmt: skip
+    configuration = kueue_chart.configuration(
+        chart, objects, kueue_component.CONFIG_MAP_NAME, kueue_component.CONFIG_KEY
+    )
+    token = accounts.token_kubeconfig(
+        kube, cluster.kubeconfig, namespace, kueue_chart.SERVICE_ACCOUNT, workdir / "kubeconfig"
+    )
     daemon = kueue.start_kueue(tool_path("kueue"), token, configuration, workdir, ports)
     _record(state, folder, daemon)
     for obj in webhooks:
@@ -289,13 +317,16 @@ def programs(env: Environment) -> dict[str, controllers.Program]:
 def prometheus_services(env: Environment, url: str) -> dict[str, str]:
     """The in-cluster Prometheus addresses the rendered policies name -> the box's Prometheus."""
     health = env.health.controller if env.health else None
-    addresses = {env.overflow.gate.prometheus_url if env.overflow else "",
-                 health.prometheus_url if health else ""} - {""}  # fmt: skip
+    addresses = {
+        env.overflow.gate.prometheus_url if env.overflow else "",
+        health.prometheus_url if health else "",
+    } - {""}
     return {address.rstrip("/"): url for address in addresses}
 
 
-def _start_controllers(kube: Kube, env: Environment, objects: list[Obj], cluster: Cluster, state: State,
-                       folder: Path, say: Say) -> None:  # fmt: skip
+def _start_controllers(
+    kube: Kube, env: Environment, objects: list[Obj], cluster: Cluster, state: State, folder: Path, say: Say
+) -> None:
     """Each rendered controller Deployment whose image the box can run (programs()) as a host
     process, as its ServiceAccount; up once its health endpoint answers."""
     known = programs(env)
@@ -308,8 +339,9 @@ def _start_controllers(kube: Kube, env: Environment, objects: list[Obj], cluster
         account = deployment["spec"]["template"]["spec"].get("serviceAccountName", "default")
         workdir = folder / "controllers" / meta["name"]
         workdir.mkdir(parents=True, exist_ok=True)
-        token = accounts.token_kubeconfig(kube, cluster.kubeconfig, meta["namespace"], account,
-                                          workdir / "kubeconfig")  # fmt: skip
+        token = accounts.token_kubeconfig(
+            kube, cluster.kubeconfig, meta["namespace"], account, workdir / "kubeconfig"
+        )
         say(f"starting {meta['namespace']}/{meta['name']} as ServiceAccount {account}")
         daemon = controllers.host_process(deployment, objects, program, token, workdir, services)
         daemon.start()
@@ -319,8 +351,16 @@ def _start_controllers(kube: Kube, env: Environment, objects: list[Obj], cluster
         daemon.wait_until(functools.partial(check, url), CONTROLLER_READY_SECONDS, f"{url} ok")
 
 
-def _start_monitoring(kube: Kube, env: Environment, files: list[RenderedFile], objects: list[Obj],
-                      cluster: Cluster, state: State, folder: Path, nodes: int) -> None:  # fmt: skip
+def _start_monitoring(
+    kube: Kube,
+    env: Environment,
+    files: list[RenderedFile],
+    objects: list[Obj],
+    cluster: Cluster,
+    state: State,
+    folder: Path,
+    nodes: int,
+) -> None:
     """kube-state-metrics, the fake dcgm-exporter and Prometheus (generators/box/monitoring.py);
     up once Prometheus holds one kube_node_labels series per node and one GPU temperature
     per NVIDIA GPU."""
@@ -332,10 +372,12 @@ def _start_monitoring(kube: Kube, env: Environment, files: list[RenderedFile], o
     workdir = folder / "monitoring"
     workdir.mkdir(parents=True, exist_ok=True)
     account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
-    token = accounts.token_kubeconfig(kube, cluster.kubeconfig, MONITORING_NAMESPACE, account,
-                                      workdir / "kubeconfig")  # fmt: skip
-    ksm = controllers.host_process(deployment, objects, controllers.KUBE_STATE_METRICS, token,
-                                   workdir / "kube-state-metrics")  # fmt: skip
+    token = accounts.token_kubeconfig(
+        kube, cluster.kubeconfig, MONITORING_NAMESPACE, account, workdir / "kubeconfig"
+    )
+    ksm = controllers.host_process(
+        deployment, objects, controllers.KUBE_STATE_METRICS, token, workdir / "kube-state-metrics"
+    )
     ksm.start()
     _record(state, folder, ksm)
     ksm_url = f"http://127.0.0.1:{ksm.ports[0]}"
@@ -343,23 +385,31 @@ def _start_monitoring(kube: Kube, env: Environment, files: list[RenderedFile], o
     dcgm, fleet = _start_dcgm_fake(env, files, state, folder)
     dcgm_selector = env.monitoring.selectors.dcgm
     jobs = [dcgm_fake.scrape_job(dcgm_selector, dcgm.ports[0], f"{monitoring.SCRAPE_SECONDS}s")]
-    server = monitoring.prometheus(ksm.ports[0], monitoring.rule_files(objects, workdir / "rules"),
-                                   workdir / "prometheus", jobs)  # fmt: skip
+    server = monitoring.prometheus(
+        ksm.ports[0], monitoring.rule_files(objects, workdir / "rules"), workdir / "prometheus", jobs
+    )
     server.start()
     _record(state, folder, server)
     url = f"http://127.0.0.1:{server.ports[0]}"
     state.prometheus = url
     state.save(folder)
-    server.wait_until(lambda: len(monitoring.query(url, "kube_node_labels")) >= nodes,
-                      monitoring.READY_SECONDS, f"{nodes} kube_node_labels series")  # fmt: skip
+    server.wait_until(
+        lambda: len(monitoring.query(url, "kube_node_labels")) >= nodes,
+        monitoring.READY_SECONDS,
+        f"{nodes} kube_node_labels series",
+    )
     temperatures = f"{dcgm_fake.TEMPERATURE}{{{dcgm_selector}}}"
     gpus = sum(node.gpus for node in fleet.nodes)
-    server.wait_until(lambda: len(monitoring.query(url, temperatures)) >= gpus, monitoring.READY_SECONDS,
-                      f"{gpus} {temperatures} series (the fake dcgm-exporter scraped)")  # fmt: skip
+    server.wait_until(
+        lambda: len(monitoring.query(url, temperatures)) >= gpus,
+        monitoring.READY_SECONDS,
+        f"{gpus} {temperatures} series (the fake dcgm-exporter scraped)",
+    )
 
 
-def _start_dcgm_fake(env: Environment, files: list[RenderedFile], state: State,
-                     folder: Path) -> tuple[Daemon, dcgm_fake.Fleet]:  # fmt: skip
+def _start_dcgm_fake(
+    env: Environment, files: list[RenderedFile], state: State, folder: Path
+) -> tuple[Daemon, dcgm_fake.Fleet]:
     """The synthetic dcgm-exporter (generators/box/dcgm_fake.py) serving the rendered counters
     for every NVIDIA node; up once it answers."""
     values = next(f.text for f in files if f.path == f"{INSTALLERS}/{GPU_OPERATOR_VALUES}")
@@ -367,22 +417,30 @@ def _start_dcgm_fake(env: Environment, files: list[RenderedFile], state: State,
     daemon = dcgm_fake.daemon(fleet, folder / "monitoring" / dcgm_fake.NAME)
     daemon.start()
     _record(state, folder, daemon)
-    daemon.wait_until(functools.partial(_http_ok, f"http://127.0.0.1:{daemon.ports[0]}/healthz"),
-                      CONTROLLER_READY_SECONDS, "/healthz ok")  # fmt: skip
+    daemon.wait_until(
+        functools.partial(_http_ok, f"http://127.0.0.1:{daemon.ports[0]}/healthz"),
+        CONTROLLER_READY_SECONDS,
+        "/healthz ok",
+    )
     return daemon, fleet
 
 
-def _start_adapter(kube: Kube, objects: list[Obj], cluster: Cluster, state: State, folder: Path,
-                   say: Say) -> None:  # fmt: skip
+def _start_adapter(
+    kube: Kube, objects: list[Obj], cluster: Cluster, state: State, folder: Path, say: Say
+) -> None:
     """The rendered prometheus-adapter, if any, and its APIService (generators/box/adapter.py)."""
-    daemon = adapter.start(kube, cluster.kubeconfig, objects, folder / "monitoring" / "prometheus-adapter",
-                           state.prometheus)  # fmt: skip
+    daemon = adapter.start(
+        kube, cluster.kubeconfig, objects, folder / "monitoring" / "prometheus-adapter", state.prometheus
+    )
     if daemon is None:
         return
     say("starting prometheus-adapter, registering its APIService")
     _record(state, folder, daemon)
-    daemon.wait_until(functools.partial(_https_ok, f"https://127.0.0.1:{daemon.ports[0]}/healthz"),
-                      CONTROLLER_READY_SECONDS, "/healthz ok")  # fmt: skip
+    daemon.wait_until(
+        functools.partial(_https_ok, f"https://127.0.0.1:{daemon.ports[0]}/healthz"),
+        CONTROLLER_READY_SECONDS,
+        "/healthz ok",
+    )
     adapter.register(kube, objects, daemon.ports[0])
 
 
@@ -411,12 +469,21 @@ def _webhook_answers(kube: Kube) -> bool:
     probe: dict[str, Any] = {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": "box-webhook-probe", "namespace": PROBE_NAMESPACE,
-                     "labels": {QUEUE_LABEL: "box-probe"}},
-        "spec": {"suspend": False, "template": {"spec": {
-            "restartPolicy": "Never",
-            "containers": [{"name": "probe", "image": "registry.example/probe:1"}]}}},
-    }  # fmt: skip
+        "metadata": {
+            "name": "box-webhook-probe",
+            "namespace": PROBE_NAMESPACE,
+            "labels": {QUEUE_LABEL: "box-probe"},
+        },
+        "spec": {
+            "suspend": False,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "probe", "image": "registry.example/probe:1"}],
+                }
+            },
+        },
+    }
     admitted = kube.create(probe, dry_run=True)
     return admitted["spec"].get("suspend") is True
 
@@ -430,8 +497,9 @@ def _create_nodes(kube: Kube, nodes: list[tuple[Obj, dict[str, str]]]) -> None:
 
     def all_ready() -> bool:
         listed = {n["metadata"]["name"]: n for n in kube.list("v1", "Node")}
-        return all(name in listed and _schedulable(listed[name], capacity)
-                   for name, capacity in wanted.items())  # fmt: skip
+        return all(
+            name in listed and _schedulable(listed[name], capacity) for name, capacity in wanted.items()
+        )
 
     wait_for(all_ready, NODES_READY_SECONDS, f"{len(wanted)} KWOK nodes Ready, not-ready taint lifted", 1.0)
 
@@ -447,8 +515,11 @@ def _schedulable(node: Obj, capacity: dict[str, str]) -> bool:
     """Ready, not-ready taint lifted, and reporting the capacity it was registered with."""
     taints = (node.get("spec") or {}).get("taints") or []
     allocatable = (node.get("status") or {}).get("allocatable") or {}
-    return (is_true(node, "Ready") and not any(t.get("key") == NOT_READY_TAINT for t in taints)
-            and all(allocatable.get(k) == v for k, v in capacity.items()))  # fmt: skip
+    return (
+        is_true(node, "Ready")
+        and not any(t.get("key") == NOT_READY_TAINT for t in taints)
+        and all(allocatable.get(k) == v for k, v in capacity.items())
+    )
 
 
 def down(env_name: str, say: Say = print, keep_logs: bool = False) -> list[str]:

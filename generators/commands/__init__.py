@@ -13,7 +13,9 @@ def select_environments(root: Path, names: list[str]) -> list[str] | None:
     known = environment_names(root)
     unknown = [n for n in names if n not in known]
     if unknown:
-        print(f"generate.py: error: unknown environment {unknown[0]!r}; known: {', '.join(known)}",
-              file=sys.stderr)
+        print(
+            f"generate.py: error: unknown environment {unknown[0]!r}; known: {', '.join(known)}",
+            file=sys.stderr,
+        )
         return None
     return names or known

@@ -10,25 +10,43 @@ import sys
 from generators.box.scenes import SCENES
 from generators.commands import select_environments
 
-HELP = ("run the environment on a local cluster in a box (etcd, kube-apiserver, controller-manager, "
-        "scheduler, KWOK nodes, Kueue with webhooks; pinned builds): up, down, kubeconfig, scene")
+HELP = (
+    "run the environment on a local cluster in a box (etcd, kube-apiserver, controller-manager, "
+    "scheduler, KWOK nodes, Kueue with webhooks; pinned builds): up, down, kubeconfig, scene"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=("up", "down", "kubeconfig", "scene"),
-                        help="up: start and apply rendered/ENV; down: stop everything; "
-                             "kubeconfig: print the admin kubeconfig path of the running box; "
-                             f"scene NAME ENV: run a scene on the running box ({', '.join(SCENES)})")
-    parser.add_argument("env", metavar="ENV", help="environment name (environments/<ENV>.yaml); "
-                        "for `scene`: the scene's NAME, then ENV")
+    parser.add_argument(
+        "action",
+        choices=("up", "down", "kubeconfig", "scene"),
+        help="up: start and apply rendered/ENV; down: stop everything; "
+        "kubeconfig: print the admin kubeconfig path of the running box; "
+        f"scene NAME ENV: run a scene on the running box ({', '.join(SCENES)})",
+    )
+    parser.add_argument(
+        "env",
+        metavar="ENV",
+        help="environment name (environments/<ENV>.yaml); for `scene`: the scene's NAME, then ENV",
+    )
     parser.add_argument("scene_env", nargs="?", metavar="ENV", help=argparse.SUPPRESS)
-    parser.add_argument("--scale", type=int, default=1, metavar="N",
-                        help="up only: divide the environment's node counts by N (a scaled copy of "
-                             "the spec is rendered; quotas follow)")
-    parser.add_argument("--speed", type=int, default=1, metavar="X",
-                        help="up only: divide the environment's controller durations by X (gate hold "
-                             "times, descheduler cycle and minPodAge, health durations, alert windows; "
-                             "a sped-up copy of the spec is rendered)")
+    parser.add_argument(
+        "--scale",
+        type=int,
+        default=1,
+        metavar="N",
+        help="up only: divide the environment's node counts by N (a scaled copy of "
+        "the spec is rendered; quotas follow)",
+    )
+    parser.add_argument(
+        "--speed",
+        type=int,
+        default=1,
+        metavar="X",
+        help="up only: divide the environment's controller durations by X (gate hold "
+        "times, descheduler cycle and minPodAge, health durations, alert windows; "
+        "a sped-up copy of the spec is rendered)",
+    )
 
 
 def _usage(message: str) -> int:
@@ -56,8 +74,11 @@ def run(args: argparse.Namespace) -> int:
         import cryptography  # noqa: F401
         import kubernetes  # noqa: F401
     except ImportError as err:
-        print(f"generate.py box: error: the box needs the development requirements ({err.name} is "
-              "missing); run: make setup (the .venv with requirements-dev.txt)", file=sys.stderr)
+        print(
+            f"generate.py box: error: the box needs the development requirements ({err.name} is "
+            "missing); run: make setup (the .venv with requirements-dev.txt)",
+            file=sys.stderr,
+        )
         return 2
     if args.action == "down":
         from generators.box.up import down
@@ -83,11 +104,16 @@ def run(args: argparse.Namespace) -> int:
     except SpecError:
         raise  # the CLI prints spec problems at file:line:col
     except Exception as err:  # a component failed: its own message (with its log tail), no traceback
-        print(f"generate.py box: error: box {args.action} {args.env} failed ({type(err).__name__}): {err}",
-              file=sys.stderr)
+        print(
+            f"generate.py box: error: box {args.action} {args.env} failed ({type(err).__name__}): {err}",
+            file=sys.stderr,
+        )
         return 1
-    print(f"box {args.env} up in {box.state.up_seconds:.0f}s; Prometheus {box.state.prometheus}; "
-          "kubeconfig (export KUBECONFIG=...):", file=sys.stderr)
+    print(
+        f"box {args.env} up in {box.state.up_seconds:.0f}s; Prometheus {box.state.prometheus}; "
+        "kubeconfig (export KUBECONFIG=...):",
+        file=sys.stderr,
+    )
     print(box.kubeconfig)
     return 0
 

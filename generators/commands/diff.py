@@ -5,20 +5,32 @@ from __future__ import annotations
 import argparse
 import sys
 
-HELP = ("compare the working tree's rendering with rendered/ at a git ref (default: the merge "
-        "base with main), per object, with a summary in pools, quotas and tiers; exit 1 when "
-        "it changes a field the API refuses to change in place (docs/immutable-fields.md)")
+HELP = (
+    "compare the working tree's rendering with rendered/ at a git ref (default: the merge "
+    "base with main), per object, with a summary in pools, quotas and tiers; exit 1 when "
+    "it changes a field the API refuses to change in place (docs/immutable-fields.md)"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--base", metavar="REF",
-                        help="git ref to compare with (default: merge base of HEAD and main; "
-                             "HEAD when there is no main)")
-    parser.add_argument("--format", choices=("text", "markdown", "json"), default="text",
-                        help="text for a terminal, markdown for a PR comment, json for machines")
+    parser.add_argument(
+        "--base",
+        metavar="REF",
+        help="git ref to compare with (default: merge base of HEAD and main; HEAD when there is no main)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("text", "markdown", "json"),
+        default="text",
+        help="text for a terminal, markdown for a PR comment, json for machines",
+    )
     parser.add_argument("--no-color", action="store_true", help="no ANSI colours (also: NO_COLOR=1)")
-    parser.add_argument("--max-chars", type=int, metavar="N",
-                        help="markdown: keep the comment within N characters (default: GitHub's 65,536)")
+    parser.add_argument(
+        "--max-chars",
+        type=int,
+        metavar="N",
+        help="markdown: keep the comment within N characters (default: GitHub's 65,536)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

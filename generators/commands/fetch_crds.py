@@ -12,16 +12,26 @@ from __future__ import annotations
 import argparse
 import sys
 
-HELP = ("download the CRDs pinned in schemas/crds.lock into the cache, verifying each sha256 "
-        "(once; needed where ../shared/crds is absent)")
+HELP = (
+    "download the CRDs pinned in schemas/crds.lock into the cache, verifying each sha256 "
+    "(once; needed where ../shared/crds is absent)"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                        help="per-file download timeout (default: 60)")
-    parser.add_argument("--if-missing", action="store_true",
-                        help="do nothing when a verified copy is already found (../shared/crds, "
-                        "$TRAINYARD_CRDS or the cache): what `make` runs")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="per-file download timeout (default: 60)",
+    )
+    parser.add_argument(
+        "--if-missing",
+        action="store_true",
+        help="do nothing when a verified copy is already found (../shared/crds, "
+        "$TRAINYARD_CRDS or the cache): what `make` runs",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,8 +18,11 @@ HELP = "render environments into rendered/<env>/ (all when none named)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("envs", nargs="*", metavar="ENV", help="environment names (default: all)")
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; list stale, missing and extra files; exit 1 if any")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; list stale, missing and extra files; exit 1 if any",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,8 +47,11 @@ def run(args: argparse.Namespace) -> int:
     base_existed = (args.root / layout.RENDERED).is_dir()
     try:
         outcomes = fleet.map_environments(work, args.root, todo)
-        problems = [(outcome.name, problem.location.file, problem.format())
-                    for outcome in outcomes for problem in outcome.problems]
+        problems = [
+            (outcome.name, problem.location.file, problem.format())
+            for outcome in outcomes
+            for problem in outcome.problems
+        ]
         if problems:
             for line in once(problems):
                 print(line, file=sys.stderr)
@@ -81,6 +87,8 @@ def _write(args: argparse.Namespace, names: list[str], outcomes: list[fleet.Outc
         render.swap(args.root, outcome.name, Path(outcome.staged))
     removed = render.remove_unknown(args.root, set(names)) if not args.envs else []
     total = sum(outcome.objects for outcome in outcomes)
-    print(f"rendered {total} objects for {len(names)} environment(s)"
-          + (f"; removed {', '.join(removed)}" if removed else ""))
+    print(
+        f"rendered {total} objects for {len(names)} environment(s)"
+        + (f"; removed {', '.join(removed)}" if removed else "")
+    )
     return 0

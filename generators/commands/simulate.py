@@ -11,22 +11,42 @@ from pathlib import Path
 
 from generators.commands import select_environments
 
-HELP = ("replay a job trace against the rendered queues on a cluster in a box (real Kueue, scheduler, "
-        "controllers), for the working tree and --base REF; report waits, GPU-hours, preemptions")
+HELP = (
+    "replay a job trace against the rendered queues on a cluster in a box (real Kueue, scheduler, "
+    "controllers), for the working tree and --base REF; report waits, GPU-hours, preemptions"
+)
 DEFAULT_SPEED = 10  # docs/whatif.md "Speed": the fidelity test's speed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("env", metavar="ENV", help="environment name (environments/<ENV>.yaml)")
-    parser.add_argument("--trace", required=True, type=Path, metavar="FILE",
-                        help="the job trace (docs/whatif.md, The trace format)")
-    parser.add_argument("--base", metavar="REF",
-                        help="also replay on environments/ as committed at REF and report base -> head")
-    parser.add_argument("--speed", type=int, default=DEFAULT_SPEED, metavar="X",
-                        help=f"divide the trace's arrivals and durations and the controllers' durations "
-                             f"by X (default {DEFAULT_SPEED})")
-    parser.add_argument("--scale", type=int, default=1, metavar="N",
-                        help="divide the environment's node counts by N, as box up --scale does")
+    parser.add_argument(
+        "--trace",
+        required=True,
+        type=Path,
+        metavar="FILE",
+        help="the job trace (docs/whatif.md, The trace format)",
+    )
+    parser.add_argument(
+        "--base",
+        metavar="REF",
+        help="also replay on environments/ as committed at REF and report base -> head",
+    )
+    parser.add_argument(
+        "--speed",
+        type=int,
+        default=DEFAULT_SPEED,
+        metavar="X",
+        help=f"divide the trace's arrivals and durations and the controllers' durations "
+        f"by X (default {DEFAULT_SPEED})",
+    )
+    parser.add_argument(
+        "--scale",
+        type=int,
+        default=1,
+        metavar="N",
+        help="divide the environment's node counts by N, as box up --scale does",
+    )
     parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
 
 
@@ -73,15 +93,21 @@ def run(args: argparse.Namespace) -> int:
     except SpecError:
         raise  # the CLI prints spec and trace problems at file:line:col
     except Exception as err:  # a component failed: its own message (with its log tail), no traceback
-        print(f"generate.py simulate: error: the replay failed ({type(err).__name__}): {err}",
-              file=sys.stderr)
+        print(
+            f"generate.py simulate: error: the replay failed ({type(err).__name__}): {err}", file=sys.stderr
+        )
         return 1
     for label, replayed in result.replays.items():
         if not replayed.complete:
-            say(f"{label}: not every job finished within the replay's budget "
-                f"({replayed.wall_seconds:.0f} s); they count as never admitted or still running")
-    title = (f"what-if {args.env}: {display} at speed {args.speed}"
-             + (f", scale {args.scale}" if args.scale > 1 else "") + " (times are trace time)")
+            say(
+                f"{label}: not every job finished within the replay's budget "
+                f"({replayed.wall_seconds:.0f} s); they count as never admitted or still running"
+            )
+    title = (
+        f"what-if {args.env}: {display} at speed {args.speed}"
+        + (f", scale {args.scale}" if args.scale > 1 else "")
+        + " (times are trace time)"
+    )
     render = {"text": report.text, "markdown": report.markdown, "json": report.as_json}[args.format]
     sys.stdout.write(render(result.head, result.base, title))
     return 0

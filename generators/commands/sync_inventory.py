@@ -12,8 +12,10 @@ from generators.commands import select_environments
 if TYPE_CHECKING:  # imported when an argument is converted: not on every start-up
     from fractions import Fraction
 
-HELP = ("update the pools' node counts in environments/<ENV>.yaml from `kubectl get nodes -o json` "
-        "(Ready, schedulable nodes only; comments and layout kept)")
+HELP = (
+    "update the pools' node counts in environments/<ENV>.yaml from `kubectl get nodes -o json` "
+    "(Ready, schedulable nodes only; comments and layout kept)"
+)
 DEFAULT_MAX_DROP = "0.25"
 
 
@@ -31,12 +33,21 @@ def _fraction(text: str) -> Fraction:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("env", metavar="ENV", help="environment name (environments/<ENV>.yaml)")
-    parser.add_argument("--nodes", metavar="FILE", required=True, type=Path,
-                        help="output of `kubectl get nodes -o json` for the environment's cluster")
-    parser.add_argument("--max-drop-fraction", metavar="F", type=_fraction,
-                        default=_fraction(DEFAULT_MAX_DROP),
-                        help=f"refuse when a pool would lose more than this fraction of its nodes at "
-                             f"once (default {DEFAULT_MAX_DROP})")
+    parser.add_argument(
+        "--nodes",
+        metavar="FILE",
+        required=True,
+        type=Path,
+        help="output of `kubectl get nodes -o json` for the environment's cluster",
+    )
+    parser.add_argument(
+        "--max-drop-fraction",
+        metavar="F",
+        type=_fraction,
+        default=_fraction(DEFAULT_MAX_DROP),
+        help=f"refuse when a pool would lose more than this fraction of its nodes at "
+        f"once (default {DEFAULT_MAX_DROP})",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
 
 

@@ -21,9 +21,12 @@ HELP = "check rendered/<env>/: kubeconform, policies/, promtool (all environment
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("envs", nargs="*", metavar="ENV", help="environment names (default: all)")
-    parser.add_argument("--format", choices=("text", "json"), default="text",
-                        help="text: one line per finding, then a summary per environment; "
-                        "json: one document for machines")
+    parser.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text: one line per finding, then a summary per environment; json: one document for machines",
+    )
     parser.add_argument("--list", action="store_true", help="list the policies and exit")
 
 
@@ -51,29 +54,37 @@ def run(args: argparse.Namespace) -> int:
         for report in reports:
             print(_summary(report))
         if len(reports) > 1:
-            print(f"total: {len(reports)} environments, {sum(r.objects for r in reports)} objects, "
-                  f"{len(findings)} findings, {seconds:.2f}s")
+            print(
+                f"total: {len(reports)} environments, {sum(r.objects for r in reports)} objects, "
+                f"{len(findings)} findings, {seconds:.2f}s"
+            )
     return 1 if any(f.severity == "error" for f in findings) else 0
 
 
 def _summary(report: EnvironmentReport) -> str:
     k = report.kubeconform
-    return (f"{report.name}: {report.objects} objects, {len(report.findings)} findings "
-            f"({report.errors} errors, {report.warnings} warnings); kubeconform {k.valid}/{k.expected} "
-            f"valid; {report.policies} policies; {report.rules} rules in {report.rule_files} files; "
-            f"{report.seconds:.2f}s")
+    return (
+        f"{report.name}: {report.objects} objects, {len(report.findings)} findings "
+        f"({report.errors} errors, {report.warnings} warnings); kubeconform {k.valid}/{k.expected} "
+        f"valid; {report.policies} policies; {report.rules} rules in {report.rule_files} files; "
+        f"{report.seconds:.2f}s"
+    )
 
 
-def _document(reports: list[EnvironmentReport], findings: list[Finding],
-              seconds: float) -> dict[str, Any]:
+def _document(reports: list[EnvironmentReport], findings: list[Finding], seconds: float) -> dict[str, Any]:
     return {
         "ok": not any(f.severity == "error" for f in findings),
         "seconds": round(seconds, 3),
         "environments": [
             {
-                "name": r.name, "objects": r.objects, "findings": len(r.findings),
-                "errors": r.errors, "warnings": r.warnings, "seconds": round(r.seconds, 3),
-                "kubeconform": vars(r.kubeconform), "policies": r.policies,
+                "name": r.name,
+                "objects": r.objects,
+                "findings": len(r.findings),
+                "errors": r.errors,
+                "warnings": r.warnings,
+                "seconds": round(r.seconds, 3),
+                "kubeconform": vars(r.kubeconform),
+                "policies": r.policies,
                 "rules": {"files": r.rule_files, "rules": r.rules},
             }
             for r in reports

@@ -74,8 +74,10 @@ def group_kinds(objects: Iterable[Obj]) -> tuple[list[dict[str, str]], list[dict
     both = cluster & namespaced
     if both:
         raise ValueError(f"kinds rendered both with and without a namespace: {sorted(both)}")
-    return ([{"group": g, "kind": k} for g, k in sorted(cluster)],
-            [{"group": g, "kind": k} for g, k in sorted(namespaced)])
+    return (
+        [{"group": g, "kind": k} for g, k in sorted(cluster)],
+        [{"group": g, "kind": k} for g, k in sorted(namespaced)],
+    )
 
 
 def ignore_differences(objects: list[Obj]) -> list[dict[str, Any]]:
@@ -86,8 +88,11 @@ def ignore_differences(objects: list[Obj]) -> list[dict[str, Any]]:
         set_fields.setdefault((group_of(o["apiVersion"]), o["kind"]), set()).update(o.get("spec", {}))
     entries: list[dict[str, Any]] = []
     for (group, kind), rendered in sorted(set_fields.items()):
-        pointers = [f"/spec/{field}" for field in DEFAULTED_SPEC_FIELDS.get((group, kind), ())
-                    if field not in rendered]
+        pointers = [
+            f"/spec/{field}"
+            for field in DEFAULTED_SPEC_FIELDS.get((group, kind), ())
+            if field not in rendered
+        ]
         expressions = []
         if group == KUEUE_GROUP and kind in KUEUE_FINALIZED_KINDS:
             expressions.append(f'.metadata.finalizers[]? | select(. == "{KUEUE_FINALIZER}")')
@@ -108,31 +113,48 @@ def _hpa_targets(objects: list[Obj]) -> list[dict[str, Any]]:
         if obj["kind"] != "HorizontalPodAutoscaler":
             continue
         target = obj["spec"]["scaleTargetRef"]
-        entries.append({
-            "group": group_of(target.get("apiVersion", "")), "kind": target["kind"],
-            "name": target["name"], "namespace": obj["metadata"]["namespace"],
-            "jsonPointers": ["/spec/replicas"],
-        })
+        entries.append(
+            {
+                "group": group_of(target.get("apiVersion", "")),
+                "kind": target["kind"],
+                "name": target["name"],
+                "namespace": obj["metadata"]["namespace"],
+                "jsonPointers": ["/spec/replicas"],
+            }
+        )
     return sorted(entries, key=lambda e: (e["group"], e["kind"], e["namespace"], e["name"]))
 
 
-def _project(env: Environment, name: str, destination: tuple[str, str], description: str,
-             objects: list[Obj]) -> Obj:
+def _project(
+    env: Environment, name: str, destination: tuple[str, str], description: str, objects: list[Obj]
+) -> Obj:
     """`destination` is (server, namespace glob); kinds are exactly those of `objects`."""
     cluster_kinds, namespaced_kinds = group_kinds(objects)
     return render(
-        "argocd/appproject.yaml.j2", name=name, namespace=env.argocd.namespace,
-        annotations=KEEP, description=description, repo_url=env.argocd.repo_url,
-        server=destination[0], destination_namespace=destination[1],
-        cluster_kinds=cluster_kinds, namespaced_kinds=namespaced_kinds,
+        "argocd/appproject.yaml.j2",
+        name=name,
+        namespace=env.argocd.namespace,
+        annotations=KEEP,
+        description=description,
+        repo_url=env.argocd.repo_url,
+        server=destination[0],
+        destination_namespace=destination[1],
+        cluster_kinds=cluster_kinds,
+        namespaced_kinds=namespaced_kinds,
     )
 
 
 def _application(env: Environment, name: str, **spec: Any) -> Obj:
     return render(
-        "argocd/application.yaml.j2", name=name, namespace=env.argocd.namespace,
-        annotations=KEEP, project=name, source_file=env.source_file,
-        repo_url=env.argocd.repo_url, target_revision=env.argocd.target_revision, **spec,
+        "argocd/application.yaml.j2",
+        name=name,
+        namespace=env.argocd.namespace,
+        annotations=KEEP,
+        project=name,
+        source_file=env.source_file,
+        repo_url=env.argocd.repo_url,
+        target_revision=env.argocd.target_revision,
+        **spec,
     )
 
 
@@ -148,11 +170,15 @@ EXCLUDED_FOLDERS = (COMPONENT, INSTALLERS)
 def environment_application(env: Environment, objects: list[Obj]) -> Obj:
     """Applies rendered/<env>/ except argocd/ and installers/ to the cluster."""
     return _application(
-        env, names(env)[0], path=f"{RENDERED}/{env.name}",
+        env,
+        names(env)[0],
+        path=f"{RENDERED}/{env.name}",
         exclude="{" + ",".join(f"{folder}/*" for folder in EXCLUDED_FOLDERS) + "}",
-        server=env.argocd.destination_server, destination_namespace=None,
+        server=env.argocd.destination_server,
+        destination_namespace=None,
         automated={"prune": True, "selfHeal": True} if env.argocd.automated else None,
-        sync_options=list(ENV_SYNC_OPTIONS), ignore_differences=ignore_differences(objects),
+        sync_options=list(ENV_SYNC_OPTIONS),
+        ignore_differences=ignore_differences(objects),
     )
 
 
@@ -162,12 +188,17 @@ def bootstrap_application(env: Environment) -> Obj:
     automated block, so a person may pause auto-sync during an incident without selfHeal
     switching it straight back; the next git change to that Application restores it."""
     return _application(
-        env, names(env)[1], path=f"{RENDERED}/{env.name}/{COMPONENT}", exclude=None,
-        server=IN_CLUSTER, destination_namespace=env.argocd.namespace,
+        env,
+        names(env)[1],
+        path=f"{RENDERED}/{env.name}/{COMPONENT}",
+        exclude=None,
+        server=IN_CLUSTER,
+        destination_namespace=env.argocd.namespace,
         automated={"prune": False, "selfHeal": True},
         sync_options=["ApplyOutOfSyncOnly=true"],
-        ignore_differences=[{"group": ARGO_GROUP, "kind": "Application",
-                             "jsonPointers": ["/spec/syncPolicy/automated"]}],
+        ignore_differences=[
+            {"group": ARGO_GROUP, "kind": "Application", "jsonPointers": ["/spec/syncPolicy/automated"]}
+        ],
     )
 
 
@@ -177,13 +208,20 @@ def generate(env: Environment, earlier: Sequence[Obj]) -> list[Obj]:
     others = list(earlier)
     env_name, bootstrap_name = names(env)
     env_project = _project(
-        env, env_name, (env.argocd.destination_server, "*"),
-        f"{env.display_name}: what {RENDERED}/{env.name}/ may create, and where", others)
+        env,
+        env_name,
+        (env.argocd.destination_server, "*"),
+        f"{env.display_name}: what {RENDERED}/{env.name}/ may create, and where",
+        others,
+    )
     env_app = environment_application(env, others)
     bootstrap_app = bootstrap_application(env)
     # The bootstrap project's own kinds come from what the bootstrap carries (itself included).
     bootstrap_project = _project(
-        env, bootstrap_name, (IN_CLUSTER, env.argocd.namespace),
+        env,
+        bootstrap_name,
+        (IN_CLUSTER, env.argocd.namespace),
         f"{env.display_name}: the Argo CD objects in {RENDERED}/{env.name}/{COMPONENT}/",
-        [env_project, env_app, bootstrap_app])
+        [env_project, env_app, bootstrap_app],
+    )
     return [env_project, env_app, bootstrap_project, bootstrap_app]

@@ -45,8 +45,14 @@ LEASE_RULES = lease_rules(NAME, ["get", "update"])
 
 
 def node_policy(c: Controller) -> Obj:
-    return render("health/nodehealthpolicy.yaml.j2", name=NAME, c=c, taint_key=TAINT_KEY,
-                  reason_annotation=REASON_ANNOTATION, since_annotation=SINCE_ANNOTATION)
+    return render(
+        "health/nodehealthpolicy.yaml.j2",
+        name=NAME,
+        c=c,
+        taint_key=TAINT_KEY,
+        reason_annotation=REASON_ANNOTATION,
+        since_annotation=SINCE_ANNOTATION,
+    )
 
 
 def node_validations() -> list[dict[str, str]]:
@@ -57,20 +63,34 @@ def node_validations() -> list[dict[str, str]]:
     new, old = taints("object"), taints("oldObject")
     labels = field("oldObject", "metadata", "labels", "{}")
     return [
-        {"expression": f"{labels}.exists(k, k == {literal(POOL_LABEL)})",
-         "message": f"{what}, on nodes labelled {POOL_LABEL}", "reason": "Forbidden"},
-        {"expression": f"{others.format(t=new)} == {others.format(t=old)}",
-         "message": f"{what}: other taints must stay as they are", "reason": "Forbidden"},
-        {"expression": f"{new}.filter(x, x.key == {literal(TAINT_KEY)})"
-                       f".all(x, x.effect == {literal(TAINT_EFFECT)})",
-         "message": f"{what}: effect {TAINT_EFFECT} only (NoExecute would evict running gangs)",
-         "reason": "Forbidden"},
-        {"expression": f"{same_map_except('labels', [])} && "
-                       f"{same_map_except('annotations', [REASON_ANNOTATION, SINCE_ANNOTATION])}",
-         "message": f"{what}: labels and other annotations must stay as they are", "reason": "Forbidden"},
-        {"expression": f"{field('object', 'spec', 'unschedulable', 'false')} == "
-                       f"{field('oldObject', 'spec', 'unschedulable', 'false')}",
-         "message": f"{what}: it may not cordon or uncordon", "reason": "Forbidden"},
+        {
+            "expression": f"{labels}.exists(k, k == {literal(POOL_LABEL)})",
+            "message": f"{what}, on nodes labelled {POOL_LABEL}",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f"{others.format(t=new)} == {others.format(t=old)}",
+            "message": f"{what}: other taints must stay as they are",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f"{new}.filter(x, x.key == {literal(TAINT_KEY)})"
+            f".all(x, x.effect == {literal(TAINT_EFFECT)})",
+            "message": f"{what}: effect {TAINT_EFFECT} only (NoExecute would evict running gangs)",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f"{same_map_except('labels', [])} && "
+            f"{same_map_except('annotations', [REASON_ANNOTATION, SINCE_ANNOTATION])}",
+            "message": f"{what}: labels and other annotations must stay as they are",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f"{field('object', 'spec', 'unschedulable', 'false')} == "
+            f"{field('oldObject', 'spec', 'unschedulable', 'false')}",
+            "message": f"{what}: it may not cordon or uncordon",
+            "reason": "Forbidden",
+        },
     ]
 
 
@@ -80,8 +100,10 @@ def admission(c: Controller) -> list[Obj]:
 
 
 def identities(c: Controller) -> list[Obj]:
-    return [*identity(NAME, c.namespace, CLUSTER_PREFIX + NAME, NODE_RULES),
-            *namespaced(NAME, c.namespace, LEASE_RULES)]
+    return [
+        *identity(NAME, c.namespace, CLUSTER_PREFIX + NAME, NODE_RULES),
+        *namespaced(NAME, c.namespace, LEASE_RULES),
+    ]
 
 
 def scraping(env: Environment, c: Controller, own_namespace: bool) -> list[Obj]:
@@ -89,9 +111,13 @@ def scraping(env: Environment, c: Controller, own_namespace: bool) -> list[Obj]:
     default-deny is the overflow component's when it renders the namespace, else ours."""
     objects = [
         service_monitor(NAME, c.namespace, dict(env.monitoring.rule_labels)),
-        network.prometheus_ingress(f"{NAME}-metrics", c.namespace,
-                                   {"matchLabels": {"app.kubernetes.io/name": NAME}},
-                                   env.monitoring.namespace, c.metrics_port),
+        network.prometheus_ingress(
+            f"{NAME}-metrics",
+            c.namespace,
+            {"matchLabels": {"app.kubernetes.io/name": NAME}},
+            env.monitoring.namespace,
+            c.metrics_port,
+        ),
     ]
     if own_namespace:
         objects.append(network.default_deny(c.namespace))

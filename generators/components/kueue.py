@@ -58,8 +58,12 @@ def _flavors(flavors: tuple[FlavorQuota, ...]) -> list[dict[str, Any]]:
 def cluster_queue(env: Environment, queue: ClusterQueue) -> Obj:
     team = next(t for t in env.teams if t.name == queue.team)
     return render(
-        "kueue/clusterqueue.yaml.j2", queue=queue, team=team, kueue=env.kueue,
-        resources=[r.name for r in env.resources], flavors=_flavors(queue.flavors),
+        "kueue/clusterqueue.yaml.j2",
+        queue=queue,
+        team=team,
+        kueue=env.kueue,
+        resources=[r.name for r in env.resources],
+        flavors=_flavors(queue.flavors),
         weight=_weight(team.fair_sharing_weight),
     )
 
@@ -79,14 +83,22 @@ def configuration(env: Environment) -> Obj:
 
 def config_map(env: Environment) -> Obj:
     """kueue-manager-config with the Configuration (delivery `configMap` only)."""
-    return render("kueue/configmap.yaml.j2", namespace=env.kueue.namespace,
-                  name=CONFIG_MAP_NAME, key=CONFIG_KEY, config=yamlemit.dump(configuration(env)))
+    return render(
+        "kueue/configmap.yaml.j2",
+        namespace=env.kueue.namespace,
+        name=CONFIG_MAP_NAME,
+        key=CONFIG_KEY,
+        config=yamlemit.dump(configuration(env)),
+    )
 
 
 def helm_values(env: Environment) -> Obj:
     """The Kueue chart's values fragment carrying the Configuration (delivery `helmValues`)."""
-    values: Obj = render("kueue/helm-values.yaml.j2", config=yamlemit.dump(configuration(env)),
-                         prometheus_namespace=env.monitoring.namespace)
+    values: Obj = render(
+        "kueue/helm-values.yaml.j2",
+        config=yamlemit.dump(configuration(env)),
+        prometheus_namespace=env.monitoring.namespace,
+    )
     return values
 
 
@@ -116,8 +128,9 @@ def generate(env: Environment, earlier: Sequence[Obj] = ()) -> list[Obj]:
             objects.append(render("kueue/topology.yaml.j2", pool=pool))
         objects.append(render("kueue/resourceflavor.yaml.j2", pool=pool))
     for cohort in env.cohorts:
-        objects.append(render("kueue/cohort.yaml.j2", cohort=cohort,
-                              weight=_weight(cohort.fair_sharing_weight)))
+        objects.append(
+            render("kueue/cohort.yaml.j2", cohort=cohort, weight=_weight(cohort.fair_sharing_weight))
+        )
     teams = {t.name: t for t in env.teams}
     for queue in env.cluster_queues:
         objects.append(cluster_queue(env, queue))
@@ -131,8 +144,11 @@ def generate(env: Environment, earlier: Sequence[Obj] = ()) -> list[Obj]:
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
-TOPOLOGY_ANNOTATIONS = ("kueue.x-k8s.io/podset-required-topology", PREFERRED_TOPOLOGY,
-                        "kueue.x-k8s.io/podset-unconstrained-topology")
+TOPOLOGY_ANNOTATIONS = (
+    "kueue.x-k8s.io/podset-required-topology",
+    PREFERRED_TOPOLOGY,
+    "kueue.x-k8s.io/podset-unconstrained-topology",
+)
 HOSTNAME = "kubernetes.io/hostname"
 
 
@@ -164,16 +180,28 @@ def default_topology(env: Environment) -> list[Obj]:
         annotations = "[" + ", ".join(json.dumps(a) for a in TOPOLOGY_ANNOTATIONS) + "]"
         template = "object.spec.template"
         objects += [
-            render("kueue/default-topology-mutatingadmissionpolicy.yaml.j2", name=name,
-                   to_queue=(f"has(object.metadata.labels) && {json.dumps(QUEUE_LABEL)} in "
-                             f"object.metadata.labels && object.metadata.labels[{json.dumps(QUEUE_LABEL)}]"
-                             f" == {json.dumps(queue.name)}"),
-                   no_topology=(f"!has({template}.metadata) || !has({template}.metadata.annotations) || "
-                                f"!{annotations}.exists(k, k in {template}.metadata.annotations)"),
-                   apply_expression=("Object{spec: Object.spec{template: Object.spec.template{metadata: "
-                                     "Object.spec.template.metadata{annotations: "
-                                     f"{{{json.dumps(PREFERRED_TOPOLOGY)}: {json.dumps(level)}}}}}}}}}}}")),
-            render("kueue/mutatingadmissionpolicybinding.yaml.j2", name=name,
-                   namespaces=teams[queue.team].namespaces),
+            render(
+                "kueue/default-topology-mutatingadmissionpolicy.yaml.j2",
+                name=name,
+                to_queue=(
+                    f"has(object.metadata.labels) && {json.dumps(QUEUE_LABEL)} in "
+                    f"object.metadata.labels && object.metadata.labels[{json.dumps(QUEUE_LABEL)}]"
+                    f" == {json.dumps(queue.name)}"
+                ),
+                no_topology=(
+                    f"!has({template}.metadata) || !has({template}.metadata.annotations) || "
+                    f"!{annotations}.exists(k, k in {template}.metadata.annotations)"
+                ),
+                apply_expression=(
+                    "Object{spec: Object.spec{template: Object.spec.template{metadata: "
+                    "Object.spec.template.metadata{annotations: "
+                    f"{{{json.dumps(PREFERRED_TOPOLOGY)}: {json.dumps(level)}}}}}}}}}}}"
+                ),
+            ),
+            render(
+                "kueue/mutatingadmissionpolicybinding.yaml.j2",
+                name=name,
+                namespaces=teams[queue.team].namespaces,
+            ),
         ]
     return objects

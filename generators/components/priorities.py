@@ -68,8 +68,11 @@ def managed_by_kueue(env: Environment) -> str:
     keys = [PODSET_LABEL]
     if set(env.kueue.integrations) & set(POD_INTEGRATIONS):
         keys += [QUEUE_LABEL, MANAGED_LABEL]
-    return "has(object.metadata.labels) && (" + " || ".join(
-        f"{_cel(k)} in object.metadata.labels" for k in keys) + ")"
+    return (
+        "has(object.metadata.labels) && ("
+        + " || ".join(f"{_cel(k)} in object.metadata.labels" for k in keys)
+        + ")"
+    )
 
 
 def lowest_tier(env: Environment) -> Tier:
@@ -81,8 +84,10 @@ def lowest_tier(env: Environment) -> Tier:
 def _class_patch(tier: Tier) -> str:
     """ApplyConfiguration CEL setting class, value and preemption policy as the apiserver's
     Priority plugin would have (it ran before any admission policy)."""
-    return (f"Object{{spec: Object.spec{{priorityClassName: {_cel(tier.name)}, "
-            f"priority: {tier.value}, preemptionPolicy: {_cel(tier.preemption_policy)}}}}}")
+    return (
+        f"Object{{spec: Object.spec{{priorityClassName: {_cel(tier.name)}, "
+        f"priority: {tier.value}, preemptionPolicy: {_cel(tier.preemption_policy)}}}}}"
+    )
 
 
 def admission(env: Environment) -> list[Obj]:
@@ -100,63 +105,104 @@ def admission(env: Environment) -> list[Obj]:
     managed = managed_by_kueue(env)
     mutating = kubernetes.has_mutating_admission(env.kubernetes_version)
     no_mutation = f"(Kubernetes {env.kubernetes_version} has no MutatingAdmissionPolicy to default it)"
-    fix = (f"remove priorityClassName to get {tier.name}" if mutating else
-           f"set priorityClassName: {tier.name} {no_mutation}")
-    message = (f"'pods in training namespaces run at a training tier ({', '.join(allowed)}); got ' + "
-               "(has(object.spec.priorityClassName) ? object.spec.priorityClassName : 'none') + "
-               f"': {fix}, or name a training tier'")
-    low_fix = (f"remove priorityClassName to get {low.name}" if mutating else
-               f"set priorityClassName: {low.name} {no_mutation}")
-    low_message = (f"'pods that Kueue does not manage run at {low.name} in training namespaces (they hold no "
-                   "quota, so a higher class would preempt what Kueue admitted); got ' + "
-                   "(has(object.spec.priorityClassName) ? object.spec.priorityClassName : 'none') + "
-                   f"': {low_fix}, or submit it as a job to the team queue "
-                   f"(label {QUEUE_LABEL})'")
+    fix = (
+        f"remove priorityClassName to get {tier.name}"
+        if mutating
+        else f"set priorityClassName: {tier.name} {no_mutation}"
+    )
+    message = (
+        f"'pods in training namespaces run at a training tier ({', '.join(allowed)}); got ' + "
+        "(has(object.spec.priorityClassName) ? object.spec.priorityClassName : 'none') + "
+        f"': {fix}, or name a training tier'"
+    )
+    low_fix = (
+        f"remove priorityClassName to get {low.name}"
+        if mutating
+        else f"set priorityClassName: {low.name} {no_mutation}"
+    )
+    low_message = (
+        f"'pods that Kueue does not manage run at {low.name} in training namespaces (they hold no "
+        "quota, so a higher class would preempt what Kueue admitted); got ' + "
+        "(has(object.spec.priorityClassName) ? object.spec.priorityClassName : 'none') + "
+        f"': {low_fix}, or submit it as a job to the team queue "
+        f"(label {QUEUE_LABEL})'"
+    )
     objects = []
     if mutating:
         label = _cel(PRIORITY_CLASS_LABEL)
         objects += [
-            render("priorities/mutatingadmissionpolicy.yaml.j2", name=POLICY, managed=managed,
-                   apply_expression=_class_patch(tier)),
+            render(
+                "priorities/mutatingadmissionpolicy.yaml.j2",
+                name=POLICY,
+                managed=managed,
+                apply_expression=_class_patch(tier),
+            ),
             render("priorities/mutatingadmissionpolicybinding.yaml.j2", name=POLICY, namespaces=namespaces),
-            render("priorities/outside-kueue-mutatingadmissionpolicy.yaml.j2", name=OUTSIDE_POLICY,
-                   unmanaged=f"!({managed})", apply_expression=_class_patch(low)),
-            render("priorities/mutatingadmissionpolicybinding.yaml.j2", name=OUTSIDE_POLICY,
-                   namespaces=namespaces),
-            render("priorities/workload-priority-mutatingadmissionpolicy.yaml.j2", name=WORKLOAD_POLICY,
-                   no_label=f"!has(object.metadata.labels) || !({label} in object.metadata.labels)",
-                   apply_expression=f"Object{{metadata: Object.metadata{{labels: {{{label}: "
-                                    f"{_cel(tier.name)}}}}}}}"),
-            render("priorities/mutatingadmissionpolicybinding.yaml.j2", name=WORKLOAD_POLICY,
-                   namespaces=namespaces),
+            render(
+                "priorities/outside-kueue-mutatingadmissionpolicy.yaml.j2",
+                name=OUTSIDE_POLICY,
+                unmanaged=f"!({managed})",
+                apply_expression=_class_patch(low),
+            ),
+            render(
+                "priorities/mutatingadmissionpolicybinding.yaml.j2",
+                name=OUTSIDE_POLICY,
+                namespaces=namespaces,
+            ),
+            render(
+                "priorities/workload-priority-mutatingadmissionpolicy.yaml.j2",
+                name=WORKLOAD_POLICY,
+                no_label=f"!has(object.metadata.labels) || !({label} in object.metadata.labels)",
+                apply_expression=f"Object{{metadata: Object.metadata{{labels: {{{label}: "
+                f"{_cel(tier.name)}}}}}}}",
+            ),
+            render(
+                "priorities/mutatingadmissionpolicybinding.yaml.j2",
+                name=WORKLOAD_POLICY,
+                namespaces=namespaces,
+            ),
         ]
     label = _cel(PRIORITY_CLASS_LABEL)
     template = "object.spec.template.spec"
     job_checks = [
-        {"expression": f"!has(object.metadata.labels) || !({label} in object.metadata.labels) || "
-                       f"object.metadata.labels[{label}] in {names}",
-         "message": f"'jobs in training namespaces run at a training tier ({', '.join(allowed)}); "
-                    f"the label {PRIORITY_CLASS_LABEL} names ' + object.metadata.labels[{label}]"},
-        {"expression": f"!has({template}.priorityClassName) || {template}.priorityClassName == '' || "
-                       f"{template}.priorityClassName in {names}",
-         "message": f"'jobs in training namespaces run at a training tier ({', '.join(allowed)}); "
-                    f"the pod template names ' + {template}.priorityClassName"},
+        {
+            "expression": f"!has(object.metadata.labels) || !({label} in object.metadata.labels) || "
+            f"object.metadata.labels[{label}] in {names}",
+            "message": f"'jobs in training namespaces run at a training tier ({', '.join(allowed)}); "
+            f"the label {PRIORITY_CLASS_LABEL} names ' + object.metadata.labels[{label}]",
+        },
+        {
+            "expression": f"!has({template}.priorityClassName) || {template}.priorityClassName == '' || "
+            f"{template}.priorityClassName in {names}",
+            "message": f"'jobs in training namespaces run at a training tier ({', '.join(allowed)}); "
+            f"the pod template names ' + {template}.priorityClassName",
+        },
     ]
-    owner = ("(has(object.metadata.ownerReferences) && size(object.metadata.ownerReferences) > 0 ? "
-             "object.metadata.ownerReferences[0].kind + ' ' + object.metadata.ownerReferences[0].name : "
-             "object.metadata.name)")
+    owner = (
+        "(has(object.metadata.ownerReferences) && size(object.metadata.ownerReferences) > 0 ? "
+        "object.metadata.ownerReferences[0].kind + ' ' + object.metadata.ownerReferences[0].name : "
+        "object.metadata.name)"
+    )
     pod_class = "p.template.spec.priorityClassName"
     workload_checks = [
-        {"expression": f"!has(object.spec.priorityClassRef) || object.spec.priorityClassRef.name in {names}",
-         "message": f"'workloads in training namespaces run at a training tier ({', '.join(allowed)}); ' + "
-                    f"{owner} + ' names ' + object.spec.priorityClassRef.name + ' (label "
-                    f"{PRIORITY_CLASS_LABEL}, else its pod class)'"},
-        {"expression": f"object.spec.podSets.all(p, !has({pod_class}) || {pod_class} == '' || "
-                       f"{pod_class} in {names})",
-         "message": f"'workloads in training namespaces run at a training tier ({', '.join(allowed)}); "
-                    f"the pod templates of ' + {owner} + ' name ' + object.spec.podSets.filter(p, "
-                    f"has({pod_class}) && {pod_class} != '' && !({pod_class} in {names}))[0]"
-                    ".template.spec.priorityClassName"},
+        {
+            "expression": (
+                f"!has(object.spec.priorityClassRef) || object.spec.priorityClassRef.name in {names}"
+            ),
+            "message": (
+                f"'workloads in training namespaces run at a training tier ({', '.join(allowed)}); ' + "
+                f"{owner} + ' names ' + object.spec.priorityClassRef.name + ' (label "
+                f"{PRIORITY_CLASS_LABEL}, else its pod class)'"
+            ),
+        },
+        {
+            "expression": f"object.spec.podSets.all(p, !has({pod_class}) || {pod_class} == '' || "
+            f"{pod_class} in {names})",
+            "message": f"'workloads in training namespaces run at a training tier ({', '.join(allowed)}); "
+            f"the pod templates of ' + {owner} + ' name ' + object.spec.podSets.filter(p, "
+            f"has({pod_class}) && {pod_class} != '' && !({pod_class} in {names}))[0]"
+            ".template.spec.priorityClassName",
+        },
     ]
     low_names = _cel_list([low.name])
     low_expression = f"has(object.spec.priorityClassName) && object.spec.priorityClassName in {low_names}"
@@ -164,19 +210,34 @@ def admission(env: Environment) -> list[Obj]:
         *objects,
         render("priorities/job-validatingadmissionpolicy.yaml.j2", name=JOB_POLICY, validations=job_checks),
         render("priorities/validatingadmissionpolicybinding.yaml.j2", name=JOB_POLICY, namespaces=namespaces),
-        render("priorities/workload-validatingadmissionpolicy.yaml.j2", name=WORKLOAD_TIER_POLICY,
-               validations=workload_checks),
-        render("priorities/validatingadmissionpolicybinding.yaml.j2", name=WORKLOAD_TIER_POLICY,
-               namespaces=namespaces),
-        render("priorities/validatingadmissionpolicy.yaml.j2", name=POLICY, managed=managed,
-               expression=f"has(object.spec.priorityClassName) && object.spec.priorityClassName in {names}",
-               message_expression=message),
+        render(
+            "priorities/workload-validatingadmissionpolicy.yaml.j2",
+            name=WORKLOAD_TIER_POLICY,
+            validations=workload_checks,
+        ),
+        render(
+            "priorities/validatingadmissionpolicybinding.yaml.j2",
+            name=WORKLOAD_TIER_POLICY,
+            namespaces=namespaces,
+        ),
+        render(
+            "priorities/validatingadmissionpolicy.yaml.j2",
+            name=POLICY,
+            managed=managed,
+            expression=f"has(object.spec.priorityClassName) && object.spec.priorityClassName in {names}",
+            message_expression=message,
+        ),
         render("priorities/validatingadmissionpolicybinding.yaml.j2", name=POLICY, namespaces=namespaces),
-        render("priorities/outside-kueue-validatingadmissionpolicy.yaml.j2", name=OUTSIDE_POLICY,
-               unmanaged=f"!({managed})", message_expression=low_message,
-               expression=low_expression),
-        render("priorities/validatingadmissionpolicybinding.yaml.j2", name=OUTSIDE_POLICY,
-               namespaces=namespaces),
+        render(
+            "priorities/outside-kueue-validatingadmissionpolicy.yaml.j2",
+            name=OUTSIDE_POLICY,
+            unmanaged=f"!({managed})",
+            message_expression=low_message,
+            expression=low_expression,
+        ),
+        render(
+            "priorities/validatingadmissionpolicybinding.yaml.j2", name=OUTSIDE_POLICY, namespaces=namespaces
+        ),
     ]
 
 
@@ -192,29 +253,36 @@ def inference_namespaces(env: Environment) -> tuple[str, ...]:
 
 def toleration_patch(tolerations: tuple[Toleration, ...]) -> str:
     """JSONPatch CEL adding an Exists toleration per quarantine taint the pod lacks."""
-    wanted = "[" + ", ".join(f"{{'key': {_cel(t.key)}, 'effect': {_cel(t.effect)}}}"
-                             for t in tolerations) + "]"
+    wanted = (
+        "[" + ", ".join(f"{{'key': {_cel(t.key)}, 'effect': {_cel(t.effect)}}}" for t in tolerations) + "]"
+    )
     value = "Object.spec.tolerations{key: x.key, operator: 'Exists', effect: x.effect}"
     missing = f"{wanted}.filter(x, !object.spec.tolerations.exists(t, has(t.key) && t.key == x.key))"
-    return (f"has(object.spec.tolerations) ? {missing}.map(x, JSONPatch{{op: 'add', "
-            f"path: '/spec/tolerations/-', value: {value}}}) : "
-            f"[JSONPatch{{op: 'add', path: '/spec/tolerations', value: {wanted}.map(x, {value})}}]")
+    return (
+        f"has(object.spec.tolerations) ? {missing}.map(x, JSONPatch{{op: 'add', "
+        f"path: '/spec/tolerations/-', value: {value}}}) : "
+        f"[JSONPatch{{op: 'add', path: '/spec/tolerations', value: {wanted}.map(x, {value})}}]"
+    )
 
 
 def refusal_validations(tolerations: tuple[Toleration, ...]) -> list[dict[str, str]]:
     keys = sorted({t.key for t in tolerations})
     effects = sorted({t.effect for t in tolerations})
     return [
-        {"expression": f"variables.tolerations.all(t, !has(t.key) || !(t.key in {_cel_list(keys)}))",
-         "message": f"training pods must not tolerate the quarantine taint ({', '.join(keys)}): a "
-                    "quarantined node has a bad GPU or link and must not receive a gang member",
-         "reason": "Forbidden"},
-        {"expression": "variables.tolerations.all(t, (has(t.key) && t.key != '') || !has(t.operator) || "
-                       f"t.operator != 'Exists' || (has(t.effect) && t.effect != '' && "
-                       f"!(t.effect in {_cel_list(effects)})))",
-         "message": "a toleration with operator Exists and no key tolerates every taint, the quarantine "
-                    f"taint ({', '.join(keys)}) included; name the key",
-         "reason": "Forbidden"},
+        {
+            "expression": f"variables.tolerations.all(t, !has(t.key) || !(t.key in {_cel_list(keys)}))",
+            "message": f"training pods must not tolerate the quarantine taint ({', '.join(keys)}): a "
+            "quarantined node has a bad GPU or link and must not receive a gang member",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": "variables.tolerations.all(t, (has(t.key) && t.key != '') || !has(t.operator) || "
+            f"t.operator != 'Exists' || (has(t.effect) && t.effect != '' && "
+            f"!(t.effect in {_cel_list(effects)})))",
+            "message": "a toleration with operator Exists and no key tolerates every taint, the quarantine "
+            f"taint ({', '.join(keys)}) included; name the key",
+            "reason": "Forbidden",
+        },
     ]
 
 
@@ -231,17 +299,29 @@ def quarantine(env: Environment) -> list[Obj]:
     inference = inference_namespaces(env)
     if inference:
         objects += [
-            render("priorities/tolerations-mutatingadmissionpolicy.yaml.j2", name=QUARANTINE_TOLERATED,
-                   patch_expression=toleration_patch(tolerations)),
-            render("priorities/mutatingadmissionpolicybinding.yaml.j2", name=QUARANTINE_TOLERATED,
-                   namespaces=inference),
+            render(
+                "priorities/tolerations-mutatingadmissionpolicy.yaml.j2",
+                name=QUARANTINE_TOLERATED,
+                patch_expression=toleration_patch(tolerations),
+            ),
+            render(
+                "priorities/mutatingadmissionpolicybinding.yaml.j2",
+                name=QUARANTINE_TOLERATED,
+                namespaces=inference,
+            ),
         ]
     if env.training_namespaces:
         objects += [
-            render("priorities/tolerations-validatingadmissionpolicy.yaml.j2", name=QUARANTINE_REFUSED,
-                   validations=refusal_validations(tolerations)),
-            render("priorities/validatingadmissionpolicybinding.yaml.j2", name=QUARANTINE_REFUSED,
-                   namespaces=env.training_namespaces),
+            render(
+                "priorities/tolerations-validatingadmissionpolicy.yaml.j2",
+                name=QUARANTINE_REFUSED,
+                validations=refusal_validations(tolerations),
+            ),
+            render(
+                "priorities/validatingadmissionpolicybinding.yaml.j2",
+                name=QUARANTINE_REFUSED,
+                namespaces=env.training_namespaces,
+            ),
         ]
     return objects
 

@@ -29,8 +29,7 @@ class ObjectChange:
         return is_masked(self.key.kind, field.path)
 
 
-def compare(base: dict[ObjectKey, ObjectRecord],
-            head: dict[ObjectKey, ObjectRecord]) -> list[ObjectChange]:
+def compare(base: dict[ObjectKey, ObjectRecord], head: dict[ObjectKey, ObjectRecord]) -> list[ObjectChange]:
     """Changes sorted by rendered path, so output follows the rendered/ tree."""
     out: list[ObjectChange] = []
     for key in base.keys() | head.keys():

@@ -22,8 +22,14 @@ Path = tuple[str | int, ...]
 # Natural keys, tried in order; a list is keyed by the first that every item on both sides has
 # and that is unique on each side (else it is compared by index).
 NATURAL_KEYS: tuple[tuple[str, ...], ...] = (
-    ("name",), ("key", "effect"), ("alert",), ("record",), ("uid",), ("containerPort", "protocol"),
-    ("containerPort",), ("type",),
+    ("name",),
+    ("key", "effect"),
+    ("alert",),
+    ("record",),
+    ("uid",),
+    ("containerPort", "protocol"),
+    ("containerPort",),
+    ("type",),
 )
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "<missing>"})()  # absent on one side
 
@@ -52,8 +58,9 @@ def changed_fields(before: Any, after: Any, path: Path = ()) -> list[FieldChange
             return _aligned(before, after, path)
         out = []
         for i in range(max(len(before), len(after))):
-            out += changed_fields(before[i] if i < len(before) else MISSING,
-                                  after[i] if i < len(after) else MISSING, (*path, i))
+            out += changed_fields(
+                before[i] if i < len(before) else MISSING, after[i] if i < len(after) else MISSING, (*path, i)
+            )
         return out
     if before is MISSING and after is MISSING:
         return []

@@ -83,17 +83,22 @@ def _rule_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 def _panel_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     parts = []
-    queries = [" ".join(str(t.get("expr", "")) for t in p.get("targets") or [] if isinstance(t, dict))
-               for p in (old, new)]
+    queries = [
+        " ".join(str(t.get("expr", "")) for t in p.get("targets") or [] if isinstance(t, dict))
+        for p in (old, new)
+    ]
     if queries[0] != queries[1]:
         parts.append(_what(queries[0], queries[1], "queries"))
-    steps = [json.dumps(((p.get("fieldConfig") or {}).get("defaults") or {}).get("thresholds"),
-                        sort_keys=True) for p in (old, new)]
+    steps = [
+        json.dumps(((p.get("fieldConfig") or {}).get("defaults") or {}).get("thresholds"), sort_keys=True)
+        for p in (old, new)
+    ]
     if steps[0] != steps[1]:
         numbers = _numbers_only(steps[0], steps[1])
         parts.append(f"thresholds {numbers}" if numbers else "thresholds changed")
     if not parts and {k: v for k, v in old.items() if k != "title"} != {
-            k: v for k, v in new.items() if k != "title"}:
+        k: v for k, v in new.items() if k != "title"
+    }:
         parts.append("display settings changed")
     return parts
 

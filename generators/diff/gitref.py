@@ -93,6 +93,6 @@ def _split_batch(stream: bytes, count: int) -> list[bytes]:
             raise GitError(f"git cat-file: unexpected header {stream[at:header_end]!r}")
         size = int(header[2])
         start = header_end + 1
-        contents.append(stream[start:start + size])
+        contents.append(stream[start : start + size])
         at = start + size + 1
     return contents

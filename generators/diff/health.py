@@ -33,7 +33,8 @@ def settings(env: Environment | None) -> dict[str, Any]:
         out["health: watched pools"] = ", ".join(p.name for p in c.pools)
         out["health: fleet cap, nodes at once"] = c.cap.max_nodes
         out["health: cap of a pool without its own, percent of its nodes (at least 1)"] = (
-            c.cap.max_percent_of_pool)
+            c.cap.max_percent_of_pool
+        )
         out["health: dry run"] = c.dry_run
     return out
 

@@ -26,8 +26,9 @@ def problems(root: Path, envs: Iterable[EnvReport]) -> list[tuple[str, Problem]]
     migration), in diff order."""
     out: list[tuple[str, Problem]] = []
     for env in envs:
-        pairs = [(c.before, c.after, c.path) for c in env.changes
-                 if c.action == "changed" and c.before and c.after]  # fmt: skip
+        pairs = [
+            (c.before, c.after, c.path) for c in env.changes if c.action == "changed" and c.before and c.after
+        ]
         out += [(env.name, problem) for problem in environment_problems(root, env.name, pairs)]
     return out
 

@@ -24,22 +24,49 @@ def _delta(d: Delta[Any]) -> dict[str, Any]:
 
 def _summary(s: EnvSummary) -> dict[str, Any]:
     return {
-        "pools": [{"name": p.name, "change": p.presence, "role": p.role, "gpuModel": p.gpu_model,
-                   "gpuResource": p.gpu_resource, "nodes": _delta(p.nodes),
-                   "reserveNodes": _delta(p.reserve_nodes), "schedulableGpus": _delta(p.schedulable_gpus),
-                   "perNode": [{"resource": name, **_delta(d)} for name, d in p.per_node]}
-                  for p in s.pools],
-        "quotas": [{"team": q.team, "flavor": q.flavor, "resource": q.resource, "isGpu": q.is_gpu,
-                    "change": q.presence, "share": _delta(q.share), "nodes": _delta(q.nodes),
-                    "nominalQuota": _delta(q.nominal), "borrowingLimit": _delta(q.borrowing_limit),
-                    "lendingLimit": _delta(q.lending_limit)} for q in s.quotas],
-        "priorityTiers": [{"name": t.name, "change": t.presence,
-                           "value": _delta(t.value),
-                           "preemptionPolicy": _delta(t.preemption_policy)} for t in s.tiers],
+        "pools": [
+            {
+                "name": p.name,
+                "change": p.presence,
+                "role": p.role,
+                "gpuModel": p.gpu_model,
+                "gpuResource": p.gpu_resource,
+                "nodes": _delta(p.nodes),
+                "reserveNodes": _delta(p.reserve_nodes),
+                "schedulableGpus": _delta(p.schedulable_gpus),
+                "perNode": [{"resource": name, **_delta(d)} for name, d in p.per_node],
+            }
+            for p in s.pools
+        ],
+        "quotas": [
+            {
+                "team": q.team,
+                "flavor": q.flavor,
+                "resource": q.resource,
+                "isGpu": q.is_gpu,
+                "change": q.presence,
+                "share": _delta(q.share),
+                "nodes": _delta(q.nodes),
+                "nominalQuota": _delta(q.nominal),
+                "borrowingLimit": _delta(q.borrowing_limit),
+                "lendingLimit": _delta(q.lending_limit),
+            }
+            for q in s.quotas
+        ],
+        "priorityTiers": [
+            {
+                "name": t.name,
+                "change": t.presence,
+                "value": _delta(t.value),
+                "preemptionPolicy": _delta(t.preemption_policy),
+            }
+            for t in s.tiers
+        ],
         "overflow": [{"setting": o.label, **_delta(o.value)} for o in s.overflow],
         "health": [{"setting": h.label, **_delta(h.value)} for h in s.health],
-        "quarantineCaps": [{"pool": c.pool, "capNodes": _delta(c.cap), "reserveNodes": _delta(c.reserve)}
-                           for c in s.caps],
+        "quarantineCaps": [
+            {"pool": c.pool, "capNodes": _delta(c.cap), "reserveNodes": _delta(c.reserve)} for c in s.caps
+        ],
     }
 
 
@@ -56,9 +83,16 @@ def _field(change: ObjectChange, fc: FieldChange) -> dict[str, Any]:
 
 
 def _object(change: ObjectChange) -> dict[str, Any]:
-    return {"change": change.action, "apiVersion": change.api_version, "group": change.key.group,
-            "kind": change.key.kind, "namespace": change.key.namespace or None, "name": change.key.name,
-            "path": change.path, "fields": [_field(change, fc) for fc in change.fields]}
+    return {
+        "change": change.action,
+        "apiVersion": change.api_version,
+        "group": change.key.group,
+        "kind": change.key.kind,
+        "namespace": change.key.namespace or None,
+        "name": change.key.name,
+        "path": change.path,
+        "fields": [_field(change, fc) for fc in change.fields],
+    }
 
 
 def _env(env: EnvReport) -> dict[str, Any]:

@@ -35,8 +35,9 @@ def fence(content: str, info: str) -> str:
 
 
 def object_details(change: ObjectChange) -> str:
-    paths = [wording.field(change, fc, "→") if change.masked(fc) else format_path(fc.path)
-             for fc in change.fields]
+    paths = [
+        wording.field(change, fc, "→") if change.masked(fc) else format_path(fc.path) for fc in change.fields
+    ]
     shown = "".join(f"- `{p}`\n" for p in paths[:MAX_FIELD_PATHS])
     if len(paths) > MAX_FIELD_PATHS:
         shown += f"- … and {len(paths) - MAX_FIELD_PATHS} more fields\n"
@@ -49,11 +50,15 @@ def object_details(change: ObjectChange) -> str:
         shown_above = "".join(f"- {cell(line)}\n" for line in described[:MAX_FIELD_PATHS])
         if len(described) > MAX_FIELD_PATHS:
             shown_above += f"- … and {len(described) - MAX_FIELD_PATHS} more\n"
-        return (f"{_MARK[change.action]} **{change.key.show()}** (generated; `{change.path}`):\n\n"
-                f"{shown_above}\n<details><summary>raw diff{fields}</summary>\n\n{shown}\n"
-                f"{fence(body, 'diff')}\n\n</details>")
-    return (f"<details><summary>{_MARK[change.action]} {change.action} <code>{change.key.show()}</code>"
-            f"{fields}</summary>\n\n`{change.path}`\n\n{shown}\n{fence(body, 'diff')}\n\n</details>")
+        return (
+            f"{_MARK[change.action]} **{change.key.show()}** (generated; `{change.path}`):\n\n"
+            f"{shown_above}\n<details><summary>raw diff{fields}</summary>\n\n{shown}\n"
+            f"{fence(body, 'diff')}\n\n</details>"
+        )
+    return (
+        f"<details><summary>{_MARK[change.action]} {change.action} <code>{change.key.show()}</code>"
+        f"{fields}</summary>\n\n`{change.path}`\n\n{shown}\n{fence(body, 'diff')}\n\n</details>"
+    )
 
 
 @dataclass
@@ -69,9 +74,12 @@ class _EnvParts:
         elif not env.summary.empty:
             out.append(summary_tables(env.summary, max_rows))
         if with_diagram and env.model is not None and env.model.teams:
-            out.append("<details><summary>Cohort and ClusterQueue tree, GPU quota after the change"
-                       "</summary>\n\n" + fence(mermaid.diagram(env.model, env.summary), "mermaid")
-                       + "\n\n</details>")
+            out.append(
+                "<details><summary>Cohort and ClusterQueue tree, GPU quota after the change"
+                "</summary>\n\n"
+                + fence(mermaid.diagram(env.model, env.summary), "mermaid")
+                + "\n\n</details>"
+            )
         return "\n\n".join(out)
 
 
@@ -81,14 +89,17 @@ def _has_changes(env: EnvReport) -> bool:
 
 def _heading(report: Report) -> str:
     changed = [e for e in report.envs if _has_changes(e)]
-    title = f"{len(changed)} environment{'s' if len(changed) != 1 else ''} changed" if changed \
-        else "no changes"
+    title = (
+        f"{len(changed)} environment{'s' if len(changed) != 1 else ''} changed" if changed else "no changes"
+    )
     rows = [(f"`{e.name}`", e.count("changed"), e.count("added"), e.count("removed")) for e in report.envs]
-    return (f"{MARKER}\n## trainyard diff: {title}\n\nRendered from this branch's environments/ and "
-            f"compared, object by object, with `rendered/` at {report.base.label} "
-            f"(`{report.base.short}`).\n\n"
-            + table(("environment", "changed objects", "added", "removed"), rows, len(rows))
-            + _immutable(report))
+    return (
+        f"{MARKER}\n## trainyard diff: {title}\n\nRendered from this branch's environments/ and "
+        f"compared, object by object, with `rendered/` at {report.base.label} "
+        f"(`{report.base.short}`).\n\n"
+        + table(("environment", "changed objects", "added", "removed"), rows, len(rows))
+        + _immutable(report)
+    )
 
 
 def _immutable(report: Report) -> str:
@@ -96,21 +107,33 @@ def _immutable(report: Report) -> str:
     lines = report.immutable_lines()
     if not lines:
         return ""
-    verdict = ("the API would refuse some in place: the diff fails; each line names the migration"
-               if report.refused else "Argo CD deletes and recreates these objects")
-    return (f"\n\n**Immutable fields changed** ({verdict}; docs/immutable-fields.md):\n\n"
-            + fence("\n".join(lines), "text"))
+    verdict = (
+        "the API would refuse some in place: the diff fails; each line names the migration"
+        if report.refused
+        else "Argo CD deletes and recreates these objects"
+    )
+    return f"\n\n**Immutable fields changed** ({verdict}; docs/immutable-fields.md):\n\n" + fence(
+        "\n".join(lines), "text"
+    )
 
 
 def _omitted_note(omitted: int, total: int, report: Report, limit: int) -> str:
     whose = "GitHub's" if limit == COMMENT_LIMIT else "the"
-    return (f"_{omitted} of {total} per-object diffs omitted to keep this comment under {whose} "
-            f"{limit:,}-character limit. See them all locally: "
-            f"`python generate.py diff --base {report.base.short}`._")
+    return (
+        f"_{omitted} of {total} per-object diffs omitted to keep this comment under {whose} "
+        f"{limit:,}-character limit. See them all locally: "
+        f"`python generate.py diff --base {report.base.short}`._"
+    )
 
 
-def _assemble(report: Report, envs: list[_EnvParts], max_rows: int, with_diagrams: bool,
-              detail_budget: int | None, limit: int) -> tuple[str, int]:
+def _assemble(
+    report: Report,
+    envs: list[_EnvParts],
+    max_rows: int,
+    with_diagrams: bool,
+    detail_budget: int | None,
+    limit: int,
+) -> tuple[str, int]:
     """The comment; with a budget, details are kept in order while they fit. Returns the
     text and the number of details left out."""
     blocks = [_heading(report)]
@@ -146,4 +169,4 @@ def render(report: Report, limit: int = COMMENT_LIMIT) -> str:
                 if len(text) <= limit:
                     return text
     cut = "\n\n_Comment cut at the size limit; run `python generate.py diff` locally._\n"
-    return frame[:max(0, limit - len(cut))] + cut
+    return frame[: max(0, limit - len(cut))] + cut

@@ -33,8 +33,9 @@ def is_masked(kind: str, path: Path) -> bool:
     return False
 
 
-def masked_pair(kind: str, before: dict[str, Any] | None,
-                after: dict[str, Any] | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+def masked_pair(
+    kind: str, before: dict[str, Any] | None, after: dict[str, Any] | None
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """Copies of both sides with secret values replaced; the inputs are not touched."""
     if kind not in ("Secret", "ConfigMap"):
         return before, after

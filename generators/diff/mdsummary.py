@@ -20,8 +20,10 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]], max_rows: int
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows[:max_rows]]
     if len(rows) > max_rows:
-        lines.append(f"\n_… and {len(rows) - max_rows} more rows: run `python generate.py diff` "
-                     "locally for all of them._")
+        lines.append(
+            f"\n_… and {len(rows) - max_rows} more rows: run `python generate.py diff` "
+            "locally for all of them._"
+        )
     return "\n".join(lines)
 
 
@@ -49,33 +51,86 @@ def summary_tables(summary: EnvSummary, max_rows: int) -> str:
     """Pools, quotas, tiers, overflow and health settings that changed; empty string if none did."""
     parts = []
     if summary.pools:
-        parts.append("**Capacity per pool**\n\n" + table(
-            ("pool", "change", "role", "GPU", "nodes", "reserve", "schedulable GPUs", "per node"),
-            [(p.name, p.presence, p.role, p.gpu_model, _d(p.nodes), _d(p.reserve_nodes),
-              _d(p.schedulable_gpus), ", ".join(f"{n} {_d(d)}" for n, d in p.per_node) or "")
-             for p in summary.pools], max_rows))
+        parts.append(
+            "**Capacity per pool**\n\n"
+            + table(
+                ("pool", "change", "role", "GPU", "nodes", "reserve", "schedulable GPUs", "per node"),
+                [
+                    (
+                        p.name,
+                        p.presence,
+                        p.role,
+                        p.gpu_model,
+                        _d(p.nodes),
+                        _d(p.reserve_nodes),
+                        _d(p.schedulable_gpus),
+                        ", ".join(f"{n} {_d(d)}" for n, d in p.per_node) or "",
+                    )
+                    for p in summary.pools
+                ],
+                max_rows,
+            )
+        )
     if summary.quotas:
         gpus = [q for q in summary.quotas if q.is_gpu]
         others = wording.other_quotas(summary.quotas)
-        parts.append("**GPU quota per team and flavor** (changed cells; `none`: no limit; `added`: the "
-                     "queue did not have this flavor before, `removed`: it has not after)\n\n"
-                     + table(("team", "flavor", "change", "share", "nodes", "resource", "nominal quota",
-                              "borrowing limit", "lending limit"),
-                             [(q.team, q.flavor, q.presence, _share(q.presence, q.share),
-                               _q(q.presence, q.nodes), q.resource, _q(q.presence, q.nominal),
-                               _q(q.presence, q.borrowing_limit, "none"),
-                               _q(q.presence, q.lending_limit, "none")) for q in gpus], max_rows)
-                     + (f"\n\n_{others[0].upper()}{others[1:]}._" if others else ""))
+        parts.append(
+            "**GPU quota per team and flavor** (changed cells; `none`: no limit; `added`: the "
+            "queue did not have this flavor before, `removed`: it has not after)\n\n"
+            + table(
+                (
+                    "team",
+                    "flavor",
+                    "change",
+                    "share",
+                    "nodes",
+                    "resource",
+                    "nominal quota",
+                    "borrowing limit",
+                    "lending limit",
+                ),
+                [
+                    (
+                        q.team,
+                        q.flavor,
+                        q.presence,
+                        _share(q.presence, q.share),
+                        _q(q.presence, q.nodes),
+                        q.resource,
+                        _q(q.presence, q.nominal),
+                        _q(q.presence, q.borrowing_limit, "none"),
+                        _q(q.presence, q.lending_limit, "none"),
+                    )
+                    for q in gpus
+                ],
+                max_rows,
+            )
+            + (f"\n\n_{others[0].upper()}{others[1:]}._" if others else "")
+        )
     if summary.tiers:
-        parts.append("**Priority tiers**\n\n" + table(
-            ("tier", "change", "priority", "preemption policy"),
-            [(t.name, t.presence, _d(t.value), _d(t.preemption_policy))
-             for t in summary.tiers], max_rows))
+        parts.append(
+            "**Priority tiers**\n\n"
+            + table(
+                ("tier", "change", "priority", "preemption policy"),
+                [(t.name, t.presence, _d(t.value), _d(t.preemption_policy)) for t in summary.tiers],
+                max_rows,
+            )
+        )
     if summary.overflow:
-        parts.append("**Overflow: providers and gate thresholds**\n\n" + table(
-            ("setting", "value"), [(o.label, _d(o.value, "(unset)")) for o in summary.overflow], max_rows))
+        parts.append(
+            "**Overflow: providers and gate thresholds**\n\n"
+            + table(
+                ("setting", "value"), [(o.label, _d(o.value, "(unset)")) for o in summary.overflow], max_rows
+            )
+        )
     if summary.health or summary.caps:
-        parts.append("**Health quarantine**\n\n" + "\n".join(
-            [*(f"- {wording.setting(h, ARROW)}" for h in summary.health),
-             *(f"- {wording.cap(c, ARROW)}" for c in summary.caps)]))
+        parts.append(
+            "**Health quarantine**\n\n"
+            + "\n".join(
+                [
+                    *(f"- {wording.setting(h, ARROW)}" for h in summary.health),
+                    *(f"- {wording.cap(c, ARROW)}" for c in summary.caps),
+                ]
+            )
+        )
     return "\n\n".join(parts)

@@ -22,8 +22,11 @@ def _queue_label(env: Environment, team: str, summary: EnvSummary | None) -> tup
     gpu_resources = {p.gpu_resource for p in env.pools}
     # A cell that is new with quota 0 (a borrowFrom flavor) did not change the quota: "0 → 0"
     # outlined as a change was noise. A new cell with quota is `new N`, not `0 → N`.
-    before = {(q.flavor, q.resource): q.nominal.before for q in (summary.quotas if summary else ())
-              if q.team == team and q.nominal.changed and (q.nominal.before or "0") != q.nominal.after}
+    before = {
+        (q.flavor, q.resource): q.nominal.before
+        for q in (summary.quotas if summary else ())
+        if q.team == team and q.nominal.changed and (q.nominal.before or "0") != q.nominal.after
+    }
     parts, changed = [], False
     for flavor in env.queues[team]:
         for q in flavor.quotas:

@@ -61,12 +61,14 @@ def key_of(env: str, obj: Obj) -> ObjectKey:
     api_version = str(obj.get("apiVersion", ""))
     meta = obj.get("metadata") or {}
     group = api_version.rpartition("/")[0]  # "" for the core group's bare "v1"
-    return ObjectKey(env, group, str(obj.get("kind", "")), str(meta.get("namespace") or ""),
-                     str(meta.get("name", "")))
+    return ObjectKey(
+        env, group, str(obj.get("kind", "")), str(meta.get("namespace") or ""), str(meta.get("name", ""))
+    )
 
 
-def from_files(files: dict[str, bytes],
-               known: Mapping[str, tuple[bytes, Obj]] | None = None) -> dict[ObjectKey, ObjectRecord]:
+def from_files(
+    files: dict[str, bytes], known: Mapping[str, tuple[bytes, Obj]] | None = None
+) -> dict[ObjectKey, ObjectRecord]:
     """Committed files rendered/<env>/**.yaml -> records. Other files are not objects.
 
     `known` maps a path to (bytes, object) of today's rendering: a committed file with the

@@ -38,12 +38,14 @@ def settings(env: Environment | None) -> dict[str, Any]:
     back = overflow.migrate_back
     out["migrate back: evictions per node / namespace / total"] = (
         f"{back.max_pods_to_evict_per_node} / {back.max_pods_to_evict_per_namespace} / "
-        f"{back.max_pods_to_evict_total}")
+        f"{back.max_pods_to_evict_total}"
+    )
     out["migrate back: interval"] = back.descheduling_interval
     out["migrate back: min pod age"] = back.min_pod_age
     out["migrate back: dry run"] = back.dry_run
     for s in overflow.inference:
         out[f"inference {s.namespace}/{s.deployment}: replicas"] = f"{s.min_replicas}..{s.max_replicas}"
         out[f"inference {s.namespace}/{s.deployment}: scales on"] = (
-            f"{s.metric_name} averaging {s.metric_average_value}")
+            f"{s.metric_name} averaging {s.metric_average_value}"
+        )
     return out

@@ -78,8 +78,11 @@ def _load_base(root: Path, name: str) -> _BaseModel:
     try:
         return _BaseModel(model.load(root, name))
     except SpecError as exc:
-        return _BaseModel(None, f"the base's {ENV_DIR}/{name}.yaml does not load with "
-                                f"today's code ({exc.problems[0].format()}); object-level diff only")
+        return _BaseModel(
+            None,
+            f"the base's {ENV_DIR}/{name}.yaml does not load with "
+            f"today's code ({exc.problems[0].format()}); object-level diff only",
+        )
 
 
 def _split_by_env(records: dict[ObjectKey, ObjectRecord]) -> dict[str, dict[ObjectKey, ObjectRecord]]:
@@ -97,8 +100,11 @@ def build(root: Path, ref: str | None) -> Report:
     head_models = {name: env for name, (env, _) in zip(names, loaded, strict=True)}
     head_files = {name: files for name, (_, files) in zip(names, loaded, strict=True)}
     # Base files with exactly today's bytes hold today's objects: only the others are parsed.
-    known = {path: (text.encode("utf-8"), obj) for name, rendered in head_files.items()
-             for path, (text, obj) in rendered_objects(name, rendered).items()}
+    known = {
+        path: (text.encode("utf-8"), obj)
+        for name, rendered in head_files.items()
+        for path, (text, obj) in rendered_objects(name, rendered).items()
+    }
     base_objects = _split_by_env(from_files(files, known))
     base_models = _base_models(files)
     envs = []

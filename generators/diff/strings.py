@@ -31,18 +31,22 @@ def _window(text: str, start: int, end: int) -> str:
     middle = text[start:end]
     if len(middle) > MAX_CHANGE:
         middle = middle[:MAX_CHANGE] + "…"
-    head = text[max(0, start - CONTEXT):start]
-    tail = text[end:end + CONTEXT]
-    return (("…" if start > CONTEXT else "") + head + middle + tail
-            + ("…" if end + CONTEXT < len(text) else ""))
+    head = text[max(0, start - CONTEXT) : start]
+    tail = text[end : end + CONTEXT]
+    return (
+        ("…" if start > CONTEXT else "") + head + middle + tail + ("…" if end + CONTEXT < len(text) else "")
+    )
 
 
 def narrow(before: str, after: str) -> tuple[str, str, int]:
     """(before window, after window, 0-based offset of the first difference)."""
     prefix = _common_prefix(before, after)
     suffix = _common_suffix(before, after, prefix)
-    return (_window(before, prefix, len(before) - suffix), _window(after, prefix, len(after) - suffix),
-            prefix)
+    return (
+        _window(before, prefix, len(before) - suffix),
+        _window(after, prefix, len(after) - suffix),
+        prefix,
+    )
 
 
 def narrow_lines(lines: list[str], limit: int) -> list[str]:

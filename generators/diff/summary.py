@@ -46,8 +46,11 @@ class PoolSummary:
 
     @property
     def changed(self) -> bool:
-        return self.presence != "changed" or any(
-            d.changed for d in (self.nodes, self.reserve_nodes, self.schedulable_gpus)) or bool(self.per_node)
+        return (
+            self.presence != "changed"
+            or any(d.changed for d in (self.nodes, self.reserve_nodes, self.schedulable_gpus))
+            or bool(self.per_node)
+        )
 
 
 @dataclass(frozen=True)
@@ -114,16 +117,19 @@ def _after_then_removed(old: Mapping[K, Any], new: Mapping[K, Any]) -> list[K]:
 
 def _pair(before: object | None, after: object | None, attribute: str) -> Delta[Any]:
     """Delta of one attribute of the same thing on both sides (None where it is absent)."""
-    return Delta(None if before is None else getattr(before, attribute),
-                 None if after is None else getattr(after, attribute))
+    return Delta(
+        None if before is None else getattr(before, attribute),
+        None if after is None else getattr(after, attribute),
+    )
 
 
 def _presence(before: object, after: object) -> Presence:
     return "added" if before is None else "removed" if after is None else "changed"
 
 
-def _per_node(before: Environment | None, b: Pool | None,
-              after: Environment | None, a: Pool | None) -> tuple[tuple[str, Delta[str]], ...]:
+def _per_node(
+    before: Environment | None, b: Pool | None, after: Environment | None, a: Pool | None
+) -> tuple[tuple[str, Delta[str]], ...]:
     """Per-node amounts (cpu, memory, extras) that changed, canonical as in the queues."""
     if b is None or a is None or before is None or after is None:
         return ()
@@ -132,8 +138,15 @@ def _per_node(before: Environment | None, b: Pool | None,
     for name in sorted(set(b.per_node) | set(a.per_node)):
         old, new = b.per_node.get(name), a.per_node.get(name)
         if old != new:
-            out.append((name, Delta(None if old is None else kinds[name].show(old),
-                                    None if new is None else kinds[name].show(new))))
+            out.append(
+                (
+                    name,
+                    Delta(
+                        None if old is None else kinds[name].show(old),
+                        None if new is None else kinds[name].show(new),
+                    ),
+                )
+            )
     return tuple(out)
 
 
@@ -145,8 +158,14 @@ def _pools(before: Environment | None, after: Environment | None) -> list[PoolSu
         b, a = old.get(name), new.get(name)
         shown: Pool = a or b  # type: ignore[assignment]  # one side always exists
         row = PoolSummary(
-            name, _presence(b, a), shown.role, shown.gpu_model, shown.gpu_resource,
-            _pair(b, a, "nodes"), _pair(b, a, "reserve_nodes"), _pair(b, a, "schedulable_gpus"),
+            name,
+            _presence(b, a),
+            shown.role,
+            shown.gpu_model,
+            shown.gpu_resource,
+            _pair(b, a, "nodes"),
+            _pair(b, a, "reserve_nodes"),
+            _pair(b, a, "schedulable_gpus"),
             _per_node(before, b, after, a),
         )
         if row.changed:
@@ -158,8 +177,12 @@ def _cells(env: Environment | None) -> dict[tuple[str, str, str], Quota]:
     """(team, flavor, resource) -> quota cell, in team, pool and coveredResources order."""
     if env is None:
         return {}
-    return {(team, flavor.pool, q.resource.name): q
-            for team, flavors in env.queues.items() for flavor in flavors for q in flavor.quotas}
+    return {
+        (team, flavor.pool, q.resource.name): q
+        for team, flavors in env.queues.items()
+        for flavor in flavors
+        for q in flavor.quotas
+    }
 
 
 def _holdings(env: Environment | None) -> dict[tuple[str, str], tuple[int, int]]:
@@ -167,8 +190,11 @@ def _holdings(env: Environment | None) -> dict[tuple[str, str], tuple[int, int]]
     if env is None:
         return {}
     shares = {t.name: t.shares for t in env.teams}
-    return {(team, flavor.pool): (shares[team].get(flavor.pool, 0), flavor.nodes)
-            for team, flavors in env.queues.items() for flavor in flavors}
+    return {
+        (team, flavor.pool): (shares[team].get(flavor.pool, 0), flavor.nodes)
+        for team, flavors in env.queues.items()
+        for flavor in flavors
+    }
 
 
 def _show(quota: Quota | None, field: Literal["nominal", "borrowing_limit", "lending_limit"]) -> str | None:
@@ -185,12 +211,21 @@ def _quotas(before: Environment | None, after: Environment | None) -> list[Quota
     out = []
     for key in _after_then_removed(old, new):
         b, a = old.get(key), new.get(key)
-        row = QuotaSummary(*key, key[2] in gpu_resources, Delta(_show(b, "nominal"), _show(a, "nominal")),
-                           Delta(_show(b, "borrowing_limit"), _show(a, "borrowing_limit")),
-                           Delta(_show(b, "lending_limit"), _show(a, "lending_limit")), _presence(b, a),
-                           *_held(held_before.get(key[:2]), held_after.get(key[:2])))
-        if row.nominal.changed or row.borrowing_limit.changed or row.lending_limit.changed \
-                or row.share.changed:
+        row = QuotaSummary(
+            *key,
+            key[2] in gpu_resources,
+            Delta(_show(b, "nominal"), _show(a, "nominal")),
+            Delta(_show(b, "borrowing_limit"), _show(a, "borrowing_limit")),
+            Delta(_show(b, "lending_limit"), _show(a, "lending_limit")),
+            _presence(b, a),
+            *_held(held_before.get(key[:2]), held_after.get(key[:2])),
+        )
+        if (
+            row.nominal.changed
+            or row.borrowing_limit.changed
+            or row.lending_limit.changed
+            or row.share.changed
+        ):
             out.append(row)
     return out
 
@@ -206,24 +241,28 @@ def _tiers(before: Environment | None, after: Environment | None) -> list[TierSu
     for name in _after_then_removed(old, new):
         b: Tier | None = old.get(name)
         a: Tier | None = new.get(name)
-        row = TierSummary(name, _presence(b, a), _pair(b, a, "value"),
-                          _pair(b, a, "preemption_policy"))
-        if row.presence != "changed" or row.value.changed \
-                or row.preemption_policy.changed:
+        row = TierSummary(name, _presence(b, a), _pair(b, a, "value"), _pair(b, a, "preemption_policy"))
+        if row.presence != "changed" or row.value.changed or row.preemption_policy.changed:
             out.append(row)
     return out
 
 
 def _overflow(before: Environment | None, after: Environment | None) -> list[SettingSummary]:
     old, new = overflow.settings(before), overflow.settings(after)
-    return [SettingSummary(label, Delta(old.get(label), new.get(label)))
-            for label in _after_then_removed(old, new) if old.get(label) != new.get(label)]
+    return [
+        SettingSummary(label, Delta(old.get(label), new.get(label)))
+        for label in _after_then_removed(old, new)
+        if old.get(label) != new.get(label)
+    ]
 
 
 def _health(before: Environment | None, after: Environment | None) -> list[SettingSummary]:
     old, new = health.settings(before), health.settings(after)
-    return [SettingSummary(label, Delta(old.get(label), new.get(label)))
-            for label in _after_then_removed(old, new) if old.get(label) != new.get(label)]
+    return [
+        SettingSummary(label, Delta(old.get(label), new.get(label)))
+        for label in _after_then_removed(old, new)
+        if old.get(label) != new.get(label)
+    ]
 
 
 def _caps(before: Environment | None, after: Environment | None) -> list[CapSummary]:
@@ -240,7 +279,11 @@ def _caps(before: Environment | None, after: Environment | None) -> list[CapSumm
 
 def summarize(before: Environment | None, after: Environment | None) -> EnvSummary:
     """What changed between two models of one environment (None: the side has no such env)."""
-    return EnvSummary(tuple(_pools(before, after)), tuple(_quotas(before, after)),
-                      tuple(_tiers(before, after)), tuple(_overflow(before, after)),
-                      tuple(_health(before, after)), tuple(_caps(before, after)))
-
+    return EnvSummary(
+        tuple(_pools(before, after)),
+        tuple(_quotas(before, after)),
+        tuple(_tiers(before, after)),
+        tuple(_overflow(before, after)),
+        tuple(_health(before, after)),
+        tuple(_caps(before, after)),
+    )

@@ -44,8 +44,14 @@ def _summary(env: EnvReport, paint: Palette) -> list[str]:
     s = env.summary
     return [
         *_section("Pools", map(wording.pool, s.pools), paint),
-        *_section("Quotas", [*(wording.quota(q) for q in s.quotas if q.is_gpu),
-                             *filter(None, [wording.other_quotas(s.quotas)])], paint),
+        *_section(
+            "Quotas",
+            [
+                *(wording.quota(q) for q in s.quotas if q.is_gpu),
+                *filter(None, [wording.other_quotas(s.quotas)]),
+            ],
+            paint,
+        ),
         *_section("Priority tiers", map(wording.tier, s.tiers), paint),
         *_section("Overflow", map(wording.setting, s.overflow), paint),
         *_section("Health quarantine", [*map(wording.setting, s.health), *map(wording.cap, s.caps)], paint),
@@ -55,8 +61,11 @@ def _summary(env: EnvReport, paint: Palette) -> list[str]:
 def _text_block_diff(change: ObjectChange, fc: FieldChange, paint: Palette) -> list[str]:
     """The changed lines of an embedded text (a config file in a ConfigMap), not just
     "<40 lines of text> -> <40 lines of text>"."""
-    if change.masked(fc) or not (isinstance(fc.before, str) and isinstance(fc.after, str)) \
-            or "\n" not in fc.before + fc.after:
+    if (
+        change.masked(fc)
+        or not (isinstance(fc.before, str) and isinstance(fc.after, str))
+        or "\n" not in fc.before + fc.after
+    ):
         return []
     lines = list(difflib.unified_diff(fc.before.splitlines(), fc.after.splitlines(), lineterm="", n=0))[2:]
     lines = strings.narrow_lines(lines, LONG_LINE)
@@ -89,4 +98,3 @@ def render(report: Report, paint: Palette) -> str:
             objects += _object(change, paint)
         lines += _section("Objects", objects, paint)
     return "\n".join(lines) + "\n"
-

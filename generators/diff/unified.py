@@ -19,9 +19,15 @@ def unified(change: ObjectChange, max_lines: int) -> tuple[str, int]:
     before, after = masked_pair(change.key.kind, change.before, change.after)
     old = yamlemit.dump(before).splitlines(keepends=True) if before is not None else []
     new = yamlemit.dump(after).splitlines(keepends=True) if after is not None else []
-    lines = list(difflib.unified_diff(
-        old, new, fromfile=f"a/{change.path}" if before is not None else "/dev/null",
-        tofile=f"b/{change.path}" if after is not None else "/dev/null", n=CONTEXT_LINES))
+    lines = list(
+        difflib.unified_diff(
+            old,
+            new,
+            fromfile=f"a/{change.path}" if before is not None else "/dev/null",
+            tofile=f"b/{change.path}" if after is not None else "/dev/null",
+            n=CONTEXT_LINES,
+        )
+    )
     lines = narrow_lines([line if line.endswith("\n") else line + "\n" for line in lines], LONG_LINE)
     cut = max(0, len(lines) - max_lines)
     return "".join(lines[:max_lines]), cut

@@ -22,8 +22,10 @@ def counts(env: EnvReport) -> str:
 
 def delta(value: Delta[Any], arrow: str = "->", absent: str = "-", unit: str = "") -> str:
     """`1024 -> 960` when it changed, `1024` when not; `absent` stands for None."""
+
     def one(v: Any) -> str:
         return absent if v is None else f"{v}{unit}"
+
     if not value.changed:
         return one(value.after)
     return f"{one(value.before)} {arrow} {one(value.after)}"
@@ -36,7 +38,7 @@ def value(v: Any) -> str:
     if isinstance(v, str) and "\n" in v.rstrip("\n"):
         return f"<{v.count(chr(10)) + (0 if v.endswith(chr(10)) else 1)} lines of text>"
     text = json.dumps(v, ensure_ascii=False, separators=(",", ":"), sort_keys=False, default=str)
-    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS - 1] + "…"
+    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
 
 
 def field(change: ObjectChange, fc: FieldChange, arrow: str = "->") -> str:
@@ -45,11 +47,17 @@ def field(change: ObjectChange, fc: FieldChange, arrow: str = "->") -> str:
     if change.masked(fc):
         what = "added" if fc.before is MISSING else "removed" if fc.after is MISSING else "changed"
         return f"{path}: {what} (masked)"
-    if isinstance(fc.before, str) and isinstance(fc.after, str) and "\n" not in fc.before + fc.after \
-            and max(len(fc.before), len(fc.after)) > MAX_VALUE_CHARS:
+    if (
+        isinstance(fc.before, str)
+        and isinstance(fc.after, str)
+        and "\n" not in fc.before + fc.after
+        and max(len(fc.before), len(fc.after)) > MAX_VALUE_CHARS
+    ):
         old, new, at = strings.narrow(fc.before, fc.after)  # identical prefixes told nothing
-        return (f"{path}: changed from character {at + 1} of {len(fc.before)}: "
-                f"{json.dumps(old, ensure_ascii=False)} {arrow} {json.dumps(new, ensure_ascii=False)}")
+        return (
+            f"{path}: changed from character {at + 1} of {len(fc.before)}: "
+            f"{json.dumps(old, ensure_ascii=False)} {arrow} {json.dumps(new, ensure_ascii=False)}"
+        )
     if fc.before is MISSING:  # an added field or list item, not a change from some "absent" value
         return f"{path}: added {value(fc.after)}"
     if fc.after is MISSING:
@@ -61,10 +69,14 @@ def pool(row: PoolSummary, arrow: str = "->") -> str:
     if row.presence != "changed":
         side = "after" if row.presence == "added" else "before"
         nodes, reserve = getattr(row.nodes, side), getattr(row.reserve_nodes, side)
-        return (f"{row.name}: pool {row.presence} ({row.role}, {row.gpu_model}): {nodes} nodes, "
-                f"reserve {reserve}, schedulable {row.gpu_resource} {getattr(row.schedulable_gpus, side)}")
-    text = (f"{row.name}: nodes {delta(row.nodes, arrow)}, reserve {delta(row.reserve_nodes, arrow)}, "
-            f"schedulable {row.gpu_resource} {delta(row.schedulable_gpus, arrow)}")
+        return (
+            f"{row.name}: pool {row.presence} ({row.role}, {row.gpu_model}): {nodes} nodes, "
+            f"reserve {reserve}, schedulable {row.gpu_resource} {getattr(row.schedulable_gpus, side)}"
+        )
+    text = (
+        f"{row.name}: nodes {delta(row.nodes, arrow)}, reserve {delta(row.reserve_nodes, arrow)}, "
+        f"schedulable {row.gpu_resource} {delta(row.schedulable_gpus, arrow)}"
+    )
     if row.per_node:
         text += "; per node: " + ", ".join(f"{name} {delta(d, arrow)}" for name, d in row.per_node)
     return text
@@ -77,8 +89,10 @@ def other_quotas(rows: Sequence[QuotaSummary]) -> str | None:
     if not others:
         return None
     names = ", ".join(dict.fromkeys(q.resource for q in others))
-    return (f"and {len(others)} {names} quota cell{'s' if len(others) != 1 else ''} "
-            "(whole nodes: they follow the GPUs; each is in the object diffs and --format json)")
+    return (
+        f"and {len(others)} {names} quota cell{'s' if len(others) != 1 else ''} "
+        "(whole nodes: they follow the GPUs; each is in the object diffs and --format json)"
+    )
 
 
 def quota(row: QuotaSummary, arrow: str = "->") -> str:
@@ -87,14 +101,21 @@ def quota(row: QuotaSummary, arrow: str = "->") -> str:
     never reads as `none`, which means no limit."""
     if row.presence != "changed":
         side = "after" if row.presence == "added" else "before"
-        values = [f"share {getattr(row.share, side)}%", f"{getattr(row.nodes, side)} nodes",
-                  f"{row.resource} {getattr(row.nominal, side)}", *(
-            f"{label} {getattr(limit, side) or 'none'}" for label, limit in (
-                ("borrowing limit", row.borrowing_limit), ("lending limit", row.lending_limit)))]
+        values = [
+            f"share {getattr(row.share, side)}%",
+            f"{getattr(row.nodes, side)} nodes",
+            f"{row.resource} {getattr(row.nominal, side)}",
+            *(
+                f"{label} {getattr(limit, side) or 'none'}"
+                for label, limit in (
+                    ("borrowing limit", row.borrowing_limit),
+                    ("lending limit", row.lending_limit),
+                )
+            ),
+        ]
         what = "new" if row.presence == "added" else "removed, was"
         return f"{row.team} [{row.flavor}]: {what} {', '.join(values)}"
-    text = (f"{row.team} [{row.flavor}]: {holding(row, arrow)}; "
-            f"{row.resource} {delta(row.nominal, arrow)}")
+    text = f"{row.team} [{row.flavor}]: {holding(row, arrow)}; {row.resource} {delta(row.nominal, arrow)}"
     for label, limit in (("borrowing limit", row.borrowing_limit), ("lending limit", row.lending_limit)):
         if limit.changed:
             text += f"; {label} {delta(limit, arrow, absent='none')}"
@@ -109,11 +130,15 @@ def holding(row: QuotaSummary, arrow: str = "->") -> str:
 def tier(row: TierSummary, arrow: str = "->") -> str:
     if row.presence != "changed":
         side = "after" if row.presence == "added" else "before"
-        return (f"{row.name}: tier {row.presence} (priority {getattr(row.value, side)}, "
-                f"{getattr(row.preemption_policy, side)})")
-    parts = [f"{label} {delta(d, arrow)}" for label, d in (
-        ("priority", row.value),
-        ("preemption policy", row.preemption_policy)) if d.changed]
+        return (
+            f"{row.name}: tier {row.presence} (priority {getattr(row.value, side)}, "
+            f"{getattr(row.preemption_policy, side)})"
+        )
+    parts = [
+        f"{label} {delta(d, arrow)}"
+        for label, d in (("priority", row.value), ("preemption policy", row.preemption_policy))
+        if d.changed
+    ]
     return f"{row.name}: {', '.join(parts)}"
 
 
@@ -133,8 +158,10 @@ def cap(row: CapSummary, arrow: str = "->") -> str:
     """`pool train-h100 may now lose 3 nodes to quarantine at once (was 1; reserve 1)`."""
     before, after = row.cap.before, row.cap.after
     if after is None:
-        return (f"pool {row.pool} is no longer watched: quarantine takes none of its nodes "
-                f"(was up to {_nodes(before or 0)} at once)")
+        return (
+            f"pool {row.pool} is no longer watched: quarantine takes none of its nodes "
+            f"(was up to {_nodes(before or 0)} at once)"
+        )
     reserve = delta(row.reserve, arrow)
     was = "was not watched" if before is None else f"was {before}"
     text = f"pool {row.pool} may now lose {_nodes(after)} to quarantine at once ({was}; reserve {reserve})"

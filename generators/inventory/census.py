@@ -58,8 +58,10 @@ def matches(pool: Pool, node: Node) -> bool:
 
 
 def _tolerated(pool: Pool, taint: NodeTaint) -> bool:
-    return any(t.key == taint.key and t.effect == taint.effect and (t.value is None or t.value == taint.value)
-               for t in pool.taints)
+    return any(
+        t.key == taint.key and t.effect == taint.effect and (t.value is None or t.value == taint.value)
+        for t in pool.taints
+    )
 
 
 def why_not_counted(pool: Pool, node: Node) -> str | None:

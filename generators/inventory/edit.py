@@ -67,12 +67,15 @@ def defining_file(root: Path, env_name: str) -> Path:
 def _refuse_shared_base(root: Path, env_name: str, path: Path) -> None:
     if path.name == f"{env_name}.yaml":
         return
-    sharing = [other for other in environment_names(root)
-               if other != env_name and defining_file(root, other) == path]
+    sharing = [
+        other for other in environment_names(root) if other != env_name and defining_file(root, other) == path
+    ]
     if sharing:
-        raise EditRefused(f"{ENV_DIR}/{path.name}: error: the pools of {env_name} are defined here, "
-                          f"shared with {', '.join(sharing)}; move pools: into "
-                          f"{ENV_DIR}/{env_name}.yaml before syncing its inventory")
+        raise EditRefused(
+            f"{ENV_DIR}/{path.name}: error: the pools of {env_name} are defined here, "
+            f"shared with {', '.join(sharing)}; move pools: into "
+            f"{ENV_DIR}/{env_name}.yaml before syncing its inventory"
+        )
 
 
 def _entry(mapping: yaml.MappingNode, key: str) -> tuple[yaml.Node, yaml.Node] | None:
@@ -86,19 +89,26 @@ def _count_span(text: str, display: str, pool: str, key: yaml.Node, value: yaml.
     """(start, end) offsets of the number to replace, or EditRefused saying where and why."""
     mark = value.start_mark
     where = f"{display}:{mark.line + 1}:{mark.column + 1}"
-    written = text[mark.index:value.end_mark.index]
+    written = text[mark.index : value.end_mark.index]
     if mark.index < key.end_mark.index:  # an alias: the node was defined (anchored) earlier
         star = text.index("*", key.end_mark.index)  # the alias token itself
         line = text.count("\n", 0, star) + 1
         col = star - text.rfind("\n", 0, star)
-        raise EditRefused(f"{display}:{line}:{col}: error: nodes of pool {pool!r} is an alias of the value "
-                          f"at {mark.line + 1}:{mark.column + 1}: changing it there would change every "
-                          "user of the anchor; write the count in place, then sync again")
+        raise EditRefused(
+            f"{display}:{line}:{col}: error: nodes of pool {pool!r} is an alias of the value "
+            f"at {mark.line + 1}:{mark.column + 1}: changing it there would change every "
+            "user of the anchor; write the count in place, then sync again"
+        )
     if not isinstance(value, yaml.ScalarNode) or value.style or not _COUNT.fullmatch(written):
-        what = "an anchored value (other places may use it)" if written.startswith("&") else (
-            "not a plain decimal number")
-        raise EditRefused(f"{where}: error: nodes of pool {pool!r} is {written.strip()[:40]!r}, {what}; "
-                          "sync-inventory replaces only a plain number such as `nodes: 28`")
+        what = (
+            "an anchored value (other places may use it)"
+            if written.startswith("&")
+            else ("not a plain decimal number")
+        )
+        raise EditRefused(
+            f"{where}: error: nodes of pool {pool!r} is {written.strip()[:40]!r}, {what}; "
+            "sync-inventory replaces only a plain number such as `nodes: 28`"
+        )
     return mark.index, value.end_mark.index
 
 
@@ -121,8 +131,10 @@ def plan_edit(root: Path, env_name: str, counts: dict[str, int]) -> NodeCountEdi
         pool = str(name[1].value)
         entry = _entry(item, "nodes")
         if entry is None:
-            raise EditRefused(f"{display}:{item.start_mark.line + 1}:{item.start_mark.column + 1}: error: "
-                              f"pool {pool!r} has no nodes: here")
+            raise EditRefused(
+                f"{display}:{item.start_mark.line + 1}:{item.start_mark.column + 1}: error: "
+                f"pool {pool!r} has no nodes: here"
+            )
         start, end = _count_span(original, display, pool, *entry)
         spans.append((start, end, counts[pool]))
         where[pool] = (entry[1].start_mark.line + 1, entry[1].start_mark.column + 1)
@@ -140,8 +152,9 @@ def _prove(original: str, edited: str, counts: dict[str, int], display: str) -> 
         if pool.get("name") in counts:
             pool["nodes"] = counts[pool["name"]]
     if yaml.load(edited, Loader=yaml.CSafeLoader) != expected:
-        raise EditRefused(f"{display}: error: replacing the node counts would change more than them; "
-                          "edit nodes: by hand")
+        raise EditRefused(
+            f"{display}: error: replacing the node counts would change more than them; edit nodes: by hand"
+        )
 
 
 def write(edit: NodeCountEdit) -> None:

@@ -71,15 +71,27 @@ def _node(item: Any, index: int) -> Node:
     spec = item.get("spec") or {}
     status = item.get("status") or {}
     conditions = status.get("conditions") or []
-    ready = any(isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
-                for c in conditions)
-    taints = tuple(NodeTaint(str(t.get("key", "")), None if t.get("value") in (None, "") else str(t["value"]),
-                             str(t.get("effect", "")))
-                   for t in spec.get("taints") or [] if isinstance(t, dict))
-    return Node(name, _strings(item["metadata"].get("labels"), f"node {name}: metadata.labels"), ready,
-                spec.get("unschedulable") is True, taints,
-                _strings(status.get("allocatable"), f"node {name}: status.allocatable"),
-                _strings(status.get("capacity"), f"node {name}: status.capacity"))
+    ready = any(
+        isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True" for c in conditions
+    )
+    taints = tuple(
+        NodeTaint(
+            str(t.get("key", "")),
+            None if t.get("value") in (None, "") else str(t["value"]),
+            str(t.get("effect", "")),
+        )
+        for t in spec.get("taints") or []
+        if isinstance(t, dict)
+    )
+    return Node(
+        name,
+        _strings(item["metadata"].get("labels"), f"node {name}: metadata.labels"),
+        ready,
+        spec.get("unschedulable") is True,
+        taints,
+        _strings(status.get("allocatable"), f"node {name}: status.allocatable"),
+        _strings(status.get("capacity"), f"node {name}: status.capacity"),
+    )
 
 
 def _yaml(text: str, json_error: str) -> Any:
@@ -88,8 +100,9 @@ def _yaml(text: str, json_error: str) -> Any:
     try:
         return yaml.load(text, Loader=yaml.CSafeLoader)
     except yaml.YAMLError:
-        raise NodeListError(f"{json_error}; not YAML either: save `kubectl get nodes -o json` "
-                            "(or -o yaml) to the file") from None
+        raise NodeListError(
+            f"{json_error}; not YAML either: save `kubectl get nodes -o json` (or -o yaml) to the file"
+        ) from None
 
 
 def read(path: Path) -> list[Node]:
@@ -104,8 +117,9 @@ def read(path: Path) -> list[Node]:
     except json.JSONDecodeError as exc:
         data = _yaml(text, f"not JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}")
     if not isinstance(data, dict) or not isinstance(data.get("items"), list):
-        raise NodeListError("expected the output of `kubectl get nodes -o json` (or -o yaml): a List "
-                            "with items")
+        raise NodeListError(
+            "expected the output of `kubectl get nodes -o json` (or -o yaml): a List with items"
+        )
     kinds = {item.get("kind") for item in data["items"] if isinstance(item, dict)} - {None, "Node"}
     if kinds:
         raise NodeListError(f"items must be Nodes, found {', '.join(sorted(map(str, kinds)))}")

@@ -33,14 +33,18 @@ class PoolUpdate:
     counted_out: dict[str, str]  # node -> reason
 
     def describe(self) -> str:
-        count = f"{self.before} -> {self.after} nodes" if self.after != self.before \
+        count = (
+            f"{self.before} -> {self.after} nodes"
+            if self.after != self.before
             else f"{self.after} nodes (unchanged)"
+        )
         text = f"{self.pool}: {count}; {self.matched} matched"
         if self.counted_out:
             shown = [f"{n} {why}" for n, why in list(self.counted_out.items())[:SHOWN_NODE_NAMES]]
             more = len(self.counted_out) - len(shown)
-            text += f", {len(self.counted_out)} counted out: {', '.join(shown)}" + \
-                (f", and {more} more" if more else "")
+            text += f", {len(self.counted_out)} counted out: {', '.join(shown)}" + (
+                f", and {more} more" if more else ""
+            )
         return text
 
 
@@ -63,18 +67,25 @@ def _node_refusals(taken: census.Census, nodes_display: str) -> list[str]:
     if taken.unmatched:
         names = [n.name for n in taken.unmatched]
         if not any(c.matched for c in taken.pools.values()):
-            out.append(f"{nodes_display}: error: none of its {len(names)} GPU nodes matches any pool of "
-                       "the environment: is it the NodeList of another cluster? (check kubectl's "
-                       "current context)")
-        out.append(f"{nodes_display}: error: {len(names)} GPU node{'s' if len(names) != 1 else ''} "
-                   f"match{'es' if len(names) == 1 else ''} no pool's nodeLabels ({_examples(names)}); "
-                   "label them like their pool, or add the pool to the environment")
+            out.append(
+                f"{nodes_display}: error: none of its {len(names)} GPU nodes matches any pool of "
+                "the environment: is it the NodeList of another cluster? (check kubectl's "
+                "current context)"
+            )
+        out.append(
+            f"{nodes_display}: error: {len(names)} GPU node{'s' if len(names) != 1 else ''} "
+            f"match{'es' if len(names) == 1 else ''} no pool's nodeLabels ({_examples(names)}); "
+            "label them like their pool, or add the pool to the environment"
+        )
     by_pools: dict[tuple[str, ...], list[str]] = {}
     for node, pools in taken.ambiguous:
         by_pools.setdefault(tuple(pools), []).append(node.name)
-    out += [f"{nodes_display}: error: {len(names)} node{'s' if len(names) != 1 else ''} match the "
-            f"nodeLabels of several pools ({', '.join(pools)}): {_examples(names)}; make the pools' "
-            "nodeLabels disjoint" for pools, names in by_pools.items()]
+    out += [
+        f"{nodes_display}: error: {len(names)} node{'s' if len(names) != 1 else ''} match the "
+        f"nodeLabels of several pools ({', '.join(pools)}): {_examples(names)}; make the pools' "
+        "nodeLabels disjoint"
+        for pools, names in by_pools.items()
+    ]
     return out
 
 
@@ -96,10 +107,14 @@ def _drop_refusal(root: Path, env_name: str, index: int, update: PoolUpdate, max
     taint = _common_taint(update)
     if taint is not None and update.after == 0:
         # Every node of the pool carries it: accepting the drop would zero the pool's quota.
-        hint = (f"every node carries the taint {taint}: declare it under pools[{index}].taints "
-                "(its pods tolerate it), do not accept the drop")
-    return (f"{where}: error: pool {update.pool} would lose {lost} of {update.before} nodes at once, "
-            f"{share:.0%}, over the {float(max_drop):.0%} allowed (pools[{index}].nodes); {hint}")
+        hint = (
+            f"every node carries the taint {taint}: declare it under pools[{index}].taints "
+            "(its pods tolerate it), do not accept the drop"
+        )
+    return (
+        f"{where}: error: pool {update.pool} would lose {lost} of {update.before} nodes at once, "
+        f"{share:.0%}, over the {float(max_drop):.0%} allowed (pools[{index}].nodes); {hint}"
+    )
 
 
 def _validate(root: Path, env_name: str, planned: edit.NodeCountEdit) -> list[str]:
@@ -115,12 +130,15 @@ def _validate(root: Path, env_name: str, planned: edit.NodeCountEdit) -> list[st
     return []
 
 
-def plan_sync(root: Path, env_name: str, nodes: list[Node], nodes_display: str,
-              max_drop: Fraction) -> SyncPlan:
+def plan_sync(
+    root: Path, env_name: str, nodes: list[Node], nodes_display: str, max_drop: Fraction
+) -> SyncPlan:
     env = model.load(root, env_name)
     taken = census.take(env, nodes)
-    updates = [PoolUpdate(p.name, p.nodes, len(c.counted), len(c.matched), c.counted_out)
-               for p, c in ((p, taken.pools[p.name]) for p in env.pools)]
+    updates = [
+        PoolUpdate(p.name, p.nodes, len(c.counted), len(c.matched), c.counted_out)
+        for p, c in ((p, taken.pools[p.name]) for p in env.pools)
+    ]
     result = SyncPlan(updates, _node_refusals(taken, nodes_display))
     for index, update in enumerate(updates):
         if update.before > 0 and Fraction(update.before - update.after, update.before) > max_drop:

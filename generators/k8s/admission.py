@@ -20,7 +20,11 @@ def binding(name: str, namespaces: Sequence[str] | None) -> Obj:
 def node_guard(name: str, match_expression: str, validations: list[dict[str, str]]) -> list[Obj]:
     """Node UPDATEs by the users `match_expression` selects must pass every validation."""
     return [
-        render("common/nodeguardpolicy.yaml.j2", name=name, validations=validations,
-               match_expression=match_expression),
+        render(
+            "common/nodeguardpolicy.yaml.j2",
+            name=name,
+            validations=validations,
+            match_expression=match_expression,
+        ),
         binding(name, None),
     ]

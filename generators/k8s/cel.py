@@ -28,5 +28,6 @@ def same_map_except(name: str, exempt: str | list[str]) -> str:
     new = field("object", "metadata", name, "{}")
     old = field("oldObject", "metadata", name, "{}")
     skip = f"k == {literal(exempt)}" if isinstance(exempt, str) else f"k in {literal(exempt)}"
-    return (f"{old}.all(k, {skip} || (k in {new} && {new}[k] == {old}[k])) && "
-            f"{new}.all(k, {skip} || k in {old})")
+    return (
+        f"{old}.all(k, {skip} || (k in {new} && {new}[k] == {old}[k])) && {new}.all(k, {skip} || k in {old})"
+    )

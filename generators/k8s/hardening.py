@@ -18,19 +18,31 @@ NON_ROOT_UID = 65532  # the distroless "nonroot" user; the gate image uses it to
 MACHINERY_PRIORITY_CLASS = "system-cluster-critical"
 
 POD_SECURITY: dict[str, Any] = {
-    "runAsNonRoot": True, "runAsUser": NON_ROOT_UID, "runAsGroup": NON_ROOT_UID,
+    "runAsNonRoot": True,
+    "runAsUser": NON_ROOT_UID,
+    "runAsGroup": NON_ROOT_UID,
     "seccompProfile": {"type": "RuntimeDefault"},
 }
 CONTAINER_SECURITY: dict[str, Any] = {
-    "allowPrivilegeEscalation": False, "privileged": False, "readOnlyRootFilesystem": True,
-    "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"},
+    "allowPrivilegeEscalation": False,
+    "privileged": False,
+    "readOnlyRootFilesystem": True,
+    "runAsNonRoot": True,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
 }
 
 
 def hardened(res: Resources) -> dict[str, Any]:
     """Template values every Deployment here shares: its requests and limits, the security
     contexts, the machinery's priority class."""
-    resources = {"requests": {"cpu": res.cpu_request, "memory": res.memory_request},
-                 "limits": {"cpu": res.cpu_limit, "memory": res.memory_limit}}
-    return {"resources": resources, "pod_security": POD_SECURITY, "container_security": CONTAINER_SECURITY,
-            "priority_class": MACHINERY_PRIORITY_CLASS}
+    resources = {
+        "requests": {"cpu": res.cpu_request, "memory": res.memory_request},
+        "limits": {"cpu": res.cpu_limit, "memory": res.memory_limit},
+    }
+    return {
+        "resources": resources,
+        "pod_security": POD_SECURITY,
+        "container_security": CONTAINER_SECURITY,
+        "priority_class": MACHINERY_PRIORITY_CLASS,
+    }

@@ -24,21 +24,34 @@ def rule(groups: list[str], resources: list[str], verbs: list[str], names: list[
 def lease_rules(name: str, verbs: list[str]) -> list[Rule]:
     """The client's LeaseLock creates its one Lease (create cannot be limited by name), then
     reads and replaces it by name."""
-    return [rule(["coordination.k8s.io"], ["leases"], ["create"]),
-            rule(["coordination.k8s.io"], ["leases"], verbs, [name])]
+    return [
+        rule(["coordination.k8s.io"], ["leases"], ["create"]),
+        rule(["coordination.k8s.io"], ["leases"], verbs, [name]),
+    ]
 
 
 def cluster_role(name: str, rules: list[Rule]) -> Obj:
     return render("common/clusterrole.yaml.j2", name=name, rules=rules)
 
 
-def role_binding(name: str, account: str, namespace: str, *, subject_namespace: str | None = None,
-                 cluster_role: bool = False) -> Obj:
+def role_binding(
+    name: str,
+    account: str,
+    namespace: str,
+    *,
+    subject_namespace: str | None = None,
+    cluster_role: bool = False,
+) -> Obj:
     """RoleBinding `name` in `namespace` of Role (or ClusterRole) `name` to ServiceAccount
     `account` of `subject_namespace` (default: the same namespace)."""
-    return render("common/rolebinding.yaml.j2", name=name, account=account, namespace=namespace,
-                  subject_namespace=subject_namespace or namespace,
-                  kind="ClusterRole" if cluster_role else "Role")
+    return render(
+        "common/rolebinding.yaml.j2",
+        name=name,
+        account=account,
+        namespace=namespace,
+        subject_namespace=subject_namespace or namespace,
+        kind="ClusterRole" if cluster_role else "Role",
+    )
 
 
 def identity(account: str, namespace: str, cluster_name: str, rules: list[Rule]) -> list[Obj]:

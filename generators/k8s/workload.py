@@ -37,12 +37,24 @@ def gate_program(name: str, namespace: str, program: Program, policy: Obj) -> li
     `name` in `namespace`, Service `name` for its /metrics. The Deployment's pod template
     carries the policy's sha256, so a policy change rolls the pod."""
     text = yamlemit.dump(policy)
-    args = [f"--policy=/etc/trainyard/{POLICY_FILE}", f"--metrics-port={program.metrics_port}",
-            f"--lease-namespace={namespace}", f"--lease-name={name}"]
+    args = [
+        f"--policy=/etc/trainyard/{POLICY_FILE}",
+        f"--metrics-port={program.metrics_port}",
+        f"--lease-namespace={namespace}",
+        f"--lease-name={name}",
+    ]
     return [
         config_map(name, namespace, {POLICY_FILE: text}),
-        render("common/gate-program-deployment.yaml.j2", name=name, namespace=namespace, gate=program,
-               args=args, policy_sha256=sha256(text), **hardened(program.resources)),
-        render("common/gate-program-service.yaml.j2", name=name, namespace=namespace,
-               port=program.metrics_port),
+        render(
+            "common/gate-program-deployment.yaml.j2",
+            name=name,
+            namespace=namespace,
+            gate=program,
+            args=args,
+            policy_sha256=sha256(text),
+            **hardened(program.resources),
+        ),
+        render(
+            "common/gate-program-service.yaml.j2", name=name, namespace=namespace, port=program.metrics_port
+        ),
     ]

@@ -35,8 +35,9 @@ def _resources(raw_pools: list[dict[str, Any]]) -> tuple[ResourceKind, ...]:
     Every flavor of a ClusterQueue must list resources in exactly this order (a Kueue rule)."""
     gpus = list(dict.fromkeys(p["gpu"]["resource"] for p in raw_pools))
     extras = sorted({name for p in raw_pools for name in p["extraResources"]} - set(gpus))
-    memory_format: Format = "binary" if all(
-        quantity.parse(p["memory"]).format == "binary" for p in raw_pools) else "decimal"
+    memory_format: Format = (
+        "binary" if all(quantity.parse(p["memory"]).format == "binary" for p in raw_pools) else "decimal"
+    )
     return (
         *(ResourceKind(g, "decimal") for g in gpus),
         ResourceKind("cpu", "decimal"),
@@ -54,19 +55,24 @@ def build(value: dict[str, Any], source_file: str) -> Environment:
     resources = _resources(value["pools"])
     queues = build_queues(pools, teams, resources)
     health = build_health(value["health"], pools, monitoring)
-    return from_spec(Environment, value, {
-        "display_name": value["cluster"].get("displayName", value["name"]),
-        "source_file": source_file,
-        "pools": pools,
-        "teams": teams,
-        "tiers": tiers,
-        # Training may preempt, while borrowing, only what ranks as inference.
-        "kueue.preemption.borrow_max_priority": max(t.value for t in tiers if t.role == "inference"),
-        "resources": resources,
-        "queues": queues,
-        "cluster_queues": tuple(q for t in teams for q in split_by_placement(t, queues[t.name], pools)),
-        "monitoring": monitoring,
-        "overflow": build_overflow(value.get("overflow"), pools, monitoring, tiers,
-                                   inference_tolerated_keys(health)),
-        "health": health,
-    })
+    return from_spec(
+        Environment,
+        value,
+        {
+            "display_name": value["cluster"].get("displayName", value["name"]),
+            "source_file": source_file,
+            "pools": pools,
+            "teams": teams,
+            "tiers": tiers,
+            # Training may preempt, while borrowing, only what ranks as inference.
+            "kueue.preemption.borrow_max_priority": max(t.value for t in tiers if t.role == "inference"),
+            "resources": resources,
+            "queues": queues,
+            "cluster_queues": tuple(q for t in teams for q in split_by_placement(t, queues[t.name], pools)),
+            "monitoring": monitoring,
+            "overflow": build_overflow(
+                value.get("overflow"), pools, monitoring, tiers, inference_tolerated_keys(health)
+            ),
+            "health": health,
+        },
+    )

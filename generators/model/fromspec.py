@@ -58,8 +58,9 @@ class _Declared:
     reads: tuple[str, ...] | None
 
 
-def setting(path: str | None = None, *, convert: Callable[[Any], Any] | None = None,
-            absent: Any = MISSING) -> dict[str, Any]:
+def setting(
+    path: str | None = None, *, convert: Callable[[Any], Any] | None = None, absent: Any = MISSING
+) -> dict[str, Any]:
     """Field metadata: the property at dotted `path` (default: the field's camelCase name)."""
     return {_KEY: _Declared(path, convert, absent, None)}
 

@@ -164,8 +164,9 @@ class ConditionQueries:
 
     @staticmethod
     def union(label: str, exprs: dict[str, str]) -> str:
-        return " or ".join(f'label_replace({e}, {quote(label)}, {quote(v)}, "", "")'
-                           for v, e in exprs.items())
+        return " or ".join(
+            f'label_replace({e}, {quote(label)}, {quote(v)}, "", "")' for v, e in exprs.items()
+        )
 
     def temperature(self) -> str:
         temp = self.dcgm("DCGM_FI_DEV_GPU_TEMP")
@@ -184,8 +185,10 @@ class ConditionQueries:
         return f"{self.gpu(per_gpu)} > {self.m.alerts.nvlink_errors_per_window}"
 
     def ib_port_down(self) -> str:
-        down = (f"({self.ib('node_infiniband_state_id')} != {ACTIVE_STATE} "
-                f"or {self.ib('node_infiniband_physical_state_id')} != {LINK_UP_PHYSICAL_STATE})")
+        down = (
+            f"({self.ib('node_infiniband_state_id')} != {ACTIVE_STATE} "
+            f"or {self.ib('node_infiniband_physical_state_id')} != {LINK_UP_PHYSICAL_STATE})"
+        )
         return self.port(down)
 
     def ib_link_errors(self) -> str:
@@ -201,16 +204,29 @@ CONDITIONS: tuple[tuple[str, str, str, str], ...] = (
     ("gpuTemperature", "gpu-temperature", "GpuHealthGpuTemperature", "a GPU above the temperature limit"),
     ("xid", "xid", "GpuHealthXid", "an XID that means replace"),
     ("nvlinkErrors", "nvlink", "GpuHealthNvlinkErrors", "NVLink errors above the limit"),
-    ("infinibandPortDown", "infiniband-port-down", "GpuHealthInfinibandPortDown",
-     "an InfiniBand port not active"),
-    ("infinibandLinkErrors", "infiniband-link-errors", "GpuHealthInfinibandLinkErrors",
-     "InfiniBand link errors above the limit"),
+    (
+        "infinibandPortDown",
+        "infiniband-port-down",
+        "GpuHealthInfinibandPortDown",
+        "an InfiniBand port not active",
+    ),
+    (
+        "infinibandLinkErrors",
+        "infiniband-link-errors",
+        "GpuHealthInfinibandLinkErrors",
+        "InfiniBand link errors above the limit",
+    ),
 )
 
 
 def condition_query(q: ConditionQueries, spec_key: str) -> str:
-    builders = {"gpuTemperature": q.temperature, "xid": q.xid, "nvlinkErrors": q.nvlink,
-                "infinibandPortDown": q.ib_port_down, "infinibandLinkErrors": q.ib_link_errors}
+    builders = {
+        "gpuTemperature": q.temperature,
+        "xid": q.xid,
+        "nvlinkErrors": q.nvlink,
+        "infinibandPortDown": q.ib_port_down,
+        "infinibandLinkErrors": q.ib_link_errors,
+    }
     return builders[spec_key]()
 
 
@@ -225,9 +241,15 @@ def health_pools(raw: dict[str, Any], pools: tuple[Pool, ...]) -> tuple[Pool, ..
 def _controller(raw: dict[str, Any], pools: tuple[Pool, ...], m: Monitoring) -> Controller:
     q = ConditionQueries(m)
     conditions = tuple(
-        Condition(reason=reason, spec_key=key, alert=alert, query=condition_query(q, key),
-                  quarantine_after_seconds=raw["conditions"][key]["quarantineAfterSeconds"],
-                  enabled=raw["conditions"][key]["enabled"], summary=summary)
+        Condition(
+            reason=reason,
+            spec_key=key,
+            alert=alert,
+            query=condition_query(q, key),
+            quarantine_after_seconds=raw["conditions"][key]["quarantineAfterSeconds"],
+            enabled=raw["conditions"][key]["enabled"],
+            summary=summary,
+        )
         for key, reason, alert, summary in CONDITIONS
     )
     image, res = raw["image"], raw["resources"]
@@ -236,13 +258,16 @@ def _controller(raw: dict[str, Any], pools: tuple[Pool, ...], m: Monitoring) -> 
         image=Image(image["repository"], image["tag"], image.get("digest")),
         prometheus_url=raw.get("prometheusUrl") or m.prometheus_url,  # one default, the gate's too
         prometheus_timeout_seconds=raw["prometheusTimeoutSeconds"],
-        reconcile_interval_seconds=raw["reconcileIntervalSeconds"], dry_run=raw["dryRun"],
+        reconcile_interval_seconds=raw["reconcileIntervalSeconds"],
+        dry_run=raw["dryRun"],
         metrics_port=raw["metricsPort"],
         resources=Resources(res["cpuRequest"], res["memoryRequest"], res["cpuLimit"], res["memoryLimit"]),
-        pools=health_pools(raw, pools), conditions=conditions,
+        pools=health_pools(raw, pools),
+        conditions=conditions,
         release_after_seconds=raw["releaseAfterSeconds"],
-        cap=Cap(raw["cap"]["maxNodes"], raw["cap"]["maxPercentOfPool"],
-                tuple(sorted(raw["cap"]["pools"].items()))),
+        cap=Cap(
+            raw["cap"]["maxNodes"], raw["cap"]["maxPercentOfPool"], tuple(sorted(raw["cap"]["pools"].items()))
+        ),
     )
 
 
@@ -254,8 +279,12 @@ def build_health(raw: dict[str, Any], pools: tuple[Pool, ...], monitoring: Monit
     if backend == "nvsentinel":
         tolerations = tuple(Toleration(t["key"], t["effect"]) for t in raw["nvsentinel"]["taints"])
         return Health(backend, tolerations, raw["runbookUrlPattern"], None)
-    return Health(backend, (Toleration(TAINT_KEY, TAINT_EFFECT),), raw["runbookUrlPattern"],
-                  _controller(raw, pools, monitoring))
+    return Health(
+        backend,
+        (Toleration(TAINT_KEY, TAINT_EFFECT),),
+        raw["runbookUrlPattern"],
+        _controller(raw, pools, monitoring),
+    )
 
 
 def inference_tolerated_keys(health: Health | None) -> tuple[str, ...]:

@@ -124,4 +124,3 @@ class Monitoring:
         if len(uid) > MAX_DASHBOARD_UID:  # prefix <= 16 by schema, slugs are ours: a bug here
             raise ValueError(f"dashboard UID {uid!r} is longer than {MAX_DASHBOARD_UID} characters")
         return uid
-

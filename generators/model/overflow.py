@@ -104,8 +104,16 @@ class Provider:
 
     @property
     def contract_input(self) -> ProviderInput:
-        return ProviderInput(self.name, self.node_name, self.gpus, self.gpu_resource, self.gpu_model,
-                             self.config, self.credentials.key, PROVIDER_LABEL)
+        return ProviderInput(
+            self.name,
+            self.node_name,
+            self.gpus,
+            self.gpu_resource,
+            self.gpu_model,
+            self.config,
+            self.credentials.key,
+            PROVIDER_LABEL,
+        )
 
     @property
     def node_taint(self) -> NodeTaint:
@@ -244,12 +252,14 @@ def inference_pools(pools: tuple[Pool, ...]) -> tuple[Pool, ...]:
 
 def pool_tolerated_keys(pools: tuple[Pool, ...]) -> tuple[str, ...]:
     """Keys of the taints the inference pools declare: tolerated by the pods that use them."""
-    return tuple(sorted({t.key for p in inference_pools(pools) for t in p.taints
-                         if blocks_inference(t.key, t.effect)}))
+    return tuple(
+        sorted({t.key for p in inference_pools(pools) for t in p.taints if blocks_inference(t.key, t.effect)})
+    )
 
 
-def default_query(inventory: Inventory, virtual_nodes: tuple[str, ...],
-                  health_keys: tuple[str, ...] = ()) -> str:
+def default_query(
+    inventory: Inventory, virtual_nodes: tuple[str, ...], health_keys: tuple[str, ...] = ()
+) -> str:
     """Free GPUs inference can use right now, from kube-state-metrics, or NO sample when the
     inputs are missing or stale (so the gate's onPrometheusUnavailable applies).
 
@@ -268,31 +278,45 @@ def default_query(inventory: Inventory, virtual_nodes: tuple[str, ...],
     gpu = inv.gpu_resources_ksm(pools)
     real = match_none("node", list(virtual_nodes))
     allocatable = inv.ksm("kube_node_status_allocatable", gpu, real)
-    capacity = (f"(sum by (node) (max by (node, resource) ({allocatable})) "
-                f"and on (node) {inv.nodes_of_pools(pools)})")
+    capacity = (
+        f"(sum by (node) (max by (node, resource) ({allocatable})) and on (node) {inv.nodes_of_pools(pools)})"
+    )
     # max by (...): identical series from two kube-state-metrics replicas count once.
     requests = inv.ksm("kube_pod_container_resource_requests", gpu)
-    used = (f"sum by (node) (max by (namespace, pod, container, node, resource) ({requests})"
-            f" * on (namespace, pod) group_left () {inv.active_pods()})")
+    used = (
+        f"sum by (node) (max by (namespace, pod, container, node, resource) ({requests})"
+        f" * on (namespace, pod) group_left () {inv.active_pods()})"
+    )
     # A node without live GPU pods has no `used` series: it uses 0 (per node, not a total).
     free = f"clamp_min({capacity} - on (node) ({used} or on (node) {capacity} * 0), 0)"
-    schedulable = (f"({free} and on (node) ({inv.usable_nodes()})"
-                   f" unless on (node) {inv.tainted_nodes(tolerated)})")
+    schedulable = (
+        f"({free} and on (node) ({inv.usable_nodes()}) unless on (node) {inv.tainted_nodes(tolerated)})"
+    )
     # Families that always have series in a live cluster (every node, every pod): if one
     # is missing, kube-state-metrics is not telling us, and guessing would be wrong either
     # way. kube_node_spec_taint is legitimately empty, so it is not guarded.
-    present = inv.ksm_present("kube_pod_status_phase", "kube_pod_container_resource_requests",
-                              "kube_node_status_condition", "kube_node_spec_unschedulable")
-    return (f"sum({schedulable} or on (node) {capacity} * 0)"
-            f" and on () {inv.ksm_up()} and on () {present}")
+    present = inv.ksm_present(
+        "kube_pod_status_phase",
+        "kube_pod_container_resource_requests",
+        "kube_node_status_condition",
+        "kube_node_spec_unschedulable",
+    )
+    return f"sum({schedulable} or on (node) {capacity} * 0) and on () {inv.ksm_up()} and on () {present}"
 
 
 def _providers(raw: dict[str, Any]) -> tuple[Provider, ...]:
     ordered = fill_order(raw["providers"])
     step = stagger_step(raw["gate"], len(ordered))
     return tuple(
-        from_spec(Provider, p, {"rank": rank, "band": band(raw["gate"], rank, step),
-                                "affinity_weight": affinity_weight(rank, len(ordered))})
+        from_spec(
+            Provider,
+            p,
+            {
+                "rank": rank,
+                "band": band(raw["gate"], rank, step),
+                "affinity_weight": affinity_weight(rank, len(ordered)),
+            },
+        )
         for rank, p in enumerate(ordered)
     )
 
@@ -302,9 +326,13 @@ def migrate_back_priority_threshold(tiers: tuple[Tier, ...]) -> int:
     return max(t.value for t in tiers if t.role == "inference") + 1
 
 
-def build_overflow(raw: dict[str, Any] | None, pools: tuple[Pool, ...], monitoring: Monitoring,
-                   tiers: tuple[Tier, ...],
-                   health_keys: tuple[str, ...] = ()) -> Overflow | None:  # fmt: skip
+def build_overflow(
+    raw: dict[str, Any] | None,
+    pools: tuple[Pool, ...],
+    monitoring: Monitoring,
+    tiers: tuple[Tier, ...],
+    health_keys: tuple[str, ...] = (),
+) -> Overflow | None:
     """The overflow model, or None when the environment has no overflow section.
     `health_keys`: taint keys of quarantined nodes inference tolerates (model/health.py)."""
     if raw is None:
@@ -312,11 +340,16 @@ def build_overflow(raw: dict[str, Any] | None, pools: tuple[Pool, ...], monitori
     providers = _providers(raw)
     nodes = tuple(p.node_name for p in providers)
     query = raw["gate"].get("freeGpusQuery") or default_query(
-        Inventory(monitoring, pools), nodes, health_keys)
-    return from_spec(Overflow, raw, {
-        "providers": providers,
-        "gate.free_gpus_query": query,
-        "gate.prometheus_url": raw["gate"].get("prometheusUrl") or monitoring.prometheus_url,
-        "migrate_back.priority_threshold": migrate_back_priority_threshold(tiers),
-        "migrate_back.namespaces": tuple(sorted({s["namespace"] for s in raw["inference"]})),
-    })
+        Inventory(monitoring, pools), nodes, health_keys
+    )
+    return from_spec(
+        Overflow,
+        raw,
+        {
+            "providers": providers,
+            "gate.free_gpus_query": query,
+            "gate.prometheus_url": raw["gate"].get("prometheusUrl") or monitoring.prometheus_url,
+            "migrate_back.priority_threshold": migrate_back_priority_threshold(tiers),
+            "migrate_back.namespaces": tuple(sorted({s["namespace"] for s in raw["inference"]})),
+        },
+    )

@@ -32,8 +32,9 @@ def apportion_nodes(pool: Pool, teams: tuple[Team, ...]) -> dict[str, int]:
     return {t.name: n for t, n in zip(ordered, parts, strict=True)}
 
 
-def build_queues(pools: tuple[Pool, ...], teams: tuple[Team, ...],
-                 resources: tuple[ResourceKind, ...]) -> dict[str, tuple[FlavorQuota, ...]]:
+def build_queues(
+    pools: tuple[Pool, ...], teams: tuple[Team, ...], resources: tuple[ResourceKind, ...]
+) -> dict[str, tuple[FlavorQuota, ...]]:
     """team -> flavors (pool order) with a Quota per covered resource."""
     nodes = {p.name: apportion_nodes(p, teams) for p in pools}
     queues: dict[str, tuple[FlavorQuota, ...]] = {}
@@ -47,8 +48,12 @@ def build_queues(pools: tuple[Pool, ...], teams: tuple[Team, ...],
             borrow = _borrowable_nodes(team, pool, own)
             lend = None if team.lendable_percent is None else own * team.lendable_percent // 100
             cells: tuple[Quota, ...] = tuple(
-                Quota(r, own * pool.per_node.get(r.name, Fraction(0)),
-                      _times(borrow, pool, r), _times(lend, pool, r))
+                Quota(
+                    r,
+                    own * pool.per_node.get(r.name, Fraction(0)),
+                    _times(borrow, pool, r),
+                    _times(lend, pool, r),
+                )
                 for r in resources
             )
             flavors.append(FlavorQuota(pool.name, own, cells))
@@ -68,8 +73,9 @@ def _borrowable_nodes(team: Team, pool: Pool, own: int) -> int | None:
     return max(0, ceiling - own)
 
 
-def split_by_placement(team: Team, flavors: tuple[FlavorQuota, ...],
-                       pools: tuple[Pool, ...]) -> tuple[ClusterQueue, ...]:
+def split_by_placement(
+    team: Team, flavors: tuple[FlavorQuota, ...], pools: tuple[Pool, ...]
+) -> tuple[ClusterQueue, ...]:
     """A team's flavors as ClusterQueues whose flavors all have a topology or all lack one."""
     topology = {p.name for p in pools if p.topology_levels}
     tas = tuple(f for f in flavors if f.pool in topology)

@@ -54,7 +54,8 @@ class Pool:
     reserve_nodes: int
     # resource name -> base units (cores, bytes, devices), quantities parsed
     per_node: Mapping[str, Fraction] = field(
-        metadata=derived("gpu.resource", "gpu.perNode", "cpu", "memory", "extraResources"))
+        metadata=derived("gpu.resource", "gpu.perNode", "cpu", "memory", "extraResources")
+    )
     node_labels: Mapping[str, str]
     taints: tuple[Taint, ...]
     topology_levels: tuple[str, ...] = field(metadata=setting("topology.levels", absent=()))
@@ -230,9 +231,14 @@ class Environment:
         """Namespaces of the teams whose queues reach a training or shared pool: their pods
         are training and must outrank inference (sorted)."""
         roles = {p.name: p.role for p in self.pools}
-        return tuple(sorted(ns for t in self.teams
-                            if trains(roles.get(pool) for pool in (*t.shares, *t.borrow_from))
-                            for ns in t.namespaces))
+        return tuple(
+            sorted(
+                ns
+                for t in self.teams
+                if trains(roles.get(pool) for pool in (*t.shares, *t.borrow_from))
+                for ns in t.namespaces
+            )
+        )
 
     @property
     def gpus(self) -> int:

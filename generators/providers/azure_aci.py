@@ -49,8 +49,16 @@ from generators.providers.contract import (
     value,
 )
 
-TOML_KEYS = ("ResourceGroup", "Region", "OperatingSystem", "CPU", "Memory", "Pods", "SubnetName",
-             "SubnetCIDR")
+TOML_KEYS = (
+    "ResourceGroup",
+    "Region",
+    "OperatingSystem",
+    "CPU",
+    "Memory",
+    "Pods",
+    "SubnetName",
+    "SubnetCIDR",
+)
 
 
 def toml_text(config: dict[str, str]) -> str:
@@ -63,10 +71,22 @@ class AzureAci(Contract):
     taint_key = "virtual-kubelet.io/provider"
     needs_serving_certificate = True
     metrics_port: ClassVar[int | None] = None
-    flags = frozenset({"--nodename", "--provider-config", "--cluster-domain", "--startup-timeout",
-                       "--disable-taint", "--os", "--log-level", "--pod-sync-workers", "--full-resync-period",
-                       "--client-verify-ca", "--no-verify-clients",
-                       "--authentication-token-webhook"})  # fmt: skip
+    flags = frozenset(
+        {
+            "--nodename",
+            "--provider-config",
+            "--cluster-domain",
+            "--startup-timeout",
+            "--disable-taint",
+            "--os",
+            "--log-level",
+            "--pod-sync-workers",
+            "--full-resync-period",
+            "--client-verify-ca",
+            "--no-verify-clients",
+            "--authentication-token-webhook",
+        }
+    )
     config_keys = frozenset(TOML_KEYS)
     case_sensitive_keys = False  # BurntSushi/toml matches keys case-insensitively
     virtual_node_labels: ClassVar[Mapping[str, str]] = {"type": "virtual-kubelet"}
@@ -84,9 +104,13 @@ class AzureAci(Contract):
 
     def launch(self, p: ProviderInput) -> Launch:
         taint = self.taint(p)
-        env = (value("AZURE_AUTH_LOCATION", p.credentials_file), pod_ip("VKUBELET_POD_IP"),
-               value("VKUBELET_TAINT_KEY", taint.key), value("VKUBELET_TAINT_VALUE", taint.value),
-               value("VKUBELET_TAINT_EFFECT", taint.effect), *serving_env())  # fmt: skip
-        args = (f"--nodename={p.node_name}", f"--provider-config={CONFIG_DIR}/config.toml",
-                "--os=Linux")
+        env = (
+            value("AZURE_AUTH_LOCATION", p.credentials_file),
+            pod_ip("VKUBELET_POD_IP"),
+            value("VKUBELET_TAINT_KEY", taint.key),
+            value("VKUBELET_TAINT_VALUE", taint.value),
+            value("VKUBELET_TAINT_EFFECT", taint.effect),
+            *serving_env(),
+        )
+        args = (f"--nodename={p.node_name}", f"--provider-config={CONFIG_DIR}/config.toml", "--os=Linux")
         return Launch(args, env, "config.toml", toml_text(self.canonical(p)))

@@ -113,8 +113,10 @@ def value(name: str, text: str) -> Mapping[str, Any]:
 
 def serving_env() -> tuple[Mapping[str, Any], ...]:
     """node-cli's kubelet API TLS files (APISERVER_CERT_LOCATION/APISERVER_KEY_LOCATION)."""
-    return (value("APISERVER_CERT_LOCATION", f"{SERVING_DIR}/tls.crt"),
-            value("APISERVER_KEY_LOCATION", f"{SERVING_DIR}/tls.key"))  # fmt: skip
+    return (
+        value("APISERVER_CERT_LOCATION", f"{SERVING_DIR}/tls.crt"),
+        value("APISERVER_KEY_LOCATION", f"{SERVING_DIR}/tls.key"),
+    )
 
 
 class Contract(ABC):
@@ -176,12 +178,16 @@ class Contract(ABC):
         for key in config:
             spelled = known.get(str(key) if self.case_sensitive_keys else str(key).lower())
             if key in self.reserved_config_keys() or spelled in self.reserved_config_keys():
-                problems.append(ConfigProblem(("config", key), f"{key!r} is set by the {self.type} contract",
-                                              self.reserved_hint()))
+                problems.append(
+                    ConfigProblem(
+                        ("config", key), f"{key!r} is set by the {self.type} contract", self.reserved_hint()
+                    )
+                )
             elif spelled is None:
                 close = [k for k in self.config_keys if k.lower() == str(key).lower()]
-                hint = (f"keys are case-sensitive: did you mean {close[0]!r}? " if close else "") + \
-                    f"its keys: {', '.join(sorted(self.config_keys))}"
+                hint = (
+                    f"keys are case-sensitive: did you mean {close[0]!r}? " if close else ""
+                ) + f"its keys: {', '.join(sorted(self.config_keys))}"
                 message = f"{self.type} reads no config key {key!r}"
                 problems.append(ConfigProblem(("config", key), message, hint))
         return problems

@@ -73,13 +73,37 @@ DECIDED = {"DisableCSR": True, "SkipDownwardAPIResolution": True}
 # A key pair the contract would have to mount, or a CSR signer nothing approves for: the
 # kubelet certificate is DisableCSR's self-signed one (docs/overflow.md).
 CERTIFICATE_KEYS = ("KubeletCertFile", "KubeletKeyFile", "KubeletCSRSignerName")
-CONFIG_KEYS = frozenset({
-    "InterlinkURL", "InterlinkPort", "KubernetesApiAddr", "KubernetesApiPort", "KubernetesApiCaCrt",
-    "DisableProjectedVolumes", "JobScriptBuilderURL", "VKConfigPath", TOKEN_KEY, "ServiceAccount",
-    "Namespace", "PodIP", "PodCIDR", "VerboseLogging", "ErrorsOnlyLogging", "HTTP", "KubeletHTTP",
-    "KubeletCertFile", "KubeletKeyFile", "KubeletCSRSignerName", RESOURCES_KEY, "NodeLabels",
-    "NodeTaints", "TLS", "Network", "SkipDownwardAPIResolution", "DisableCSR",
-})  # fmt: skip
+CONFIG_KEYS = frozenset(
+    {
+        "InterlinkURL",
+        "InterlinkPort",
+        "KubernetesApiAddr",
+        "KubernetesApiPort",
+        "KubernetesApiCaCrt",
+        "DisableProjectedVolumes",
+        "JobScriptBuilderURL",
+        "VKConfigPath",
+        TOKEN_KEY,
+        "ServiceAccount",
+        "Namespace",
+        "PodIP",
+        "PodCIDR",
+        "VerboseLogging",
+        "ErrorsOnlyLogging",
+        "HTTP",
+        "KubeletHTTP",
+        "KubeletCertFile",
+        "KubeletKeyFile",
+        "KubeletCSRSignerName",
+        RESOURCES_KEY,
+        "NodeLabels",
+        "NodeTaints",
+        "TLS",
+        "Network",
+        "SkipDownwardAPIResolution",
+        "DisableCSR",
+    }
+)
 
 
 def resources_problems(resources: Any) -> list[ConfigProblem]:
@@ -93,11 +117,19 @@ def resources_problems(resources: Any) -> list[ConfigProblem]:
     for key in resources:
         path = ("config", RESOURCES_KEY, key)
         if key == ACCELERATORS_KEY:
-            problems.append(ConfigProblem(path, "Resources.Accelerators is set by the interlink contract",
-                                          "GPU capacity comes from `gpus`, `gpuResource` and `gpuModel`"))
+            problems.append(
+                ConfigProblem(
+                    path,
+                    "Resources.Accelerators is set by the interlink contract",
+                    "GPU capacity comes from `gpus`, `gpuResource` and `gpuModel`",
+                )
+            )
         elif key not in RESOURCE_KEYS:
-            problems.append(ConfigProblem(path, f"interlink reads no Resources key {key!r}",
-                                          f"its keys: {keys} (case-sensitive)"))
+            problems.append(
+                ConfigProblem(
+                    path, f"interlink reads no Resources key {key!r}", f"its keys: {keys} (case-sensitive)"
+                )
+            )
     return problems
 
 
@@ -109,27 +141,44 @@ def url_problems(url: Any) -> list[ConfigProblem]:
     host = parts.hostname or ""
     path = ("config", "InterlinkURL")
     if parts.scheme not in ("http", "https"):
-        return [ConfigProblem(path, f"InterlinkURL {url!r} is neither http(s):// nor unix://",
-                              "interLink exits on any other scheme (pkg/virtualkubelet/execute.go:274)")]
+        return [
+            ConfigProblem(
+                path,
+                f"InterlinkURL {url!r} is neither http(s):// nor unix://",
+                "interLink exits on any other scheme (pkg/virtualkubelet/execute.go:274)",
+            )
+        ]
     if host in LOOPBACK_HOSTS or host.endswith(".internal"):
-        return [ConfigProblem(path, f"interLink refuses pod calls to {host!r} as SSRF",
-                              "use the API's routable name or a unix:// socket "
-                              "(pkg/virtualkubelet/execute.go:35-48)")]
+        return [
+            ConfigProblem(
+                path,
+                f"interLink refuses pod calls to {host!r} as SSRF",
+                "use the API's routable name or a unix:// socket (pkg/virtualkubelet/execute.go:35-48)",
+            )
+        ]
     return []
 
 
 def resource_type_problems(p: ProviderInput) -> list[ConfigProblem]:
     problems = []
     if p.gpu_resource not in GPU_TYPES:
-        problems.append(ConfigProblem(
-            ("gpuResource",), f"interLink 0.6.1 advertises no {p.gpu_resource!r} capacity",
-            f"it counts only {', '.join(GPU_TYPES)} (exact spelling; "
-            "pkg/virtualkubelet/virtualkubelet.go:62-64)"))
+        problems.append(
+            ConfigProblem(
+                ("gpuResource",),
+                f"interLink 0.6.1 advertises no {p.gpu_resource!r} capacity",
+                f"it counts only {', '.join(GPU_TYPES)} (exact spelling; "
+                "pkg/virtualkubelet/virtualkubelet.go:62-64)",
+            )
+        )
     elif p.gpu_resource == MODEL_LABELLED and (len(p.gpu_model) > 63 or not LABEL_VALUE.match(p.gpu_model)):
-        problems.append(ConfigProblem(
-            ("gpuModel",), f"gpuModel {p.gpu_model!r} is not a valid label value",
-            "interLink labels the node nvidia-gpu-type=<gpuModel>, and the API server refuses the node "
-            "otherwise: letters, digits, '-', '_', '.', at most 63, alphanumeric at both ends"))
+        problems.append(
+            ConfigProblem(
+                ("gpuModel",),
+                f"gpuModel {p.gpu_model!r} is not a valid label value",
+                "interLink labels the node nvidia-gpu-type=<gpuModel>, and the API server refuses the node "
+                "otherwise: letters, digits, '-', '_', '.', at most 63, alphanumeric at both ends",
+            )
+        )
     return problems
 
 
@@ -151,9 +200,11 @@ class InterLink(Contract):
         return frozenset({TOKEN_KEY, "NodeLabels", *CERTIFICATE_KEYS, *DECIDED})
 
     def reserved_hint(self) -> str:
-        return ("the contract writes it: GPUs from `gpus`, VKTokenFile from credentialsSecret, NodeLabels "
-                "from the provider name, DisableCSR and SkipDownwardAPIResolution as decided in "
-                "docs/overflow.md")
+        return (
+            "the contract writes it: GPUs from `gpus`, VKTokenFile from credentialsSecret, NodeLabels "
+            "from the provider name, DisableCSR and SkipDownwardAPIResolution as decided in "
+            "docs/overflow.md"
+        )
 
     def advertised_gpus(self, p: ProviderInput) -> int:
         return p.gpus if p.gpu_resource in GPU_TYPES else 0
@@ -166,25 +217,46 @@ class InterLink(Contract):
         # GETs in the pod's namespace only (execute.go:856, :891, :980, :997); TokenRequest for
         # projected service-account tokens (:751). No list/watch: its cluster-wide informers
         # cannot be served by a namespaced grant anyway, and nothing waits for them.
-        return [rule([""], ["configmaps", "secrets"], ["get"]),
-                rule([""], ["serviceaccounts/token"], ["create"])]
+        return [
+            rule([""], ["configmaps", "secrets"], ["get"]),
+            rule([""], ["serviceaccounts/token"], ["create"]),
+        ]
 
     def config_problems(self, config: Mapping[str, Any], p: ProviderInput) -> list[ConfigProblem]:
-        problems = [ConfigProblem(("config", key), f"{key!r} is not supported: the interlink contract serves "
-                                  "the kubelet API with a self-signed certificate (DisableCSR: true)",
-                                  "no key pair is mounted and no CSR would be approved (docs/overflow.md)")
-                    for key in config if key in CERTIFICATE_KEYS]
+        problems = [
+            ConfigProblem(
+                ("config", key),
+                f"{key!r} is not supported: the interlink contract serves "
+                "the kubelet API with a self-signed certificate (DisableCSR: true)",
+                "no key pair is mounted and no CSR would be approved (docs/overflow.md)",
+            )
+            for key in config
+            if key in CERTIFICATE_KEYS
+        ]
         rest = {key: value for key, value in config.items() if key not in CERTIFICATE_KEYS}
         problems += super().config_problems(rest, p)
-        return [*problems, *resources_problems(config.get(RESOURCES_KEY)),
-                *url_problems(config.get("InterlinkURL")), *resource_type_problems(p)]
+        return [
+            *problems,
+            *resources_problems(config.get(RESOURCES_KEY)),
+            *url_problems(config.get("InterlinkURL")),
+            *resource_type_problems(p),
+        ]
 
     def config(self, p: ProviderInput) -> dict[str, Any]:
         """The InterLinkConfig the program reads: the environment's keys plus the contract's."""
-        resources = {**dict(p.config.get(RESOURCES_KEY) or {}), ACCELERATORS_KEY: [
-            {"ResourceType": p.gpu_resource, "Model": p.gpu_model, "Available": str(p.gpus)}]}
-        return {**dict(p.config), TOKEN_KEY: p.credentials_file, RESOURCES_KEY: resources,
-                "NodeLabels": [f"{p.provider_label}={p.name}"], **DECIDED}  # fmt: skip
+        resources = {
+            **dict(p.config.get(RESOURCES_KEY) or {}),
+            ACCELERATORS_KEY: [
+                {"ResourceType": p.gpu_resource, "Model": p.gpu_model, "Available": str(p.gpus)}
+            ],
+        }
+        return {
+            **dict(p.config),
+            TOKEN_KEY: p.credentials_file,
+            RESOURCES_KEY: resources,
+            "NodeLabels": [f"{p.provider_label}={p.name}"],
+            **DECIDED,
+        }
 
     def launch(self, p: ProviderInput) -> Launch:
         text = yaml.safe_dump(self.config(p), sort_keys=True, default_flow_style=False)

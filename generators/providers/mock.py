@@ -55,10 +55,25 @@ class Mock(Contract):
     taint_key = "virtual-kubelet.io/provider"
     needs_serving_certificate = True
     metrics_port: ClassVar[int | None] = METRICS_PORT
-    flags = frozenset({"--nodename", "--provider", "--provider-config", "--os", "--metrics-addr",
-                       "--namespace", "--taint", "--disable-taint", "--kubeconfig", "--cluster-domain",
-                       "--pod-sync-workers", "--enable-node-lease", "--startup-timeout",
-                       "--full-resync-period", "--log-level"})  # fmt: skip
+    flags = frozenset(
+        {
+            "--nodename",
+            "--provider",
+            "--provider-config",
+            "--os",
+            "--metrics-addr",
+            "--namespace",
+            "--taint",
+            "--disable-taint",
+            "--kubeconfig",
+            "--cluster-domain",
+            "--pod-sync-workers",
+            "--enable-node-lease",
+            "--startup-timeout",
+            "--full-resync-period",
+            "--log-level",
+        }
+    )
     config_keys = frozenset({"cpu", "memory", "pods", "others", "providerID"})
     case_sensitive_keys = False
     virtual_node_labels: ClassVar[Mapping[str, str]] = {"type": "virtual-kubelet"}
@@ -77,10 +92,19 @@ class Mock(Contract):
         others = {**dict(p.config.get("others", {})), p.gpu_resource: str(p.gpus)}
         config = {p.node_name: {**dict(p.config), "others": others}}
         taint = self.taint(p)
-        env = (value("KUBELET_PORT", str(KUBELET_PORT)), pod_ip("VKUBELET_POD_IP"),
-               value("VKUBELET_TAINT_KEY", taint.key), value("VKUBELET_TAINT_VALUE", taint.value),
-               value("VKUBELET_TAINT_EFFECT", taint.effect), *serving_env())  # fmt: skip
-        args = (f"--nodename={p.node_name}", f"--provider={self.type}",
-                f"--provider-config={CONFIG_DIR}/config.json", f"--os={OPERATING_SYSTEM}",
-                f"--metrics-addr=:{METRICS_PORT}")  # fmt: skip
+        env = (
+            value("KUBELET_PORT", str(KUBELET_PORT)),
+            pod_ip("VKUBELET_POD_IP"),
+            value("VKUBELET_TAINT_KEY", taint.key),
+            value("VKUBELET_TAINT_VALUE", taint.value),
+            value("VKUBELET_TAINT_EFFECT", taint.effect),
+            *serving_env(),
+        )
+        args = (
+            f"--nodename={p.node_name}",
+            f"--provider={self.type}",
+            f"--provider-config={CONFIG_DIR}/config.json",
+            f"--os={OPERATING_SYSTEM}",
+            f"--metrics-addr=:{METRICS_PORT}",
+        )
         return Launch(args, env, "config.json", json_text(config))

@@ -66,8 +66,14 @@ def check(doc: Document, value: dict[str, Any]) -> list[Problem]:
     if value.get("example"):
         return []
     return [
-        Problem(doc.locate(path), ("" if _written(doc, path) else "the default ")
-                + f"{text!r} is a placeholder of the shipped examples: {_why(path)}",
-                format_path(path), HINT, severity="warning")
-        for path, text in _strings(value) if PLACEHOLDER.search(text)
+        Problem(
+            doc.locate(path),
+            ("" if _written(doc, path) else "the default ")
+            + f"{text!r} is a placeholder of the shipped examples: {_why(path)}",
+            format_path(path),
+            HINT,
+            severity="warning",
+        )
+        for path, text in _strings(value)
+        if PLACEHOLDER.search(text)
     ]

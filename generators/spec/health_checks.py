@@ -26,8 +26,9 @@ class _HealthChecker:
         self.problems.append(Problem(self.doc.locate(path, key=key), message, format_path(path), hint))
 
     def warn(self, path: Path_, message: str, hint: str = "") -> None:
-        self.problems.append(Problem(self.doc.locate(path), message, format_path(path), hint,
-                                     severity="warning"))
+        self.problems.append(
+            Problem(self.doc.locate(path), message, format_path(path), hint, severity="warning")
+        )
 
     def run(self) -> list[Problem]:
         self.kubernetes_version()
@@ -42,11 +43,14 @@ class _HealthChecker:
         one, quarantining an inference node would also stop new inference pods there."""
         version = self.v["cluster"]["kubernetesVersion"]
         if self.h["backend"] != "none" and not kubernetes.has_mutating_admission(version):
-            self.add(("health", "backend"), f"health backend {self.h['backend']} needs Kubernetes "
-                     f"{kubernetes.name(kubernetes.MUTATING_ADMISSION)} or newer, the cluster runs {version}",
-                     "inference pods get the quarantine toleration from a MutatingAdmissionPolicy "
-                     "(admissionregistration.k8s.io/v1, GA in 1.36); set backend: none until the "
-                     "cluster is upgraded")
+            self.add(
+                ("health", "backend"),
+                f"health backend {self.h['backend']} needs Kubernetes "
+                f"{kubernetes.name(kubernetes.MUTATING_ADMISSION)} or newer, the cluster runs {version}",
+                "inference pods get the quarantine toleration from a MutatingAdmissionPolicy "
+                "(admissionregistration.k8s.io/v1, GA in 1.36); set backend: none until the "
+                "cluster is upgraded",
+            )
 
     def pool_taints(self) -> None:
         """A pool that declares a quarantine taint gives its flavor the toleration: training
@@ -60,9 +64,12 @@ class _HealthChecker:
         for i, pool in enumerate(self.v["pools"]):
             for j, taint in enumerate(pool["taints"]):
                 if taint["key"] in keys:
-                    self.add(("pools", i, "taints", j, "key"), f"pool {pool['name']!r} declares the "
-                             f"quarantine taint {taint['key']!r}", "training admitted to the pool would "
-                             "tolerate quarantine; remove the taint from the pool")
+                    self.add(
+                        ("pools", i, "taints", j, "key"),
+                        f"pool {pool['name']!r} declares the quarantine taint {taint['key']!r}",
+                        "training admitted to the pool would "
+                        "tolerate quarantine; remove the taint from the pool",
+                    )
 
     def pools(self) -> list[tuple[int, dict[str, Any]]]:
         """(index in pools, pool) of every pool the controller watches; problems for names
@@ -74,8 +81,12 @@ class _HealthChecker:
         if names is None:
             watched = [(i, p) for i, p in by_name.values() if p["role"] in DEFAULT_POOL_ROLES]
             if not watched:
-                self.add(("health", "backend"), "backend trainyard has no pool to watch: no pool has "
-                         f"role {' or '.join(DEFAULT_POOL_ROLES)}", "list the pools under health.pools")
+                self.add(
+                    ("health", "backend"),
+                    "backend trainyard has no pool to watch: no pool has "
+                    f"role {' or '.join(DEFAULT_POOL_ROLES)}",
+                    "list the pools under health.pools",
+                )
         else:
             watched = []
             for k, name in enumerate(names):
@@ -84,14 +95,20 @@ class _HealthChecker:
                     continue
                 close = difflib.get_close_matches(name, sorted(by_name), n=1)
                 known = f"known pools: {', '.join(sorted(by_name))}"
-                self.add(("health", "pools", k), f"unknown pool {name!r}",
-                         f"did you mean {close[0]!r}?" if close else known)
+                self.add(
+                    ("health", "pools", k),
+                    f"unknown pool {name!r}",
+                    f"did you mean {close[0]!r}?" if close else known,
+                )
         for i, pool in watched:
             if POOL_LABEL not in pool["nodeLabels"]:
-                self.add(("pools", i, "nodeLabels"), f"pool {pool['name']!r} is watched by the health "
-                         f"controller but its nodeLabels lack {POOL_LABEL}",
-                         f"the admission policy lets the controller change only nodes labelled {POOL_LABEL}; "
-                         f"add {POOL_LABEL}: {pool['name']}")
+                self.add(
+                    ("pools", i, "nodeLabels"),
+                    f"pool {pool['name']!r} is watched by the health "
+                    f"controller but its nodeLabels lack {POOL_LABEL}",
+                    f"the admission policy lets the controller change only nodes labelled {POOL_LABEL}; "
+                    f"add {POOL_LABEL}: {pool['name']}",
+                )
         return watched
 
     def caps(self, watched: list[tuple[int, dict[str, Any]]]) -> None:
@@ -104,27 +121,45 @@ class _HealthChecker:
         for name, nodes in sorted(cap["pools"].items()):
             if name not in by_name:
                 close = difflib.get_close_matches(name, sorted(by_name), n=1)
-                self.add(("health", "cap", "pools", name), f"pool {name!r} is not watched by the health "
-                         "controller", f"did you mean {close[0]!r}?" if close else
-                         f"watched pools: {', '.join(sorted(by_name)) or 'none'}", key=True)
+                self.add(
+                    ("health", "cap", "pools", name),
+                    f"pool {name!r} is not watched by the health controller",
+                    f"did you mean {close[0]!r}?"
+                    if close
+                    else f"watched pools: {', '.join(sorted(by_name)) or 'none'}",
+                    key=True,
+                )
             elif nodes > by_name[name][1]["nodes"]:
-                self.add(("health", "cap", "pools", name), f"cap of {nodes} nodes is above pool {name!r}'s "
-                         f"{by_name[name][1]['nodes']} nodes", "a cap can be at most the pool; keep it at or "
-                         f"below its reserveNodes ({by_name[name][1]['reserveNodes']})")
+                self.add(
+                    ("health", "cap", "pools", name),
+                    f"cap of {nodes} nodes is above pool {name!r}'s {by_name[name][1]['nodes']} nodes",
+                    "a cap can be at most the pool; keep it at or "
+                    f"below its reserveNodes ({by_name[name][1]['reserveNodes']})",
+                )
         total = sum(p["nodes"] for _, p in watched)
         if watched and cap["maxNodes"] > total:
-            self.add(("health", "cap", "maxNodes"), f"maxNodes {cap['maxNodes']} is above the {total} nodes "
-                     "of the watched pools", "the fleet-wide cap is a blast-radius limit: size it to what "
-                     "may break at once, at most the reserves together")
+            self.add(
+                ("health", "cap", "maxNodes"),
+                f"maxNodes {cap['maxNodes']} is above the {total} nodes of the watched pools",
+                "the fleet-wide cap is a blast-radius limit: size it to what "
+                "may break at once, at most the reserves together",
+            )
         model = Cap(cap["maxNodes"], cap["maxPercentOfPool"], tuple(sorted(cap["pools"].items())))
         for i, pool in watched:
             nodes = model.nodes_cap(pool["name"], pool["nodes"])
             if nodes > pool["reserveNodes"] and nodes <= pool["nodes"]:
-                where = ("health", "cap", "pools", pool["name"]) if pool["name"] in cap["pools"] else (
-                    "health", "cap", "maxPercentOfPool")
-                self.warn(where, f"pool {pool['name']!r} may have {nodes} nodes quarantined, above its "
-                          f"reserveNodes ({pool['reserveNodes']})", "quota would then promise GPUs that "
-                          f"are quarantined; raise pools[{i}].reserveNodes or lower the cap")
+                where = (
+                    ("health", "cap", "pools", pool["name"])
+                    if pool["name"] in cap["pools"]
+                    else ("health", "cap", "maxPercentOfPool")
+                )
+                self.warn(
+                    where,
+                    f"pool {pool['name']!r} may have {nodes} nodes quarantined, above its "
+                    f"reserveNodes ({pool['reserveNodes']})",
+                    "quota would then promise GPUs that "
+                    f"are quarantined; raise pools[{i}].reserveNodes or lower the cap",
+                )
 
 
 def check(doc: Document, value: dict[str, Any]) -> list[Problem]:

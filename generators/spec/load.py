@@ -24,12 +24,26 @@ def load_document(root: Path, name: str) -> Document:
     while True:
         if path.resolve() in seen:
             files = [*names, path.name]
-            raise SpecError([Problem(chain[-1].locate(("extends",)), "extends: forms a cycle: "
-                                     + " -> ".join(files), "extends", "one of these files must not "
-                                     "extend the next")])
+            raise SpecError(
+                [
+                    Problem(
+                        chain[-1].locate(("extends",)),
+                        "extends: forms a cycle: " + " -> ".join(files),
+                        "extends",
+                        "one of these files must not extend the next",
+                    )
+                ]
+            )
         if len(chain) > MAX_EXTENDS_DEPTH:
-            raise SpecError([Problem(chain[-1].locate(("extends",)), f"extends: chain deeper than "
-                                     f"{MAX_EXTENDS_DEPTH}", "extends")])
+            raise SpecError(
+                [
+                    Problem(
+                        chain[-1].locate(("extends",)),
+                        f"extends: chain deeper than {MAX_EXTENDS_DEPTH}",
+                        "extends",
+                    )
+                ]
+            )
         seen.add(path.resolve())
         names.append(path.name)
         doc = load_file(path, display)
@@ -38,13 +52,20 @@ def load_document(root: Path, name: str) -> Document:
         if parent is None:
             break
         if not isinstance(parent, str) or "/" in parent or parent.startswith("."):
-            raise SpecError([Problem(doc.locate(("extends",)), "extends must name a file in the same "
-                                     "folder", "extends", "e.g. extends: _defaults.yaml")])
+            raise SpecError(
+                [
+                    Problem(
+                        doc.locate(("extends",)),
+                        "extends must name a file in the same folder",
+                        "extends",
+                        "e.g. extends: _defaults.yaml",
+                    )
+                ]
+            )
         path = path.parent / parent
         display = f"{ENV_DIR}/{parent}"
         if not path.is_file():
-            raise SpecError([Problem(doc.locate(("extends",)), f"base file {parent!r} not found",
-                                     "extends")])
+            raise SpecError([Problem(doc.locate(("extends",)), f"base file {parent!r} not found", "extends")])
     merged = chain[-1]
     for overlay in reversed(chain[:-1]):
         merged = merge(merged, overlay)
@@ -56,8 +77,15 @@ def load_environment(root: Path, name: str) -> tuple[Document, dict[str, Any]]:
     """Load, schema-check, default and semantically check environment `name`."""
     if not (root / ENV_DIR / f"{name}.yaml").is_file():
         known = environment_names(root)
-        raise SpecError([Problem(Location(f"{ENV_DIR}/{name}.yaml"), f"no environment named {name!r}",
-                                 hint=f"known environments: {', '.join(known) or 'none'}")])
+        raise SpecError(
+            [
+                Problem(
+                    Location(f"{ENV_DIR}/{name}.yaml"),
+                    f"no environment named {name!r}",
+                    hint=f"known environments: {', '.join(known) or 'none'}",
+                )
+            ]
+        )
     doc = load_document(root, name)
     problems = schema.check(doc)
     if problems:

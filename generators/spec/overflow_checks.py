@@ -22,9 +22,16 @@ def _contract_input(provider: dict[str, Any]) -> Any:
     from generators.model.overflow import NODE_PREFIX, PROVIDER_LABEL
     from generators.providers import ProviderInput
 
-    return ProviderInput(provider["name"], f"{NODE_PREFIX}{provider['name']}", provider["gpus"],
-                         provider["gpuResource"], provider["gpuModel"], provider.get("config", {}),
-                         provider["credentialsSecret"]["key"], PROVIDER_LABEL)
+    return ProviderInput(
+        provider["name"],
+        f"{NODE_PREFIX}{provider['name']}",
+        provider["gpus"],
+        provider["gpuResource"],
+        provider["gpuModel"],
+        provider.get("config", {}),
+        provider["credentialsSecret"]["key"],
+        PROVIDER_LABEL,
+    )
 
 
 class _OverflowChecker:
@@ -50,11 +57,16 @@ class _OverflowChecker:
     def kubernetes_version(self) -> None:
         version = self.v["cluster"]["kubernetesVersion"]
         if tuple(int(part) for part in version.split(".")[:2]) < MIN_KUBERNETES:
-            self.problems.append(Problem(
-                self.doc.locate(("cluster", "kubernetesVersion")), f"overflow needs Kubernetes "
-                f"{'.'.join(map(str, MIN_KUBERNETES))} or newer, the cluster runs {version}",
-                "cluster.kubernetesVersion", "virtual nodes are labelled by a MutatingAdmissionPolicy "
-                "(admissionregistration.k8s.io/v1, GA in 1.36)"))
+            self.problems.append(
+                Problem(
+                    self.doc.locate(("cluster", "kubernetesVersion")),
+                    f"overflow needs Kubernetes "
+                    f"{'.'.join(map(str, MIN_KUBERNETES))} or newer, the cluster runs {version}",
+                    "cluster.kubernetesVersion",
+                    "virtual nodes are labelled by a MutatingAdmissionPolicy "
+                    "(admissionregistration.k8s.io/v1, GA in 1.36)",
+                )
+            )
 
     def digests(self) -> None:
         if not self.o.get("requireImageDigests"):
@@ -64,14 +76,19 @@ class _OverflowChecker:
             (("gate", "image"), self.o["gate"]["image"]),
             (("migrateBack", "image"), self.o["migrateBack"]["image"]),
         ]
-        missing = [(path, f"{image['repository']}:{image['tag']}") for path, image in images
-                   if not image.get("digest")]  # fmt: skip
+        missing = [
+            (path, f"{image['repository']}:{image['tag']}")
+            for path, image in images
+            if not image.get("digest")
+        ]
         if missing:  # one line at the first, naming the rest: the fix is the same for all
             (path, first), rest = missing[0], [name for _, name in missing[1:]]
             more = f" (nor {', '.join(rest)})" if rest else ""
-            self.add(path, f"image {first} has no digest{more} and overflow.requireImageDigests is true",
-                     "add digest: sha256:<64 hex> as the registry reports it (e.g. `crane digest "
-                     f"{first}`)")
+            self.add(
+                path,
+                f"image {first} has no digest{more} and overflow.requireImageDigests is true",
+                f"add digest: sha256:<64 hex> as the registry reports it (e.g. `crane digest {first}`)",
+            )
 
     def providers(self) -> None:
         from generators.providers import CONTRACTS
@@ -81,17 +98,23 @@ class _OverflowChecker:
             contract = CONTRACTS.get(provider["type"])
             if contract is None:
                 close = difflib.get_close_matches(provider["type"], list(CONTRACTS), n=1)
-                self.add(("providers", i, "type"), f"unknown provider type {provider['type']!r}",
-                         (f"did you mean {close[0]!r}? " if close else "")
-                         + f"supported: {', '.join(sorted(CONTRACTS))} (generators/providers/)")
+                self.add(
+                    ("providers", i, "type"),
+                    f"unknown provider type {provider['type']!r}",
+                    (f"did you mean {close[0]!r}? " if close else "")
+                    + f"supported: {', '.join(sorted(CONTRACTS))} (generators/providers/)",
+                )
             else:
                 config = provider.get("config", {})
                 for problem in contract.config_problems(config, _contract_input(provider)):
                     self.add(("providers", i, *problem.path), problem.message, problem.hint)
             name = provider["name"]
             if name in seen:
-                self.add(("providers", i, "name"), f"duplicate provider name {name!r}",
-                         f"first used at overflow.providers[{seen[name]}]; node and gate names come from it")
+                self.add(
+                    ("providers", i, "name"),
+                    f"duplicate provider name {name!r}",
+                    f"first used at overflow.providers[{seen[name]}]; node and gate names come from it",
+                )
             seen.setdefault(name, i)
 
     def gate(self) -> None:
@@ -107,61 +130,94 @@ class _OverflowChecker:
         gate = self.o["gate"]
         close_at, open_below = gate["closeWhenFreeGpusAtLeast"], gate["openWhenFreeGpusBelow"]
         if close_at <= open_below:
-            self.add(("gate", "closeWhenFreeGpusAtLeast"), f"closeWhenFreeGpusAtLeast ({close_at}) must "
-                     f"be greater than openWhenFreeGpusBelow ({open_below})",
-                     "the band between them is what stops the gate from flapping")
+            self.add(
+                ("gate", "closeWhenFreeGpusAtLeast"),
+                f"closeWhenFreeGpusAtLeast ({close_at}) must "
+                f"be greater than openWhenFreeGpusBelow ({open_below})",
+                "the band between them is what stops the gate from flapping",
+            )
         if gate["taintKey"] in INFERENCE_TOLERATED_TAINT_KEYS:
-            self.add(("gate", "taintKey"), f"the gate taint key must differ from {gate['taintKey']!r}",
-                     "inference tolerates the providers' taints "
-                     f"({', '.join(INFERENCE_TOLERATED_TAINT_KEYS)}) but must never tolerate the gate")
+            self.add(
+                ("gate", "taintKey"),
+                f"the gate taint key must differ from {gate['taintKey']!r}",
+                "inference tolerates the providers' taints "
+                f"({', '.join(INFERENCE_TOLERATED_TAINT_KEYS)}) but must never tolerate the gate",
+            )
         usable = [p["name"] for p in self.v["pools"] if p["role"] in INFERENCE_ROLES]
         if "freeGpusQuery" not in gate and not usable:
-            self.add(("gate",), "no pool inference can use: the default free-GPU query would count "
-                     "nothing", "add an inference or shared pool, or set gate.freeGpusQuery")
+            self.add(
+                ("gate",),
+                "no pool inference can use: the default free-GPU query would count nothing",
+                "add an inference or shared pool, or set gate.freeGpusQuery",
+            )
         count = len(self.o["providers"])
         lowest = open_below - (count - 1) * stagger_step(gate, count)
         if count > 1 and lowest < 1:
             last = fill_order(self.o["providers"])[-1]["name"]
-            self.add(("gate", "staggerFreeGpus"), f"provider {last!r} would open only below {lowest} free "
-                     "GPUs, which never happens", "lower staggerFreeGpus or raise openWhenFreeGpusBelow")
+            self.add(
+                ("gate", "staggerFreeGpus"),
+                f"provider {last!r} would open only below {lowest} free GPUs, which never happens",
+                "lower staggerFreeGpus or raise openWhenFreeGpusBelow",
+            )
 
     def namespaces(self) -> None:
         teams = {ns: t["name"] for t in self.v["teams"] for ns in t["namespaces"]}
         for i, ns in enumerate(self.o["extraNamespaces"]):
             if ns in teams:
-                self.add(("extraNamespaces", i), f"namespace {ns!r} already belongs to team {teams[ns]!r}",
-                         "list only namespaces no team owns")
+                self.add(
+                    ("extraNamespaces", i),
+                    f"namespace {ns!r} already belongs to team {teams[ns]!r}",
+                    "list only namespaces no team owns",
+                )
         if self.o["namespace"] in teams or self.o["namespace"] in self.o["extraNamespaces"]:
-            self.add(("namespace",), f"namespace {self.o['namespace']!r} is also an inference or team "
-                     "namespace", "keep the overflow infrastructure in its own namespace")
+            self.add(
+                ("namespace",),
+                f"namespace {self.o['namespace']!r} is also an inference or team namespace",
+                "keep the overflow infrastructure in its own namespace",
+            )
 
     def inference(self) -> None:
         tiers = {t["name"]: t["role"] for t in self.v["priorities"]["tiers"]}
         known = {ns for t in self.v["teams"] for ns in t["namespaces"]} | set(self.o["extraNamespaces"])
         seen: set[tuple[str, str]] = set()
         if not self.o["inference"]:
-            self.add(("inference",), "no inference service is declared: nothing may spill, and the "
-                     "descheduler would have no namespace to confine its evictions to",
-                     "declare the inference Deployments that may spill under overflow.inference")
+            self.add(
+                ("inference",),
+                "no inference service is declared: nothing may spill, and the "
+                "descheduler would have no namespace to confine its evictions to",
+                "declare the inference Deployments that may spill under overflow.inference",
+            )
         for i, service in enumerate(self.o["inference"]):
             tier = service["tier"]
             if tier not in tiers:
                 inference_tiers = sorted(n for n, role in tiers.items() if role == "inference")
                 close = difflib.get_close_matches(tier, inference_tiers, n=1)
-                self.add(("inference", i, "tier"), f"unknown tier {tier!r}",
-                         f"did you mean {close[0]!r}?" if close
-                         else f"inference tiers: {', '.join(inference_tiers) or 'none'}")
+                self.add(
+                    ("inference", i, "tier"),
+                    f"unknown tier {tier!r}",
+                    f"did you mean {close[0]!r}?"
+                    if close
+                    else f"inference tiers: {', '.join(inference_tiers) or 'none'}",
+                )
             elif tiers[tier] != "inference":
-                self.add(("inference", i, "tier"), f"tier {tier!r} is a {tiers[tier]} tier, not an "
-                         "inference tier", "spilled pods must rank below training so training preempts them")
+                self.add(
+                    ("inference", i, "tier"),
+                    f"tier {tier!r} is a {tiers[tier]} tier, not an inference tier",
+                    "spilled pods must rank below training so training preempts them",
+                )
             if service["namespace"] not in known:
                 close = difflib.get_close_matches(service["namespace"], sorted(known), n=1)
-                self.add(("inference", i, "namespace"), f"namespace {service['namespace']!r} belongs to no "
-                         "team and is not in overflow.extraNamespaces",
-                         f"did you mean {close[0]!r}?" if close else "add it to overflow.extraNamespaces")
+                self.add(
+                    ("inference", i, "namespace"),
+                    f"namespace {service['namespace']!r} belongs to no "
+                    "team and is not in overflow.extraNamespaces",
+                    f"did you mean {close[0]!r}?" if close else "add it to overflow.extraNamespaces",
+                )
             if service["minReplicas"] > service["maxReplicas"]:
-                self.add(("inference", i, "minReplicas"), f"minReplicas ({service['minReplicas']}) exceeds "
-                         f"maxReplicas ({service['maxReplicas']})")
+                self.add(
+                    ("inference", i, "minReplicas"),
+                    f"minReplicas ({service['minReplicas']}) exceeds maxReplicas ({service['maxReplicas']})",
+                )
             key = (service["namespace"], service["deployment"])
             if key in seen:
                 self.add(("inference", i, "deployment"), f"Deployment {key[0]}/{key[1]} is declared twice")

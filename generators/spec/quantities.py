@@ -20,10 +20,13 @@ from generators.errors import Problem, format_path
 from generators.spec.source import Document
 
 INT64_MAX = 2**63 - 1  # resource.Quantity.Value() and MilliValue() are int64
-EXPLAIN = ("a Kubernetes quantity is a number and an optional suffix: Ki Mi Gi Ti Pi Ei (powers of "
-           "1024) or k M G T P E (powers of 1000), with no 'B' and no space")
+EXPLAIN = (
+    "a Kubernetes quantity is a number and an optional suffix: Ki Mi Gi Ti Pi Ei (powers of "
+    "1024) or k M G T P E (powers of 1000), with no 'B' and no space"
+)
 _BYTES_SUFFIX = re.compile(
-    r"^\s*(?P<num>[0-9]+(?:\.[0-9]+)?)\s*(?P<unit>[kKmMgGtTpPeE])?(?P<i>i)?[bB](?:ytes?)?\s*$")
+    r"^\s*(?P<num>[0-9]+(?:\.[0-9]+)?)\s*(?P<unit>[kKmMgGtTpPeE])?(?P<i>i)?[bB](?:ytes?)?\s*$"
+)
 _SPACED = re.compile(r"^\s*(?P<num>[0-9]+(?:\.[0-9]+)?)\s+(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[kMGTPEm])\s*$")
 
 
@@ -33,16 +36,20 @@ def not_a_quantity(raw: Any) -> tuple[str, str]:
     text = str(raw)
     message = f"{text!r} is not a Kubernetes quantity"
     if isinstance(raw, float):
-        return (f"number {raw} is not a Kubernetes quantity",
-                f'quote it ("{raw}") or use a suffix ("500m" for CPU, "1536Mi" for memory); {EXPLAIN}')
+        return (
+            f"number {raw} is not a Kubernetes quantity",
+            f'quote it ("{raw}") or use a suffix ("500m" for CPU, "1536Mi" for memory); {EXPLAIN}',
+        )
     if (match := _BYTES_SUFFIX.match(text)) is not None:
         num, unit = match["num"], (match["unit"] or "").upper().replace("K", "k")
         if not unit:
             return message, f"a bare number counts bytes: write {num}; {EXPLAIN}"
         binary = f"{num}{unit.upper()}i"
         power = _power(unit)
-        return message, (f"did you mean {binary} ({num} x 2^{power * 10}) or {num}{unit} "
-                         f"({num} x 10^{power * 3})? {EXPLAIN}")
+        return message, (
+            f"did you mean {binary} ({num} x 2^{power * 10}) or {num}{unit} "
+            f"({num} x 10^{power * 3})? {EXPLAIN}"
+        )
     if (match := _SPACED.match(text)) is not None:
         return message, f"did you mean {match['num']}{match['suffix']}? {EXPLAIN}"
     return message, EXPLAIN
@@ -73,8 +80,10 @@ def check(doc: Document, value: dict[str, Any]) -> list[Problem]:
             (("pools", i, "gpu", "perNode"), "gpu", pool["gpu"]["perNode"]),
             (("pools", i, "cpu"), "cpu", pool["cpu"]),
             (("pools", i, "memory"), "memory", pool["memory"]),
-            *((("pools", i, "extraResources", name), "extra", count)
-              for name, count in sorted(pool["extraResources"].items())),
+            *(
+                (("pools", i, "extraResources", name), "extra", count)
+                for name, count in sorted(pool["extraResources"].items())
+            ),
         ]
         for path, kind, raw in fields:
             problem = _field(raw, kind, pool, path)
@@ -90,19 +99,25 @@ def _field(raw: Any, kind: str, pool: dict[str, Any], path: tuple[str | int, ...
     unit = bounds["unit"]
     what = {"gpu": "GPUs", "cpu": "CPU", "memory": "memory", "extra": str(path[-1])}[kind]
     if kind == "memory" and value.denominator != 1:
-        return (f"memory per node must be whole bytes: {raw} is {float(value):.1f} bytes",
-                f"write {_whole_alternatives(str(raw))}")
+        return (
+            f"memory per node must be whole bytes: {raw} is {float(value):.1f} bytes",
+            f"write {_whole_alternatives(str(raw))}",
+        )
     if kind == "cpu" and (value * 1000).denominator != 1:
-        return (f"CPU per node must be whole millicores: {raw} is {float(value * 1000)} millicores",
-                f"write {round(value * 1000)}m")
+        return (
+            f"CPU per node must be whole millicores: {raw} is {float(value * 1000)} millicores",
+            f"write {round(value * 1000)}m",
+        )
     if not pool.get("exoticHardware") and (problem := _implausible(raw, value, bounds, what)):
         return problem
     total = value * pool["nodes"] * (1000 if kind == "cpu" else 1)
     if total > INT64_MAX:
         base = "millicores" if kind == "cpu" else unit
-        return (f"{pool['nodes']} nodes x {raw} is {float(total):.3e} {base}, past Kubernetes' limit "
-                f"of 2^63-1 {base} per quantity", "the apiserver would cap the quota and Argo CD never "
-                "sync; check the unit")
+        return (
+            f"{pool['nodes']} nodes x {raw} is {float(total):.3e} {base}, past Kubernetes' limit "
+            f"of 2^63-1 {base} per quantity",
+            "the apiserver would cap the quota and Argo CD never sync; check the unit",
+        )
     return None
 
 
@@ -117,10 +132,14 @@ def _implausible(raw: Any, value: Fraction, bounds: dict[str, Any], what: str) -
     hint = f"plausible per node: {span}"
     fixes = _in_bounds(raw, low, high) if unit == "bytes" else []
     if fixes:
-        hint = (f"{'a bare number counts bytes: ' if str(raw).isdigit() else ''}did you mean "
-                f"{' or '.join(fixes)}? {hint}")
-    return (f"{what} per node is implausible: {shown}, {side}",
-            f"{hint}; set exoticHardware: true on the pool for hardware outside these bounds")
+        hint = (
+            f"{'a bare number counts bytes: ' if str(raw).isdigit() else ''}did you mean "
+            f"{' or '.join(fixes)}? {hint}"
+        )
+    return (
+        f"{what} per node is implausible: {shown}, {side}",
+        f"{hint}; set exoticHardware: true on the pool for hardware outside these bounds",
+    )
 
 
 def _in_bounds(raw: Any, low: Fraction, high: Fraction) -> list[str]:

@@ -77,8 +77,11 @@ def check(doc: Document) -> list[Problem]:
 def _check(doc: Document) -> list[Problem]:
     errors = sorted(_validator().iter_errors(doc.value), key=lambda e: list(map(str, e.absolute_path)))
     typos = _typo_targets(errors)
-    problems = [_quantity_problem(doc, e) or _problem(doc, _deepest(e))
-                for e in errors if not _explained_by_typo(e, typos)]
+    problems = [
+        _quantity_problem(doc, e) or _problem(doc, _deepest(e))
+        for e in errors
+        if not _explained_by_typo(e, typos)
+    ]
     problems.sort(key=lambda p: (p.location.file, p.location.line, p.location.col))
     return problems[:MAX_PROBLEMS]
 
@@ -99,21 +102,33 @@ class Replaced:
 _TIER = ("priorities", "tiers", "[]")
 _ONE_SCALE = "a tier has one priority for its WorkloadPriorityClass and its PriorityClass"
 REPLACED_KEYS: dict[str, tuple[Replaced, ...]] = {
-    "workloadPriority": (Replaced(_TIER, "value", f"{_ONE_SCALE}: Kueue reads either, so two "
-                                  "scales made the order depend on which one a job set",
-                                  "write `value: <n>` once"),),
+    "workloadPriority": (
+        Replaced(
+            _TIER,
+            "value",
+            f"{_ONE_SCALE}: Kueue reads either, so two scales made the order depend on which one a job set",
+            "write `value: <n>` once",
+        ),
+    ),
     "podPriority": (Replaced(_TIER, "value", _ONE_SCALE, "write `value: <n>` once"),),
-    "hostLabel": (Replaced(("monitoring",), "exporters", "the host label follows from the dcgm-exporter "
-                           "version the environment runs", "write `exporters: {dcgmExporter: <version>}` "
-                           "(generators/exporters.py lists the checked versions)"),),
+    "hostLabel": (
+        Replaced(
+            ("monitoring",),
+            "exporters",
+            "the host label follows from the dcgm-exporter version the environment runs",
+            "write `exporters: {dcgmExporter: <version>}` "
+            "(generators/exporters.py lists the checked versions)",
+        ),
+    ),
 }
 
 
 def _replaced(path: tuple[Any, ...], key: str, allowed: list[str]) -> Replaced | None:
     """The replacement of `key` in the object at `path`, if it was replaced there."""
     shape = tuple("[]" if isinstance(part, int) else part for part in path)
-    return next((r for r in REPLACED_KEYS.get(key, ()) if r.parent == shape and r.replacement in allowed),
-                None)
+    return next(
+        (r for r in REPLACED_KEYS.get(key, ()) if r.parent == shape and r.replacement in allowed), None
+    )
 
 
 def _typo_targets(errors: list[jsonschema.ValidationError]) -> set[tuple[tuple[Any, ...], str]]:
@@ -147,15 +162,18 @@ def _quantity_problem(doc: Document, error: jsonschema.ValidationError) -> Probl
     # A per-node quantity is oneOf(integer, string); the overflow section's are strings only,
     # refused by `pattern` or, for a bare YAML number, by `type`.
     if error.validator not in ("oneOf", "pattern", "type") or not (
-            isinstance(error.schema, dict) and error.schema.get("x-quantity")):
+        isinstance(error.schema, dict) and error.schema.get("x-quantity")
+    ):
         return None
     if not isinstance(error.instance, (str, int, float)) or isinstance(error.instance, bool):
         return None
     from generators.spec.quantities import not_a_quantity
 
     if error.validator == "type" and isinstance(error.instance, int):
-        message, hint = (f"number {error.instance} must be a quoted quantity here",
-                         f'write "{error.instance}" (a string, as Kubernetes writes quantities)')
+        message, hint = (
+            f"number {error.instance} must be a quoted quantity here",
+            f'write "{error.instance}" (a string, as Kubernetes writes quantities)',
+        )
     else:
         message, hint = not_a_quantity(error.instance)
     path = tuple(error.absolute_path)
@@ -199,19 +217,28 @@ def _generic_problem(doc: Document, error: jsonschema.ValidationError) -> Proble
         if unknown and allowed:
             key = unknown[0]
             if (replaced := _replaced(path, key, allowed)) is not None:
-                return Problem(doc.locate((*path, key), key=True),
-                               f"{key!r} was replaced by {replaced.replacement!r}", format_path((*path, key)),
-                               f"{replaced.why}; {replaced.write}")
+                return Problem(
+                    doc.locate((*path, key), key=True),
+                    f"{key!r} was replaced by {replaced.replacement!r}",
+                    format_path((*path, key)),
+                    f"{replaced.why}; {replaced.write}",
+                )
             close = difflib.get_close_matches(key, allowed, n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"allowed keys: {', '.join(allowed)}"
-            return Problem(doc.locate((*path, key), key=True), f"unknown key {key!r}",
-                           format_path((*path, key)), hint)
+            return Problem(
+                doc.locate((*path, key), key=True), f"unknown key {key!r}", format_path((*path, key)), hint
+            )
     if error.validator == "required":
         return Problem(doc.locate(path), error.message, spec_path)
     if error.validator == "type":
-        return Problem(doc.locate(path), f"expected {expected}, got {_describe(instance)}", spec_path,
-                       "quote values such as 1.30 or yes that YAML would read as numbers or booleans"
-                       if expected == "string" else "")
+        return Problem(
+            doc.locate(path),
+            f"expected {expected}, got {_describe(instance)}",
+            spec_path,
+            "quote values such as 1.30 or yes that YAML would read as numbers or booleans"
+            if expected == "string"
+            else "",
+        )
     if error.validator == "pattern":
         form = PATTERN_WORDS.get(str(expected))
         description = _sentences(schema.get("description", ""))
@@ -222,18 +249,27 @@ def _generic_problem(doc: Document, error: jsonschema.ValidationError) -> Proble
         message = f"{_describe(instance)} is not {form}" if form else f"{_describe(instance)} is refused here"
         return Problem(doc.locate(path), message, spec_path, description)
     if error.validator in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-        side = {"minimum": "below the minimum of", "maximum": "above the maximum of",
-                "exclusiveMinimum": "not above", "exclusiveMaximum": "not below"}[error.validator]
-        return Problem(doc.locate(path), f"{_describe(instance)} is {side} {expected}", spec_path,
-                       _sentences(schema.get("description", "")))
+        side = {
+            "minimum": "below the minimum of",
+            "maximum": "above the maximum of",
+            "exclusiveMinimum": "not above",
+            "exclusiveMaximum": "not below",
+        }[error.validator]
+        return Problem(
+            doc.locate(path),
+            f"{_describe(instance)} is {side} {expected}",
+            spec_path,
+            _sentences(schema.get("description", "")),
+        )
     if error.validator == "enum":
         choices = [str(c) for c in expected]
         close = difflib.get_close_matches(str(instance), choices, n=1)
         hint = f"did you mean {close[0]!r}?" if close else f"one of: {', '.join(choices)}"
         return Problem(doc.locate(path), f"{_describe(instance)} is not allowed", spec_path, hint)
     if error.validator == "const":
-        return Problem(doc.locate(path), f"expected {_describe(expected)}, got {_describe(instance)}",
-                       spec_path)
+        return Problem(
+            doc.locate(path), f"expected {_describe(expected)}, got {_describe(instance)}", spec_path
+        )
     if error.validator == "propertyNames":
         return Problem(doc.locate(path), f"invalid key: {error.message}", spec_path)
     return Problem(doc.locate(path), error.message, spec_path)
@@ -243,20 +279,26 @@ def _generic_problem(doc: Document, error: jsonschema.ValidationError) -> Proble
 # a regular expression (issue 22 item 9). Keyed by the pattern text itself: a pattern that
 # changes falls back to its field's description, never to stale words.
 PATTERN_WORDS: dict[str, str] = {
-    "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$":
-        "a DNS label (lowercase letters, digits and '-', starting and ending with a letter or digit)",
-    "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$":
-        "a DNS subdomain (lowercase letters, digits, '-' and '.', starting and ending with a letter "
-        "or digit)",
-    "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    "[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$":
+    "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": (
+        "a DNS label (lowercase letters, digits and '-', starting and ending with a letter or digit)"
+    ),
+    "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$": (
+        "a DNS subdomain (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit)"
+    ),
+    (
+        "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+        "[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+    ): (
         "a Kubernetes label key or resource name ([prefix/]name: the prefix a DNS subdomain, the name "
-        "letters, digits, '-', '_' and '.')",
-    "^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$":
+        "letters, digits, '-', '_' and '.')"
+    ),
+    "^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$": (
         "a Kubernetes label value (letters, digits, '-', '_' and '.', starting and ending with a "
-        "letter or digit)",
-    "^[a-zA-Z_][a-zA-Z0-9_]*$":
-        "a Prometheus label name (letters, digits and '_', not starting with a digit)",
+        "letter or digit)"
+    ),
+    "^[a-zA-Z_][a-zA-Z0-9_]*$": (
+        "a Prometheus label name (letters, digits and '_', not starting with a digit)"
+    ),
     "^sha256:[a-f0-9]{64}$": "a content digest (sha256: and 64 lowercase hex digits)",
     "^https?://[^\\s/]+(/\\S*)?$": "an http:// or https:// URL",
 }
@@ -283,8 +325,11 @@ def _describe(value: Any) -> str:
         return "null"
     if isinstance(value, str):
         return repr(value) if len(value) < 60 else repr(value[:57] + "...")
-    return type(value).__name__ if not isinstance(value, (dict, list)) else (
-        "a mapping" if isinstance(value, dict) else "a list")
+    return (
+        type(value).__name__
+        if not isinstance(value, (dict, list))
+        else ("a mapping" if isinstance(value, dict) else "a list")
+    )
 
 
 def apply_defaults(value: dict[str, Any]) -> dict[str, Any]:

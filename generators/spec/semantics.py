@@ -24,6 +24,7 @@ def _grace(model: str) -> bool:
     """NVIDIA's Grace superchips (GB200, GB300, GH200) pair the GPUs with an arm64 CPU."""
     return model.upper().startswith(("GB", "GH"))
 
+
 Path_ = tuple[str | int, ...]
 
 
@@ -49,23 +50,33 @@ class _Checker:
         the share to a similarly named pool (what "did you mean" suggests) would be wrong."""
         close = difflib.get_close_matches(pool, sorted(pools), n=1)
         typo = f"; if it is a typo, did you mean {close[0]!r}?" if close else ""
-        self.add(("teams", team, "shares", pool), f"share of unknown pool {pool!r}",
-                 f"if the pool was removed, delete this share{typo}", key=True)
+        self.add(
+            ("teams", team, "shares", pool),
+            f"share of unknown pool {pool!r}",
+            f"if the pool was removed, delete this share{typo}",
+            key=True,
+        )
 
     def unique(self, section: str, items: list[dict[str, Any]], what: str) -> None:
         seen: dict[str, int] = {}
         for i, item in enumerate(items):
             name = item["name"]
             if name in seen:
-                self.add((section, i, "name"), f"duplicate {what} name {name!r}",
-                         f"first used at {section}[{seen[name]}]")
+                self.add(
+                    (section, i, "name"),
+                    f"duplicate {what} name {name!r}",
+                    f"first used at {section}[{seen[name]}]",
+                )
             seen.setdefault(name, i)
 
     def run(self) -> list[Problem]:
         v = self.v
         if v["name"] != self.env_name:
-            self.add(("name",), f"environment name {v['name']!r} does not match its file "
-                     f"{self.env_name}.yaml", f"rename the file or set name: {self.env_name}")
+            self.add(
+                ("name",),
+                f"environment name {v['name']!r} does not match its file {self.env_name}.yaml",
+                f"rename the file or set name: {self.env_name}",
+            )
         self.kubernetes_version()
         self.unique("pools", v["pools"], "pool")
         self.unique("teams", v["teams"], "team")
@@ -89,10 +100,13 @@ class _Checker:
     def kubernetes_version(self) -> None:
         version = self.v["cluster"]["kubernetesVersion"]
         if not kubernetes.supported(version):
-            self.add(("cluster", "kubernetesVersion"), f"Kubernetes {version} is outside the supported "
-                     f"range {kubernetes.name(kubernetes.OLDEST)} to {kubernetes.name(kubernetes.NEWEST)}",
-                     "the rendered objects are checked against that range's API schemas "
-                     "(generators/kubernetes.py says why each end is there)")
+            self.add(
+                ("cluster", "kubernetesVersion"),
+                f"Kubernetes {version} is outside the supported "
+                f"range {kubernetes.name(kubernetes.OLDEST)} to {kubernetes.name(kubernetes.NEWEST)}",
+                "the rendered objects are checked against that range's API schemas "
+                "(generators/kubernetes.py says why each end is there)",
+            )
 
     def exporter_versions(self) -> None:
         """Label names follow from the exporter versions: a version is accepted by the label
@@ -110,30 +124,41 @@ class _Checker:
         """An overflow inference service cannot live in a training namespace: the admission
         policy there gives every pod a training tier, so serving would preempt training."""
         roles = {p["name"]: p["role"] for p in self.v["pools"]}
-        training = {ns: t["name"] for t in self.v["teams"]
-                    if trains(roles.get(pool) for pool in (*t["shares"], *t["borrowFrom"]))
-                    for ns in t["namespaces"]}
+        training = {
+            ns: t["name"]
+            for t in self.v["teams"]
+            if trains(roles.get(pool) for pool in (*t["shares"], *t["borrowFrom"]))
+            for ns in t["namespaces"]
+        }
         for i, service in enumerate((self.v.get("overflow") or {}).get("inference", [])):
             team = training.get(service["namespace"])
             if team is not None:
-                self.add(("overflow", "inference", i, "namespace"), f"namespace {service['namespace']!r} "
-                         f"is a training namespace of team {team!r}: its pods run at a training tier",
-                         "serve from a namespace of a team that holds only inference pools, or from "
-                         "overflow.extraNamespaces")
+                self.add(
+                    ("overflow", "inference", i, "namespace"),
+                    f"namespace {service['namespace']!r} "
+                    f"is a training namespace of team {team!r}: its pods run at a training tier",
+                    "serve from a namespace of a team that holds only inference pools, or from "
+                    "overflow.extraNamespaces",
+                )
 
     def preemption(self) -> None:
         rules = self.v["kueue"]["preemption"]
         if rules["reclaimWithinCohort"] == "Never" and rules["borrowWithinCohort"] != "Never":
-            self.add(("kueue", "preemption", "borrowWithinCohort"), "borrowWithinCohort needs "
-                     "reclaimWithinCohort other than Never", "a Kueue validation rule; set both to Never "
-                     "or allow reclaiming")
+            self.add(
+                ("kueue", "preemption", "borrowWithinCohort"),
+                "borrowWithinCohort needs reclaimWithinCohort other than Never",
+                "a Kueue validation rule; set both to Never or allow reclaiming",
+            )
 
     def unique_tiers(self) -> None:
         seen: set[str] = set()
         for i, tier in enumerate(self.v["priorities"]["tiers"]):
             if tier["name"].startswith("system-"):
-                self.add(("priorities", "tiers", i, "name"), "names starting with 'system-' are reserved "
-                         "for Kubernetes", "pick another tier name")
+                self.add(
+                    ("priorities", "tiers", i, "name"),
+                    "names starting with 'system-' are reserved for Kubernetes",
+                    "pick another tier name",
+                )
             if tier["name"] in seen:
                 self.add(("priorities", "tiers", i, "name"), f"duplicate tier name {tier['name']!r}")
             seen.add(tier["name"])
@@ -142,23 +167,37 @@ class _Checker:
         gpu_resources: dict[str, str] = {}
         for i, pool in enumerate(self.v["pools"]):
             if pool["reserveNodes"] >= pool["nodes"]:
-                self.add(("pools", i, "reserveNodes"), f"reserve of {pool['reserveNodes']} nodes leaves "
-                         f"no capacity in a pool of {pool['nodes']}", "reserveNodes must be below nodes")
+                self.add(
+                    ("pools", i, "reserveNodes"),
+                    f"reserve of {pool['reserveNodes']} nodes leaves "
+                    f"no capacity in a pool of {pool['nodes']}",
+                    "reserveNodes must be below nodes",
+                )
             for resource in pool["extraResources"]:
                 if resource in ("cpu", "memory", pool["gpu"]["resource"]):
-                    self.add(("pools", i, "extraResources", resource), f"{resource!r} is already covered "
-                             "by gpu/cpu/memory", key=True)
+                    self.add(
+                        ("pools", i, "extraResources", resource),
+                        f"{resource!r} is already covered by gpu/cpu/memory",
+                        key=True,
+                    )
             gpu_resources.setdefault(pool["gpu"]["resource"], pool["name"])
             levels = pool.get("topology", {}).get("levels", [])
             if levels and pool["role"] != "training":
-                self.add(("pools", i, "topology"), f"pool {pool['name']!r} (role {pool['role']}) has a "
-                         "topology, but inference pods run on it outside Kueue",
-                         "Kueue's topology-aware scheduling counts pods it does not manage as used capacity "
-                         "(non_tas_usage_controller.go), so training could never preempt inference there; "
-                         "remove topology or make the pool role: training", key=True)
+                self.add(
+                    ("pools", i, "topology"),
+                    f"pool {pool['name']!r} (role {pool['role']}) has a "
+                    "topology, but inference pods run on it outside Kueue",
+                    "Kueue's topology-aware scheduling counts pods it does not manage as used capacity "
+                    "(non_tas_usage_controller.go), so training could never preempt inference there; "
+                    "remove topology or make the pool role: training",
+                    key=True,
+                )
             if "kubernetes.io/hostname" in levels[:-1]:
-                self.add(("pools", i, "topology", "levels"), "kubernetes.io/hostname may only be the "
-                         "last (finest) topology level", "Kueue Topology rule")
+                self.add(
+                    ("pools", i, "topology", "levels"),
+                    "kubernetes.io/hostname may only be the last (finest) topology level",
+                    "Kueue Topology rule",
+                )
 
     def cohorts(self) -> None:
         names = {c["name"] for c in self.v["cohorts"]}
@@ -187,36 +226,55 @@ class _Checker:
             if cohort is None:
                 for field in ("maxUsagePercent", "lendablePercent"):
                     if field in team:
-                        self.add(("teams", i, field), f"{field} needs a cohort to borrow from or lend to",
-                                 "set teams[].cohort or remove the field", key=True)
+                        self.add(
+                            ("teams", i, field),
+                            f"{field} needs a cohort to borrow from or lend to",
+                            "set teams[].cohort or remove the field",
+                            key=True,
+                        )
             for pool, share in team["shares"].items():
                 if pool not in pools:
                     self.unknown_share(i, pool, pools)
                 if isinstance(share, float):  # JSON Schema's integer admits 1.0
-                    self.add(("teams", i, "shares", pool), f"share {share} is not a whole percent",
-                             f"shares are percents of the pool: write {int(share)}"
-                             + (" (or 100 for the whole pool: 1.0 is not 100%)" if share == 1.0 else ""))
+                    self.add(
+                        ("teams", i, "shares", pool),
+                        f"share {share} is not a whole percent",
+                        f"shares are percents of the pool: write {int(share)}"
+                        + (" (or 100 for the whole pool: 1.0 is not 100%)" if share == 1.0 else ""),
+                    )
                 totals[pool] += int(share)
             self.usage_cap(i, team)
             self.borrow_from(i, team, pools)
             self.one_architecture_or_selectable(i, team, pools)
             for j, ns in enumerate(team["namespaces"]):
                 if ns in namespaces:
-                    self.add(("teams", i, "namespaces", j), f"namespace {ns!r} already belongs to team "
-                             f"{namespaces[ns]!r}", "a namespace feeds exactly one ClusterQueue")
+                    self.add(
+                        ("teams", i, "namespaces", j),
+                        f"namespace {ns!r} already belongs to team {namespaces[ns]!r}",
+                        "a namespace feeds exactly one ClusterQueue",
+                    )
                 namespaces.setdefault(ns, team["name"])
         for i, pool in enumerate(self.v["pools"]):
             total = totals.get(pool["name"], 0)
             if total != 100:
-                owners = ", ".join(f"{t['name']}={t['shares'][pool['name']]}" for t in self.v["teams"]
-                                   if pool["name"] in t["shares"]) or "no team"
+                owners = (
+                    ", ".join(
+                        f"{t['name']}={t['shares'][pool['name']]}"
+                        for t in self.v["teams"]
+                        if pool["name"] in t["shares"]
+                    )
+                    or "no team"
+                )
                 verdict = "over" if total > 100 else "under"
-                self.add(("pools", i, "name"), f"team shares of pool {pool['name']!r} sum to {total}%, "
-                         f"{verdict} 100%", f"shares: {owners}; they must add up to exactly 100 so quota "
-                         "equals capacity")
+                self.add(
+                    ("pools", i, "name"),
+                    f"team shares of pool {pool['name']!r} sum to {total}%, {verdict} 100%",
+                    f"shares: {owners}; they must add up to exactly 100 so quota equals capacity",
+                )
 
-    def one_architecture_or_selectable(self, i: int, team: dict[str, Any],
-                                       pools: dict[str, dict[str, Any]]) -> None:
+    def one_architecture_or_selectable(
+        self, i: int, team: dict[str, Any], pools: dict[str, dict[str, Any]]
+    ) -> None:
         """Two GPU generations in one ClusterQueue must each pin their CPU architecture.
 
         Kueue tries a queue's flavors in order and gives a job the first that fits, unless
@@ -226,14 +284,18 @@ class _Checker:
         "Two GPU generations")."""
         # Training generations: an inference pool borrowed into a queue is the same kind of
         # host as the serving fleet, and shipped clusters mix those without trouble.
-        names = [p for p in (*team["shares"], *team["borrowFrom"])
-                 if p in pools and pools[p]["role"] in TRAINING_ROLES]
+        names = [
+            p
+            for p in (*team["shares"], *team["borrowFrom"])
+            if p in pools and pools[p]["role"] in TRAINING_ROLES
+        ]
         for topology in (True, False):  # the team's two queues (generators/teams.py)
             group = [pools[p] for p in names if bool(pools[p].get("topology", {}).get("levels")) == topology]
             # The risk is a Grace host (GB200, GB300, GH200: arm64) beside an x86 one; two x86
             # generations (A100 beside H100) run the same images.
-            arm = [p for p in group
-                   if _grace(p["gpu"]["model"]) or p["nodeLabels"].get(ARCH_LABEL) == "arm64"]
+            arm = [
+                p for p in group if _grace(p["gpu"]["model"]) or p["nodeLabels"].get(ARCH_LABEL) == "arm64"
+            ]
             if len({p["gpu"]["model"] for p in group}) < 2 or not arm or len(arm) == len(group):
                 continue
             for pool in group:
@@ -241,11 +303,14 @@ class _Checker:
                     self.arch_reported.add(pool["name"])  # once per pool, not once per team
                     others = ", ".join(f"{p['name']} ({p['gpu']['model']})" for p in group if p is not pool)
                     index = next(k for k, p in enumerate(self.v["pools"]) if p["name"] == pool["name"])
-                    self.add(("pools", index, "nodeLabels"), f"pool {pool['name']!r} "
-                             f"({pool['gpu']['model']}) shares team {team['name']!r}'s queue with "
-                             f"{others} but its nodeLabels lack {ARCH_LABEL}",
-                             f"Kueue gives a job the first flavor that fits; add {ARCH_LABEL}: "
-                             "<amd64|arm64> to each pool so a job picks its generation by nodeSelector")
+                    self.add(
+                        ("pools", index, "nodeLabels"),
+                        f"pool {pool['name']!r} "
+                        f"({pool['gpu']['model']}) shares team {team['name']!r}'s queue with "
+                        f"{others} but its nodeLabels lack {ARCH_LABEL}",
+                        f"Kueue gives a job the first flavor that fits; add {ARCH_LABEL}: "
+                        "<amd64|arm64> to each pool so a job picks its generation by nodeSelector",
+                    )
 
     def usage_cap(self, i: int, team: dict[str, Any]) -> None:
         """maxUsagePercent caps own + borrowed capacity: below the team's own share it cannot
@@ -253,17 +318,23 @@ class _Checker:
         cap = team.get("maxUsagePercent")
         for field in ("maxUsagePercent", "lendablePercent"):
             if isinstance(team.get(field), float):
-                self.add(("teams", i, field), f"{field} {team[field]} is not a whole percent",
-                         f"write {int(team[field])}")
+                self.add(
+                    ("teams", i, field),
+                    f"{field} {team[field]} is not a whole percent",
+                    f"write {int(team[field])}",
+                )
         # A pool the team owns whole has nothing to borrow: the cap is moot there.
         partial = {p: share for p, share in team["shares"].items() if share < 100}
         if cap is None or not partial:
             return
         pool, share = max(partial.items(), key=lambda item: (item[1], item[0]))
         if cap < share:
-            self.add(("teams", i, "maxUsagePercent"), f"maxUsagePercent {cap} is below the team's own "
-                     f"share of pool {pool!r} ({share}%)", "it caps own plus borrowed capacity; set it to "
-                     f"at least {share} (borrowing then starts above the share) or remove it")
+            self.add(
+                ("teams", i, "maxUsagePercent"),
+                f"maxUsagePercent {cap} is below the team's own share of pool {pool!r} ({share}%)",
+                "it caps own plus borrowed capacity; set it to "
+                f"at least {share} (borrowing then starts above the share) or remove it",
+            )
 
     def borrow_from(self, i: int, team: dict[str, Any], pools: dict[str, dict[str, Any]]) -> None:
         """A borrowed pool exists, is not also a share, and some team in the same cohort tree
@@ -274,16 +345,28 @@ class _Checker:
             if pool not in pools:
                 self.unknown(path, "pool", pool, pools)
             elif pool in team["shares"]:
-                self.add(path, f"team {team['name']!r} already holds a share of pool {pool!r}",
-                         "a share already lets the team use and borrow the pool; remove it here")
+                self.add(
+                    path,
+                    f"team {team['name']!r} already holds a share of pool {pool!r}",
+                    "a share already lets the team use and borrow the pool; remove it here",
+                )
             elif root is None:
-                self.add(path, f"borrowing pool {pool!r} needs a cohort", "set teams[].cohort: Kueue lends "
-                         "only between ClusterQueues of one cohort tree")
-            elif not any(other["shares"].get(pool, 0) > 0 and self.cohort_root(other.get("cohort")) == root
-                         for other in self.v["teams"] if other is not team):
-                self.add(path, f"no team in cohort tree {root!r} holds a share of pool {pool!r}, so there "
-                         "is nothing to borrow", "give a team of the same cohort tree a share of it, or "
-                         "join the cohorts under one parent")
+                self.add(
+                    path,
+                    f"borrowing pool {pool!r} needs a cohort",
+                    "set teams[].cohort: Kueue lends only between ClusterQueues of one cohort tree",
+                )
+            elif not any(
+                other["shares"].get(pool, 0) > 0 and self.cohort_root(other.get("cohort")) == root
+                for other in self.v["teams"]
+                if other is not team
+            ):
+                self.add(
+                    path,
+                    f"no team in cohort tree {root!r} holds a share of pool {pool!r}, so there "
+                    "is nothing to borrow",
+                    "give a team of the same cohort tree a share of it, or join the cohorts under one parent",
+                )
 
     def cohort_root(self, cohort: str | None) -> str | None:
         parents = {c["name"]: c.get("parent") for c in self.v["cohorts"]}
@@ -303,11 +386,18 @@ class _Checker:
                 continue  # one queue, named after the team
             flex = flex_queue(team["name"])
             if flex in names:
-                self.add(("teams", i, "name"), f"team {team['name']!r} would render ClusterQueue {flex!r}, "
-                         "the name of another team", "rename one of the two teams")
+                self.add(
+                    ("teams", i, "name"),
+                    f"team {team['name']!r} would render ClusterQueue {flex!r}, the name of another team",
+                    "rename one of the two teams",
+                )
             elif len(flex) > 63:
-                self.add(("teams", i, "name"), f"ClusterQueue name {flex!r} is longer than 63 characters "
-                         "(it is a label value: kueue.x-k8s.io/queue-name)", "shorten the team name")
+                self.add(
+                    ("teams", i, "name"),
+                    f"ClusterQueue name {flex!r} is longer than 63 characters "
+                    "(it is a label value: kueue.x-k8s.io/queue-name)",
+                    "shorten the team name",
+                )
 
     def priorities(self) -> None:
         tiers = self.v["priorities"]["tiers"]
@@ -316,21 +406,29 @@ class _Checker:
             by_role[tier["role"]].append((i, tier))
         for role in ("training", "inference"):
             if not by_role[role]:
-                self.add(("priorities", "tiers"), f"no {role} tier", "the talk's scheme needs at least one "
-                         "training and one inference tier")
+                self.add(
+                    ("priorities", "tiers"),
+                    f"no {role} tier",
+                    "the talk's scheme needs at least one training and one inference tier",
+                )
         if by_role["training"] and by_role["inference"]:
             low_i, low = min(by_role["training"], key=lambda t: t[1]["value"])
             _, high = max(by_role["inference"], key=lambda t: t[1]["value"])
             if low["value"] <= high["value"]:
-                self.add(("priorities", "tiers", low_i, "value"),
-                         f"training tier {low['name']!r} ({low['value']}) is not above "
-                         f"inference tier {high['name']!r} ({high['value']})",
-                         "every training tier must outrank every inference tier so training preempts serving")
+                self.add(
+                    ("priorities", "tiers", low_i, "value"),
+                    f"training tier {low['name']!r} ({low['value']}) is not above "
+                    f"inference tier {high['name']!r} ({high['value']})",
+                    "every training tier must outrank every inference tier so training preempts serving",
+                )
         values = Counter(t["value"] for t in tiers)
         for i, tier in enumerate(tiers):
             if values[tier["value"]] > 1:
-                self.add(("priorities", "tiers", i, "value"), f"value {tier['value']} is used by more "
-                         "than one tier", "values must be unique so the order is unambiguous")
+                self.add(
+                    ("priorities", "tiers", i, "value"),
+                    f"value {tier['value']} is used by more than one tier",
+                    "values must be unique so the order is unambiguous",
+                )
 
 
 def check(doc: Document, value: dict[str, Any], env_name: str) -> list[Problem]:

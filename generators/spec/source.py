@@ -56,7 +56,9 @@ def _loc(display: str, mark: yaml.Mark) -> Location:
 
 _SCALARS = yaml.constructor.SafeConstructor()
 _PLAIN_TAGS = {
-    "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool",
     "tag:yaml.org,2002:null",
 }
 
@@ -72,8 +74,12 @@ class _Builder:
     def build(self, node: yaml.Node, path: tuple[str | int, ...]) -> tuple[Value, Pos]:
         self.count += 1
         if self.count > MAX_NODES:
-            raise self.fail(node.start_mark, f"document expands to more than {MAX_NODES} nodes",
-                            path, "aliases that multiply (an alias bomb) are refused")
+            raise self.fail(
+                node.start_mark,
+                f"document expands to more than {MAX_NODES} nodes",
+                path,
+                "aliases that multiply (an alias bomb) are refused",
+            )
         if len(path) > MAX_DEPTH:
             raise self.fail(node.start_mark, f"nesting deeper than {MAX_DEPTH} levels", path)
         pos = Pos(_loc(self.display, node.start_mark))
@@ -81,13 +87,21 @@ class _Builder:
             mapping: dict[str, Value] = {}
             for key_node, value_node in node.value:
                 if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
-                    raise self.fail(key_node.start_mark, "keys must be plain strings", path,
-                                    "merge keys (<<) and complex keys are not supported; use extends:")
+                    raise self.fail(
+                        key_node.start_mark,
+                        "keys must be plain strings",
+                        path,
+                        "merge keys (<<) and complex keys are not supported; use extends:",
+                    )
                 key = str(key_node.value)
                 if key in mapping:
                     first = pos.children[key].key_at
-                    raise self.fail(key_node.start_mark, f"duplicate key {key!r}", (*path, key),
-                                    f"first defined at line {first.line if first else '?'}")
+                    raise self.fail(
+                        key_node.start_mark,
+                        f"duplicate key {key!r}",
+                        (*path, key),
+                        f"first defined at line {first.line if first else '?'}",
+                    )
                 value, child = self.build(value_node, (*path, key))
                 child.key_at = _loc(self.display, key_node.start_mark)
                 mapping[key] = value
@@ -114,8 +128,14 @@ def load_file(path: Path, display: str) -> Document:
     except OSError as exc:
         raise SpecError([Problem(Location(display), f"cannot read file: {exc.strerror}")]) from None
     if len(raw) > MAX_FILE_BYTES:
-        raise SpecError([Problem(Location(display), f"file is {len(raw)} bytes, over the "
-                                 f"{MAX_FILE_BYTES}-byte limit for an environment file")])
+        raise SpecError(
+            [
+                Problem(
+                    Location(display),
+                    f"file is {len(raw)} bytes, over the {MAX_FILE_BYTES}-byte limit for an environment file",
+                )
+            ]
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -126,17 +146,31 @@ def load_file(path: Path, display: str) -> Document:
         mark = exc.problem_mark or exc.context_mark
         where = _loc(display, mark) if mark else Location(display)
         what = (exc.problem or exc.context or "invalid YAML").strip()
-        at = text[mark.index:mark.index + 1] if mark else ""
+        at = text[mark.index : mark.index + 1] if mark else ""
         raise SpecError([Problem(where, f"YAML syntax: {what}", hint=_syntax_hint(what, at))]) from None
     except yaml.YAMLError as exc:
         raise SpecError([Problem(Location(display), f"YAML error: {exc}")]) from None
     if not nodes:
-        raise SpecError([Problem(Location(display), "the file is empty (nothing but comments or blank "
-                                 "lines)", hint="an environment needs at least name, cluster, pools, "
-                                 "teams and priorities; environments/dev.yaml is a small example")])
+        raise SpecError(
+            [
+                Problem(
+                    Location(display),
+                    "the file is empty (nothing but comments or blank lines)",
+                    hint="an environment needs at least name, cluster, pools, "
+                    "teams and priorities; environments/dev.yaml is a small example",
+                )
+            ]
+        )
     if len(nodes) != 1:
-        raise SpecError([Problem(_loc(display, nodes[1].start_mark), f"expected one YAML document, "
-                                 f"found {len(nodes)}", hint="remove the extra '---' separators")])
+        raise SpecError(
+            [
+                Problem(
+                    _loc(display, nodes[1].start_mark),
+                    f"expected one YAML document, found {len(nodes)}",
+                    hint="remove the extra '---' separators",
+                )
+            ]
+        )
     value, pos = _Builder(display).build(nodes[0], ())
     if not isinstance(value, dict):
         raise SpecError([Problem(pos.at, "the environment file must be a mapping at the top level")])
@@ -144,18 +178,25 @@ def load_file(path: Path, display: str) -> Document:
 
 
 # libyaml's words for a line indented wrongly; they name a token, not the cause.
-_INDENTATION = ("did not find expected '-' indicator", "did not find expected key",
-                "mapping values are not allowed", "block sequence entries are not allowed",
-                "could not find expected ':'", "did not find expected <document start>")
+_INDENTATION = (
+    "did not find expected '-' indicator",
+    "did not find expected key",
+    "mapping values are not allowed",
+    "block sequence entries are not allowed",
+    "could not find expected ':'",
+    "did not find expected <document start>",
+)
 
 
 def _syntax_hint(problem: str, at: str) -> str:
     if at == "\t" or "\\t" in problem:
         return "a tab here: YAML does not allow tabs for indentation; use spaces"
     if problem.startswith(_INDENTATION):
-        return ("probably indentation: this line or the one above is indented differently from its "
-                "siblings (list items start with '- ' at one column, keys of a mapping line up "
-                "under each other; spaces only)")
+        return (
+            "probably indentation: this line or the one above is indented differently from its "
+            "siblings (list items start with '- ' at one column, keys of a mapping line up "
+            "under each other; spaces only)"
+        )
     if "expected ',' or '}'" in problem or "expected ',' or ']'" in problem:
         return "a {...} or [...] on this line or above is not closed, or lacks a ',' between items"
     return ""
@@ -165,9 +206,12 @@ def _not_utf8(display: str, raw: bytes, exc: UnicodeDecodeError) -> Problem:
     """The line and column of the first byte that is not UTF-8 (editors show those)."""
     line_start = raw.rfind(b"\n", 0, exc.start) + 1
     line = raw.count(b"\n", 0, exc.start) + 1
-    col = len(raw[line_start:exc.start].decode("utf-8", "replace")) + 1
-    return Problem(Location(display, line, col), f"not UTF-8: byte 0x{raw[exc.start]:02x} here is not "
-                   "valid UTF-8", hint="save the file as UTF-8 (it looks like Latin-1 or Windows-1252)")
+    col = len(raw[line_start : exc.start].decode("utf-8", "replace")) + 1
+    return Problem(
+        Location(display, line, col),
+        f"not UTF-8: byte 0x{raw[exc.start]:02x} here is not valid UTF-8",
+        hint="save the file as UTF-8 (it looks like Latin-1 or Windows-1252)",
+    )
 
 
 def merge(base: Document, overlay: Document) -> Document:

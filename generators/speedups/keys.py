@@ -31,9 +31,17 @@ def digest(files: Iterable[tuple[str, bytes]]) -> str:
 @cache
 def code_fingerprint() -> str:
     """What renders, apart from the environment files: computed once per process."""
-    files = [(p.relative_to(CODE).as_posix(), p.read_bytes())
-             for folder in FOLDERS for p in (CODE / folder).rglob("*")
-             if p.is_file() and "__pycache__" not in p.parts]
-    installed = sorted(name for entry in sys.path if os.path.isdir(entry)
-                       for name in os.listdir(entry) if name.endswith(_DISTRIBUTION_SUFFIXES))
+    files = [
+        (p.relative_to(CODE).as_posix(), p.read_bytes())
+        for folder in FOLDERS
+        for p in (CODE / folder).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    ]
+    installed = sorted(
+        name
+        for entry in sys.path
+        if os.path.isdir(entry)
+        for name in os.listdir(entry)
+        if name.endswith(_DISTRIBUTION_SUFFIXES)
+    )
     return digest([*files, ("python", sys.version.encode()), ("installed", "\n".join(installed).encode())])

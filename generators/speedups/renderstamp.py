@@ -33,8 +33,9 @@ def tree_digest(folder: Path) -> str | None:
     """digest() of every file under `folder` as on disk; None if it is not a directory."""
     if not folder.is_dir():
         return None
-    return digest((p.relative_to(folder).as_posix(), p.read_bytes())
-                  for p in folder.rglob("*") if p.is_file())
+    return digest(
+        (p.relative_to(folder).as_posix(), p.read_bytes()) for p in folder.rglob("*") if p.is_file()
+    )
 
 
 def inputs_key(root: Path) -> str | None:

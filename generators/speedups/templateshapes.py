@@ -166,7 +166,7 @@ def _fill(node: Any, values: list[Any]) -> Any:
     if kind is list:
         return [_fill(v, values) for v in node]
     if kind is str and node.startswith(OPEN):
-        return values[int(node[len(OPEN):-len(CLOSE)])]  # each used once: no copy needed
+        return values[int(node[len(OPEN) : -len(CLOSE)])]  # each used once: no copy needed
     if isinstance(node, _IMMUTABLE):
         return node
     raise NoShape(f"{kind.__name__} in a template's YAML")  # e.g. a !!set: would be shared

@@ -135,8 +135,10 @@ def validate(root: Path, names: list[str]) -> list[EnvironmentReport]:
             if isinstance(item, _Checked) and item.expected:
                 batches.add(item)
         batches.flush()
-        return [item if isinstance(item, EnvironmentReport)
-                else _finish(root, item, batches.runs.get(item.base)) for item in checked]
+        return [
+            item if isinstance(item, EnvironmentReport) else _finish(root, item, batches.runs.get(item.base))
+            for item in checked
+        ]
 
 
 def check_environment(root: Path, name: str) -> _Checked | EnvironmentReport:
@@ -146,8 +148,7 @@ def check_environment(root: Path, name: str) -> _Checked | EnvironmentReport:
         env = model.load(root, name)
     except SpecError as error:
         problems = tuple(_spec_finding(p.format()) for p in error.problems)
-        return EnvironmentReport(name, 0, problems, KubeconformCounts(), 0, 0, 0,
-                                 time.perf_counter() - began)
+        return EnvironmentReport(name, 0, problems, KubeconformCounts(), 0, 0, 0, time.perf_counter() - began)
     rendered = render.render_tree(env)  # installer inputs too: staleness covers them
     base = root / RENDERED / name
     files = kc.manifest_files([base]) if base.is_dir() else []
@@ -159,28 +160,52 @@ def check_environment(root: Path, name: str) -> _Checked | EnvironmentReport:
     findings += run_all(Context(env, tuple(tree.objects)))
     rules = promtool.check_rules(promtool.rule_sources(tree.objects))
     findings += rules.findings
-    return _Checked(name, base, env.kubernetes_version, len(tree.objects), tuple(findings), expected,
-                    rules.sources, rules.rules, time.perf_counter() - began)
+    return _Checked(
+        name,
+        base,
+        env.kubernetes_version,
+        len(tree.objects),
+        tuple(findings),
+        expected,
+        rules.sources,
+        rules.rules,
+        time.perf_counter() - began,
+    )
 
 
-def _finish(root: Path, checked: _Checked,
-            kubeconform: Future[kc.KubeconformResult] | None) -> EnvironmentReport:
+def _finish(
+    root: Path, checked: _Checked, kubeconform: Future[kc.KubeconformResult] | None
+) -> EnvironmentReport:
     findings = list(checked.findings)
     counts, kubeconform_findings, kubeconform_seconds = KubeconformCounts(), list[Finding](), 0.0
     if kubeconform is not None:
         counts, kubeconform_findings, kubeconform_seconds = _collect(kubeconform, root, checked.base)
     findings += kubeconform_findings
-    return EnvironmentReport(checked.name, checked.objects, tuple(sorted(set(findings))), counts,
-                             len(registry()), checked.rule_files, checked.rules,
-                             checked.seconds + kubeconform_seconds)
+    return EnvironmentReport(
+        checked.name,
+        checked.objects,
+        tuple(sorted(set(findings))),
+        counts,
+        len(registry()),
+        checked.rule_files,
+        checked.rules,
+        checked.seconds + kubeconform_seconds,
+    )
 
 
 def orphan_dirs(root: Path, names: list[str]) -> list[Finding]:
     """rendered/<dir>/ without an environment file: Argo CD's directory generator would still
     deploy it. Only meaningful when every environment is validated."""
-    return [Finding(line.rpartition(": ")[0], "", "", STALE,
-                    "no environments/*.yaml renders this directory; run: python generate.py render")
-            for line in unknown_dirs(root, set(names))]
+    return [
+        Finding(
+            line.rpartition(": ")[0],
+            "",
+            "",
+            STALE,
+            "no environments/*.yaml renders this directory; run: python generate.py render",
+        )
+        for line in unknown_dirs(root, set(names))
+    ]
 
 
 def _spec_finding(line: str) -> Finding:
@@ -189,8 +214,13 @@ def _spec_finding(line: str) -> Finding:
     return Finding(where, "", "", SPEC, rest)
 
 
-def _stale(root: Path, name: str, env: model.Environment, files: list[render.RenderedFile],
-           objects: list[RenderedObject]) -> list[Finding]:
+def _stale(
+    root: Path,
+    name: str,
+    env: model.Environment,
+    files: list[render.RenderedFile],
+    objects: list[RenderedObject],
+) -> list[Finding]:
     """A finding per rendered file that differs from what the environment renders now."""
     wanted = {f"{RENDERED}/{name}/{f.path}": f.obj for f in files}
     on_disk = {o.path: o for o in objects}
@@ -199,11 +229,20 @@ def _stale(root: Path, name: str, env: model.Environment, files: list[render.Ren
         path, _, state = line.rpartition(": ")
         obj = wanted.get(path) or (on_disk[path].obj if path in on_disk else {})
         meta = obj.get("metadata") or {}
-        message = {"stale": f"differs from what {env.source_file} renders",
-                   "missing": f"{env.source_file} renders it but it is not committed",
-                   "extra": f"{env.source_file} does not render it"}.get(state, state)
-        findings.append(Finding(path, str(obj.get("kind", "")), str(meta.get("name", "")), STALE,
-                                f"{message}; run: python generate.py render {name}"))
+        message = {
+            "stale": f"differs from what {env.source_file} renders",
+            "missing": f"{env.source_file} renders it but it is not committed",
+            "extra": f"{env.source_file} does not render it",
+        }.get(state, state)
+        findings.append(
+            Finding(
+                path,
+                str(obj.get("kind", "")),
+                str(meta.get("name", "")),
+                STALE,
+                f"{message}; run: python generate.py render {name}",
+            )
+        )
     return findings
 
 
@@ -211,8 +250,9 @@ def _kubeconform(bases: list[Path], version: str, expected: dict[str, int]) -> k
     return kc.run_kubeconform(bases, version, schema_dir(version), expected=expected)
 
 
-def _collect(run: Future[kc.KubeconformResult], root: Path,
-             base: Path) -> tuple[KubeconformCounts, list[Finding], float]:
+def _collect(
+    run: Future[kc.KubeconformResult], root: Path, base: Path
+) -> tuple[KubeconformCounts, list[Finding], float]:
     shown = base.relative_to(root).as_posix()
     try:
         result = kc.part(run.result(), base)
@@ -220,10 +260,10 @@ def _collect(run: Future[kc.KubeconformResult], root: Path,
         return KubeconformCounts(), [Finding(shown, "", "", KUBECONFORM, f"did not run: {error}")], 0.0
     findings = [_kubeconform_finding(f, root) for f in result.findings]
     if result.counted != result.expected and not any(f.status == "uncounted" for f in result.findings):
-        findings.append(Finding(shown, "", "", KUBECONFORM,
-                                f"validated {result.counted} objects of {result.expected}"))
-    counts = KubeconformCounts(result.valid, result.invalid, result.errors, result.skipped,
-                               result.expected)
+        findings.append(
+            Finding(shown, "", "", KUBECONFORM, f"validated {result.counted} objects of {result.expected}")
+        )
+    counts = KubeconformCounts(result.valid, result.invalid, result.errors, result.skipped, result.expected)
     return counts, findings, result.seconds
 
 

@@ -91,8 +91,12 @@ def manifest_files(paths: Iterable[Path]) -> list[Path]:
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found = (p for p in path.rglob("*") if p.suffix.lower() in MANIFEST_SUFFIXES
-                     and not is_installer_input(p.relative_to(path).as_posix()))
+            found = (
+                p
+                for p in path.rglob("*")
+                if p.suffix.lower() in MANIFEST_SUFFIXES
+                and not is_installer_input(p.relative_to(path).as_posix())
+            )
             files.extend(sorted(p for p in found if p.is_file()))
         else:
             files.append(path)
@@ -215,10 +219,15 @@ def _findings(resource: Mapping[str, Any]) -> list[Finding]:
     if status == "invalid":
         errors = resource.get("validationErrors") or [{"path": "", "msg": message}]
         return [
-            Finding(**base, check="kubeconform/invalid", status="invalid",
-                    message=str(e.get("msg", "")), field=str(e.get("path", "")))
+            Finding(
+                **base,
+                check="kubeconform/invalid",
+                status="invalid",
+                message=str(e.get("msg", "")),
+                field=str(e.get("path", "")),
+            )
             for e in errors
-        ]  # fmt: skip
+        ]
     if status == "error" and message.startswith("could not find schema for"):
         message = f"no schema for {base['api_version']} {base['kind']} (is its CRD pinned?)"
         return [Finding(**base, check="kubeconform/no-schema", status="error", message=message)]

@@ -144,8 +144,9 @@ def resolve_crd_dir(lock: Path = LOCK_FILE, shared: Path = SHARED_CRD_DIR) -> Pa
         if not chosen.is_dir():
             raise CrdsNotFound(f"${CRDS_ENV}={override} is not a directory")
         if (chosen / SOURCES_FILE).is_file() and (problems := verify_crds(chosen)):
-            raise CrdVerificationError(f"${CRDS_ENV}={override} does not match its {SOURCES_FILE}: "
-                                       f"{describe(problems)}")
+            raise CrdVerificationError(
+                f"${CRDS_ENV}={override} does not match its {SOURCES_FILE}: {describe(problems)}"
+            )
         return chosen
     pins = read_sources(lock)
     seen = []
@@ -156,8 +157,9 @@ def resolve_crd_dir(lock: Path = LOCK_FILE, shared: Path = SHARED_CRD_DIR) -> Pa
             seen.append(f"{_shown(candidate)}: {describe(problems, limit=1)}")
         else:
             return candidate
-    raise CrdsNotFound(f"no verified copy of the CRDs pinned in {_shown(lock)} ({'; '.join(seen)}); "
-                       f"run: {FETCH_COMMAND}")
+    raise CrdsNotFound(
+        f"no verified copy of the CRDs pinned in {_shown(lock)} ({'; '.join(seen)}); run: {FETCH_COMMAND}"
+    )
 
 
 def _shown(path: Path) -> str:
@@ -177,8 +179,9 @@ def download_url(pin: CrdSource, mirror: str | None = None) -> str:
     return base.rstrip("/") + pin.url.removeprefix(GITHUB_RAW) if base else pin.url
 
 
-def fetch_crds(dest: Path, sources: Path | None = None, timeout: float = 60.0,
-               mirror: str | None = None) -> list[Path]:
+def fetch_crds(
+    dest: Path, sources: Path | None = None, timeout: float = 60.0, mirror: str | None = None
+) -> list[Path]:
     """Download every pinned CRD not already verified in dest; return the downloaded files.
 
     Each file is written (atomically, by rename) only after its sha256 matched its pin, so a

@@ -64,8 +64,11 @@ def check_rules(sources: list[RuleSource], timeout: float = 120.0) -> RulesResul
         promtool = tool_path("promtool")
     except ToolNotInstalled as error:
         first = sources[0].item
-        return RulesResult(0, len(sources), (Finding(first.path, first.kind, first.name, POLICY,
-                                                     f"cannot check rules: {error}"),))
+        return RulesResult(
+            0,
+            len(sources),
+            (Finding(first.path, first.kind, first.name, POLICY, f"cannot check rules: {error}"),),
+        )
     with tempfile.TemporaryDirectory(prefix="trainyard-rules-") as tmp:
         files = {}
         for index, source in enumerate(sources):
@@ -73,16 +76,32 @@ def check_rules(sources: list[RuleSource], timeout: float = 120.0) -> RulesResul
             path.write_text(yamlemit.dump(dict(source.groups)), encoding="utf-8")
             files[str(path)] = source
         # One stream, in order: promtool prints `Checking F` to stdout and F's errors to stderr.
-        done = subprocess.run([str(promtool), "check", "rules", *files], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=timeout, check=False)
+        done = subprocess.run(
+            [str(promtool), "check", "rules", *files],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
         rules, errors = _parse(done.stdout, files)
-    findings = [Finding(s.item.path, s.item.kind, s.item.name, POLICY,
-                        f"{s.where + ': ' if s.where else ''}{message}")
-                for s, message in errors]
+    findings = [
+        Finding(
+            s.item.path, s.item.kind, s.item.name, POLICY, f"{s.where + ': ' if s.where else ''}{message}"
+        )
+        for s, message in errors
+    ]
     if done.returncode != 0 and not findings:
         first = sources[0].item
-        findings.append(Finding(first.path, first.kind, first.name, POLICY,
-                                f"promtool exited {done.returncode}: {done.stdout.strip()[:500]}"))
+        findings.append(
+            Finding(
+                first.path,
+                first.kind,
+                first.name,
+                POLICY,
+                f"promtool exited {done.returncode}: {done.stdout.strip()[:500]}",
+            )
+        )
     return RulesResult(rules, len(sources), tuple(sorted(findings)))
 
 
@@ -93,8 +112,8 @@ def _parse(output: str, files: Mapping[str, RuleSource]) -> tuple[int, list[tupl
     failed = False
     for line in output.splitlines():
         text = line.strip()
-        if text.startswith("Checking ") and text[len("Checking "):] in files:
-            current, failed = files[text[len("Checking "):]], False
+        if text.startswith("Checking ") and text[len("Checking ") :] in files:
+            current, failed = files[text[len("Checking ") :]], False
         elif match := _RULES_FOUND.search(text):
             rules += int(match.group(1))
         elif text == "FAILED:":
@@ -108,4 +127,3 @@ def _strip_paths(text: str, files: Iterable[str]) -> str:
     for path in files:
         text = text.replace(f"{path}: ", "").replace(path, "<rules>")
     return text
-

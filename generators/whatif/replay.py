@@ -52,18 +52,32 @@ def job_object(job: Job, run: str, gpu_resource: str, speed: int) -> Obj:
     if job.topology is not None:
         annotations[f"kueue.x-k8s.io/podset-{job.topology[0]}-topology"] = job.topology[1]
     requests = {gpu_resource: str(job.gpus), "cpu": job.cpu, "memory": job.memory}
-    container = {"name": "main", "image": IMAGE,
-                 "resources": {"requests": requests, "limits": {gpu_resource: str(job.gpus)}}}  # fmt: skip
+    container = {
+        "name": "main",
+        "image": IMAGE,
+        "resources": {"requests": requests, "limits": {gpu_resource: str(job.gpus)}},
+    }
     return {
-        "apiVersion": "batch/v1", "kind": "Job",
+        "apiVersion": "batch/v1",
+        "kind": "Job",
         "metadata": {"name": f"{job.name}-{run}", "namespace": job.namespace, "labels": labels},
-        "spec": {"suspend": True, "parallelism": job.pods, "completions": job.pods,
-                 "completionMode": "Indexed", "backoffLimit": 6,
-                 "template": {"metadata": {"labels": {RUN_LABEL: run, JOB_LABEL: job.name},
-                                           "annotations": annotations},
-                              "spec": {"restartPolicy": "Never", "priorityClassName": job.tier,
-                                       "terminationGracePeriodSeconds": 0, "containers": [container]}}},
-    }  # fmt: skip
+        "spec": {
+            "suspend": True,
+            "parallelism": job.pods,
+            "completions": job.pods,
+            "completionMode": "Indexed",
+            "backoffLimit": 6,
+            "template": {
+                "metadata": {"labels": {RUN_LABEL: run, JOB_LABEL: job.name}, "annotations": annotations},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "priorityClassName": job.tier,
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [container],
+                },
+            },
+        },
+    }
 
 
 State = tuple[str, str, str, str, str]  # condition type, status, lastTransitionTime, reason, message
@@ -82,8 +96,13 @@ class History:
 
     def seen(self, workload: Obj, at: float) -> None:
         for c in (workload.get("status") or {}).get("conditions") or []:
-            state = (c.get("type", ""), c.get("status", ""), c.get("lastTransitionTime", ""),
-                     c.get("reason", ""), c.get("message", ""))  # fmt: skip
+            state = (
+                c.get("type", ""),
+                c.get("status", ""),
+                c.get("lastTransitionTime", ""),
+                c.get("reason", ""),
+                c.get("message", ""),
+            )
             self.states.setdefault(state, at)
 
     def times(self, kind: str, status: str) -> list[float]:
@@ -173,8 +192,9 @@ class Recorder:
 
     def snapshot(self) -> dict[str, History]:
         with self.lock:
-            return {uid: History(h.uid, h.job, h.created, dict(h.states))
-                    for uid, h in self.histories.items()}  # fmt: skip
+            return {
+                uid: History(h.uid, h.job, h.created, dict(h.states)) for uid, h in self.histories.items()
+            }
 
 
 def _decoded(response: Any) -> dict[str, Any]:
@@ -192,8 +212,14 @@ class Replayed:
     run: str  # the value of RUN_LABEL on this replay's Jobs and pods
 
 
-def replay(kube: Kube, make_client: Callable[[], Kube], trace: Trace, gpu_resource: str, speed: int,
-           say: Callable[[str], None]) -> Replayed:  # fmt: skip
+def replay(
+    kube: Kube,
+    make_client: Callable[[], Kube],
+    trace: Trace,
+    gpu_resource: str,
+    speed: int,
+    say: Callable[[str], None],
+) -> Replayed:
     """Submit every job at its time, wait until all finished (or the budget ran out), read back."""
     run = uuid.uuid4().hex[:6]
     recorder = Recorder(make_client, run)
@@ -221,12 +247,23 @@ def replay(kube: Kube, make_client: Callable[[], Kube], trace: Trace, gpu_resour
     finally:
         ended = time.time()
         recorder.stop()
-    return Replayed(_outcomes(kube, recorder.snapshot(), trace, run, began, ended, speed),
-                    round(ended - began, 1), complete, run)  # fmt: skip
+    return Replayed(
+        _outcomes(kube, recorder.snapshot(), trace, run, began, ended, speed),
+        round(ended - began, 1),
+        complete,
+        run,
+    )
 
 
-def _kill_due(kube: Kube, histories: dict[str, History], kills: dict[str, float], trace: Trace,
-              run: str, speed: int, now: float) -> None:  # fmt: skip
+def _kill_due(
+    kube: Kube,
+    histories: dict[str, History],
+    kills: dict[str, float],
+    trace: Trace,
+    run: str,
+    speed: int,
+    now: float,
+) -> None:
     """Delete one running pod of each job whose failure time (after its first admission) has come."""
     by_job = {h.job: h for h in histories.values()}
     for name, after in list(kills.items()):
@@ -242,11 +279,14 @@ def _kill_due(kube: Kube, histories: dict[str, History], kills: dict[str, float]
             del kills[name]
 
 
-def _outcomes(kube: Kube, histories: dict[str, History], trace: Trace, run: str, began: float, ended: float,
-              speed: int) -> tuple[Outcome, ...]:  # fmt: skip
+def _outcomes(
+    kube: Kube, histories: dict[str, History], trace: Trace, run: str, began: float, ended: float, speed: int
+) -> tuple[Outcome, ...]:
     """Trace-second outcomes per job, from the Workload histories and the pods' nodes."""
-    pools = {n["metadata"]["name"]: n["metadata"].get("labels", {}).get(POOL_LABEL, "?")
-             for n in kube.list("v1", "Node")}  # fmt: skip
+    pools = {
+        n["metadata"]["name"]: n["metadata"].get("labels", {}).get(POOL_LABEL, "?")
+        for n in kube.list("v1", "Node")
+    }
     placed: dict[str, set[str]] = {}
     for pod in kube.list("v1", "Pod", label_selector=f"{RUN_LABEL}={run}"):
         node = (pod.get("spec") or {}).get("nodeName")
@@ -262,14 +302,39 @@ def _outcomes(kube: Kube, histories: dict[str, History], trace: Trace, run: str,
     for job in trace.jobs:
         history = by_job.get(job.name)
         if history is None:  # no Workload: Kueue never saw the Job (counts as never admitted)
-            out.append(Outcome(job.name, job.team, job.tier, job.total_gpus, job.at, (), None,
-                               trace_time(ended), duration=job.duration))  # fmt: skip
+            out.append(
+                Outcome(
+                    job.name,
+                    job.team,
+                    job.tier,
+                    job.total_gpus,
+                    job.at,
+                    (),
+                    None,
+                    trace_time(ended),
+                    duration=job.duration,
+                )
+            )
             continue
         spans = tuple((trace_time(a), trace_time(b)) for a, b in history.admissions(ended))
         done = history.finished
-        preempted = tuple(Preemption(job.name, job_of_uid.get(uid, "?"), reason, trace_time(at))
-                          for at, reason, uid in history.preemptions())  # fmt: skip
-        out.append(Outcome(job.name, job.team, job.tier, job.total_gpus, trace_time(history.created), spans,
-                           None if done is None else trace_time(done), trace_time(ended),
-                           tuple(sorted(placed.get(job.name, ()))), preempted, job.duration))  # fmt: skip
+        preempted = tuple(
+            Preemption(job.name, job_of_uid.get(uid, "?"), reason, trace_time(at))
+            for at, reason, uid in history.preemptions()
+        )
+        out.append(
+            Outcome(
+                job.name,
+                job.team,
+                job.tier,
+                job.total_gpus,
+                trace_time(history.created),
+                spans,
+                None if done is None else trace_time(done),
+                trace_time(ended),
+                tuple(sorted(placed.get(job.name, ()))),
+                preempted,
+                job.duration,
+            )
+        )
     return tuple(out)

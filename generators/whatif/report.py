@@ -58,8 +58,11 @@ def hold_latency(outcomes: Iterable[Outcome]) -> tuple[float, int] | None:
     """(median of how much longer than its pods ran a job held its quota, jobs counted), over
     jobs admitted once and finished: the box's own start and finish latency, times the speed.
     Every wait behind such a job comes out that much late (docs/whatif.md, Fidelity)."""
-    extra = [o.admissions[0][1] - o.admissions[0][0] - o.duration for o in outcomes
-             if len(o.admissions) == 1 and o.finished is not None and o.duration > 0]  # fmt: skip
+    extra = [
+        o.admissions[0][1] - o.admissions[0][0] - o.duration
+        for o in outcomes
+        if len(o.admissions) == 1 and o.finished is not None and o.duration > 0
+    ]
     return (nearest_rank(extra, 50), len(extra)) if extra else None
 
 
@@ -67,8 +70,10 @@ def _latency_line(side: Side) -> str:
     found = hold_latency(side.outcomes)
     if found is None:
         return f"latency, {side.label}: no job was admitted once and finished"
-    return (f"latency, {side.label}: a job held its quota {duration(found[0])} longer than its pods ran "
-            f"(median of {found[1]}); waits behind it come out that much late")
+    return (
+        f"latency, {side.label}: a job held its quota {duration(found[0])} longer than its pods ran "
+        f"(median of {found[1]}); waits behind it come out that much late"
+    )
 
 
 def nearest_rank(values: Sequence[float], percent: float) -> float:
@@ -100,9 +105,19 @@ def summary(outcomes: Iterable[Outcome]) -> list[Row]:
     rows = []
     for (team, tier), group in sorted(groups.items()):
         waits = [o.wait for o in group]
-        rows.append(Row(team, tier, len(group), sum(1 for o in group if not o.admissions),
-                        nearest_rank(waits, 50), nearest_rank(waits, 95), max(waits),
-                        sum(o.gpu_hours for o in group), sum(len(o.preempted) for o in group)))  # fmt: skip
+        rows.append(
+            Row(
+                team,
+                tier,
+                len(group),
+                sum(1 for o in group if not o.admissions),
+                nearest_rank(waits, 50),
+                nearest_rank(waits, 95),
+                max(waits),
+                sum(o.gpu_hours for o in group),
+                sum(len(o.preempted) for o in group),
+            )
+        )
     return rows
 
 
@@ -136,13 +151,31 @@ def signed(seconds: float) -> str:
     return ("+" if seconds >= 0 else "-") + duration(abs(seconds))
 
 
-HEADER = ("team", "tier", "jobs", "never admitted", "wait p50", "wait p95", "wait max", "GPU-hours",
-          "preempted")  # fmt: skip
+HEADER = (
+    "team",
+    "tier",
+    "jobs",
+    "never admitted",
+    "wait p50",
+    "wait p95",
+    "wait max",
+    "GPU-hours",
+    "preempted",
+)
 
 
 def _cells(row: Row) -> list[str]:
-    return [row.team, row.tier, str(row.jobs), str(row.never), duration(row.wait_p50), duration(row.wait_p95),
-            duration(row.wait_max), f"{row.gpu_hours:.1f}", str(row.preempted)]  # fmt: skip
+    return [
+        row.team,
+        row.tier,
+        str(row.jobs),
+        str(row.never),
+        duration(row.wait_p50),
+        duration(row.wait_p95),
+        duration(row.wait_max),
+        f"{row.gpu_hours:.1f}",
+        str(row.preempted),
+    ]
 
 
 def _compared(base: Row | None, head: Row | None) -> list[str]:
@@ -209,7 +242,12 @@ def markdown(head: Side, base: Side | None, title: str) -> str:
 
 
 def as_json(head: Side, base: Side | None, title: str) -> str:
-    sides = {s.label: {"rows": [asdict(r) for r in summary(s.outcomes)],
-                       "jobs": [asdict(o) | {"wait": o.wait, "gpuHours": o.gpu_hours} for o in s.outcomes]}
-             for s in (base, head) if s is not None}  # fmt: skip
+    sides = {
+        s.label: {
+            "rows": [asdict(r) for r in summary(s.outcomes)],
+            "jobs": [asdict(o) | {"wait": o.wait, "gpuHours": o.gpu_hours} for o in s.outcomes],
+        }
+        for s in (base, head)
+        if s is not None
+    }
     return json.dumps({"title": title, "sides": sides}, indent=2, sort_keys=True) + "\n"

@@ -71,15 +71,26 @@ def _gpu_resource(env: Environment) -> str:
     return resources.pop()
 
 
-def side(root: Path, env_name: str, trace_path: Path, display: str, scale: int, speed: int, label: str,
-         say: Callable[[str], None]) -> tuple[Side, Replayed]:  # fmt: skip
+def side(
+    root: Path,
+    env_name: str,
+    trace_path: Path,
+    display: str,
+    scale: int,
+    speed: int,
+    label: str,
+    say: Callable[[str], None],
+) -> tuple[Side, Replayed]:
     """Up a box of `root`'s environment, replay the trace, down the box."""
     from generators.box.up import down, up
 
     env = load(root, env_name)
     trace = traces.load(trace_path, display, env)  # refused at the trace's line for this side's queues
-    say(f"{label}: bringing up a box of {env_name}" + (f" --scale {scale}" if scale > 1 else "")
-        + f" --speed {speed}")
+    say(
+        f"{label}: bringing up a box of {env_name}"
+        + (f" --scale {scale}" if scale > 1 else "")
+        + f" --speed {speed}"
+    )
     try:
         box = up(root, env_name, scale, speed, say)
         kube = box.client()
@@ -87,15 +98,25 @@ def side(root: Path, env_name: str, trace_path: Path, display: str, scale: int, 
             replayed = replay(kube, box.client, trace, _gpu_resource(env), speed, say)
         finally:
             kube.close()
-        say(f"{label}: box up {box.state.up_seconds:.0f} s, replay {replayed.wall_seconds:.0f} s wall for "
-            f"{trace.span:.0f} s of trace ({len(trace.jobs)} jobs)")
+        say(
+            f"{label}: box up {box.state.up_seconds:.0f} s, replay {replayed.wall_seconds:.0f} s wall for "
+            f"{trace.span:.0f} s of trace ({len(trace.jobs)} jobs)"
+        )
     finally:
         down(env_name, say=say)
     return Side(label, replayed.outcomes), replayed
 
 
-def simulate(root: Path, env_name: str, trace_path: Path, display: str, base_ref: str | None, scale: int,
-             speed: int, say: Callable[[str], None]) -> Result:  # fmt: skip
+def simulate(
+    root: Path,
+    env_name: str,
+    trace_path: Path,
+    display: str,
+    base_ref: str | None,
+    scale: int,
+    speed: int,
+    say: Callable[[str], None],
+) -> Result:
     """Head (and base, first) replayed on fresh boxes; see the module docstring."""
     # Both sides' trace checks before any box comes up: a bad trace costs no minute.
     traces.load(trace_path, display, load(root, env_name))

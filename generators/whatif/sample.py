@@ -98,18 +98,36 @@ def sample(env: Environment, seed: int = SEED) -> str:
         tier = critical if rng.random() < CRITICAL_SHARE else "training"
         pods, per_pod = (1, gpus) if gpus <= 8 else (gpus // 8, 8)
         asked += gpus * seconds / 3600
-        fields = [f"name: j{index + 1:04d}", f"at: {round(at)}", f"team: {team}", f"tier: {tier}",
-                  f"pods: {pods}", f"perPod: {{gpus: {per_pod}}}", f"duration: {seconds}"]  # fmt: skip
+        fields = [
+            f"name: j{index + 1:04d}",
+            f"at: {round(at)}",
+            f"team: {team}",
+            f"tier: {tier}",
+            f"pods: {pods}",
+            f"perPod: {{gpus: {per_pod}}}",
+            f"duration: {seconds}",
+        ]
         if rng.random() < FAILURES_PER_GPU_HOUR * gpus * seconds / 3600:
             failures += 1
             fields.append(f"failure: {{after: {round(rng.uniform(1, seconds))}}}")
         lines.append("  - {" + ", ".join(fields) + "}")
     ordered = sorted(sizes)
-    header = HEADER.format(env=env.name, seed=seed, largest=largest, pool=pool, pool_gpus=held_gpus,
-                           median=ordered[(count - 1) // 2], mean=sum(sizes) / count,
-                           median_minutes=sorted(durations)[(count - 1) // 2] / 60, load=TARGET_LOAD,
-                           jobs=count, asked=asked, held=held,
-                           shares=", ".join(f"{t} {s}%" for t, s in teams), failures=failures)  # fmt: skip
+    header = HEADER.format(
+        env=env.name,
+        seed=seed,
+        largest=largest,
+        pool=pool,
+        pool_gpus=held_gpus,
+        median=ordered[(count - 1) // 2],
+        mean=sum(sizes) / count,
+        median_minutes=sorted(durations)[(count - 1) // 2] / 60,
+        load=TARGET_LOAD,
+        jobs=count,
+        asked=asked,
+        held=held,
+        shares=", ".join(f"{t} {s}%" for t, s in teams),
+        failures=failures,
+    )
     return header + f"environment: {env.name}\njobs:\n" + "\n".join(lines) + "\n"
 
 

@@ -22,8 +22,19 @@ from generators.quantity import parse as parse_quantity
 from generators.spec.source import Document, load_file
 
 TOP_KEYS = ("environment", "jobs")
-JOB_KEYS = ("name", "at", "team", "namespace", "queue", "tier", "pods", "perPod", "duration", "topology",
-            "failure")  # fmt: skip
+JOB_KEYS = (
+    "name",
+    "at",
+    "team",
+    "namespace",
+    "queue",
+    "tier",
+    "pods",
+    "perPod",
+    "duration",
+    "topology",
+    "failure",
+)
 REQUIRED = ("name", "at", "team", "pods", "perPod", "duration")
 PER_POD_KEYS = ("gpus", "cpu", "memory")
 TOPOLOGY_KEYS = ("required", "preferred")
@@ -133,8 +144,11 @@ class _Reader:
                 self.fail(path, f"missing required key '{key}'", f"a job needs {', '.join(REQUIRED)}")
         name = value.get("name")
         if "name" in value and not (isinstance(name, str) and NAME.fullmatch(name)):
-            self.fail((*path, "name"), f"job name {name!r} is not a DNS label of at most 40 characters",
-                      "lower-case letters, digits and '-'")  # fmt: skip
+            self.fail(
+                (*path, "name"),
+                f"job name {name!r} is not a DNS label of at most 40 characters",
+                "lower-case letters, digits and '-'",
+            )
         strings = {k: value.get(k, "") for k in ("team", "namespace", "queue", "tier")}
         for key, text in strings.items():
             if key in value and not (isinstance(text, str) and text):
@@ -144,8 +158,9 @@ class _Reader:
         pods = self.integer(value.get("pods", 1), (*path, "pods"))
         per_pod = self.mapping(value.get("perPod", {}), (*path, "perPod"), PER_POD_KEYS)
         if "perPod" in value and "gpus" not in per_pod:
-            self.fail((*path, "perPod"), "missing required key 'gpus'",
-                      "GPUs per pod, e.g. perPod: {gpus: 8}")  # fmt: skip
+            self.fail(
+                (*path, "perPod"), "missing required key 'gpus'", "GPUs per pod, e.g. perPod: {gpus: 8}"
+            )
         gpus = self.integer(per_pod.get("gpus", 1), (*path, "perPod", "gpus"))
         cpu = self.quantity(per_pod.get("cpu", DEFAULT_CPU), (*path, "perPod", "cpu"))
         memory = self.quantity(per_pod.get("memory", DEFAULT_MEMORY), (*path, "perPod", "memory"))
@@ -157,9 +172,22 @@ class _Reader:
         if len(self.problems) > before or None in (at, duration, pods, gpus, cpu, memory):
             return None
         assert at is not None and duration is not None and pods is not None and gpus is not None
-        return Job(str(name), at, str(strings["team"]), str(strings["namespace"]), str(strings["queue"]),
-                   str(strings["tier"]), pods, gpus, str(cpu), str(memory), duration, topology, failure,
-                   self.document.locate(path))  # fmt: skip
+        return Job(
+            str(name),
+            at,
+            str(strings["team"]),
+            str(strings["namespace"]),
+            str(strings["queue"]),
+            str(strings["tier"]),
+            pods,
+            gpus,
+            str(cpu),
+            str(memory),
+            duration,
+            topology,
+            failure,
+            self.document.locate(path),
+        )
 
     def resolved(self, job: Job, index: int, env: Environment) -> Job:
         """`job` with its namespace (the team's first), queue (the team's queue named like the
@@ -170,36 +198,54 @@ class _Reader:
         team = teams.get(job.team)
         if team is None:
             close = difflib.get_close_matches(job.team, sorted(teams), n=1)
-            self.fail((*path, "team"), f"environment {env.name} has no team '{job.team}'",
-                      f"did you mean '{close[0]}'?" if close else f"teams: {', '.join(sorted(teams))}")
+            self.fail(
+                (*path, "team"),
+                f"environment {env.name} has no team '{job.team}'",
+                f"did you mean '{close[0]}'?" if close else f"teams: {', '.join(sorted(teams))}",
+            )
             return job
         namespace = job.namespace or team.namespaces[0]
         if namespace not in team.namespaces:
-            self.fail((*path, "namespace"), f"namespace '{namespace}' is not team {team.name}'s",
-                      f"its namespaces: {', '.join(team.namespaces)}")  # fmt: skip
+            self.fail(
+                (*path, "namespace"),
+                f"namespace '{namespace}' is not team {team.name}'s",
+                f"its namespaces: {', '.join(team.namespaces)}",
+            )
         queues = {q.name: q for q in env.cluster_queues if q.team == team.name}
         name = job.queue or (team.name if team.name in queues else next(iter(queues), ""))
         queue = queues.get(name)
         if queue is None:
-            self.fail((*path, "queue"), f"team {team.name} has no queue '{name}'",
-                      f"its queues: {', '.join(queues) or 'none (no share and nothing to borrow)'}")
+            self.fail(
+                (*path, "queue"),
+                f"team {team.name} has no queue '{name}'",
+                f"its queues: {', '.join(queues) or 'none (no share and nothing to borrow)'}",
+            )
             return job
         tiers = {t.name: t for t in env.training_tiers}
         tier = job.tier or env.default_training_tier.name
         if tier not in tiers:
-            self.fail((*path, "tier"), f"'{tier}' is not a training tier of {env.name}",
-                      f"training tiers: {', '.join(tiers)}")  # fmt: skip
+            self.fail(
+                (*path, "tier"),
+                f"'{tier}' is not a training tier of {env.name}",
+                f"training tiers: {', '.join(tiers)}",
+            )
         pools = [env.pool(f.pool) for f in queue.flavors]
         if job.gpus > max(p.gpus_per_node for p in pools):
-            self.fail((*path, "perPod", "gpus"), f"{job.gpus} GPUs per pod fit no node of queue {name}",
-                      f"its pools have {', '.join(f'{p.name}: {p.gpus_per_node}' for p in pools)} per node")
+            self.fail(
+                (*path, "perPod", "gpus"),
+                f"{job.gpus} GPUs per pod fit no node of queue {name}",
+                f"its pools have {', '.join(f'{p.name}: {p.gpus_per_node}' for p in pools)} per node",
+            )
         if job.topology is not None:
             levels = sorted({level for p in pools for level in p.topology_levels})
             if not queue.topology or job.topology[1] not in levels:
-                self.fail((*path, "topology", job.topology[0]),
-                          f"queue {name} has no topology level '{job.topology[1]}'",
-                          f"its levels: {', '.join(levels)}" if queue.topology and levels
-                          else "the queue is not topology-aware; drop topology")  # fmt: skip
+                self.fail(
+                    (*path, "topology", job.topology[0]),
+                    f"queue {name} has no topology level '{job.topology[1]}'",
+                    f"its levels: {', '.join(levels)}"
+                    if queue.topology and levels
+                    else "the queue is not topology-aware; drop topology",
+                )
         return replace(job, namespace=namespace, queue=name, tier=tier)
 
     def topology(self, raw: Any, path: tuple[str | int, ...]) -> tuple[str, str] | None:
@@ -208,8 +254,11 @@ class _Reader:
         value = self.mapping(raw, path, TOPOLOGY_KEYS)
         kinds = [k for k in TOPOLOGY_KEYS if k in value]
         if len(kinds) != 1 or not isinstance(value[kinds[0]], str):
-            self.fail(path, "expected exactly one of required or preferred, naming a topology level",
-                      "e.g. topology: {required: topology.trainyard.dev/rack}")  # fmt: skip
+            self.fail(
+                path,
+                "expected exactly one of required or preferred, naming a topology level",
+                "e.g. topology: {required: topology.trainyard.dev/rack}",
+            )
             return None
         return kinds[0], value[kinds[0]]
 
@@ -221,14 +270,27 @@ def load(path: Path, display: str, env: Environment | None = None) -> Trace:
     try:
         document = load_file(path, display)
     except SpecError as err:  # the YAML layer's words are the environment file's
-        raise SpecError([replace(p, message=p.message.replace("environment file", "trace"),
-                                 hint="a trace holds jobs: [...] (docs/whatif.md)" if "empty" in p.message
-                                 else p.hint) for p in err.problems]) from None  # fmt: skip
+        raise SpecError(
+            [
+                replace(
+                    p,
+                    message=p.message.replace("environment file", "trace"),
+                    hint="a trace holds jobs: [...] (docs/whatif.md)" if "empty" in p.message else p.hint,
+                )
+                for p in err.problems
+            ]
+        ) from None
     if env is not None and document.value.get("environment") not in (None, env.name):
-        raise SpecError([Problem(document.locate(("environment",)),
-                                 f"the trace is for environment {document.value['environment']!r}, "
-                                 f"not {env.name!r}", "environment",
-                                 "replay it on its own environment, or drop the key")])  # fmt: skip
+        raise SpecError(
+            [
+                Problem(
+                    document.locate(("environment",)),
+                    f"the trace is for environment {document.value['environment']!r}, not {env.name!r}",
+                    "environment",
+                    "replay it on its own environment, or drop the key",
+                )
+            ]
+        )
     reader = _Reader(document)
     reader.keys(document.value, TOP_KEYS, ())
     environment = document.value.get("environment")
@@ -245,8 +307,11 @@ def load(path: Path, display: str, env: Environment | None = None) -> Trace:
         if job is None:
             continue
         if job.name in seen:
-            reader.fail(("jobs", index, "name"), f"job name '{job.name}' is used twice",
-                        f"first at jobs[{seen[job.name]}]")  # fmt: skip
+            reader.fail(
+                ("jobs", index, "name"),
+                f"job name '{job.name}' is used twice",
+                f"first at jobs[{seen[job.name]}]",
+            )
         seen.setdefault(job.name, index)
         jobs.append(reader.resolved(job, index, env) if env is not None else job)
     if reader.problems:  # in file order, as a reader goes through the file

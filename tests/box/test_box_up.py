@@ -39,8 +39,17 @@ from tests.support import ROOT
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
-BOX_TOOLS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwokctl",
-             "kueue", "helm", "kubectl")  # fmt: skip
+BOX_TOOLS = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+    "kwokctl",
+    "kueue",
+    "helm",
+    "kubectl",
+)
 ENV = "staging"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 RECIPE_MARKER = "<!-- recipe:training-job -->"
@@ -50,8 +59,15 @@ UP_SECONDS = 900
 
 def run_cli(*args: str, box_dir: Path, timeout: float = UP_SECONDS) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, BOX_DIR_ENV: str(box_dir)}
-    return subprocess.run([sys.executable, str(ROOT / "generate.py"), *args], env=env, capture_output=True,
-                          text=True, timeout=timeout, check=False, cwd=ROOT)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, str(ROOT / "generate.py"), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=ROOT,
+    )
 
 
 @dataclass
@@ -81,15 +97,22 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpBox]:
 def kubectl(box: UpBox, *args: str) -> str:
     from tools.toolchain import tool_path
 
-    done = subprocess.run([str(tool_path("kubectl")), f"--kubeconfig={box.kubeconfig}", *args],
-                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    done = subprocess.run(
+        [str(tool_path("kubectl")), f"--kubeconfig={box.kubeconfig}", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
 
 def test_kubectl_lists_every_rendered_cluster_queue_active(box: UpBox) -> None:
-    expected = sorted(p.stem.removeprefix("clusterqueue-")
-                      for p in (ROOT / "rendered" / ENV / "kueue").glob("clusterqueue-*.yaml"))  # fmt: skip
+    expected = sorted(
+        p.stem.removeprefix("clusterqueue-")
+        for p in (ROOT / "rendered" / ENV / "kueue").glob("clusterqueue-*.yaml")
+    )
     listed = yaml.safe_load(kubectl(box, "get", "clusterqueues", "-o", "yaml"))["items"]
     assert sorted(q["metadata"]["name"] for q in listed) == expected
     for queue in listed:
@@ -109,8 +132,16 @@ def test_prometheus_scrapes_kube_state_metrics_with_the_rendered_label_allowlist
         assert len(series) == pool.nodes, (pool.name, len(series))
     with urllib.request.urlopen(f"{state.prometheus}/api/v1/rules", timeout=10) as response:
         groups = json.load(response)["data"]["groups"]
-    rendered = yaml.safe_load((ROOT / "rendered" / ENV / "monitoring" / "monitoring" /
-                               "configmap-trainyard-alerts-rules-file.yaml").read_text(encoding="utf-8"))
+    rendered = yaml.safe_load(
+        (
+            ROOT
+            / "rendered"
+            / ENV
+            / "monitoring"
+            / "monitoring"
+            / "configmap-trainyard-alerts-rules-file.yaml"
+        ).read_text(encoding="utf-8")
+    )
     expected = yaml.safe_load(next(iter(rendered["data"].values())))["groups"]
     assert sorted(g["name"] for g in groups) == sorted(g["name"] for g in expected)
     assert all(g["rules"] and all(r["health"] != "err" for r in g["rules"]) for g in groups)
@@ -120,8 +151,9 @@ def gate_metrics(state: State, name: str, prefix: str = "trainyard_gate_") -> di
     [process] = [p for p in state.processes if p.name == name]
     with urllib.request.urlopen(f"http://127.0.0.1:{process.ports[0]}/metrics", timeout=10) as response:
         text = response.read().decode()
-    return {line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines()
-            if line.startswith(prefix)}  # fmt: skip
+    return {
+        line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines() if line.startswith(prefix)
+    }
 
 
 def test_gate_counts_free_gpus_from_prometheus_and_holds_the_virtual_node_closed(box: UpBox) -> None:
@@ -145,8 +177,11 @@ def test_gate_counts_free_gpus_from_prometheus_and_holds_the_virtual_node_closed
 
     metrics = wait_for(counted, CONTROLLER_SECONDS, "the gate counting every L40S GPU free, vk-mock matched")
     [gate] = [p for p in state.processes if p.name == "overflow-gate"]
-    told = [line for line in Path(gate.log).read_text(encoding="utf-8").splitlines()
-            if "initial state" in line or "transition" in line or "patched" in line]  # fmt: skip
+    told = [
+        line
+        for line in Path(gate.log).read_text(encoding="utf-8").splitlines()
+        if "initial state" in line or "transition" in line or "patched" in line
+    ]
     assert metrics['trainyard_gate_closed{gate="mock"}'] == 1, (metrics, told)
     node = box.kube.get("v1", "Node", "vk-mock")
     assert node is not None and node["metadata"]["labels"]["trainyard.dev/provider"] == "mock"
@@ -181,7 +216,7 @@ def test_one_ready_kwok_node_per_node_of_the_spec(box: UpBox) -> None:
 
 def readme_job(name: str) -> Obj:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"```yaml\n(.*?)```", text[text.index(RECIPE_MARKER):], re.DOTALL)
+    block = re.search(r"```yaml\n(.*?)```", text[text.index(RECIPE_MARKER) :], re.DOTALL)
     assert block is not None
     job: Obj = yaml.safe_load(block.group(1))
     job["metadata"]["name"] = f"{name}-{uuid.uuid4().hex[:6]}"
@@ -243,8 +278,11 @@ def test_readme_job_admitted_placed_by_the_scheduler_and_completed(box: UpBox) -
 
     done = wait_for(completed, CONTROLLER_SECONDS, f"the job controller completing {name}")
     assert done["status"]["succeeded"] == 4
-    finished = wait_for(lambda: condition(workload_of(box.kube, job), "Finished"), CONTROLLER_SECONDS,
-                        f"Kueue finishing the Workload of {name}")  # fmt: skip
+    finished = wait_for(
+        lambda: condition(workload_of(box.kube, job), "Finished"),
+        CONTROLLER_SECONDS,
+        f"Kueue finishing the Workload of {name}",
+    )
     assert finished["status"] == "True"
 
 
@@ -276,9 +314,14 @@ def test_scene_gang_placement_runs_from_the_cli(box: UpBox) -> None:
     gang = re.search(r"landed on (.*)$", done.stdout, re.MULTILINE)
     assert gang is not None and len(gang.group(1).split(", ")) == 4  # a rack's worth: 4 hosts
     # The scene removed what it created (the garbage collector takes the Jobs' pods after).
-    wait_for(lambda: not box.kube.list("v1", "Pod", "foundation", label_selector="trainyard.dev/box-scene")
-             and not box.kube.list("batch/v1", "Job", "foundation", label_selector="trainyard.dev/box-scene"),
-             CONTROLLER_SECONDS, "the scene's objects gone")  # fmt: skip
+    wait_for(
+        lambda: (
+            not box.kube.list("v1", "Pod", "foundation", label_selector="trainyard.dev/box-scene")
+            and not box.kube.list("batch/v1", "Job", "foundation", label_selector="trainyard.dev/box-scene")
+        ),
+        CONTROLLER_SECONDS,
+        "the scene's objects gone",
+    )
 
 
 def test_gang_lands_on_as_few_racks_as_fit(box: UpBox) -> None:
@@ -296,10 +339,19 @@ def test_box_down_leaves_no_process_and_no_listener(box: UpBox) -> None:
     assert state is not None and state.ready
     cluster = Cluster(state.cluster, box.folder / "kwok")
     pids: dict[str, Any] = {**cluster.component_pids(), **{p.name: p.pgid for p in state.processes}}
-    assert set(pids) >= {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
-                         "kwok-controller", "kueue", "descheduler", "prometheus",
-                         "kube-prometheus-stack-kube-state-metrics", "overflow-gate",
-                         "gpu-health"}  # fmt: skip
+    assert set(pids) >= {
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kwok-controller",
+        "kueue",
+        "descheduler",
+        "prometheus",
+        "kube-prometheus-stack-kube-state-metrics",
+        "overflow-gate",
+        "gpu-health",
+    }
     ports = [int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", box.kubeconfig.read_text())]
     ports += [port for p in state.processes for port in p.ports]
     box.kube.close()
@@ -311,4 +363,3 @@ def test_box_down_leaves_no_process_and_no_listener(box: UpBox) -> None:
     assert not box.folder.exists()
     again = run_cli("box", "down", ENV, box_dir=box.folder.parent, timeout=60)
     assert again.returncode == 0 and "nothing" in again.stderr
-

@@ -63,22 +63,38 @@ def _deployment(name: str, namespace: str, pod_class: str | None) -> Obj:
     spec: dict[str, Any] = {
         "nodeSelector": {"kubernetes.io/hostname": HOST},
         "terminationGracePeriodSeconds": 0,
-        "containers": [{"name": "c", "image": "registry.example/notebook:1",
-                        "resources": {"requests": {"nvidia.com/gpu": "8", "cpu": "1"},
-                                      "limits": {"nvidia.com/gpu": "8"}}}],
-    }  # fmt: skip
+        "containers": [
+            {
+                "name": "c",
+                "image": "registry.example/notebook:1",
+                "resources": {
+                    "requests": {"nvidia.com/gpu": "8", "cpu": "1"},
+                    "limits": {"nvidia.com/gpu": "8"},
+                },
+            }
+        ],
+    }
     if pod_class:
         spec["priorityClassName"] = pod_class
     labels = {"app": name, SCOPE_LABEL: "true"}
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": labels}, "spec": spec}}}  # fmt: skip
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        },
+    }
 
 
 def _pods(kube: Kube, namespace: str, app: str) -> list[Obj]:
-    return [p for p in kube.list("v1", "Pod", namespace, label_selector=f"app={app}")
-            if not p["metadata"].get("deletionTimestamp")]  # fmt: skip
+    return [
+        p
+        for p in kube.list("v1", "Pod", namespace, label_selector=f"app={app}")
+        if not p["metadata"].get("deletionTimestamp")
+    ]
 
 
 def _running(kube: Kube, namespace: str, app: str) -> Obj | None:
@@ -97,19 +113,31 @@ def test_a_deployment_in_a_team_namespace_runs_low_and_serving_preempts_it(box: 
     serving = f"chat-{uuid.uuid4().hex[:6]}"
     kube.create(_deployment(name, "foundation", None))
     try:
-        pod = wait_for(lambda: _running(kube, "foundation", name), CONTROLLER_SECONDS,
-                       f"the scheduler binding {name} on {HOST} and KWOK running it")  # fmt: skip
+        pod = wait_for(
+            lambda: _running(kube, "foundation", name),
+            CONTROLLER_SECONDS,
+            f"the scheduler binding {name} on {HOST} and KWOK running it",
+        )
         spec = pod["spec"]
-        assert (spec["priorityClassName"], spec["priority"], spec["preemptionPolicy"]) == \
-            ("inference-batch", 10000, "Never")
+        assert (spec["priorityClassName"], spec["priority"], spec["preemptionPolicy"]) == (
+            "inference-batch",
+            10000,
+            "Never",
+        )
         assert spec["nodeName"] == HOST
         victim = pod["metadata"]["uid"]
         kube.create(_deployment(serving, "serving-staging", "inference-prod"))
-        winner = wait_for(lambda: _running(kube, "serving-staging", serving), CONTROLLER_SECONDS,
-                          f"the scheduler preempting {name} for {serving}")  # fmt: skip
+        winner = wait_for(
+            lambda: _running(kube, "serving-staging", serving),
+            CONTROLLER_SECONDS,
+            f"the scheduler preempting {name} for {serving}",
+        )
         assert winner["spec"]["priority"] == 100000 and winner["spec"]["nodeName"] == HOST
-        survivors = [p for p in kube.list("v1", "Pod", "foundation", label_selector=f"app={name}")
-                     if p["metadata"]["uid"] == victim and not p["metadata"].get("deletionTimestamp")]
+        survivors = [
+            p
+            for p in kube.list("v1", "Pod", "foundation", label_selector=f"app={name}")
+            if p["metadata"]["uid"] == victim and not p["metadata"].get("deletionTimestamp")
+        ]
         assert not survivors, "the notebook's pod was not preempted"
         # The ReplicaSet's replacement waits: nothing below it may be preempted (Never).
         for replacement in _pods(kube, "foundation", name):
@@ -128,6 +156,7 @@ def test_a_classless_kueue_job_ranks_and_runs_as_training(box: UpBox) -> None:
     del job["spec"]["template"]["spec"]["priorityClassName"]
     created = box.kube.create(job)
     try:
+
         def admitted() -> Obj | None:
             workload = workload_of(box.kube, created)
             return workload if is_true(workload, "Admitted") else None
@@ -144,7 +173,10 @@ def test_a_classless_kueue_job_ranks_and_runs_as_training(box: UpBox) -> None:
         for pod in pods:
             assert pod["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "main"  # Kueue wrote it
             spec = pod["spec"]
-            assert (spec["priorityClassName"], spec["priority"], spec["preemptionPolicy"]) == \
-                ("training", 900000, "PreemptLowerPriority")
+            assert (spec["priorityClassName"], spec["priority"], spec["preemptionPolicy"]) == (
+                "training",
+                900000,
+                "PreemptLowerPriority",
+            )
     finally:
         box.kube.delete("batch/v1", "Job", created["metadata"]["name"], "foundation")

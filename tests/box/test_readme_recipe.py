@@ -31,7 +31,7 @@ MARKER = "<!-- recipe:box -->"
 def recipe() -> str:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert MARKER in text, "README.md lost its box recipe marker"
-    block = re.search(r"```sh\n(.*?)```", text[text.index(MARKER):], re.DOTALL)
+    block = re.search(r"```sh\n(.*?)```", text[text.index(MARKER) :], re.DOTALL)
     assert block is not None, "no ```sh block after the box recipe marker"
     return block.group(1)
 
@@ -47,11 +47,23 @@ def test_readme_box_recipe_runs_as_written(tmp_path: Path) -> None:
     env = {**os.environ, BOX_DIR_ENV: str(tmp_path / "box"), "PATH": path}
     env.pop("KUBECONFIG", None)
     try:
-        done = subprocess.run(["bash", "-euo", "pipefail", "-c", recipe()], cwd=ROOT, env=env, text=True,
-                              capture_output=True, timeout=UP_SECONDS + 300, check=False)  # fmt: skip
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", recipe()],
+            cwd=ROOT,
+            env=env,
+            text=True,
+            capture_output=True,
+            timeout=UP_SECONDS + 300,
+            check=False,
+        )
     finally:
-        subprocess.run([sys.executable, str(ROOT / "generate.py"), "box", "down", "staging"], env=env,
-                       capture_output=True, timeout=300, check=False)  # fmt: skip
+        subprocess.run(
+            [sys.executable, str(ROOT / "generate.py"), "box", "down", "staging"],
+            env=env,
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
     folder = ROOT / "rendered" / "staging" / "kueue"
     queues = sorted(p.stem.removeprefix("clusterqueue-") for p in folder.glob("clusterqueue-*.yaml"))

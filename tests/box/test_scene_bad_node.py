@@ -40,8 +40,20 @@ from tests.support import ROOT
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
-BOX_TOOLS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwokctl",
-             "kueue", "helm", "kubectl", "prometheus", "kube-state-metrics", "descheduler")  # fmt: skip
+BOX_TOOLS = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+    "kwokctl",
+    "kueue",
+    "helm",
+    "kubectl",
+    "prometheus",
+    "kube-state-metrics",
+    "descheduler",
+)
 ENV = "staging"
 SPEED = "30"
 UP_SECONDS = 900
@@ -59,8 +71,15 @@ class Box:
 
 def run_cli(*args: str, box_dir: Path, timeout: float) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, BOX_DIR_ENV: str(box_dir)}
-    return subprocess.run([sys.executable, str(ROOT / "generate.py"), *args], env=env, capture_output=True,
-                          text=True, timeout=timeout, check=False, cwd=ROOT)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, str(ROOT / "generate.py"), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=ROOT,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +106,13 @@ def test_prometheus_scrapes_one_gpu_temperature_per_gpu_under_the_rendered_job(b
     names = sorted(str(h["metric"]["Hostname"]) for h in hosts)  # type: ignore[index]
     expected = [f"train-h100-{i:03d}" for i in range(32)] + [f"infer-l40s-{i:03d}" for i in range(8)]
     assert names == sorted(expected)
-    policy = yaml.safe_load(yaml.safe_load((ROOT / "rendered" / ENV / "health" / "trainyard-system" /
-                                            "configmap-gpu-health.yaml").read_text())["data"]["policy.yaml"])
+    policy = yaml.safe_load(
+        yaml.safe_load(
+            (
+                ROOT / "rendered" / ENV / "health" / "trainyard-system" / "configmap-gpu-health.yaml"
+            ).read_text()
+        )["data"]["policy.yaml"]
+    )
     [temperature] = [c["query"] for c in policy["spec"]["conditions"] if c["reason"] == "gpu-temperature"]
     assert monitoring.query(url, temperature) == []
     # an XID-free GPU still has its zero series, without `xid`, as dcgm-exporter writes it
@@ -98,7 +122,8 @@ def test_prometheus_scrapes_one_gpu_temperature_per_gpu_under_the_rendered_job(b
 
 def test_the_fake_exporter_refuses_a_selector_a_scrape_cannot_produce() -> None:
     assert scrape_job('job="nvidia-dcgm-exporter", cluster="a"', 9400, "5s")["static_configs"] == [
-        {"targets": ["127.0.0.1:9400"], "labels": {"cluster": "a"}}]
+        {"targets": ["127.0.0.1:9400"], "labels": {"cluster": "a"}}
+    ]
     with pytest.raises(ValueError, match="equality selectors"):
         scrape_job('job=~"dcgm.*"', 9400, "5s")
 
@@ -166,8 +191,9 @@ def test_scene_bad_node_quarantines_keeps_training_off_releases_and_holds_the_ca
 
     # The timeline, against the sped-up spec: quarantine no sooner than 10 s, release no
     # sooner than 60 s after the signal went.
-    quarantined = re.search(r"quarantined after ([\d.]+)s \(gpu-temperature quarantineAfterSeconds (\d+)\)",
-                            out)
+    quarantined = re.search(
+        r"quarantined after ([\d.]+)s \(gpu-temperature quarantineAfterSeconds (\d+)\)", out
+    )
     released = re.search(r"released after ([\d.]+)s \(releaseAfterSeconds (\d+)\)", out)
     assert quarantined is not None and released is not None, out
     assert quarantined.group(2) == "10" and float(quarantined.group(1)) >= 10
@@ -182,8 +208,13 @@ def test_scene_bad_node_quarantines_keeps_training_off_releases_and_holds_the_ca
     # it counted the node out for the taint.
     assert 'taint "trainyard.dev/gpu-health=gpu-temperature:NoSchedule": 1' in out
     assert "training pods on it kept running: True" in out
-    assert re.search(r"the pinned Job then ran on it: True \([\d.]+s after the release\); training pods "
-                     r"still running: True", out), out
-    assert "spike (xid): 3 nodes bad, 1 quarantined, held back 2 (cap: pool 1, fleet 1); " \
-           "quarantined: train-h100-000=xid  OK" in out
+    assert re.search(
+        r"the pinned Job then ran on it: True \([\d.]+s after the release\); training pods "
+        r"still running: True",
+        out,
+    ), out
+    assert (
+        "spike (xid): 3 nodes bad, 1 quarantined, held back 2 (cap: pool 1, fleet 1); "
+        "quarantined: train-h100-000=xid  OK" in out
+    )
     assert not re.search(r"EVICTED|LANDED|EARLY|NOT BACK|CAP BROKEN|NOT AS SPECIFIED|NO ALERT", out), out

@@ -83,8 +83,11 @@ def gate_sample(day: Day, name: str, **labels: str) -> float:
     with urllib.request.urlopen(f"http://127.0.0.1:{process.ports[0]}/metrics", timeout=10) as response:
         lines = response.read().decode().splitlines()
     wanted = {f'{k}="{v}"' for k, v in labels.items()}
-    [line] = [line for line in lines if line.startswith(name + "{")
-              and set(line[len(name) + 1:line.index("}")].split(",")) == wanted]  # fmt: skip
+    [line] = [
+        line
+        for line in lines
+        if line.startswith(name + "{") and set(line[len(name) + 1 : line.index("}")].split(",")) == wanted
+    ]
     return float(line.rsplit(" ", 1)[1])
 
 
@@ -113,9 +116,11 @@ def test_the_scheduler_preempts_inference_for_the_gang(day: Day) -> None:
 
 
 def test_the_spill_lands_on_the_virtual_node_while_the_gate_is_open(day: Day) -> None:
-    scheduled = [e for e in events(day)
-                 if e.get("reason") == "Scheduled"
-                 and e.get("note", "").endswith(f" to {VIRTUAL}")]  # fmt: skip
+    scheduled = [
+        e
+        for e in events(day)
+        if e.get("reason") == "Scheduled" and e.get("note", "").endswith(f" to {VIRTUAL}")
+    ]
     assert len(scheduled) == 4, [e.get("note") for e in scheduled]
     assert day.result.spilled == 4
     assert 1 <= day.result.fewest_ready < 8  # preemption took replicas; some always served
@@ -144,6 +149,11 @@ def test_the_descheduler_moves_inference_back_in_capped_steps_within_the_pdb(day
 
 def test_the_scene_removed_what_it_created(day: Day) -> None:
     pods = "app.kubernetes.io/name=chat-api"
-    wait_for(lambda: not day.kube.list("v1", "Pod", NAMESPACE, label_selector=pods)
-             and not day.kube.list("batch/v1", "Job", "foundation", label_selector="trainyard.dev/box-scene"),
-             120, "the scene's Deployment, Job and their pods gone")  # fmt: skip
+    wait_for(
+        lambda: (
+            not day.kube.list("v1", "Pod", NAMESPACE, label_selector=pods)
+            and not day.kube.list("batch/v1", "Job", "foundation", label_selector="trainyard.dev/box-scene")
+        ),
+        120,
+        "the scene's Deployment, Job and their pods gone",
+    )

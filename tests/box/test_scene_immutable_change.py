@@ -59,17 +59,22 @@ def test_the_scene_passes(ran: SceneRun) -> None:
 
 def test_a_plain_apply_is_refused_at_wave_0_and_later_waves_stay_unapplied(ran: SceneRun) -> None:
     lines = ran.scene.stdout.splitlines()
-    assert ("plain apply, wave order: refused at PriorityClass training: PriorityClass.scheduling.k8s.io "
-            '"training" is invalid: value: Forbidden: may not be changed in an update.') in lines
-    assert ("  never applied: ConfigMap trainyard-system/overflow-gate, "
-            "Deployment trainyard-system/overflow-gate") in lines
+    assert (
+        "plain apply, wave order: refused at PriorityClass training: PriorityClass.scheduling.k8s.io "
+        '"training" is invalid: value: Forbidden: may not be changed in an update.'
+    ) in lines
+    assert (
+        "  never applied: ConfigMap trainyard-system/overflow-gate, Deployment trainyard-system/overflow-gate"
+    ) in lines
 
 
 def test_the_documented_sync_recreates_only_the_priority_class_and_applies_later_waves(ran: SceneRun) -> None:
     lines = ran.scene.stdout.splitlines()
-    assert ("sync with Force=true,Replace=true: recreated PriorityClass training; live values "
-            "{'PriorityClass': 900001, 'WorkloadPriorityClass': 900001}; applied: ConfigMap "
-            "trainyard-system/overflow-gate, Deployment trainyard-system/overflow-gate") in lines
+    assert (
+        "sync with Force=true,Replace=true: recreated PriorityClass training; live values "
+        "{'PriorityClass': 900001, 'WorkloadPriorityClass': 900001}; applied: ConfigMap "
+        "trainyard-system/overflow-gate, Deployment trainyard-system/overflow-gate"
+    ) in lines
     assert "pod admitted before keeps priority 900000; pod created after: 900001" in lines
     assert "ClusterQueues Active: True" in lines
 
@@ -77,17 +82,24 @@ def test_the_documented_sync_recreates_only_the_priority_class_and_applies_later
 def test_the_check_notes_the_recreate_and_refuses_a_topology_change_at_its_spec_line(ran: SceneRun) -> None:
     checks = [line for line in ran.scene.stdout.splitlines() if line.startswith("check: ")]
     assert len(checks) == 2, checks
-    assert ": note: PriorityClass training value 900000 -> 900001: immutable, so Argo CD deletes and " \
-        "recreates it (Force=true,Replace=true) (priorities.tiers[1].value);" in checks[0]  # fmt: skip
+    assert (
+        ": note: PriorityClass training value 900000 -> 900001: immutable, so Argo CD deletes and "
+        "recreates it (Force=true,Replace=true) (priorities.tiers[1].value);" in checks[0]
+    )
     # the scene's copy of staging.yaml (re-dumped): its pools[0].topology.levels line
     assert checks[1].startswith("check: environments/staging.yaml:")
-    assert (": error: Topology train-h100 spec.levels [topology.trainyard.dev/rack, "
-            "kubernetes.io/hostname] -> [topology.trainyard.dev/zone, topology.trainyard.dev/rack, "
-            "kubernetes.io/hostname]: the API refuses this change in place") in checks[1]
-    assert ("(pools[0].topology.levels); rename the pool in the same change "
-            "(e.g. train-h100 -> train-h100-v2") in checks[1]
-    assert ('plain apply of the Topology change: refused: Topology.kueue.x-k8s.io "train-h100" is invalid: '
-            "spec.levels: Invalid value: field is immutable") in ran.scene.stdout.splitlines()
+    assert (
+        ": error: Topology train-h100 spec.levels [topology.trainyard.dev/rack, "
+        "kubernetes.io/hostname] -> [topology.trainyard.dev/zone, topology.trainyard.dev/rack, "
+        "kubernetes.io/hostname]: the API refuses this change in place"
+    ) in checks[1]
+    assert (
+        "(pools[0].topology.levels); rename the pool in the same change (e.g. train-h100 -> train-h100-v2"
+    ) in checks[1]
+    assert (
+        'plain apply of the Topology change: refused: Topology.kueue.x-k8s.io "train-h100" is invalid: '
+        "spec.levels: Invalid value: field is immutable"
+    ) in ran.scene.stdout.splitlines()
 
 
 def test_every_rule_the_environment_renders_is_refused_by_the_api(ran: SceneRun) -> None:
@@ -96,25 +108,33 @@ def test_every_rule_the_environment_renders_is_refused_by_the_api(ran: SceneRun)
     refused = dict(line.split(": refused: ", 1) for line in lines if ": refused: " in line)
     assert {rule: message.split(" is invalid: ")[1] for rule, message in refused.items()} == {
         "PriorityClass value": "value: Forbidden: may not be changed in an update.",
-        "PriorityClass preemptionPolicy":
-            'preemptionPolicy: Invalid value: "PreemptLowerPriority": field is immutable',
+        "PriorityClass preemptionPolicy": (
+            'preemptionPolicy: Invalid value: "PreemptLowerPriority": field is immutable'
+        ),
         "Topology spec.levels": "spec.levels: Invalid value: field is immutable",
-        "ResourceFlavor spec.nodeLabels":
-            "spec: Invalid value: nodeLabels are immutable when topologyName is set",
-        "ResourceFlavor spec.tolerations":
-            "spec: Invalid value: tolerations are immutable when topologyName is set",
-        "ResourceFlavor spec.topologyName":
-            "spec: Invalid value: topologyName is immutable when topologyName is set",
+        "ResourceFlavor spec.nodeLabels": (
+            "spec: Invalid value: nodeLabels are immutable when topologyName is set"
+        ),
+        "ResourceFlavor spec.tolerations": (
+            "spec: Invalid value: tolerations are immutable when topologyName is set"
+        ),
+        "ResourceFlavor spec.topologyName": (
+            "spec: Invalid value: topologyName is immutable when topologyName is set"
+        ),
         "LocalQueue spec.clusterQueue": 'spec.clusterQueue: Invalid value: "evals": field is immutable',
-        "RoleBinding roleRef":
+        "RoleBinding roleRef": (
             'roleRef: Invalid value: {"APIGroup":"rbac.authorization.k8s.io","Kind":"Role",'
-            '"Name":"gpu-health-changed"}: cannot change roleRef',
-        "ClusterRoleBinding roleRef":
+            '"Name":"gpu-health-changed"}: cannot change roleRef'
+        ),
+        "ClusterRoleBinding roleRef": (
             'roleRef: Invalid value: {"APIGroup":"rbac.authorization.k8s.io","Kind":"ClusterRole",'
-            '"Name":"trainyard-gpu-health-changed"}: cannot change roleRef',
-        "Deployment spec.selector": 'spec.selector: Invalid value: {"matchLabels":{"app.kubernetes.io/name":'
-                                    '"gpu-health","trainyard.dev/box-scene":"changed"}}: field is immutable',
-    }  # fmt: skip
+            '"Name":"trainyard-gpu-health-changed"}: cannot change roleRef'
+        ),
+        "Deployment spec.selector": (
+            'spec.selector: Invalid value: {"matchLabels":{"app.kubernetes.io/name":'
+            '"gpu-health","trainyard.dev/box-scene":"changed"}}: field is immutable'
+        ),
+    }
     assert "API on WorkloadPriorityClass value: admitted (mutable)" in ran.scene.stdout.splitlines()
 
 
@@ -123,8 +143,11 @@ def test_the_box_is_back_on_its_rendering(ran: SceneRun) -> None:
     assert "original rendering synced back: True" in ran.scene.stdout.splitlines()
     priority = ran.kube.get("scheduling.k8s.io/v1", "PriorityClass", "training")
     assert priority is not None and priority["value"] == 900000
-    rendered = yaml.safe_load((ROOT / "rendered" / ENV / "overflow" / "trainyard-system" /
-                               "configmap-overflow-gate.yaml").read_text(encoding="utf-8"))  # fmt: skip
+    rendered = yaml.safe_load(
+        (
+            ROOT / "rendered" / ENV / "overflow" / "trainyard-system" / "configmap-overflow-gate.yaml"
+        ).read_text(encoding="utf-8")
+    )
     live = ran.kube.get("v1", "ConfigMap", "overflow-gate", "trainyard-system")
     assert live is not None and live["data"] == rendered["data"]
     queues = ran.kube.list("kueue.x-k8s.io/v1beta2", "ClusterQueue")
@@ -136,14 +159,19 @@ def test_the_migration_for_a_refused_change_reaches_the_cluster(ran: SceneRun) -
     """The pool renamed with new levels (docs/immutable-fields.md): the old flavor and topology
     are gone after the prune, so Kueue lifted its finalizers; the queues hold the new flavor."""
     lines = ran.scene.stdout.splitlines()
-    assert ("migration: pool train-h100 renamed train-h100-v2 with levels [kubernetes.io/hostname]; "
-            "check: nothing refused") in lines
+    assert (
+        "migration: pool train-h100 renamed train-h100-v2 with levels [kubernetes.io/hostname]; "
+        "check: nothing refused"
+    ) in lines
     prefix = "  pruned last (gone: Kueue lifted its finalizers): "
     [pruned] = [line for line in lines if line.startswith(prefix)]
     assert pruned.endswith("Topology train-h100, ResourceFlavor train-h100")
-    assert ("  ClusterQueues now: {'evals': ['train-h100-v2'], 'foundation': ['train-h100-v2'], "
-            "'research': ['train-h100-v2']}; live levels [kubernetes.io/hostname]; Active: True") in lines
-    assert "  renamed back the same way; pruned: Topology train-h100-v2, ResourceFlavor train-h100-v2" \
-        in lines  # fmt: skip
+    assert (
+        "  ClusterQueues now: {'evals': ['train-h100-v2'], 'foundation': ['train-h100-v2'], "
+        "'research': ['train-h100-v2']}; live levels [kubernetes.io/hostname]; Active: True"
+    ) in lines
+    assert (
+        "  renamed back the same way; pruned: Topology train-h100-v2, ResourceFlavor train-h100-v2" in lines
+    )
     flavors = {f["metadata"]["name"] for f in ran.kube.list("kueue.x-k8s.io/v1beta2", "ResourceFlavor")}
     assert flavors == {"train-h100", "infer-l40s"}  # rendered/staging/kueue/resourceflavor-*.yaml

@@ -30,9 +30,20 @@ from tests.support import ROOT
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
-BOX_TOOLS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwokctl",
-             "kueue", "helm", "kubectl", "prometheus", "kube-state-metrics",
-             "prometheus-adapter")  # fmt: skip
+BOX_TOOLS = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+    "kwokctl",
+    "kueue",
+    "helm",
+    "kubectl",
+    "prometheus",
+    "kube-state-metrics",
+    "prometheus-adapter",
+)
 ENV = "staging"
 UP_SECONDS = 900
 SCENE_SECONDS = 900
@@ -40,8 +51,15 @@ SCENE_SECONDS = 900
 
 def run_cli(*args: str, box_dir: Path, timeout: float = UP_SECONDS) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, BOX_DIR_ENV: str(box_dir)}
-    return subprocess.run([sys.executable, str(ROOT / "generate.py"), *args], env=env, capture_output=True,
-                          text=True, timeout=timeout, check=False, cwd=ROOT)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, str(ROOT / "generate.py"), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=ROOT,
+    )
 
 
 @dataclass
@@ -60,8 +78,9 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
         assert up.returncode == 0, up.stderr[-6000:]
         kube = Kube(Path(up.stdout.strip().splitlines()[-1]), box_dir / "test-discovery.json")
         try:
-            yield Scene(kube, run_cli("box", "scene", "inference-scales", ENV, box_dir=box_dir,
-                                      timeout=SCENE_SECONDS))  # fmt: skip
+            yield Scene(
+                kube, run_cli("box", "scene", "inference-scales", ENV, box_dir=box_dir, timeout=SCENE_SECONDS)
+            )
         finally:
             kube.close()
     finally:
@@ -102,5 +121,8 @@ def test_the_replicaset_made_them_and_the_surplus_spilled(scene: Scene) -> None:
 
 
 def test_the_scene_removed_its_deployment(scene: Scene) -> None:
-    wait_for(lambda: scene.kube.get("apps/v1", "Deployment", "chat-api", "serving-staging") is None, 60,
-             "the scene's Deployment gone")  # fmt: skip
+    wait_for(
+        lambda: scene.kube.get("apps/v1", "Deployment", "chat-api", "serving-staging") is None,
+        60,
+        "the scene's Deployment gone",
+    )

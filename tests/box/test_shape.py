@@ -27,7 +27,10 @@ def test_prod_scaled_by_8_divides_nodes_and_quotas_follow(tmp_path: Path) -> Non
     env = load(scaled_checkout(ROOT, "prod", 8, tmp_path / "copy"), "prod")
     # prod: 256 + 256 H100 nodes (8 reserve each), 64 L40S (2 reserve); rounded up.
     assert {p.name: (p.nodes, p.reserve_nodes) for p in env.pools} == {
-        "train-h100-a": (32, 1), "train-h100-b": (32, 1), "infer-l40s": (8, 1)}  # fmt: skip
+        "train-h100-a": (32, 1),
+        "train-h100-b": (32, 1),
+        "infer-l40s": (8, 1),
+    }
     rendered = objects(render_tree(env))
     flavors = {o["metadata"]["name"]: o for o in rendered if o["kind"] == "ResourceFlavor"}
     assert flavors["train-h100-a"]["metadata"]["annotations"]["trainyard.dev/nodes"] == "32"
@@ -85,8 +88,14 @@ def test_prod_scaled_nodes_have_blocks_of_two_racks(tmp_path: Path) -> None:
 
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, BOX_DIR_ENV: str(tmp_path / "box")}
-    return subprocess.run([sys.executable, str(ROOT / "generate.py"), "box", *args], env=env, text=True,
-                          capture_output=True, timeout=120, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, str(ROOT / "generate.py"), "box", *args],
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_cli_usage_and_no_box_are_one_line_errors(tmp_path: Path) -> None:
@@ -96,6 +105,7 @@ def test_cli_usage_and_no_box_are_one_line_errors(tmp_path: Path) -> None:
     assert _cli(tmp_path, "down", "staging", "--scale", "8").returncode == 2
     missing = _cli(tmp_path, "kubeconfig", "staging")
     assert missing.returncode == 1 and missing.stderr.strip().splitlines() == [
-        "generate.py box: error: no box is up for staging; run: generate.py box up staging"]  # fmt: skip
+        "generate.py box: error: no box is up for staging; run: generate.py box up staging"
+    ]
     nothing = _cli(tmp_path, "down", "staging")
     assert nothing.returncode == 0 and "nothing (no box was up)" in nothing.stderr

@@ -78,7 +78,12 @@ def test_the_cli_refuses_a_speed_below_one(tmp_path: Path) -> None:
 
     from generators.box.state import BOX_DIR_ENV
 
-    done = subprocess.run([sys.executable, str(ROOT / "generate.py"), "box", "up", "staging", "--speed", "0"],
-                          capture_output=True, text=True, env={**os.environ, BOX_DIR_ENV: str(tmp_path)},
-                          timeout=60, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "generate.py"), "box", "up", "staging", "--speed", "0"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, BOX_DIR_ENV: str(tmp_path)},
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 2 and "--speed must be a positive integer" in done.stderr

@@ -85,8 +85,9 @@ class KueueScene:
 
 
 @contextmanager
-def kueue_scene(kube: Kube, control_plane: ControlPlane, root: Path, env: str,
-                text: str) -> Iterator[KueueScene]:
+def kueue_scene(
+    kube: Kube, control_plane: ControlPlane, root: Path, env: str, text: str
+) -> Iterator[KueueScene]:
     """Environment `env` = `text` (beside the shipped _defaults.yaml) under `root`, rendered by
     the real generators, applied, and the pinned Kueue started on its rendered Configuration;
     on exit Kueue stops and every applied object (and namespace it created) is removed."""

@@ -131,9 +131,22 @@ def _running(pod: Obj) -> Obj:
     """PodStatus (pkg/interlink/types.go:36-49) with every container running."""
     meta = pod["metadata"]
     started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    containers = [{"name": c["name"], "image": c["image"], "imageID": "", "ready": True,
-                   "restartCount": 0, "state": {"running": {"startedAt": started}}}
-                  for c in pod["spec"]["containers"]]  # fmt: skip
-    return {"name": meta["name"], "UID": meta["uid"], "namespace": meta["namespace"],
-            "JID": meta.get("annotations", {}).get("JobID", ""), "containers": containers,
-            "initContainers": []}  # fmt: skip
+    containers = [
+        {
+            "name": c["name"],
+            "image": c["image"],
+            "imageID": "",
+            "ready": True,
+            "restartCount": 0,
+            "state": {"running": {"startedAt": started}},
+        }
+        for c in pod["spec"]["containers"]
+    ]
+    return {
+        "name": meta["name"],
+        "UID": meta["uid"],
+        "namespace": meta["namespace"],
+        "JID": meta.get("annotations", {}).get("JobID", ""),
+        "containers": containers,
+        "initContainers": [],
+    }

@@ -20,8 +20,9 @@ GPU = "nvidia.com/gpu"
 KUEUE_SECONDS = 60  # admission, preemption and status updates each take < 1 s when idle
 
 
-def gpu_job(name: str, namespace: str, queue: str, priority_class: str,
-            pods: int = 8, gpus_per_pod: int = 8) -> Obj:  # fmt: skip
+def gpu_job(
+    name: str, namespace: str, queue: str, priority_class: str, pods: int = 8, gpus_per_pod: int = 8
+) -> Obj:
     """A suspended Job: `pods` pods of `gpus_per_pod` GPUs, all-or-nothing (one gang)."""
     container: dict[str, Any] = {
         "name": "train",
@@ -112,10 +113,14 @@ def pods_started(kube: Kube, job: Obj) -> None:
     pods = job["spec"]["parallelism"]
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     meta = job["metadata"]
-    kube.patch_status("batch/v1", "Job", meta["name"], {"startTime": now, "active": pods, "ready": pods},
-                      meta["namespace"])  # fmt: skip
-    wait_for(lambda: is_true(workload_of(kube, job), "PodsReady"), KUEUE_SECONDS,
-             f"PodsReady on the Workload of {meta['name']}")  # fmt: skip
+    kube.patch_status(
+        "batch/v1", "Job", meta["name"], {"startTime": now, "active": pods, "ready": pods}, meta["namespace"]
+    )
+    wait_for(
+        lambda: is_true(workload_of(kube, job), "PodsReady"),
+        KUEUE_SECONDS,
+        f"PodsReady on the Workload of {meta['name']}",
+    )
 
 
 def pods_removed(kube: Kube, job: Obj) -> None:

@@ -78,20 +78,40 @@ def wait_node_labelled(kube: Kube, name: str, labels: dict[str, str], expected: 
     wait_for(labelled, 30, f"admission policies labelling node {name} with {expected}")
 
 
-def make_ready_node(kube: Kube, name: str, labels: dict[str, str], taints: list[dict[str, str]],
-                    gpus: int, capacity: dict[str, str] | None = None) -> Obj:  # fmt: skip
+def make_ready_node(
+    kube: Kube,
+    name: str,
+    labels: dict[str, str],
+    taints: list[dict[str, str]],
+    gpus: int,
+    capacity: dict[str, str] | None = None,
+) -> Obj:
     """Create a Node, write a kubelet-like status (Ready, allocatable: `capacity`, else a
     64-core node with `gpus` GPUs), keep only `taints`."""
-    kube.create({"apiVersion": "v1", "kind": "Node",
-                 "metadata": {"name": name, "labels": labels}, "spec": {"taints": taints}})  # fmt: skip
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"taints": taints},
+        }
+    )
     capacity = capacity or {"cpu": "64", "memory": "512Gi", "pods": "110", GPU: str(gpus)}
     now = timestamp()
     status = {
         "capacity": capacity,
         "allocatable": capacity,
-        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                        "message": "test kubelet", "lastHeartbeatTime": now, "lastTransitionTime": now}],
-    }  # fmt: skip
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "KubeletReady",
+                "message": "test kubelet",
+                "lastHeartbeatTime": now,
+                "lastTransitionTime": now,
+            }
+        ],
+    }
     kube.patch_status("v1", "Node", name, status)
     # The TaintNodesByCondition admission plugin put node.kubernetes.io/not-ready:NoSchedule
     # on the new node; the node lifecycle controller (no controller-manager here) would drop
@@ -102,12 +122,18 @@ def make_ready_node(kube: Kube, name: str, labels: dict[str, str], taints: list[
 def owner_replica_set(kube: Kube, namespace: str, name: str, replicas: int) -> Obj:
     """A ReplicaSet to own the pods (bare pods are never evicted; no controller acts on it)."""
     labels = {"app.kubernetes.io/name": name}
-    return kube.create({
-        "apiVersion": "apps/v1", "kind": "ReplicaSet",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
-                 "template": {"metadata": {"labels": labels}, "spec": {"containers": [CONTAINER]}}},
-    })  # fmt: skip
+    return kube.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": {"containers": [CONTAINER]}},
+            },
+        }
+    )
 
 
 @dataclass
@@ -135,10 +161,17 @@ def place_pod(kube: Kube, spec: PodSpec) -> Obj:
     pod_spec: dict[str, Any] = {
         "nodeName": spec.node,
         "tolerations": spec.tolerations,
-        "containers": [{"name": "server", "image": "registry.example/vllm:1",
-                        "resources": {"requests": {GPU: str(spec.gpus), "cpu": "4", "memory": "32Gi"},
-                                      "limits": {GPU: str(spec.gpus)}}}],
-    }  # fmt: skip
+        "containers": [
+            {
+                "name": "server",
+                "image": "registry.example/vllm:1",
+                "resources": {
+                    "requests": {GPU: str(spec.gpus), "cpu": "4", "memory": "32Gi"},
+                    "limits": {GPU: str(spec.gpus)},
+                },
+            }
+        ],
+    }
     if spec.priority_class:
         pod_spec["priorityClassName"] = spec.priority_class
     kube.create({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec})

@@ -45,13 +45,19 @@ def differences(sent: Any, stored: Any, path: str = "") -> list[str]:
     if isinstance(sent, dict):
         if not isinstance(stored, dict):
             return [f"{path or '.'}: sent a mapping, stored {stored!r}"]
-        return [line for key, value in sent.items()
-                for line in differences(value, stored.get(key), f"{path}.{key}")]  # fmt: skip
+        return [
+            line
+            for key, value in sent.items()
+            for line in differences(value, stored.get(key), f"{path}.{key}")
+        ]
     if isinstance(sent, list):
         if not isinstance(stored, list) or len(stored) != len(sent):
             return [f"{path}: sent {len(sent)} items, stored {stored!r}"]
-        return [line for index, (a, b) in enumerate(zip(sent, stored, strict=True))
-                for line in differences(a, b, f"{path}[{index}]")]  # fmt: skip
+        return [
+            line
+            for index, (a, b) in enumerate(zip(sent, stored, strict=True))
+            for line in differences(a, b, f"{path}[{index}]")
+        ]
     return [] if sent == stored else [f"{path}: sent {sent!r}, stored {stored!r}"]
 
 

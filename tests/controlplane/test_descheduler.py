@@ -115,10 +115,17 @@ def run_pass(binary: Path, scene: Scene, index: int) -> tuple[list[str], str]:
     """
     daemon = Daemon(
         f"descheduler-pass-{index}",
-        [str(binary), f"--kubeconfig={scene.kubeconfig}", f"--policy-config-file={scene.policy_path}",
-         "--dry-run", f"--descheduling-interval={CYCLE_SECONDS}s", "--secure-port=0", "--v=4"],
+        [
+            str(binary),
+            f"--kubeconfig={scene.kubeconfig}",
+            f"--policy-config-file={scene.policy_path}",
+            "--dry-run",
+            f"--descheduling-interval={CYCLE_SECONDS}s",
+            "--secure-port=0",
+            "--v=4",
+        ],
         scene.workdir / f"descheduler-{index}.log",
-    )  # fmt: skip
+    )
     daemon.start()
     try:
         daemon.wait_until(lambda: daemon.log_text().count(CYCLE_END) >= 2, PASS_SECONDS, "two cycles")
@@ -130,8 +137,9 @@ def run_pass(binary: Path, scene: Scene, index: int) -> tuple[list[str], str]:
 
 
 @pytest.fixture(params=environments_with_overflow() or ["(none)"])
-def scene(request: pytest.FixtureRequest, kube: Kube, control_plane: ControlPlane,
-          tmp_path: Path) -> Iterator[Scene]:  # fmt: skip
+def scene(
+    request: pytest.FixtureRequest, kube: Kube, control_plane: ControlPlane, tmp_path: Path
+) -> Iterator[Scene]:
     env_name: str = request.param
     if env_name == "(none)":
         pytest.skip("no environment renders overflow/trainyard-system/configmap-descheduler.yaml yet")
@@ -144,11 +152,13 @@ def scene(request: pytest.FixtureRequest, kube: Kube, control_plane: ControlPlan
     try:
         virtual, gate_key = _virtual_nodes(kube, objects, nodes)
         _in_cluster_nodes(kube, nodes, other)
-        targets, protected = _inference_pods(kube, inference_namespaces(objects)[0], other, virtual, gate_key,
-                                             _lowest_training_class(env_name))
+        targets, protected = _inference_pods(
+            kube, inference_namespaces(objects)[0], other, virtual, gate_key, _lowest_training_class(env_name)
+        )
         machinery = _machinery_pods(kube, objects, virtual)
-        protected |= dict.fromkeys(machinery, "overflow machinery: outside the inference namespaces, "
-                                              "system-cluster-critical")
+        protected |= dict.fromkeys(
+            machinery, "overflow machinery: outside the inference namespaces, system-cluster-critical"
+        )
         policy_path = tmp_path / "policy.yaml"
         policy_path.write_text(yaml.safe_dump(policy), encoding="utf-8")
         yield Scene(
@@ -215,32 +225,54 @@ def _machinery_pods(kube: Kube, objects: list[Obj], virtual: str) -> list[str]:
     not tolerating the gate: evictable by everything but namespace and priority."""
     placed = []
     for deployment in objects:
-        if deployment["kind"] != "Deployment" or deployment["metadata"]["labels"].get(
-                "trainyard.dev/component") != "overflow":
+        if (
+            deployment["kind"] != "Deployment"
+            or deployment["metadata"]["labels"].get("trainyard.dev/component") != "overflow"
+        ):
             continue
         namespace, name = deployment["metadata"]["namespace"], deployment["metadata"]["name"]
         owner = owner_replica_set(kube, namespace, f"{name}-test", 1)["metadata"]
         template = deployment["spec"]["template"]
-        reference = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner["name"],
-                     "uid": owner["uid"], "controller": True}
-        kube.create({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"{name}-test", "namespace": namespace,
-                         "labels": template["metadata"]["labels"], "ownerReferences": [reference]},
-            "spec": {**template["spec"], "nodeName": virtual},
-        })  # fmt: skip
+        reference = {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "name": owner["name"],
+            "uid": owner["uid"],
+            "controller": True,
+        }
+        kube.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"{name}-test",
+                    "namespace": namespace,
+                    "labels": template["metadata"]["labels"],
+                    "ownerReferences": [reference],
+                },
+                "spec": {**template["spec"], "nodeName": virtual},
+            }
+        )
         started = timestamp(OLD_ENOUGH)
-        kube.patch_status("v1", "Pod", f"{name}-test", {
-            "phase": "Running", "startTime": started,
-            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": started}],
-        }, namespace)  # fmt: skip
+        kube.patch_status(
+            "v1",
+            "Pod",
+            f"{name}-test",
+            {
+                "phase": "Running",
+                "startTime": started,
+                "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": started}],
+            },
+            namespace,
+        )
         placed.append(f"{namespace}/{name}-test")
     assert placed, "no overflow Deployment rendered"
     return placed
 
 
-def _inference_pods(kube: Kube, namespace: str, other: str, virtual: str, gate_key: str,
-                    training_class: str) -> tuple[set[str], dict[str, str]]:  # fmt: skip
+def _inference_pods(
+    kube: Kube, namespace: str, other: str, virtual: str, gate_key: str, training_class: str
+) -> tuple[set[str], dict[str, str]]:
     """Pods bound to `virtual`: (targets, protected pod -> why it must stay)."""
     owner = owner_replica_set(kube, namespace, "chat-api-test", 8)
     provider = [{"key": PROVIDER_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]
@@ -253,20 +285,36 @@ def _inference_pods(kube: Kube, namespace: str, other: str, virtual: str, gate_k
     ]
     gate_ok = [*provider, {"key": gate_key, "operator": "Exists", "effect": "NoSchedule"}]
     protected = [
-        (PodSpec("young", namespace, virtual, provider, owner, started=datetime.timedelta(seconds=10)),
-         "started 10 s ago: younger than minPodAge"),
+        (
+            PodSpec("young", namespace, virtual, provider, owner, started=datetime.timedelta(seconds=10)),
+            "started 10 s ago: younger than minPodAge",
+        ),
         (PodSpec("bare", namespace, virtual, provider), "no owner: nothing would recreate it"),
-        (PodSpec("too-big", namespace, virtual, provider, owner, gpus=8),
-         "8 GPUs fit on no in-cluster node (nodeFit)"),
-        (PodSpec("critical", namespace, virtual, provider, owner, priority_class="system-cluster-critical"),
-         "priority >= system-cluster-critical (SystemCriticalPods protection)"),
-        (PodSpec("gated-ok", other, virtual, gate_ok, owner_replica_set(kube, other, "provider-native", 1)),
-         "tolerates the gate taint (allowed outside inference namespaces)"),
-        (PodSpec("outside", other, virtual, provider, owner_replica_set(kube, other, "outside", 1)),
-         "outside the inference namespaces (namespaces.include)"),
-        (PodSpec("training", namespace, virtual, provider, owner, priority_class=training_class),
-         f"priority class {training_class}: not below priorityThreshold"),
-    ]  # fmt: skip
+        (
+            PodSpec("too-big", namespace, virtual, provider, owner, gpus=8),
+            "8 GPUs fit on no in-cluster node (nodeFit)",
+        ),
+        (
+            PodSpec(
+                "critical", namespace, virtual, provider, owner, priority_class="system-cluster-critical"
+            ),
+            "priority >= system-cluster-critical (SystemCriticalPods protection)",
+        ),
+        (
+            PodSpec(
+                "gated-ok", other, virtual, gate_ok, owner_replica_set(kube, other, "provider-native", 1)
+            ),
+            "tolerates the gate taint (allowed outside inference namespaces)",
+        ),
+        (
+            PodSpec("outside", other, virtual, provider, owner_replica_set(kube, other, "outside", 1)),
+            "outside the inference namespaces (namespaces.include)",
+        ),
+        (
+            PodSpec("training", namespace, virtual, provider, owner, priority_class=training_class),
+            f"priority class {training_class}: not below priorityThreshold",
+        ),
+    ]
     for spec in [*targets, *(spec for spec, _ in protected)]:
         place_pod(kube, spec)
     return {f"{p.namespace}/{p.name}" for p in targets}, {
@@ -329,11 +377,14 @@ def test_the_machinery_runs_at_system_critical_priority(scene: Scene, kube: Kube
 def sneaky_pod(namespace: str, gate_key: str) -> Obj:
     """An inference pod that tolerates the gate taint: the rendered policy must refuse it."""
     return {
-        "apiVersion": "v1", "kind": "Pod",
+        "apiVersion": "v1",
+        "kind": "Pod",
         "metadata": {"name": "sneaky", "namespace": namespace},
-        "spec": {"tolerations": [{"key": gate_key, "operator": "Exists"}],
-                 "containers": [{"name": "c", "image": "registry.example/vllm:1"}]},
-    }  # fmt: skip
+        "spec": {
+            "tolerations": [{"key": gate_key, "operator": "Exists"}],
+            "containers": [{"name": "c", "image": "registry.example/vllm:1"}],
+        },
+    }
 
 
 def test_inference_pods_may_not_tolerate_the_gate(scene: Scene, kube: Kube) -> None:

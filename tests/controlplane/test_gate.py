@@ -73,8 +73,13 @@ class GateProcess:
 
 
 @pytest.fixture
-def gate_setup(kube: Kube, control_plane: ControlPlane, prometheus_url: str, exporter: Exporter,  # noqa: F811
-               tmp_path: Path) -> Iterator[tuple[GateProcess, Gate, dict[str, Any], str]]:  # fmt: skip
+def gate_setup(
+    kube: Kube,
+    control_plane: ControlPlane,
+    prometheus_url: str,  # noqa: F811
+    exporter: Exporter,  # noqa: F811
+    tmp_path: Path,
+) -> Iterator[tuple[GateProcess, Gate, dict[str, Any], str]]:
     env_name = gate_environment()
     policy = rendered_gate_policy(env_name)
     [gate] = gates(environment_objects(REPO_ROOT, env_name))[:1]
@@ -99,14 +104,21 @@ def gate_setup(kube: Kube, control_plane: ControlPlane, prometheus_url: str, exp
     port = free_port()
     daemon = Daemon(
         "trainyard-gate",
-        [sys.executable, "-m", "trainyard_gate", f"--policy={policy_path}",
-         f"--kubeconfig={control_plane.kubeconfig}", f"--metrics-port={port}", "--metrics-address=127.0.0.1",
-         "--node-resync-seconds=1"],
+        [
+            sys.executable,
+            "-m",
+            "trainyard_gate",
+            f"--policy={policy_path}",
+            f"--kubeconfig={control_plane.kubeconfig}",
+            f"--metrics-port={port}",
+            "--metrics-address=127.0.0.1",
+            "--node-resync-seconds=1",
+        ],
         tmp_path / "gate.log",
         ports=(port,),
         env={**os.environ, "PYTHONPATH": str(GATE_DIR)},
         cwd=GATE_DIR,
-    )  # fmt: skip
+    )
     daemon.start()
     process = GateProcess(daemon, port)
     try:
@@ -122,8 +134,12 @@ def gate_setup(kube: Kube, control_plane: ControlPlane, prometheus_url: str, exp
 def gated(kube: Kube, node: str, gate: Gate) -> bool:
     found = kube.get("v1", "Node", node)
     taints = ((found or {}).get("spec") or {}).get("taints") or []
-    return any(t.get("key") == gate.taint["key"] and t.get("value") == gate.taint.get("value")
-               and t.get("effect") == gate.taint["effect"] for t in taints)  # fmt: skip
+    return any(
+        t.get("key") == gate.taint["key"]
+        and t.get("value") == gate.taint.get("value")
+        and t.get("effect") == gate.taint["effect"]
+        for t in taints
+    )
 
 
 def queries_seeing(process: GateProcess, gate: Gate, value: float, count: int) -> None:

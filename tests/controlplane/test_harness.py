@@ -31,11 +31,13 @@ def test_server_reports_the_pinned_version(kube: Kube) -> None:
 
 
 def test_admin_is_a_cluster_admin(kube: Kube) -> None:
-    review = kube.create({
-        "apiVersion": "authentication.k8s.io/v1",
-        "kind": "SelfSubjectReview",
-        "metadata": {"name": "ignored"},
-    })  # fmt: skip
+    review = kube.create(
+        {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "SelfSubjectReview",
+            "metadata": {"name": "ignored"},
+        }
+    )
     assert "system:masters" in review["status"]["userInfo"]["groups"]
 
 

@@ -69,8 +69,12 @@ def _pod(namespace: str, tolerations: list[dict[str, Any]] | None = None) -> Obj
     spec: dict[str, Any] = {"containers": [{"name": "c", "image": "registry.example/x:1"}]}
     if tolerations is not None:
         spec["tolerations"] = tolerations
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"p-{uuid.uuid4().hex[:6]}", "namespace": namespace}, "spec": spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"p-{uuid.uuid4().hex[:6]}", "namespace": namespace},
+        "spec": spec,
+    }
 
 
 def _quarantine_tolerations(pod: Obj, keys: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -84,14 +88,24 @@ def test_inference_pods_tolerate_the_quarantine_taints(scene: Scene) -> None:
     if not serving:
         pytest.skip(f"{scene.env.name} has no inference namespace")
     for namespace in serving:
-        admitted = wait_for(lambda ns=namespace: _quarantine_tolerations(  # type: ignore[misc]
-            scene.kube.create(_pod(ns), dry_run=True), keys) or None, 30, f"tolerations in {namespace}")
+        admitted = wait_for(
+            lambda ns=namespace: (
+                _quarantine_tolerations(  # type: ignore[misc]
+                    scene.kube.create(_pod(ns), dry_run=True), keys
+                )
+                or None
+            ),
+            30,
+            f"tolerations in {namespace}",
+        )
         assert sorted((t["key"], t["operator"], t["effect"]) for t in admitted) == sorted(
-            (t.key, "Exists", t.effect) for t in scene.env.health.tolerations)
+            (t.key, "Exists", t.effect) for t in scene.env.health.tolerations
+        )
     # A pod with tolerations of its own keeps them and gains the quarantine one, once.
     own = {"key": "example.com/own", "operator": "Exists", "effect": "NoSchedule"}
-    pod = scene.kube.create(_pod(serving[0], [own, {"key": keys[0], "operator": "Exists",
-                                                     "effect": "NoSchedule"}]), dry_run=True)
+    pod = scene.kube.create(
+        _pod(serving[0], [own, {"key": keys[0], "operator": "Exists", "effect": "NoSchedule"}]), dry_run=True
+    )
     assert own in pod["spec"]["tolerations"]
     assert len(_quarantine_tolerations(pod, keys)) == len(keys)
 
@@ -157,12 +171,18 @@ def test_the_controller_changes_only_its_taint_and_annotations_on_pool_nodes(sce
         quarantine = {"key": TAINT_KEY, "value": "gpu-temperature", "effect": "NoSchedule"}
         notes = {REASON_ANNOTATION: "gpu-temperature", SINCE_ANNOTATION: "2026-12-01T00:00:00Z"}
         # Its job: add the taint (other taints kept) with both annotations, then take them off.
-        controller.patch_node(node, {"metadata": {"annotations": notes},
-                                     "spec": {"taints": [MAINTENANCE, quarantine]}}, _content_type=MERGE)
+        controller.patch_node(
+            node,
+            {"metadata": {"annotations": notes}, "spec": {"taints": [MAINTENANCE, quarantine]}},
+            _content_type=MERGE,
+        )
         taints = scene.kube.get("v1", "Node", node)["spec"]["taints"]  # type: ignore[index]
         assert {t["key"] for t in taints} == {MAINTENANCE["key"], TAINT_KEY}
-        controller.patch_node(node, {"metadata": {"annotations": dict.fromkeys(notes)},
-                                     "spec": {"taints": [MAINTENANCE]}}, _content_type=MERGE)
+        controller.patch_node(
+            node,
+            {"metadata": {"annotations": dict.fromkeys(notes)}, "spec": {"taints": [MAINTENANCE]}},
+            _content_type=MERGE,
+        )
         annotations = scene.kube.get("v1", "Node", node)["metadata"].get("annotations", {})  # type: ignore[index]
         assert REASON_ANNOTATION not in annotations and SINCE_ANNOTATION not in annotations
 
@@ -170,8 +190,9 @@ def test_the_controller_changes_only_its_taint_and_annotations_on_pool_nodes(sce
         message = _refused(controller.patch_node, node, alone, _content_type=MERGE)
         assert "other taints must stay" in message
         no_execute = quarantine | {"effect": "NoExecute"}
-        message = _refused(controller.patch_node, node, {"spec": {"taints": [MAINTENANCE, no_execute]}},
-                           _content_type=MERGE)
+        message = _refused(
+            controller.patch_node, node, {"spec": {"taints": [MAINTENANCE, no_execute]}}, _content_type=MERGE
+        )
         assert "effect NoSchedule only" in message
         message = _refused(controller.patch_node, node, {"spec": {"unschedulable": True}})
         assert "may not cordon" in message

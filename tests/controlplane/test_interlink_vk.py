@@ -100,17 +100,32 @@ def rendered(objects: list[Obj], kind: str, name: str) -> Obj:
 def service_account_kubeconfig(kube: Kube, plane: ControlPlane, account: str, path: Path) -> Path:
     """A kubeconfig authenticating as the rendered ServiceAccount (a TokenRequest)."""
     assert plane.certs is not None
-    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-               "spec": {"expirationSeconds": 3600}}  # fmt: skip
-    answer = kube.dynamic.request("post", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{account}/token",
-                                  body=request)  # fmt: skip
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
-        "clusters": [{"name": "test", "cluster": {"server": plane.url,
-                                                  "certificate-authority": str(plane.certs.ca_cert)}}],
-        "users": [{"name": account, "user": {"token": answer.status.token}}],
-        "contexts": [{"name": "sa", "context": {"cluster": "test", "user": account}}],
-    }), encoding="utf-8")  # fmt: skip
+    request = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": 3600},
+    }
+    answer = kube.dynamic.request(
+        "post", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{account}/token", body=request
+    )
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "sa",
+                "clusters": [
+                    {
+                        "name": "test",
+                        "cluster": {"server": plane.url, "certificate-authority": str(plane.certs.ca_cert)},
+                    }
+                ],
+                "users": [{"name": account, "user": {"token": answer.status.token}}],
+                "contexts": [{"name": "sa", "context": {"cluster": "test", "user": account}}],
+            }
+        ),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -119,12 +134,22 @@ def allowed(kube: Kube, account: str, verb: str, resource: str, namespace: str |
     attributes: dict[str, Any] = {"verb": verb, "resource": resource}
     if namespace:
         attributes["namespace"] = namespace
-    review = kube.create({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-                          "metadata": {},
-                          "spec": {"user": f"system:serviceaccount:{NAMESPACE}:{account}",
-                                   "groups": ["system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}",
-                                              "system:authenticated"],
-                                   "resourceAttributes": attributes}})  # fmt: skip
+    review = kube.create(
+        {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "metadata": {},
+            "spec": {
+                "user": f"system:serviceaccount:{NAMESPACE}:{account}",
+                "groups": [
+                    "system:serviceaccounts",
+                    f"system:serviceaccounts:{NAMESPACE}",
+                    "system:authenticated",
+                ],
+                "resourceAttributes": attributes,
+            },
+        }
+    )
     return bool(review["status"].get("allowed"))
 
 
@@ -151,8 +176,12 @@ def scene(kube: Kube, control_plane: ControlPlane, tmp_path: Path) -> Iterator[S
     try:
         # The MutatingAdmissionPolicy (closed gate taint on a new vk-<p>) takes a moment to
         # be served; a node registered before would start with its gate open.
-        wait_node_labelled(kube, NODE, {"virtual-node.interlink/type": "virtual-kubelet"},
-                           {"trainyard.dev/provider": PROVIDER})  # fmt: skip
+        wait_node_labelled(
+            kube,
+            NODE,
+            {"virtual-node.interlink/type": "virtual-kubelet"},
+            {"trainyard.dev/provider": PROVIDER},
+        )
         deployment = rendered(objects, "Deployment", NODE)
         [container] = deployment["spec"]["template"]["spec"]["containers"]
         config_map = rendered(objects, "ConfigMap", NODE)
@@ -172,10 +201,17 @@ def scene(kube: Kube, control_plane: ControlPlane, tmp_path: Path) -> Iterator[S
         assert set(env) == {"KUBELET_PORT", "POD_IP"}, env  # what main.go reads (:222, :480)
         port = free_port()
         kubeconfig = service_account_kubeconfig(kube, control_plane, NODE, tmp_path / "vk.kubeconfig")
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "KUBECONFIG": str(kubeconfig),
-               "KUBELET_PORT": str(port), "POD_IP": "127.0.0.1", "KUBELET_URL": "127.0.0.1"}  # fmt: skip
-        vk = Daemon("interlink-vk", [str(binary), *args], tmp_path / "vk.log", ports=(port,), env=env,
-                    cwd=tmp_path)  # fmt: skip
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(tmp_path),
+            "KUBECONFIG": str(kubeconfig),
+            "KUBELET_PORT": str(port),
+            "POD_IP": "127.0.0.1",
+            "KUBELET_URL": "127.0.0.1",
+        }
+        vk = Daemon(
+            "interlink-vk", [str(binary), *args], tmp_path / "vk.log", ports=(port,), env=env, cwd=tmp_path
+        )
         vk.start()
         yield Scene(objects, vk, port, standin, tmp_path)
     finally:
@@ -197,8 +233,12 @@ def _taints(node: Obj | None) -> list[dict[str, str]]:
 
 
 def _gated(kube: Kube) -> bool:
-    return any(t.get("key") == GATE_TAINT["key"] and t.get("value") == GATE_TAINT["value"]
-               and t.get("effect") == GATE_TAINT["effect"] for t in _taints(_node(kube)))  # fmt: skip
+    return any(
+        t.get("key") == GATE_TAINT["key"]
+        and t.get("value") == GATE_TAINT["value"]
+        and t.get("effect") == GATE_TAINT["effect"]
+        for t in _taints(_node(kube))
+    )
 
 
 def wait_registered_and_ready(kube: Kube, scene: Scene) -> Obj:
@@ -238,13 +278,27 @@ def start_gate(
         for a in container["args"]
     ]
     kubeconfig = service_account_kubeconfig(kube, plane, "overflow-gate", scene.workdir / "gate.kubeconfig")
-    daemon = Daemon("trainyard-gate",
-                    [sys.executable, "-m", "trainyard_gate", *args, f"--kubeconfig={kubeconfig}",
-                     "--metrics-address=127.0.0.1", "--node-resync-seconds=1"],
-                    scene.workdir / "gate.log", ports=(port,),
-                    env={**os.environ, "PYTHONPATH": str(GATE_DIR), "POD_NAME": "overflow-gate-test",
-                         "POD_NAMESPACE": NAMESPACE},
-                    cwd=GATE_DIR)  # fmt: skip
+    daemon = Daemon(
+        "trainyard-gate",
+        [
+            sys.executable,
+            "-m",
+            "trainyard_gate",
+            *args,
+            f"--kubeconfig={kubeconfig}",
+            "--metrics-address=127.0.0.1",
+            "--node-resync-seconds=1",
+        ],
+        scene.workdir / "gate.log",
+        ports=(port,),
+        env={
+            **os.environ,
+            "PYTHONPATH": str(GATE_DIR),
+            "POD_NAME": "overflow-gate-test",
+            "POD_NAMESPACE": NAMESPACE,
+        },
+        cwd=GATE_DIR,
+    )
     daemon.start()
     return daemon, spec["gates"][0]
 
@@ -253,27 +307,46 @@ def spilled_pod(name: str, secret: str, account: str) -> Obj:
     """An inference pod bound to the virtual node (the scheduler's job; none runs here) that
     reads a Secret twice and a projected service-account token."""
     return {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": INFERENCE_NAMESPACE,
-                     "labels": {"app.kubernetes.io/name": "chat-api"}},
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": INFERENCE_NAMESPACE,
+            "labels": {"app.kubernetes.io/name": "chat-api"},
+        },
         "spec": {
-            "nodeName": NODE, "serviceAccountName": account, "priorityClassName": "inference-prod",
+            "nodeName": NODE,
+            "serviceAccountName": account,
+            "priorityClassName": "inference-prod",
             "tolerations": [{"key": INTERLINK_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"}],
-            "containers": [{
-                "name": "server", "image": "registry.example/vllm:1",
-                "env": [{"name": "MODEL_TOKEN",
-                         "valueFrom": {"secretKeyRef": {"name": secret, "key": "token"}}}],
-                "volumeMounts": [{"name": "weights-key", "mountPath": "/etc/weights"},
-                                 {"name": "api-token", "mountPath": "/var/run/secrets/api"}],
-                "resources": {"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}},
-            }],
+            "containers": [
+                {
+                    "name": "server",
+                    "image": "registry.example/vllm:1",
+                    "env": [
+                        {
+                            "name": "MODEL_TOKEN",
+                            "valueFrom": {"secretKeyRef": {"name": secret, "key": "token"}},
+                        }
+                    ],
+                    "volumeMounts": [
+                        {"name": "weights-key", "mountPath": "/etc/weights"},
+                        {"name": "api-token", "mountPath": "/var/run/secrets/api"},
+                    ],
+                    "resources": {"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}},
+                }
+            ],
             "volumes": [
                 {"name": "weights-key", "secret": {"secretName": secret}},
-                {"name": "api-token", "projected": {"sources": [
-                    {"serviceAccountToken": {"path": "token", "expirationSeconds": 3600}}]}},
+                {
+                    "name": "api-token",
+                    "projected": {
+                        "sources": [{"serviceAccountToken": {"path": "token", "expirationSeconds": 3600}}]
+                    },
+                },
             ],
         },
-    }  # fmt: skip
+    }
 
 
 def test_interlink_virtual_kubelet_registers_is_gated_and_runs_a_pod_with_its_secret(
@@ -311,12 +384,24 @@ def test_interlink_virtual_kubelet_registers_is_gated_and_runs_a_pod_with_its_se
         suffix = uuid.uuid4().hex[:6]
         secret, account, pod = f"model-token-{suffix}", f"chat-api-{suffix}", f"chat-api-{suffix}"
         value = f"s3cr3t-{suffix}"
-        kube.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": secret,
-                     "namespace": INFERENCE_NAMESPACE}, "stringData": {"token": value}})  # fmt: skip
-        kube.create({"apiVersion": "v1", "kind": "ServiceAccount",
-                     "metadata": {"name": account, "namespace": INFERENCE_NAMESPACE}})  # fmt: skip
+        kube.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": secret, "namespace": INFERENCE_NAMESPACE},
+                "stringData": {"token": value},
+            }
+        )
+        kube.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": account, "namespace": INFERENCE_NAMESPACE},
+            }
+        )
         kube.create(spilled_pod(pod, secret, account))
         try:
+
             def sent_to_interlink() -> list[Obj]:
                 return [r for r in scene.standin.created() if r["pod"]["metadata"]["name"] == pod]
 
@@ -355,8 +440,9 @@ def test_interlink_virtual_kubelet_registers_is_gated_and_runs_a_pod_with_its_se
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE  # self-signed (DisableCSR), CN system:node:vk-lambda
-    with urllib.request.urlopen(f"https://127.0.0.1:{scene.kubelet_port}/runningpods/", timeout=30,
-                                context=context) as response:  # fmt: skip
+    with urllib.request.urlopen(
+        f"https://127.0.0.1:{scene.kubelet_port}/runningpods/", timeout=30, context=context
+    ) as response:
         assert response.status == 200
         body = json.loads(response.read())
     assert body["kind"] == "PodList"

@@ -42,14 +42,22 @@ def staging(kube: Kube) -> Iterator[Kube]:
 
 
 def _job(labels: dict[str, str], pod_class: str | None = None) -> Obj:
-    spec: dict[str, Any] = {"restartPolicy": "Never",
-                            "containers": [{"name": "train", "image": "registry.example/trainer:1"}]}
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "containers": [{"name": "train", "image": "registry.example/trainer:1"}],
+    }
     if pod_class is not None:
         spec["priorityClassName"] = pod_class
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": f"j-{uuid.uuid4().hex[:6]}", "namespace": NAMESPACE,
-                         "labels": {"kueue.x-k8s.io/queue-name": NAMESPACE, **labels}},
-            "spec": {"suspend": True, "template": {"spec": spec}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": f"j-{uuid.uuid4().hex[:6]}",
+            "namespace": NAMESPACE,
+            "labels": {"kueue.x-k8s.io/queue-name": NAMESPACE, **labels},
+        },
+        "spec": {"suspend": True, "template": {"spec": spec}},
+    }
 
 
 def test_a_classless_job_gets_the_default_training_tier(staging: Kube) -> None:
@@ -65,8 +73,10 @@ def test_a_classless_job_gets_the_default_training_tier(staging: Kube) -> None:
 def test_a_job_naming_an_inference_class_is_refused_at_creation(staging: Kube) -> None:
     label = _job({LABEL: "inference-prod"})
     message = wait_for(lambda: refusal(staging, label), 30, "the job-priority policy refusing a Job")
-    assert ("jobs in training namespaces run at a training tier (training-critical, training); the label "
-            "kueue.x-k8s.io/priority-class names inference-prod") in message, message
+    assert (
+        "jobs in training namespaces run at a training tier (training-critical, training); the label "
+        "kueue.x-k8s.io/priority-class names inference-prod"
+    ) in message, message
     pod_class = refusal(staging, _job({}, pod_class="inference-prod")) or ""
     assert "the pod template names inference-prod" in pod_class, pod_class
     assert refusal(staging, _job({LABEL: "training-critical"}, pod_class="training-critical")) is None

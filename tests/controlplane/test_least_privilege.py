@@ -81,8 +81,11 @@ def scene(request: pytest.FixtureRequest, kube: Kube, kubeconfig: Path) -> Itera
     objects = environment_objects(REPO_ROOT, env)
     external = ensure_external_namespaces(kube, objects)
     apply_all(kube, objects)
-    [ns] = {o["metadata"]["namespace"] for o in objects
-            if o["kind"] == "Deployment" and o["metadata"]["name"] == "overflow-gate"}  # fmt: skip
+    [ns] = {
+        o["metadata"]["namespace"]
+        for o in objects
+        if o["kind"] == "Deployment" and o["metadata"]["name"] == "overflow-gate"
+    }
     virtual = virtual_node_names(objects)
     secrets, types = {}, {}
     for obj in objects:
@@ -92,19 +95,37 @@ def scene(request: pytest.FixtureRequest, kube: Kube, kubeconfig: Path) -> Itera
             for volume in obj["spec"]["template"]["spec"].get("volumes", []):
                 if "secret" in volume:
                     secrets[provider] = volume["secret"]["secretName"]
-    inference = sorted({o["metadata"]["namespace"] for o in objects
-                        if o["kind"] == "HorizontalPodAutoscaler"})  # fmt: skip
+    inference = sorted(
+        {o["metadata"]["namespace"] for o in objects if o["kind"] == "HorizontalPodAutoscaler"}
+    )
     for name in {*secrets.values(), "unrelated"}:
-        kube.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": ns},
-                    "stringData": {"token": "test"}})  # fmt: skip
+        kube.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": name, "namespace": ns},
+                "stringData": {"token": "test"},
+            }
+        )
     for namespace in inference:
-        kube.apply({"apiVersion": "v1", "kind": "Secret",
-                    "metadata": {"name": "model-token", "namespace": namespace},
-                    "stringData": {"token": "test"}})  # fmt: skip
+        kube.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "model-token", "namespace": namespace},
+                "stringData": {"token": "test"},
+            }
+        )
     other = f"elsewhere-{uuid.uuid4().hex[:6]}"
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
-    kube.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": other},
-                "stringData": {"password": "test"}})  # fmt: skip
+    kube.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "db", "namespace": other},
+            "stringData": {"password": "test"},
+        }
+    )
     gpu = f"gpu-lp-{uuid.uuid4().hex[:6]}"
     nodes = [gpu, *virtual.values()]
     maintenance = {"key": "example.com/maintenance", "value": "true", "effect": "NoSchedule"}
@@ -132,8 +153,11 @@ def _wait_validating_policies(scene: Scene) -> None:
         vk = scene.as_user(node)
         body = {"spec": {"taints": [{"key": "virtual-kubelet.io/provider", "effect": "NoSchedule"}]}}
         for api, change, what in ((gate, label, "the gate's"), (vk, body, "the virtual-kubelet")):
-            wait_for(partial(_dry_run_refused, api, node, change, None if change is label else MERGE),
-                     30, f"{what} policy on {node}")  # fmt: skip
+            wait_for(
+                partial(_dry_run_refused, api, node, change, None if change is label else MERGE),
+                30,
+                f"{what} policy on {node}",
+            )
 
 
 def _dry_run_refused(api: client.CoreV1Api, node: str, body: Obj, content_type: str | None = None) -> bool:

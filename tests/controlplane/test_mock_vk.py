@@ -49,11 +49,24 @@ def _binary() -> Path:
 
 
 def _pod(name: str, secret: str) -> Obj:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": SERVING},
-            "spec": {"nodeName": NODE, "tolerations": [TAINT | {"operator": "Equal"}],
-                     "containers": [{"name": "serve", "image": "registry.example/vllm:1", "env": [
-                         {"name": "TOKEN",
-                          "valueFrom": {"secretKeyRef": {"name": secret, "key": "token"}}}]}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": SERVING},
+        "spec": {
+            "nodeName": NODE,
+            "tolerations": [TAINT | {"operator": "Equal"}],
+            "containers": [
+                {
+                    "name": "serve",
+                    "image": "registry.example/vllm:1",
+                    "env": [
+                        {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": secret, "key": "token"}}}
+                    ],
+                }
+            ],
+        },
+    }
 
 
 def test_mock_virtual_kubelet_registers_and_runs_a_pod_with_its_secret(
@@ -71,20 +84,35 @@ def test_mock_virtual_kubelet_registers_and_runs_a_pod_with_its_secret(
     try:
         [(name, text)] = rendered(objects, "ConfigMap", NODE)["data"].items()
         (tmp_path / name).write_text(text, encoding="utf-8")
-        args = [f"--provider-config={tmp_path / name}" if a.startswith("--provider-config=") else
-                f"--metrics-addr=127.0.0.1:{free_port()}" if a.startswith("--metrics-addr=") else a
-                for a in container["args"]]
+        args = [
+            f"--provider-config={tmp_path / name}"
+            if a.startswith("--provider-config=")
+            else f"--metrics-addr=127.0.0.1:{free_port()}"
+            if a.startswith("--metrics-addr=")
+            else a
+            for a in container["args"]
+        ]
         certs = pki.generate(tmp_path / "pki")  # the kubelet API's serving pair (a Secret in-cluster)
         port = free_port()
         env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
-        env |= {"KUBELET_PORT": str(port), "VKUBELET_POD_IP": "127.0.0.1", "PATH": os.environ["PATH"],
-                "HOME": str(tmp_path), "APISERVER_CERT_LOCATION": str(certs.serving_cert),
-                "APISERVER_KEY_LOCATION": str(certs.serving_key)}
+        env |= {
+            "KUBELET_PORT": str(port),
+            "VKUBELET_POD_IP": "127.0.0.1",
+            "PATH": os.environ["PATH"],
+            "HOME": str(tmp_path),
+            "APISERVER_CERT_LOCATION": str(certs.serving_cert),
+            "APISERVER_KEY_LOCATION": str(certs.serving_key),
+        }
         kubeconfig = service_account_kubeconfig(kube, control_plane, NODE, tmp_path / "kubeconfig")
         # The node-label policy must be observed before the node registers, or it misses it.
         wait_node_labelled(kube, NODE, {"type": "virtual-kubelet"}, {"trainyard.dev/provider": "mock"})
-        daemon = Daemon("vk-mock", [str(binary), *args, f"--kubeconfig={kubeconfig}"], tmp_path / "vk.log",
-                        ports=(port,), env=env)
+        daemon = Daemon(
+            "vk-mock",
+            [str(binary), *args, f"--kubeconfig={kubeconfig}"],
+            tmp_path / "vk.log",
+            ports=(port,),
+            env=env,
+        )
         daemon.start()
         daemon.wait_until(lambda: is_true(kube.get("v1", "Node", NODE), "Ready"), 120, "vk-mock Ready")
         node = kube.get("v1", "Node", NODE)
@@ -95,8 +123,14 @@ def test_mock_virtual_kubelet_registers_and_runs_a_pod_with_its_secret(
         assert TAINT in node["spec"]["taints"]
 
         secret = f"token-{suffix}"
-        kube.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": secret, "namespace": SERVING},
-                     "stringData": {"token": "sesame"}})
+        kube.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": secret, "namespace": SERVING},
+                "stringData": {"token": "sesame"},
+            }
+        )
         kube.create(_pod(f"spill-{suffix}", secret))
 
         def running() -> bool:

@@ -37,8 +37,11 @@ from tests.controlplane.manifests import (
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
 NAMESPACE = "foundation"
-KUEUE_STARTED = {"kueue.x-k8s.io/podset": "main", "kueue.x-k8s.io/local-queue-name": "foundation",
-                 "kueue.x-k8s.io/cluster-queue-name": "foundation"}  # fmt: skip
+KUEUE_STARTED = {
+    "kueue.x-k8s.io/podset": "main",
+    "kueue.x-k8s.io/local-queue-name": "foundation",
+    "kueue.x-k8s.io/cluster-queue-name": "foundation",
+}
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +77,15 @@ def _pod(labels: dict[str, str], pod_class: str | None = None, owner: str | None
     metadata: dict[str, Any] = {"name": f"p-{uuid.uuid4().hex[:6]}", "namespace": NAMESPACE, "labels": labels}
     if owner:
         group = "batch/v1" if owner == "Job" else "apps/v1"
-        metadata["ownerReferences"] = [{"apiVersion": group, "kind": owner, "name": "owner",
-                                        "uid": str(uuid.uuid4()), "controller": True}]
+        metadata["ownerReferences"] = [
+            {
+                "apiVersion": group,
+                "kind": owner,
+                "name": "owner",
+                "uid": str(uuid.uuid4()),
+                "controller": True,
+            }
+        ]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
@@ -98,8 +108,9 @@ def test_a_deployments_pod_runs_at_the_lowest_tier_not_900000(staging: Kube) -> 
     the ReplicaSet as controller."""
     pod = _pod({"app": "tensorboard", "pod-template-hash": "5d8f7c9b6"}, owner="ReplicaSet")
     assert _priority(staging.create(pod, dry_run=True)) == LOW
-    statefulset = _pod({"app": "notebook", "statefulset.kubernetes.io/pod-name": "notebook-0"},
-                       owner="StatefulSet")  # fmt: skip
+    statefulset = _pod(
+        {"app": "notebook", "statefulset.kubernetes.io/pod-name": "notebook-0"}, owner="StatefulSet"
+    )
     assert _priority(staging.create(statefulset, dry_run=True)) == LOW
 
 
@@ -117,38 +128,62 @@ def test_a_kueue_started_jobs_pod_runs_at_training(staging: Kube) -> None:
 
 
 def test_a_pod_outside_kueue_may_name_no_higher_class(staging: Kube) -> None:
-    wait_for(lambda: refusal(staging, _pod({"app": "notebook"}, "training")), 30,
-             "the outside-Kueue policy refusing a pod")  # its binding is observed a moment after apply
+    wait_for(
+        lambda: refusal(staging, _pod({"app": "notebook"}, "training")),
+        30,
+        "the outside-Kueue policy refusing a pod",
+    )  # its binding is observed a moment after apply
     for named in ("training", "training-critical", "inference-prod"):
         message = refusal(staging, _pod({"app": "notebook"}, named)) or ""
-        assert (f"pods that Kueue does not manage run at inference-batch in training namespaces (they hold "
-                f"no quota, so a higher class would preempt what Kueue admitted); got {named}: remove "
-                "priorityClassName to get inference-batch") in message, message
+        assert (
+            f"pods that Kueue does not manage run at inference-batch in training namespaces (they hold "
+            f"no quota, so a higher class would preempt what Kueue admitted); got {named}: remove "
+            "priorityClassName to get inference-batch"
+        ) in message, message
     assert refusal(staging, _pod({"app": "notebook"}, "inference-batch")) is None
 
 
 def test_a_kueue_pod_naming_an_inference_class_is_still_refused(staging: Kube) -> None:
     message = refusal(staging, _pod(KUEUE_STARTED, "inference-prod", owner="Job")) or ""
-    assert ("pods in training namespaces run at a training tier (training-critical, training); got "
-            "inference-prod") in message, message
+    assert (
+        "pods in training namespaces run at a training tier (training-critical, training); got inference-prod"
+    ) in message, message
 
 
 def _workload(ref: str | None, pod_class: str | None) -> Obj:
-    spec: dict[str, Any] = {"restartPolicy": "Never",
-                            "containers": [{"name": "train", "image": "registry.example/trainer:1"}]}
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "containers": [{"name": "train", "image": "registry.example/trainer:1"}],
+    }
     if pod_class:
         spec["priorityClassName"] = pod_class
     workload: Obj = {
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-        "metadata": {"name": f"jobset-pretrain-{uuid.uuid4().hex[:6]}", "namespace": NAMESPACE,
-                     "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-                                          "name": "pretrain", "uid": str(uuid.uuid4()), "controller": True}]},
-        "spec": {"queueName": "foundation",
-                 "podSets": [{"name": "workers", "count": 2, "template": {"spec": spec}}]},
-    }  # fmt: skip
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": f"jobset-pretrain-{uuid.uuid4().hex[:6]}",
+            "namespace": NAMESPACE,
+            "ownerReferences": [
+                {
+                    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                    "kind": "JobSet",
+                    "name": "pretrain",
+                    "uid": str(uuid.uuid4()),
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "queueName": "foundation",
+            "podSets": [{"name": "workers", "count": 2, "template": {"spec": spec}}],
+        },
+    }
     if ref:  # Kueue writes the class's value beside its name (the CRD requires both)
-        workload["spec"]["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass",
-                                                "name": ref}
+        workload["spec"]["priorityClassRef"] = {
+            "group": "kueue.x-k8s.io",
+            "kind": "WorkloadPriorityClass",
+            "name": ref,
+        }
         workload["spec"]["priority"] = {"inference-prod": 100000, "training": 900000}[ref]
     return workload
 
@@ -156,10 +191,15 @@ def _workload(ref: str | None, pod_class: str | None) -> Obj:
 def test_a_workload_naming_an_inference_class_is_refused_before_it_can_hold_quota(staging: Kube) -> None:
     """What Kueue creates for a JobSet (or TrainJob, RayJob) labelled inference-prod, or whose
     pod template names it: refused, so it is never admitted with pods that would be refused."""
-    labelled = wait_for(lambda: refusal(staging, _workload("inference-prod", None)), 30,
-                        "the workload-tier policy refusing a Workload")  # fmt: skip
-    assert ("workloads in training namespaces run at a training tier (training-critical, training); "
-            "JobSet pretrain names inference-prod") in labelled, labelled
+    labelled = wait_for(
+        lambda: refusal(staging, _workload("inference-prod", None)),
+        30,
+        "the workload-tier policy refusing a Workload",
+    )
+    assert (
+        "workloads in training namespaces run at a training tier (training-critical, training); "
+        "JobSet pretrain names inference-prod"
+    ) in labelled, labelled
     templated = refusal(staging, _workload(None, "inference-prod")) or ""
     assert "the pod templates of JobSet pretrain name inference-prod" in templated, templated
     assert refusal(staging, _workload("training", "training")) is None

@@ -34,13 +34,24 @@ NAMESPACE = "foundation"
 
 
 def _pod(labels: dict[str, str]) -> Obj:
-    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "server-5d8f7c9b6",
-             "uid": str(uuid.uuid4()), "controller": True}  # fmt: skip
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"p-{uuid.uuid4().hex[:6]}", "namespace": NAMESPACE,
-                         "labels": {"app": "server", "pod-template-hash": "5d8f7c9b6", **labels},
-                         "ownerReferences": [owner]},
-            "spec": {"containers": [{"name": "c", "image": "registry.example/x:1"}]}}  # fmt: skip
+    owner = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": "server-5d8f7c9b6",
+        "uid": str(uuid.uuid4()),
+        "controller": True,
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"p-{uuid.uuid4().hex[:6]}",
+            "namespace": NAMESPACE,
+            "labels": {"app": "server", "pod-template-hash": "5d8f7c9b6", **labels},
+            "ownerReferences": [owner],
+        },
+        "spec": {"containers": [{"name": "c", "image": "registry.example/x:1"}]},
+    }
 
 
 QUEUED = {"kueue.x-k8s.io/queue-name": "foundation", "kueue.x-k8s.io/managed": "true"}
@@ -59,6 +70,7 @@ def with_deployments(kube: Kube) -> Iterator[Kube]:
     external = ensure_external_namespaces(kube, objects)
     apply_all(kube, objects)
     try:
+
         def observed() -> bool:  # each binding is observed a moment after it is applied
             try:
                 ours, theirs = _class(kube, QUEUED)[0], _class(kube, {})[0]

@@ -71,7 +71,7 @@ def readme_job() -> Obj:
     """The training Job of README.md, exactly as written there (the block after the marker)."""
     text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     assert RECIPE_MARKER in text, "README.md lost its training-job recipe marker"
-    block = re.search(r"```yaml\n(.*?)```", text[text.index(RECIPE_MARKER):], re.DOTALL)
+    block = re.search(r"```yaml\n(.*?)```", text[text.index(RECIPE_MARKER) :], re.DOTALL)
     assert block is not None, "no ```yaml block after the recipe marker"
     job: Obj = yaml.safe_load(block.group(1))
     return job
@@ -94,16 +94,25 @@ def pool_nodes(pool: Pool, count: int) -> list[Obj]:
         labels = {**pool.node_labels, HOSTNAME: name}
         for level, size in zip(above_host, sizes, strict=True):
             labels[level] = f"{level.rsplit('/', 1)[-1]}-{i // size}"
-        taints = [{"key": t.key, "effect": t.effect, **({"value": t.value} if t.value else {})}
-                  for t in pool.taints]
-        nodes.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
-                      "spec": {"taints": taints}})
+        taints = [
+            {"key": t.key, "effect": t.effect, **({"value": t.value} if t.value else {})} for t in pool.taints
+        ]
+        nodes.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": labels},
+                "spec": {"taints": taints},
+            }
+        )
     return nodes
 
 
 def capacity(pool: Pool) -> dict[str, str]:
-    amounts = {name: str(int(value)) if value.denominator == 1 else str(float(value))
-               for name, value in pool.per_node.items()}
+    amounts = {
+        name: str(int(value)) if value.denominator == 1 else str(float(value))
+        for name, value in pool.per_node.items()
+    }
     return {**amounts, "pods": "110"}
 
 
@@ -114,8 +123,9 @@ def make_nodes(kube: Kube, env: Environment, scaled: bool) -> list[str]:
         count = min(pool.nodes, SCALED_NODES if pool.topology_levels else 4) if scaled else pool.nodes
         for node in pool_nodes(pool, count):
             meta = node["metadata"]
-            make_ready_node(kube, meta["name"], meta["labels"], node["spec"]["taints"], pool.gpus_per_node,
-                            capacity(pool))
+            make_ready_node(
+                kube, meta["name"], meta["labels"], node["spec"]["taints"], pool.gpus_per_node, capacity(pool)
+            )
             names.append(meta["name"])
     return names
 
@@ -142,8 +152,12 @@ class Shape:
 
 
 @pytest.fixture(scope="module", params=["staging", "prod"])
-def shape(request: pytest.FixtureRequest, kube: Kube, control_plane: ControlPlane,
-          tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shape]:  # fmt: skip
+def shape(
+    request: pytest.FixtureRequest,
+    kube: Kube,
+    control_plane: ControlPlane,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Shape]:
     name: str = request.param
     binary = require_tools("kueue")["kueue"]
     env = load(REPO_ROOT, name)
@@ -191,8 +205,14 @@ def value_of(env: Environment, tier: str) -> int:
     return next(t.value for t in env.tiers if t.name == tier)
 
 
-def recipe(name: str, *, rdma: bool = True, pods: int | None = None, queue: str | None = None,
-           tier: str | None = None) -> Obj:  # fmt: skip
+def recipe(
+    name: str,
+    *,
+    rdma: bool = True,
+    pods: int | None = None,
+    queue: str | None = None,
+    tier: str | None = None,
+) -> Obj:
     """The README's Job with a unique name; optionally without rdma/ib, resized or re-queued."""
     job = readme_job()
     job["metadata"]["name"] = f"{name}-{uuid.uuid4().hex[:6]}"
@@ -258,7 +278,8 @@ def test_a_required_topology_domain_is_honoured(clean: Shape) -> None:
     pods = fan_out(SCALED_NODES if clean.name == "prod" else pool.nodes, 1)[0]  # hosts per rack
     job = recipe("one-rack", pods=pods)
     job["spec"]["template"].setdefault("metadata", {})["annotations"] = {
-        "kueue.x-k8s.io/podset-required-topology": level}
+        "kueue.x-k8s.io/podset-required-topology": level
+    }
     workload = wait_admitted(clean.kube, submit(clean.kube, job))
     pod_set = assert_on_topology(clean, workload, pods)
     hosts = assigned_hosts(pod_set["topologyAssignment"])
@@ -287,7 +308,8 @@ def test_the_flex_queue_borrows_the_inference_pool(clean: Shape) -> None:
     inference = [p.name for p in clean.env.pools if p.role == "inference"]
     job = recipe("on-l40s", rdma=False, pods=2, queue="foundation-flex")
     job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"].update(
-        {"cpu": "16", "memory": "128Gi"})
+        {"cpu": "16", "memory": "128Gi"}
+    )
     submitted = submit(clean.kube, job)
     workload = wait_admitted(clean.kube, submitted)
     assert workload["status"]["admission"]["clusterQueue"] == "foundation-flex"
@@ -295,8 +317,11 @@ def test_the_flex_queue_borrows_the_inference_pool(clean: Shape) -> None:
     assert flavor in inference and not pod_set.get("topologyAssignment")
     # foundation owns no L40S: all of it is borrowed through the root cohort
     flex = clean.queue("foundation-flex")
-    [cell] = [r for r in flex["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
-              if r["name"] == "nvidia.com/gpu"]
+    [cell] = [
+        r
+        for r in flex["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+        if r["name"] == "nvidia.com/gpu"
+    ]
     assert cell["nominalQuota"] == "0"
     pods_started(clean.kube, submitted)
 
@@ -339,13 +364,17 @@ def _pod(namespace: str, priority_class: str | None, labels: dict[str, str] | No
     spec: dict[str, Any] = {"containers": [{"name": "c", "image": "registry.example/x:1"}]}
     if priority_class:
         spec["priorityClassName"] = priority_class
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"p-{uuid.uuid4().hex[:6]}", "namespace": namespace, "labels": labels or {}},
-            "spec": spec}  # fmt: skip
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"p-{uuid.uuid4().hex[:6]}", "namespace": namespace, "labels": labels or {}},
+        "spec": spec,
+    }
 
 
-def _dry_run_pod(kube: Kube, namespace: str, priority_class: str | None,
-                 labels: dict[str, str] | None = None) -> Obj:  # fmt: skip
+def _dry_run_pod(
+    kube: Kube, namespace: str, priority_class: str | None, labels: dict[str, str] | None = None
+) -> Obj:
     return kube.create(_pod(namespace, priority_class, labels), dry_run=True)
 
 
@@ -362,8 +391,11 @@ def test_pods_in_training_namespaces_run_at_a_training_tier(shape: Shape) -> Non
     default = env.default_training_tier
     for namespace in env.training_namespaces:
         # admission policies take effect a moment after they are created
-        admitted = wait_for(lambda ns=namespace: _defaulted(kube, ns), 30,  # type: ignore[misc]
-                            f"a defaulted training priority in {namespace}")
+        admitted = wait_for(
+            lambda ns=namespace: _defaulted(kube, ns),  # type: ignore[misc]
+            30,
+            f"a defaulted training priority in {namespace}",
+        )
         assert admitted["spec"]["priorityClassName"] == default.name
         assert admitted["spec"]["priority"] == default.value > top_inference
         assert admitted["spec"]["preemptionPolicy"] == default.preemption_policy
@@ -371,17 +403,26 @@ def test_pods_in_training_namespaces_run_at_a_training_tier(shape: Shape) -> Non
         assert critical["spec"]["priority"] == value_of(env, "training-critical")
     # a pod of the README's Job template, as the job controller creates it once Kueue started it
     template = copy.deepcopy(readme_job()["spec"]["template"])
-    pod = kube.create({"apiVersion": "v1", "kind": "Pod",
-                       "metadata": {"name": "readme-pod", "namespace": "foundation", "labels": KUEUE_STARTED},
-                       "spec": template["spec"]}, dry_run=True)  # fmt: skip
+    pod = kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "readme-pod", "namespace": "foundation", "labels": KUEUE_STARTED},
+            "spec": template["spec"],
+        },
+        dry_run=True,
+    )
     assert pod["spec"]["priority"] > top_inference
 
 
 def test_an_inference_class_is_refused_in_a_training_namespace(shape: Shape) -> None:
     pod = _pod("foundation", "inference-prod", KUEUE_STARTED)
     message = wait_for(lambda: refusal(shape.kube, pod), 30, "the priority policy to refuse a pod")
-    assert "pods in training namespaces run at a training tier (training-critical, training); " \
-           "got inference-prod" in message and "Forbidden" in message, message
+    assert (
+        "pods in training namespaces run at a training tier (training-critical, training); got inference-prod"
+        in message
+        and "Forbidden" in message
+    ), message
     assert refusal(shape.kube, _pod("foundation", "training", KUEUE_STARTED)) is None
 
 

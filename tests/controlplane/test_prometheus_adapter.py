@@ -41,8 +41,11 @@ READY_SECONDS = 120
 
 
 def _rendered_objects() -> list[dict[str, Any]]:
-    return [yaml.safe_load(p.read_text(encoding="utf-8")) for p in sorted(RENDERED.rglob("*.yaml"))
-            if "installers" not in p.parts]  # fmt: skip
+    return [
+        yaml.safe_load(p.read_text(encoding="utf-8"))
+        for p in sorted(RENDERED.rglob("*.yaml"))
+        if "installers" not in p.parts
+    ]
 
 
 def _adapter_get(url: str, context: ssl.SSLContext) -> dict[str, Any] | None:
@@ -71,11 +74,17 @@ def served(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
     series.set(metric["name"], {"namespace": namespace, "pod": "other-a", "deployment": "other"}, 100)
     series.set(metric["name"], {"namespace": "elsewhere", "pod": "chat-api-c", **selector}, 1000)
     prometheus_port = free_port()
-    config = {"global": {"scrape_interval": "1s"},
-              "scrape_configs": [{"job_name": "synthetic", "static_configs": [{"targets": [series.target]}]}]}
+    config = {
+        "global": {"scrape_interval": "1s"},
+        "scrape_configs": [{"job_name": "synthetic", "static_configs": [{"targets": [series.target]}]}],
+    }
     (folder / "prometheus.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    argv = [str(tool("prometheus")), f"--config.file={folder / 'prometheus.yml'}",
-            f"--storage.tsdb.path={folder / 'data'}", f"--web.listen-address=127.0.0.1:{prometheus_port}"]
+    argv = [
+        str(tool("prometheus")),
+        f"--config.file={folder / 'prometheus.yml'}",
+        f"--storage.tsdb.path={folder / 'data'}",
+        f"--web.listen-address=127.0.0.1:{prometheus_port}",
+    ]
     prometheus = Daemon("prometheus", argv, folder / "prometheus.log", ports=(prometheus_port,))
     kube = Kube(control_plane.kubeconfig, folder / "discovery.json")
     daemon: Daemon | None = None
@@ -84,15 +93,21 @@ def served(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
         prometheus_url = f"http://127.0.0.1:{prometheus_port}"
         # The adapter lists series once at start, then every relist interval: start it once
         # Prometheus holds all four.
-        prometheus.wait_until(lambda: len(_safe_query(prometheus_url, metric["name"])) == 4, READY_SECONDS,
-                              "4 synthetic series scraped")  # fmt: skip
+        prometheus.wait_until(
+            lambda: len(_safe_query(prometheus_url, metric["name"])) == 4,
+            READY_SECONDS,
+            "4 synthetic series scraped",
+        )
         kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "monitoring"}})
         for obj in objects:
-            if obj["kind"] in ("ServiceAccount", "ClusterRoleBinding", "RoleBinding") \
-                    and "prometheus-adapter" in obj["metadata"]["name"]:
+            if (
+                obj["kind"] in ("ServiceAccount", "ClusterRoleBinding", "RoleBinding")
+                and "prometheus-adapter" in obj["metadata"]["name"]
+            ):
                 kube.apply(obj)
-        daemon = box_adapter.start(kube, control_plane.kubeconfig, objects, folder / "adapter",
-                                   prometheus_url)  # fmt: skip
+        daemon = box_adapter.start(
+            kube, control_plane.kubeconfig, objects, folder / "adapter", prometheus_url
+        )
         assert daemon is not None, "rendered/staging has no prometheus-adapter Deployment"
         assert control_plane.certs is not None
         context = ssl.create_default_context()
@@ -100,9 +115,13 @@ def served(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
         context.verify_mode = ssl.CERT_NONE  # the adapter's own self-signed serving pair
         context.load_cert_chain(str(control_plane.certs.admin_cert), str(control_plane.certs.admin_key))
         base = f"https://127.0.0.1:{daemon.ports[0]}/apis/external.metrics.k8s.io/v1beta1"
-        daemon.wait_until(lambda: any(r["name"] == metric["name"]
-                                      for r in (_adapter_get(base, context) or {}).get("resources", [])),
-                          READY_SECONDS, f"{metric['name']} listed")  # fmt: skip
+        daemon.wait_until(
+            lambda: any(
+                r["name"] == metric["name"] for r in (_adapter_get(base, context) or {}).get("resources", [])
+            ),
+            READY_SECONDS,
+            f"{metric['name']} listed",
+        )
         yield {"base": base, "context": context, "metric": metric, "namespace": namespace, "daemon": daemon}
     finally:
         if daemon is not None:

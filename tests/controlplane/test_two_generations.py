@@ -66,8 +66,14 @@ def scene(
 
 
 def _job(arch: str | None, gpus_per_pod: int) -> Obj:
-    job = gpu_job(f"gen-{arch or 'any'}-{uuid.uuid4().hex[:6]}", NAMESPACE, NAMESPACE, "training",
-                  pods=2, gpus_per_pod=gpus_per_pod)
+    job = gpu_job(
+        f"gen-{arch or 'any'}-{uuid.uuid4().hex[:6]}",
+        NAMESPACE,
+        NAMESPACE,
+        "training",
+        pods=2,
+        gpus_per_pod=gpus_per_pod,
+    )
     if arch is not None:
         job["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/arch": arch}
     return job
@@ -82,8 +88,9 @@ def _flavor(kube: Kube, job: Obj) -> str:
 
 
 def test_the_flavors_carry_the_architecture(scene: KueueScene) -> None:
-    flavors = {o["metadata"]["name"]: o["spec"]["nodeLabels"]
-               for o in scene.objects if o["kind"] == "ResourceFlavor"}
+    flavors = {
+        o["metadata"]["name"]: o["spec"]["nodeLabels"] for o in scene.objects if o["kind"] == "ResourceFlavor"
+    }
     assert flavors == {
         "train-gb200": {"trainyard.dev/pool": "train-gb200", "kubernetes.io/arch": "arm64"},
         "train-h100": {"trainyard.dev/pool": "train-h100", "kubernetes.io/arch": "amd64"},

@@ -55,36 +55,75 @@ class Cluster:
     def add(self, name: str, labels: dict[str, str], value: Value) -> None:
         self.series.append(Series(name, {**self.ksm, **labels}, value))
 
-    def node(self, name: str, labels: dict[str, str], gpu_resource: str, gpus: int, *,
-             ready: Value = ALWAYS_1, cordoned: Value = ALWAYS_0) -> None:  # fmt: skip
+    def node(
+        self,
+        name: str,
+        labels: dict[str, str],
+        gpu_resource: str,
+        gpus: int,
+        *,
+        ready: Value = ALWAYS_1,
+        cordoned: Value = ALWAYS_0,
+    ) -> None:
         base = {"node": name}
-        self.add("kube_node_labels", {**base, **{f"label_{ksm_name(k)}": v for k, v in labels.items()}},
-                 constant(1))
-        self.add("kube_node_status_allocatable",
-                 {**base, "resource": ksm_name(gpu_resource), "unit": "integer"}, constant(gpus))
+        self.add(
+            "kube_node_labels",
+            {**base, **{f"label_{ksm_name(k)}": v for k, v in labels.items()}},
+            constant(1),
+        )
+        self.add(
+            "kube_node_status_allocatable",
+            {**base, "resource": ksm_name(gpu_resource), "unit": "integer"},
+            constant(gpus),
+        )
         self.add("kube_node_status_allocatable", {**base, "resource": "cpu", "unit": "core"}, constant(96))
         self.add("kube_node_status_condition", {**base, "condition": "Ready", "status": "true"}, ready)
-        self.add("kube_node_status_condition", {**base, "condition": "Ready", "status": "false"},
-                 lambda m: 1 - (ready(m) or 0))
-        self.add("kube_node_status_condition", {**base, "condition": "Ready", "status": "unknown"},
-                 constant(0))
+        self.add(
+            "kube_node_status_condition",
+            {**base, "condition": "Ready", "status": "false"},
+            lambda m: 1 - (ready(m) or 0),
+        )
+        self.add(
+            "kube_node_status_condition", {**base, "condition": "Ready", "status": "unknown"}, constant(0)
+        )
         self.add("kube_node_spec_unschedulable", base, cordoned)
 
     def taint(self, node: str, key: str, effect: str, value: str = "", *, from_minute: float = 0) -> None:
         """A taint present from `from_minute` on (kube-state-metrics: one series per taint)."""
-        self.add("kube_node_spec_taint", {"node": node, "key": key, "value": value, "effect": effect},
-                 lambda m: 1 if m >= from_minute else None)
+        self.add(
+            "kube_node_spec_taint",
+            {"node": node, "key": key, "value": value, "effect": effect},
+            lambda m: 1 if m >= from_minute else None,
+        )
 
-    def pod(self, namespace: str, name: str, node: str, gpu_resource: str, gpus: int,
-            phase: Callable[[float], str]) -> None:  # fmt: skip
+    def pod(
+        self,
+        namespace: str,
+        name: str,
+        node: str,
+        gpu_resource: str,
+        gpus: int,
+        phase: Callable[[float], str],
+    ) -> None:
         """One pod with one container requesting `gpus`; `phase` gives its phase per minute."""
         base = {"namespace": namespace, "pod": name, "uid": f"uid-{namespace}-{name}"}
         for each in ("Pending", "Running", "Succeeded", "Failed", "Unknown"):
-            self.add("kube_pod_status_phase", {**base, "phase": each},
-                     lambda m, each=each: float(phase(m) == each))  # type: ignore[misc]
-        self.add("kube_pod_container_resource_requests",
-                 {**base, "container": "main", "node": node, "resource": ksm_name(gpu_resource),
-                  "unit": "integer"}, constant(gpus))  # fmt: skip
+            self.add(
+                "kube_pod_status_phase",
+                {**base, "phase": each},
+                lambda m, each=each: float(phase(m) == each),  # type: ignore[misc]
+            )
+        self.add(
+            "kube_pod_container_resource_requests",
+            {
+                **base,
+                "container": "main",
+                "node": node,
+                "resource": ksm_name(gpu_resource),
+                "unit": "integer",
+            },
+            constant(gpus),
+        )
 
     def openmetrics(self, present: Callable[[str, float], bool]) -> str:
         """All series as OpenMetrics text (grouped by family, as the format requires);
@@ -95,8 +134,9 @@ class Cluster:
         return "".join(_lines(families, self.minutes, present)) + "# EOF\n"
 
 
-def _lines(families: dict[str, list[Series]], minutes: int,
-           present: Callable[[str, float], bool]) -> Iterator[str]:  # fmt: skip
+def _lines(
+    families: dict[str, list[Series]], minutes: int, present: Callable[[str, float], bool]
+) -> Iterator[str]:
     steps = minutes * 60 // STEP_SECONDS
     for name in sorted(families):
         for s in families[name]:
@@ -116,16 +156,23 @@ def node_names(pool: Pool) -> list[str]:
 
 
 def reserve(pool: Pool) -> list[str]:
-    return node_names(pool)[pool.schedulable_nodes:]
+    return node_names(pool)[pool.schedulable_nodes :]
 
 
-def add_pools(cluster: Cluster, env: Environment, ready: dict[str, Value],
-              cordoned: dict[str, Value]) -> None:  # fmt: skip
+def add_pools(
+    cluster: Cluster, env: Environment, ready: dict[str, Value], cordoned: dict[str, Value]
+) -> None:
     """Every node of every pool with its pool's labels and spec taints; Ready and schedulable
     unless `ready` / `cordoned` say otherwise for it."""
     for pool in env.pools:
         for name in node_names(pool):
-            cluster.node(name, dict(pool.node_labels), pool.gpu_resource, pool.gpus_per_node,
-                         ready=ready.get(name, ALWAYS_1), cordoned=cordoned.get(name, ALWAYS_0))
+            cluster.node(
+                name,
+                dict(pool.node_labels),
+                pool.gpu_resource,
+                pool.gpus_per_node,
+                ready=ready.get(name, ALWAYS_1),
+                cordoned=cordoned.get(name, ALWAYS_0),
+            )
             for t in pool.taints:
                 cluster.taint(name, t.key, t.effect, t.value or "")

@@ -66,14 +66,19 @@ def test_once_fails_fast_when_nodes_cannot_be_read(tmp_path: Path) -> None:
     policy, kubeconfig = write_inputs(tmp_path)
     done = subprocess.run(
         gate_command(
-            "--policy", str(policy), "--kubeconfig", str(kubeconfig), "--once",
-            "--metrics-port", "0",
+            "--policy",
+            str(policy),
+            "--kubeconfig",
+            str(kubeconfig),
+            "--once",
+            "--metrics-port",
+            "0",
         ),
         cwd=GATE_DIR,
         capture_output=True,
         text=True,
         timeout=30,
-    )  # fmt: skip
+    )
     assert done.returncode == 1
     logs = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
     assert any(entry["msg"] == "cannot read nodes for the initial state" for entry in logs)
@@ -84,14 +89,20 @@ def test_serves_metrics_and_exits_cleanly_on_sigterm(tmp_path: Path) -> None:
     port = free_port()
     process = subprocess.Popen(
         gate_command(
-            "--policy", str(policy), "--kubeconfig", str(kubeconfig),
-            "--metrics-port", str(port), "--metrics-address", "127.0.0.1",
+            "--policy",
+            str(policy),
+            "--kubeconfig",
+            str(kubeconfig),
+            "--metrics-port",
+            str(port),
+            "--metrics-address",
+            "127.0.0.1",
         ),
         cwd=GATE_DIR,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )  # fmt: skip
+    )
     try:
         body = ""
         # A safety net only: the loop waits on the real condition (the fourth failed node read
@@ -111,7 +122,7 @@ def test_serves_metrics_and_exits_cleanly_on_sigterm(tmp_path: Path) -> None:
             "trainyard_gate_transitions_total",
             "trainyard_gate_closed",
         ):
-            assert f"# TYPE {name.removesuffix('_total')}" in body  # fmt: skip
+            assert f"# TYPE {name.removesuffix('_total')}" in body
         started = time.monotonic()
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=10)

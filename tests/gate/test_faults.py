@@ -63,8 +63,10 @@ class Misbehaving:
     def _answer(self, conn: socket.socket) -> None:
         with conn, contextlib.suppress(OSError):
             conn.recv(65536)
-            head = ("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                    f"Content-Length: {len(GOOD_BODY)}\r\n\r\n")  # fmt: skip
+            head = (
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(GOOD_BODY)}\r\n\r\n"
+            )
             if self._mode == "trickle-body":  # headers at once, then one byte per 50 ms (~6 s)
                 conn.sendall(head.encode())
                 self._trickle(conn, GOOD_BODY)
@@ -152,8 +154,9 @@ def test_an_exception_in_a_pass_is_logged_counted_and_survived(caplog: pytest.Lo
     metrics = GateMetrics(["lambda"])
     evaluator = GateEvaluator(known, lambda: 100.0, metrics, {"lambda": GateState.CLOSED})
     other = Gate("salad", (("trainyard.dev/provider", "salad"),), TAINT, BAND)
-    mismatched = TaintPolicy(known.name, known.prometheus, known.query, 1, known.on_prometheus_unavailable,
-                             False, (other,))  # fmt: skip
+    mismatched = TaintPolicy(
+        known.name, known.prometheus, known.query, 1, known.on_prometheus_unavailable, False, (other,)
+    )
     caplog.set_level(logging.ERROR, logger="trainyard_gate")
     stop = threading.Event()
     for expected in (1, 2):
@@ -210,8 +213,9 @@ def test_health_fails_when_beats_stop() -> None:
 
 
 @pytest.mark.parametrize("server", ["blackhole"], indirect=True)
-def test_healthz_fails_while_the_loop_hangs_and_metrics_still_answer(server: Misbehaving,
-                                                                     tmp_path: Path) -> None:  # fmt: skip
+def test_healthz_fails_while_the_loop_hangs_and_metrics_still_answer(
+    server: Misbehaving, tmp_path: Path
+) -> None:
     # The Kubernetes API accepts connections and never answers: every call hangs for the
     # client's 10 s timeout. /metrics (another thread) keeps answering 200, which is why the
     # old liveness probe never restarted a stuck gate; /healthz says 503.
@@ -221,10 +225,22 @@ def test_healthz_fails_while_the_loop_hangs_and_metrics_still_answer(server: Mis
     kubeconfig.write_text(json.dumps(config))
     port = free_port()
     process = subprocess.Popen(
-        gate_command("--policy", str(policy), "--kubeconfig", str(kubeconfig), "--metrics-port", str(port),
-                     "--metrics-address", "127.0.0.1", "--stall-seconds", "2"),
-        cwd=GATE_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        gate_command(
+            "--policy",
+            str(policy),
+            "--kubeconfig",
+            str(kubeconfig),
+            "--metrics-port",
+            str(port),
+            "--metrics-address",
+            "127.0.0.1",
+            "--stall-seconds",
+            "2",
+        ),
+        cwd=GATE_DIR,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 20
@@ -232,8 +248,10 @@ def test_healthz_fails_while_the_loop_hangs_and_metrics_still_answer(server: Mis
         while codes != (503, 200):
             assert process.poll() is None and time.monotonic() < deadline, codes
             with contextlib.suppress(requests.RequestException):
-                codes = (requests.get(f"{base}/healthz", timeout=1).status_code,
-                         requests.get(f"{base}/metrics", timeout=1).status_code)  # fmt: skip
+                codes = (
+                    requests.get(f"{base}/healthz", timeout=1).status_code,
+                    requests.get(f"{base}/metrics", timeout=1).status_code,
+                )
             time.sleep(0.2)
         assert "loop stalled" in requests.get(f"{base}/healthz", timeout=1).text
     finally:

@@ -122,8 +122,9 @@ def node_policy(kube: Kube) -> Iterator[tuple[str, Gate]]:
     for obj in objects:
         if obj["kind"] in ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"):
             kube.apply(obj)
-    [config_map] = [o for o in objects
-                    if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "overflow-gate"]  # fmt: skip
+    [config_map] = [
+        o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "overflow-gate"
+    ]
     [gate] = parse(config_map["data"]["policy.yaml"], "staging policy").gates
     node = f"vk-{gate.name}"
     meta = {"name": node, "labels": {"type": "virtual-kubelet"}}
@@ -146,8 +147,12 @@ def test_a_node_recreated_while_the_gate_was_down_comes_back_closed(
     # prod) after the gate came back. Now admission gives it the gate taint at creation.
     node, gate = node_policy
     provider_taint = client.V1Taint(key="virtual-kubelet.io/provider", value=gate.name, effect="NoSchedule")
-    api.create_node(client.V1Node(metadata=client.V1ObjectMeta(name=node, labels={"type": "virtual-kubelet"}),
-                                  spec=client.V1NodeSpec(taints=[provider_taint])))  # fmt: skip
+    api.create_node(
+        client.V1Node(
+            metadata=client.V1ObjectMeta(name=node, labels={"type": "virtual-kubelet"}),
+            spec=client.V1NodeSpec(taints=[provider_taint]),
+        )
+    )
     metrics = GateMetrics([gate.name])
     enforcer = TaintEnforcer(KubeNodes(api), metrics, dry_run=False)
     assert enforcer.initial_states([gate]) == {gate.name: GateState.CLOSED}
@@ -173,8 +178,9 @@ def test_a_node_registered_before_the_policy_acts_is_closed_by_its_first_update(
     # update of a node without the provider label also closes it.
     objects = environment_objects(REPO_ROOT, "staging")
     policy = [o for o in objects if o["metadata"]["name"] == "trainyard-virtual-node-labels"]  # and binding
-    [config_map] = [o for o in objects
-                    if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "overflow-gate"]  # fmt: skip
+    [config_map] = [
+        o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "overflow-gate"
+    ]
     [gate] = parse(config_map["data"]["policy.yaml"], "staging policy").gates
     node = f"vk-{gate.name}"
     probe = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}
@@ -223,20 +229,35 @@ def node_taints(api: client.CoreV1Api, node: str) -> list[dict[str, str]]:
 class Replica:
     """One `python -m trainyard_gate` with leader election, and its /metrics."""
 
-    def __init__(self, identity: str, policy: Path, kubeconfig: Path, namespace: str, lease: str,
-                 workdir: Path) -> None:  # fmt: skip
+    def __init__(
+        self, identity: str, policy: Path, kubeconfig: Path, namespace: str, lease: str, workdir: Path
+    ) -> None:
         self.identity = identity
         port = free_port()
         self.metrics_url = f"http://127.0.0.1:{port}/metrics"
         self.daemon = Daemon(
             identity,
-            [sys.executable, "-m", "trainyard_gate", f"--policy={policy}", f"--kubeconfig={kubeconfig}",
-             f"--metrics-port={port}", "--metrics-address=127.0.0.1", "--node-resync-seconds=0.5",
-             f"--lease-namespace={namespace}", f"--lease-name={lease}", f"--identity={identity}",
-             "--lease-seconds=4", "--renew-seconds=3", "--retry-seconds=1"],
-            workdir / f"{identity}.log", ports=(port,), env={**os.environ, "PYTHONPATH": str(GATE_DIR)},
+            [
+                sys.executable,
+                "-m",
+                "trainyard_gate",
+                f"--policy={policy}",
+                f"--kubeconfig={kubeconfig}",
+                f"--metrics-port={port}",
+                "--metrics-address=127.0.0.1",
+                "--node-resync-seconds=0.5",
+                f"--lease-namespace={namespace}",
+                f"--lease-name={lease}",
+                f"--identity={identity}",
+                "--lease-seconds=4",
+                "--renew-seconds=3",
+                "--retry-seconds=1",
+            ],
+            workdir / f"{identity}.log",
+            ports=(port,),
+            env={**os.environ, "PYTHONPATH": str(GATE_DIR)},
             cwd=GATE_DIR,
-        )  # fmt: skip
+        )
         self.daemon.start()
 
     def value(self, name: str, labels: str = "") -> float | None:
@@ -249,8 +270,13 @@ class Replica:
     def patches(self, gate: str) -> float:
         total = 0.0
         for action in ("taint", "untaint"):
-            total += self.value("trainyard_gate_node_patches_total",
-                                f'{{action="{action}",dry_run="false",gate="{gate}"}}') or 0  # fmt: skip
+            total += (
+                self.value(
+                    "trainyard_gate_node_patches_total",
+                    f'{{action="{action}",dry_run="false",gate="{gate}"}}',
+                )
+                or 0
+            )
         return total
 
 
@@ -262,16 +288,32 @@ def test_two_replicas_one_leader_no_flapping(
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     node = fleet.create(0)
     gate_taint(fleet, node)  # closed at start; free GPUs are scarce, so the leader opens it
-    gate_doc = {"name": fleet.gate.name, "nodeSelector": {"matchLabels": dict(fleet.gate.match_labels)},
-                "taint": {"key": TAINT.key, "value": TAINT.value, "effect": "NoSchedule"},
-                "closeWhenFreeGpusAtLeast": 64, "closeAfterSeconds": 1,
-                "openWhenFreeGpusBelow": 16, "openAfterSeconds": 1}  # fmt: skip
+    gate_doc = {
+        "name": fleet.gate.name,
+        "nodeSelector": {"matchLabels": dict(fleet.gate.match_labels)},
+        "taint": {"key": TAINT.key, "value": TAINT.value, "effect": "NoSchedule"},
+        "closeWhenFreeGpusAtLeast": 64,
+        "closeAfterSeconds": 1,
+        "openWhenFreeGpusBelow": 16,
+        "openAfterSeconds": 1,
+    }
     policy = tmp_path / "policy.yaml"
-    policy.write_text(yaml.safe_dump({
-        "apiVersion": "trainyard.dev/v1alpha1", "kind": "TaintPolicy", "metadata": {"name": "overflow-gate"},
-        "spec": {"prometheus": {"url": prometheus_url, "timeoutSeconds": 2}, "query": METRIC,
-                 "reconcileIntervalSeconds": 0.5, "onPrometheusUnavailable": "hold",
-                 "gates": [gate_doc]}}))  # fmt: skip
+    policy.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "trainyard.dev/v1alpha1",
+                "kind": "TaintPolicy",
+                "metadata": {"name": "overflow-gate"},
+                "spec": {
+                    "prometheus": {"url": prometheus_url, "timeoutSeconds": 2},
+                    "query": METRIC,
+                    "reconcileIntervalSeconds": 0.5,
+                    "onPrometheusUnavailable": "hold",
+                    "gates": [gate_doc],
+                },
+            }
+        )
+    )
     exporter.set(8)  # scarce: the gate wants open
     lease = "overflow-gate"
     first = Replica("gate-a", policy, kubeconfig, namespace, lease, tmp_path)
@@ -279,8 +321,11 @@ def test_two_replicas_one_leader_no_flapping(
     try:
         first.daemon.wait_until(lambda: first.value("trainyard_gate_leader") == 1, 60, "gate-a leading")
         second = Replica("gate-b", policy, kubeconfig, namespace, lease, tmp_path)
-        second.daemon.wait_until(lambda: second is not None and second.value("trainyard_gate_leader") == 0,
-                                 60, "gate-b standing by")  # fmt: skip
+        second.daemon.wait_until(
+            lambda: second is not None and second.value("trainyard_gate_leader") == 0,
+            60,
+            "gate-b standing by",
+        )
         wait_for(lambda: not fleet.gated(node), 30, "the leader opening the gate")
 
         # Ten seconds, well over two lease durations: the holder never changes, the node is
@@ -302,8 +347,11 @@ def test_two_replicas_one_leader_no_flapping(
         assert first.daemon.process is not None
         os.killpg(first.daemon.process.pid, signal.SIGKILL)
         killed = time.monotonic()
-        second.daemon.wait_until(lambda: second is not None and second.value("trainyard_gate_leader") == 1,
-                                 30, "gate-b taking over")  # fmt: skip
+        second.daemon.wait_until(
+            lambda: second is not None and second.value("trainyard_gate_leader") == 1,
+            30,
+            "gate-b taking over",
+        )
         took = time.monotonic() - killed
         found = kube.get("coordination.k8s.io/v1", "Lease", lease, namespace)
         assert found is not None and found["spec"]["holderIdentity"] == "gate-b"

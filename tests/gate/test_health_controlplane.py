@@ -118,13 +118,17 @@ def prometheus(dcgm: Exporter, tmp_path_factory: pytest.TempPathFactory) -> Iter
     port = free_port()
     daemon = Daemon(
         "prometheus",
-        [str(tool("prometheus")), f"--config.file={workdir / 'prometheus.yml'}",
-         f"--storage.tsdb.path={workdir / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
-         "--log.level=warn"],
+        [
+            str(tool("prometheus")),
+            f"--config.file={workdir / 'prometheus.yml'}",
+            f"--storage.tsdb.path={workdir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--log.level=warn",
+        ],
         workdir / "prometheus.log",
         ports=(port,),
         cwd=workdir,
-    )  # fmt: skip
+    )
     served = Prometheus(daemon, f"http://127.0.0.1:{port}")
     served.start()
     try:
@@ -161,8 +165,11 @@ class Scene:
     def health(self, name: str) -> tuple[str | None, str | None, str | None]:
         """(value of our NoSchedule taint, reason annotation, since annotation)."""
         node = self.node(name)
-        ours = [t.get("value") for t in node["spec"].get("taints") or []
-                if t["key"] == KEY and t["effect"] == "NoSchedule"]  # fmt: skip
+        ours = [
+            t.get("value")
+            for t in node["spec"].get("taints") or []
+            if t["key"] == KEY and t["effect"] == "NoSchedule"
+        ]
         assert len(ours) <= 1, node["spec"]["taints"]
         notes = node["metadata"].get("annotations") or {}
         return (ours[0] if ours else None, notes.get(f"{KEY}-reason"), notes.get(f"{KEY}-since"))
@@ -210,8 +217,14 @@ class Scene:
 
 
 @pytest.fixture
-def scene(health_policy_text: str, kube: Kube, control_plane: ControlPlane, dcgm: Exporter,
-          prometheus: Prometheus, tmp_path: Path) -> Iterator[Scene]:  # fmt: skip
+def scene(
+    health_policy_text: str,
+    kube: Kube,
+    control_plane: ControlPlane,
+    dcgm: Exporter,
+    prometheus: Prometheus,
+    tmp_path: Path,
+) -> Iterator[Scene]:
     """Two pools of this test's nodes (4 + 2), the controller running on them, all GPUs normal."""
     run = uuid.uuid4().hex[:8]
     policy = yaml.safe_load(health_policy_text)
@@ -230,21 +243,36 @@ def scene(health_policy_text: str, kube: Kube, control_plane: ControlPlane, dcgm
         labels = pool["nodeSelector"]["matchLabels"]
         pools[pool["name"]] = [f"health-{run}-{pool['name']}-{index}" for index in range(size)]
         for name in pools[pool["name"]]:
-            kube.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
-                         "spec": {"taints": [OTHER_TAINT]}})  # fmt: skip
+            kube.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {"name": name, "labels": labels},
+                    "spec": {"taints": [OTHER_TAINT]},
+                }
+            )
     policy_path = tmp_path / "policy.yaml"
     policy_path.write_text(yaml.safe_dump(policy), encoding="utf-8")
     port = free_port()
     controller = Daemon(
         "trainyard-gate-health",
-        [sys.executable, "-m", "trainyard_gate", f"--policy={policy_path}",
-         f"--kubeconfig={control_plane.kubeconfig}", f"--metrics-port={port}", "--metrics-address=127.0.0.1",
-         "--lease-namespace=default", f"--lease-name=gpu-health-{run}", f"--identity=health-{run}"],
+        [
+            sys.executable,
+            "-m",
+            "trainyard_gate",
+            f"--policy={policy_path}",
+            f"--kubeconfig={control_plane.kubeconfig}",
+            f"--metrics-port={port}",
+            "--metrics-address=127.0.0.1",
+            "--lease-namespace=default",
+            f"--lease-name=gpu-health-{run}",
+            f"--identity=health-{run}",
+        ],
         tmp_path / "health.log",
         ports=(port,),
         env={**os.environ, "PYTHONPATH": str(GATE_DIR)},
         cwd=GATE_DIR,
-    )  # fmt: skip
+    )
     metrics_url = f"http://127.0.0.1:{port}/metrics"
     made = Scene(kube, dcgm, prometheus, controller, metrics_url, pools, len(spec["conditions"]))
     made.temperatures(hot=set())

@@ -95,8 +95,7 @@ class Fleet:
         return [entry for entry in self.taints(name) if not owns(entry, TAINT)]
 
     def gated(self, name: str) -> bool:
-        return any(owns(entry, TAINT) and entry.get("value") == "closed"
-                   for entry in self.taints(name))  # fmt: skip
+        return any(owns(entry, TAINT) and entry.get("value") == "closed" for entry in self.taints(name))
 
     def cleanup(self) -> None:
         for name in self.names:
@@ -205,8 +204,7 @@ def test_once_pass_with_real_prometheus_and_apiserver(
         time.sleep(0.1)
     metrics = GateMetrics([fleet.gate.name])
     enforcer = TaintEnforcer(KubeNodes(fleet.api), metrics, dry_run=False)
-    code = run(policy, prometheus, enforcer, metrics, threading.Event(), once=True,
-               node_resync_seconds=0)  # fmt: skip
+    code = run(policy, prometheus, enforcer, metrics, threading.Event(), once=True, node_resync_seconds=0)
     prometheus.close()
     assert code == 0 and fleet.gated(name)
 

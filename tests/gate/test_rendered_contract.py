@@ -44,8 +44,18 @@ HEALTH_POLICIES = [
     if doc.get("kind") == "ConfigMap" and "policy.yaml" in doc.get("data", {})
 ]
 # Every key of the contract (docs/health.md, "The contract with the controller").
-HEALTH_SPEC_KEYS = {"prometheus", "reconcileIntervalSeconds", "onPrometheusUnavailable", "dryRun", "taint",
-                    "annotations", "conditions", "releaseAfterSeconds", "pools", "cap"}
+HEALTH_SPEC_KEYS = {
+    "prometheus",
+    "reconcileIntervalSeconds",
+    "onPrometheusUnavailable",
+    "dryRun",
+    "taint",
+    "annotations",
+    "conditions",
+    "releaseAfterSeconds",
+    "pools",
+    "cap",
+}
 GATE_DEPLOYMENTS = [
     (name, doc) for name, doc in _objects("**/*.yaml", "trainyard-gate") if doc.get("kind") == "Deployment"
 ]
@@ -94,6 +104,8 @@ def test_rendered_health_policy_has_the_contracts_shape(path: str, configmap: di
     reasons = [c["reason"] for c in spec["conditions"]]
     assert len(set(reasons)) == len(reasons) and all(len(r) <= 63 for r in reasons)
     assert all(set(c) == {"reason", "query", "quarantineAfterSeconds"} for c in spec["conditions"])
-    assert all(set(p) == {"name", "nodeSelector"} and "trainyard.dev/pool" in p["nodeSelector"]["matchLabels"]
-               for p in spec["pools"])
+    assert all(
+        set(p) == {"name", "nodeSelector"} and "trainyard.dev/pool" in p["nodeSelector"]["matchLabels"]
+        for p in spec["pools"]
+    )
     assert set(spec["cap"]) == {"maxNodes", "maxPercentOfPool"}

@@ -74,29 +74,44 @@ def build(env: model.Environment) -> tuple[Cluster, dict[str, str]]:
     cluster = Cluster(ksm, MINUTES)
     l40s = env.pool("infer-l40s")
     nodes = node_names(l40s)
-    role = {"cordoned": nodes[0], "not-ready": nodes[1], "no-schedule": nodes[2], "no-execute": nodes[3],
-            "prefer-no-schedule": nodes[4], "pending-3": nodes[5],
-            "quarantined": nodes[6]}  # node 7: plainly free
+    role = {
+        "cordoned": nodes[0],
+        "not-ready": nodes[1],
+        "no-schedule": nodes[2],
+        "no-execute": nodes[3],
+        "prefer-no-schedule": nodes[4],
+        "pending-3": nodes[5],
+        "quarantined": nodes[6],
+    }  # node 7: plainly free
     from_c: Value = lambda m: 1 if m >= C else 0  # noqa: E731
-    prod_shape.add_pools(cluster, env, ready={role["not-ready"]: lambda m: 0 if m >= C else 1},
-                         cordoned={role["cordoned"]: from_c})
+    prod_shape.add_pools(
+        cluster,
+        env,
+        ready={role["not-ready"]: lambda m: 0 if m >= C else 1},
+        cordoned={role["cordoned"]: from_c},
+    )
     cluster.taint(role["no-schedule"], "nvidia.com/gpu.unhealthy", "NoSchedule", "true", from_minute=C)
-    cluster.taint(role["no-execute"], "node.kubernetes.io/out-of-service", "NoExecute", "nodeshutdown",
-                  from_minute=C)
-    cluster.taint(role["prefer-no-schedule"], "trainyard.dev/draining-soon", "PreferNoSchedule",
-                  from_minute=C)
-    cluster.taint(role["quarantined"], "trainyard.dev/gpu-health", "NoSchedule", "gpu-temperature",
-                  from_minute=C)
+    cluster.taint(
+        role["no-execute"], "node.kubernetes.io/out-of-service", "NoExecute", "nodeshutdown", from_minute=C
+    )
+    cluster.taint(
+        role["prefer-no-schedule"], "trainyard.dev/draining-soon", "PreferNoSchedule", from_minute=C
+    )
+    cluster.taint(
+        role["quarantined"], "trainyard.dev/gpu-health", "NoSchedule", "gpu-temperature", from_minute=C
+    )
     for pool in env.pools:
         if pool.role == "training":  # quota-backing nodes full, reserve idle
             busy = [n for n in node_names(pool) if n not in reserve(pool)]
             for n in busy:
-                cluster.pod("foundation", f"train-{n}", n, pool.gpu_resource, pool.gpus_per_node,
-                            lambda m: "Running")
+                cluster.pod(
+                    "foundation", f"train-{n}", n, pool.gpu_resource, pool.gpus_per_node, lambda m: "Running"
+                )
     for i, n in enumerate(nodes):
         cluster.pod(SERVING, f"chat-{n}", n, GPU, l40s.gpus_per_node, l40s_phase(i))
-    cluster.pod(SERVING, "chat-starting", role["pending-3"], GPU, 3,
-                lambda m: "Pending" if m >= C else "Succeeded")
+    cluster.pod(
+        SERVING, "chat-starting", role["pending-3"], GPU, 3, lambda m: "Pending" if m >= C else "Succeeded"
+    )
     cluster.pod(SERVING, "chat-unbound", "", GPU, 8, lambda m: "Pending")  # holds nothing
     assert env.overflow is not None
     for provider in env.overflow.providers:  # idle capacity out there is not in-cluster
@@ -153,13 +168,18 @@ def test_the_rendered_query_is_the_models(prod: model.Environment) -> None:
     [
         (B - 1, 0.0, "inference pool full; 2 x 8 idle H100 reserve nodes, idle virtual nodes: not counted"),
         (C - 1, 64.0, "8 L40S nodes freed"),
-        (D - 1, 29.0, "of the 8: cordoned, NotReady, NoSchedule, NoExecute do not count; "
-                      "PreferNoSchedule does; 3 of 8 held by a bound Pending pod; the quarantined "
-                      "node does (inference tolerates gpu-health): 8 + 5 + 8 + 8"),
+        (
+            D - 1,
+            29.0,
+            "of the 8: cordoned, NotReady, NoSchedule, NoExecute do not count; "
+            "PreferNoSchedule does; 3 of 8 held by a bound Pending pod; the quarantined "
+            "node does (inference tolerates gpu-health): 8 + 5 + 8 + 8",
+        ),
     ],
-)  # fmt: skip
-def test_counts_only_gpus_inference_can_use(prometheus: str, minute: float, expected: float,
-                                            why: str) -> None:  # fmt: skip
+)
+def test_counts_only_gpus_inference_can_use(
+    prometheus: str, minute: float, expected: float, why: str
+) -> None:
     policy = rendered_policy()
     assert samples(prometheus, policy.query, minute) == [expected], why
 
@@ -179,12 +199,17 @@ def test_the_gate_would_open_then_close(prometheus: str) -> None:
     [
         (E - 1, 'count(kube_node_status_allocatable{job="kube-state-metrics"})', "up == 0"),
         (F - 1, 'count(last_over_time(up{job="kube-state-metrics"}[30m]))', "stale: last scraped 22 min ago"),
-        (MINUTES - 1, 'sum(kube_node_status_allocatable{job="kube-state-metrics", '
-                      'resource="nvidia_com_gpu", node=~"infer-l40s-.*"})', "pod families missing"),
+        (
+            MINUTES - 1,
+            'sum(kube_node_status_allocatable{job="kube-state-metrics", '
+            'resource="nvidia_com_gpu", node=~"infer-l40s-.*"})',
+            "pod families missing",
+        ),
     ],
-)  # fmt: skip
-def test_missing_or_stale_inputs_give_no_series(prometheus: str, minute: float, data_there: str,
-                                                why: str) -> None:  # fmt: skip
+)
+def test_missing_or_stale_inputs_give_no_series(
+    prometheus: str, minute: float, data_there: str, why: str
+) -> None:
     """No sample, so the gate's onPrometheusUnavailable applies; never a number."""
     assert instant(prometheus, rendered_policy().query, minute)["data"]["result"] == [], why
     # The query is what is empty, not the data: what the case relies on is there.
@@ -200,8 +225,14 @@ def test_the_gate_evaluator_walks_the_timeline(prometheus: str) -> None:
         return single_value(instant(prometheus, policy.query, minute))
 
     names = [g.name for g in policy.gates]
-    evaluator = GateEvaluator(policy, query, GateMetrics(names), dict.fromkeys(names, GateState.CLOSED),
-                              clock=lambda: minute * 60, wall_clock=lambda: minute * 60)  # fmt: skip
+    evaluator = GateEvaluator(
+        policy,
+        query,
+        GateMetrics(names),
+        dict.fromkeys(names, GateState.CLOSED),
+        clock=lambda: minute * 60,
+        wall_clock=lambda: minute * 60,
+    )
     changes: list[tuple[float, str, str]] = []
     errors: dict[float, str] = {}
     while minute < MINUTES:

@@ -19,8 +19,10 @@ Obj = dict[str, Any]
 def rendered_files(env: str) -> dict[str, Any]:
     """Every YAML file of rendered/<env>/ as committed: path relative to it -> document."""
     base = ROOT / "rendered" / env
-    return {p.relative_to(base).as_posix(): yaml.safe_load(p.read_text(encoding="utf-8"))
-            for p in sorted(base.rglob("*.yaml"))}
+    return {
+        p.relative_to(base).as_posix(): yaml.safe_load(p.read_text(encoding="utf-8"))
+        for p in sorted(base.rglob("*.yaml"))
+    }
 
 
 def rendered_objects(env: str) -> dict[str, Obj]:

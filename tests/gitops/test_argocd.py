@@ -88,8 +88,7 @@ def test_project_whitelist_is_exactly_the_kinds_rendered(env: str) -> None:
 
 def test_whitelist_scope_matches_the_crds(env: str) -> None:
     """A namespaced CRD kind placed in the cluster list (or the reverse) is refused by Argo CD."""
-    scopes = {(crd["spec"]["group"], crd["spec"]["names"]["kind"]): crd["spec"]["scope"]
-              for crd in _crds()}
+    scopes = {(crd["spec"]["group"], crd["spec"]["names"]["kind"]): crd["spec"]["scope"] for crd in _crds()}
     projects, _ = _argo(env)
     cluster, namespaced = _whitelist(projects[f"trainyard-{env}"])
     checked = 0
@@ -153,7 +152,10 @@ def test_automated_iff_the_environment_says_automated(env: str) -> None:
     else:
         assert "automated" not in policy
     assert set(policy["syncOptions"]) == {
-        "ApplyOutOfSyncOnly=true", "PruneLast=true", "RespectIgnoreDifferences=true"}
+        "ApplyOutOfSyncOnly=true",
+        "PruneLast=true",
+        "RespectIgnoreDifferences=true",
+    }
 
 
 def test_shipped_sync_policies_are_the_issues_example() -> None:
@@ -230,10 +232,17 @@ def test_finalizer_expression_removes_only_kueues_finalizer() -> None:
     entries = apps["trainyard-prod"]["spec"]["ignoreDifferences"]
     expression = next(e["jqPathExpressions"][0] for e in entries if e["kind"] == "ClusterQueue")
     live = {"metadata": {"finalizers": ["example.com/keep", argocd.KUEUE_FINALIZER]}}
-    for document, want in ((live, {"metadata": {"finalizers": ["example.com/keep"]}}),
-                           ({"metadata": {}}, {"metadata": {}})):
-        done = subprocess.run([jq, "-c", f"del({expression})"], input=json.dumps(document),
-                              capture_output=True, text=True, check=True)
+    for document, want in (
+        (live, {"metadata": {"finalizers": ["example.com/keep"]}}),
+        ({"metadata": {}}, {"metadata": {}}),
+    ):
+        done = subprocess.run(
+            [jq, "-c", f"del({expression})"],
+            input=json.dumps(document),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         assert json.loads(done.stdout) == want
 
 
@@ -245,8 +254,9 @@ def _spec_defaults(crd: Any) -> set[str]:
 
 
 def test_defaulted_fields_table_matches_the_kueue_crds() -> None:
-    kueue = {crd["spec"]["names"]["kind"]: crd for crd in _crds()
-             if crd["spec"]["group"] == argocd.KUEUE_GROUP}
+    kueue = {
+        crd["spec"]["names"]["kind"]: crd for crd in _crds() if crd["spec"]["group"] == argocd.KUEUE_GROUP
+    }
     for (group, kind), fields in argocd.DEFAULTED_SPEC_FIELDS.items():
         assert group == argocd.KUEUE_GROUP
         assert set(fields) == _spec_defaults(kueue[kind]), kind

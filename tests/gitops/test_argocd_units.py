@@ -28,8 +28,10 @@ def test_group_kinds_splits_by_namespace_and_sorts() -> None:
     ]
     cluster, namespaced = argocd.group_kinds(objects)
     assert cluster == [{"group": "", "kind": "Namespace"}]
-    assert namespaced == [{"group": "apps", "kind": "Deployment"},
-                          {"group": "kueue.x-k8s.io", "kind": "LocalQueue"}]
+    assert namespaced == [
+        {"group": "apps", "kind": "Deployment"},
+        {"group": "kueue.x-k8s.io", "kind": "LocalQueue"},
+    ]
 
 
 def test_group_kinds_refuses_a_kind_in_both_scopes() -> None:
@@ -38,11 +40,23 @@ def test_group_kinds_refuses_a_kind_in_both_scopes() -> None:
 
 
 def test_hpa_target_replicas_are_ignored() -> None:
-    hpa = _obj("autoscaling/v2", "HorizontalPodAutoscaler", "gate", "ops",
-               scaleTargetRef={"apiVersion": "apps/v1", "kind": "Deployment", "name": "gate"})
+    hpa = _obj(
+        "autoscaling/v2",
+        "HorizontalPodAutoscaler",
+        "gate",
+        "ops",
+        scaleTargetRef={"apiVersion": "apps/v1", "kind": "Deployment", "name": "gate"},
+    )
     entries = argocd.ignore_differences([_obj("apps/v1", "Deployment", "gate", "ops"), hpa])
-    assert entries == [{"group": "apps", "kind": "Deployment", "name": "gate", "namespace": "ops",
-                        "jsonPointers": ["/spec/replicas"]}]
+    assert entries == [
+        {
+            "group": "apps",
+            "kind": "Deployment",
+            "name": "gate",
+            "namespace": "ops",
+            "jsonPointers": ["/spec/replicas"],
+        }
+    ]
 
 
 def test_a_defaulted_field_we_render_stays_enforced() -> None:
@@ -52,12 +66,17 @@ def test_a_defaulted_field_we_render_stays_enforced() -> None:
     assert entry["kind"] == "ClusterQueue"
     assert entry["jsonPointers"] == ["/spec/flavorFungibility", "/spec/preemption"]
     assert entry["jqPathExpressions"] == [
-        '.metadata.finalizers[]? | select(. == "kueue.x-k8s.io/resource-in-use")']
+        '.metadata.finalizers[]? | select(. == "kueue.x-k8s.io/resource-in-use")'
+    ]
 
 
 def test_kinds_without_controller_fields_get_no_entry() -> None:
-    assert argocd.ignore_differences([_obj("v1", "Namespace", "a"),
-                                      _obj("kueue.x-k8s.io/v1beta2", "Cohort", "c")]) == []
+    assert (
+        argocd.ignore_differences(
+            [_obj("v1", "Namespace", "a"), _obj("kueue.x-k8s.io/v1beta2", "Cohort", "c")]
+        )
+        == []
+    )
 
 
 def test_sync_options_append_without_repeating() -> None:
@@ -69,10 +88,18 @@ def test_sync_options_append_without_repeating() -> None:
 
 
 def test_only_large_objects_are_applied_server_side(monkeypatch: pytest.MonkeyPatch) -> None:
-    big = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big", "namespace": "ops"},
-           "data": {"dashboard.json": "x" * (syncoptions.SERVER_SIDE_APPLY_ABOVE_BYTES + 1)}}
-    small = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "small", "namespace": "ops"},
-             "data": {"a": "b"}}
+    big = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "big", "namespace": "ops"},
+        "data": {"dashboard.json": "x" * (syncoptions.SERVER_SIDE_APPLY_ABOVE_BYTES + 1)},
+    }
+    small = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "small", "namespace": "ops"},
+        "data": {"a": "b"},
+    }
     only = registry.Component("namespaces", lambda _env, _earlier: [big, small])
     monkeypatch.setattr(render, "COMPONENTS", (only,))
     files = {f.path: f for f in render.render_environment(model.load(ROOT, "dev"))}
@@ -80,4 +107,3 @@ def test_only_large_objects_are_applied_server_side(monkeypatch: pytest.MonkeyPa
     assert annotations["namespaces/ops/configmap-big.yaml"][syncoptions.ANNOTATION] == "ServerSideApply=true"
     assert syncoptions.ANNOTATION not in annotations["namespaces/ops/configmap-small.yaml"]
     assert "ServerSideApply=true" in files["namespaces/ops/configmap-big.yaml"].text
-

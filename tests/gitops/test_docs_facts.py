@@ -65,11 +65,16 @@ def test_training_queues_hold_only_topology_flavors_as_kueue_md_says() -> None:
     assert "still mix" not in text
     for env in ("staging", "prod"):
         objects = rendered_objects(env).values()
-        topology = {o["metadata"]["name"] for o in objects
-                    if o["kind"] == "ResourceFlavor" and o["spec"].get("topologyName")}
-        queues = {o["metadata"]["name"]: {f["name"] for g in o["spec"]["resourceGroups"]
-                                          for f in g["flavors"]}
-                  for o in objects if o["kind"] == "ClusterQueue"}
+        topology = {
+            o["metadata"]["name"]
+            for o in objects
+            if o["kind"] == "ResourceFlavor" and o["spec"].get("topologyName")
+        }
+        queues = {
+            o["metadata"]["name"]: {f["name"] for g in o["spec"]["resourceGroups"] for f in g["flavors"]}
+            for o in objects
+            if o["kind"] == "ClusterQueue"
+        }
         training = {name: flavors for name, flavors in queues.items() if flavors & topology}
         assert topology and training, env
         for name, flavors in training.items():  # a queue with a topology flavor has no other

@@ -31,10 +31,13 @@ def _run(script: str, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedP
     output.touch()
     path = os.pathsep.join([str(tmp_path / "bin"), str(Path(sys.executable).parent), os.environ["PATH"]])
     done = subprocess.run(
-        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], cwd=ROOT,
-        env={**os.environ, "PATH": path, "RUNNER_TEMP": str(tmp_path), "GITHUB_OUTPUT": str(output),
-             **env},
-        capture_output=True, text=True, timeout=300)
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+        cwd=ROOT,
+        env={**os.environ, "PATH": path, "RUNNER_TEMP": str(tmp_path), "GITHUB_OUTPUT": str(output), **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     lines = output.read_text().splitlines()
     return done, dict(line.split("=", 1) for line in lines if "=" in line)
 
@@ -43,8 +46,14 @@ def test_pr_comment_body_has_the_checks_then_the_real_diff(tmp_path: Path) -> No
     (tmp_path / "render.txt").write_text("rendered/dev/kueue/cohort-dev.yaml: stale\n")
     (tmp_path / "validate.txt").write_text("total: 3 environments, 0 findings\n")
     done, outputs = _run(
-        _step("pr", "diff")["run"], tmp_path, PR_NUMBER="42", HEAD_SHA=TESTED_SHA,
-        RENDER="failure", VALIDATE="success", RUN_URL="https://github.example/run/1")
+        _step("pr", "diff")["run"],
+        tmp_path,
+        PR_NUMBER="42",
+        HEAD_SHA=TESTED_SHA,
+        RENDER="failure",
+        VALIDATE="success",
+        RUN_URL="https://github.example/run/1",
+    )
     assert done.returncode == 0, done.stderr
     assert outputs == {"outcome": "success"}
     comment = tmp_path / "pr-comment"
@@ -75,8 +84,15 @@ def artifact(tmp_path: Path) -> Path:
 
 
 def _check(artifact: Path, pr_head: str) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
-    return _run(_step("pr-comment", "pr")["run"], artifact.parent, GH_TOKEN="t", REPO="o/r",
-                TESTED_SHA=TESTED_SHA, DIR=str(artifact), PR_HEAD=pr_head)
+    return _run(
+        _step("pr-comment", "pr")["run"],
+        artifact.parent,
+        GH_TOKEN="t",
+        REPO="o/r",
+        TESTED_SHA=TESTED_SHA,
+        DIR=str(artifact),
+        PR_HEAD=pr_head,
+    )
 
 
 def test_comment_goes_to_the_pr_whose_head_was_tested(artifact: Path) -> None:
@@ -119,8 +135,13 @@ def test_sync_inventory_lists_every_environment_file(tmp_path: Path) -> None:
 
 
 def test_sync_inventory_skips_a_cluster_without_its_secret(tmp_path: Path) -> None:
-    done, outputs = _run(_step("sync-inventory", "nodes")["run"], tmp_path, KUBECONFIG_DATA="",
-                         SECRET_NAME="KUBECONFIG", ENV_NAME="dev")
+    done, outputs = _run(
+        _step("sync-inventory", "nodes")["run"],
+        tmp_path,
+        KUBECONFIG_DATA="",
+        SECRET_NAME="KUBECONFIG",
+        ENV_NAME="dev",
+    )
     assert done.returncode == 0, done.stderr
     assert outputs == {"ready": "false"}
     assert "::notice::secret KUBECONFIG is not set in the GitHub environment dev: not synced" in done.stdout

@@ -39,8 +39,13 @@ def _actionlint() -> Path:
 
 def _lint(binary: Path, files: list[Path]) -> subprocess.CompletedProcess[str]:
     # shellcheck, when on PATH (it is on GitHub's runners), also checks every run: script.
-    return subprocess.run([str(binary), "-no-color", "-oneline", *map(str, files)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [str(binary), "-no-color", "-oneline", *map(str, files)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_actionlint_passes() -> None:
@@ -51,15 +56,22 @@ def test_actionlint_passes() -> None:
 def test_actionlint_catches_a_broken_workflow(tmp_path: Path) -> None:
     """The check above can fail: a typo'd expression context is reported."""
     bad = tmp_path / "bad.yml"
-    bad.write_text("on: push\njobs:\n  a:\n    runs-on: ubuntu-24.04\n    steps:\n"
-                   "      - run: echo ${{ github.evnt.pull_request.number }}\n", encoding="utf-8")
+    bad.write_text(
+        "on: push\njobs:\n  a:\n    runs-on: ubuntu-24.04\n    steps:\n"
+        "      - run: echo ${{ github.evnt.pull_request.number }}\n",
+        encoding="utf-8",
+    )
     done = _lint(_actionlint(), [bad])
     assert done.returncode == 1 and "evnt" in done.stdout
 
 
 def test_shipped_workflows() -> None:
     assert [p.name for p in WORKFLOW_FILES] == [
-        "pr-comment.yml", "pr.yml", "sync-inventory.yml", "verify.yml"]
+        "pr-comment.yml",
+        "pr.yml",
+        "sync-inventory.yml",
+        "verify.yml",
+    ]
 
 
 @pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
@@ -73,8 +85,11 @@ def test_every_workflow_declares_least_permissions(path: Path) -> None:
 
 @pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
 def test_every_third_party_action_is_pinned_by_sha_with_its_version(path: Path) -> None:
-    lines = [line.strip().removeprefix("- ") for line in path.read_text(encoding="utf-8").splitlines()
-             if line.strip().removeprefix("- ").startswith("uses:")]
+    lines = [
+        line.strip().removeprefix("- ")
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip().removeprefix("- ").startswith("uses:")
+    ]
     assert lines
     for line in lines:
         match = VERSION_COMMENT.fullmatch(line)
@@ -99,8 +114,9 @@ def test_pr_workflow_runs_pr_code_read_only() -> None:
 
 def test_comment_workflow_never_runs_pr_code() -> None:
     workflow = _workflow("pr-comment")
-    assert workflow["on"] == {"workflow_run": {"workflows": [_workflow("pr")["name"]],
-                                               "types": ["completed"]}}
+    assert workflow["on"] == {
+        "workflow_run": {"workflows": [_workflow("pr")["name"]], "types": ["completed"]}
+    }
     assert workflow["permissions"] == {}
     [job] = workflow["jobs"].values()
     assert job["permissions"] == {"actions": "read", "pull-requests": "write"}
@@ -135,13 +151,14 @@ def test_sync_inventory_workflow_reads_nodes_and_opens_a_pr() -> None:
     assert job["needs"] == "environments"
     assert job["strategy"]["matrix"]["env"] == "${{ fromJSON(needs.environments.outputs.names) }}"
     # Without the secret a cluster is skipped: every later step waits on the nodes step.
-    later = _steps(workflow)[[s.get("id") for s in _steps(workflow)].index("nodes") + 1:]
+    later = _steps(workflow)[[s.get("id") for s in _steps(workflow)].index("nodes") + 1 :]
     assert later and all(s.get("if") == "steps.nodes.outputs.ready == 'true'" for s in later)
     # One named secret per GitHub environment: secrets[<expression>] hands the runner the
     # whole secrets context, every environment's kubeconfig included.
     envs = [step.get("env", {}) for step in _steps(workflow)]
     assert {"KUBECONFIG_DATA": "${{ secrets.KUBECONFIG }}"}.items() <= next(
-        e for e in envs if "KUBECONFIG_DATA" in e).items()
+        e for e in envs if "KUBECONFIG_DATA" in e
+    ).items()
     for step in _steps(workflow):
         if step.get("uses", "").startswith("actions/checkout@"):
             assert step["with"]["persist-credentials"] is False
@@ -151,16 +168,18 @@ def test_sync_inventory_workflow_reads_nodes_and_opens_a_pr() -> None:
     assert any(s.get("uses", "").startswith("peter-evans/create-pull-request@") for s in _steps(workflow))
 
 
-@pytest.mark.parametrize(("name", "first_use"), [("pr", "python generate.py render --check"),
-                                               ("verify", "make test")])
+@pytest.mark.parametrize(
+    ("name", "first_use"), [("pr", "python generate.py render --check"), ("verify", "make test")]
+)
 def test_pinned_crds_are_fetched_before_they_are_needed(name: str, first_use: str) -> None:
     """GitHub's runners have no ../shared/crds: validate and the tests need the fetched copy,
     cached by the lock's hash, and fetch-crds checks whatever the cache restored."""
     steps = _steps(_workflow(name))
     runs = [step.get("run", "") for step in steps]
     fetch = runs.index("python generate.py fetch-crds")
-    [cache] = [i for i, step in enumerate(steps)
-               if step.get("with", {}).get("path") == "~/.cache/trainyard/crds"]
+    [cache] = [
+        i for i, step in enumerate(steps) if step.get("with", {}).get("path") == "~/.cache/trainyard/crds"
+    ]
     assert steps[cache]["uses"].startswith("actions/cache@")
     assert steps[cache]["with"]["key"] == "trainyard-crds-${{ hashFiles('schemas/crds.lock') }}"
     assert cache < fetch < next(i for i, run in enumerate(runs) if run.startswith(first_use))
@@ -197,13 +216,23 @@ def test_every_generate_invocation_parses_with_the_real_cli() -> None:
             pytest.fail(f"generate.py {shlex.join(argv)}: rejected by generators/cli.py")
 
 
-def test_pre_commit_runs_render_check_and_validate() -> None:
+def test_pre_commit_runs_format_render_check_and_validate() -> None:
     config = load_yaml(ROOT / ".pre-commit-config.yaml")
     [repo] = config["repos"]
     assert repo["repo"] == "local"
     hooks = {hook["id"]: hook for hook in repo["hooks"]}
-    assert set(hooks) == {"render-check", "validate"}
-    for hook in hooks.values():
+    assert set(hooks) == {"ruff-format", "render-check", "validate"}
+    # the format hook runs what `make lint` runs, on the staged Python files
+    assert shlex.split(hooks["ruff-format"]["entry"]) == [
+        ".venv/bin/python",
+        "-m",
+        "ruff",
+        "format",
+        "--check",
+    ]
+    assert "ruff format --check ." in (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert hooks["ruff-format"]["types"] == ["python"]
+    for hook in (hooks["render-check"], hooks["validate"]):
         interpreter, script, *_ = shlex.split(hook["entry"])
         assert (ROOT / script).is_file() and interpreter.endswith("python")
         assert hook["language"] == "system" and hook["pass_filenames"] is False

@@ -283,22 +283,50 @@ def gate_faults(b: Builder) -> list[Case]:
     frozen = (last_good, f"0x{end}")
     fresh = (last_good, f"0+60x{end}")
     return [
-        Case("OverflowGateBlindWhileOpen", "open, no good query since minute 0", [closed(0), frozen], end,
-             [Expect({"gate": gate, "severity": "critical"})]),
+        Case(
+            "OverflowGateBlindWhileOpen",
+            "open, no good query since minute 0",
+            [closed(0), frozen],
+            end,
+            [Expect({"gate": gate, "severity": "critical"})],
+        ),
         Case("OverflowGateBlindWhileOpen", "closed and blind: nothing is spent", [closed(1), frozen], end),
         Case("OverflowGateBlindWhileOpen", "open and seeing", [closed(0), fresh], end),
-        Case("OverflowGateErrors", "node patches failing", [errors("nodes", 1), errors("query", 0)], end,
-             [Expect({"stage": "nodes", "severity": "warning"}, humanize(10))]),
-        Case("OverflowGateErrors", "query failures are the blind alert's business",
-             [errors("nodes", 0), errors("query", 5)], end),
-        Case("OverflowGateMatchesNoNode", "selector matches nothing", [matched(0)], end,
-             [Expect({"gate": gate, "severity": "warning"})]),
+        Case(
+            "OverflowGateErrors",
+            "node patches failing",
+            [errors("nodes", 1), errors("query", 0)],
+            end,
+            [Expect({"stage": "nodes", "severity": "warning"}, humanize(10))],
+        ),
+        Case(
+            "OverflowGateErrors",
+            "query failures are the blind alert's business",
+            [errors("nodes", 0), errors("query", 5)],
+            end,
+        ),
+        Case(
+            "OverflowGateMatchesNoNode",
+            "selector matches nothing",
+            [matched(0)],
+            end,
+            [Expect({"gate": gate, "severity": "warning"})],
+        ),
         Case("OverflowGateMatchesNoNode", "one virtual node matched", [matched(1)], end),
-        Case("OverflowGateNoLeader", "both replicas standing by", [leader(0), leader(0, "overflow-gate-b")],
-             end, [Expect({"severity": "warning"})]),
-        Case("OverflowGateNoLeader", "one leader, one standing by", [leader(1), leader(0, "overflow-gate-b")],
-             end),
-    ]  # fmt: skip
+        Case(
+            "OverflowGateNoLeader",
+            "both replicas standing by",
+            [leader(0), leader(0, "overflow-gate-b")],
+            end,
+            [Expect({"severity": "warning"})],
+        ),
+        Case(
+            "OverflowGateNoLeader",
+            "one leader, one standing by",
+            [leader(1), leader(0, "overflow-gate-b")],
+            end,
+        ),
+    ]
 
 
 def cases(b: Builder) -> list[Case]:

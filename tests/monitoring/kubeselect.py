@@ -53,8 +53,9 @@ def matches(selector: Mapping[str, Any] | None, labels: Labels) -> bool:
 _SELECTORS = {"ServiceMonitor": "serviceMonitor", "PrometheusRule": "rule"}
 
 
-def selected(prometheus: Mapping[str, Any], obj: Mapping[str, Any],
-             namespace_labels: Mapping[str, Labels]) -> bool:
+def selected(
+    prometheus: Mapping[str, Any], obj: Mapping[str, Any], namespace_labels: Mapping[str, Labels]
+) -> bool:
     """Does this Prometheus pick up `obj`? `namespace_labels`: labels per namespace name
     (every namespace carries kubernetes.io/metadata.name = its name)."""
     field = _SELECTORS[obj["kind"]]
@@ -74,6 +75,7 @@ def _expand(template: str, found: re.Match[str]) -> str:
         name = m.group(1) or m.group(2)
         value = found.group(int(name) if name.isdigit() else name)
         return value or ""
+
     return re.sub(r"\$\{(\w+)\}|\$(\w+)", group, template)
 
 

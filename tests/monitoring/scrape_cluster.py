@@ -54,17 +54,32 @@ def plan_nodes(env: Environment, block: str = SUBNET) -> list[NodePlan]:
     """A system node, then the first NODES_PER_POOL nodes of every pool (named as the
     pools' nodes are, `<pool>-000`), labelled, tainted and sized as the pool says."""
     kubelet = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
-    plans = [NodePlan(SYSTEM_NODE, f"{block}10", {**kubelet, "kubernetes.io/hostname": SYSTEM_NODE}, [],
-                      {"cpu": "16", "memory": str(64 << 30), "pods": "110"}, 0)]  # fmt: skip
+    plans = [
+        NodePlan(
+            SYSTEM_NODE,
+            f"{block}10",
+            {**kubelet, "kubernetes.io/hostname": SYSTEM_NODE},
+            [],
+            {"cpu": "16", "memory": str(64 << 30), "pods": "110"},
+            0,
+        )
+    ]
     for pool in env.pools:
         for index in range(NODES_PER_POOL):
             name = f"{pool.name}-{index:03d}"
             capacity = {resource: _quantity(amount) for resource, amount in pool.per_node.items()}
             taints = [{"key": t.key, "value": t.value or "", "effect": t.effect} for t in pool.taints]
-            plans.append(NodePlan(name, f"{block}{10 + len(plans)}",
-                                  {**kubelet, "kubernetes.io/hostname": name, **pool.node_labels},
-                                  taints, {**capacity, "pods": "110"},
-                                  int(pool.per_node.get(IB_RESOURCE, 0)), pool))  # fmt: skip
+            plans.append(
+                NodePlan(
+                    name,
+                    f"{block}{10 + len(plans)}",
+                    {**kubelet, "kubernetes.io/hostname": name, **pool.node_labels},
+                    taints,
+                    {**capacity, "pods": "110"},
+                    int(pool.per_node.get(IB_RESOURCE, 0)),
+                    pool,
+                )
+            )
     return plans
 
 
@@ -80,16 +95,31 @@ def pod_from_template(workload: Obj, name: str, node: str, pod_ip: str, host_ip:
     template = workload["spec"]["template"]
     spec = {**template["spec"], "nodeName": node}
     spec.pop("affinity", None)  # the scheduler's business; the pod is bound already
-    pod = {"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": name, "namespace": workload["metadata"]["namespace"],
-                        "labels": dict(template["metadata"].get("labels") or {}),
-                        "annotations": dict(template["metadata"].get("annotations") or {})},
-           "spec": spec}  # fmt: skip
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": workload["metadata"]["namespace"],
+            "labels": dict(template["metadata"].get("labels") or {}),
+            "annotations": dict(template["metadata"].get("annotations") or {}),
+        },
+        "spec": spec,
+    }
     now = timestamp()
-    ready = [{"type": kind, "status": "True", "lastTransitionTime": now}
-             for kind in ("PodScheduled", "Initialized", "ContainersReady", "Ready")]  # fmt: skip
-    status = {"phase": "Running", "startTime": now, "conditions": ready, "hostIP": host_ip,
-              "hostIPs": [{"ip": host_ip}], "podIP": pod_ip, "podIPs": [{"ip": pod_ip}]}  # fmt: skip
+    ready = [
+        {"type": kind, "status": "True", "lastTransitionTime": now}
+        for kind in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+    ]
+    status = {
+        "phase": "Running",
+        "startTime": now,
+        "conditions": ready,
+        "hostIP": host_ip,
+        "hostIPs": [{"ip": host_ip}],
+        "podIP": pod_ip,
+        "podIPs": [{"ip": pod_ip}],
+    }
     return pod, status
 
 
@@ -119,18 +149,33 @@ def endpoints_for(service: Obj, pods: list[Obj]) -> Obj:
     for port in service["spec"]["ports"]:
         target = port.get("targetPort", port["port"])
         if isinstance(target, str):
-            target = next(c["containerPort"] for container in chosen[0]["spec"]["containers"]
-                          for c in container.get("ports") or [] if c.get("name") == target)  # fmt: skip
+            target = next(
+                c["containerPort"]
+                for container in chosen[0]["spec"]["containers"]
+                for c in container.get("ports") or []
+                if c.get("name") == target
+            )
         ports.append({"name": port.get("name", ""), "port": target, "protocol": port.get("protocol", "TCP")})
-    addresses = [{"ip": p["status"]["podIP"], "nodeName": p["spec"]["nodeName"],
-                  "targetRef": {"kind": "Pod", "namespace": p["metadata"]["namespace"],
-                                "name": p["metadata"]["name"], "uid": p["metadata"]["uid"]}}
-                 for p in chosen]  # fmt: skip
+    addresses = [
+        {
+            "ip": p["status"]["podIP"],
+            "nodeName": p["spec"]["nodeName"],
+            "targetRef": {
+                "kind": "Pod",
+                "namespace": p["metadata"]["namespace"],
+                "name": p["metadata"]["name"],
+                "uid": p["metadata"]["uid"],
+            },
+        }
+        for p in chosen
+    ]
     meta = service["metadata"]
-    return {"apiVersion": "v1", "kind": "Endpoints",
-            "metadata": {"name": meta["name"], "namespace": meta["namespace"],
-                         "labels": dict(meta["labels"])},
-            "subsets": [{"addresses": addresses, "ports": ports}]}  # fmt: skip
+    return {
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"], "labels": dict(meta["labels"])},
+        "subsets": [{"addresses": addresses, "ports": ports}],
+    }
 
 
 @dataclass
@@ -145,8 +190,9 @@ class Created:
         made = self.kube.create(obj)
         self.objects.append((obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace")))
         if status is not None:
-            made = self.kube.patch_status(obj["apiVersion"], obj["kind"], meta["name"], status,
-                                          meta.get("namespace"))  # fmt: skip
+            made = self.kube.patch_status(
+                obj["apiVersion"], obj["kind"], meta["name"], status, meta.get("namespace")
+            )
         return made
 
     def node(self, plan: NodePlan) -> None:
@@ -185,12 +231,27 @@ def gpu_pod(namespace: str, node: str, resource: str, gpus: int) -> tuple[Obj, O
     """One inference pod bound to `node`, Running, holding `gpus` GPUs."""
     name = f"serve-{node}"
     requests = {resource: str(gpus), "cpu": "4", "memory": str(32 << 30)}
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
-           "spec": {"nodeName": node, "containers": [{"name": "server", "image": "registry.example/vllm:1",
-                    "resources": {"requests": requests, "limits": {resource: str(gpus)}}}]}}  # fmt: skip
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "nodeName": node,
+            "containers": [
+                {
+                    "name": "server",
+                    "image": "registry.example/vllm:1",
+                    "resources": {"requests": requests, "limits": {resource: str(gpus)}},
+                }
+            ],
+        },
+    }
     now = timestamp()
-    status = {"phase": "Running", "startTime": now,
-              "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}]}  # fmt: skip
+    status = {
+        "phase": "Running",
+        "startTime": now,
+        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],
+    }
     return pod, status
 
 

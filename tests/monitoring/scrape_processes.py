@@ -83,8 +83,9 @@ class PodNetwork:
                 try:
                     keep = ("Accept", "Accept-Encoding", "User-Agent", "X-Prometheus-Scrape-Timeout-Seconds")
                     headers = {k: v for k, v in self.headers.items() if k in keep}
-                    upstream.request("GET", target.path + (f"?{target.query}" if target.query else ""),
-                                     headers=headers)  # fmt: skip
+                    upstream.request(
+                        "GET", target.path + (f"?{target.query}" if target.query else ""), headers=headers
+                    )
                     response = upstream.getresponse()
                     body = response.read()
                     self.send_response(response.status)
@@ -128,18 +129,28 @@ def _ready(url: str) -> bool:
     return requests.get(url, timeout=2).status_code == 200
 
 
-def kube_state_metrics(deployment: Obj, network: PodNetwork, pod_ip: str, kubeconfig: Path,
-                       workdir: Path) -> Daemon:  # fmt: skip
+def kube_state_metrics(
+    deployment: Obj, network: PodNetwork, pod_ip: str, kubeconfig: Path, workdir: Path
+) -> Daemon:
     http_port = network.route(pod_ip, container_port(deployment, "http"))
     telemetry_port = network.route(pod_ip, container_port(deployment, "metrics"))
     args = [a for a in container(deployment)["args"] if not a.startswith("--port=")]
     assert len(args) == len(container(deployment)["args"]) - 1, "one --port in the chart's args"
     assert not any(a.startswith(("--host", "--telemetry", "--kubeconfig")) for a in args), args
-    daemon = Daemon("kube-state-metrics",
-                    [str(tool("kube-state-metrics")), *args, "--host=127.0.0.1", f"--port={http_port}",
-                     "--telemetry-host=127.0.0.1", f"--telemetry-port={telemetry_port}",
-                     f"--kubeconfig={kubeconfig}"],
-                    workdir / "kube-state-metrics.log", ports=(http_port, telemetry_port))  # fmt: skip
+    daemon = Daemon(
+        "kube-state-metrics",
+        [
+            str(tool("kube-state-metrics")),
+            *args,
+            "--host=127.0.0.1",
+            f"--port={http_port}",
+            "--telemetry-host=127.0.0.1",
+            f"--telemetry-port={telemetry_port}",
+            f"--kubeconfig={kubeconfig}",
+        ],
+        workdir / "kube-state-metrics.log",
+        ports=(http_port, telemetry_port),
+    )
     daemon.start()
     ready = _probe_url(deployment, network, pod_ip)
     daemon.wait_until(lambda: _ready(ready), READY_SECONDS, "readinessProbe ok")
@@ -159,7 +170,7 @@ def node_exporter_args(daemonset: Obj, listen: str, sysfs: Path) -> list[str]:
             value = listen
         for mount in sorted(mounts, key=len, reverse=True):
             if value == mount or value.startswith(mount + "/"):
-                value = (mounts[mount].rstrip("/") + value[len(mount):]) or "/"
+                value = (mounts[mount].rstrip("/") + value[len(mount) :]) or "/"
                 break
         args.append(flag + sep + value)
     assert f"--path.sysfs={sysfs}" in args and f"--web.listen-address={listen}" in args, args
@@ -170,8 +181,12 @@ def node_exporter(daemonset: Obj, network: PodNetwork, plan: NodePlan, sysfs: Pa
     # hostNetwork: the pod's address is its node's.
     local = network.route(plan.address, container_port(daemonset, "http-metrics"))
     args = node_exporter_args(daemonset, f"127.0.0.1:{local}", sysfs)
-    daemon = Daemon(f"node_exporter {plan.name}", [str(tool("node_exporter")), *args],
-                    workdir / f"node_exporter-{plan.name}.log", ports=(local,))  # fmt: skip
+    daemon = Daemon(
+        f"node_exporter {plan.name}",
+        [str(tool("node_exporter")), *args],
+        workdir / f"node_exporter-{plan.name}.log",
+        ports=(local,),
+    )
     daemon.start()
     ready = _probe_url(daemonset, network, plan.address)
     daemon.wait_until(lambda: _ready(ready), READY_SECONDS, "readinessProbe ok")
@@ -199,8 +214,14 @@ class FakeSysfs:
             (port / "link_layer").write_text("InfiniBand\n")
             (port / "rate").write_text("400 Gb/sec (4X NDR)\n")
             self.port(f"mlx5_{index}", "4: ACTIVE", "5: LinkUp")
-            for counter in ("symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors",
-                            "excessive_buffer_overrun_errors", "local_link_integrity_errors"):  # fmt: skip
+            for counter in (
+                "symbol_error",
+                "link_error_recovery",
+                "link_downed",
+                "port_rcv_errors",
+                "excessive_buffer_overrun_errors",
+                "local_link_integrity_errors",
+            ):
                 self.counter(f"mlx5_{index}", counter, 0)
 
     def _write(self, path: Path, text: str) -> None:
@@ -241,20 +262,34 @@ def prometheus(monitors: list[Obj], network: PodNetwork, kubeconfig: Path, workd
     """The pinned Prometheus with the operator's scrape config for every endpoint of each
     monitor, through the pod network."""
     sd = {"kubeconfig_file": str(kubeconfig)}
-    jobs = [{**servicemonitor.scrape_config(m, i, sd), "proxy_url": network.url}
-            for m in monitors for i in range(len(m["spec"]["endpoints"]))]  # fmt: skip
+    jobs = [
+        {**servicemonitor.scrape_config(m, i, sd), "proxy_url": network.url}
+        for m in monitors
+        for i in range(len(m["spec"]["endpoints"]))
+    ]
     config = {
-        "global": {"scrape_interval": SCRAPE_INTERVAL, "scrape_timeout": SCRAPE_INTERVAL,
-                   "evaluation_interval": SCRAPE_INTERVAL},
+        "global": {
+            "scrape_interval": SCRAPE_INTERVAL,
+            "scrape_timeout": SCRAPE_INTERVAL,
+            "evaluation_interval": SCRAPE_INTERVAL,
+        },
         "scrape_configs": jobs,
-    }  # fmt: skip
+    }
     (workdir / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     port = free_port()
-    daemon = Daemon("prometheus",
-                    [str(tool("prometheus")), f"--config.file={workdir / 'prometheus.yml'}",
-                     f"--storage.tsdb.path={workdir / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
-                     "--log.level=warn"],
-                    workdir / "prometheus.log", ports=(port,), cwd=workdir)  # fmt: skip
+    daemon = Daemon(
+        "prometheus",
+        [
+            str(tool("prometheus")),
+            f"--config.file={workdir / 'prometheus.yml'}",
+            f"--storage.tsdb.path={workdir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--log.level=warn",
+        ],
+        workdir / "prometheus.log",
+        ports=(port,),
+        cwd=workdir,
+    )
     daemon.start()
     url = f"http://127.0.0.1:{port}"
     daemon.wait_until(lambda: _ready(f"{url}/-/ready"), READY_SECONDS, "/-/ready")

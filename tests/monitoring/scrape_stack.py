@@ -68,8 +68,9 @@ def _clean(obj: Any) -> Any:
     return obj
 
 
-def _create_workloads(created: cluster.Created, chart: Rendered,
-                      plans: list[cluster.NodePlan]) -> tuple[list[Obj], list[Obj]]:  # fmt: skip
+def _create_workloads(
+    created: cluster.Created, chart: Rendered, plans: list[cluster.NodePlan]
+) -> tuple[list[Obj], list[Obj]]:
     """The node-exporter pods (one per node the DaemonSet selects) and the kube-state-metrics
     pod, each Service and its Endpoints."""
     daemonset = chart.one(NODE_EXPORTER_SOURCE, "DaemonSet")
@@ -80,8 +81,9 @@ def _create_workloads(created: cluster.Created, chart: Rendered,
         pod, status = cluster.pod_from_template(daemonset, name, plan.name, plan.address, plan.address)
         exporters.append(created.create(_clean(pod), status))
     system = plans[0]
-    pod, status = cluster.pod_from_template(deployment, f"{deployment['metadata']['name']}-0", system.name,
-                                            f"{cluster.SUBNET}200", system.address)  # fmt: skip
+    pod, status = cluster.pod_from_template(
+        deployment, f"{deployment['metadata']['name']}-0", system.name, f"{cluster.SUBNET}200", system.address
+    )
     ksm = [created.create(_clean(pod), status)]
     for source, members in ((NODE_EXPORTER_SOURCE, exporters), (KSM_SOURCE, ksm)):
         service = created.create(_clean(chart.one(source, "Service")))
@@ -97,8 +99,12 @@ def _wait_scraped(prometheus: procs.Prometheus, targets: int, hcas: int) -> None
         return len(found) == targets and all(t["health"] == "up" for t in found)
 
     wait_for(all_up, SERIES_SECONDS, f"{targets} targets up", interval=0.5)
-    wait_for(lambda: len(prometheus.query("node_infiniband_symbol_error_total")) == hcas,
-             SERIES_SECONDS, f"{hcas} InfiniBand ports scraped", interval=0.5)  # fmt: skip
+    wait_for(
+        lambda: len(prometheus.query("node_infiniband_symbol_error_total")) == hcas,
+        SERIES_SECONDS,
+        f"{hcas} InfiniBand ports scraped",
+        interval=0.5,
+    )
 
 
 def _stop_all(daemons: list[Daemon]) -> None:
@@ -109,13 +115,18 @@ def _stop_all(daemons: list[Daemon]) -> None:
 def _burst(prometheus: procs.Prometheus, sysfs: procs.FakeSysfs) -> None:
     """Symbol errors between two scrapes (the 0 sample is in: _wait_scraped)."""
     sysfs.counter(LINK_ERRORS_DEVICE, "symbol_error", LINK_ERRORS)
-    wait_for(lambda: prometheus.query(f"max(node_infiniband_symbol_error_total) == {LINK_ERRORS}"),
-             SERIES_SECONDS, "the symbol_error burst scraped", interval=0.5)  # fmt: skip
+    wait_for(
+        lambda: prometheus.query(f"max(node_infiniband_symbol_error_total) == {LINK_ERRORS}"),
+        SERIES_SECONDS,
+        "the symbol_error burst scraped",
+        interval=0.5,
+    )
 
 
 @contextmanager
-def running(env_name: str, kube: Kube, kubeconfig: Path, workdir: Path,
-            values: Path | None = None) -> Iterator[Stack]:  # fmt: skip
+def running(
+    env_name: str, kube: Kube, kubeconfig: Path, workdir: Path, values: Path | None = None
+) -> Iterator[Stack]:
     """The stack for `env_name`, with `values` for the chart (default: the rendered ones)."""
     env = model.load(ROOT, env_name)
     values = values or values_file(env_name)
@@ -136,12 +147,14 @@ def running(env_name: str, kube: Kube, kubeconfig: Path, workdir: Path,
             created.node(plan)
         exporters, ksm = _create_workloads(created, chart, plans)
         inference = inference_pool(env)
-        pod, status = cluster.gpu_pod(WORKLOADS, f"{inference.name}-000", inference.gpu_resource,
-                                      cluster.GPU_POD_REQUEST)  # fmt: skip
+        pod, status = cluster.gpu_pod(
+            WORKLOADS, f"{inference.name}-000", inference.gpu_resource, cluster.GPU_POD_REQUEST
+        )
         created.create(pod, status)
         on_node = {p["spec"]["nodeName"] for p in exporters}
-        sysfs = {p.name: procs.FakeSysfs(workdir / "sysfs" / p.name, p.hcas)
-                 for p in plans if p.name in on_node}  # fmt: skip
+        sysfs = {
+            p.name: procs.FakeSysfs(workdir / "sysfs" / p.name, p.hcas) for p in plans if p.name in on_node
+        }
         broken = ib_pool(env).name
         sysfs[f"{broken}-001"].port(PORT_DOWN_DEVICE, "1: DOWN", "3: Disabled")
         pod_ip = ksm[0]["status"]["podIP"]

@@ -34,8 +34,18 @@ from typing import Any
 Obj = dict[str, Any]
 
 # Endpoint fields translated below; any other field present is refused.
-_ENDPOINT_FIELDS = {"port", "scheme", "path", "interval", "scrapeTimeout", "honorLabels",
-                    "honorTimestamps", "relabelings", "metricRelabelings", "filterRunning"}  # fmt: skip
+_ENDPOINT_FIELDS = {
+    "port",
+    "scheme",
+    "path",
+    "interval",
+    "scrapeTimeout",
+    "honorLabels",
+    "honorTimestamps",
+    "relabelings",
+    "metricRelabelings",
+    "filterRunning",
+}
 _SPEC_FIELDS = {"jobLabel", "selector", "namespaceSelector", "endpoints", "attachMetadata"}
 _RELABEL_FIELDS = ("sourceLabels", "separator", "targetLabel", "regex", "modulus", "replacement", "action")
 SHARD = "0"  # one shard: the config reloader writes 0 for $(SHARD)
@@ -74,47 +84,72 @@ def _selector_rules(selector: Obj) -> list[Obj]:
     rules: list[Obj] = []
     for key in sorted(selector.get("matchLabels") or {}):
         label = sanitize(key)
-        rules.append({"action": "keep",
-                      "source_labels": [f"__meta_kubernetes_service_label_{label}",
-                                        f"__meta_kubernetes_service_labelpresent_{label}"],
-                      "regex": f"({selector['matchLabels'][key]});true"})  # fmt: skip
+        rules.append(
+            {
+                "action": "keep",
+                "source_labels": [
+                    f"__meta_kubernetes_service_label_{label}",
+                    f"__meta_kubernetes_service_labelpresent_{label}",
+                ],
+                "regex": f"({selector['matchLabels'][key]});true",
+            }
+        )
     for expression in selector.get("matchExpressions") or []:
         label, operator = sanitize(expression["key"]), expression["operator"]
         values = f"({'|'.join(expression.get('values') or [])});true"
         present = f"__meta_kubernetes_service_labelpresent_{label}"
         both = [f"__meta_kubernetes_service_label_{label}", present]
-        rules.append({
-            "In": {"action": "keep", "source_labels": both, "regex": values},
-            "NotIn": {"action": "drop", "source_labels": both, "regex": values},
-            "Exists": {"action": "keep", "source_labels": [present], "regex": "true"},
-            "DoesNotExist": {"action": "drop", "source_labels": [present], "regex": "true"},
-        }[operator])  # fmt: skip
+        rules.append(
+            {
+                "In": {"action": "keep", "source_labels": both, "regex": values},
+                "NotIn": {"action": "drop", "source_labels": both, "regex": values},
+                "Exists": {"action": "keep", "source_labels": [present], "regex": "true"},
+                "DoesNotExist": {"action": "drop", "source_labels": [present], "regex": "true"},
+            }[operator]
+        )
     return rules
 
 
 def _target_rules(port: str) -> list[Obj]:
     """Port filter and the labels every ServiceMonitor target gets (role endpoints)."""
-    kind = ["__meta_kubernetes_endpoint_address_target_kind",
-            "__meta_kubernetes_endpoint_address_target_name"]  # fmt: skip
+    kind = [
+        "__meta_kubernetes_endpoint_address_target_kind",
+        "__meta_kubernetes_endpoint_address_target_name",
+    ]
     return [
         {"action": "keep", "source_labels": ["__meta_kubernetes_endpoint_port_name"], "regex": port},
-        {"source_labels": list(kind), "separator": ";", "regex": "Node;(.*)", "replacement": "${1}",
-         "target_label": "node"},
-        {"source_labels": list(kind), "separator": ";", "regex": "Pod;(.*)", "replacement": "${1}",
-         "target_label": "pod"},
+        {
+            "source_labels": list(kind),
+            "separator": ";",
+            "regex": "Node;(.*)",
+            "replacement": "${1}",
+            "target_label": "node",
+        },
+        {
+            "source_labels": list(kind),
+            "separator": ";",
+            "regex": "Pod;(.*)",
+            "replacement": "${1}",
+            "target_label": "pod",
+        },
         {"source_labels": ["__meta_kubernetes_namespace"], "target_label": "namespace"},
         {"source_labels": ["__meta_kubernetes_service_name"], "target_label": "service"},
         {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "pod"},
         {"source_labels": ["__meta_kubernetes_pod_container_name"], "target_label": "container"},
-    ]  # fmt: skip
+    ]
 
 
 _SHARDING: list[Obj] = [
-    {"source_labels": ["__address__", "__tmp_hash"], "target_label": "__tmp_hash", "regex": "(.+);",
-     "replacement": "$1", "action": "replace"},
+    {
+        "source_labels": ["__address__", "__tmp_hash"],
+        "target_label": "__tmp_hash",
+        "regex": "(.+);",
+        "replacement": "$1",
+        "action": "replace",
+    },
     {"source_labels": ["__tmp_hash"], "target_label": "__tmp_hash", "modulus": 1, "action": "hashmod"},
     {"source_labels": ["__tmp_hash", "__tmp_disable_sharding"], "regex": "$(SHARD);|.+;.+", "action": "keep"},
-]  # fmt: skip
+]
 
 
 def scrape_config(monitor: Obj, index: int, sd: Obj | None = None, shard: str | None = SHARD) -> Obj:
@@ -140,8 +175,12 @@ def scrape_config(monitor: Obj, index: int, sd: Obj | None = None, shard: str | 
     if "honorTimestamps" in endpoint:
         config["honor_timestamps"] = endpoint["honorTimestamps"]
     config["kubernetes_sd_configs"] = [_discovery(spec, meta["namespace"], sd or {})]
-    for field, key in (("interval", "scrape_interval"), ("scrapeTimeout", "scrape_timeout"),
-                       ("path", "metrics_path"), ("scheme", "scheme")):  # fmt: skip
+    for field, key in (
+        ("interval", "scrape_interval"),
+        ("scrapeTimeout", "scrape_timeout"),
+        ("path", "metrics_path"),
+        ("scheme", "scheme"),
+    ):
         if endpoint.get(field):
             config[key] = endpoint[field]
     config["relabel_configs"] = _relabelings(spec, endpoint, port, shard)
@@ -166,13 +205,25 @@ def _relabelings(spec: Obj, endpoint: Obj, port: str, shard: str | None) -> list
     rules += _selector_rules(spec.get("selector") or {})
     rules += _target_rules(port)
     if endpoint.get("filterRunning", True):
-        rules.append({"action": "drop", "source_labels": ["__meta_kubernetes_pod_phase"],
-                      "regex": "(Failed|Succeeded)"})  # fmt: skip
-    rules.append({"source_labels": ["__meta_kubernetes_service_name"], "target_label": "job",
-                  "replacement": "${1}"})  # fmt: skip
+        rules.append(
+            {
+                "action": "drop",
+                "source_labels": ["__meta_kubernetes_pod_phase"],
+                "regex": "(Failed|Succeeded)",
+            }
+        )
+    rules.append(
+        {"source_labels": ["__meta_kubernetes_service_name"], "target_label": "job", "replacement": "${1}"}
+    )
     if spec.get("jobLabel"):
-        rules.append({"source_labels": [f"__meta_kubernetes_service_label_{sanitize(spec['jobLabel'])}"],
-                      "target_label": "job", "regex": "(.+)", "replacement": "${1}"})  # fmt: skip
+        rules.append(
+            {
+                "source_labels": [f"__meta_kubernetes_service_label_{sanitize(spec['jobLabel'])}"],
+                "target_label": "job",
+                "regex": "(.+)",
+                "replacement": "${1}",
+            }
+        )
     rules.append({"target_label": "endpoint", "replacement": port})
     rules += relabel_configs(endpoint.get("relabelings") or [])
     return rules + _sharding(shard)
@@ -181,8 +232,12 @@ def _relabelings(spec: Obj, endpoint: Obj, port: str, shard: str | None) -> list
 def _sharding(shard: str | None) -> list[Obj]:
     if shard is None:
         return [dict(rule) for rule in _SHARDING]
-    return [{**rule, "regex": rule["regex"].replace("$(SHARD)", shard)} if rule.get("action") == "keep"
-            else dict(rule) for rule in _SHARDING]  # fmt: skip
+    return [
+        {**rule, "regex": rule["regex"].replace("$(SHARD)", shard)}
+        if rule.get("action") == "keep"
+        else dict(rule)
+        for rule in _SHARDING
+    ]
 
 
 def _namespaces(selector: Obj, own: str) -> list[str]:

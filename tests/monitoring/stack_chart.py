@@ -58,8 +58,18 @@ def render(env: str, values: Path | None = None) -> Rendered:
     """`helm template` of the pinned chart with `values` (default: rendered/<env>/installers')."""
     namespace = load_environment(ROOT, env)[1]["monitoring"]["namespace"]
     release = KUBE_PROMETHEUS_STACK.release
-    argv = [str(tool("helm")), "template", release, str(archive(CHART)), "--namespace", namespace,
-            "--kube-version", KUBE_VERSION, "-f", str(values or values_file(env))]  # fmt: skip
+    argv = [
+        str(tool("helm")),
+        "template",
+        release,
+        str(archive(CHART)),
+        "--namespace",
+        namespace,
+        "--kube-version",
+        KUBE_VERSION,
+        "-f",
+        str(values or values_file(env)),
+    ]
     home = Path(tempfile.mkdtemp(prefix="trainyard-helm-"))  # no repository, plugin or user config
     isolated = {**os.environ, **{f"HELM_{kind}_HOME": str(home / kind) for kind in HELM_HOMES}}
     done = subprocess.run(argv, capture_output=True, text=True, env=isolated, timeout=120, check=False)

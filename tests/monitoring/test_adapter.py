@@ -24,9 +24,13 @@ from tools.toolchain import PINS
 CONFIG = Path("monitoring") / "monitoring" / "configmap-prometheus-adapter.yaml"
 ARCHIVE = "prometheus-adapter-v0.12.0.tar.gz"
 # Which struct each level of an external rule is (pkg/config/config.go at v0.12.0).
-NESTING = {(): "MetricsDiscoveryConfig", ("externalRules",): "DiscoveryRule",
-           ("externalRules", "resources"): "ResourceMapping", ("externalRules", "name"): "NameMapping",
-           ("externalRules", "resources", "overrides", "*"): "GroupResource"}  # fmt: skip
+NESTING = {
+    (): "MetricsDiscoveryConfig",
+    ("externalRules",): "DiscoveryRule",
+    ("externalRules", "resources"): "ResourceMapping",
+    ("externalRules", "name"): "NameMapping",
+    ("externalRules", "resources", "overrides", "*"): "GroupResource",
+}
 
 
 def _rendered(env: str, relative: Path) -> Any:
@@ -77,8 +81,10 @@ def test_every_key_is_one_the_adapter_reads(env: str) -> None:
 @pytest.mark.parametrize("env", ["staging", "prod"])
 def test_one_rule_per_metric_the_hpas_name(env: str) -> None:
     hpas = sorted((ROOT / "rendered" / env / "overflow").rglob("horizontalpodautoscaler-*.yaml"))
-    names = {yaml.safe_load(p.read_text(encoding="utf-8"))["spec"]["metrics"][0]["external"]["metric"]["name"]
-             for p in hpas}  # fmt: skip
+    names = {
+        yaml.safe_load(p.read_text(encoding="utf-8"))["spec"]["metrics"][0]["external"]["metric"]["name"]
+        for p in hpas
+    }
     rules = _config(env)["externalRules"]
     assert [r["name"]["as"] for r in rules] == sorted(names)
     for rule in rules:
@@ -89,7 +95,10 @@ def test_one_rule_per_metric_the_hpas_name(env: str) -> None:
 
 def test_prod_serves_its_three_metrics() -> None:
     assert [r["name"]["as"] for r in _config("prod")["externalRules"]] == [
-        "embeddings_queue_depth", "scoring_backlog_items", "vllm_num_requests_waiting"]
+        "embeddings_queue_depth",
+        "scoring_backlog_items",
+        "vllm_num_requests_waiting",
+    ]
 
 
 def test_no_adapter_without_inference_services() -> None:
@@ -122,8 +131,9 @@ def test_none_renders_nothing_for_a_cluster_that_brings_its_own(tmp_path: Path) 
     path = root / "environments" / "staging.yaml"
     text = path.read_text(encoding="utf-8")
     assert text.count("\nmonitoring:\n") == 1
-    path.write_text(text.replace("\nmonitoring:\n", "\nmonitoring:\n  externalMetricsAdapter: none\n"),
-                    encoding="utf-8")  # fmt: skip
+    path.write_text(
+        text.replace("\nmonitoring:\n", "\nmonitoring:\n  externalMetricsAdapter: none\n"), encoding="utf-8"
+    )
     rendered = objects(render_tree(load(root, "staging")))
     assert [o["metadata"]["name"] for o in rendered if o["kind"] == "HorizontalPodAutoscaler"] == ["chat-api"]
     assert not [o for o in rendered if o["kind"] == "APIService" or "adapter" in o["metadata"]["name"]]

@@ -70,6 +70,7 @@ NODE = "gpu-node-17"  # a node name the scrape target carries in __meta_kubernet
 def _home() -> Path:
     """Empty helm config/cache/data homes: no repository, no plugin, nothing of the user's."""
     import tempfile
+
     return Path(tempfile.mkdtemp(prefix="trainyard-helm-"))
 
 
@@ -78,10 +79,22 @@ def helm_template(chart: charts.Chart, namespace: str, values: Path | None) -> t
     helm = tool("helm")
     chart_archive = archive(chart.archive)
     home = _home()
-    env = {**os.environ, "HELM_CACHE_HOME": str(home / "cache"), "HELM_CONFIG_HOME": str(home / "config"),
-           "HELM_DATA_HOME": str(home / "data")}
-    command = [str(helm), "template", chart.release, str(chart_archive), "--namespace", namespace,
-               "--kube-version", KUBE_VERSION]
+    env = {
+        **os.environ,
+        "HELM_CACHE_HOME": str(home / "cache"),
+        "HELM_CONFIG_HOME": str(home / "config"),
+        "HELM_DATA_HOME": str(home / "data"),
+    }
+    command = [
+        str(helm),
+        "template",
+        chart.release,
+        str(chart_archive),
+        "--namespace",
+        namespace,
+        "--kube-version",
+        KUBE_VERSION,
+    ]
     if values is not None:
         command += ["-f", str(values)]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
@@ -121,8 +134,11 @@ class Env:
                 yield yaml.safe_load(path.read_text(encoding="utf-8"))
 
     def namespace_labels(self) -> dict[str, dict[str, str]]:
-        return {o["metadata"]["name"]: o["metadata"].get("labels") or {}
-                for o in self.rendered() if o["kind"] == "Namespace"}
+        return {
+            o["metadata"]["name"]: o["metadata"].get("labels") or {}
+            for o in self.rendered()
+            if o["kind"] == "Namespace"
+        }
 
     def job(self, exporter: str) -> str:
         """The job our queries select an exporter by (monitoring.selectors.<exporter>)."""
@@ -148,8 +164,11 @@ class Env:
 def env(request: pytest.FixtureRequest) -> Env:
     e = Env(request.param)
     if e.spec["kueue"]["configurationDelivery"] != "helmValues":
-        pytest.fail(f"{e.name}: Kueue from plain manifests: its ServiceMonitor is Kueue's prometheus "
-                    "manifest, not checked here; extend this test", pytrace=False)
+        pytest.fail(
+            f"{e.name}: Kueue from plain manifests: its ServiceMonitor is Kueue's prometheus "
+            "manifest, not checked here; extend this test",
+            pytrace=False,
+        )
     return e
 
 
@@ -162,10 +181,16 @@ def dcgm_service_monitor(cluster_policy: Obj, operator_namespace: str) -> Obj | 
     endpoint = {"port": "gpu-metrics", "path": "/metrics"}
     if "honorLabels" in wanted:
         endpoint["honorLabels"] = wanted["honorLabels"]
-    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
-            "metadata": {"name": "nvidia-dcgm-exporter", "namespace": operator_namespace, "labels": labels},
-            "spec": {"jobLabel": "app", "endpoints": [endpoint],
-                     "selector": {"matchLabels": {"app": "nvidia-dcgm-exporter"}}}}
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": {"name": "nvidia-dcgm-exporter", "namespace": operator_namespace, "labels": labels},
+        "spec": {
+            "jobLabel": "app",
+            "endpoints": [endpoint],
+            "selector": {"matchLabels": {"app": "nvidia-dcgm-exporter"}},
+        },
+    }
 
 
 def dcgm_of(env: Env, ours: bool = True) -> Obj:
@@ -198,8 +223,10 @@ def test_kueue_chart_holds_our_configuration(env: Env) -> None:
     held = yaml.safe_load(config_map["data"][KUEUE_CONFIG_KEY])
     # the one key the chart adds (templates/manager/manager-config.yaml), with its own names
     assert held.pop("internalCertManagement") == {
-        "enable": True, "webhookServiceName": "kueue-webhook-service",
-        "webhookSecretName": "kueue-webhook-server-cert"}
+        "enable": True,
+        "webhookServiceName": "kueue-webhook-service",
+        "webhookSecretName": "kueue-webhook-server-cert",
+    }
     assert held == ours
     assert held["namespace"] == namespace
 
@@ -208,8 +235,11 @@ def test_kueue_metrics_servicemonitor_targets_the_metrics_service_as_our_job(env
     objects = env.kueue()
     monitor = kueue_monitor(env)
     assert monitor is not None
-    services = [s for s in of_kind(objects, "Service")
-                if kubeselect.matches(monitor["spec"]["selector"], s["metadata"].get("labels") or {})]
+    services = [
+        s
+        for s in of_kind(objects, "Service")
+        if kubeselect.matches(monitor["spec"]["selector"], s["metadata"].get("labels") or {})
+    ]
     assert [s["metadata"]["name"] for s in services] == ["kueue-controller-manager-metrics-service"]
     ports = {p["name"] for p in services[0]["spec"]["ports"]}
     assert {e["port"] for e in monitor["spec"]["endpoints"]} <= ports
@@ -228,8 +258,11 @@ def test_prometheus_selects_everything_we_render_or_configure(env: Env) -> None:
     wanted = ours_to_scrape(env)
     kinds = {o["kind"] for o in wanted}
     assert kinds == {"ServiceMonitor", "PrometheusRule"}
-    missed = [f"{o['kind']} {o['metadata']['namespace']}/{o['metadata']['name']}"
-              for o in wanted if not kubeselect.selected(prometheus, o, labels)]
+    missed = [
+        f"{o['kind']} {o['metadata']['namespace']}/{o['metadata']['name']}"
+        for o in wanted
+        if not kubeselect.selected(prometheus, o, labels)
+    ]
     assert not missed, missed
 
 
@@ -256,18 +289,27 @@ def test_dcgm_servicemonitor_keeps_pod_labels_and_names_our_job(env: Env) -> Non
 # --- kube-prometheus-stack: node-exporter and kube-state-metrics --------------------------------
 def _node_exporter(objects: tuple[Obj, ...]) -> tuple[Obj, Obj]:
     """(ServiceMonitor, Service) of the prometheus-node-exporter subchart."""
-    service = next(s for s in of_kind(objects, "Service")
-                   if s["metadata"]["labels"].get("app.kubernetes.io/name") == "prometheus-node-exporter")
-    monitor = next(m for m in of_kind(objects, "ServiceMonitor")
-                   if kubeselect.matches(m["spec"]["selector"], service["metadata"]["labels"]))
+    service = next(
+        s
+        for s in of_kind(objects, "Service")
+        if s["metadata"]["labels"].get("app.kubernetes.io/name") == "prometheus-node-exporter"
+    )
+    monitor = next(
+        m
+        for m in of_kind(objects, "ServiceMonitor")
+        if kubeselect.matches(m["spec"]["selector"], service["metadata"]["labels"])
+    )
     return monitor, service
 
 
 def _scraped_labels(monitor: Obj) -> dict[str, str]:
     """A node_exporter target's labels after the ServiceMonitor's relabeling (host network:
     the address is the node's IP)."""
-    target = {"__address__": "10.0.0.7:9100", "__meta_kubernetes_pod_node_name": NODE,
-              "__meta_kubernetes_namespace": "monitoring"}
+    target = {
+        "__address__": "10.0.0.7:9100",
+        "__meta_kubernetes_pod_node_name": NODE,
+        "__meta_kubernetes_namespace": "monitoring",
+    }
     return kubeselect.relabel(target, monitor["spec"]["endpoints"][0].get("relabelings") or [])
 
 
@@ -313,29 +355,43 @@ def test_node_exporter_args_are_the_charts_defaults_then_mountstats(env: Env) ->
 def test_kube_state_metrics_exports_the_pools_node_labels(env: Env) -> None:
     objects = env.kps()
     keys = sorted({k for pool in env.spec["pools"] for k in pool["nodeLabels"]})
-    deployment = next(d for d in of_kind(objects, "Deployment")
-                      if d["metadata"]["labels"].get("app.kubernetes.io/name") == "kube-state-metrics")
+    deployment = next(
+        d
+        for d in of_kind(objects, "Deployment")
+        if d["metadata"]["labels"].get("app.kubernetes.io/name") == "kube-state-metrics"
+    )
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert f"--metric-labels-allowlist=nodes=[{','.join(keys)}]" in args
-    service = next(s for s in of_kind(objects, "Service")
-                   if s["metadata"]["labels"].get("app.kubernetes.io/name") == "kube-state-metrics")
-    monitor = next(m for m in of_kind(objects, "ServiceMonitor")
-                   if kubeselect.matches(m["spec"]["selector"], service["metadata"]["labels"]))
+    service = next(
+        s
+        for s in of_kind(objects, "Service")
+        if s["metadata"]["labels"].get("app.kubernetes.io/name") == "kube-state-metrics"
+    )
+    monitor = next(
+        m
+        for m in of_kind(objects, "ServiceMonitor")
+        if kubeselect.matches(m["spec"]["selector"], service["metadata"]["labels"])
+    )
     assert kubeselect.job_label(monitor, service) == env.job("kubeStateMetrics")
 
 
 # --- kube-prometheus-stack: Grafana ---------------------------------------------------------
 def test_grafana_sidecar_files_our_dashboards_into_their_folder(env: Env) -> None:
     prefix = env.m["dashboards"]["uidPrefix"] + "-"
-    dashboards = [o for o in env.rendered() if o["kind"] == "ConfigMap"
-                  and any(k.startswith(prefix) and k.endswith(".json") for k in o.get("data", {}))]
+    dashboards = [
+        o
+        for o in env.rendered()
+        if o["kind"] == "ConfigMap"
+        and any(k.startswith(prefix) and k.endswith(".json") for k in o.get("data", {}))
+    ]
     if env.m["dashboards"]["delivery"] != "sidecar":
         assert not dashboards  # GrafanaDashboards instead: docs/monitoring.md, "Grafana"
         return
     objects = env.kps()
     grafana = one(objects, "Deployment", "kube-prometheus-stack-grafana")
-    sidecar = next(c for c in grafana["spec"]["template"]["spec"]["containers"]
-                   if c["name"] == "grafana-sc-dashboard")
+    sidecar = next(
+        c for c in grafana["spec"]["template"]["spec"]["containers"] if c["name"] == "grafana-sc-dashboard"
+    )
     settings = {e["name"]: e.get("value") for e in sidecar["env"]}
     assert dashboards
     for board in dashboards:
@@ -399,8 +455,10 @@ def test_readme_and_docs_install_order_is_the_rendered_commands_in_order() -> No
     """The README recipe, copied as written: the three commands of prod's rendered headers,
     kube-prometheus-stack first (CRDs), then the GPU operator, then Kueue."""
     installers = ROOT / "rendered" / "prod" / "installers"
-    expected = [header_command(installers / f) for f in
-                ("kube-prometheus-stack-values.yaml", "gpu-operator-values.yaml", "kueue-values.yaml")]
+    expected = [
+        header_command(installers / f)
+        for f in ("kube-prometheus-stack-values.yaml", "gpu-operator-values.yaml", "kueue-values.yaml")
+    ]
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     block = readme.split("<!-- install-order:", 1)[1].split("<!-- /install-order -->", 1)[0]
     assert helm_commands(block) == expected
@@ -414,9 +472,11 @@ def _admits(policy: Obj, namespace: str, port: int, port_name: str) -> bool:
     for rule in policy["spec"].get("ingress") or []:
         sources = rule.get("from")
         from_ok = not sources or any(
-            "namespaceSelector" in s and "podSelector" not in s
+            "namespaceSelector" in s
+            and "podSelector" not in s
             and kubeselect.matches(s["namespaceSelector"], {"kubernetes.io/metadata.name": namespace})
-            for s in sources)
+            for s in sources
+        )
         ports = rule.get("ports")
         port_ok = not ports or any(p.get("port") in (port, port_name) for p in ports)
         if from_ok and port_ok:
@@ -435,12 +495,21 @@ def test_prometheus_can_reach_every_target_we_render(env: Env) -> None:
     assert bool(monitors) == scraped  # the gate's and the health controller's
     for monitor in monitors:
         ns, name = monitor["metadata"]["namespace"], monitor["metadata"]["name"]
-        [service] = [s for s in of_kind(objects, "Service") if s["metadata"]["namespace"] == ns
-                     and kubeselect.matches(monitor["spec"]["selector"], s["metadata"].get("labels") or {})]
-        workloads = [w for w in objects if w["kind"] in ("Deployment", "DaemonSet", "StatefulSet")
-                     and w["metadata"]["namespace"] == ns
-                     and kubeselect.matches({"matchLabels": service["spec"]["selector"]},
-                                            w["spec"]["template"]["metadata"]["labels"])]
+        [service] = [
+            s
+            for s in of_kind(objects, "Service")
+            if s["metadata"]["namespace"] == ns
+            and kubeselect.matches(monitor["spec"]["selector"], s["metadata"].get("labels") or {})
+        ]
+        workloads = [
+            w
+            for w in objects
+            if w["kind"] in ("Deployment", "DaemonSet", "StatefulSet")
+            and w["metadata"]["namespace"] == ns
+            and kubeselect.matches(
+                {"matchLabels": service["spec"]["selector"]}, w["spec"]["template"]["metadata"]["labels"]
+            )
+        ]
         assert workloads, f"{ns}/{name}: no rendered workload behind Service {service['metadata']['name']}"
         for endpoint in monitor["spec"]["endpoints"]:
             [port] = [p for p in service["spec"]["ports"] if p.get("name") == endpoint["port"]]
@@ -449,9 +518,15 @@ def test_prometheus_can_reach_every_target_we_render(env: Env) -> None:
                 pod = workload["spec"]["template"]
                 container_ports = [p for c in pod["spec"]["containers"] for p in c.get("ports") or []]
                 [cport] = [p for p in container_ports if target in (p.get("name"), p["containerPort"])]
-                policies = [p for p in of_kind(objects, "NetworkPolicy") if p["metadata"]["namespace"] == ns
-                            and "Ingress" in p["spec"].get("policyTypes", ["Ingress"])
-                            and kubeselect.matches(p["spec"]["podSelector"], pod["metadata"]["labels"])]
+                policies = [
+                    p
+                    for p in of_kind(objects, "NetworkPolicy")
+                    if p["metadata"]["namespace"] == ns
+                    and "Ingress" in p["spec"].get("policyTypes", ["Ingress"])
+                    and kubeselect.matches(p["spec"]["podSelector"], pod["metadata"]["labels"])
+                ]
                 if policies:  # isolated: some policy must admit the scrape
-                    assert any(_admits(p, prometheus_ns, cport["containerPort"], cport.get("name", ""))
-                               for p in policies), f"{ns}/{name}: no NetworkPolicy admits {prometheus_ns}"
+                    assert any(
+                        _admits(p, prometheus_ns, cport["containerPort"], cport.get("name", ""))
+                        for p in policies
+                    ), f"{ns}/{name}: no NetworkPolicy admits {prometheus_ns}"

@@ -28,8 +28,12 @@ def reader(tmp_path_factory: pytest.TempPathFactory) -> Path:
     go = shutil.which("go")
     assert go, "Go is needed to build the dcgm-exporter CSV reader (it builds the pinned tools too)"
     binary = tmp_path_factory.mktemp("dcgmcsv") / "dcgmcsv"
-    subprocess.run([go, "build", "-o", str(binary), str(READER)], check=True, capture_output=True,
-                   env={**os.environ, "GO111MODULE": "off"})  # fmt: skip
+    subprocess.run(
+        [go, "build", "-o", str(binary), str(READER)],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "GO111MODULE": "off"},
+    )
     return binary
 
 
@@ -57,7 +61,8 @@ def test_dcgm_exporter_reads_the_shipped_csv(reader: Path, name: str, tmp_path: 
 def test_the_reader_refuses_a_comma_in_a_help_text(reader: Path, tmp_path: Path) -> None:
     """The line this project once shipped: the reader is not a rubber stamp."""
     broken = dcgm_counters.csv_text() + (
-        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, counter, NVLink bandwidth counter, all lanes.\n")
+        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, counter, NVLink bandwidth counter, all lanes.\n"
+    )
     done = read(reader, broken, tmp_path)
     assert done.returncode == 1 and "wrong number of fields" in done.stdout, done.stdout
 

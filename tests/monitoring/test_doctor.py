@@ -123,8 +123,11 @@ def scene_series(env: Environment, scene: str) -> list[synthetic.Series]:
         )
     controller = env.health.controller if env.health is not None else None
     if controller is not None:  # the health controller's target (its ServiceMonitor's job)
-        cluster.add("up", {"job": "gpu-health", "namespace": controller.namespace,
-                           "instance": "gpu-health:8080"}, base=1)
+        cluster.add(
+            "up",
+            {"job": "gpu-health", "namespace": controller.namespace, "instance": "gpu-health:8080"},
+            base=1,
+        )
     out = []
     for s in cluster.series:
         changed = SCENES[scene].change(
@@ -230,8 +233,10 @@ def test_lowercase_host_label_under_a_hostname_spec_names_the_fix(
     assert len(lines) == 1, lines
     assert lines[0].startswith("DCGM series carry hostname, not Hostname: ")
     assert "monitoring.exporters.dcgmExporter" in lines[0] and "generators/exporters.py" in lines[0]
-    assert lines[0].endswith("(outside 4.5.0 to 4.8.2, state monitoring.exporters.labelContract."
-                             "dcgmExporter.hostLabel: hostname; generators/exporters.py)"), lines[0]
+    assert lines[0].endswith(
+        "(outside 4.5.0 to 4.8.2, state monitoring.exporters.labelContract."
+        "dcgmExporter.hostLabel: hostname; generators/exporters.py)"
+    ), lines[0]
 
 
 def test_honor_labels_off_names_it(prometheus: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -345,11 +350,15 @@ def test_an_unreachable_in_cluster_url_gets_the_port_forward_hint() -> None:
     url = "http://prometheus-operated.monitoring.svc:9090"  # resolves only inside a cluster
     done = subprocess.run(
         [sys.executable, "generate.py", "doctor", "dev", "--prometheus", url, "--timeout", "2"],
-        cwd=ROOT, capture_output=True, text=True, check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("generate.py doctor: error: cannot reach")
     assert done.stderr.rstrip().endswith(
         "hint: http://prometheus-operated.monitoring.svc:9090 is a cluster-internal name; from outside "
         "the cluster run `kubectl -n monitoring port-forward svc/prometheus-operated 9090` and pass "
-        "--prometheus http://localhost:9090"), done.stderr
+        "--prometheus http://localhost:9090"
+    ), done.stderr

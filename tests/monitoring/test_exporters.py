@@ -40,16 +40,20 @@ def test_an_image_tag_with_the_wrong_dcgm_part_is_refused() -> None:
     assert refused.value.hint == "write 4.4.1-4.6.0-ubuntu22.04 or 4.6.0"
 
 
-@pytest.mark.parametrize(("parse", "text", "range_text", "override"), [
-    (exporters.dcgm_exporter, "4.8.3", "4.5.0 to 4.8.2", "dcgmExporter.hostLabel"),
-    (exporters.dcgm_exporter, "4.4.0-4.4.0-ubuntu22.04", "4.5.0 to 4.8.2", "dcgmExporter.hostLabel"),
-    (exporters.kube_state_metrics, "2.21.0", "2.0.0 to 2.20.0", "kubeStateMetrics.allowlistFlag"),
-    (exporters.kube_state_metrics, "v1.9.8", "2.0.0 to 2.20.0", "kubeStateMetrics.allowlistFlag"),
-    (exporters.node_exporter, "1.4.0", "1.5.0 to 1.12.1", "nodeExporter.chartDefaults"),
-    (exporters.node_exporter, "1.13.0", "1.5.0 to 1.12.1", "nodeExporter.chartDefaults"),
-])
+@pytest.mark.parametrize(
+    ("parse", "text", "range_text", "override"),
+    [
+        (exporters.dcgm_exporter, "4.8.3", "4.5.0 to 4.8.2", "dcgmExporter.hostLabel"),
+        (exporters.dcgm_exporter, "4.4.0-4.4.0-ubuntu22.04", "4.5.0 to 4.8.2", "dcgmExporter.hostLabel"),
+        (exporters.kube_state_metrics, "2.21.0", "2.0.0 to 2.20.0", "kubeStateMetrics.allowlistFlag"),
+        (exporters.kube_state_metrics, "v1.9.8", "2.0.0 to 2.20.0", "kubeStateMetrics.allowlistFlag"),
+        (exporters.node_exporter, "1.4.0", "1.5.0 to 1.12.1", "nodeExporter.chartDefaults"),
+        (exporters.node_exporter, "1.13.0", "1.5.0 to 1.12.1", "nodeExporter.chartDefaults"),
+    ],
+)
 def test_outside_every_range_is_refused_naming_the_range_and_the_override(
-        parse: object, text: str, range_text: str, override: str) -> None:
+    parse: object, text: str, range_text: str, override: str
+) -> None:
     with pytest.raises(exporters.UnknownVersion) as refused:
         parse(text)  # type: ignore[operator]
     assert f"({range_text})" in str(refused.value)
@@ -61,7 +65,8 @@ def test_untabled_versions_inside_a_range_are_accepted_with_the_range_contract()
     assert exporters.kube_state_metrics("v2.0.0").version == "2.0.0"
     ne = exporters.node_exporter("1.11.1")  # kube-prometheus v0.18.0's release, never tabled
     assert ne.chart == "88.5.3" and ne.chart_extra_args[0].startswith(
-        "--collector.filesystem.mount-points-exclude=^/(dev|proc|sys|run/containerd/.+|")
+        "--collector.filesystem.mount-points-exclude=^/(dev|proc|sys|run/containerd/.+|"
+    )
     assert exporters.node_exporter("1.10.2").chart == "79.0.0"  # the chart that ships it
     assert exporters.dcgm_exporter("4.5.1").release.host_label == "Hostname"  # inside 4.5.0..4.8.2
 
@@ -79,12 +84,15 @@ def test_the_schema_offers_exactly_the_tabled_chart_defaults() -> None:
     assert offered == sorted(exporters.CHART_EXTRA_ARGS)
 
 
-@pytest.mark.parametrize(("key", "label"), [
-    ("nvidia.com/gpu.product", "label_nvidia_com_gpu_product"),
-    ("kubernetes.io/arch", "label_kubernetes_io_arch"),
-    ("node.example.com/instanceType", "label_node_example_com_instance_type"),  # toSnakeCase
-    ("Pool", "label_pool"),
-])
+@pytest.mark.parametrize(
+    ("key", "label"),
+    [
+        ("nvidia.com/gpu.product", "label_nvidia_com_gpu_product"),
+        ("kubernetes.io/arch", "label_kubernetes_io_arch"),
+        ("node.example.com/instanceType", "label_node_example_com_instance_type"),  # toSnakeCase
+        ("Pool", "label_pool"),
+    ],
+)
 def test_node_label_names_follow_kube_state_metrics(key: str, label: str) -> None:
     """Literal outputs of labelName in kube-state-metrics internal/store/utils.go (v2.20.0)."""
     assert ksm_label(key) == label
@@ -104,27 +112,38 @@ def _render(tmp_path: Path, monitoring: str) -> tuple[Path, int, str, str]:
 
 def test_an_uncovered_version_is_refused_at_line_and_column_with_the_override(tmp_path: Path) -> None:
     lines = (CORPUS / "valid-minimal.yaml").read_text().count("\n")
-    root = repo_with(tmp_path, (CORPUS / "valid-minimal.yaml").read_text()
-                     + "monitoring:\n  exporters:\n    dcgmExporter: 4.9.0\n")
+    root = repo_with(
+        tmp_path,
+        (CORPUS / "valid-minimal.yaml").read_text() + "monitoring:\n  exporters:\n    dcgmExporter: 4.9.0\n",
+    )
     before = tree_digest(root / "rendered")
     code, out, err = run_cli(root, "render", "bad")
     assert code == 1, (out, err)
     first = err.strip().splitlines()[0]
-    assert first.startswith(f"environments/bad.yaml:{lines + 3}:19: error: dcgm-exporter '4.9.0' is "
-                            "outside the versions whose label contract this project has read "
-                            "(4.5.0 to 4.8.2)"), first
+    assert first.startswith(
+        f"environments/bad.yaml:{lines + 3}:19: error: dcgm-exporter '4.9.0' is "
+        "outside the versions whose label contract this project has read "
+        "(4.5.0 to 4.8.2)"
+    ), first
     assert "monitoring.exporters.labelContract.dcgmExporter.hostLabel" in first, first
     assert "Traceback" not in err and tree_digest(root / "rendered") == before
 
 
 def test_a_stated_contract_renders_into_the_label_names(tmp_path: Path) -> None:
-    root, code, out, err = _render(tmp_path, (
-        "monitoring:\n  exporters:\n    dcgmExporter: 4.9.0\n    kubeStateMetrics: 2.21.0\n"
-        "    labelContract:\n      dcgmExporter: {hostLabel: hostname}\n"
-        "      kubeStateMetrics: {allowlistFlag: --metric-labels-allowlist}\n"))
+    root, code, out, err = _render(
+        tmp_path,
+        (
+            "monitoring:\n  exporters:\n    dcgmExporter: 4.9.0\n    kubeStateMetrics: 2.21.0\n"
+            "    labelContract:\n      dcgmExporter: {hostLabel: hostname}\n"
+            "      kubeStateMetrics: {allowlistFlag: --metric-labels-allowlist}\n"
+        ),
+    )
     assert code == 0, (out, err)
-    rules = "".join(p.read_text() for p in (root / "rendered" / "bad").rglob("*.yaml")
-                    if "PrometheusRule" in p.read_text())
+    rules = "".join(
+        p.read_text()
+        for p in (root / "rendered" / "bad").rglob("*.yaml")
+        if "PrometheusRule" in p.read_text()
+    )
     assert "max by (hostname, gpu, UUID) " in rules and "Hostname" not in rules
 
 
@@ -133,4 +152,5 @@ def test_a_stated_node_exporter_contract_picks_the_chart_defaults_it_names() -> 
     release = exporters.node_exporter("1.13.0", {"chartDefaults": "79.0.0"})
     assert release.chart == "79.0.0"
     assert release.chart_extra_args[0] == (
-        "--collector.filesystem.mount-points-exclude=^/(dev|proc|sys|var/lib/docker/.+|var/lib/kubelet/.+)($|/)")
+        "--collector.filesystem.mount-points-exclude=^/(dev|proc|sys|var/lib/docker/.+|var/lib/kubelet/.+)($|/)"
+    )

@@ -51,8 +51,9 @@ def test_no_health_alerts_without_the_builtin_backend() -> None:
     assert not (ROOT / "rendered" / "dev" / "health").exists()
 
 
-@pytest.mark.parametrize(("seconds", "text"),
-                         [(300, "5m"), (0, "0h"), (90, "90s"), (3600, "1h"), (1860, "31m")])
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(300, "5m"), (0, "0h"), (90, "90s"), (3600, "1h"), (1860, "31m")]
+)
 def test_duration(seconds: int, text: str) -> None:
     assert duration(seconds) == text
 

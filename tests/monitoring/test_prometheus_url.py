@@ -28,8 +28,9 @@ def test_both_default_to_the_in_cluster_prometheus_of_the_monitoring_namespace(t
 
 
 def test_a_stated_url_wins(tmp_path: Path) -> None:
-    env = model.load(repo_with(tmp_path, _prod(tmp_path, "    prometheusUrl: http://thanos.obs.svc:10902\n")),
-                     "bad")
+    env = model.load(
+        repo_with(tmp_path, _prod(tmp_path, "    prometheusUrl: http://thanos.obs.svc:10902\n")), "bad"
+    )
     assert env.overflow is not None and env.health is not None and env.health.controller is not None
     assert env.overflow.gate.prometheus_url == "http://thanos.obs.svc:10902"
     assert env.health.controller.prometheus_url == "http://prometheus-operated.obs.svc:9090"

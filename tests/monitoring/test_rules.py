@@ -101,7 +101,8 @@ def test_mixin_conventions(shipped: Shipped) -> None:
     for rule in all_rules(shipped):
         name = rule["alert"]
         pattern = (shipped.spec["health"] if name in health else shipped.spec["monitoring"]["rules"])[
-            "runbookUrlPattern"]
+            "runbookUrlPattern"
+        ]
         assert CAMEL_CASE.match(name), name
         assert rule["labels"]["severity"] in {"critical", "warning", "info"}
         assert set(rule["annotations"]) == {"summary", "description", "runbook_url"}

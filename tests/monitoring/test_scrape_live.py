@@ -61,8 +61,11 @@ pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 TOOLS = ("etcd", "kube-apiserver", "helm", "kube-state-metrics", "node_exporter", "prometheus")
 GATE = Path("overflow/trainyard-system/configmap-overflow-gate.yaml")
 HEALTH = Path("health/trainyard-system/configmap-gpu-health.yaml")
-ENVIRONMENTS = [e for e in environment_names(ROOT)
-                if all((ROOT / "rendered" / e / path).is_file() for path in (GATE, HEALTH))]  # fmt: skip
+ENVIRONMENTS = [
+    e
+    for e in environment_names(ROOT)
+    if all((ROOT / "rendered" / e / path).is_file() for path in (GATE, HEALTH))
+]
 CONTROL = "staging"  # the environment also run without the node-exporter relabeling
 # The node the InfiniBand scene breaks for each condition (index in the first IB pool).
 BROKEN_NODE = {"infiniband-port-down": 1, "infiniband-link-errors": 0}
@@ -91,8 +94,9 @@ def without_relabeling(env: str, directory: Path) -> Path:
 
 
 @pytest.fixture(scope="module", params=[*ENVIRONMENTS, f"{CONTROL}-without-relabeling"])
-def stack(request: pytest.FixtureRequest,
-          tmp_path_factory: pytest.TempPathFactory) -> Iterator[scrape_stack.Stack]:  # fmt: skip
+def stack(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[scrape_stack.Stack]:
     tools(*TOOLS)  # fail, never skip: CI installs every tool first (make tools)
     archive(CHART)
     kube: Kube = request.getfixturevalue("kube")
@@ -115,8 +119,11 @@ def test_every_exporter_is_discovered_on_its_node(stack: scrape_stack.Stack) -> 
     node_job = servicemonitor.scrape_config(monitor, 0)["job_name"]
     targets = stack.prometheus.active_targets()
     assert all(t["health"] == "up" for t in targets), [(t["scrapeUrl"], t["lastError"]) for t in targets]
-    on_nodes = sorted(t["discoveredLabels"]["__meta_kubernetes_pod_node_name"] for t in targets
-                      if t["scrapePool"] == node_job)  # fmt: skip
+    on_nodes = sorted(
+        t["discoveredLabels"]["__meta_kubernetes_pod_node_name"]
+        for t in targets
+        if t["scrapePool"] == node_job
+    )
     assert on_nodes == sorted(p.name for p in stack.plans) == stack.exporter_nodes
 
 
@@ -137,8 +144,10 @@ def test_the_gate_query_counts_free_gpus_per_node(stack: scrape_stack.Stack, kub
     result = {r["metric"]["node"]: float(r["value"][1]) for r in stack.prometheus.query(per_node)}
     pool = scrape_stack.inference_pool(stack.env)
     ours = {name: value for name, value in result.items() if name in {p.name for p in stack.plans}}
-    assert ours == {f"{pool.name}-000": pool.gpus_per_node - GPU_POD_REQUEST,
-                    f"{pool.name}-001": float(pool.gpus_per_node)}  # fmt: skip
+    assert ours == {
+        f"{pool.name}-000": pool.gpus_per_node - GPU_POD_REQUEST,
+        f"{pool.name}-001": float(pool.gpus_per_node),
+    }
     listed = {node["metadata"]["name"] for node in kube.list("v1", "Node")}
     assert set(result) <= listed, "every key is a node name"
     gate_client = client(stack)
@@ -173,8 +182,11 @@ def broken_node(stack: scrape_stack.Stack, reason: str) -> str:
 def test_the_broken_nodes_are_in_the_policys_pools(stack: scrape_stack.Stack, kube: Kube) -> None:
     """So the controller would act on them once a query names them."""
     policy = parse_health(policy_text(stack.env.name, HEALTH), str(HEALTH))
-    in_pools = {n["metadata"]["name"] for p in policy.pools
-                for n in kube.list("v1", "Node", label_selector=p.label_selector)}  # fmt: skip
+    in_pools = {
+        n["metadata"]["name"]
+        for p in policy.pools
+        for n in kube.list("v1", "Node", label_selector=p.label_selector)
+    }
     assert {broken_node(stack, reason) for reason in BROKEN_NODE} <= in_pools
 
 
@@ -184,8 +196,10 @@ def test_node_exporter_conditions_name_the_broken_node(stack: scrape_stack.Stack
     `<hostIP>:<port>` (the Endpoints address: node-exporter runs on the host network)."""
     health_client = client(stack)
     try:
-        found = {c.reason: sorted(health_client.query_nodes(c.query))
-                 for c in node_exporter_conditions(stack.env.name)}  # fmt: skip
+        found = {
+            c.reason: sorted(health_client.query_nodes(c.query))
+            for c in node_exporter_conditions(stack.env.name)
+        }
     finally:
         health_client.close()
     if stack.values == values_file(stack.env.name):

@@ -141,15 +141,21 @@ def test_translation_is_the_operators_golden_output() -> None:
 
 def test_the_only_shard_is_substituted() -> None:
     rules = servicemonitor.scrape_config(MONITOR, 0)["relabel_configs"]
-    assert rules[-1] == {"source_labels": ["__tmp_hash", "__tmp_disable_sharding"], "regex": "0;|.+;.+",
-                         "action": "keep"}  # fmt: skip
+    assert rules[-1] == {
+        "source_labels": ["__tmp_hash", "__tmp_disable_sharding"],
+        "regex": "0;|.+;.+",
+        "action": "keep",
+    }
 
 
 @pytest.mark.parametrize(
     ("where", "field"),
-    [("spec", {"targetLabels": ["team"]}), ("endpoint", {"tlsConfig": {"insecureSkipVerify": True}}),
-     ("endpoint", {"bearerTokenFile": "/token"})],
-)  # fmt: skip
+    [
+        ("spec", {"targetLabels": ["team"]}),
+        ("endpoint", {"tlsConfig": {"insecureSkipVerify": True}}),
+        ("endpoint", {"bearerTokenFile": "/token"}),
+    ],
+)
 def test_fields_it_does_not_translate_are_refused(where: str, field: dict[str, object]) -> None:
     """A chart that starts using one must fail here, not be scraped differently than in a cluster."""
     monitor = yaml.safe_load(yaml.safe_dump(MONITOR))

@@ -22,9 +22,11 @@ def test_kube_prometheus_is_refused_at_line_and_column(tmp_path: Path) -> None:
     code, out, err = run_cli(root, "render", "bad")
     assert code == 1, (out, err)
     first = err.strip().splitlines()[0]
-    assert first.startswith(f"environments/bad.yaml:{lines + 2}:10: error: monitoring stack "
-                            "'kube-prometheus' is not supported yet: its Prometheus may discover "
-                            "targets only in default, kube-system and monitoring"), first
+    assert first.startswith(
+        f"environments/bad.yaml:{lines + 2}:10: error: monitoring stack "
+        "'kube-prometheus' is not supported yet: its Prometheus may discover "
+        "targets only in default, kube-system and monitoring"
+    ), first
     assert "(monitoring.stack)" in first and "use stack: kube-prometheus-stack" in first, first
     assert "Traceback" not in err
     assert tree_digest(root / "rendered") == before
@@ -41,20 +43,30 @@ def test_kube_prometheus_stack_is_the_default_and_renders(tmp_path: Path) -> Non
     assert tree_digest(explicit / "rendered" / "bad") == tree_digest(plain / "rendered" / "bad")
 
 
-@pytest.mark.parametrize(("selector", "labels", "expected"), [
-    (None, {"a": "1"}, False),  # null: nothing
-    ({}, {}, True),  # empty: everything
-    ({"matchLabels": {"release": "kps"}}, {"release": "kps", "x": "y"}, True),
-    ({"matchLabels": {"release": "kps"}}, {"app": "kueue"}, False),
-    ({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}]}, {"tier": "b"}, True),
-    ({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["a"]}]}, {}, False),
-    ({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["a"]}]}, {}, True),
-    ({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["a"]}]}, {"tier": "a"}, False),
-    ({"matchExpressions": [{"key": "tier", "operator": "Exists"}]}, {"tier": ""}, True),
-    ({"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}, {"tier": "x"}, False),
-    ({"matchLabels": {"a": "1"}, "matchExpressions": [{"key": "b", "operator": "Exists"}]},
-     {"a": "1"}, False),
-])
+@pytest.mark.parametrize(
+    ("selector", "labels", "expected"),
+    [
+        (None, {"a": "1"}, False),  # null: nothing
+        ({}, {}, True),  # empty: everything
+        ({"matchLabels": {"release": "kps"}}, {"release": "kps", "x": "y"}, True),
+        ({"matchLabels": {"release": "kps"}}, {"app": "kueue"}, False),
+        (
+            {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}]},
+            {"tier": "b"},
+            True,
+        ),
+        ({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["a"]}]}, {}, False),
+        ({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["a"]}]}, {}, True),
+        ({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["a"]}]}, {"tier": "a"}, False),
+        ({"matchExpressions": [{"key": "tier", "operator": "Exists"}]}, {"tier": ""}, True),
+        ({"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}, {"tier": "x"}, False),
+        (
+            {"matchLabels": {"a": "1"}, "matchExpressions": [{"key": "b", "operator": "Exists"}]},
+            {"a": "1"},
+            False,
+        ),
+    ],
+)
 def test_label_selector(selector: dict[str, object] | None, labels: dict[str, str], expected: bool) -> None:
     assert kubeselect.matches(selector, labels) is expected
 
@@ -63,12 +75,20 @@ def test_prometheus_namespace_selectors() -> None:
     sm = {"kind": "ServiceMonitor", "metadata": {"name": "x", "namespace": "gpu-operator", "labels": {}}}
     own = {"metadata": {"namespace": "monitoring"}, "spec": {"serviceMonitorSelector": {}}}
     assert not kubeselect.selected(own, sm, {})  # null namespace selector: its own namespace only
-    every = {"metadata": {"namespace": "monitoring"},
-             "spec": {"serviceMonitorSelector": {}, "serviceMonitorNamespaceSelector": {}}}
+    every = {
+        "metadata": {"namespace": "monitoring"},
+        "spec": {"serviceMonitorSelector": {}, "serviceMonitorNamespaceSelector": {}},
+    }
     assert kubeselect.selected(every, sm, {})
-    by_name = {"metadata": {"namespace": "monitoring"}, "spec": {
-        "serviceMonitorSelector": {},
-        "serviceMonitorNamespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "gpu-operator"}}}}
+    by_name = {
+        "metadata": {"namespace": "monitoring"},
+        "spec": {
+            "serviceMonitorSelector": {},
+            "serviceMonitorNamespaceSelector": {
+                "matchLabels": {"kubernetes.io/metadata.name": "gpu-operator"}
+            },
+        },
+    }
     assert kubeselect.selected(by_name, sm, {})
     rule = {"kind": "PrometheusRule", "metadata": {"name": "r", "namespace": "monitoring", "labels": {}}}
     assert not kubeselect.selected(every, rule, {})  # ruleSelector null: no rules
@@ -79,8 +99,14 @@ def test_relabel_replace_and_instance_default() -> None:
     assert kubeselect.relabel(target, [])["instance"] == "10.0.0.7:9100"
     to_node = [{"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "instance"}]
     assert kubeselect.relabel(target, to_node)["instance"] == "n1"
-    split = [{"sourceLabels": ["__address__"], "regex": "(.*):(\\d+)", "replacement": "${1}",
-              "targetLabel": "host"}]
+    split = [
+        {
+            "sourceLabels": ["__address__"],
+            "regex": "(.*):(\\d+)",
+            "replacement": "${1}",
+            "targetLabel": "host",
+        }
+    ]
     assert kubeselect.relabel(target, split)["host"] == "10.0.0.7"
     no_match = [{"sourceLabels": ["__address__"], "regex": "nothing", "targetLabel": "instance"}]
     assert kubeselect.relabel(target, no_match)["instance"] == "10.0.0.7:9100"

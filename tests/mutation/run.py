@@ -44,8 +44,16 @@ from tests.support import ROOT
 
 RENDERS = ("generators/", "templates/", "schemas/")  # a mutation here changes rendered/
 FAST = "not controlplane and not slow"
-GIT_IDENTITY = ("-c", "user.name=trainyard mutation run", "-c", "user.email=mutation@trainyard.invalid",
-                "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main")
+GIT_IDENTITY = (
+    "-c",
+    "user.name=trainyard mutation run",
+    "-c",
+    "user.email=mutation@trainyard.invalid",
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "init.defaultBranch=main",
+)
 FAILED = re.compile(r"^(FAILED|ERROR) (\S+)", re.MULTILINE)
 
 
@@ -59,8 +67,16 @@ class Result:
 
 def copy_tree(target: Path) -> None:
     """The working tree as git sees it (tracked + untracked, minus ignored), into `target`."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for name in filter(None, listed):
         source = ROOT / name
         if source.is_file() and not source.is_symlink():
@@ -69,8 +85,12 @@ def copy_tree(target: Path) -> None:
     (target / ".venv").symlink_to((ROOT / ".venv").resolve())
     # A git repository of two commits with that tree: the workflow tests run
     # `generate.py diff --base HEAD^1` in the checkout, as pr.yml does.
-    for step in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "base"],
-                 ["commit", "-q", "--allow-empty", "-m", "head"]):
+    for step in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["commit", "-q", "-m", "base"],
+        ["commit", "-q", "--allow-empty", "-m", "head"],
+    ):
         subprocess.run(["git", *GIT_IDENTITY, *step], cwd=target, capture_output=True, check=True)
 
 
@@ -80,8 +100,19 @@ ORDER = ("tests/oracles", "tests/policies", "tests/overflow", "tests/workflow", 
 
 
 def pytest_command(all_suites: bool, extra: list[str], paths: tuple[str, ...] = ORDER) -> list[str]:
-    command = [sys.executable, "-m", "pytest", "-q", "-x", "-rfE", "-p", "no:cacheprovider",
-               "--ignore=tests/test_golden.py", "--ignore=tests/mutation", *paths]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-x",
+        "-rfE",
+        "-p",
+        "no:cacheprovider",
+        "--ignore=tests/test_golden.py",
+        "--ignore=tests/mutation",
+        *paths,
+    ]
     if not all_suites:
         command += ["-m", FAST]
     return command + extra
@@ -90,8 +121,15 @@ def pytest_command(all_suites: bool, extra: list[str], paths: tuple[str, ...] = 
 def run(command: list[str], cwd: Path, timeout: float) -> tuple[int | None, str]:
     """Exit code (None: timed out, the process group killed) and combined output."""
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # no stale .pyc of a mutated file
-    proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, _ = proc.communicate(timeout=timeout)
         return proc.returncode, out
@@ -116,16 +154,26 @@ def verdict(code: int | None, out: str) -> tuple[str, str]:
     return "error", f"pytest exit {code}: {out.strip().splitlines()[-1] if out.strip() else ''}"
 
 
-def mutate(work: Path, pristine_rendered: Path, mutation: Mutation, commands: tuple[list[str], list[str]],
-           timeout: float) -> Result:
+def mutate(
+    work: Path,
+    pristine_rendered: Path,
+    mutation: Mutation,
+    commands: tuple[list[str], list[str]],
+    timeout: float,
+) -> Result:
     """Stage 1: the oracles (they render in-process, so rendered/ need not be re-rendered);
     stage 2, only if they pass: re-render, then every selected test."""
     start = time.monotonic()
     path = work / mutation.path
     original = path.read_text(encoding="utf-8")
     if original.count(mutation.old) != 1:
-        return Result(mutation, "error", f"`old` occurs {original.count(mutation.old)} times in "
-                                         f"{mutation.path}: the list drifted from the code", 0.0)
+        return Result(
+            mutation,
+            "error",
+            f"`old` occurs {original.count(mutation.old)} times in "
+            f"{mutation.path}: the list drifted from the code",
+            0.0,
+        )
     renders = mutation.path.startswith(RENDERS)
     oracles, everything = commands
     rendered = False
@@ -153,8 +201,10 @@ def report(results: list[Result], total: int) -> None:
     survived = [r for r in results if r.verdict == "survived"]
     errors = [r for r in results if r.verdict == "error"]
     share = f"{100 * len(killed) / len(results):.0f}%" if results else "-"
-    print(f"\n{len(results)} of {total} mutations run: {len(killed)} killed ({share}), "
-          f"{len(survived)} survived, {len(errors)} errors")
+    print(
+        f"\n{len(results)} of {total} mutations run: {len(killed)} killed ({share}), "
+        f"{len(survived)} survived, {len(errors)} errors"
+    )
     for r in survived:
         print(f"  survived: {r.mutation.name}: {r.mutation.breaks}")
     for r in errors:
@@ -166,16 +216,24 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.mutation.run",
-                                     description=(__doc__ or "").split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.mutation.run", description=(__doc__ or "").split("\n\n")[0]
+    )
     parser.add_argument("--list", action="store_true", help="print the mutations and exit")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these mutations")
-    parser.add_argument("--all-suites", action="store_true",
-                        help="include the controlplane and slow tests (real apiserver, Kueue, Prometheus)")
+    parser.add_argument(
+        "--all-suites",
+        action="store_true",
+        help="include the controlplane and slow tests (real apiserver, Kueue, Prometheus)",
+    )
     parser.add_argument("--skip-baseline", action="store_true", help="do not run the unmutated suite first")
     parser.add_argument("--timeout", type=float, default=1200.0, help="seconds per test run (default 1200)")
-    parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared",
-                        help="the ../shared directory to put beside the copy (default: the checkout's)")
+    parser.add_argument(
+        "--shared",
+        type=Path,
+        default=ROOT.parent / "shared",
+        help="the ../shared directory to put beside the copy (default: the checkout's)",
+    )
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     args = parser.parse_args(argv)
     if args.list:
@@ -208,8 +266,11 @@ def main(argv: list[str] | None = None) -> int:
             for index, mutation in enumerate(chosen, 1):
                 result = mutate(work, pristine, mutation, commands, args.timeout)
                 results.append(result)
-                print(f"[{index:2}/{len(chosen)}] {result.verdict:8} {mutation.name:40} "
-                      f"{result.seconds:5.0f}s  {result.by}", flush=True)
+                print(
+                    f"[{index:2}/{len(chosen)}] {result.verdict:8} {mutation.name:40} "
+                    f"{result.seconds:5.0f}s  {result.by}",
+                    flush=True,
+                )
         except KeyboardInterrupt:
             print("\ninterrupted: the checkout was never edited; the temporary copy is removed")
         report(results, len(chosen))

@@ -18,8 +18,10 @@ def test_every_mutation_applies_exactly_once() -> None:
 
 
 def test_the_list_covers_every_area_issue_25_names() -> None:
-    areas = {m.path.split("/")[0] + ("/" + m.path.split("/")[1] if m.path.startswith("generators/") else "")
-             for m in MUTATIONS}
+    areas = {
+        m.path.split("/")[0] + ("/" + m.path.split("/")[1] if m.path.startswith("generators/") else "")
+        for m in MUTATIONS
+    }
     assert {"generators/model", "generators/components", "templates", "gate", "policies"} <= areas, areas
     assert len(MUTATIONS) >= 40
     assert any(m.path.startswith(RENDERS) for m in MUTATIONS)

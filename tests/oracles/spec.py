@@ -31,8 +31,10 @@ def oracle_spec(body: str) -> str:
     `example: true`: the oracle specs name example images (ghcr.io/example/...) on purpose,
     so their placeholder warnings (generators/spec/example_checks.py) would only bury the
     failure of an oracle under lines about image names. The flag changes no rendered byte."""
-    return (f"extends: _defaults.yaml\nname: {NAME}\nexample: true\n"
-            f'cluster: {{kubernetesVersion: "{KUBERNETES}"}}\n' + body)
+    return (
+        f"extends: _defaults.yaml\nname: {NAME}\nexample: true\n"
+        f'cluster: {{kubernetesVersion: "{KUBERNETES}"}}\n' + body
+    )
 
 
 def environment(tmp: Path, text: str, name: str = NAME) -> model.Environment:

@@ -17,13 +17,20 @@ from trainyard_gate.runtime.nodes import NodeTaints
 
 from tests.gate.health_example import EXAMPLE
 
-BAND = Thresholds(close_when_free_gpus_at_least=40, close_after_seconds=300,
-                  open_when_free_gpus_below=12, open_after_seconds=30)
+BAND = Thresholds(
+    close_when_free_gpus_at_least=40,
+    close_after_seconds=300,
+    open_when_free_gpus_below=12,
+    open_after_seconds=30,
+)
 OPEN, CLOSED = GateState.OPEN, GateState.CLOSED
 
 
-def states(start: GateState, readings: Sequence[tuple[float, float | None]],
-           on_unavailable: OnUnavailable = OnUnavailable.HOLD) -> list[GateState]:
+def states(
+    start: GateState,
+    readings: Sequence[tuple[float, float | None]],
+    on_unavailable: OnUnavailable = OnUnavailable.HOLD,
+) -> list[GateState]:
     memory = GateMemory(start)
     out = []
     for now, free in readings:
@@ -61,7 +68,8 @@ def test_prometheus_unavailable() -> None:
 
 def health_policy(max_nodes: int, percent: int) -> NodeHealthPolicy:
     text = EXAMPLE.replace("maxNodes: 4", f"maxNodes: {max_nodes}").replace(
-        "maxPercentOfPool: 10", f"maxPercentOfPool: {percent}")
+        "maxPercentOfPool: 10", f"maxPercentOfPool: {percent}"
+    )
     return parse(text, "policy.yaml")
 
 
@@ -69,8 +77,10 @@ POOL = "train-h100-a"
 
 
 def listing(count: int) -> dict[str, list[NodeTaints]]:
-    return {POOL: [NodeTaints(f"n{i:02d}", "1", (), {"trainyard.dev/pool": POOL}) for i in range(count)],
-            "infer-l40s": []}
+    return {
+        POOL: [NodeTaints(f"n{i:02d}", "1", (), {"trainyard.dev/pool": POOL}) for i in range(count)],
+        "infer-l40s": [],
+    }
 
 
 def bad(temperature: Sequence[str] = (), xid: Sequence[str] = ()) -> dict[str, frozenset[str]]:
@@ -124,8 +134,13 @@ def test_a_failed_query_restarts_every_timer() -> None:
     # hot at 0 and 200, the query fails at 250, hot again from 300: due at 600, not at 300
     state = HealthState(health_policy(max_nodes=4, percent=100))
     nodes = listing(2)
-    for now, reading in ((0, bad(temperature=["n01"])), (200, bad(temperature=["n01"])), (250, None),
-                         (300, bad(temperature=["n01"])), (599, bad(temperature=["n01"]))):
+    for now, reading in (
+        (0, bad(temperature=["n01"])),
+        (200, bad(temperature=["n01"])),
+        (250, None),
+        (300, bad(temperature=["n01"])),
+        (599, bad(temperature=["n01"])),
+    ):
         outcome = state.observe(now, 1_800_000_000 + now, nodes, reading)
     assert state.quarantined == {} and outcome.queried
     state.observe(600, 1_800_000_600, nodes, bad(temperature=["n01"]))

@@ -85,19 +85,31 @@ def objects(tmp_path_factory: pytest.TempPathFactory) -> Objects:
 
 def test_nominal_quotas_are_whole_nodes_by_largest_remainder(objects: Objects) -> None:
     expected = {  # (queue, flavor) -> nodes, from the module docstring
-        ("alpha", "train"): 3, ("mid", "train"): 5, ("zeta", "train"): 4,
-        ("alpha-flex", "serve"): 3, ("mid-flex", "serve"): 5, ("zeta-flex", "serve"): 2,
+        ("alpha", "train"): 3,
+        ("mid", "train"): 5,
+        ("zeta", "train"): 4,
+        ("alpha-flex", "serve"): 3,
+        ("mid-flex", "serve"): 5,
+        ("zeta-flex", "serve"): 2,
     }
-    per_node = {"train": {"nvidia.com/gpu": 8, "cpu": 96, "rdma/ib": 8},
-                "serve": {"nvidia.com/gpu": 4, "cpu": 64, "rdma/ib": 0}}
+    per_node = {
+        "train": {"nvidia.com/gpu": 8, "cpu": 96, "rdma/ib": 8},
+        "serve": {"nvidia.com/gpu": 4, "cpu": 64, "rdma/ib": 0},
+    }
     for (queue, flavor), nodes in expected.items():
         got = cells(objects[("ClusterQueue", queue)])
         amounts = per_node[flavor]
         for resource in ("nvidia.com/gpu", "cpu", "rdma/ib"):
             assert got[(flavor, resource)]["nominalQuota"] == str(nodes * amounts[resource]), queue
         # the apiserver's canonical form: the largest binary suffix with a whole mantissa
-        memory = {("train", 3): "3Ti", ("train", 4): "4Ti", ("train", 5): "5Ti",
-                  ("serve", 2): "1Ti", ("serve", 3): "1536Gi", ("serve", 5): "2560Gi"}[(flavor, nodes)]
+        memory = {
+            ("train", 3): "3Ti",
+            ("train", 4): "4Ti",
+            ("train", 5): "5Ti",
+            ("serve", 2): "1Ti",
+            ("serve", 3): "1536Gi",
+            ("serve", 5): "2560Gi",
+        }[(flavor, nodes)]
         assert got[(flavor, "memory")]["nominalQuota"] == memory, queue
 
 
@@ -140,15 +152,30 @@ def test_cohort_tree(objects: Objects) -> None:
     assert objects[("Cohort", "root")]["spec"] in ({}, None)
     queues = ("alpha", "alpha-flex", "mid", "mid-flex", "zeta", "zeta-flex", "probe", "probe-flex")
     cohort_of = {q: objects[("ClusterQueue", q)]["spec"].get("cohortName") for q in queues}
-    assert cohort_of == {"alpha": "root", "alpha-flex": "root", "mid": "research", "mid-flex": "research",
-                         "zeta": "research", "zeta-flex": "research", "probe": "research",
-                         "probe-flex": "research"}
+    assert cohort_of == {
+        "alpha": "root",
+        "alpha-flex": "root",
+        "mid": "research",
+        "mid-flex": "research",
+        "zeta": "research",
+        "zeta-flex": "research",
+        "probe": "research",
+        "probe-flex": "research",
+    }
 
 
 def test_topology_pools_and_plain_pools_go_to_separate_queues(objects: Objects) -> None:
     queues = {name: obj for (kind, name), obj in objects.items() if kind == "ClusterQueue"}
-    assert sorted(queues) == ["alpha", "alpha-flex", "mid", "mid-flex", "probe", "probe-flex", "zeta",
-                              "zeta-flex"]
+    assert sorted(queues) == [
+        "alpha",
+        "alpha-flex",
+        "mid",
+        "mid-flex",
+        "probe",
+        "probe-flex",
+        "zeta",
+        "zeta-flex",
+    ]
     for name, queue in queues.items():
         flavors = [f["name"] for g in queue["spec"]["resourceGroups"] for f in g["flavors"]]
         placement = queue["metadata"]["annotations"]["trainyard.dev/placement"]
@@ -156,26 +183,42 @@ def test_topology_pools_and_plain_pools_go_to_separate_queues(objects: Objects) 
             assert (flavors, placement) == (["serve"], "any-node"), name
         else:
             assert (flavors, placement) == (["train"], "topology"), name
-    local = {(o["metadata"]["namespace"], o["spec"]["clusterQueue"]) for (k, _), o in objects.items()
-             if k == "LocalQueue"}
-    assert local == {("alpha", "alpha"), ("alpha", "alpha-flex"), ("mid", "mid"), ("mid", "mid-flex"),
-                     ("zeta", "zeta"), ("zeta", "zeta-flex"), ("probe", "probe"), ("probe", "probe-flex")}
+    local = {
+        (o["metadata"]["namespace"], o["spec"]["clusterQueue"])
+        for (k, _), o in objects.items()
+        if k == "LocalQueue"
+    }
+    assert local == {
+        ("alpha", "alpha"),
+        ("alpha", "alpha-flex"),
+        ("mid", "mid"),
+        ("mid", "mid-flex"),
+        ("zeta", "zeta"),
+        ("zeta", "zeta-flex"),
+        ("probe", "probe"),
+        ("probe", "probe-flex"),
+    }
 
 
 def test_flavors_and_topology(objects: Objects) -> None:
     assert objects[("ResourceFlavor", "train")]["spec"]["topologyName"] == "train"
     assert "topologyName" not in objects[("ResourceFlavor", "serve")]["spec"]
     assert objects[("Topology", "train")]["spec"]["levels"] == [
-        {"nodeLabel": "example.com/block"}, {"nodeLabel": "example.com/rack"},
-        {"nodeLabel": "kubernetes.io/hostname"}]
+        {"nodeLabel": "example.com/block"},
+        {"nodeLabel": "example.com/rack"},
+        {"nodeLabel": "kubernetes.io/hostname"},
+    ]
     assert ("Topology", "serve") not in objects
 
 
 def test_borrowing_preempts_only_up_to_the_highest_inference_tier(objects: Objects) -> None:
     """_defaults.yaml's tiers: inference-prod 100000 is the highest inference tier."""
     preemption = objects[("ClusterQueue", "zeta")]["spec"]["preemption"]
-    assert preemption == {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority",
-                          "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100000}}
+    assert preemption == {
+        "reclaimWithinCohort": "Any",
+        "withinClusterQueue": "LowerPriority",
+        "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100000},
+    }
 
 
 def test_controller_configuration_is_the_environments(objects: Objects) -> None:
@@ -183,8 +226,15 @@ def test_controller_configuration_is_the_environments(objects: Objects) -> None:
     [values] = [o for (kind, _), o in objects.items() if kind == "installers/kueue-values.yaml"]
     config = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
     assert config["waitForPodsReady"] == {
-        "timeout": "20m", "recoveryTimeout": "10m", "blockAdmission": True,
-        "requeuingStrategy": {"timestamp": "Eviction", "backoffLimitCount": 5, "backoffBaseSeconds": 60,
-                              "backoffMaxSeconds": 3600}}
+        "timeout": "20m",
+        "recoveryTimeout": "10m",
+        "blockAdmission": True,
+        "requeuingStrategy": {
+            "timestamp": "Eviction",
+            "backoffLimitCount": 5,
+            "backoffBaseSeconds": 60,
+            "backoffMaxSeconds": 3600,
+        },
+    }
     assert config["integrations"] == {"frameworks": ["batch/job"]}
     assert config["manageJobsWithoutQueueName"] is False and config["namespace"] == "kueue-system"

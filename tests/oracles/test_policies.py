@@ -44,6 +44,7 @@ def _parent(obj: dict[str, Any]) -> None:
 def _first_cell(key: str, value: str) -> Edit:
     def edit(obj: dict[str, Any]) -> None:
         obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0][key] = value
+
     return edit
 
 
@@ -63,8 +64,9 @@ def test_quotas_above_the_pool(context: Context) -> None:
     more = broken(context, "ClusterQueue", "mid", _first_cell("nominalQuota", "96"))
     [finding] = quota_conservation.check(more)
     # train GPUs: alpha 24 + mid 96 + zeta 32 + probe 0 = 152 > 12 schedulable nodes x 8 = 96
-    assert finding.message.startswith("nvidia.com/gpu: nominal quotas sum to 152, above the 96 that 12 "
-                                      "schedulable nodes of pool train back"), finding.message
+    assert finding.message.startswith(
+        "nvidia.com/gpu: nominal quotas sum to 152, above the 96 that 12 schedulable nodes of pool train back"
+    ), finding.message
 
 
 def test_lending_limit_above_nominal(context: Context) -> None:
@@ -75,6 +77,7 @@ def test_lending_limit_above_nominal(context: Context) -> None:
 def _rename(name: str) -> Edit:
     def edit(obj: dict[str, Any]) -> None:
         obj["metadata"]["name"] = name
+
     return edit
 
 

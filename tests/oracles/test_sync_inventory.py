@@ -33,22 +33,39 @@ teams:
 """)
 
 
-def node(name: str, labels: dict[str, str], *, ready: bool = True, cordoned: bool = False,
-         taints: list[dict[str, str]] | None = None, gpus: int = 8) -> dict[str, Any]:
+def node(
+    name: str,
+    labels: dict[str, str],
+    *,
+    ready: bool = True,
+    cordoned: bool = False,
+    taints: list[dict[str, str]] | None = None,
+    gpus: int = 8,
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"unschedulable": True} if cordoned else {}
     if taints:
         spec["taints"] = taints
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": spec,
-            "status": {"allocatable": {"cpu": "96", "memory": "1000Gi", "nvidia.com/gpu": str(gpus)},
-                       "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "spec": spec,
+        "status": {
+            "allocatable": {"cpu": "96", "memory": "1000Gi", "nvidia.com/gpu": str(gpus)},
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
 
 
 NODES = [
     *(node(f"t{i}", {"pool": "train"}) for i in range(5)),
     node("t5", {"pool": "train"}, ready=False),
     node("t6", {"pool": "train"}, cordoned=True),
-    node("t7", {"pool": "train"}, taints=[{"key": "trainyard.dev/gpu-health", "value": "xid",
-                                           "effect": "NoSchedule"}]),
+    node(
+        "t7",
+        {"pool": "train"},
+        taints=[{"key": "trainyard.dev/gpu-health", "value": "xid", "effect": "NoSchedule"}],
+    ),
     node("cp", {"node-role.kubernetes.io/control-plane": ""}, gpus=0),
     node("vk-x", {"type": "virtual-kubelet"}, gpus=64),
 ]
@@ -63,8 +80,9 @@ def _repo(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_counts_only_ready_schedulable_unquarantined_nodes(tmp_path: Path) -> None:
     spec, nodes = _repo(tmp_path)
-    code, out, err = run_cli(tmp_path, "sync-inventory", "oracle", "--nodes", str(nodes),
-                             "--max-drop-fraction", "0.5")
+    code, out, err = run_cli(
+        tmp_path, "sync-inventory", "oracle", "--nodes", str(nodes), "--max-drop-fraction", "0.5"
+    )
     assert code == 0, out + err
     assert spec.read_text(encoding="utf-8") == SPEC.replace("nodes: 8   # synced", "nodes: 5   # synced")
     for reason in ("NotReady", "cordoned", "quarantined (xid)"):

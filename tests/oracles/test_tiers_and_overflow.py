@@ -37,7 +37,8 @@ PROVIDER = """\
       costPerGpuHourUsd: {cost}
       preference: {preference}
 """
-SPEC = oracle_spec("""\
+SPEC = oracle_spec(
+    """\
 pools:
   - name: train
     role: training
@@ -77,8 +78,12 @@ priorities:
     - {name: batch, role: inference, value: 200, preemptionPolicy: Never}
 overflow:
   providers:
-""" + "".join(PROVIDER.format(name=n, cost=c, preference=p)
-              for n, c, p in (("aaa", 2.0, 100), ("ccc", 0.5, 200), ("bbb", 1.0, 100))) + """\
+"""
+    + "".join(
+        PROVIDER.format(name=n, cost=c, preference=p)
+        for n, c, p in (("aaa", 2.0, 100), ("ccc", 0.5, 200), ("bbb", 1.0, 100))
+    )
+    + """\
   gate:
     prometheusUrl: http://prometheus:9090
     closeWhenFreeGpusAtLeast: 40
@@ -99,7 +104,8 @@ overflow:
       minReplicas: 1
       maxReplicas: 4
       metric: {name: queue_depth, averageValue: "5"}
-""")
+"""
+)
 
 
 @pytest.fixture(scope="module")
@@ -113,8 +119,12 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Environment:
 
 
 def test_each_tier_renders_its_own_value_and_preemption_policy(objects: Objects) -> None:
-    expected = {"urgent": (5000, "PreemptLowerPriority"), "normal": (4000, "PreemptLowerPriority"),
-                "serve": (300, "PreemptLowerPriority"), "batch": (200, "Never")}
+    expected = {
+        "urgent": (5000, "PreemptLowerPriority"),
+        "normal": (4000, "PreemptLowerPriority"),
+        "serve": (300, "PreemptLowerPriority"),
+        "batch": (200, "Never"),
+    }
     for name, (value, policy) in expected.items():
         pc, wpc = objects[("PriorityClass", name)], objects[("WorkloadPriorityClass", name)]
         assert (pc["value"], pc["preemptionPolicy"], pc["globalDefault"]) == (value, policy, False), name
@@ -127,7 +137,8 @@ def test_classless_training_pods_get_the_lowest_training_tier(objects: Objects) 
     [mutation] = policy["spec"]["mutations"]
     assert mutation["applyConfiguration"]["expression"] == (
         'Object{spec: Object.spec{priorityClassName: "normal", priority: 4000, '
-        'preemptionPolicy: "PreemptLowerPriority"}}')
+        'preemptionPolicy: "PreemptLowerPriority"}}'
+    )
 
 
 def test_training_namespaces_are_the_teams_reaching_a_training_pool(objects: Objects) -> None:
@@ -152,8 +163,16 @@ def _gates(objects: Objects) -> list[dict[str, Any]]:
 
 
 def test_gate_bands_are_staggered_down_the_fill_order(objects: Objects) -> None:
-    bands = [(g["name"], g["closeWhenFreeGpusAtLeast"], g["closeAfterSeconds"], g["openWhenFreeGpusBelow"],
-              g["openAfterSeconds"]) for g in _gates(objects)]
+    bands = [
+        (
+            g["name"],
+            g["closeWhenFreeGpusAtLeast"],
+            g["closeAfterSeconds"],
+            g["openWhenFreeGpusBelow"],
+            g["openAfterSeconds"],
+        )
+        for g in _gates(objects)
+    ]
     assert bands == [("bbb", 40, 300, 12, 30), ("aaa", 36, 300, 8, 120), ("ccc", 32, 300, 4, 210)]
 
 
@@ -161,8 +180,10 @@ def test_gate_taint_is_noschedule_on_each_provider_node(objects: Objects) -> Non
     for gate in _gates(objects):
         taint = {"key": "trainyard.dev/overflow-gate", "value": "closed", "effect": "NoSchedule"}
         assert gate["taint"] == taint
-        assert gate["nodeSelector"]["matchLabels"] == {"type": "virtual-kubelet",
-                                                       "trainyard.dev/provider": gate["name"]}
+        assert gate["nodeSelector"]["matchLabels"] == {
+            "type": "virtual-kubelet",
+            "trainyard.dev/provider": gate["name"],
+        }
 
 
 def test_inference_prefers_the_cluster_then_providers_in_fill_order(env: Environment) -> None:
@@ -184,13 +205,18 @@ def test_inference_prefers_the_cluster_then_providers_in_fill_order(env: Environ
 
 def test_migrate_back_policy(objects: Objects) -> None:
     policy = yaml.safe_load(objects[("ConfigMap", "trainyard-system/descheduler")]["data"]["policy.yaml"])
-    assert (policy["maxNoOfPodsToEvictPerNode"], policy["maxNoOfPodsToEvictPerNamespace"],
-            policy["maxNoOfPodsToEvictTotal"]) == (2, 3, 5)
+    assert (
+        policy["maxNoOfPodsToEvictPerNode"],
+        policy["maxNoOfPodsToEvictPerNamespace"],
+        policy["maxNoOfPodsToEvictTotal"],
+    ) == (2, 3, 5)
     assert "nodeSelector" not in policy  # descheduler skips a cycle when < 2 nodes match it
     [profile] = policy["profiles"]
     args = {c["name"]: c["args"] for c in profile["pluginConfig"]}
     assert args["DefaultEvictor"]["priorityThreshold"] == {"value": 301}  # highest inference 300 + 1
     assert args["DefaultEvictor"]["nodeFit"] is True
     assert args["DefaultEvictor"]["minPodAge"] == "10m"  # the schema default
-    assert args["RemovePodsViolatingNodeTaints"] == {"includedTaints": ["trainyard.dev/overflow-gate"],
-                                                     "namespaces": {"include": ["web"]}}
+    assert args["RemovePodsViolatingNodeTaints"] == {
+        "includedTaints": ["trainyard.dev/overflow-gate"],
+        "namespaces": {"include": ["web"]},
+    }

@@ -15,9 +15,23 @@ from tests.support import tool
 
 QUOTED = [
     # YAML 1.1 booleans, null and numbers
-    "on", "off", "yes", "no", "true", "False", "null", "~", "1_000", "12:30", "0x1F", ".5",
+    "on",
+    "off",
+    "yes",
+    "no",
+    "true",
+    "False",
+    "null",
+    "~",
+    "1_000",
+    "12:30",
+    "0x1F",
+    ".5",
     # YAML 1.2 numbers that YAML 1.1 reads as strings
-    "1e3", "0o17", "+1", "1.",
+    "1e3",
+    "0o17",
+    "+1",
+    "1.",
 ]
 PLAIN = ["hello", "nvidia.com/gpu", "kueue-system", "1.36.2", "v1.13.0", "BestEffortFIFO", "a b"]
 
@@ -34,7 +48,8 @@ def test_ordinary_strings_stay_plain(text: str) -> None:
 
 def test_values_that_are_not_strings() -> None:
     assert dump({"a": True, "b": None, "c": 3, "d": 1.5, "e": [], "f": {}}) == (
-        "a: true\nb: null\nc: 3\nd: 1.5\ne: []\nf: {}\n")
+        "a: true\nb: null\nc: 3\nd: 1.5\ne: []\nf: {}\n"
+    )
 
 
 def _kinds_as_helm_reads(values: list[str], tmp_path: Path) -> dict[str, str]:
@@ -46,10 +61,15 @@ def _kinds_as_helm_reads(values: list[str], tmp_path: Path) -> dict[str, str]:
     (chart / "Chart.yaml").write_text("apiVersion: v2\nname: oracle\nversion: 0.1.0\n")
     keys = [f"k{i}" for i in range(len(values))]
     (chart / "templates" / "kinds.yaml").write_text(
-        "".join(f"{k}: {{{{ kindOf .Values.{k} }}}}\n" for k in keys))
+        "".join(f"{k}: {{{{ kindOf .Values.{k} }}}}\n" for k in keys)
+    )
     (tmp_path / "values.yaml").write_text(dump(dict(zip(keys, values, strict=True))))
-    done = subprocess.run([str(helm), "template", str(chart), "-f", str(tmp_path / "values.yaml")],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [str(helm), "template", str(chart), "-f", str(tmp_path / "values.yaml")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     read = yaml.safe_load(done.stdout.split("\n", 2)[2])  # after '---' and '# Source:'
     return {text: read[k] for k, text in zip(keys, values, strict=True)}

@@ -20,8 +20,9 @@ Obj = dict[str, Any]
 def rendered(env: str, component: str = "overflow") -> tuple[tuple[Path, Obj], ...]:
     """(file, object) for every file under rendered/<env>/<component>/, sorted by path."""
     folder = ROOT / "rendered" / env / component
-    return tuple((path, yaml.safe_load(path.read_text(encoding="utf-8")))
-                 for path in sorted(folder.rglob("*.yaml")))
+    return tuple(
+        (path, yaml.safe_load(path.read_text(encoding="utf-8"))) for path in sorted(folder.rglob("*.yaml"))
+    )
 
 
 def objects(env: str, kind: str | None = None) -> list[Obj]:

@@ -55,8 +55,9 @@ INFERENCE_POOL = """\
     nodeLabels: {pool: serve}
 """
 MINIMAL = (CORPUS / "valid-minimal.yaml").read_text()
-BASE = MINIMAL.replace("teams:\n", INFERENCE_POOL + "teams:\n", 1).replace(
-    "shares: {train: 100}", "shares: {train: 100, serve: 100}") + OVERFLOW
-
-
-
+BASE = (
+    MINIMAL.replace("teams:\n", INFERENCE_POOL + "teams:\n", 1).replace(
+        "shares: {train: 100}", "shares: {train: 100, serve: 100}"
+    )
+    + OVERFLOW
+)

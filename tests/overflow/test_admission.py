@@ -21,10 +21,18 @@ from .conftest import Obj, one, overflow_envs
 
 GATE = "trainyard.dev/overflow-gate"
 LIFECYCLE = [
-    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
-     "tolerationSeconds": 300},
-    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
-     "tolerationSeconds": 300},
+    {
+        "key": "node.kubernetes.io/not-ready",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    },
+    {
+        "key": "node.kubernetes.io/unreachable",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    },
 ]
 PROVIDER = {"key": "virtual-kubelet.io/provider", "operator": "Exists", "effect": "NoSchedule"}
 
@@ -33,18 +41,27 @@ def _evaluate(expression: str, activation: dict[str, Any]) -> Any:
     """Compile and run `expression`; activation values are CEL values or plain JSON data."""
     env = celpy.Environment()
     program = env.program(env.compile(expression))
-    return program.evaluate({name: value if isinstance(value, celtypes.MapType)
-                             else json_to_cel(value) for name, value in activation.items()})
+    return program.evaluate(
+        {
+            name: value if isinstance(value, celtypes.MapType) else json_to_cel(value)
+            for name, value in activation.items()
+        }
+    )
 
 
 def _admits(policy: Obj, pod: Obj) -> list[str]:
     """Messages of the validations that reject `pod` ([] means admitted)."""
     [variable] = policy["spec"]["variables"]
-    variables = celtypes.MapType({
-        celtypes.StringType(variable["name"]): _evaluate(variable["expression"], {"object": pod}),
-    })
-    return [rule["message"] for rule in policy["spec"]["validations"]
-            if not bool(_evaluate(rule["expression"], {"object": pod, "variables": variables}))]
+    variables = celtypes.MapType(
+        {
+            celtypes.StringType(variable["name"]): _evaluate(variable["expression"], {"object": pod}),
+        }
+    )
+    return [
+        rule["message"]
+        for rule in policy["spec"]["validations"]
+        if not bool(_evaluate(rule["expression"], {"object": pod, "variables": variables}))
+    ]
 
 
 def _pod(tolerations: list[Obj] | None) -> Obj:

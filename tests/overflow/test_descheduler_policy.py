@@ -35,9 +35,17 @@ def _load(policy_text: str, tmp_path: Path) -> str:
         encoding="utf-8",
     )
     done = subprocess.run(
-        [str(descheduler), f"--policy-config-file={policy}", f"--kubeconfig={kubeconfig}",
-         "--descheduling-interval=0", "--v=2"],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        [
+            str(descheduler),
+            f"--policy-config-file={policy}",
+            f"--kubeconfig={kubeconfig}",
+            "--descheduling-interval=0",
+            "--v=2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
     )
     assert done.returncode != 0, "no API server: the descheduler cannot have succeeded"
     return done.stdout + done.stderr
@@ -53,10 +61,16 @@ def test_rendered_policy_passes_the_descheduler_own_validation(env: str, tmp_pat
     ("old", "new", "refusal"),
     [
         ("- PodsWithLocalStorage\n", "- PodsWithLocalStorages\n", "PodsWithLocalStorages"),
-        ("      namespaces:\n        include:\n",
-         "      namespaces:\n        exclude: [b]\n        include:\n", "Include/Exclude"),
-        ("      priorityThreshold:\n", "      priorityThreshold:\n        name: training\n",
-         "only one of priorityThreshold fields can be set"),
+        (
+            "      namespaces:\n        include:\n",
+            "      namespaces:\n        exclude: [b]\n        include:\n",
+            "Include/Exclude",
+        ),
+        (
+            "      priorityThreshold:\n",
+            "      priorityThreshold:\n        name: training\n",
+            "only one of priorityThreshold fields can be set",
+        ),
     ],
     ids=["unknown-protection", "include-and-exclude-namespaces", "threshold-value-and-name"],
 )

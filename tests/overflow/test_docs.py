@@ -26,12 +26,24 @@ def test_documented_snippet_is_what_the_generator_derives() -> None:
 def test_documented_provider_table_matches_the_model() -> None:
     ov = model.load(ROOT, "prod").overflow
     assert ov is not None
-    row = (r"^\| (\w+) \| (\d+) \| (\d+) \| (\d+) s \| (\d+) \| (\d+) s \| (\d+) \| (\d+) \| "
-           r"([\d.]+) \| ([\d.]+) \|$")
+    row = (
+        r"^\| (\w+) \| (\d+) \| (\d+) \| (\d+) s \| (\d+) \| (\d+) s \| (\d+) \| (\d+) \| "
+        r"([\d.]+) \| ([\d.]+) \|$"
+    )
     rows = re.findall(row, _section("Several providers: the preferred one fills first"), re.M)
-    expected = [(p.name, str(p.rank), str(p.band.open_when_free_gpus_below), str(p.band.open_after_seconds),
-                 str(p.band.close_when_free_gpus_at_least), str(p.band.close_after_seconds),
-                 str(p.affinity_weight), str(p.gpus), f"{p.cost_per_gpu_hour_usd:.2f}",
-                 f"{p.max_usd_per_hour:.2f}")
-                for p in ov.providers]
+    expected = [
+        (
+            p.name,
+            str(p.rank),
+            str(p.band.open_when_free_gpus_below),
+            str(p.band.open_after_seconds),
+            str(p.band.close_when_free_gpus_at_least),
+            str(p.band.close_after_seconds),
+            str(p.affinity_weight),
+            str(p.gpus),
+            f"{p.cost_per_gpu_hour_usd:.2f}",
+            f"{p.max_usd_per_hour:.2f}",
+        )
+        for p in ov.providers
+    ]
     assert rows == expected

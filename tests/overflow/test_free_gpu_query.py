@@ -28,12 +28,21 @@ KSM = 'job="kube-state-metrics"'  # the shipped environments' selector (asserted
 
 
 def _pod(name: str, node: str, gpus: list[int], phase: str) -> list[dict[str, str]]:
-    series = [{"series": f'kube_pod_container_resource_requests{{{KSM},namespace="serving",pod="{name}",'
-                         f'container="c{i}",node="{node}",resource="{GPU}",unit="integer"}}',
-               "values": f"{count}x10"} for i, count in enumerate(gpus)]
+    series = [
+        {
+            "series": f'kube_pod_container_resource_requests{{{KSM},namespace="serving",pod="{name}",'
+            f'container="c{i}",node="{node}",resource="{GPU}",unit="integer"}}',
+            "values": f"{count}x10",
+        }
+        for i, count in enumerate(gpus)
+    ]
     for each in ("Pending", "Running", "Succeeded", "Failed", "Unknown"):
-        series.append({"series": f'kube_pod_status_phase{{{KSM},namespace="serving",pod="{name}",'
-                                 f'phase="{each}"}}', "values": f"{int(each == phase)}x10"})
+        series.append(
+            {
+                "series": f'kube_pod_status_phase{{{KSM},namespace="serving",pod="{name}",phase="{each}"}}',
+                "values": f"{int(each == phase)}x10",
+            }
+        )
     return series
 
 
@@ -42,10 +51,14 @@ def _node(node: str, labels: dict[str, str], gpus: int) -> list[dict[str, str]]:
     label_text = "".join(f',{ksm_label(k)}="{v}"' for k, v in labels.items())
     return [
         {"series": f'kube_node_labels{{{KSM},node="{node}"{label_text}}}', "values": "1x10"},
-        {"series": f'kube_node_status_allocatable{{{KSM},node="{node}",resource="{GPU}",unit="integer"}}',
-         "values": f"{gpus}x10"},
-        {"series": f'kube_node_status_condition{{{KSM},node="{node}",condition="Ready",status="true"}}',
-         "values": "1x10"},
+        {
+            "series": f'kube_node_status_allocatable{{{KSM},node="{node}",resource="{GPU}",unit="integer"}}',
+            "values": f"{gpus}x10",
+        },
+        {
+            "series": f'kube_node_status_condition{{{KSM},node="{node}",condition="Ready",status="true"}}',
+            "values": "1x10",
+        },
         {"series": f'kube_node_spec_unschedulable{{{KSM},node="{node}"}}', "values": "0x10"},
     ]
 
@@ -55,24 +68,47 @@ def _capacity(pool: Pool, virtual_nodes: list[str]) -> list[dict[str, str]]:
     series = [*_node("gpu-1", dict(pool.node_labels), 8), *_node("gpu-2", dict(pool.node_labels), 8)]
     for node in virtual_nodes:  # even labelled like the pool, a virtual node never counts
         series += _node(node, dict(pool.node_labels), 64)
-    series.append({"series": f'kube_node_status_allocatable{{{KSM},node="gpu-1",resource="cpu",unit="core"}}',
-                   "values": "96x10"})
+    series.append(
+        {
+            "series": f'kube_node_status_allocatable{{{KSM},node="gpu-1",resource="cpu",unit="core"}}',
+            "values": "96x10",
+        }
+    )
     series.append({"series": f'up{{{KSM},instance="ksm:8080"}}', "values": "1x10"})
     return series
 
 
 def _promtool_test(tmp_path: Path, query: str, groups: list[tuple[list[dict[str, str]], float]]) -> None:
     promtool = tool("promtool")
-    (tmp_path / "rules.yaml").write_text(json.dumps({"groups": [{"name": "overflow", "rules": [
-        {"record": "trainyard:free_gpus", "expr": query}]}]}))
-    tests = [{"interval": "1m", "input_series": series, "promql_expr_test": [
-        {"expr": "trainyard:free_gpus", "eval_time": "5m",
-         "exp_samples": [{"labels": "trainyard:free_gpus", "value": expected}]}]}
-        for series, expected in groups]
-    (tmp_path / "test.yaml").write_text(yaml.safe_dump(
-        {"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}))
-    done = subprocess.run([str(promtool), "test", "rules", "test.yaml"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    (tmp_path / "rules.yaml").write_text(
+        json.dumps(
+            {"groups": [{"name": "overflow", "rules": [{"record": "trainyard:free_gpus", "expr": query}]}]}
+        )
+    )
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": series,
+            "promql_expr_test": [
+                {
+                    "expr": "trainyard:free_gpus",
+                    "eval_time": "5m",
+                    "exp_samples": [{"labels": "trainyard:free_gpus", "value": expected}],
+                }
+            ],
+        }
+        for series, expected in groups
+    ]
+    (tmp_path / "test.yaml").write_text(
+        yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests})
+    )
+    done = subprocess.run(
+        [str(promtool), "test", "rules", "test.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -85,12 +121,14 @@ def test_free_gpus_counts_only_bound_unfinished_pods_on_real_nodes(env: str, tmp
     assert policy["spec"]["query"] == ov.gate.free_gpus_query
     pool = inference_pools(environment.pools)[0]
     virtual = list(ov.virtual_nodes)
-    busy = (_capacity(pool, virtual)
-            + _pod("serve-0", "gpu-1", [8], "Running")
-            + _pod("serve-1", "gpu-2", [2, 1], "Running")      # two containers: 3 GPUs
-            + _pod("starting-0", "gpu-2", [1], "Pending")     # bound, pulling its image: holds 1
-            + _pod("done-0", "gpu-2", [4], "Succeeded")       # finished: holds nothing
-            + _pod("waiting-0", "", [2], "Pending")           # not bound: holds nothing
-            + _pod("spilled-0", virtual[0], [4], "Running"))  # on a provider: not in-cluster
+    busy = (
+        _capacity(pool, virtual)
+        + _pod("serve-0", "gpu-1", [8], "Running")
+        + _pod("serve-1", "gpu-2", [2, 1], "Running")  # two containers: 3 GPUs
+        + _pod("starting-0", "gpu-2", [1], "Pending")  # bound, pulling its image: holds 1
+        + _pod("done-0", "gpu-2", [4], "Succeeded")  # finished: holds nothing
+        + _pod("waiting-0", "", [2], "Pending")  # not bound: holds nothing
+        + _pod("spilled-0", virtual[0], [4], "Running")
+    )  # on a provider: not in-cluster
     idle = _capacity(pool, virtual) + _pod("done-1", "gpu-1", [8], "Succeeded")  # no live GPU pod
     _promtool_test(tmp_path, ov.gate.free_gpus_query, [(busy, 16 - 8 - 3 - 1), (idle, 16)])

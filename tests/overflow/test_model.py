@@ -17,7 +17,8 @@ from tests.support.scratch import repo_with
 from .specs import BASE, SECOND_PROVIDER
 
 THIRD_PROVIDER = SECOND_PROVIDER.replace("name: dear", "name: deal").replace(
-    "costPerGpuHourUsd: 3.5", "costPerGpuHourUsd: 9.0\n      preference: 1")
+    "costPerGpuHourUsd: 3.5", "costPerGpuHourUsd: 9.0\n      preference: 1"
+)
 
 
 def _overflow(tmp_path: Path, text: str) -> Overflow:
@@ -67,14 +68,25 @@ def test_single_provider_is_not_staggered(tmp_path: Path) -> None:
 def test_mock_capacity_is_keyed_by_node_and_carries_the_gpus(tmp_path: Path) -> None:
     provider = _overflow(tmp_path, BASE).providers[0]
     launch = provider.contract.launch(provider.contract_input)
-    assert json.loads(launch.config_text) == {"vk-cheap": {"cpu": "8", "memory": "64Gi", "pods": "110",
-                                                           "others": {"nvidia.com/gpu": "8"}}}
+    assert json.loads(launch.config_text) == {
+        "vk-cheap": {"cpu": "8", "memory": "64Gi", "pods": "110", "others": {"nvidia.com/gpu": "8"}}
+    }
 
 
 def _pool(resource: str, role: Role = "inference", taints: tuple[Taint, ...] = ()) -> Pool:
-    return Pool(name=resource.split(".")[0], role=role, gpu_model="m", gpu_resource=resource, gpus_per_node=8,
-                nodes=1, reserve_nodes=0, per_node={}, node_labels={"pool": resource}, taints=taints,
-                topology_levels=())
+    return Pool(
+        name=resource.split(".")[0],
+        role=role,
+        gpu_model="m",
+        gpu_resource=resource,
+        gpus_per_node=8,
+        nodes=1,
+        reserve_nodes=0,
+        per_node={},
+        node_labels={"pool": resource},
+        taints=taints,
+        topology_levels=(),
+    )
 
 
 def _query(pools: tuple[Pool, ...], virtual_nodes: tuple[str, ...]) -> str:
@@ -94,11 +106,11 @@ def test_only_pools_inference_can_use_count() -> None:
     # its pods tolerate, so the pool counts and its key is tolerated by the query.
     usual = Taint("nvidia.com/gpu", "present", "NoSchedule")
     pools = (
-        _pool("train.example/gpu", role="training"),                       # training: never
-        _pool("tainted.example/gpu", taints=(usual,)),                     # declared: its pods tolerate it
+        _pool("train.example/gpu", role="training"),  # training: never
+        _pool("tainted.example/gpu", taints=(usual,)),  # declared: its pods tolerate it
         _pool("soft.example/gpu", taints=(Taint("k", None, "PreferNoSchedule"),)),  # steers only
         _pool("shared.example/gpu", role="shared"),
-    )  # fmt: skip
+    )
     assert [p.name for p in inference_pools(pools)] == ["tainted", "soft", "shared"]
     query = _query(pools, ("vk-a",))
     for label in ("tainted", "soft", "shared"):

@@ -26,7 +26,7 @@ Obj = dict[str, Any]
 # One provider of each type, as an environment owner would write it.
 PROVIDERS = {
     "mock": ('config: {cpu: "8", memory: 64Gi, pods: "110"}', 8),
-    "interlink": ("config: {InterlinkURL: https://il.example.com, InterlinkPort: \"443\"}", 16),
+    "interlink": ('config: {InterlinkURL: https://il.example.com, InterlinkPort: "443"}', 16),
     "azure-aci": ("config: {region: eastus, resourceGroup: overflow}", 4),
 }
 
@@ -85,15 +85,18 @@ def test_the_deployment_and_config_match_the_providers_program(rendered: tuple[s
         assert set(parsed) == {"vk-cheap"} and set(parsed["vk-cheap"]) <= contract.config_keys
         assert parsed["vk-cheap"]["others"]["nvidia.com/gpu"] == str(gpus)
         assert (env["VKUBELET_TAINT_KEY"]["value"], env["VKUBELET_TAINT_VALUE"]["value"]) == (
-            "virtual-kubelet.io/provider", "mock")
+            "virtual-kubelet.io/provider",
+            "mock",
+        )
         assert env["APISERVER_CERT_LOCATION"]["value"] == f"{SERVING_DIR}/tls.crt"
     elif kind == "interlink":
         assert f"--configpath={config_path}" in container["args"]
         parsed = yaml.safe_load(text)
         assert set(parsed) <= contract.config_keys
         # interLink 0.6.1 counts GPUs only from Resources.Accelerators (virtualkubelet.go:326-369).
-        assert parsed["Resources"] == {"Accelerators": [
-            {"ResourceType": "nvidia.com/gpu", "Model": "L4", "Available": str(gpus)}]}
+        assert parsed["Resources"] == {
+            "Accelerators": [{"ResourceType": "nvidia.com/gpu", "Model": "L4", "Available": str(gpus)}]
+        }
         assert parsed["NodeLabels"] == ["trainyard.dev/provider=cheap"]
         assert parsed["DisableCSR"] is True and parsed["SkipDownwardAPIResolution"] is True
         assert parsed["InterlinkURL"] == "https://il.example.com" and parsed["InterlinkPort"] == "443"
@@ -107,7 +110,9 @@ def test_the_deployment_and_config_match_the_providers_program(rendered: tuple[s
         assert env["AZURE_AUTH_LOCATION"]["value"] == f"{CREDENTIALS_DIR}/token"
         assert "AZURE_AUTH_LOCATION_JSON" not in env
         assert (env["VKUBELET_TAINT_KEY"]["value"], env["VKUBELET_TAINT_VALUE"]["value"]) == (
-            "virtual-kubelet.io/provider", "azure")
+            "virtual-kubelet.io/provider",
+            "azure",
+        )
     # What the node will advertise, stated on the Deployment for cost reports.
     advertised = deployment["metadata"]["annotations"]["trainyard.dev/gpus-advertised"]
     assert advertised == str(gpus if kind != "azure-aci" else 0)
@@ -124,7 +129,9 @@ def test_inference_tolerates_each_shipped_providers_real_taint() -> None:
     prod = model.load(ROOT, "prod").overflow
     assert prod is not None
     assert {p.type: p.node_taint.key for p in prod.providers} == {
-        "interlink": "virtual-node.interlink/no-schedule", "azure-aci": "virtual-kubelet.io/provider"}
+        "interlink": "virtual-node.interlink/no-schedule",
+        "azure-aci": "virtual-kubelet.io/provider",
+    }
 
 
 def test_unknown_provider_type_is_refused_with_the_supported_ones(tmp_path: Path) -> None:
@@ -171,29 +178,61 @@ def _column(text: str, key: str) -> tuple[int, int]:
 INTERLINK_CONFIG = 'config: {InterlinkURL: https://il.example.com, InterlinkPort: "443"}'
 
 
-@pytest.mark.parametrize(("config", "needle", "message"), [
-    # yaml.v2 matches tags exactly: the mis-cased key would be ignored and the URL empty.
-    ('config: {InterLinkURL: https://il.example.com, InterlinkPort: "443"}', "InterLinkURL",
-     "interlink reads no config key 'InterLinkURL'"),
-    ('config: {InterlinkURL: https://il.example.com, CPU: "8"}', "CPU",
-     "interlink reads no config key 'CPU'"),  # 0.3.0's top-level key; 0.6.1 reads Resources.CPU
-    ('config: {InterlinkURL: https://il.example.com, "nvidia.com/gpu": "8"}', "nvidia.com/gpu",
-     "interlink reads no config key 'nvidia.com/gpu'"),
-    ("config: {InterlinkURL: https://il.example.com, Resources: {Accelerators: []}}", "Accelerators",
-     "Resources.Accelerators is set by the interlink contract"),
-    ("config: {InterlinkURL: https://il.example.com, Resources: {cpu: '8'}}", "cpu",
-     "interlink reads no Resources key 'cpu'"),
-    ("config: {InterlinkURL: https://il.example.com, DisableCSR: false}", "DisableCSR",
-     "'DisableCSR' is set by the interlink contract"),
-    ("config: {InterlinkURL: https://il.example.com, KubeletCertFile: /x}", "KubeletCertFile",
-     "'KubeletCertFile' is not supported: the interlink contract serves the kubelet API with a self-signed"),
-    ("config: {InterlinkURL: https://il.example.com, NodeLabels: [a=b]}", "NodeLabels",
-     "'NodeLabels' is set by the interlink contract"),
-    ("config: {InterlinkURL: http://127.0.0.1, InterlinkPort: '3000'}", "InterlinkURL",
-     "interLink refuses pod calls to '127.0.0.1' as SSRF"),
-])  # fmt: skip
-def test_interlink_config_keys_are_those_0_6_1_reads(tmp_path: Path, config: str, needle: str,
-                                                     message: str) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    ("config", "needle", "message"),
+    [
+        # yaml.v2 matches tags exactly: the mis-cased key would be ignored and the URL empty.
+        (
+            'config: {InterLinkURL: https://il.example.com, InterlinkPort: "443"}',
+            "InterLinkURL",
+            "interlink reads no config key 'InterLinkURL'",
+        ),
+        (
+            'config: {InterlinkURL: https://il.example.com, CPU: "8"}',
+            "CPU",
+            "interlink reads no config key 'CPU'",
+        ),  # 0.3.0's top-level key; 0.6.1 reads Resources.CPU
+        (
+            'config: {InterlinkURL: https://il.example.com, "nvidia.com/gpu": "8"}',
+            "nvidia.com/gpu",
+            "interlink reads no config key 'nvidia.com/gpu'",
+        ),
+        (
+            "config: {InterlinkURL: https://il.example.com, Resources: {Accelerators: []}}",
+            "Accelerators",
+            "Resources.Accelerators is set by the interlink contract",
+        ),
+        (
+            "config: {InterlinkURL: https://il.example.com, Resources: {cpu: '8'}}",
+            "cpu",
+            "interlink reads no Resources key 'cpu'",
+        ),
+        (
+            "config: {InterlinkURL: https://il.example.com, DisableCSR: false}",
+            "DisableCSR",
+            "'DisableCSR' is set by the interlink contract",
+        ),
+        (
+            "config: {InterlinkURL: https://il.example.com, KubeletCertFile: /x}",
+            "KubeletCertFile",
+            "'KubeletCertFile' is not supported: the interlink contract serves the kubelet API with a "
+            "self-signed",
+        ),
+        (
+            "config: {InterlinkURL: https://il.example.com, NodeLabels: [a=b]}",
+            "NodeLabels",
+            "'NodeLabels' is set by the interlink contract",
+        ),
+        (
+            "config: {InterlinkURL: http://127.0.0.1, InterlinkPort: '3000'}",
+            "InterlinkURL",
+            "interLink refuses pod calls to '127.0.0.1' as SSRF",
+        ),
+    ],
+)
+def test_interlink_config_keys_are_those_0_6_1_reads(
+    tmp_path: Path, config: str, needle: str, message: str
+) -> None:
     text = _environment_with("interlink").replace(INTERLINK_CONFIG, config, 1)
     assert config in text
     line = _refusal(tmp_path, text)
@@ -204,26 +243,39 @@ def test_interlink_config_keys_are_those_0_6_1_reads(tmp_path: Path, config: str
 
 
 def test_interlink_accepts_resources_cpu_memory_pods(tmp_path: Path) -> None:
-    config = ('config: {InterlinkURL: https://il.example.com, '
-              'Resources: {CPU: "64", Memory: 512Gi, Pods: "200"}}')
+    config = (
+        'config: {InterlinkURL: https://il.example.com, Resources: {CPU: "64", Memory: 512Gi, Pods: "200"}}'
+    )
     root = repo_with(tmp_path, _environment_with("interlink").replace(INTERLINK_CONFIG, config, 1))
     code, out, err = run_cli(root, "render", "bad")
     assert code == 0, out + err
     folder = root / "rendered" / "bad" / "overflow" / "trainyard-system"
     parsed = yaml.safe_load(next(iter(_one(folder, "configmap-vk-cheap.yaml")["data"].values())))
-    assert parsed["Resources"] == {"CPU": "64", "Memory": "512Gi", "Pods": "200", "Accelerators": [
-        {"ResourceType": "nvidia.com/gpu", "Model": "L4", "Available": "16"}]}
+    assert parsed["Resources"] == {
+        "CPU": "64",
+        "Memory": "512Gi",
+        "Pods": "200",
+        "Accelerators": [{"ResourceType": "nvidia.com/gpu", "Model": "L4", "Available": "16"}],
+    }
 
 
-@pytest.mark.parametrize(("field", "written", "message"), [
-    ("gpuResource", "gpuResource: example.com/gpu",
-     "interLink 0.6.1 advertises no 'example.com/gpu' capacity"),
-    ("gpuModel", "gpuModel: L4 PCIe", "gpuModel 'L4 PCIe' is not a valid label value"),
-])  # fmt: skip
-def test_interlink_refuses_gpus_it_would_not_advertise(tmp_path: Path, field: str, written: str,
-                                                       message: str) -> None:  # fmt: skip
-    text = _environment_with("interlink").replace("gpuModel: L4", "gpuModel: L4\n      " + written
-                                                  if field == "gpuResource" else written, 1)
+@pytest.mark.parametrize(
+    ("field", "written", "message"),
+    [
+        (
+            "gpuResource",
+            "gpuResource: example.com/gpu",
+            "interLink 0.6.1 advertises no 'example.com/gpu' capacity",
+        ),
+        ("gpuModel", "gpuModel: L4 PCIe", "gpuModel 'L4 PCIe' is not a valid label value"),
+    ],
+)
+def test_interlink_refuses_gpus_it_would_not_advertise(
+    tmp_path: Path, field: str, written: str, message: str
+) -> None:
+    text = _environment_with("interlink").replace(
+        "gpuModel: L4", "gpuModel: L4\n      " + written if field == "gpuResource" else written, 1
+    )
     line = _refusal(tmp_path, text)
     row, column = _column(text, field)
     assert line.startswith(f"environments/bad.yaml:{row}:{column}: error: {message}"), line
@@ -231,22 +283,30 @@ def test_interlink_refuses_gpus_it_would_not_advertise(tmp_path: Path, field: st
 
 def test_kubelet_api_is_admitted_only_from_the_listed_cidrs(tmp_path: Path) -> None:
     text = _environment_with("interlink").replace(
-        "  gate:\n", "  kubeletApiSourceCidrs: [10.0.0.0/28, 192.168.10.4/32]\n  gate:\n", 1)
+        "  gate:\n", "  kubeletApiSourceCidrs: [10.0.0.0/28, 192.168.10.4/32]\n  gate:\n", 1
+    )
     root = repo_with(tmp_path, text)
     code, out, err = run_cli(root, "render", "bad")
     assert code == 0, out + err
-    policy = _one(root / "rendered" / "bad" / "overflow" / "trainyard-system",
-                  "networkpolicy-virtual-kubelet-api.yaml")
+    policy = _one(
+        root / "rendered" / "bad" / "overflow" / "trainyard-system", "networkpolicy-virtual-kubelet-api.yaml"
+    )
     assert policy["spec"]["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "virtual-kubelet"}}
-    assert policy["spec"]["ingress"] == [{
-        "from": [{"ipBlock": {"cidr": "10.0.0.0/28"}}, {"ipBlock": {"cidr": "192.168.10.4/32"}}],
-        "ports": [{"protocol": "TCP", "port": 10250}]}]
+    assert policy["spec"]["ingress"] == [
+        {
+            "from": [{"ipBlock": {"cidr": "10.0.0.0/28"}}, {"ipBlock": {"cidr": "192.168.10.4/32"}}],
+            "ports": [{"protocol": "TCP", "port": 10250}],
+        }
+    ]
 
 
-@pytest.mark.parametrize(("env", "node", "cluster_wide"), [
-    ("prod", "vk-lambda", False), ("prod", "vk-azure", True), ("staging", "vk-mock", True)])  # fmt: skip
-def test_pod_inputs_are_granted_where_each_program_reads_them(env: str, node: str,
-                                                              cluster_wide: bool) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    ("env", "node", "cluster_wide"),
+    [("prod", "vk-lambda", False), ("prod", "vk-azure", True), ("staging", "vk-mock", True)],
+)
+def test_pod_inputs_are_granted_where_each_program_reads_them(
+    env: str, node: str, cluster_wide: bool
+) -> None:
     """interLink 0.6.1 GETs a spilled pod's Secrets and ConfigMaps in its namespace
     (pkg/virtualkubelet/execute.go:856 :891 :980 :997, with SkipDownwardAPIResolution): a
     RoleBinding per inference namespace. node-cli (mock) and azure-aci resolve them from
@@ -258,22 +318,33 @@ def test_pod_inputs_are_granted_where_each_program_reads_them(env: str, node: st
     reads = [r for r in cluster_role["rules"] if "secrets" in r["resources"]]
     bindings = sorted(p.parent.name for p in folder.glob(f"*/rolebinding-trainyard-{node}-pod-inputs.yaml"))
     if cluster_wide:
-        assert reads == [{"apiGroups": [""], "resources": ["configmaps", "secrets", "services"],
-                          "verbs": ["get", "list", "watch"]}] and not bindings  # fmt: skip
+        assert (
+            reads
+            == [
+                {
+                    "apiGroups": [""],
+                    "resources": ["configmaps", "secrets", "services"],
+                    "verbs": ["get", "list", "watch"],
+                }
+            ]
+            and not bindings
+        )
     else:
         assert not reads
         assert bindings == ["batch-inference", "serving-prod"]  # prod.yaml's inference namespaces
         inputs = yaml.safe_load((folder / f"clusterrole-trainyard-{node}-pod-inputs.yaml").read_text())
         assert inputs["rules"] == [
             {"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ["get"]},
-            {"apiGroups": [""], "resources": ["serviceaccounts/token"], "verbs": ["create"]}]
+            {"apiGroups": [""], "resources": ["serviceaccounts/token"], "verbs": ["create"]},
+        ]
         # RetrievePodsFromCluster lists namespaces before the status loop starts (virtualkubelet.go:2123).
         assert {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list"]} in cluster_role["rules"]
 
 
 def test_a_kubelet_api_source_that_is_not_a_cidr_is_refused(tmp_path: Path) -> None:
     text = _environment_with("interlink").replace(
-        "  gate:\n", "  kubeletApiSourceCidrs: [10.0.0.0/33]\n  gate:\n", 1)
+        "  gate:\n", "  kubeletApiSourceCidrs: [10.0.0.0/33]\n  gate:\n", 1
+    )
     line = _refusal(tmp_path, text)
     row, column = _column(text, "kubeletApiSourceCidrs")
     assert line.startswith(f"environments/bad.yaml:{row}:{column + 1}: error: "), line  # at the item

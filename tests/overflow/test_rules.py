@@ -42,8 +42,12 @@ def _embedded(obj: Obj, key: str) -> Obj:
 def _all_rendered(env: str) -> list[Obj]:
     """Every object of rendered/<env>/ (installers/ holds installer inputs, not objects)."""
     base = ROOT / "rendered" / env
-    return [obj for path in sorted(base.rglob("*.yaml")) if path.relative_to(base).parts[0] != "installers"
-            for obj in [yaml.safe_load(path.read_text(encoding="utf-8"))]]
+    return [
+        obj
+        for path in sorted(base.rglob("*.yaml"))
+        if path.relative_to(base).parts[0] != "installers"
+        for obj in [yaml.safe_load(path.read_text(encoding="utf-8"))]
+    ]
 
 
 def _gate_key(env: str) -> str:
@@ -114,8 +118,10 @@ def test_descheduler_caps_are_finite_and_the_taint_is_the_gate(env: str) -> None
     assert inference is not None
     namespaces = sorted({s.namespace for s in inference.inference})
     assert namespaces  # an empty include would mean every namespace
-    assert args["RemovePodsViolatingNodeTaints"] == {"includedTaints": [_gate_key(env)],
-                                                     "namespaces": {"include": namespaces}}
+    assert args["RemovePodsViolatingNodeTaints"] == {
+        "includedTaints": [_gate_key(env)],
+        "namespaces": {"include": namespaces},
+    }
     evictor = args["DefaultEvictor"]
     assert evictor["nodeFit"] is True and re.fullmatch(r"([0-9]+[hms])+", evictor["minPodAge"])
     assert "PodsWithLocalStorage" in evictor["podProtections"]["defaultDisabled"]  # emptyDir pods move
@@ -174,8 +180,11 @@ def test_taint_policy_loads_with_the_gate_controllers_loader(env: str, tmp_path:
     assert policy.query == ov.gate.free_gpus_query and policy.dry_run is ov.gate.dry_run
     # The label each program puts on its own node (interLink 0.6.1 virtualkubelet.go:417;
     # virtual-kubelet node/nodeutil/controller.go:316), never on a real node.
-    own_label = {"interlink": {"virtual-node.interlink/type": "virtual-kubelet"},
-                 "mock": {"type": "virtual-kubelet"}, "azure-aci": {"type": "virtual-kubelet"}}
+    own_label = {
+        "interlink": {"virtual-node.interlink/type": "virtual-kubelet"},
+        "mock": {"type": "virtual-kubelet"},
+        "azure-aci": {"type": "virtual-kubelet"},
+    }
     for gate, provider in zip(policy.gates, ov.providers, strict=True):
         expected = {**own_label[provider.type], "trainyard.dev/provider": provider.name}
         assert dict(gate.match_labels) == expected
@@ -265,15 +274,24 @@ def test_each_inference_service_has_an_hpa_and_a_pdb(env: str) -> None:
     ov = model.load(ROOT, env).overflow
     assert ov is not None
     for svc in ov.inference:
-        hpa = next(o for o in objects(env, "HorizontalPodAutoscaler")
-                   if (o["metadata"]["name"], o["metadata"]["namespace"]) == (svc.deployment, svc.namespace))
+        hpa = next(
+            o
+            for o in objects(env, "HorizontalPodAutoscaler")
+            if (o["metadata"]["name"], o["metadata"]["namespace"]) == (svc.deployment, svc.namespace)
+        )
         [metric] = hpa["spec"]["metrics"]
         assert metric["type"] == "External" and metric["external"]["metric"]["name"] == svc.metric_name
-        assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment",
-                                                 "name": svc.deployment}
+        assert hpa["spec"]["scaleTargetRef"] == {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "name": svc.deployment,
+        }
         assert hpa["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] >= 0
-        pdb = next(o for o in objects(env, "PodDisruptionBudget")
-                   if (o["metadata"]["name"], o["metadata"]["namespace"]) == (svc.deployment, svc.namespace))
+        pdb = next(
+            o
+            for o in objects(env, "PodDisruptionBudget")
+            if (o["metadata"]["name"], o["metadata"]["namespace"]) == (svc.deployment, svc.namespace)
+        )
         assert pdb["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
         assert pdb["spec"]["selector"] == {"matchLabels": dict(svc.pod_selector)}
 
@@ -290,8 +308,11 @@ def test_ingress_is_denied_by_default_and_each_allow_opens_a_real_port(env: str)
         selector = policy["spec"]["podSelector"].get("matchLabels")
         if not selector:
             continue
-        pods = [d for d in objects(env, "Deployment")
-                if selector.items() <= d["spec"]["template"]["metadata"]["labels"].items()]  # fmt: skip
+        pods = [
+            d
+            for d in objects(env, "Deployment")
+            if selector.items() <= d["spec"]["template"]["metadata"]["labels"].items()
+        ]
         assert pods, policy["metadata"]["name"]
         for rule in policy["spec"]["ingress"]:
             for port in rule["ports"]:

@@ -21,5 +21,11 @@ def test_rendered_overflow_is_schema_valid(env: str) -> None:
     assert [finding.line() for finding in result.findings] == []
     assert result.valid == result.expected == len(rendered(env))
     kinds = {obj["kind"] for _, obj in rendered(env)}
-    assert {"MutatingAdmissionPolicy", "ValidatingAdmissionPolicy", "HorizontalPodAutoscaler",
-            "PodDisruptionBudget", "Deployment", "ClusterRole"} <= kinds
+    assert {
+        "MutatingAdmissionPolicy",
+        "ValidatingAdmissionPolicy",
+        "HorizontalPodAutoscaler",
+        "PodDisruptionBudget",
+        "Deployment",
+        "ClusterRole",
+    } <= kinds

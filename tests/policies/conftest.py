@@ -64,8 +64,11 @@ Validate = Callable[..., Run]
 
 def problems(run: Run) -> list[str]:
     """Finding lines other than staleness (every fixture edits a rendered file)."""
-    return [line for line in run.lines
-            if line.startswith(("rendered/", "environments/")) and ": stale: " not in line]
+    return [
+        line
+        for line in run.lines
+        if line.startswith(("rendered/", "environments/")) and ": stale: " not in line
+    ]
 
 
 def expect(run: Run, *lines: str) -> None:
@@ -96,12 +99,16 @@ def kubeconform_installed() -> None:
 
 
 def labels(component: str, env: str = "dev") -> dict[str, str]:
-    return {"app.kubernetes.io/managed-by": "trainyard", "trainyard.dev/environment": env,
-            "trainyard.dev/component": component}
+    return {
+        "app.kubernetes.io/managed-by": "trainyard",
+        "trainyard.dev/environment": env,
+        "trainyard.dev/component": component,
+    }
 
 
-def meta(name: str, component: str, wave: int, namespace: str | None = None,
-         env: str = "dev") -> dict[str, Any]:
+def meta(
+    name: str, component: str, wave: int, namespace: str | None = None, env: str = "dev"
+) -> dict[str, Any]:
     """metadata as render.py decorates it."""
     out: dict[str, Any] = {"name": name}
     if namespace:
@@ -124,14 +131,20 @@ def hardened_deployment(name: str, namespace: str, env: str = "dev") -> dict[str
                 "metadata": {"labels": {"app.kubernetes.io/name": name}},
                 "spec": {
                     "securityContext": {"runAsNonRoot": True},
-                    "containers": [{
-                        "name": name,
-                        "image": f"ghcr.io/example/{name}:1.2.3",
-                        "securityContext": {"allowPrivilegeEscalation": False,
-                                            "readOnlyRootFilesystem": True},
-                        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
-                                      "limits": {"memory": "128Mi"}},
-                    }],
+                    "containers": [
+                        {
+                            "name": name,
+                            "image": f"ghcr.io/example/{name}:1.2.3",
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "readOnlyRootFilesystem": True,
+                            },
+                            "resources": {
+                                "requests": {"cpu": "100m", "memory": "64Mi"},
+                                "limits": {"memory": "128Mi"},
+                            },
+                        }
+                    ],
                 },
             },
         },

@@ -49,16 +49,26 @@ def test_shipped_environments_validate_clean(validate: Validate) -> None:
 
 
 def test_json_output_shape(repo: Repo, validate: Validate) -> None:
-    repo.edit(f"{DEV}/kueue/sandbox/localqueue-sandbox.yaml",
-              lambda lq: lq["spec"].update(clusterQueue="gone"))
+    repo.edit(
+        f"{DEV}/kueue/sandbox/localqueue-sandbox.yaml", lambda lq: lq["spec"].update(clusterQueue="gone")
+    )
     run = validate(repo.root, "dev", "--format", "json")
     assert run.code == 1
     document = run.json()
     assert set(document) == {"ok", "seconds", "environments", "findings"}
     assert document["ok"] is False
     (env,) = document["environments"]
-    assert set(env) == {"name", "objects", "findings", "errors", "warnings", "seconds",
-                        "kubeconform", "policies", "rules"}
+    assert set(env) == {
+        "name",
+        "objects",
+        "findings",
+        "errors",
+        "warnings",
+        "seconds",
+        "kubeconform",
+        "policies",
+        "rules",
+    }
     assert env["name"] == "dev" and env["findings"] == len(document["findings"]) == 2
     n = dev_objects()
     assert env["objects"] == n
@@ -72,17 +82,28 @@ def test_json_output_shape(repo: Repo, validate: Validate) -> None:
 
 
 def test_kubeconform_findings(repo: Repo, validate: Validate) -> None:
-    repo.edit(f"{DEV}/kueue/clusterqueue-platform.yaml",
-              lambda cq: cq["spec"].update(queueingStrategy="Fastest", surprise=True))
-    repo.write(f"{DEV}/fixture/widget-w.yaml", {
-        "apiVersion": "example.com/v1", "kind": "Widget", "metadata": meta("w", "fixture", 4)})
+    repo.edit(
+        f"{DEV}/kueue/clusterqueue-platform.yaml",
+        lambda cq: cq["spec"].update(queueingStrategy="Fastest", surprise=True),
+    )
+    repo.write(
+        f"{DEV}/fixture/widget-w.yaml",
+        {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": meta("w", "fixture", 4)},
+    )
     run = validate(repo.root, "dev")
     assert run.code == 1
     found = problems(run)
-    assert f"{DEV}/fixture/widget-w.yaml: Widget/w: kubeconform: no-schema: no schema for " \
-           "example.com/v1 Widget (is its CRD pinned?)" in found, run.out
-    invalid = [line for line in found if line.startswith(
-        f"{DEV}/kueue/clusterqueue-platform.yaml: ClusterQueue/platform: kubeconform: invalid: ")]
+    assert (
+        f"{DEV}/fixture/widget-w.yaml: Widget/w: kubeconform: no-schema: no schema for "
+        "example.com/v1 Widget (is its CRD pinned?)" in found
+    ), run.out
+    invalid = [
+        line
+        for line in found
+        if line.startswith(
+            f"{DEV}/kueue/clusterqueue-platform.yaml: ClusterQueue/platform: kubeconform: invalid: "
+        )
+    ]
     assert any("/spec/queueingStrategy" in line for line in invalid), run.out
     assert any("surprise" in line for line in invalid), run.out  # -strict: unknown field
     n = dev_objects() + 1
@@ -95,9 +116,11 @@ def test_stale_missing_and_spec_errors(repo: Repo, validate: Validate) -> None:
     env.write_text(env.read_text().replace("nodes: ", "nodes: many #", 1))
     run = validate(repo.root, "dev", "staging")
     assert run.code == 1
-    assert f"{DEV}/priorities/priorityclass-training.yaml: PriorityClass/training: stale: " \
-           "environments/dev.yaml renders it but it is not committed; run: python generate.py " \
-           "render dev" in run.lines
+    assert (
+        f"{DEV}/priorities/priorityclass-training.yaml: PriorityClass/training: stale: "
+        "environments/dev.yaml renders it but it is not committed; run: python generate.py "
+        "render dev" in run.lines
+    )
     spec = [line for line in run.lines if line.startswith("environments/staging.yaml:")]
     assert len(spec) == 1 and ": spec: " in spec[0], run.out
     # a missing PriorityClass is also a dangling reference? No: nothing names it in dev.
@@ -108,9 +131,12 @@ def test_promtool_checks_rule_groups(repo: Repo, validate: Validate) -> None:
     tool("promtool")
     good = {"name": "gpus", "rules": [{"record": "trainyard:gpus:sum", "expr": "sum(up)"}]}
     bad = {"name": "broken", "rules": [{"alert": "Broken", "expr": "sum(up"}]}
-    rule: dict[str, Any] = {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
-                            "metadata": meta("gpus", "fixture", 5, "sandbox"),
-                            "spec": {"groups": [good]}}
+    rule: dict[str, Any] = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": meta("gpus", "fixture", 5, "sandbox"),
+        "spec": {"groups": [good]},
+    }
     repo.write(f"{DEV}/fixture/sandbox/prometheusrule-gpus.yaml", rule)
     run = validate(repo.root, "dev")
     shipped = dev_rules()
@@ -121,8 +147,12 @@ def test_promtool_checks_rule_groups(repo: Repo, validate: Validate) -> None:
     run = validate(repo.root, "dev")
     found = problems(run)
     assert run.code == 1 and len(found) >= 1, run.out
-    assert all(line.startswith(f"{DEV}/fixture/sandbox/prometheusrule-gpus.yaml: PrometheusRule/gpus: "
-                               "promtool: spec.groups: ") for line in found), run.out
+    assert all(
+        line.startswith(
+            f"{DEV}/fixture/sandbox/prometheusrule-gpus.yaml: PrometheusRule/gpus: promtool: spec.groups: "
+        )
+        for line in found
+    ), run.out
     assert any("Broken" in line or "parse" in line for line in found), run.out
 
 
@@ -145,8 +175,17 @@ def test_list_and_registry_contract(validate: Validate) -> None:
         assert policy.rationale and "\n" not in policy.rationale and len(policy.rationale) < 200
     documented = (ROOT / "docs/validation.md").read_text()
     assert all(f"`{i}`" in documented for i in ids), "docs/validation.md lists every policy"
-    expect_ids = {"quota-conservation", "references", "priorities", "taints", "rbac", "workloads",
-                  "size", "names", "sync-waves"}
+    expect_ids = {
+        "quota-conservation",
+        "references",
+        "priorities",
+        "taints",
+        "rbac",
+        "workloads",
+        "size",
+        "names",
+        "sync-waves",
+    }
     assert expect_ids <= set(ids)
 
 
@@ -158,8 +197,9 @@ def test_expect_helper_rejects_clean_runs(repo: Repo, validate: Validate) -> Non
         expect(run, "anything")
 
 
-def test_schema_that_does_not_compile_fails(repo: Repo, validate: Validate, tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_schema_that_does_not_compile_fails(
+    repo: Repo, validate: Validate, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """kubeconform drops a schema it cannot compile and calls the object schema-less:
     validate must fail on it, not pass it by."""
     real = checks.schema_dir("1.36.2")
@@ -168,8 +208,14 @@ def test_schema_that_does_not_compile_fails(repo: Repo, validate: Validate, tmp_
     (broken / strict_dir_name("1.36.2") / "namespace-v1.json").write_text('{"type": 12}')
     monkeypatch.setattr(checks, "schema_dir", lambda version: broken)
     run = validate(repo.root, "dev")
-    expect(run, *(f"{DEV}/namespaces/namespace-{ns}.yaml: Namespace/{ns}: kubeconform: no-schema: "
-                  "no schema for v1 Namespace (is its CRD pinned?)" for ns in ("platform-dev", "sandbox")))
+    expect(
+        run,
+        *(
+            f"{DEV}/namespaces/namespace-{ns}.yaml: Namespace/{ns}: kubeconform: no-schema: "
+            "no schema for v1 Namespace (is its CRD pinned?)"
+            for ns in ("platform-dev", "sandbox")
+        ),
+    )
     assert f"kubeconform {dev_objects() - 2}/{dev_objects()} valid" in run.out
 
 
@@ -179,7 +225,8 @@ def test_orphaned_rendered_directory(repo: Repo, validate: Validate) -> None:
     shutil.copytree(repo.root / DEV, repo.root / "rendered/old")
     run = validate(repo.root)
     assert run.code == 1
-    assert run.findings("stale") == ["rendered/old/: stale: no environments/*.yaml renders this "
-                                     "directory; run: python generate.py render"], run.out
+    assert run.findings("stale") == [
+        "rendered/old/: stale: no environments/*.yaml renders this directory; run: python generate.py render"
+    ], run.out
     assert problems(run) == [], run.out
     assert validate(repo.root, "dev").code == 0  # naming environments checks only those

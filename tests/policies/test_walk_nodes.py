@@ -25,7 +25,8 @@ def recursive(value: Any, path: Path = ()) -> Iterator[tuple[Path, Mapping[str, 
 trees = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=3)),
     lambda children: st.one_of(
-        st.lists(children, max_size=4), st.tuples(children, children),
+        st.lists(children, max_size=4),
+        st.tuples(children, children),
         st.dictionaries(st.one_of(st.text(max_size=3), st.integers()), children, max_size=4),
         st.dictionaries(st.text(max_size=3), children, max_size=2).map(MappingProxyType),
     ),

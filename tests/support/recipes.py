@@ -15,8 +15,11 @@ def helm_commands(text: str) -> list[str]:
 
 def header(path: Path) -> str:
     """The leading `# ` comment lines of a rendered file, without the `# `."""
-    return "".join(line[2:] for line in path.read_text(encoding="utf-8").splitlines(keepends=True)
-                   if line.startswith("# "))
+    return "".join(
+        line[2:]
+        for line in path.read_text(encoding="utf-8").splitlines(keepends=True)
+        if line.startswith("# ")
+    )
 
 
 def header_command(path: Path) -> str:

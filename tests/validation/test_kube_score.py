@@ -23,8 +23,12 @@ def _findings() -> list[tuple[str, str, str]]:
     """(check id, Kind/name, first comment) for every non-skipped check below full grade."""
     binary = tool("kube-score")
     files = sorted(str(p) for p in (ROOT / "rendered").rglob("*.yaml") if "installers" not in p.parts)
-    done = subprocess.run([str(binary), "score", "-o", "json", f"--kubernetes-version={KUBERNETES}", *files],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [str(binary), "score", "-o", "json", f"--kubernetes-version={KUBERNETES}", *files],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.stdout, done.stderr  # exits 1 whenever it finds anything: the list decides
     found = []
     for obj in json.loads(done.stdout):
@@ -45,8 +49,9 @@ def test_every_kube_score_finding_is_accepted_with_a_reason() -> None:
     used: set[int] = set()
     unaccepted = []
     for check, obj, summary in found:
-        matches = [i for i, e in enumerate(accepted)
-                   if e["check"] == check and fnmatch.fnmatch(obj, e["object"])]  # fmt: skip
+        matches = [
+            i for i, e in enumerate(accepted) if e["check"] == check and fnmatch.fnmatch(obj, e["object"])
+        ]
         if not matches:
             unaccepted.append(f"{check} {obj}: {summary}")
         used.update(matches)

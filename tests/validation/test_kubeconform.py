@@ -161,9 +161,14 @@ def test_missing_schema_set_is_an_error_not_a_pass(tmp_path: Path) -> None:
 
 def test_finding_line_format() -> None:
     finding = Finding(
-        "rendered/prod/kueue/clusterqueue-a.yaml", "ClusterQueue", "a", "kubeconform/invalid",
-        "additional properties 'x' not allowed", "invalid", field="/spec",
-    )  # fmt: skip
+        "rendered/prod/kueue/clusterqueue-a.yaml",
+        "ClusterQueue",
+        "a",
+        "kubeconform/invalid",
+        "additional properties 'x' not allowed",
+        "invalid",
+        field="/spec",
+    )
     assert finding.line() == (
         "rendered/prod/kueue/clusterqueue-a.yaml: ClusterQueue/a: kubeconform/invalid: "
         "/spec: additional properties 'x' not allowed"
@@ -184,16 +189,27 @@ def test_kubeconform_by_hand_with_the_exact_environment_version(kubeconform: Pat
     # Callers that run kubeconform themselves pass the environment's version (1.36.2).
     schema_dir = ensure_schemas("1.36.2", crd_dir)
     done = subprocess.run(
-        [str(kubeconform), "-strict", "-summary", "-kubernetes-version", "1.36.2",
-         "-schema-location", str(schema_dir), str(VALID / "clusterqueue-training.yaml")],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            str(kubeconform),
+            "-strict",
+            "-summary",
+            "-kubernetes-version",
+            "1.36.2",
+            "-schema-location",
+            str(schema_dir),
+            str(VALID / "clusterqueue-training.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Valid: 1," in done.stdout
 
 
-def test_a_run_over_several_folders_splits_into_their_own_results(kubeconform: Path,
-                                                                  schema_dir: Path) -> None:
+def test_a_run_over_several_folders_splits_into_their_own_results(
+    kubeconform: Path, schema_dir: Path
+) -> None:
     """validate runs kubeconform once per batch of environments and reads each one's part."""
     from generators.validation.kubeconform import part
 
@@ -202,5 +218,10 @@ def test_a_run_over_several_folders_splits_into_their_own_results(kubeconform: P
         alone, share = run_kubeconform([folder], KUBERNETES_VERSION, schema_dir), part(together, folder)
         assert share.findings == alone.findings
         assert (share.valid, share.invalid, share.errors, share.skipped, share.expected) == (
-            alone.valid, alone.invalid, alone.errors, alone.skipped, alone.expected)
+            alone.valid,
+            alone.invalid,
+            alone.errors,
+            alone.skipped,
+            alone.expected,
+        )
     assert part(together, VALID).expected + part(together, INVALID).expected == together.expected

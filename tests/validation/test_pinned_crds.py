@@ -42,8 +42,11 @@ CLUSTERQUEUES = "kueue-v0.19.2/kueue.x-k8s.io_clusterqueues.yaml"
 
 
 def _pin_lines(path: Path) -> list[str]:
-    return [line.strip() for line in path.read_text().splitlines()
-            if line.strip() and not line.lstrip().startswith("#")]
+    return [
+        line.strip()
+        for line in path.read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
 
 
 @pytest.mark.skipif(not SHARED_CRD_DIR.is_dir(), reason="no ../shared/crds beside the repository")
@@ -108,7 +111,8 @@ def test_nothing_found_is_one_line_naming_the_fetch_command(
     assert str(caught.value) == (
         f"no verified copy of the CRDs pinned in schemas/crds.lock "
         f"({tmp_path / 'shared'}: absent; {cached_crd_dir()}: absent); "
-        f"run: {FETCH_COMMAND}")
+        f"run: {FETCH_COMMAND}"
+    )
 
 
 def test_downloads_come_from_github_unless_a_mirror_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -160,8 +164,14 @@ def _cli(root: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]
     """`python generate.py ARGV` of the checkout at root, as a user runs it."""
     environment = {k: v for k, v in os.environ.items() if k not in (CRDS_ENV, MIRROR_ENV)}
     environment.update(no_proxy="127.0.0.1", NO_PROXY="127.0.0.1", **env)
-    return subprocess.run([sys.executable, str(root / "generate.py"), *argv], cwd=root, env=environment,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, str(root / "generate.py"), *argv],
+        cwd=root,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def _fetch(mirror: Mirror, cache: Path) -> subprocess.CompletedProcess[str]:
@@ -216,8 +226,11 @@ def test_fetch_crds_fails_in_one_line_on_network_errors(tmp_path: Path, mirror: 
     missing = _fetch(mirror, tmp_path / "cache")
     assert missing.returncode == 1 and missing.stderr.count("\n") == 1
     assert missing.stderr.endswith(f"{PINS[0].url.removeprefix(GITHUB_RAW)}: Not Found\n")
-    unreachable = _cli(ROOT, "fetch-crds", **{CACHE_ENV: str(tmp_path / "cache"),
-                                             MIRROR_ENV: f"http://127.0.0.1:{free_port()}"})
+    unreachable = _cli(
+        ROOT,
+        "fetch-crds",
+        **{CACHE_ENV: str(tmp_path / "cache"), MIRROR_ENV: f"http://127.0.0.1:{free_port()}"},
+    )
     assert unreachable.returncode == 1 and unreachable.stderr.count("\n") == 1
     assert "Connection refused" in unreachable.stderr
 
@@ -225,8 +238,12 @@ def test_fetch_crds_fails_in_one_line_on_network_errors(tmp_path: Path, mirror: 
 def _clone_elsewhere(tmp_path: Path) -> Path:
     """The working tree copied where no ../shared/crds is beside it, as a user's clone."""
     clone = tmp_path / "elsewhere" / "trainyard"
-    shutil.copytree(ROOT, clone, symlinks=True, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "__pycache__", ".*_cache", ".hypothesis"))
+    shutil.copytree(
+        ROOT,
+        clone,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", ".*_cache", ".hypothesis"),
+    )
     return clone
 
 
@@ -243,8 +260,10 @@ def test_a_clone_elsewhere_validates_after_fetch_crds(
     (cache / "schemas").symlink_to(schema_dir.parent, target_is_directory=True)
     before = _cli(clone, "validate", "dev", **{CACHE_ENV: str(cache)})
     assert before.returncode == 1
-    assert f"kubeconform: did not run: no verified copy of the CRDs pinned in schemas/crds.lock " \
-           f"(../shared/crds: absent; {cache}/crds/" in before.stdout
+    assert (
+        f"kubeconform: did not run: no verified copy of the CRDs pinned in schemas/crds.lock "
+        f"(../shared/crds: absent; {cache}/crds/" in before.stdout
+    )
     assert f"run: {FETCH_COMMAND}" in before.stdout
     fetched = _cli(clone, "fetch-crds", **{CACHE_ENV: str(cache), MIRROR_ENV: mirror.url})
     assert fetched.returncode == 0, fetched.stderr

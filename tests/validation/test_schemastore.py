@@ -84,7 +84,7 @@ def _writable_copy(source: Path, dest: Path) -> Path:
         ("HorizontalPodAutoscaler", "autoscaling/v2", "horizontalpodautoscaler-autoscaling-v2.json"),
         ("ServiceMonitor", "monitoring.coreos.com/v1", "servicemonitor-monitoring-v1.json"),
     ],
-)  # fmt: skip
+)
 def test_file_names_follow_kubeconform_template(kind: str, api_version: str, name: str) -> None:
     assert schema_file_name(kind, api_version) == name
 
@@ -159,8 +159,18 @@ def test_repeated_subschemas_become_local_definitions() -> None:
 def test_recursive_jsonschemaprops_is_cut_to_anything(schema_dir: Path) -> None:
     name = "customresourcedefinition-apiextensions-v1.json"
     schema = json.loads((schema_dir / strict_dir_name(KUBERNETES_VERSION) / name).read_text())
-    props = _at(schema, "properties", "spec", "properties", "versions", "items", "properties",
-                "schema", "properties", "openAPIV3Schema")  # fmt: skip
+    props = _at(
+        schema,
+        "properties",
+        "spec",
+        "properties",
+        "versions",
+        "items",
+        "properties",
+        "schema",
+        "properties",
+        "openAPIV3Schema",
+    )
     assert props["additionalProperties"] is False  # the first level is still strict
     nested = _deref(schema, props["properties"]["properties"])
     assert nested["additionalProperties"] == {}  # then: anything
@@ -183,20 +193,29 @@ def test_strict_crd_schema_closes_objects_like_the_apiserver_prunes() -> None:
         "description": "dropped",
         "properties": {
             "description": {"type": "string", "description": "a field called description"},
-            "quota": {"anyOf": [{"type": "integer"}, {"type": "string"}],
-                      "x-kubernetes-int-or-string": True, "pattern": "^[0-9]+$"},
-            "open": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
-                     "properties": {"known": {"type": "object", "properties": {}}}},
+            "quota": {
+                "anyOf": [{"type": "integer"}, {"type": "string"}],
+                "x-kubernetes-int-or-string": True,
+                "pattern": "^[0-9]+$",
+            },
+            "open": {
+                "type": "object",
+                "x-kubernetes-preserve-unknown-fields": True,
+                "properties": {"known": {"type": "object", "properties": {}}},
+            },
             "map": {"type": "object", "additionalProperties": {"type": "string"}},
             "list": {"type": "array", "items": {"type": "object", "properties": {"a": {}}}},
-            "defaulted": {"type": "object", "default": {"properties": {"x": 1}},
-                          "properties": {"x": {"type": "integer"}}},
+            "defaulted": {
+                "type": "object",
+                "default": {"properties": {"x": 1}},
+                "properties": {"x": {"type": "integer"}},
+            },
             "maybe": {"type": "string", "nullable": True},
             "mode": {"type": "string", "enum": ["A", "B"]},
             "names": {"type": "array", "items": {"type": "string"}},
             "values": {"type": "array", "items": {"type": "string", "nullable": True}},
         },
-    }  # fmt: skip
+    }
     out = strict_crd_schema(raw)
     props = out["properties"]
     assert out["additionalProperties"] is False and "description" not in out

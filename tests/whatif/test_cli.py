@@ -34,16 +34,29 @@ from generators.box.state import BOX_DIR_ENV
 from tests.support import ROOT, tools
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
-BOX_TOOLS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwokctl",
-             "kueue", "helm", "kubectl")  # what box up runs (tests/box/test_box_up.py names the same)
+BOX_TOOLS = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+    "kwokctl",
+    "kueue",
+    "helm",
+    "kubectl",
+)  # what box up runs (tests/box/test_box_up.py names the same)
 
 TIMEOUT = 1500  # two boxes up and down and two replays of ~50 s, on 2 busy cores
 LATE, EARLY = 100, 10
 
 
 def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=repo,
-                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
 
 
 def _seconds(text: str) -> int:
@@ -66,15 +79,36 @@ def test_a_shares_change_shows_whose_jobs_wait_and_what_is_no_longer_preempted(t
     for before in ("shares: {train-h100: 50}", "shares: {train-h100: 30}"):
         text = text.replace(before, "shares: {train-h100: 40}")
     spec.write_text(text, encoding="utf-8")
-    done = subprocess.run([sys.executable, str(ROOT / "generate.py"), "-C", str(repo), "simulate", "staging",
-                           "--trace", str(ROOT / "tests" / "whatif" / "shares.yaml"), "--base", "HEAD",
-                           "--speed", "10", "--format", "markdown"],
-                          env={**os.environ, BOX_DIR_ENV: str(tmp_path / "boxes")}, capture_output=True,
-                          text=True, timeout=TIMEOUT, check=False)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "generate.py"),
+            "-C",
+            str(repo),
+            "simulate",
+            "staging",
+            "--trace",
+            str(ROOT / "tests" / "whatif" / "shares.yaml"),
+            "--base",
+            "HEAD",
+            "--speed",
+            "10",
+            "--format",
+            "markdown",
+        ],
+        env={**os.environ, BOX_DIR_ENV: str(tmp_path / "boxes")},
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
     print(done.stdout)
     assert done.returncode == 0, done.stderr[-5000:]
-    rows = {line.split(" | ")[0].strip("| "): [c.strip(" |") for c in line.split(" | ")]
-            for line in done.stdout.splitlines() if line.startswith("| ") and " -> " in line}  # fmt: skip
+    rows = {
+        line.split(" | ")[0].strip("| "): [c.strip(" |") for c in line.split(" | ")]
+        for line in done.stdout.splitlines()
+        if line.startswith("| ") and " -> " in line
+    }
     foundation, research = rows["foundation"], rows["research"]
     waits = re.match(r"(\S+) -> (\S+) ", foundation[4])
     assert waits is not None, foundation

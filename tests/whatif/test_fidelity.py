@@ -60,8 +60,17 @@ from generators.whatif.trace import load
 from tests.support import ROOT, tools
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
-BOX_TOOLS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwokctl",
-             "kueue", "helm", "kubectl")  # what box up runs (tests/box/test_box_up.py names the same)
+BOX_TOOLS = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+    "kwokctl",
+    "kueue",
+    "helm",
+    "kubectl",
+)  # what box up runs (tests/box/test_box_up.py names the same)
 
 ENV = "staging"
 SPEED = 10
@@ -114,7 +123,8 @@ ANALYTIC_WAITS = {"r1": 0, "e1": 0, "r2": 290, "e2": 240}
 
 
 def test_two_teams_wait_as_worked_out_by_hand(
-        two_runs: tuple[dict[str, Outcome], dict[str, Outcome]]) -> None:  # fmt: skip
+    two_runs: tuple[dict[str, Outcome], dict[str, Outcome]],
+) -> None:
     first, _ = two_runs
     waits = {name: round(first[name].wait) for name in ANALYTIC_WAITS}
     for name, expected in ANALYTIC_WAITS.items():
@@ -133,7 +143,8 @@ def test_two_teams_wait_as_worked_out_by_hand(
 
 
 def test_the_same_trace_twice_stays_within_the_noise_band(
-        two_runs: tuple[dict[str, Outcome], dict[str, Outcome]]) -> None:  # fmt: skip
+    two_runs: tuple[dict[str, Outcome], dict[str, Outcome]],
+) -> None:
     first, second = two_runs
     for name in ANALYTIC_WAITS:
         assert abs(first[name].wait - second[name].wait) <= NOISE, (name, first[name], second[name])

@@ -28,7 +28,14 @@ def test_nearest_rank() -> None:
 
 def test_durations_read_as_time() -> None:
     assert [duration(s) for s in (0, 42.4, 60, 245, 3600, 3900, 90061)] == [
-        "0s", "42s", "1m00s", "4m05s", "1h00m", "1h05m", "25h01m"]
+        "0s",
+        "42s",
+        "1m00s",
+        "4m05s",
+        "1h00m",
+        "1h05m",
+        "25h01m",
+    ]
 
 
 # Team a: a1 waits 0 and holds 16 GPUs for 1800 s (8 GPU-hours); a2 waits 600 and is preempted
@@ -36,8 +43,17 @@ def test_durations_read_as_time() -> None:
 # (8 GPU-hours). Team b: b1 arrives at 1000, waits 200, preempts a2, holds 64 GPUs for 3600 s
 # (64 GPU-hours); b2 is never admitted before the end at 9000: it waits 9000 - 2000 = 7000.
 A1 = Outcome("a1", "a", "training", 16, 0.0, ((0.0, 1800.0),), 1800.0, 9000.0)
-A2 = Outcome("a2", "a", "training", 16, 0.0, ((600.0, 1500.0), (1800.0, 3600.0)), 3600.0, 9000.0,
-             preempted=(Preemption("a2", "b1", "InCohortReclamation", 1500.0),))  # fmt: skip
+A2 = Outcome(
+    "a2",
+    "a",
+    "training",
+    16,
+    0.0,
+    ((600.0, 1500.0), (1800.0, 3600.0)),
+    3600.0,
+    9000.0,
+    preempted=(Preemption("a2", "b1", "InCohortReclamation", 1500.0),),
+)
 B1 = Outcome("b1", "b", "training-critical", 64, 1000.0, ((1200.0, 4800.0),), 4800.0, 9000.0)
 B2 = Outcome("b2", "b", "training-critical", 64, 2000.0, (), None, 9000.0)
 
@@ -56,8 +72,17 @@ def test_waits_and_gpu_hours_per_team_and_tier() -> None:
 
 def test_who_preempted_whom() -> None:
     assert preemptions([A1, A2, B1, B2]) == [("b", "a", 1)]
-    stranger = Outcome("c", "c", "training", 8, 0.0, ((0.0, 10.0),), 10.0, 10.0,
-                       preempted=(Preemption("c", "?", "InClusterQueue", 5.0),))  # fmt: skip
+    stranger = Outcome(
+        "c",
+        "c",
+        "training",
+        8,
+        0.0,
+        ((0.0, 10.0),),
+        10.0,
+        10.0,
+        preempted=(Preemption("c", "?", "InClusterQueue", 5.0),),
+    )
     assert preemptions([stranger]) == [("?", "c", 1)]
 
 
@@ -67,38 +92,72 @@ def test_base_to_head_with_the_difference() -> None:
     out = text(Side("head", (head_a1, A2, B1, B2)), Side("base main", (A1, A2, B1, B2)), "what-if t")
     lines = out.splitlines()
     assert lines[0] == "what-if t"
-    assert lines[2].split() == ["team", "tier", "jobs", "never", "admitted", "wait", "p50", "wait", "p95",
-                                "wait", "max", "GPU-hours", "preempted"]  # fmt: skip
+    assert lines[2].split() == [
+        "team",
+        "tier",
+        "jobs",
+        "never",
+        "admitted",
+        "wait",
+        "p50",
+        "wait",
+        "p95",
+        "wait",
+        "max",
+        "GPU-hours",
+        "preempted",
+    ]
     a_row = lines[4]
     assert "0s -> 5m00s (+5m00s)" in a_row  # p50 0 -> 300
     assert "10m00s -> 10m00s (+0s)" in a_row  # p95 and max stay 600
     assert "20.0 -> 20.0 (+0.0)" in a_row  # a1 holds as long, later
     assert "1 -> 1 (+0)" in a_row
     assert "3m20s -> 3m20s (+0s)" in lines[5]  # b's p50 stays 200
-    assert lines[7:11] == ["preemptions, base main:", "  b preempted a: 1",
-                           "preemptions, head:", "  b preempted a: 1"]
+    assert lines[7:11] == [
+        "preemptions, base main:",
+        "  b preempted a: 1",
+        "preemptions, head:",
+        "  b preempted a: 1",
+    ]
     # the outcomes above name no duration, so no job's latency can be told
-    assert lines[11:] == ["latency, base main: no job was admitted once and finished",
-                          "latency, head: no job was admitted once and finished"]
+    assert lines[11:] == [
+        "latency, base main: no job was admitted once and finished",
+        "latency, head: no job was admitted once and finished",
+    ]
 
 
 def test_hold_latency_is_the_median_of_how_much_longer_a_job_held_than_it_ran() -> None:
     # held 1830, 1845 and 1900 s for 1800 s of pods: 30, 45, 100 -> median (nearest rank) 45;
     # A2 was admitted twice and B2 never: neither counts.
-    held = [Outcome(f"j{i}", "a", "training", 8, 0.0, ((0.0, 1800.0 + extra),), 1800.0 + extra, 9000.0,
-                    duration=1800.0) for i, extra in enumerate((100.0, 30.0, 45.0))]  # fmt: skip
+    held = [
+        Outcome(
+            f"j{i}",
+            "a",
+            "training",
+            8,
+            0.0,
+            ((0.0, 1800.0 + extra),),
+            1800.0 + extra,
+            9000.0,
+            duration=1800.0,
+        )
+        for i, extra in enumerate((100.0, 30.0, 45.0))
+    ]
     assert hold_latency([*held, A2, B2]) == (45.0, 3)
     assert hold_latency([A2, B2]) is None
     line = text(Side("head", tuple(held)), None, "t").splitlines()[-1]
-    assert line == ("latency, head: a job held its quota 45s longer than its pods ran (median of 3); "
-                    "waits behind it come out that much late")
+    assert line == (
+        "latency, head: a job held its quota 45s longer than its pods ran (median of 3); "
+        "waits behind it come out that much late"
+    )
 
 
 def test_markdown_table() -> None:
     out = markdown(Side("head", (A1, B2)), None, "what-if t").splitlines()
     assert out[0] == "### what-if t"
-    assert out[2] == ("| team | tier | jobs | never admitted | wait p50 | wait p95 | wait max | GPU-hours |"
-                      " preempted |")  # fmt: skip
+    assert out[2] == (
+        "| team | tier | jobs | never admitted | wait p50 | wait p95 | wait max | GPU-hours | preempted |"
+    )
     assert out[4] == "| a | training | 1 | 0 | 0s | 0s | 0s | 8.0 | 0 |"
     assert out[5] == "| b | training-critical | 1 | 1 | 1h56m | 1h56m | 1h56m | 0.0 | 0 |"  # 7000 s
     assert out[7] == "Preemptions, head: no preemptions"

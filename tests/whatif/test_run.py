@@ -16,8 +16,9 @@ from tests.support import ROOT
 
 def test_the_base_checkout_holds_environments_as_committed(tmp_path: Path) -> None:
     folder, label = base_checkout(ROOT, "HEAD", tmp_path / "base")
-    committed = subprocess.run(["git", "show", "HEAD:environments/staging.yaml"], cwd=ROOT, check=True,
-                               capture_output=True).stdout  # fmt: skip
+    committed = subprocess.run(
+        ["git", "show", "HEAD:environments/staging.yaml"], cwd=ROOT, check=True, capture_output=True
+    ).stdout
     assert (folder / "environments" / "staging.yaml").read_bytes() == committed
     assert (folder / "environments" / "_defaults.yaml").is_file()  # the extends: base comes along
     assert label.startswith("base HEAD (") and label.endswith(")")

@@ -14,8 +14,9 @@ from tests.support import ROOT
 
 def test_the_shipped_trace_is_what_its_script_draws() -> None:
     shipped = (ROOT / "traces" / "staging.yaml").read_text(encoding="utf-8")
-    assert sample(load_env(ROOT, "staging")) == shipped, \
+    assert sample(load_env(ROOT, "staging")) == shipped, (
         "regenerate: python -m generators.whatif.sample staging > traces/staging.yaml"
+    )
 
 
 def test_the_shipped_trace_holds_the_published_figures() -> None:

@@ -32,19 +32,32 @@ def problems(tmp_path: Path, text: str, env: Environment | None) -> list[str]:
 
 def test_a_job_is_resolved_against_the_environment(tmp_path: Path, staging: Environment) -> None:
     path = tmp_path / "t.yaml"
-    path.write_text("jobs:\n"
-                    "  - {name: b, at: 1m, team: research, pods: 2,"
-                    " perPod: {gpus: 8, cpu: 4, memory: 16Gi},\n"
-                    "     duration: 1h30m, topology: {required: topology.trainyard.dev/rack},\n"
-                    "     failure: {after: 600}}\n"
-                    "  - {name: a, at: 0, team: evals, tier: training-critical, queue: evals-flex, pods: 1,\n"
-                    "     perPod: {gpus: 1}, duration: 90}\n", encoding="utf-8")  # fmt: skip
+    path.write_text(
+        "jobs:\n"
+        "  - {name: b, at: 1m, team: research, pods: 2,"
+        " perPod: {gpus: 8, cpu: 4, memory: 16Gi},\n"
+        "     duration: 1h30m, topology: {required: topology.trainyard.dev/rack},\n"
+        "     failure: {after: 600}}\n"
+        "  - {name: a, at: 0, team: evals, tier: training-critical, queue: evals-flex, pods: 1,\n"
+        "     perPod: {gpus: 1}, duration: 90}\n",
+        encoding="utf-8",
+    )
     trace = load(path, "t.yaml", staging)
     first, second = trace.jobs  # sorted by arrival
     assert (first.name, first.namespace, first.queue, first.tier, first.total_gpus) == (
-        "a", "evals", "evals-flex", "training-critical", 1)
+        "a",
+        "evals",
+        "evals-flex",
+        "training-critical",
+        1,
+    )
     assert (second.name, second.at, second.namespace, second.queue, second.tier) == (
-        "b", 60.0, "research", "research", "training")
+        "b",
+        60.0,
+        "research",
+        "research",
+        "training",
+    )
     assert (second.duration, second.cpu, second.memory, second.failure_after) == (5400.0, "4", "16Gi", 600.0)
     assert second.topology == ("required", "topology.trainyard.dev/rack")
     assert (first.cpu, first.memory) == ("1", "4Gi")  # the documented per-pod defaults
@@ -52,14 +65,16 @@ def test_a_job_is_resolved_against_the_environment(tmp_path: Path, staging: Envi
 
 
 def test_shape_mistakes_are_one_line_each_at_their_spot(tmp_path: Path) -> None:
-    text = ("jobs:\n"
-            "  - name: a\n"
-            "    at: -5\n"
-            "    team: research\n"
-            "    pods: 0\n"
-            "    perPod: {gpu: 8}\n"
-            "    duration: 10x\n"
-            "  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 1}, duration: 5}\n")  # fmt: skip
+    text = (
+        "jobs:\n"
+        "  - name: a\n"
+        "    at: -5\n"
+        "    team: research\n"
+        "    pods: 0\n"
+        "    perPod: {gpu: 8}\n"
+        "    duration: 10x\n"
+        "  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 1}, duration: 5}\n"
+    )
     assert problems(tmp_path, text, None) == [
         "t.yaml:3:9: error: must be at least zero, not -5 (jobs[0].at)",
         "t.yaml:5:11: error: expected a whole number of at least 1, not 0 (jobs[0].pods)",
@@ -67,14 +82,16 @@ def test_shape_mistakes_are_one_line_each_at_their_spot(tmp_path: Path) -> None:
         "GPUs per pod, e.g. perPod: {gpus: 8}",
         "t.yaml:6:14: error: unknown key 'gpu' (jobs[0].perPod.gpu); did you mean 'gpus'?",
         "t.yaml:7:15: error: '10x' is not a duration like 30s, 5m or 1h30m (jobs[0].duration)",
-    ]  # fmt: skip
+    ]
 
 
 def test_a_missing_key_and_a_duplicate_name(tmp_path: Path) -> None:
-    text = ("jobs:\n"
-            "  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 1}, duration: 5}\n"
-            "  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 1}}\n"
-            "  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 1}, duration: 5}\n")  # fmt: skip
+    text = (
+        "jobs:\n"
+        "  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 1}, duration: 5}\n"
+        "  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 1}}\n"
+        "  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 1}, duration: 5}\n"
+    )
     assert problems(tmp_path, text, None) == [
         "t.yaml:3:5: error: missing required key 'duration' (jobs[1]); "
         "a job needs name, at, team, pods, perPod, duration",
@@ -83,14 +100,16 @@ def test_a_missing_key_and_a_duplicate_name(tmp_path: Path) -> None:
 
 
 def test_names_the_environment_does_not_have(tmp_path: Path, staging: Environment) -> None:
-    text = ("jobs:\n"
-            "  - {name: a, at: 0, team: reserch, pods: 1, perPod: {gpus: 1}, duration: 5}\n"
-            "  - {name: b, at: 0, team: evals, namespace: research, queue: nope, pods: 1,"
-            " perPod: {gpus: 1},\n"
-            "     duration: 5}\n"
-            "  - {name: c, at: 0, team: evals, tier: inference-prod, pods: 1,"
-            " perPod: {gpus: 9}, duration: 5,\n"
-            "     topology: {preferred: zone}}\n")  # fmt: skip
+    text = (
+        "jobs:\n"
+        "  - {name: a, at: 0, team: reserch, pods: 1, perPod: {gpus: 1}, duration: 5}\n"
+        "  - {name: b, at: 0, team: evals, namespace: research, queue: nope, pods: 1,"
+        " perPod: {gpus: 1},\n"
+        "     duration: 5}\n"
+        "  - {name: c, at: 0, team: evals, tier: inference-prod, pods: 1,"
+        " perPod: {gpus: 9}, duration: 5,\n"
+        "     topology: {preferred: zone}}\n"
+    )
     assert problems(tmp_path, text, staging) == [
         "t.yaml:2:28: error: environment staging has no team 'reserch' (jobs[0].team); "
         "did you mean 'research'?",
@@ -103,23 +122,27 @@ def test_names_the_environment_does_not_have(tmp_path: Path, staging: Environmen
         "its pools have train-h100: 8 per node",
         "t.yaml:6:28: error: queue evals has no topology level 'zone' (jobs[2].topology.preferred); "
         "its levels: kubernetes.io/hostname, topology.trainyard.dev/rack",
-    ]  # fmt: skip
+    ]
 
 
 def test_a_trace_for_another_environment_and_an_empty_file(tmp_path: Path, staging: Environment) -> None:
     assert problems(tmp_path, "environment: prod\njobs: []\n", staging) == [
         "t.yaml:1:14: error: the trace is for environment 'prod', not 'staging' (environment); "
-        "replay it on its own environment, or drop the key"]  # fmt: skip
+        "replay it on its own environment, or drop the key"
+    ]
     assert problems(tmp_path, "# nothing\n", None) == [
         "t.yaml:1:1: error: the file is empty (nothing but comments or blank lines); "
-        "a trace holds jobs: [...] (docs/whatif.md)"]  # fmt: skip
+        "a trace holds jobs: [...] (docs/whatif.md)"
+    ]
     assert problems(tmp_path, "jobz: []\n", None) == [
         "t.yaml:1:1: error: unknown key 'jobz' (jobz); did you mean 'jobs'?",
-        "t.yaml:1:1: error: expected a non-empty list of jobs (jobs); see docs/whatif.md, The trace format"]
+        "t.yaml:1:1: error: expected a non-empty list of jobs (jobs); see docs/whatif.md, The trace format",
+    ]
 
 
-def test_the_cli_prints_the_line_and_starts_no_box(tmp_path: Path,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_prints_the_line_and_starts_no_box(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "t.yaml"
     path.write_text("jobs:\n  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 1}, duration: 0}\n")
     assert cli.main(["simulate", "staging", "--trace", str(path)]) == 1

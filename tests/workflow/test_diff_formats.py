@@ -78,8 +78,10 @@ def test_markdown_comment_structure(repo: Path) -> None:
     comment = generate(repo, "diff", "--format", "markdown").stdout
     assert comment.startswith(markdown.MARKER + "\n## trainyard diff: 1 environment changed\n")
     assert "### `prod`: " in comment and "### `staging`" not in comment
-    row = (r"^\| research \| train-h100-a \| changed \| 20% → 15% \| \d+ → \d+ \| nvidia\.com/gpu \| "
-           r"\d+ → \d+ \|")
+    row = (
+        r"^\| research \| train-h100-a \| changed \| 20% → 15% \| \d+ → \d+ \| nvidia\.com/gpu \| "
+        r"\d+ → \d+ \|"
+    )
     assert re.search(row, comment, re.M)
     assert "```mermaid\nflowchart LR\n" in comment and "c_training --> q_research" in comment
     assert "<details><summary>🟡 changed <code>ClusterQueue.kueue.x-k8s.io research</code>" in comment
@@ -130,8 +132,14 @@ def test_json_shape(repo: Path) -> None:
     assert [e["name"] for e in doc["environments"]] == ["dev", "prod", "staging"]
     prod = doc["environments"][1]
     assert set(prod) == {"name", "counts", "summary", "summaryNote", "objects"}
-    assert set(prod["summary"]) == {"pools", "quotas", "priorityTiers", "overflow", "health",
-                                    "quarantineCaps"}
+    assert set(prod["summary"]) == {
+        "pools",
+        "quotas",
+        "priorityTiers",
+        "overflow",
+        "health",
+        "quarantineCaps",
+    }
     pool = prod["summary"]["pools"][0]
     assert set(pool) == {
         "name",

@@ -11,7 +11,7 @@ from tests.workflow.conftest import commit_all, generate
 
 
 def test_long_strings_show_where_they_differ() -> None:
-    head = "sum(kube_node_status_allocatable{resource=\"nvidia_com_gpu\"}) - " * 40  # ~2,500 chars
+    head = 'sum(kube_node_status_allocatable{resource="nvidia_com_gpu"}) - ' * 40  # ~2,500 chars
     before, after = head + "vector(16) > 78", head + "vector(16) > 80"
     old, new, at = strings.narrow(before, after)
     assert at == len(head) + len("vector(16) > ")  # "78" and "80" differ from the "7"

@@ -25,7 +25,7 @@ def test_a_pool_cap_change_says_how_many_nodes_quarantine_may_take(repo: Path) -
     edit(small, CAP, "  cap: {maxNodes: 5, maxPercentOfPool: 3, pools: {train-h100: 3}}\n")
     generate(repo, "render")
     text = generate(repo, "diff", "--base", "HEAD", "--no-color").stdout
-    section = text[text.index("  Health quarantine\n"):].splitlines()[:3]
+    section = text[text.index("  Health quarantine\n") :].splitlines()[:3]
     assert section == [
         "  Health quarantine",
         "    health: fleet cap, nodes at once 4 -> 5",
@@ -38,8 +38,9 @@ def test_a_pool_cap_change_says_how_many_nodes_quarantine_may_take(repo: Path) -
     doc = json.loads(generate(repo, "diff", "--base", "HEAD", "--format", "json").stdout)
     env = next(e for e in doc["environments"] if e["name"] == "small")
     caps = env["summary"]["quarantineCaps"]
-    assert [(c["pool"], c["capNodes"]["before"], c["capNodes"]["after"], c["reserveNodes"]["after"])
-            for c in caps] == [("train-h100", 1, 3, 1)]
+    assert [
+        (c["pool"], c["capNodes"]["before"], c["capNodes"]["after"], c["reserveNodes"]["after"]) for c in caps
+    ] == [("train-h100", 1, 3, 1)]
 
 
 def test_watching_fewer_pools_says_what_is_no_longer_watched(repo: Path) -> None:
@@ -48,5 +49,7 @@ def test_watching_fewer_pools_says_what_is_no_longer_watched(repo: Path) -> None
     generate(repo, "render")
     text = generate(repo, "diff", "--base", "HEAD", "--no-color").stdout
     assert "    health: watched pools train-gb200, train-h100 -> train-gb200\n" in text
-    assert ("    pool train-h100 is no longer watched: quarantine takes none of its nodes "
-            "(was up to 1 node at once)\n") in text
+    assert (
+        "    pool train-h100 is no longer watched: quarantine takes none of its nodes "
+        "(was up to 1 node at once)\n"
+    ) in text

@@ -24,8 +24,11 @@ B200 = """  - name: train-b200
 def test_inserted_pool_is_an_added_flavor_not_a_renamed_one(repo: Path) -> None:
     prod = repo / "environments" / "prod.yaml"
     edit(prod, "  - name: infer-l40s\n", B200)
-    edit(prod, "shares: {train-h100-a: 20, train-h100-b: 20}\n    borrowFrom: [infer-l40s]",
-         "shares: {train-h100-a: 20, train-h100-b: 20, train-b200: 100}\n    borrowFrom: [infer-l40s]")
+    edit(
+        prod,
+        "shares: {train-h100-a: 20, train-h100-b: 20}\n    borrowFrom: [infer-l40s]",
+        "shares: {train-h100-a: 20, train-h100-b: 20, train-b200: 100}\n    borrowFrom: [infer-l40s]",
+    )
     generate(repo, "render")
     commit_all(repo, "prod: a B200 pool for research")
     doc = json.loads(generate(repo, "diff", "--base", "main", "--format", "json").stdout)
@@ -43,12 +46,20 @@ def test_inserted_pool_is_an_added_flavor_not_a_renamed_one(repo: Path) -> None:
 
 def test_taints_match_by_key_and_effect() -> None:
     before = {"nodeTaints": [{"key": "a", "effect": "NoSchedule"}, {"key": "b", "effect": "NoSchedule"}]}
-    after = {"nodeTaints": [{"key": "b", "effect": "NoSchedule"}, {"key": "b", "effect": "PreferNoSchedule"},
-                            {"key": "a", "effect": "NoSchedule", "value": "1"}]}
+    after = {
+        "nodeTaints": [
+            {"key": "b", "effect": "NoSchedule"},
+            {"key": "b", "effect": "PreferNoSchedule"},
+            {"key": "a", "effect": "NoSchedule", "value": "1"},
+        ]
+    }
     shown = [(format_path(c.path), c.before, c.after) for c in changed_fields(before, after)]
     assert shown == [
-        ("nodeTaints", ["key=a,effect=NoSchedule", "key=b,effect=NoSchedule"],
-         ["key=b,effect=NoSchedule", "key=a,effect=NoSchedule"]),  # order alone is a change
+        (
+            "nodeTaints",
+            ["key=a,effect=NoSchedule", "key=b,effect=NoSchedule"],
+            ["key=b,effect=NoSchedule", "key=a,effect=NoSchedule"],
+        ),  # order alone is a change
         ("nodeTaints[1]", MISSING, {"key": "b", "effect": "PreferNoSchedule"}),
         ("nodeTaints[2].value", MISSING, "1"),
     ]
@@ -56,10 +67,11 @@ def test_taints_match_by_key_and_effect() -> None:
 
 def test_scalar_lists_align_and_unkeyed_lists_stay_by_index() -> None:
     changes = changed_fields({"args": ["--a", "--b"]}, {"args": ["--b"]})
-    assert [(format_path(c.path), c.before, c.after) for c in changes] == [
-        ("args[0]", "--a", MISSING)]
+    assert [(format_path(c.path), c.before, c.after) for c in changes] == [("args[0]", "--a", MISSING)]
     changes = changed_fields({"v": ["a", "c"]}, {"v": ["a", "b", "c"]})
     assert [(format_path(c.path), c.before, c.after) for c in changes] == [("v[1]", MISSING, "b")]
     changes = changed_fields({"c": [{"x": 1}, {"x": 2}]}, {"c": [{"x": 2}]})
     assert [(format_path(c.path), c.before, c.after) for c in changes] == [
-        ("c[0].x", 1, 2), ("c[1]", {"x": 2}, MISSING)]
+        ("c[0].x", 1, 2),
+        ("c[1]", {"x": 2}, MISSING),
+    ]

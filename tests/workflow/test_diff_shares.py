@@ -25,8 +25,9 @@ def test_share_change_shows_shares_and_nodes(repo: Path) -> None:
     assert "research [train-h100-b]: share 20% -> 25%, 50 -> 62 nodes; nvidia.com/gpu 400 -> 496" in text
     doc = json.loads(generate(repo, "diff", "--base", "main", "--format", "json").stdout)
     prod = next(e for e in doc["environments"] if e["name"] == "prod")
-    row = next(q for q in prod["summary"]["quotas"]
-               if (q["team"], q["flavor"]) == ("research", "train-h100-b"))
+    row = next(
+        q for q in prod["summary"]["quotas"] if (q["team"], q["flavor"]) == ("research", "train-h100-b")
+    )
     assert (row["share"], row["nodes"]) == ({"before": 20, "after": 25}, {"before": 50, "after": 62})
 
 

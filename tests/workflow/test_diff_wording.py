@@ -31,10 +31,14 @@ def _new_team(repo: Path) -> None:
 def test_new_team_says_new_not_none(repo: Path) -> None:
     _new_team(repo)
     text = generate(repo, "diff", "--base", "main", "--no-color").stdout
-    assert ("speech [train-h100-a]: new share 5%, 12 nodes, nvidia.com/gpu 96, borrowing limit 896, "
-            "lending limit none") in text
-    assert ("speech [infer-l40s]: new share 0%, 0 nodes, nvidia.com/gpu 0, borrowing limit 248, "
-            "lending limit none") in text
+    assert (
+        "speech [train-h100-a]: new share 5%, 12 nodes, nvidia.com/gpu 96, borrowing limit 896, "
+        "lending limit none"
+    ) in text
+    assert (
+        "speech [infer-l40s]: new share 0%, 0 nodes, nvidia.com/gpu 0, borrowing limit 248, "
+        "lending limit none"
+    ) in text
     assert "none ->" not in text
     doc = json.loads(generate(repo, "diff", "--base", "main", "--format", "json").stdout)
     prod = next(e for e in doc["environments"] if e["name"] == "prod")
@@ -48,8 +52,8 @@ def test_mermaid_unchanged_means_unchanged(repo: Path) -> None:
     md = generate(repo, "diff", "--base", "main", "--format", "markdown").stdout
     assert "| speech | train-h100-a | added | 5% | 12 | nvidia.com/gpu | 96 | 896 | none |" in md
     assert "none →" not in md
-    chart = md[md.index("```mermaid"):]
-    chart = chart[:chart.index("```\n", 10)]
+    chart = md[md.index("```mermaid") :]
+    chart = chart[: chart.index("```\n", 10)]
     assert "0 → 0" not in chart
     assert "train-h100-a: new 96 GPUs" in chart
     outlined = re.search(r"class (\S+) changed", chart)

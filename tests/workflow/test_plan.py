@@ -47,15 +47,20 @@ def test_plan_lists_every_pool_team_and_tier(name: str) -> None:
                 for v in (gpu.nominal, gpu.borrowing_limit, gpu.lending_limit)
             ]
             share = team.shares.get(flavor.pool)
-            assert _row(out, team.name, team.cohort or "-", flavor.pool,
-                        "borrow" if share is None else f"{share}%", flavor.nodes, " / ".join(limits)), (
+            assert _row(
+                out,
+                team.name,
+                team.cohort or "-",
+                flavor.pool,
+                "borrow" if share is None else f"{share}%",
+                flavor.nodes,
+                " / ".join(limits),
+            ), (
                 team.name,
                 flavor.pool,
             )
     for tier in env.tiers:
-        assert _row(
-            out, tier.name, tier.role, tier.value, tier.preemption_policy
-        )
+        assert _row(out, tier.name, tier.role, tier.value, tier.preemption_policy)
 
 
 def test_plan_of_an_unknown_environment_is_a_usage_error() -> None:
@@ -85,7 +90,7 @@ def test_plan_shows_the_health_settings_and_each_pools_cap_beside_its_reserve(tm
     (root / "environments" / "small.yaml").write_text(SMALL)
     code, out, err = run_cli(root, "plan", "small")
     assert code == 0, err
-    assert out[out.index("Health quarantine\n"):] == (
+    assert out[out.index("Health quarantine\n") :] == (
         "Health quarantine\n"
         "backend trainyard (controller in trainyard-system; dry run: false)\n"
         "fleet cap 4 nodes at once; a pool without its own cap: 3% of its nodes, at least 1\n"
@@ -119,5 +124,7 @@ def test_plan_of_another_backend_names_it(tmp_path: Path) -> None:
 def test_plan_of_dev_names_nvsentinel_and_the_taints_inference_tolerates() -> None:
     """dev.yaml: health.backend nvsentinel, whose two quarantine taints inference tolerates."""
     out = generate(ROOT, "plan", "dev").stdout
-    assert out.endswith("Health quarantine\nbackend nvsentinel (installed on its own); inference tolerates "
-                        "its taints:\n  nvidia.com/gpu-xid-error, nvidia.com/gpu-nvlink-error\n"), out
+    assert out.endswith(
+        "Health quarantine\nbackend nvsentinel (installed on its own); inference tolerates "
+        "its taints:\n  nvidia.com/gpu-xid-error, nvidia.com/gpu-nvlink-error\n"
+    ), out

@@ -99,7 +99,8 @@ def test_counts_out_not_ready_cordoned_tainted_and_degraded(repo: Path) -> None:
     broken[2]["spec"]["taints"].append({"key": "nvidia.com/gpu-xid", "effect": "NoExecute"})
     broken[3]["status"]["allocatable"]["nvidia.com/gpu"] = "7"  # a GPU fell off the bus
     broken[4]["spec"]["taints"].append(  # quarantined by the health controller
-        {"key": "trainyard.dev/gpu-health", "value": "gpu-temperature", "effect": "NoSchedule"})
+        {"key": "trainyard.dev/gpu-health", "value": "gpu-temperature", "effect": "NoSchedule"}
+    )
     path = write_nodes(repo, items + broken)
     expected = substituted(repo, "prod", 0, pool.nodes - 8)
     before = (repo / "environments" / "prod.yaml").read_text(encoding="utf-8")
@@ -249,16 +250,21 @@ def test_nodelist_of_another_cluster_is_one_cause_not_a_line_per_node(repo: Path
     env = model.load(repo, "prod")
     items = [n for p in env.pools for n in pool_nodes(p, p.nodes)]
     for item in items:
-        item["metadata"]["labels"] = {"kubernetes.io/hostname": item["metadata"]["name"],
-                                      "cloud.example/pool": "gpu"}
+        item["metadata"]["labels"] = {
+            "kubernetes.io/hostname": item["metadata"]["name"],
+            "cloud.example/pool": "gpu",
+        }
     err = _refused(repo, "prod", items)
     lines = err.splitlines()
-    assert lines[0] == ("nodes.json: error: none of its 576 GPU nodes matches any pool of the environment: "
-                        "is it the NodeList of another cluster? (check kubectl's current context)"
-                        ).replace("nodes.json", str(repo / "nodes.json"))
-    assert lines[1].endswith("576 GPU nodes match no pool's nodeLabels (infer-l40s-0000, "
-                             "infer-l40s-0001, infer-l40s-0002, infer-l40s-0003, infer-l40s-0004, "
-                             "and 571 more); label them like their pool, or add the pool to the environment")
+    assert lines[0] == (
+        "nodes.json: error: none of its 576 GPU nodes matches any pool of the environment: "
+        "is it the NodeList of another cluster? (check kubectl's current context)"
+    ).replace("nodes.json", str(repo / "nodes.json"))
+    assert lines[1].endswith(
+        "576 GPU nodes match no pool's nodeLabels (infer-l40s-0000, "
+        "infer-l40s-0001, infer-l40s-0002, infer-l40s-0003, infer-l40s-0004, "
+        "and 571 more); label them like their pool, or add the pool to the environment"
+    )
     assert len(lines) <= 6, err  # the two above, a drop refusal per pool (3), the summary
 
 
@@ -276,17 +282,22 @@ def test_a_pool_wide_undeclared_taint_is_named_instead_of_accepting_the_drop(rep
         if item["metadata"]["labels"].get("trainyard.dev/pool") == "infer-l40s":
             item["spec"]["taints"] = [USUAL_GPU_TAINT]
     err = _refused(repo, "prod", items)
-    assert ("pool infer-l40s would lose 64 of 64 nodes at once, 100%, over the 25% allowed "
-            f"(pools[{index}].nodes); every node carries the taint nvidia.com/gpu=present:NoSchedule: "
-            f"declare it under pools[{index}].taints (its pods tolerate it), do not accept the drop") in err
+    assert (
+        "pool infer-l40s would lose 64 of 64 nodes at once, 100%, over the 25% allowed "
+        f"(pools[{index}].nodes); every node carries the taint nvidia.com/gpu=present:NoSchedule: "
+        f"declare it under pools[{index}].taints (its pods tolerate it), do not accept the drop"
+    ) in err
 
 
 def test_a_declared_usual_gpu_taint_is_counted_and_keeps_overflow_working(repo: Path) -> None:
     text = (repo / "environments" / "prod.yaml").read_text()
     old = "    nodeLabels: {trainyard.dev/pool: infer-l40s, nvidia.com/gpu.product: NVIDIA-L40S}\n"
     assert old in text
-    (repo / "environments" / "prod.yaml").write_text(text.replace(
-        old, old + "    taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]\n", 1))
+    (repo / "environments" / "prod.yaml").write_text(
+        text.replace(
+            old, old + "    taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]\n", 1
+        )
+    )
     env = model.load(repo, "prod")  # the default free-GPU query no longer refuses the pool
     assert env.overflow is not None
     query = env.overflow.gate.free_gpus_query

@@ -48,4 +48,3 @@ def test_layout_survives_or_refusal_says_where(tmp_path: Path, case: Path, newli
         assert code == 1
         assert env_file.read_bytes() == original
         assert f"environments/bad.yaml:{expect}" in err.splitlines(), err
-

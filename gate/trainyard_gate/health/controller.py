@@ -153,8 +153,14 @@ class HealthController:
         if failed is None:
             return True
         self._metrics.errors.labels(stage="nodes").inc()
-        event(LOG, logging.ERROR, "node health update failed", node=node.name, action=change.action,
-              error=api_error(failed))  # fmt: skip
+        event(
+            LOG,
+            logging.ERROR,
+            "node health update failed",
+            node=node.name,
+            action=change.action,
+            error=api_error(failed),
+        )
         return False
 
 
@@ -170,8 +176,13 @@ def run_health(
     """The health controller's reconcile loop (runtime.loop.run, every pass a query pass);
     returns the process exit code."""
     beat = health.beat if health is not None else (lambda: None)
-    return loop.run(lambda _query: one_pass(controller, metrics, stop), policy.reconcile_interval_seconds,
-                    stop, once=once, beat=beat)  # fmt: skip
+    return loop.run(
+        lambda _query: one_pass(controller, metrics, stop),
+        policy.reconcile_interval_seconds,
+        stop,
+        once=once,
+        beat=beat,
+    )
 
 
 def one_pass(controller: HealthController, metrics: HealthMetrics, stop: threading.Event) -> bool:
@@ -182,8 +193,9 @@ def one_pass(controller: HealthController, metrics: HealthMetrics, stop: threadi
 def start(policy: NodeHealthPolicy, options: Options) -> Controller:
     """The health controller for main: its metrics, what the "starting" line names, its loop."""
     metrics = HealthMetrics([pool.name for pool in policy.pools], policy.reasons)
-    controller = HealthController(policy, options.prometheus.query_nodes, options.nodes, metrics,
-                                  options.dry_run)  # fmt: skip
+    controller = HealthController(
+        policy, options.prometheus.query_nodes, options.nodes, metrics, options.dry_run
+    )
 
     def work(halt: threading.Event) -> int:
         return run_health(policy, controller, metrics, halt, once=options.once, health=options.health)

@@ -118,8 +118,10 @@ class HealthState:
             if name not in self._known:
                 self._adopt(views[name], pools[name], wall)
         counts = {pool.name: len(listing.get(pool.name, ())) for pool in self.policy.pools}
-        caps = {pool.name: self.policy.cap.pool_cap(counts[pool.name], pool.max_nodes)
-                for pool in self.policy.pools}
+        caps = {
+            pool.name: self.policy.cap.pool_cap(counts[pool.name], pool.max_nodes)
+            for pool in self.policy.pools
+        }
         if bad is None:
             # hold: no changes, and the failed query counts as "not seen" everywhere.
             self._bad_since.clear()

@@ -154,8 +154,14 @@ class TaintEnforcer:
         if not nodes and self._warned.get(gate.name) is not state:
             # Nothing to guard: say so once per state, the metric and its alert say it on.
             self._warned[gate.name] = state
-            event(LOG, logging.WARNING, "gate selector matches no node", gate=gate.name,
-                  selector=gate.label_selector, state=state.value)  # fmt: skip
+            event(
+                LOG,
+                logging.WARNING,
+                "gate selector matches no node",
+                gate=gate.name,
+                selector=gate.label_selector,
+                state=state.value,
+            )
         open_nodes = 0
         for node in nodes:
             if is_converged(node, gate.taint, state is GateState.CLOSED):
@@ -176,8 +182,9 @@ class TaintEnforcer:
             self._metrics.record_patch(gate.name, closed, dry_run)
 
         action = "taint" if closed else "untaint"
-        failed = self._patcher.apply(node, Want(gate.taint, present=closed), action, count,
-                                     {"gate": gate.name}, {"state": state.value})  # fmt: skip
+        failed = self._patcher.apply(
+            node, Want(gate.taint, present=closed), action, count, {"gate": gate.name}, {"state": state.value}
+        )
         if failed is not None:
             self._api_failure(gate, node.name, failed)
             return before, False
@@ -296,7 +303,15 @@ def start(policy: TaintPolicy, options: Options) -> Controller:
     enforcer = TaintEnforcer(options.nodes, metrics, dry_run=options.dry_run)
 
     def work(halt: threading.Event) -> int:
-        return run(policy, options.prometheus, enforcer, metrics, halt, once=options.once,
-                   node_resync_seconds=options.node_resync_seconds, health=options.health)  # fmt: skip
+        return run(
+            policy,
+            options.prometheus,
+            enforcer,
+            metrics,
+            halt,
+            once=options.once,
+            node_resync_seconds=options.node_resync_seconds,
+            health=options.health,
+        )
 
     return Controller(metrics, {"gates": [gate.name for gate in policy.gates]}, work)

@@ -32,8 +32,9 @@ class _Elector(leaderelection.LeaderElection):
     each attempt is this process's sign of life for /healthz.
     """
 
-    def __init__(self, cfg: electionconfig.Config, metrics: ControllerMetrics, health: Health,
-                 leading: threading.Event) -> None:  # fmt: skip
+    def __init__(
+        self, cfg: electionconfig.Config, metrics: ControllerMetrics, health: Health, leading: threading.Event
+    ) -> None:
         super().__init__(cfg)  # type: ignore[no-untyped-call]
         self._metrics, self._health, self._leading = metrics, health, leading
 
@@ -83,8 +84,9 @@ def elected(
     logging.getLogger("leaderelection").setLevel(logging.WARNING)  # it logs every attempt at info
     metrics.leader.set(0)
     event(LOG, logging.INFO, "standing by for the lease", identity=args.identity)
-    threading.Thread(target=_Elector(cfg, metrics, health, leading).run, name="leader-election",
-                     daemon=True).start()  # fmt: skip
+    threading.Thread(
+        target=_Elector(cfg, metrics, health, leading).run, name="leader-election", daemon=True
+    ).start()
     while not (stop.wait(0.2) or halt.is_set()):
         pass
     halt.set()

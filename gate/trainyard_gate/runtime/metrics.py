@@ -34,16 +34,18 @@ class ControllerMetrics:
         return serve(self.registry, port, address, health)
 
 
-def serve(registry: CollectorRegistry, port: int, address: str,
-          health: Health) -> tuple[WSGIServer, threading.Thread]:  # fmt: skip
+def serve(
+    registry: CollectorRegistry, port: int, address: str, health: Health
+) -> tuple[WSGIServer, threading.Thread]:
     """Serve /metrics and /healthz from a daemon thread; stop with server.shutdown()."""
     metrics_app = make_wsgi_app(registry)
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("PATH_INFO") == "/healthz":
             ok, why = health.check()
-            start_response("200 OK" if ok else "503 Service Unavailable",
-                           [("Content-Type", "text/plain; charset=utf-8")])  # fmt: skip
+            start_response(
+                "200 OK" if ok else "503 Service Unavailable", [("Content-Type", "text/plain; charset=utf-8")]
+            )
             return [f"{why}\n".encode()]
         return metrics_app(environ, start_response)  # type: ignore[no-any-return]
 

@@ -221,8 +221,15 @@ class NodePatcher:
             if self._reported.get(key) != want:
                 self._reported[key] = want
                 count(True)
-                event(LOG, logging.INFO, "node patch skipped (dry run)", **context, node=node.name,
-                      action=action, **detail)  # fmt: skip
+                event(
+                    LOG,
+                    logging.INFO,
+                    "node patch skipped (dry run)",
+                    **context,
+                    node=node.name,
+                    action=action,
+                    **detail,
+                )
             return None
         try:
             patched = self.nodes.apply(node, want)

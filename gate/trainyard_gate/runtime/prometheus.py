@@ -98,8 +98,13 @@ class PrometheusClient:
         try:
             # identity: a gzip body could decode to nothing for many reads in a row,
             # inside urllib3 where the deadline is not checked.
-            with session.get(url, params={"query": query}, timeout=limit, stream=True,
-                             headers={"Accept-Encoding": "identity"}) as response:  # fmt: skip
+            with session.get(
+                url,
+                params={"query": query},
+                timeout=limit,
+                stream=True,
+                headers={"Accept-Encoding": "identity"},
+            ) as response:
                 body = self._read(response, deadline, url)
                 status = response.status_code
         except requests.RequestException as err:

@@ -56,8 +56,15 @@ def _bad_node(context: SceneContext) -> SceneResult:
     from generators.box.scenes import bad_node
 
     state = context.state
-    return bad_node.bad_node(context.kube, context.env, state.processes, state.prometheus, context.folder,
-                             state.cluster, context.say)
+    return bad_node.bad_node(
+        context.kube,
+        context.env,
+        state.processes,
+        state.prometheus,
+        context.folder,
+        state.cluster,
+        context.say,
+    )
 
 
 def _inference_scales(context: SceneContext) -> SceneResult:

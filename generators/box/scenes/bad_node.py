@@ -107,17 +107,27 @@ class BadNode:
 
     @property
     def ok(self) -> bool:
-        return (self.since_after_duration and self.taint == self.reason and self.kept_running
-                and self.metric_quarantined == 1 and self.seconds_to_alert > 0
-                and self.pinned_pods_on_node_while_bad == 0
-                and self.seconds_to_release >= self.release_after and self.released_clean
-                and self.pinned_landed_after_release and self.kept_running_after_release
-                and self.spike_ok)  # fmt: skip
+        return (
+            self.since_after_duration
+            and self.taint == self.reason
+            and self.kept_running
+            and self.metric_quarantined == 1
+            and self.seconds_to_alert > 0
+            and self.pinned_pods_on_node_while_bad == 0
+            and self.seconds_to_release >= self.release_after
+            and self.released_clean
+            and self.pinned_landed_after_release
+            and self.kept_running_after_release
+            and self.spike_ok
+        )
 
     @property
     def spike_ok(self) -> bool:
-        return (self.spike_quarantined == self.cap and self.spike_held_back == self.spike_bad - self.cap
-                and self.spike_taints == {self.spike_expected: self.spike_reason})  # fmt: skip
+        return (
+            self.spike_quarantined == self.cap
+            and self.spike_held_back == self.spike_bad - self.cap
+            and self.spike_taints == {self.spike_expected: self.spike_reason}
+        )
 
     def lines(self) -> list[str]:
         def mark(good: bool, bad: str) -> str:
@@ -139,8 +149,10 @@ class BadNode:
             + mark(self.pinned_pods_on_node_while_bad == 0, "LANDED ON A QUARANTINED NODE"),
             f"healthy again: released after {self.seconds_to_release:.1f}s (releaseAfterSeconds "
             f"{self.release_after})"
-            + mark(self.seconds_to_release >= self.release_after and self.released_clean,
-                   "RELEASED EARLY OR NOT CLEAN"),
+            + mark(
+                self.seconds_to_release >= self.release_after and self.released_clean,
+                "RELEASED EARLY OR NOT CLEAN",
+            ),
             f"  the pinned Job then ran on it: {self.pinned_landed_after_release} "
             f"({self.seconds_to_land:.1f}s after the release); training pods still "
             f"running: {self.kept_running_after_release}"
@@ -152,7 +164,7 @@ class BadNode:
             f"  alert {self.spike_alert} firing for {len(self.spike_alerted)} node(s): "
             f"{', '.join(self.spike_alerted) or '-'} (the cap, not the alert, picks who goes)",
             *self.notes,
-        ]  # fmt: skip
+        ]
 
 
 class Exporter:
@@ -163,8 +175,9 @@ class Exporter:
 
     def _call(self, method: str, path: str, body: Obj | None = None) -> None:
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(f"{self.url}{path}", data=data, method=method,
-                                         headers={"Content-Type": "application/json"})  # fmt: skip
+        request = urllib.request.Request(
+            f"{self.url}{path}", data=data, method=method, headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             response.read()
 
@@ -192,8 +205,10 @@ def _process_url(context_processes: list[Any], name: str) -> str:
     for process in context_processes:
         if process.name == name:
             return f"http://127.0.0.1:{process.ports[0]}"
-    raise ValueError(f"the box runs no {name} process: bring it up with this project's box up "
-                     f"(its health section must name backend trainyard)")  # fmt: skip
+    raise ValueError(
+        f"the box runs no {name} process: bring it up with this project's box up "
+        f"(its health section must name backend trainyard)"
+    )
 
 
 def _watched_pool(env: Environment, controller: Controller) -> tuple[Pool, str, str]:
@@ -220,14 +235,22 @@ def _gpus(pool: Pool, share: int) -> dict[str, str]:
 
 
 def _pod_spec(pool: Pool, tier: str | None, image: str, share: int) -> Obj:
-    tolerations = [{"key": t.key, "operator": "Equal", "value": t.value or "", "effect": t.effect}
-                   for t in pool.taints]  # fmt: skip
+    tolerations = [
+        {"key": t.key, "operator": "Equal", "value": t.value or "", "effect": t.effect} for t in pool.taints
+    ]
     gpus = _gpus(pool, share)
-    return {**({"priorityClassName": tier} if tier else {}), "tolerations": tolerations,
-            "nodeSelector": dict(pool.node_labels),
-            "containers": [{"name": "main", "image": image,
-                            "resources": {"requests": {**gpus, "cpu": "1", "memory": "1Gi"},
-                                          "limits": gpus}}]}  # fmt: skip
+    return {
+        **({"priorityClassName": tier} if tier else {}),
+        "tolerations": tolerations,
+        "nodeSelector": dict(pool.node_labels),
+        "containers": [
+            {
+                "name": "main",
+                "image": image,
+                "resources": {"requests": {**gpus, "cpu": "1", "memory": "1Gi"}, "limits": gpus},
+            }
+        ],
+    }
 
 
 def _deployment(name: str, namespace: str, pool: Pool) -> Obj:
@@ -235,16 +258,28 @@ def _deployment(name: str, namespace: str, pool: Pool) -> Obj:
     rendered policy gives them the outside-Kueue tier), one per node, half a node each."""
     labels = {SCENE_LABEL: name}
     spec = _pod_spec(pool, None, "registry.example/trainer:1", 2)
-    spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {"matchLabels": labels}, "topologyKey": HOSTNAME}]}}
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "spec": {"replicas": TRAINERS, "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels}, "spec": spec}}}  # fmt: skip
+    spec["affinity"] = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": labels}, "topologyKey": HOSTNAME}
+            ]
+        }
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "replicas": TRAINERS,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        },
+    }
 
 
-def _job(name: str, namespace: str, queue: str, pool: Pool, tier: str, pods: int,
-         node: str | None = None) -> Obj:  # fmt: skip
+def _job(
+    name: str, namespace: str, queue: str, pool: Pool, tier: str, pods: int, node: str | None = None
+) -> Obj:
     """A training Job through the team's queue: `pods` pods of half a node, held Running by
     the box's pod-complete Stage for RUN_FOR_VALUE; pinned to `node` if given."""
     spec = _pod_spec(pool, tier, "registry.example/trainer:1", 2)
@@ -253,10 +288,17 @@ def _job(name: str, namespace: str, queue: str, pool: Pool, tier: str, pods: int
         spec["nodeSelector"] = {**spec["nodeSelector"], HOSTNAME: node}
     labels = {QUEUE_LABEL: queue, PRIORITY_LABEL: tier, SCENE_LABEL: name}
     template = {"labels": {SCENE_LABEL: name}, "annotations": {RUN_FOR: RUN_FOR_VALUE}}
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "spec": {"suspend": True, "parallelism": pods, "completions": pods,
-                     "template": {"metadata": template, "spec": spec}}}  # fmt: skip
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "suspend": True,
+            "parallelism": pods,
+            "completions": pods,
+            "template": {"metadata": template, "spec": spec},
+        },
+    }
 
 
 def holds_job_pods(folder: Path, cluster: str) -> bool:
@@ -289,8 +331,10 @@ def _quarantined(kube: Kube, pool: Pool) -> list[str]:
 
 def _running(kube: Kube, namespace: str, selector: str) -> dict[str, tuple[str, str]]:
     """uid -> (node, phase) of the pods matching `selector`."""
-    return {p["metadata"]["uid"]: (p["spec"].get("nodeName", ""), (p.get("status") or {}).get("phase", ""))
-            for p in kube.list("v1", "Pod", namespace, label_selector=selector)}  # fmt: skip
+    return {
+        p["metadata"]["uid"]: (p["spec"].get("nodeName", ""), (p.get("status") or {}).get("phase", ""))
+        for p in kube.list("v1", "Pod", namespace, label_selector=selector)
+    }
 
 
 def _passes_after(metrics_url: str, moment: float, passes: int, timeout: float) -> None:
@@ -310,20 +354,29 @@ def firing(prometheus: str, alert: str) -> list[str]:
     """The nodes `alert` fires for in Prometheus now (its rendered rules, evaluated there)."""
     with urllib.request.urlopen(f"{prometheus}/api/v1/alerts", timeout=10) as response:
         alerts = json.load(response)["data"]["alerts"]
-    return sorted(a["labels"].get("node", "") for a in alerts
-                  if a["labels"].get("alertname") == alert and a.get("state") == "firing")  # fmt: skip
+    return sorted(
+        a["labels"].get("node", "")
+        for a in alerts
+        if a["labels"].get("alertname") == alert and a.get("state") == "firing"
+    )
 
 
-def bad_node(kube: Kube, env: Environment, processes: list[Any], prometheus: str, folder: Path, cluster: str,
-             say: Say) -> BadNode:  # fmt: skip
+def bad_node(
+    kube: Kube, env: Environment, processes: list[Any], prometheus: str, folder: Path, cluster: str, say: Say
+) -> BadNode:
     """Run the scene (module docstring); remove what it created and heal every node after."""
     assert env.health is not None and env.health.controller is not None, "backend trainyard only"
     controller = env.health.controller
     pool, namespace, queue = _watched_pool(env, controller)
     temperature, xid = _condition(controller, "gpuTemperature"), _condition(controller, "xid")
-    result = BadNode(pool.name, temperature.reason, temperature.quarantine_after_seconds,
-                     controller.release_after_seconds, controller.cap.pool_cap(pool),
-                     controller.cap.max_nodes)  # fmt: skip
+    result = BadNode(
+        pool.name,
+        temperature.reason,
+        temperature.quarantine_after_seconds,
+        controller.release_after_seconds,
+        controller.cap.pool_cap(pool),
+        controller.cap.max_nodes,
+    )
     exporter = Exporter(_process_url(processes, dcgm_fake.NAME))
     metrics_url = _process_url(processes, HEALTH_PROCESS)
     tier = env.default_training_tier.name
@@ -340,8 +393,10 @@ def bad_node(kube: Kube, env: Environment, processes: list[Any], prometheus: str
         else:
             trainers = kube.create(_deployment(f"trainer-{run}", namespace, pool))
             created.append(("apps/v1", "Deployment", trainers["metadata"]["name"]))
-            result.trainers_kind = (f"{TRAINERS} class-less Deployment pods (this box's KWOK completes "
-                                    f"Job pods at once: no {RUN_FOR} Stage)")  # fmt: skip
+            result.trainers_kind = (
+                f"{TRAINERS} class-less Deployment pods (this box's KWOK completes "
+                f"Job pods at once: no {RUN_FOR} Stage)"
+            )
         selector = f"{SCENE_LABEL}=trainer-{run}"
 
         def all_running() -> dict[str, tuple[str, str]] | None:
@@ -360,8 +415,11 @@ def bad_node(kube: Kube, env: Environment, processes: list[Any], prometheus: str
         hot = env.monitoring.gpu_temp_limit_celsius + HOT_ABOVE_LIMIT
         began = time.time()
         exporter.fault(node, gpuTemperature=hot)
-        quarantined = wait_for(lambda: _with_taint(kube, node),
-                               temperature.quarantine_after_seconds + SLACK_SECONDS, f"{node} quarantined")
+        quarantined = wait_for(
+            lambda: _with_taint(kube, node),
+            temperature.quarantine_after_seconds + SLACK_SECONDS,
+            f"{node} quarantined",
+        )
         result.seconds_to_quarantine = time.time() - began
         result.taint = _taint(quarantined) or ""
         notes = quarantined["metadata"].get("annotations") or {}
@@ -373,15 +431,20 @@ def bad_node(kube: Kube, env: Environment, processes: list[Any], prometheus: str
         result.metric_quarantined = health_metrics(metrics_url).get(key, 0.0)
         say(f"{node} quarantined after {result.seconds_to_quarantine:.1f}s")
         result.alert = temperature.alert
-        wait_for(lambda: node in firing(prometheus, temperature.alert), SLACK_SECONDS,
-                 f"{temperature.alert} firing for {node}", 0.5)  # fmt: skip
+        wait_for(
+            lambda: node in firing(prometheus, temperature.alert),
+            SLACK_SECONDS,
+            f"{temperature.alert} firing for {node}",
+            0.5,
+        )
         result.seconds_to_alert = time.time() - began
 
         # 2. A training Job pinned to the node does not run there; the training pods stay.
         job = kube.create(_job(f"pinned-{run}", namespace, queue, pool, tier, 1, node))
         created.append(("batch/v1", "Job", job["metadata"]["name"]))
-        result.pinned_refused = wait_for(lambda: _refusal(kube, job), SLACK_SECONDS,
-                                         "Kueue's verdict on the pinned Job")  # fmt: skip
+        result.pinned_refused = wait_for(
+            lambda: _refusal(kube, job), SLACK_SECONDS, "Kueue's verdict on the pinned Job"
+        )
         _passes_after(metrics_url, time.time(), 2, SLACK_SECONDS)  # the controller and friends had their go
         result.pinned_pods_on_node_while_bad = len(_pods_on(kube, job, node))
         result.kept_running = _kept(kube, namespace, selector, on_node, node)
@@ -389,16 +452,23 @@ def bad_node(kube: Kube, env: Environment, processes: list[Any], prometheus: str
         # 3. Healthy again: released once good for releaseAfterSeconds.
         healed = time.time()
         exporter.heal(node)
-        wait_for(lambda: _without_taint(kube, node), controller.release_after_seconds + SLACK_SECONDS,
-                 f"{node} released")  # fmt: skip
+        wait_for(
+            lambda: _without_taint(kube, node),
+            controller.release_after_seconds + SLACK_SECONDS,
+            f"{node} released",
+        )
         result.seconds_to_release = time.time() - healed
         released = kube.get("v1", "Node", node) or {}
         left = set(released["metadata"].get("annotations") or {}) & {REASON_ANNOTATION, SINCE_ANNOTATION}
         result.released_clean = _taint(released) is None and not left
         say(f"{node} released after {result.seconds_to_release:.1f}s")
         released_at = time.time()
-        landed = wait_for(lambda: _pods_on(kube, job, node) or None, SLACK_SECONDS,
-                          "the pinned Job's pod on the released node", 0.5)  # fmt: skip
+        landed = wait_for(
+            lambda: _pods_on(kube, job, node) or None,
+            SLACK_SECONDS,
+            "the pinned Job's pod on the released node",
+            0.5,
+        )
         result.pinned_landed_after_release = bool(landed)
         result.seconds_to_land = time.time() - released_at
         result.kept_running_after_release = _kept(kube, namespace, selector, on_node, node)
@@ -431,8 +501,10 @@ def bad_node(kube: Kube, env: Environment, processes: list[Any], prometheus: str
             return nodes if set(nodes) >= set(spike) else None
 
         result.spike_alerted = wait_for(alerted, SLACK_SECONDS, f"{xid.alert} firing for the spike", 0.5)
-        say(f"spike: {len(spike)} bad, {result.spike_quarantined} quarantined, "
-            f"held back {result.spike_held_back:g}")
+        say(
+            f"spike: {len(spike)} bad, {result.spike_quarantined} quarantined, "
+            f"held back {result.spike_held_back:g}"
+        )
         return result
     finally:
         with contextlib.suppress(Exception):

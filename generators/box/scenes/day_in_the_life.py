@@ -83,20 +83,33 @@ def plan(env: Environment) -> Plan:
     team = next(t for t in env.teams if t.name == queue.team)
     replicas = (pool.gpus_per_node + provider.gpus) // INFERENCE_GPUS
     if not service.min_replicas <= replicas <= service.max_replicas:
-        raise ValueError(f"{env.name}: {replicas} replicas of {service.deployment} fall outside its "
-                         "HPA range")
+        raise ValueError(
+            f"{env.name}: {replicas} replicas of {service.deployment} fall outside its HPA range"
+        )
     free = pool.nodes * pool.gpus_per_node - replicas * INFERENCE_GPUS
     if free < provider.band.close_when_free_gpus_at_least:
         line = provider.band.close_when_free_gpus_at_least
-        raise ValueError(f"{env.name}: {free} GPUs of {pool.name} stay free at steady state, under the "
-                         f"gate's close line {line}: the day cannot start with the gate closed")
+        raise ValueError(
+            f"{env.name}: {free} GPUs of {pool.name} stay free at steady state, under the "
+            f"gate's close line {line}: the day cannot start with the gate closed"
+        )
     gate = ov.gate
     # Long enough for the gate to see the pool full (a scrape, a pass), hold it, open, and for
     # the spill to land (6 to 12 s after the gang's arrival at --speed 10 to 60, where this
     # gives 44 to 28 s: docs/controlplane.md, "A day in the life").
     run = 20 + 4 * (provider.band.open_after_seconds + gate.reconcile_interval_seconds)
-    return Plan(ov, pool, provider, service, queue.name, team.namespaces[0], env.default_training_tier.name,
-                replicas, pool.nodes - 1, run)  # fmt: skip
+    return Plan(
+        ov,
+        pool,
+        provider,
+        service,
+        queue.name,
+        team.namespaces[0],
+        env.default_training_tier.name,
+        replicas,
+        pool.nodes - 1,
+        run,
+    )
 
 
 def _owner(env: Environment, service: InferenceService) -> str:
@@ -106,31 +119,58 @@ def _owner(env: Environment, service: InferenceService) -> str:
 def deployment(p: Plan) -> Obj:
     """The serving team's Deployment, its pod spec the documented snippet plus a container."""
     gpu = p.pool.gpu_resource
-    container = {"name": "server", "image": "registry.example/chat-api:1",
-                 "resources": {"requests": {gpu: str(INFERENCE_GPUS), "cpu": "8", "memory": "64Gi"},
-                               "limits": {gpu: str(INFERENCE_GPUS)}}}  # fmt: skip
+    container = {
+        "name": "server",
+        "image": "registry.example/chat-api:1",
+        "resources": {
+            "requests": {gpu: str(INFERENCE_GPUS), "cpu": "8", "memory": "64Gi"},
+            "limits": {gpu: str(INFERENCE_GPUS)},
+        },
+    }
     spec = {**inference_pod_snippet(p.overflow, p.service), "containers": [container]}
     labels = dict(p.service.pod_selector)
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": p.service.deployment, "namespace": p.service.namespace,
-                         "labels": {SCENE_LABEL: "day-in-the-life"}},
-            "spec": {"replicas": p.replicas, "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels}, "spec": spec}}}  # fmt: skip
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": p.service.deployment,
+            "namespace": p.service.namespace,
+            "labels": {SCENE_LABEL: "day-in-the-life"},
+        },
+        "spec": {
+            "replicas": p.replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        },
+    }
 
 
 def gang_job(p: Plan, name: str) -> Obj:
     gpu, gpus = p.pool.gpu_resource, str(p.pool.gpus_per_node)
-    container = {"name": "train", "image": "registry.example/trainer:1",
-                 "resources": {"requests": {gpu: gpus, "cpu": "16", "memory": "128Gi"},
-                               "limits": {gpu: gpus}}}
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": name, "namespace": p.namespace,
-                         "labels": {QUEUE_LABEL: p.queue, PRIORITY_LABEL: p.tier, SCENE_LABEL: name}},
-            "spec": {"suspend": True, "parallelism": p.gang, "completions": p.gang,
-                     "completionMode": "Indexed",
-                     "template": {"metadata": {"annotations": {RUN_FOR: f"{p.run_seconds}s"}},
-                                  "spec": {"priorityClassName": p.tier, "restartPolicy": "Never",
-                                           "containers": [container]}}}}  # fmt: skip
+    container = {
+        "name": "train",
+        "image": "registry.example/trainer:1",
+        "resources": {"requests": {gpu: gpus, "cpu": "16", "memory": "128Gi"}, "limits": {gpu: gpus}},
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": p.namespace,
+            "labels": {QUEUE_LABEL: p.queue, PRIORITY_LABEL: p.tier, SCENE_LABEL: name},
+        },
+        "spec": {
+            "suspend": True,
+            "parallelism": p.gang,
+            "completions": p.gang,
+            "completionMode": "Indexed",
+            "template": {
+                "metadata": {"annotations": {RUN_FOR: f"{p.run_seconds}s"}},
+                "spec": {"priorityClassName": p.tier, "restartPolicy": "Never", "containers": [container]},
+            },
+        },
+    }
 
 
 @dataclass
@@ -168,10 +208,12 @@ class DayInTheLife:
     def lines(self) -> list[str]:
         found = [f"+{at:7.1f}s  {text}" for at, text in self.steps]
         cycles = ", ".join(map(str, self.evictions_per_cycle)) or "none"
-        found.append(f"time to spill {self.spill_seconds:.1f}s; fewest ready inference replicas "
-                     f"{self.fewest_ready}/{self.replicas}; evictions per cycle {cycles} (cap "
-                     f"{self.eviction_cap}; {self.pdb_refusals} refused by the PDB); time back "
-                     f"{self.back_seconds:.1f}s")  # fmt: skip
+        found.append(
+            f"time to spill {self.spill_seconds:.1f}s; fewest ready inference replicas "
+            f"{self.fewest_ready}/{self.replicas}; evictions per cycle {cycles} (cap "
+            f"{self.eviction_cap}; {self.pdb_refusals} refused by the PDB); time back "
+            f"{self.back_seconds:.1f}s"
+        )
         found += [f"BROKEN: {problem}" for problem in self.problems]
         return found
 
@@ -199,8 +241,11 @@ class Watch:
         pods = [p for p in listed if not p["metadata"].get("deletionTimestamp")]
         ready = [p for p in pods if is_true(p, "Ready")]
         virtual = self.plan.provider.node_name
-        on_virtual = [p for p in pods if p["spec"].get("nodeName") == virtual
-                      and (p.get("status") or {}).get("phase") == "Running"]  # fmt: skip
+        on_virtual = [
+            p
+            for p in pods
+            if p["spec"].get("nodeName") == virtual and (p.get("status") or {}).get("phase") == "Running"
+        ]
         in_cluster = [p for p in ready if p["spec"].get("nodeName") != virtual]
         snap = Snapshot(self.now(), len(ready), len(in_cluster), len(on_virtual), pods)
         if self.counting:
@@ -216,8 +261,11 @@ def gate_metrics(context: SceneContext) -> dict[str, float]:
     [process] = [p for p in context.state.processes if p.name == "overflow-gate"]
     with urllib.request.urlopen(f"http://127.0.0.1:{process.ports[0]}/metrics", timeout=10) as response:
         text = response.read().decode()
-    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-            if line.startswith("trainyard_gate_")}  # fmt: skip
+    return {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("trainyard_gate_")
+    }
 
 
 def _gate_closed(kube: Kube, p: Plan) -> bool:
@@ -257,8 +305,9 @@ def _pdb_refusals(context: SceneContext, after: int) -> int:
     part of the log written since byte `after`."""
     [process] = [p for p in context.state.processes if p.name == "descheduler"]
     text = Path(process.log).read_bytes()[after:].decode(errors="replace")
-    return len([line for line in text.splitlines()
-                if "Error evicting pod" in line and "disruption budget" in line])  # fmt: skip
+    return len(
+        [line for line in text.splitlines() if "Error evicting pod" in line and "disruption budget" in line]
+    )
 
 
 def _log_size(context: SceneContext, name: str) -> int:
@@ -306,20 +355,26 @@ def _pool_nodes(kube: Kube, pool: Pool) -> set[str]:
 def _steady(context: SceneContext, p: Plan, watch: Watch, created: list[tuple[str, str, str, str]]) -> None:
     kube, gate = context.kube, p.provider.band
     try:
-        wait_for(lambda: _gate_closed(kube, p), REACT_SECONDS + 2 * gate.close_after_seconds,
-                 f"the gate's taint on {p.provider.node_name} before the day begins")  # fmt: skip
+        wait_for(
+            lambda: _gate_closed(kube, p),
+            REACT_SECONDS + 2 * gate.close_after_seconds,
+            f"the gate's taint on {p.provider.node_name} before the day begins",
+        )
     except AssertionError as err:  # say what the gate and the node showed instead
         node = kube.get("v1", "Node", p.provider.node_name) or {"metadata": {}, "spec": {}}
         matched = _metric(gate_metrics(context), "trainyard_gate_matched_nodes", gate=p.provider.name)
-        raise AssertionError(f"{err}; the node's labels {node['metadata'].get('labels')}, taints "
-                             f"{node['spec'].get('taints')}; the gate matches {matched} nodes") from None
+        raise AssertionError(
+            f"{err}; the node's labels {node['metadata'].get('labels')}, taints "
+            f"{node['spec'].get('taints')}; the gate matches {matched} nodes"
+        ) from None
     pool_nodes = _pool_nodes(kube, p.pool)
     made = kube.create(deployment(p))
     created.append(("apps/v1", "Deployment", made["metadata"]["name"], p.service.namespace))
-    watch.until(lambda s: s.in_cluster == p.replicas and all(x["spec"].get("nodeName") in pool_nodes
-                                                             for x in s.pods),
-                REACT_SECONDS,
-                f"{p.replicas} replicas of {p.service.deployment} Ready on {p.pool.name}")  # fmt: skip
+    watch.until(
+        lambda s: s.in_cluster == p.replicas and all(x["spec"].get("nodeName") in pool_nodes for x in s.pods),
+        REACT_SECONDS,
+        f"{p.replicas} replicas of {p.service.deployment} Ready on {p.pool.name}",
+    )
     free = p.pool.nodes * p.pool.gpus_per_node - p.replicas * INFERENCE_GPUS
 
     def counted() -> dict[str, float] | None:
@@ -329,11 +384,13 @@ def _steady(context: SceneContext, p: Plan, watch: Watch, created: list[tuple[st
     metrics = wait_for(counted, REACT_SECONDS, f"the gate counting {free} free GPUs", POLL_SECONDS)
     closed = _metric(metrics, "trainyard_gate_closed", gate=p.provider.name)
     budget = wait_for(lambda: _budget(kube, p), REACT_SECONDS, f"PDB {p.service.deployment} expecting them")
-    watch.step(f"steady: {p.service.deployment} {p.replicas}/{p.replicas} Ready on {p.pool.name} "
-               f"({INFERENCE_GPUS} GPUs each); the gate counts {free:g} free GPUs and keeps "
-               f"{p.provider.node_name} closed (trainyard_gate_closed {closed:g}); PDB expects "
-               f"{budget['status']['expectedPods']}, allows {budget['status']['disruptionsAllowed']} "
-               "disruption")
+    watch.step(
+        f"steady: {p.service.deployment} {p.replicas}/{p.replicas} Ready on {p.pool.name} "
+        f"({INFERENCE_GPUS} GPUs each); the gate counts {free:g} free GPUs and keeps "
+        f"{p.provider.node_name} closed (trainyard_gate_closed {closed:g}); PDB expects "
+        f"{budget['status']['expectedPods']}, allows {budget['status']['disruptionsAllowed']} "
+        "disruption"
+    )
     watch.counting = True
     if closed != 1:
         result_problem(watch, f"the gate reports {p.provider.node_name} open at steady state")
@@ -351,8 +408,9 @@ def _budget(kube: Kube, p: Plan) -> Obj | None:
     return pdb if expected else None
 
 
-def _training_arrives(context: SceneContext, p: Plan, watch: Watch, name: str,
-                      created: list[tuple[str, str, str, str]]) -> tuple[Obj, float]:  # fmt: skip
+def _training_arrives(
+    context: SceneContext, p: Plan, watch: Watch, name: str, created: list[tuple[str, str, str, str]]
+) -> tuple[Obj, float]:
     kube = context.kube
     wall = time.time()
     job = kube.create(gang_job(p, name))
@@ -368,12 +426,20 @@ def _training_arrives(context: SceneContext, p: Plan, watch: Watch, name: str,
     [assignment] = admission["podSetAssignments"]
     flavor = assignment["flavors"].get(p.pool.gpu_resource)
     topology = assignment.get("topologyAssignment")
-    watch.step(f"gang {name} ({p.gang} x {p.pool.gpus_per_node} GPUs, queue {p.queue}, {p.tier}) admitted by "
-               f"Kueue in {admission['clusterQueue']} on flavor {flavor}; topology assignment: "
-               + (f"levels {','.join(topology['levels'])}" if topology
-                  else "none (a -flex queue is not topology-aware)"))  # fmt: skip
-    watch.result.admission = {"clusterQueue": admission["clusterQueue"], "flavor": flavor,
-                              "topology": topology}  # fmt: skip
+    watch.step(
+        f"gang {name} ({p.gang} x {p.pool.gpus_per_node} GPUs, queue {p.queue}, {p.tier}) admitted by "
+        f"Kueue in {admission['clusterQueue']} on flavor {flavor}; topology assignment: "
+        + (
+            f"levels {','.join(topology['levels'])}"
+            if topology
+            else "none (a -flex queue is not topology-aware)"
+        )
+    )
+    watch.result.admission = {
+        "clusterQueue": admission["clusterQueue"],
+        "flavor": flavor,
+        "topology": topology,
+    }
     if flavor != p.pool.name:
         result_problem(watch, f"the gang was admitted on {flavor}, not the borrowed pool {p.pool.name}")
     pool_nodes = _pool_nodes(kube, p.pool)
@@ -382,17 +448,21 @@ def _training_arrives(context: SceneContext, p: Plan, watch: Watch, name: str,
     def running() -> list[Obj] | None:
         pods = kube.list("v1", "Pod", p.namespace, label_selector=selector)
         watch.sample()
-        up = [x for x in pods
-              if (x.get("status") or {}).get("phase") == "Running" and x["spec"].get("nodeName")]  # fmt: skip
+        up = [
+            x for x in pods if (x.get("status") or {}).get("phase") == "Running" and x["spec"].get("nodeName")
+        ]
         return pods if len(up) == p.gang else None
 
-    pods = wait_for(running, REACT_SECONDS, f"the scheduler placing the {p.gang} pods of {name}",
-                    POLL_SECONDS)  # fmt: skip
+    pods = wait_for(
+        running, REACT_SECONDS, f"the scheduler placing the {p.gang} pods of {name}", POLL_SECONDS
+    )
     hosts = {x["spec"]["nodeName"] for x in pods}
     preempted = [e for e in _events(kube, p.service.namespace, wall - 1) if e.get("reason") == "Preempted"]
-    watch.step(f"the scheduler placed the gang on {len(hosts)} {p.pool.name} nodes, preempting "
-               f"{len(preempted)} inference pods (events Preempted); "
-               f"{'all' if hosts <= pool_nodes else 'NOT all'} on the pool")  # fmt: skip
+    watch.step(
+        f"the scheduler placed the gang on {len(hosts)} {p.pool.name} nodes, preempting "
+        f"{len(preempted)} inference pods (events Preempted); "
+        f"{'all' if hosts <= pool_nodes else 'NOT all'} on the pool"
+    )
     watch.result.preempted = len(preempted)
     if not hosts <= pool_nodes:
         result_problem(watch, f"gang pods ran outside {p.pool.name}: {sorted(hosts - pool_nodes)}")
@@ -403,28 +473,39 @@ def _training_arrives(context: SceneContext, p: Plan, watch: Watch, name: str,
 
 def _spill(context: SceneContext, p: Plan, watch: Watch, job: Obj, began: float) -> None:
     kube, band, gate = context.kube, p.provider.band, p.overflow.gate
-    opened_before = _metric(gate_metrics(context), "trainyard_gate_transitions_total", gate=p.provider.name,
-                            direction="open") or 0.0  # fmt: skip
+    opened_before = (
+        _metric(
+            gate_metrics(context), "trainyard_gate_transitions_total", gate=p.provider.name, direction="open"
+        )
+        or 0.0
+    )
     wait = REACT_SECONDS + 3 * (band.open_after_seconds + gate.reconcile_interval_seconds)
     watch.until(lambda s: not _gate_closed(kube, p), wait, f"the gate opening {p.provider.node_name}")
     metrics = gate_metrics(context)
-    opened = _metric(metrics, "trainyard_gate_transitions_total", gate=p.provider.name,
-                     direction="open") or 0.0  # fmt: skip
+    opened = (
+        _metric(metrics, "trainyard_gate_transitions_total", gate=p.provider.name, direction="open") or 0.0
+    )
     free = metrics.get("trainyard_gate_free_gpus", 0)
-    watch.step(f"the gate opened {p.provider.node_name} (free GPUs {free:g} "
-               f"< {band.open_when_free_gpus_below} for {band.open_after_seconds}s; open transitions "
-               f"{opened_before:g} -> {opened:g})")  # fmt: skip
+    watch.step(
+        f"the gate opened {p.provider.node_name} (free GPUs {free:g} "
+        f"< {band.open_when_free_gpus_below} for {band.open_after_seconds}s; open transitions "
+        f"{opened_before:g} -> {opened:g})"
+    )
     if opened <= opened_before:
         result_problem(watch, "the virtual node lost its gate taint with no open transition of the gate")
-    snap = watch.until(lambda s: s if s.ready == p.replicas and s.virtual == p.spilled else None,
-                       REACT_SECONDS,
-                       f"{p.spilled} replicas Running on {p.provider.node_name}, all {p.replicas} Ready")
+    snap = watch.until(
+        lambda s: s if s.ready == p.replicas and s.virtual == p.spilled else None,
+        REACT_SECONDS,
+        f"{p.spilled} replicas Running on {p.provider.node_name}, all {p.replicas} Ready",
+    )
     result = watch.result
     result.spill_seconds, result.spilled = snap.at - began, snap.virtual
     current = kube.get("batch/v1", "Job", job["metadata"]["name"], p.namespace)
-    watch.step(f"spilled: {snap.virtual} replicas Running on {p.provider.node_name} (KWOK), "
-               f"{snap.in_cluster} in the cluster, {snap.ready}/{p.replicas} Ready; fewest Ready so far "
-               f"{result.fewest_ready}")
+    watch.step(
+        f"spilled: {snap.virtual} replicas Running on {p.provider.node_name} (KWOK), "
+        f"{snap.in_cluster} in the cluster, {snap.ready}/{p.replicas} Ready; fewest Ready so far "
+        f"{result.fewest_ready}"
+    )
     if is_true(current, "Complete"):
         result_problem(watch, "the gang completed before the spill landed: its run time is too short")
 
@@ -438,12 +519,18 @@ def _training_completes(context: SceneContext, p: Plan, watch: Watch, job: Obj) 
         current = kube.get("batch/v1", "Job", name, p.namespace)
         return current if is_true(current, "Complete") else None
 
-    done = wait_for(complete, p.run_seconds + REACT_SECONDS, f"the job controller completing {name}",
-                    POLL_SECONDS)  # fmt: skip
-    finished = wait_for(lambda: condition(workload_of(kube, job), "Finished"), REACT_SECONDS,
-                        f"Kueue finishing the Workload of {name}")  # fmt: skip
-    watch.step(f"training completed ({done['status'].get('succeeded')} pods Succeeded after KWOK held them "
-               f"{p.run_seconds}s); Workload Finished={finished.get('status')}")
+    done = wait_for(
+        complete, p.run_seconds + REACT_SECONDS, f"the job controller completing {name}", POLL_SECONDS
+    )
+    finished = wait_for(
+        lambda: condition(workload_of(kube, job), "Finished"),
+        REACT_SECONDS,
+        f"Kueue finishing the Workload of {name}",
+    )
+    watch.step(
+        f"training completed ({done['status'].get('succeeded')} pods Succeeded after KWOK held them "
+        f"{p.run_seconds}s); Workload Finished={finished.get('status')}"
+    )
     return _epoch(done["status"]["completionTime"]), watch.now()
 
 
@@ -451,20 +538,31 @@ def _back(context: SceneContext, p: Plan, watch: Watch, done: tuple[float, float
     kube, band, back = context.kube, p.provider.band, p.overflow.migrate_back
     completed_at, seen_at = done
     log_from = _log_size(context, "descheduler")
-    closed_before = _metric(gate_metrics(context), "trainyard_gate_transitions_total", gate=p.provider.name,
-                            direction="close") or 0.0  # fmt: skip
+    closed_before = (
+        _metric(
+            gate_metrics(context), "trainyard_gate_transitions_total", gate=p.provider.name, direction="close"
+        )
+        or 0.0
+    )
     wait = REACT_SECONDS + 2 * band.close_after_seconds
     watch.until(lambda s: _gate_closed(kube, p), wait, f"the gate closing {p.provider.node_name}")
     held = time.time() - completed_at
     watch.result.gate_held_seconds = held
-    closed = _metric(gate_metrics(context), "trainyard_gate_transitions_total", gate=p.provider.name,
-                     direction="close") or 0.0  # fmt: skip
-    watch.step(f"the gate closed {p.provider.node_name} {held:.0f}s after training freed its GPUs "
-               f"(closeAfterSeconds {band.close_after_seconds}; close transitions {closed_before:g} -> "
-               f"{closed:g})")
+    closed = (
+        _metric(
+            gate_metrics(context), "trainyard_gate_transitions_total", gate=p.provider.name, direction="close"
+        )
+        or 0.0
+    )
+    watch.step(
+        f"the gate closed {p.provider.node_name} {held:.0f}s after training freed its GPUs "
+        f"(closeAfterSeconds {band.close_after_seconds}; close transitions {closed_before:g} -> "
+        f"{closed:g})"
+    )
     if held < band.close_after_seconds - 2:  # the job controller's completionTime has 1 s resolution
-        result_problem(watch, f"the gate closed after {held:.0f}s, before its {band.close_after_seconds}s "
-                              "hysteresis")
+        result_problem(
+            watch, f"the gate closed after {held:.0f}s, before its {band.close_after_seconds}s hysteresis"
+        )
     interval, age = seconds_of(back.descheduling_interval), seconds_of(back.min_pod_age)
     # The PDB's floor while moving (a percentage is not checked: staging's is a count).
     unavailable = p.service.max_unavailable
@@ -479,24 +577,31 @@ def _back(context: SceneContext, p: Plan, watch: Watch, done: tuple[float, float
     snap = watch.until(home, moving, f"all {p.replicas} replicas back on {p.pool.name}")
     result = watch.result
     result.back_seconds, result.fewest_moving = snap.at - seen_at, fewest[0]
-    evictions = [_epoch(e["eventTime"]) for e in _events(kube, p.service.namespace, completed_at)
-                 if e.get("action") == "Descheduled" and e.get("type") == "Normal" and e.get("eventTime")]
+    evictions = [
+        _epoch(e["eventTime"])
+        for e in _events(kube, p.service.namespace, completed_at)
+        if e.get("action") == "Descheduled" and e.get("type") == "Normal" and e.get("eventTime")
+    ]
     result.evictions_per_cycle = cycles(evictions, interval)
-    result.eviction_cap = min(back.max_pods_to_evict_per_node, back.max_pods_to_evict_per_namespace,
-                              back.max_pods_to_evict_total)  # fmt: skip
+    result.eviction_cap = min(
+        back.max_pods_to_evict_per_node, back.max_pods_to_evict_per_namespace, back.max_pods_to_evict_total
+    )
     result.pdb_refusals = _pdb_refusals(context, log_from)
-    watch.step(f"migrated back: {len(evictions)} evictions by the descheduler in cycles of "
-               f"{', '.join(map(str, result.evictions_per_cycle))} (interval {back.descheduling_interval}, "
-               f"cap {result.eviction_cap}, minPodAge {back.min_pod_age}); fewest Ready while moving "
-               f"{fewest[0]}/{p.replicas} (PDB floor {floor}); {result.pdb_refusals} evictions refused by "
-               "the PDB")
+    watch.step(
+        f"migrated back: {len(evictions)} evictions by the descheduler in cycles of "
+        f"{', '.join(map(str, result.evictions_per_cycle))} (interval {back.descheduling_interval}, "
+        f"cap {result.eviction_cap}, minPodAge {back.min_pod_age}); fewest Ready while moving "
+        f"{fewest[0]}/{p.replicas} (PDB floor {floor}); {result.pdb_refusals} evictions refused by "
+        "the PDB"
+    )
     if any(n > result.eviction_cap for n in result.evictions_per_cycle):
         result_problem(watch, f"a descheduling cycle evicted more than the cap of {result.eviction_cap}")
     if fewest[0] < floor:
         result_problem(watch, f"{fewest[0]} replicas Ready while moving back, under the PDB's {floor}")
     if len(evictions) < p.spilled:
-        result_problem(watch, f"{len(evictions)} evictions for {p.spilled} spilled replicas: something "
-                              "else moved them")
+        result_problem(
+            watch, f"{len(evictions)} evictions for {p.spilled} spilled replicas: something else moved them"
+        )
     if result.fewest_ready < 1:
         result_problem(watch, "inference stopped serving altogether (no replica Ready at some point)")
     if not _gate_closed(kube, p):
@@ -505,6 +610,7 @@ def _back(context: SceneContext, p: Plan, watch: Watch, done: tuple[float, float
     active = condition(hpa, "ScalingActive") or {}
     current = ((hpa or {}).get("status") or {}).get("currentReplicas", "?")
     scaling = f"ScalingActive={active.get('status', '?')}: {active.get('reason', 'no status yet')}"
-    watch.step(f"steady again: {snap.in_cluster}/{p.replicas} Ready on {p.pool.name}, none on "
-               f"{p.provider.node_name}, gate closed; the rendered HPA: currentReplicas {current}, {scaling}")
-
+    watch.step(
+        f"steady again: {snap.in_cluster}/{p.replicas} Ready on {p.pool.name}, none on "
+        f"{p.provider.node_name}, gate closed; the rendered HPA: currentReplicas {current}, {scaling}"
+    )

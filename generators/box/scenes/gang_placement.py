@@ -65,9 +65,14 @@ def _topology_pool(env: Environment) -> tuple[Pool, str, str]:
 
 def _gpu_container(pool: Pool, image: str) -> Obj:
     gpus = str(pool.gpus_per_node)
-    return {"name": "main", "image": image,
-            "resources": {"requests": {pool.gpu_resource: gpus, "cpu": "1", "memory": "1Gi"},
-                          "limits": {pool.gpu_resource: gpus}}}  # fmt: skip
+    return {
+        "name": "main",
+        "image": image,
+        "resources": {
+            "requests": {pool.gpu_resource: gpus, "cpu": "1", "memory": "1Gi"},
+            "limits": {pool.gpu_resource: gpus},
+        },
+    }
 
 
 def _job(name: str, namespace: str, queue: str, pool: Pool, pods: int, tier: str | None) -> Obj:
@@ -78,10 +83,18 @@ def _job(name: str, namespace: str, queue: str, pool: Pool, pods: int, tier: str
     spec: dict[str, Any] = {"restartPolicy": "Never", "containers": [container]}
     if tier:
         spec["priorityClassName"] = tier
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "spec": {"suspend": True, "parallelism": pods, "completions": pods, "completionMode": "Indexed",
-                     "template": {"spec": spec}}}  # fmt: skip
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "suspend": True,
+            "parallelism": pods,
+            "completions": pods,
+            "completionMode": "Indexed",
+            "template": {"spec": spec},
+        },
+    }
 
 
 def workload_of(kube: Kube, job: Obj) -> Obj | None:
@@ -93,20 +106,29 @@ def workload_of(kube: Kube, job: Obj) -> Obj | None:
 
 
 def _occupant(pool: Pool, namespace: str, host: str, name: str) -> Obj:
-    tolerations = [{"key": t.key, "operator": "Equal", "value": t.value or "", "effect": t.effect}
-                   for t in pool.taints]  # fmt: skip
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": {SCENE_LABEL: name}},
-            "spec": {"nodeSelector": {HOSTNAME: host}, "tolerations": tolerations,
-                     "containers": [_gpu_container(pool, "registry.example/occupant:1")]}}  # fmt: skip
+    tolerations = [
+        {"key": t.key, "operator": "Equal", "value": t.value or "", "effect": t.effect} for t in pool.taints
+    ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {SCENE_LABEL: name}},
+        "spec": {
+            "nodeSelector": {HOSTNAME: host},
+            "tolerations": tolerations,
+            "containers": [_gpu_container(pool, "registry.example/occupant:1")],
+        },
+    }
 
 
 def gang_placement(kube: Kube, env: Environment) -> GangPlacement:
     """Run the scene (module docstring) and clean up after it."""
     pool, namespace, queue = _topology_pool(env)
     rack_level = [level for level in pool.topology_levels if level != HOSTNAME][-1]
-    nodes = sorted(kube.list("v1", "Node", label_selector=f"trainyard.dev/pool={pool.name}"),
-                   key=lambda n: n["metadata"]["name"])  # fmt: skip
+    nodes = sorted(
+        kube.list("v1", "Node", label_selector=f"trainyard.dev/pool={pool.name}"),
+        key=lambda n: n["metadata"]["name"],
+    )
     racks: dict[str, list[str]] = {}
     for node in nodes:
         racks.setdefault(node["metadata"]["labels"][rack_level], []).append(node["metadata"]["name"])
@@ -119,8 +141,11 @@ def gang_placement(kube: Kube, env: Environment) -> GangPlacement:
         for index, host in enumerate(occupied):
             pod = kube.create(_occupant(pool, namespace, host, f"occupant-{run}-{index}"))
             created.append(("v1", "Pod", pod["metadata"]["name"]))
-        wait_for(lambda: all(_running(kube, namespace, name) for _, _, name in created), SECONDS,
-                 "the occupant pods running")  # fmt: skip
+        wait_for(
+            lambda: all(_running(kube, namespace, name) for _, _, name in created),
+            SECONDS,
+            "the occupant pods running",
+        )
         job = kube.create(_job(f"gang-{run}", namespace, queue, pool, gang, env.default_training_tier.name))
         created.append(("batch/v1", "Job", job["metadata"]["name"]))
         hosts = _placed_hosts(kube, job, gang)
@@ -129,11 +154,15 @@ def gang_placement(kube: Kube, env: Environment) -> GangPlacement:
         created.append(("batch/v1", "Job", classless["metadata"]["name"]))
         workload = wait_for(lambda: workload_of(kube, classless), SECONDS, "the class-less Job's Workload")
         return GangPlacement(
-            pool=pool.name, rack_level=rack_level, occupied_hosts=occupied, gang_hosts=sorted(hosts),
-            gang_racks=sorted({labels[h][rack_level] for h in hosts}), fewest_racks=1,
+            pool=pool.name,
+            rack_level=rack_level,
+            occupied_hosts=occupied,
+            gang_hosts=sorted(hosts),
+            gang_racks=sorted({labels[h][rack_level] for h in hosts}),
+            fewest_racks=1,
             classless_priority=int(workload["spec"].get("priority", 0)),
             training_priority=env.default_training_tier.value,
-        )  # fmt: skip
+        )
     finally:
         for api_version, kind, name in reversed(created):
             kube.delete(api_version, kind, name, namespace)
@@ -146,8 +175,11 @@ def _running(kube: Kube, namespace: str, name: str) -> bool:
 
 def _placed_hosts(kube: Kube, job: Obj, pods: int) -> list[str]:
     """Until Kueue admitted the gang and the scheduler bound every pod; their nodes."""
-    wait_for(lambda: is_true(workload_of(kube, job), "Admitted"), SECONDS,
-             f"Kueue admitting {job['metadata']['name']}")  # fmt: skip
+    wait_for(
+        lambda: is_true(workload_of(kube, job), "Admitted"),
+        SECONDS,
+        f"Kueue admitting {job['metadata']['name']}",
+    )
     selector = f"batch.kubernetes.io/controller-uid={job['metadata']['uid']}"
 
     def bound() -> list[str] | None:

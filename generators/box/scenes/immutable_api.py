@@ -31,10 +31,16 @@ def dry_run_apply(kube: Kube, obj: Obj) -> str | None:
     """The API's refusal of a dry-run server-side apply of `obj`; None if admitted."""
     resource = kube.resource(obj["apiVersion"], obj["kind"])
     try:
-        kube.dynamic.server_side_apply(resource, body=obj, name=obj["metadata"]["name"],
-                                       namespace=obj["metadata"].get("namespace"),
-                                       field_manager=FIELD_MANAGER, force_conflicts=True, dry_run="All",
-                                       serialize=False)  # fmt: skip
+        kube.dynamic.server_side_apply(
+            resource,
+            body=obj,
+            name=obj["metadata"]["name"],
+            namespace=obj["metadata"].get("namespace"),
+            field_manager=FIELD_MANAGER,
+            force_conflicts=True,
+            dry_run="All",
+            serialize=False,
+        )
     except Exception as err:
         return _refusal(err)
     return None
@@ -70,8 +76,11 @@ def _mutated(rule: immutable.Rule, obj: Obj, objects: list[Obj]) -> Obj:
     elif rule.path == ("spec", "topologyName"):
         new = f"{old}-changed"
     elif rule.path == ("spec", "clusterQueue"):
-        new = next(o["metadata"]["name"] for o in objects if o["kind"] == "ClusterQueue"
-                   and o["metadata"]["name"] != old)  # fmt: skip
+        new = next(
+            o["metadata"]["name"]
+            for o in objects
+            if o["kind"] == "ClusterQueue" and o["metadata"]["name"] != old
+        )
     elif rule.path == ("roleRef",):
         new = {**old, "name": f"{old['name']}-changed"}
     elif rule.path == ("spec", "selector"):
@@ -89,9 +98,16 @@ def table_on_api(kube: Kube, objects: list[Obj]) -> tuple[list[tuple[str, bool, 
     whether a WorkloadPriorityClass value change (mutable) is admitted."""
     found = []
     for rule in immutable.RULES:
-        obj = next((o for o in objects if (immutable.group_of(o), o["kind"]) == (rule.group, rule.kind)
-                    and immutable.value_at(o, rule.path) is not immutable.MISSING
-                    and rule.applies(o)), None)  # fmt: skip
+        obj = next(
+            (
+                o
+                for o in objects
+                if (immutable.group_of(o), o["kind"]) == (rule.group, rule.kind)
+                and immutable.value_at(o, rule.path) is not immutable.MISSING
+                and rule.applies(o)
+            ),
+            None,
+        )
         if obj is None:
             continue  # not rendered here (e.g. concurrentAdmissionPolicy, DaemonSets)
         refusal = dry_run_apply(kube, _mutated(rule, obj, objects))

@@ -74,38 +74,49 @@ class ImmutableChange:
     @property
     def ok(self) -> bool:
         old, new = self.values
-        return (self.naive_refused_at == f"PriorityClass {self.tier}" and bool(self.later_unapplied)
-                and self.later_applied == self.later_unapplied
-                and self.live_values == {"PriorityClass": new, "WorkloadPriorityClass": new}
-                and self.pod_priorities == (old, new) and self.queues_active
-                and self.recreated == [f"PriorityClass {self.tier}"]
-                and any(": note: " in line for line in self.check_lines)
-                and not any(": error: " in line for line in self.check_lines)
-                and bool(self.table) and all(refused for _, refused, _ in self.table)
-                and self.mutable_admitted
-                and any(": error: " in line for line in self.topology_check) and bool(self.topology_naive)
-                and self.migration is not None and self.migration.ok
-                and self.restored)  # fmt: skip
+        return (
+            self.naive_refused_at == f"PriorityClass {self.tier}"
+            and bool(self.later_unapplied)
+            and self.later_applied == self.later_unapplied
+            and self.live_values == {"PriorityClass": new, "WorkloadPriorityClass": new}
+            and self.pod_priorities == (old, new)
+            and self.queues_active
+            and self.recreated == [f"PriorityClass {self.tier}"]
+            and any(": note: " in line for line in self.check_lines)
+            and not any(": error: " in line for line in self.check_lines)
+            and bool(self.table)
+            and all(refused for _, refused, _ in self.table)
+            and self.mutable_admitted
+            and any(": error: " in line for line in self.topology_check)
+            and bool(self.topology_naive)
+            and self.migration is not None
+            and self.migration.ok
+            and self.restored
+        )
 
     def lines(self) -> list[str]:
         old, new = self.values
-        out = [f"change: tier {self.tier} {old} -> {new}; the gate opens a second later (waves 4, 5)",
-               *(f"check: {line}" for line in self.check_lines),
-               f"plain apply, wave order: refused at {self.naive_refused_at}: {self.naive_message}",
-               f"  never applied: {', '.join(self.later_unapplied)}",
-               f"sync with Force=true,Replace=true: recreated {', '.join(self.recreated)}; live values "
-               f"{self.live_values}; applied: {', '.join(self.later_applied)}",
-               f"pod admitted before keeps priority {self.pod_priorities[0]}; "
-               f"pod created after: {self.pod_priorities[1]}",
-               f"ClusterQueues Active: {self.queues_active}",
-               *(f"API on {rule}: {'refused' if refused else 'ADMITTED'}: {message}"
-                 for rule, refused, message in self.table),
-               "API on WorkloadPriorityClass value: "
-               + ("admitted (mutable)" if self.mutable_admitted else "REFUSED"),
-               *(f"check: {line}" for line in self.topology_check),
-               f"plain apply of the Topology change: refused: {self.topology_naive}",
-               *(self.migration.lines() if self.migration else ["migration: not reached"]),
-               f"original rendering synced back: {self.restored}"]  # fmt: skip
+        out = [
+            f"change: tier {self.tier} {old} -> {new}; the gate opens a second later (waves 4, 5)",
+            *(f"check: {line}" for line in self.check_lines),
+            f"plain apply, wave order: refused at {self.naive_refused_at}: {self.naive_message}",
+            f"  never applied: {', '.join(self.later_unapplied)}",
+            f"sync with Force=true,Replace=true: recreated {', '.join(self.recreated)}; live values "
+            f"{self.live_values}; applied: {', '.join(self.later_applied)}",
+            f"pod admitted before keeps priority {self.pod_priorities[0]}; "
+            f"pod created after: {self.pod_priorities[1]}",
+            f"ClusterQueues Active: {self.queues_active}",
+            *(
+                f"API on {rule}: {'refused' if refused else 'ADMITTED'}: {message}"
+                for rule, refused, message in self.table
+            ),
+            "API on WorkloadPriorityClass value: "
+            + ("admitted (mutable)" if self.mutable_admitted else "REFUSED"),
+            *(f"check: {line}" for line in self.topology_check),
+            f"plain apply of the Topology change: refused: {self.topology_naive}",
+            *(self.migration.lines() if self.migration else ["migration: not reached"]),
+            f"original rendering synced back: {self.restored}",
+        ]
         return [*out, "OK" if self.ok else "BROKEN"]
 
 
@@ -138,10 +149,16 @@ def _pod(namespace: str, name: str, tier: str) -> Obj:
     It carries Kueue's podset label as a stand-in for a pod of a Job Kueue started: only
     those may run at a training tier in a team namespace (docs/scheduling.md)."""
     labels = {SCENE_LABEL: name, PODSET_LABEL: "main"}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "spec": {"priorityClassName": tier, "nodeSelector": {SCENE_LABEL: "nowhere"},
-                     "containers": [{"name": "main", "image": "registry.example/idle:1"}]}}  # fmt: skip
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "priorityClassName": tier,
+            "nodeSelector": {SCENE_LABEL: "nowhere"},
+            "containers": [{"name": "main", "image": "registry.example/idle:1"}],
+        },
+    }
 
 
 def _live(kube: Kube, obj: Obj) -> Obj | None:
@@ -170,8 +187,11 @@ def _at(obj: Any, path: tuple[str | int, ...]) -> Any:
 
 def _uids(kube: Kube, objects: list[Obj]) -> dict[str, str]:
     """The live uid of every cluster-scoped priority object (a recreate changes it)."""
-    return {_show(o): str((_live(kube, o) or {}).get("metadata", {}).get("uid"))
-            for o in objects if o["kind"] in PRIORITY_KINDS}
+    return {
+        _show(o): str((_live(kube, o) or {}).get("metadata", {}).get("uid"))
+        for o in objects
+        if o["kind"] in PRIORITY_KINDS
+    }
 
 
 def _priority(kube: Kube, namespace: str, name: str) -> int:
@@ -196,11 +216,16 @@ def run(context: SceneContext) -> ImmutableChange:
     changed = objects_of(files)
     # Later-wave objects the change touches, and the fields it changes in each (the live
     # object also holds defaults and other managers' fields: only these are compared).
-    later = [(o, base, changed_fields(base, o)) for o in changed
-             if int(o["metadata"]["annotations"][manifests.SYNC_WAVE]) >= 4
-             and (base := _version_in(original, o)) is not None and changed_fields(base, o)]  # fmt: skip
-    namespace = next(t.namespaces[0] for t in env.teams
-                     if any(q.team == t.name and q.topology for q in env.cluster_queues))  # fmt: skip
+    later = [
+        (o, base, changed_fields(base, o))
+        for o in changed
+        if int(o["metadata"]["annotations"][manifests.SYNC_WAVE]) >= 4
+        and (base := _version_in(original, o)) is not None
+        and changed_fields(base, o)
+    ]
+    namespace = next(
+        t.namespaces[0] for t in env.teams if any(q.team == t.name and q.topology for q in env.cluster_queues)
+    )
     pods = [f"priority-{when}-{uuid.uuid4().hex[:6]}" for when in ("before", "after")]
     context.say(f"immutable-change: tier {tier.name} {tier.value} -> {tier.value + 1}")
     try:
@@ -213,13 +238,26 @@ def run(context: SceneContext) -> ImmutableChange:
         manifests.apply_all(kube, changed)
         recreated = [name for name, uid in _uids(kube, original).items() if uids.get(name) != uid]
         applied = [_show(o) for o, _, fields in later if _holds(kube, o, fields)]
-        live = {o["kind"]: int((_live(kube, o) or {}).get("value", 0)) for o in changed
-                if o["kind"] in PRIORITY_KINDS and o["metadata"]["name"] == tier.name}
+        live = {
+            o["kind"]: int((_live(kube, o) or {}).get("value", 0))
+            for o in changed
+            if o["kind"] in PRIORITY_KINDS and o["metadata"]["name"] == tier.name
+        }
         kube.create(_pod(namespace, pods[1], tier.name))
         before, after = (_priority(kube, namespace, pod) for pod in pods)
-        result = ImmutableChange(tier.name, (tier.value, tier.value + 1), lines, refused_at, message,
-                                 unapplied, applied, live, (before, after), recreated,
-                                 queues_active(kube, changed))  # fmt: skip
+        result = ImmutableChange(
+            tier.name,
+            (tier.value, tier.value + 1),
+            lines,
+            refused_at,
+            message,
+            unapplied,
+            applied,
+            live,
+            (before, after),
+            recreated,
+            queues_active(kube, changed),
+        )
         context.say("immutable-change: every rule of generators/immutable.py on the API (dry-run)")
         result.table, result.mutable_admitted = table_on_api(kube, original)
         pool = next(p for p in env.pools if p.topology_levels)
@@ -234,7 +272,9 @@ def run(context: SceneContext) -> ImmutableChange:
         context.say("immutable-change: syncing the original rendering back")
         manifests.apply_all(kube, original)
     priorities = [o for o in original if o["kind"] in PRIORITY_KINDS]
-    result.restored = (all(_live(kube, o) is not None for o in original)
-                       and all(manifests.in_sync(o, _live(kube, o)) for o in priorities)
-                       and all(_holds(kube, base, fields) for _, base, fields in later))
+    result.restored = (
+        all(_live(kube, o) is not None for o in original)
+        and all(manifests.in_sync(o, _live(kube, o)) for o in priorities)
+        and all(_holds(kube, base, fields) for _, base, fields in later)
+    )
     return result

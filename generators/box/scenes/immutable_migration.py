@@ -45,25 +45,32 @@ class Migration:
     @property
     def ok(self) -> bool:
         old = [f"ResourceFlavor {self.pool}", f"Topology {self.pool}"]
-        return (not any(": error: " in line for line in self.check_lines) and set(old) <= set(self.pruned)
-                and bool(self.queue_flavors)
-                and all(self.renamed in f and self.pool not in f for f in self.queue_flavors.values())
-                and self.live_levels == self.levels and self.queues_active
-                and {f"ResourceFlavor {self.renamed}", f"Topology {self.renamed}"} <= set(self.back))
+        return (
+            not any(": error: " in line for line in self.check_lines)
+            and set(old) <= set(self.pruned)
+            and bool(self.queue_flavors)
+            and all(self.renamed in f and self.pool not in f for f in self.queue_flavors.values())
+            and self.live_levels == self.levels
+            and self.queues_active
+            and {f"ResourceFlavor {self.renamed}", f"Topology {self.renamed}"} <= set(self.back)
+        )
 
     def lines(self) -> list[str]:
-        return [f"migration: pool {self.pool} renamed {self.renamed} with levels [{', '.join(self.levels)}]; "
-                f"check: {'; '.join(self.check_lines) or 'nothing refused'}",
-                f"  pruned last (gone: Kueue lifted its finalizers): {', '.join(self.pruned)}",
-                f"  ClusterQueues now: {self.queue_flavors}; live levels [{', '.join(self.live_levels)}]; "
-                f"Active: {self.queues_active}",
-                f"  renamed back the same way; pruned: {', '.join(self.back)}"]
+        return [
+            f"migration: pool {self.pool} renamed {self.renamed} with levels [{', '.join(self.levels)}]; "
+            f"check: {'; '.join(self.check_lines) or 'nothing refused'}",
+            f"  pruned last (gone: Kueue lifted its finalizers): {', '.join(self.pruned)}",
+            f"  ClusterQueues now: {self.queue_flavors}; live levels [{', '.join(self.live_levels)}]; "
+            f"Active: {self.queues_active}",
+            f"  renamed back the same way; pruned: {', '.join(self.back)}",
+        ]
 
 
 def spec_copy(context: SceneContext, name: str) -> Path:
     """environments/ copied (scaled like the box) into the run folder; returns its root."""
-    return scaled_checkout(manifests.REPO_ROOT, context.env.name, context.state.scale,
-                           context.folder / "immutable-change" / name)  # fmt: skip
+    return scaled_checkout(
+        manifests.REPO_ROOT, context.env.name, context.state.scale, context.folder / "immutable-change" / name
+    )
 
 
 def edited_render(root: Path, env_name: str, edit: Any) -> list[RenderedFile]:
@@ -78,15 +85,21 @@ def edited_render(root: Path, env_name: str, edit: Any) -> list[RenderedFile]:
 def check_lines(root: Path, env_name: str, before: list[Obj], after: list[RenderedFile]) -> list[str]:
     """What `generate.py diff` prints for these renderings (its own function)."""
     old = {manifests.identity(o): o for o in before}
-    pairs = [(old[manifests.identity(f.obj)], f.obj, f"rendered/{env_name}/{f.path}")
-             for f in after if f.is_object and manifests.identity(f.obj) in old]  # fmt: skip
+    pairs = [
+        (old[manifests.identity(f.obj)], f.obj, f"rendered/{env_name}/{f.path}")
+        for f in after
+        if f.is_object and manifests.identity(f.obj) in old
+    ]
     return [problem.format() for problem in environment_problems(root, env_name, pairs)]
 
 
 def queues_active(kube: Kube, objects: list[Obj]) -> bool:
     names = [o["metadata"]["name"] for o in objects if o["kind"] == "ClusterQueue"]
-    wait_for(lambda: all(is_true(kube.get(KUEUE_API, "ClusterQueue", n), "Active") for n in names), SECONDS,
-             "every ClusterQueue Active")  # fmt: skip
+    wait_for(
+        lambda: all(is_true(kube.get(KUEUE_API, "ClusterQueue", n), "Active") for n in names),
+        SECONDS,
+        "every ClusterQueue Active",
+    )
     return True
 
 
@@ -97,8 +110,12 @@ def _rename(pool: str, renamed: str, levels: list[str]) -> Any:
 
     def rename(value: Any, under_labels: bool = False) -> Any:
         if isinstance(value, dict):
-            return {(renamed if k == pool and not under_labels else k):
-                    rename(v, under_labels or k == "nodeLabels") for k, v in value.items()}  # fmt: skip
+            return {
+                (renamed if k == pool and not under_labels else k): rename(
+                    v, under_labels or k == "nodeLabels"
+                )
+                for k, v in value.items()
+            }
         if isinstance(value, list):
             return [rename(v, under_labels) for v in value]
         return renamed if value == pool and not under_labels else value
@@ -126,13 +143,15 @@ def migrate(context: SceneContext, original: list[Obj], pool: str) -> Migration:
     try:
         manifests.apply_all(kube, moved)
         pruned = manifests.prune(kube, _not_in(original, moved))
-        had_pool = [o["metadata"]["name"] for o in original if o["kind"] == "ClusterQueue"
-                    and pool in _flavors(o)]  # fmt: skip
+        had_pool = [
+            o["metadata"]["name"] for o in original if o["kind"] == "ClusterQueue" and pool in _flavors(o)
+        ]
         flavors = {name: _flavors(kube.get(KUEUE_API, "ClusterQueue", name) or {}) for name in had_pool}
         topology = kube.get(KUEUE_API, "Topology", renamed) or {}
         live_levels = [level["nodeLabel"] for level in (topology.get("spec") or {}).get("levels") or []]
-        migration = Migration(pool, renamed, levels, lines, pruned, flavors, live_levels,
-                              queues_active(kube, moved))  # fmt: skip
+        migration = Migration(
+            pool, renamed, levels, lines, pruned, flavors, live_levels, queues_active(kube, moved)
+        )
     finally:  # the way back is the same migration: apply the original, prune the renamed
         context.say(f"immutable-change: migration back, {renamed} renamed {pool}")
         manifests.apply_all(kube, original)
@@ -147,5 +166,8 @@ def _not_in(objects: list[Obj], others: list[Obj]) -> list[Obj]:
 
 
 def _flavors(queue: Obj) -> list[str]:
-    return [f["name"] for group in (queue.get("spec") or {}).get("resourceGroups") or []
-            for f in group.get("flavors") or []]
+    return [
+        f["name"]
+        for group in (queue.get("spec") or {}).get("resourceGroups") or []
+        for f in group.get("flavors") or []
+    ]

@@ -80,11 +80,16 @@ class InferenceScales:
 
     @property
     def ok(self) -> bool:
-        return (self.target > self.in_cluster and self.hpa_desired == self.target
-                and self.deployment_replicas == self.target and self.replicaset_replicas == self.target
-                and self.in_cluster_bound == self.in_cluster
-                and sum(self.virtual_bound.values()) == self.expected_spill
-                and self.pending == 0 and not self.notes)  # fmt: skip
+        return (
+            self.target > self.in_cluster
+            and self.hpa_desired == self.target
+            and self.deployment_replicas == self.target
+            and self.replicaset_replicas == self.target
+            and self.in_cluster_bound == self.in_cluster
+            and sum(self.virtual_bound.values()) == self.expected_spill
+            and self.pending == 0
+            and not self.notes
+        )
 
     def lines(self) -> list[str]:
         spilled = ", ".join(f"{n}: {c}" for n, c in sorted(self.virtual_bound.items())) or "none"
@@ -108,8 +113,9 @@ class InferenceScales:
 
 def _service(env: Environment) -> InferenceService:
     if env.overflow is None or not env.overflow.inference:
-        raise ValueError(f"{env.name} declares no overflow.inference service: "
-                         "the inference-scales scene needs one")
+        raise ValueError(
+            f"{env.name} declares no overflow.inference service: the inference-scales scene needs one"
+        )
     return env.overflow.inference[0]
 
 
@@ -117,17 +123,35 @@ def _deployment(env: Environment, svc: InferenceService, pool: Pool, run: str) -
     assert env.overflow is not None
     spec: dict[str, Any] = inference_pod_snippet(env.overflow, svc)
     # The pool's own taints, as a pod meant for it tolerates them (docs/overflow.md).
-    spec["tolerations"] = [*spec["tolerations"], *({"key": t.key, "operator": "Equal", "value": t.value or "",
-                                                    "effect": t.effect} for t in pool.taints)]  # fmt: skip
+    spec["tolerations"] = [
+        *spec["tolerations"],
+        *(
+            {"key": t.key, "operator": "Equal", "value": t.value or "", "effect": t.effect}
+            for t in pool.taints
+        ),
+    ]
     gpus = str(pool.gpus_per_node)
-    spec["containers"] = [{"name": "serve", "image": "registry.example/vllm:1",
-                           "resources": {"requests": {pool.gpu_resource: gpus, "cpu": "1", "memory": "1Gi"},
-                                         "limits": {pool.gpu_resource: gpus}}}]  # fmt: skip
+    spec["containers"] = [
+        {
+            "name": "serve",
+            "image": "registry.example/vllm:1",
+            "resources": {
+                "requests": {pool.gpu_resource: gpus, "cpu": "1", "memory": "1Gi"},
+                "limits": {pool.gpu_resource: gpus},
+            },
+        }
+    ]
     labels = {**svc.pod_selector, SCENE_LABEL: run}
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": svc.deployment, "namespace": svc.namespace, "labels": {SCENE_LABEL: run}},
-            "spec": {"replicas": svc.min_replicas, "selector": {"matchLabels": dict(svc.pod_selector)},
-                     "template": {"metadata": {"labels": labels}, "spec": spec}}}  # fmt: skip
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": svc.deployment, "namespace": svc.namespace, "labels": {SCENE_LABEL: run}},
+        "spec": {
+            "replicas": svc.min_replicas,
+            "selector": {"matchLabels": dict(svc.pod_selector)},
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        },
+    }
 
 
 def _served(kube: Kube, svc: InferenceService) -> str | None:
@@ -150,12 +174,16 @@ def _hpa(kube: Kube, svc: InferenceService) -> Obj | None:
 
 def _pods(kube: Kube, svc: InferenceService) -> list[Obj]:
     selector = ",".join(f"{k}={v}" for k, v in sorted(svc.pod_selector.items()))
-    return [p for p in kube.list("v1", "Pod", svc.namespace, label_selector=selector)
-            if not p["metadata"].get("deletionTimestamp")]  # fmt: skip
+    return [
+        p
+        for p in kube.list("v1", "Pod", svc.namespace, label_selector=selector)
+        if not p["metadata"].get("deletionTimestamp")
+    ]
 
 
-def inference_scales(kube: Kube, env: Environment, box_folder: Path,
-                     say: Callable[[str], None] = lambda _: None) -> InferenceScales:  # fmt: skip
+def inference_scales(
+    kube: Kube, env: Environment, box_folder: Path, say: Callable[[str], None] = lambda _: None
+) -> InferenceScales:
     """Run the scene (module docstring) and clean up after it; `say` gets progress lines."""
     svc = _service(env)
     assert env.overflow is not None
@@ -166,12 +194,19 @@ def inference_scales(kube: Kube, env: Environment, box_folder: Path,
     spill_capacity = sum(p.gpus // per_replica for p in env.overflow.providers)
     target = min(svc.max_replicas, in_cluster + spill_capacity)
     average = float(quantity.parse(svc.metric_average_value).value)
-    result = InferenceScales(service=f"{svc.namespace}/{svc.deployment}", metric=svc.metric_name,
-                             per_replica_gpus=per_replica, in_cluster=in_cluster,
-                             spill_capacity=spill_capacity, target=target, load=target * average)  # fmt: skip
+    result = InferenceScales(
+        service=f"{svc.namespace}/{svc.deployment}",
+        metric=svc.metric_name,
+        per_replica_gpus=per_replica,
+        in_cluster=in_cluster,
+        spill_capacity=spill_capacity,
+        target=target,
+        load=target * average,
+    )
     if target <= in_cluster:
-        result.notes.append(f"maxReplicas {svc.max_replicas} fits in the pool: "
-                            "nothing can spill from load alone")
+        result.notes.append(
+            f"maxReplicas {svc.max_replicas} fits in the pool: nothing can spill from load alone"
+        )
     run = uuid.uuid4().hex[:6]
     labels = {"namespace": svc.namespace, **svc.metric_selector}
     series = SyntheticSeries().start()
@@ -180,8 +215,10 @@ def inference_scales(kube: Kube, env: Environment, box_folder: Path,
     target_file = write_target(targets, f"inference-scales-{run}", series.target)
     created = False
     try:
-        say(f"creating Deployment {svc.namespace}/{svc.deployment} ({svc.min_replicas} replicas), "
-            f"synthetic {svc.metric_name} = 0")
+        say(
+            f"creating Deployment {svc.namespace}/{svc.deployment} ({svc.min_replicas} replicas), "
+            f"synthetic {svc.metric_name} = 0"
+        )
         since = str(kube.create(_deployment(env, svc, pool, run))["metadata"]["creationTimestamp"])
         created = True
         try:
@@ -221,23 +258,38 @@ def inference_scales(kube: Kube, env: Environment, box_folder: Path,
         series.stop()
 
 
-def _scale_and_spill(kube: Kube, svc: InferenceService, series: SyntheticSeries, labels: dict[str, str],
-                     result: InferenceScales, say: Callable[[str], None]) -> None:  # fmt: skip
+def _scale_and_spill(
+    kube: Kube,
+    svc: InferenceService,
+    series: SyntheticSeries,
+    labels: dict[str, str],
+    result: InferenceScales,
+    say: Callable[[str], None],
+) -> None:
     """Wait for the adapter and the HPA at rest, raise the load, wait for the HPA to ask for
     `result.target` and the scheduler to bind that many pods (AssertionError when one does not)."""
     target = result.target
     serving = f"the adapter serving {svc.metric_name} through the aggregator"
     result.served_before = wait_for(lambda: _served(kube, svc), ADAPTER_SECONDS, serving, 1.0)
-    wait_for(lambda: _scaling_active(_hpa(kube, svc)), HPA_SECONDS,
-             "the HPA controller reading the metric (ScalingActive)", 1.0)  # fmt: skip
+    wait_for(
+        lambda: _scaling_active(_hpa(kube, svc)),
+        HPA_SECONDS,
+        "the HPA controller reading the metric (ScalingActive)",
+        1.0,
+    )
     say(f"the HPA reads the metric; synthetic load {result.load:g} (for {target} replicas)")
     series.set(svc.metric_name, labels, result.load)
     loaded = time.monotonic()
-    wait_for(lambda: _served(kube, svc) not in (None, result.served_before), ADAPTER_SECONDS,
-             "the adapter serving the load", 1.0)  # fmt: skip
+    wait_for(
+        lambda: _served(kube, svc) not in (None, result.served_before),
+        ADAPTER_SECONDS,
+        "the adapter serving the load",
+        1.0,
+    )
     result.served_after = _served(kube, svc) or ""
-    wait_for(lambda: _desired(_hpa(kube, svc), target), HPA_SECONDS, f"the HPA asking for {target} replicas",
-             1.0)  # fmt: skip
+    wait_for(
+        lambda: _desired(_hpa(kube, svc), target), HPA_SECONDS, f"the HPA asking for {target} replicas", 1.0
+    )
     result.seconds_to_scale = time.monotonic() - loaded
 
     def placed() -> list[Obj] | None:
@@ -245,8 +297,10 @@ def _scale_and_spill(kube: Kube, svc: InferenceService, series: SyntheticSeries,
         bound = [p for p in pods if p["spec"].get("nodeName")]
         return pods if len(pods) >= target and len(bound) >= target else None
 
-    say(f"the HPA asked for {target}; waiting for the scheduler to bind them (the gate opens "
-        "once the pool is full)")
+    say(
+        f"the HPA asked for {target}; waiting for the scheduler to bind them (the gate opens "
+        "once the pool is full)"
+    )
     wait_for(placed, SPILL_SECONDS, f"{target} pods bound (the rest spilled)", 1.0)
     result.seconds_to_spill = time.monotonic() - loaded
 
@@ -254,10 +308,14 @@ def _scale_and_spill(kube: Kube, svc: InferenceService, series: SyntheticSeries,
 def _events(kube: Kube, svc: InferenceService, since: str) -> list[Obj]:
     """The HPA's SuccessfulRescale events (from the HPA controller) since `since` (RFC 3339:
     earlier runs of the scene left theirs), oldest first."""
-    found = [e for e in kube.list("v1", "Event", svc.namespace)
-             if (e.get("involvedObject") or {}).get("kind") == "HorizontalPodAutoscaler"
-             and (e.get("involvedObject") or {}).get("name") == svc.deployment
-             and e.get("reason") == "SuccessfulRescale" and _stamp(e) >= since]  # fmt: skip
+    found = [
+        e
+        for e in kube.list("v1", "Event", svc.namespace)
+        if (e.get("involvedObject") or {}).get("kind") == "HorizontalPodAutoscaler"
+        and (e.get("involvedObject") or {}).get("name") == svc.deployment
+        and e.get("reason") == "SuccessfulRescale"
+        and _stamp(e) >= since
+    ]
     return sorted(found, key=_stamp)
 
 

@@ -126,4 +126,3 @@ def generate(env: Environment, earlier: Sequence[Obj] = ()) -> list[Obj]:
     # The dcgm-exporter counters ConfigMap is not among them: the gpu-operator chart creates it
     # from the rendered values (installers.py), before the operator mounts it.
     return [*dashboard_objects(env), *rule_objects(env), *scrape_objects(env), *adapter.generate(env)]
-

@@ -63,16 +63,24 @@ RELIST_INTERVAL = "1m"
 # Upstream's requests (deploy/manifests/deployment.yaml); the limits are ours (the
 # workloads policy requires a memory limit, kube-score a CPU one, as every Deployment here
 # has): the lister holds one entry per series name and rule, queries are one per HPA sync.
-RESOURCES: dict[str, Any] = {"requests": {"cpu": "102m", "memory": "180Mi"},
-                             "limits": {"cpu": "1", "memory": "512Mi"}}  # fmt: skip
+RESOURCES: dict[str, Any] = {
+    "requests": {"cpu": "102m", "memory": "180Mi"},
+    "limits": {"cpu": "1", "memory": "512Mi"},
+}
 NOBODY_UID = 65534  # the image's USER (Dockerfile:21)
 POD_SECURITY: dict[str, Any] = {
-    "runAsNonRoot": True, "runAsUser": NOBODY_UID, "runAsGroup": NOBODY_UID,
+    "runAsNonRoot": True,
+    "runAsUser": NOBODY_UID,
+    "runAsGroup": NOBODY_UID,
     "seccompProfile": {"type": "RuntimeDefault"},
 }
 CONTAINER_SECURITY: dict[str, Any] = {
-    "allowPrivilegeEscalation": False, "privileged": False, "readOnlyRootFilesystem": True,
-    "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"},
+    "allowPrivilegeEscalation": False,
+    "privileged": False,
+    "readOnlyRootFilesystem": True,
+    "runAsNonRoot": True,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
 }
 # Autoscaling stops when this pod is preempted: it runs at the machinery's class, as the
 # gate and the virtual-kubelets do (generators/components/overflow).
@@ -89,12 +97,15 @@ def metric_names(env: Environment) -> list[str]:
 def external_rules(env: Environment) -> list[dict[str, Any]]:
     """One rule per metric name: the Prometheus series of that name, under that name, in the
     HPA's namespace, narrowed by the HPA's selector, summed."""
-    return [{
-        "seriesQuery": f'{{__name__="{name}",{NAMESPACE_LABEL}!=""}}',
-        "resources": {"overrides": {NAMESPACE_LABEL: {"resource": "namespace"}}, "namespaced": True},
-        "name": {"matches": f"^{name}$", "as": name},
-        "metricsQuery": METRICS_QUERY,
-    } for name in metric_names(env)]
+    return [
+        {
+            "seriesQuery": f'{{__name__="{name}",{NAMESPACE_LABEL}!=""}}',
+            "resources": {"overrides": {NAMESPACE_LABEL: {"resource": "namespace"}}, "namespaced": True},
+            "name": {"matches": f"^{name}$", "as": name},
+            "metricsQuery": METRICS_QUERY,
+        }
+        for name in metric_names(env)
+    ]
 
 
 def config_text(env: Environment) -> str:
@@ -102,9 +113,13 @@ def config_text(env: Environment) -> str:
 
 
 def args(env: Environment) -> list[str]:
-    return [f"--cert-dir={CERT_DIR}", f"--config={CONFIG_DIR}/{CONFIG_FILE}",
-            f"--metrics-relist-interval={RELIST_INTERVAL}",
-            f"--prometheus-url={env.monitoring.prometheus_url}/", f"--secure-port={SECURE_PORT}"]  # fmt: skip
+    return [
+        f"--cert-dir={CERT_DIR}",
+        f"--config={CONFIG_DIR}/{CONFIG_FILE}",
+        f"--metrics-relist-interval={RELIST_INTERVAL}",
+        f"--prometheus-url={env.monitoring.prometheus_url}/",
+        f"--secure-port={SECURE_PORT}",
+    ]
 
 
 def generate(env: Environment) -> list[Obj]:
@@ -117,20 +132,46 @@ def generate(env: Environment) -> list[Obj]:
     return [
         render("monitoring/adapter-serviceaccount.yaml.j2", name=NAME, namespace=namespace),
         # Delegated authentication and authorization: TokenReviews and SubjectAccessReviews.
-        render("monitoring/adapter-clusterrolebinding.yaml.j2", name=f"{CLUSTER_NAME}-auth-delegator",
-               role="system:auth-delegator", **account),
+        render(
+            "monitoring/adapter-clusterrolebinding.yaml.j2",
+            name=f"{CLUSTER_NAME}-auth-delegator",
+            role="system:auth-delegator",
+            **account,
+        ),
         # The apiserver's client and request-header CAs (kube-system/extension-apiserver-authentication).
-        render("monitoring/adapter-rolebinding.yaml.j2", name=f"{CLUSTER_NAME}-auth-reader",
-               role="extension-apiserver-authentication-reader", **account),
-        render("monitoring/adapter-configmap.yaml.j2", name=NAME, namespace=namespace, key=CONFIG_FILE,
-               text=text),
+        render(
+            "monitoring/adapter-rolebinding.yaml.j2",
+            name=f"{CLUSTER_NAME}-auth-reader",
+            role="extension-apiserver-authentication-reader",
+            **account,
+        ),
+        render(
+            "monitoring/adapter-configmap.yaml.j2", name=NAME, namespace=namespace, key=CONFIG_FILE, text=text
+        ),
         render("monitoring/adapter-service.yaml.j2", name=NAME, namespace=namespace, port=SERVICE_PORT),
-        render("monitoring/adapter-deployment.yaml.j2", name=NAME, namespace=namespace, image=IMAGE,
-               args=args(env), port=SECURE_PORT, config_dir=CONFIG_DIR, cert_dir=CERT_DIR,
-               config_sha256=hashlib.sha256(text.encode()).hexdigest(), resources=RESOURCES,
-               pod_security=POD_SECURITY, container_security=CONTAINER_SECURITY,
-               priority_class=PRIORITY_CLASS),
+        render(
+            "monitoring/adapter-deployment.yaml.j2",
+            name=NAME,
+            namespace=namespace,
+            image=IMAGE,
+            args=args(env),
+            port=SECURE_PORT,
+            config_dir=CONFIG_DIR,
+            cert_dir=CERT_DIR,
+            config_sha256=hashlib.sha256(text.encode()).hexdigest(),
+            resources=RESOURCES,
+            pod_security=POD_SECURITY,
+            container_security=CONTAINER_SECURITY,
+            priority_class=PRIORITY_CLASS,
+        ),
         render("monitoring/adapter-pdb.yaml.j2", name=NAME, namespace=namespace),
-        render("monitoring/adapter-apiservice.yaml.j2", name=APISERVICE_NAME, group=GROUP,
-               version=API_VERSION, service=NAME, namespace=namespace, port=SERVICE_PORT),
+        render(
+            "monitoring/adapter-apiservice.yaml.j2",
+            name=APISERVICE_NAME,
+            group=GROUP,
+            version=API_VERSION,
+            service=NAME,
+            namespace=namespace,
+            port=SERVICE_PORT,
+        ),
     ]

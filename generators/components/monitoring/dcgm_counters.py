@@ -72,8 +72,10 @@ def check(counters: tuple[tuple[str, str, str], ...]) -> None:
         for part, text in (("field", field), ("help text", help_text)):
             bad = [c for c in FORBIDDEN if c in text]
             if bad or text != text.strip() or not text:
-                raise ValueError(f"{part} of {field} ({text!r}) would break dcgm-exporter's CSV: "
-                                 "no commas, quotes, line breaks or surrounding blanks")
+                raise ValueError(
+                    f"{part} of {field} ({text!r}) would break dcgm-exporter's CSV: "
+                    "no commas, quotes, line breaks or surrounding blanks"
+                )
 
 
 def csv_text() -> str:

@@ -83,10 +83,14 @@ def counters_sha256() -> str:
 
 def gpu_operator_values(env: Environment) -> Obj:
     m = env.monitoring
-    values: Obj = render("monitoring/gpu-operator-values.yaml.j2", config_map=m.dcgm_config_map,
-                         csv=dcgm_counters.csv_text(), image_tag=m.exporters.dcgm.image_tag,
-                         annotations={COUNTERS_SHA_ANNOTATION: counters_sha256()},
-                         service_monitor_labels=dict(m.rule_labels))
+    values: Obj = render(
+        "monitoring/gpu-operator-values.yaml.j2",
+        config_map=m.dcgm_config_map,
+        csv=dcgm_counters.csv_text(),
+        image_tag=m.exporters.dcgm.image_tag,
+        annotations={COUNTERS_SHA_ANNOTATION: counters_sha256()},
+        service_monitor_labels=dict(m.rule_labels),
+    )
     return values
 
 
@@ -109,19 +113,25 @@ def grafana_sidecar(env: Environment) -> dict[str, str] | None:
 
 
 def kube_prometheus_stack_values(env: Environment) -> Obj:
-    values: Obj = render("monitoring/kube-prometheus-stack-values.yaml.j2",
-                         allowlist=[ksm_allowlist(env)], node_exporter_args=node_exporter_args(env),
-                         host_label=env.monitoring.node_exporter_host_label,
-                         sidecar=grafana_sidecar(env))
+    values: Obj = render(
+        "monitoring/kube-prometheus-stack-values.yaml.j2",
+        allowlist=[ksm_allowlist(env)],
+        node_exporter_args=node_exporter_args(env),
+        host_label=env.monitoring.node_exporter_host_label,
+        sidecar=grafana_sidecar(env),
+    )
     return values
 
 
 def _gpu_header(env: Environment) -> str:
     m = env.monitoring
     dcgm = m.exporters.dcgm
-    pinned = (f"pins the image {dcgm.image_tag} (monitoring.exporters.dcgmExporter)" if dcgm.image_tag else
-              f"does not pin the image: the environment names dcgm-exporter {dcgm.release.version}, "
-              "not an image tag")
+    pinned = (
+        f"pins the image {dcgm.image_tag} (monitoring.exporters.dcgmExporter)"
+        if dcgm.image_tag
+        else f"does not pin the image: the environment names dcgm-exporter {dcgm.release.version}, "
+        "not an image tag"
+    )
     chart = charts.GPU_OPERATOR
     return (
         f"Helm values for NVIDIA's gpu-operator chart {chart.version}, environment {env.name}: rendered\n"
@@ -144,8 +154,8 @@ def _kps_header(env: Environment) -> str:
         "checkpoint query reads node_mountstats_*). extraArgs replaces the chart's list, so its\n"
         f"defaults (kube-prometheus-stack {ne.chart}'s; node_exporter here: {ne.version}) are\n"
         "repeated first: compare them with your chart's values.yaml when you upgrade it."
-        if needs_mountstats(env) else
-        "The checkpoint query reads no node_mountstats_* series: node_exporter keeps its defaults."
+        if needs_mountstats(env)
+        else "The checkpoint query reads no node_mountstats_* series: node_exporter keeps its defaults."
     )
     chart = charts.KUBE_PROMETHEUS_STACK
     return (

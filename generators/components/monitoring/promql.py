@@ -29,12 +29,21 @@ from generators.model.promql import (
 from generators.model.types import Environment
 
 __all__ = [
-    "DCGM_BLANK_MIN", "GATE_JOB", "Queries", "ksm_label", "ksm_resource", "labelled_union",
-    "match_any", "num", "quote", "regex_any", "selector", "with_label",
+    "DCGM_BLANK_MIN",
+    "GATE_JOB",
+    "Queries",
+    "ksm_label",
+    "ksm_resource",
+    "labelled_union",
+    "match_any",
+    "num",
+    "quote",
+    "regex_any",
+    "selector",
+    "with_label",
 ]
 
 GATE_JOB = GATE  # Prometheus' job label is the gate's Service name
-
 
 
 class Queries(Inventory):

@@ -42,32 +42,44 @@ def gate_taint_patch(ov: Overflow) -> str:
     UPDATE (the node lifecycle controller lifting node.kubernetes.io/not-ready, at the latest)
     closes it. Later updates never re-add it: the label is there, so an opened gate stays
     open."""
-    taint = (f"Object.spec.taints{{key: {literal(ov.gate.taint_key)}, value: {literal(GATE_TAINT_VALUE)}, "
-             "effect: 'NoSchedule'}")
+    taint = (
+        f"Object.spec.taints{{key: {literal(ov.gate.taint_key)}, value: {literal(GATE_TAINT_VALUE)}, "
+        "effect: 'NoSchedule'}"
+    )
     has_taints = "has(object.spec) && has(object.spec.taints)"
-    present = (f"({has_taints} && object.spec.taints.exists(t, t.key == {literal(ov.gate.taint_key)} "
-               "&& t.effect == 'NoSchedule'))")
-    labelled = (f"(request.operation == 'UPDATE' && has(oldObject.metadata.labels) && "
-                f"{literal(PROVIDER_LABEL)} in oldObject.metadata.labels)")
-    return (f"{labelled} || {present} ? [] : "
-            f"{has_taints} ? [JSONPatch{{op: 'add', path: '/spec/taints/-', value: {taint}}}] : "
-            f"has(object.spec) ? [JSONPatch{{op: 'add', path: '/spec/taints', value: [{taint}]}}] : "
-            f"[JSONPatch{{op: 'add', path: '/spec', value: Object.spec{{taints: [{taint}]}}}}]")
+    present = (
+        f"({has_taints} && object.spec.taints.exists(t, t.key == {literal(ov.gate.taint_key)} "
+        "&& t.effect == 'NoSchedule'))"
+    )
+    labelled = (
+        f"(request.operation == 'UPDATE' && has(oldObject.metadata.labels) && "
+        f"{literal(PROVIDER_LABEL)} in oldObject.metadata.labels)"
+    )
+    return (
+        f"{labelled} || {present} ? [] : "
+        f"{has_taints} ? [JSONPatch{{op: 'add', path: '/spec/taints/-', value: {taint}}}] : "
+        f"has(object.spec) ? [JSONPatch{{op: 'add', path: '/spec/taints', value: [{taint}]}}] : "
+        f"[JSONPatch{{op: 'add', path: '/spec', value: Object.spec{{taints: [{taint}]}}}}]"
+    )
 
 
 def node_label_policy(ov: Overflow) -> list[Obj]:
     providers = {p.node_name: p.name for p in ov.providers}
-    apply = (f"Object{{metadata: Object.metadata{{labels: {{{literal(PROVIDER_LABEL)}: "
-             "variables.provider}}}")
+    apply = (
+        f"Object{{metadata: Object.metadata{{labels: {{{literal(PROVIDER_LABEL)}: variables.provider}}}}}}"
+    )
     mutations = [
         {"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": apply}},
         {"patchType": "JSONPatch", "jsonPatch": {"expression": gate_taint_patch(ov)}},
     ]
     return [
-        render("overflow/mutatingadmissionpolicy.yaml.j2", name=NODE_LABEL_POLICY,
-               match_expression=f"object.metadata.name in {literal(sorted(providers))}",
-               provider_expression=f"{literal(providers)}[object.metadata.name]",
-               mutations=mutations),
+        render(
+            "overflow/mutatingadmissionpolicy.yaml.j2",
+            name=NODE_LABEL_POLICY,
+            match_expression=f"object.metadata.name in {literal(sorted(providers))}",
+            provider_expression=f"{literal(providers)}[object.metadata.name]",
+            mutations=mutations,
+        ),
         render("overflow/mutatingadmissionpolicybinding.yaml.j2", name=NODE_LABEL_POLICY),
     ]
 
@@ -78,21 +90,21 @@ def toleration_validations(gate_key: str) -> list[dict[str, str]]:
         {
             "expression": f"variables.tolerations.all(t, !has(t.key) || t.key != {literal(gate_key)})",
             "message": f"inference pods must not tolerate the overflow gate taint {gate_key}: it keeps "
-                       "them off closed providers and lets the descheduler bring them back",
+            "them off closed providers and lets the descheduler bring them back",
             "reason": "Forbidden",
         },
         {
             "expression": "variables.tolerations.all(t, (has(t.key) && t.key != '') || "
-                          "!has(t.operator) || t.operator != 'Exists')",
+            "!has(t.operator) || t.operator != 'Exists')",
             "message": "a toleration with operator Exists and no key tolerates every taint, the "
-                       f"overflow gate {gate_key} included; name the key",
+            f"overflow gate {gate_key} included; name the key",
             "reason": "Forbidden",
         },
         {
             "expression": "variables.tolerations.all(t, !has(t.effect) || t.effect != 'NoExecute' || "
-                          f"(has(t.key) && t.key in {literal(list(LIFECYCLE_NOEXECUTE_KEYS))}))",
+            f"(has(t.key) && t.key in {literal(list(LIFECYCLE_NOEXECUTE_KEYS))}))",
             "message": "inference pods may not carry NoExecute tolerations: overflow uses NoSchedule "
-                       "taints only, and migration back goes through the descheduler and PDBs",
+            "taints only, and migration back goes through the descheduler and PDBs",
             "reason": "Forbidden",
         },
     ]
@@ -102,8 +114,11 @@ def toleration_policy(ov: Overflow) -> list[Obj]:
     if not ov.inference:
         return []
     return [
-        render("overflow/validatingadmissionpolicy.yaml.j2", name=TOLERATION_POLICY,
-               validations=toleration_validations(ov.gate.taint_key)),
+        render(
+            "overflow/validatingadmissionpolicy.yaml.j2",
+            name=TOLERATION_POLICY,
+            validations=toleration_validations(ov.gate.taint_key),
+        ),
         binding(TOLERATION_POLICY, ov.inference_namespaces),
     ]
 
@@ -118,28 +133,47 @@ def gate_node_validations(key: str) -> list[dict[str, str]]:
     new, old = taints("object"), taints("oldObject")
     same = "the overflow gate may only add or remove its own NoSchedule taint on a node"
     return [
-        {"expression": f"{others.format(t=new)} == {others.format(t=old)}",
-         "message": f"{same}: other taints must stay as they are", "reason": "Forbidden"},
-        {"expression": f"{new}.filter(x, x.key == {literal(key)}).all(x, x.effect == 'NoSchedule' && "
-                       f"has(x.value) && x.value == {literal(GATE_TAINT_VALUE)})",
-         "message": f"{same}: {key}={GATE_TAINT_VALUE}:NoSchedule", "reason": "Forbidden"},
+        {
+            "expression": f"{others.format(t=new)} == {others.format(t=old)}",
+            "message": f"{same}: other taints must stay as they are",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f"{new}.filter(x, x.key == {literal(key)}).all(x, x.effect == 'NoSchedule' && "
+            f"has(x.value) && x.value == {literal(GATE_TAINT_VALUE)})",
+            "message": f"{same}: {key}={GATE_TAINT_VALUE}:NoSchedule",
+            "reason": "Forbidden",
+        },
         # The provider label is exempt: the node-label MutatingAdmissionPolicy sets it on any
         # update, so an update by the gate may carry it in when the node was created before
         # the policy was active.
-        {"expression": f"{same_map_except('labels', PROVIDER_LABEL)} && {same_map_except('annotations', '')}",
-         "message": f"{same}: labels and annotations must stay as they are", "reason": "Forbidden"},
-        {"expression": f"{field('object', 'spec', 'unschedulable', 'false')} == "
-                       f"{field('oldObject', 'spec', 'unschedulable', 'false')}",
-         "message": f"{same}: it may not cordon or uncordon", "reason": "Forbidden"},
+        {
+            "expression": (
+                f"{same_map_except('labels', PROVIDER_LABEL)} && {same_map_except('annotations', '')}"
+            ),
+            "message": f"{same}: labels and annotations must stay as they are",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f"{field('object', 'spec', 'unschedulable', 'false')} == "
+            f"{field('oldObject', 'spec', 'unschedulable', 'false')}",
+            "message": f"{same}: it may not cordon or uncordon",
+            "reason": "Forbidden",
+        },
     ]
 
 
 def virtual_kubelet_validations(key: str) -> list[dict[str, str]]:
     had = f"{taints('oldObject')}.exists(x, x.key == {literal(key)} && x.effect == 'NoSchedule')"
     has = f"{taints('object')}.exists(x, x.key == {literal(key)} && x.effect == 'NoSchedule')"
-    return [{"expression": f"!{had} || {has}",
-             "message": f"a virtual-kubelet may not remove the overflow gate taint {key}: only the "
-                        "gate controller opens a provider", "reason": "Forbidden"}]
+    return [
+        {
+            "expression": f"!{had} || {has}",
+            "message": f"a virtual-kubelet may not remove the overflow gate taint {key}: only the "
+            "gate controller opens a provider",
+            "reason": "Forbidden",
+        }
+    ]
 
 
 def node_guard_policies(ov: Overflow) -> list[Obj]:

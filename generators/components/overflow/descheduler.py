@@ -37,21 +37,32 @@ DESCHEDULER_LEASE_RULES = lease_rules(DESCHEDULER, ["get", "update", "patch"])
 
 
 def descheduler_policy(ov: Overflow) -> Obj:
-    return render("overflow/deschedulerpolicy.yaml.j2", back=ov.migrate_back,
-                  included_taints=[ov.gate.taint_key])
+    return render(
+        "overflow/deschedulerpolicy.yaml.j2", back=ov.migrate_back, included_taints=[ov.gate.taint_key]
+    )
 
 
 def descheduler_objects(ov: Overflow) -> list[Obj]:
     back = ov.migrate_back
     policy = yamlemit.dump(descheduler_policy(ov))
-    args = [f"--policy-config-file=/policy-dir/{POLICY_FILE}",
-            f"--descheduling-interval={back.descheduling_interval}", "--v=3"]
+    args = [
+        f"--policy-config-file=/policy-dir/{POLICY_FILE}",
+        f"--descheduling-interval={back.descheduling_interval}",
+        "--v=3",
+    ]
     if back.dry_run:
         args.append("--dry-run")
     return [
         *identity(DESCHEDULER, ov.namespace, CLUSTER_PREFIX + DESCHEDULER, DESCHEDULER_RULES),
         *namespaced(DESCHEDULER, ov.namespace, DESCHEDULER_LEASE_RULES),
         config_map(DESCHEDULER, ov.namespace, {POLICY_FILE: policy}),
-        render("overflow/descheduler-deployment.yaml.j2", name=DESCHEDULER, namespace=ov.namespace, back=back,
-               args=args, policy_sha256=sha256(policy), **hardened(back.resources)),
+        render(
+            "overflow/descheduler-deployment.yaml.j2",
+            name=DESCHEDULER,
+            namespace=ov.namespace,
+            back=back,
+            args=args,
+            policy_sha256=sha256(policy),
+            **hardened(back.resources),
+        ),
     ]

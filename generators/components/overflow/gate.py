@@ -16,8 +16,7 @@ def gate_rules(ov: Overflow) -> list[dict[str, Any]]:
     """list finds the nodes by label (list cannot be limited by name and only reads);
     get (re-read after a conflict) and patch only the rendered virtual nodes. The gate's
     ValidatingAdmissionPolicy then limits a patch to its own taint."""
-    return [rule([""], ["nodes"], ["list"]),
-            rule([""], ["nodes"], ["get", "patch"], list(ov.virtual_nodes))]
+    return [rule([""], ["nodes"], ["list"]), rule([""], ["nodes"], ["get", "patch"], list(ov.virtual_nodes))]
 
 
 GATE_LEASE_RULES = lease_rules(GATE, ["get", "update"])
@@ -25,8 +24,13 @@ GATE_LEASE_RULES = lease_rules(GATE, ["get", "update"])
 
 def taint_policy(ov: Overflow) -> Obj:
     """The gate controller's TaintPolicy: one gate per provider, preferred first."""
-    return render("overflow/taintpolicy.yaml.j2", name=GATE, gate=ov.gate, providers=ov.providers,
-                  taint_value=GATE_TAINT_VALUE)
+    return render(
+        "overflow/taintpolicy.yaml.j2",
+        name=GATE,
+        gate=ov.gate,
+        providers=ov.providers,
+        taint_value=GATE_TAINT_VALUE,
+    )
 
 
 def gate_objects(ov: Overflow) -> list[Obj]:

@@ -24,14 +24,27 @@ def inference_pod_snippet(ov: Overflow, svc: InferenceService) -> dict[str, Any]
     the providers in fill order."""
     # Every virtual node carries the provider label, whichever program registers it (node-cli
     # sets type=virtual-kubelet, interLink virtual-node.interlink/type): no real node does.
-    preferences = [{"weight": IN_CLUSTER_WEIGHT, "preference": {"matchExpressions": [
-        {"key": PROVIDER_LABEL, "operator": "DoesNotExist"}]}}]
-    preferences += [{"weight": p.affinity_weight, "preference": {"matchExpressions": [
-        {"key": PROVIDER_LABEL, "operator": "In", "values": [p.name]}]}} for p in ov.providers]
+    preferences = [
+        {
+            "weight": IN_CLUSTER_WEIGHT,
+            "preference": {"matchExpressions": [{"key": PROVIDER_LABEL, "operator": "DoesNotExist"}]},
+        }
+    ]
+    preferences += [
+        {
+            "weight": p.affinity_weight,
+            "preference": {
+                "matchExpressions": [{"key": PROVIDER_LABEL, "operator": "In", "values": [p.name]}]
+            },
+        }
+        for p in ov.providers
+    ]
     return {
         "priorityClassName": svc.tier,
         # Each provider's node carries its own program's taint (generators/providers/).
-        "tolerations": [{"key": key, "operator": "Exists", "effect": "NoSchedule"}
-                        for key in sorted({p.node_taint.key for p in ov.providers})],
+        "tolerations": [
+            {"key": key, "operator": "Exists", "effect": "NoSchedule"}
+            for key in sorted({p.node_taint.key for p in ov.providers})
+        ],
         "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferences}},
     }

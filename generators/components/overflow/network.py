@@ -22,6 +22,7 @@ def network_policies(ov: Overflow, monitoring_namespace: str) -> list[Obj]:
     with the list empty nobody is admitted (spilled pods run; `kubectl logs` on them fails),
     never everybody. Egress is not restricted: the gate reaches Prometheus and the API
     server, each provider its own API, addresses the repository does not know."""
+
     def app(name: str) -> dict[str, Any]:
         key = "app.kubernetes.io/instance" if name.startswith(NODE_PREFIX) else "app.kubernetes.io/name"
         return {"matchLabels": {key: name}}
@@ -30,11 +31,13 @@ def network_policies(ov: Overflow, monitoring_namespace: str) -> list[Obj]:
     scrape += [(p.node_name, p.contract.metrics_port) for p in ov.providers if p.contract.metrics_port]
     objects = [network.default_deny(ov.namespace)]
     for name, port in scrape:
-        objects.append(network.prometheus_ingress(f"{name}-metrics", ov.namespace, app(name),
-                                                  monitoring_namespace, port))
+        objects.append(
+            network.prometheus_ingress(f"{name}-metrics", ov.namespace, app(name), monitoring_namespace, port)
+        )
     if ov.kubelet_api_source_cidrs:
         api_server = [{"ipBlock": {"cidr": cidr}} for cidr in ov.kubelet_api_source_cidrs]
         kubelet_api = [{"from": api_server, "ports": [{"protocol": "TCP", "port": KUBELET_PORT}]}]
-        objects.append(network.policy("virtual-kubelet-api", ov.namespace, app("virtual-kubelet"),
-                                      kubelet_api))
+        objects.append(
+            network.policy("virtual-kubelet-api", ov.namespace, app("virtual-kubelet"), kubelet_api)
+        )
     return objects

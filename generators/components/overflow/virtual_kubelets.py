@@ -25,8 +25,11 @@ def pod_input_objects(ov: Overflow, provider: Provider) -> list[Obj]:
     inputs = f"{CLUSTER_PREFIX}{provider.node_name}-pod-inputs"
     objects = [cluster_role(inputs, rules)]
     for namespace in ov.inference_namespaces:
-        objects.append(role_binding(inputs, provider.node_name, namespace, subject_namespace=ov.namespace,
-                                    cluster_role=True))
+        objects.append(
+            role_binding(
+                inputs, provider.node_name, namespace, subject_namespace=ov.namespace, cluster_role=True
+            )
+        )
     return objects
 
 
@@ -41,15 +44,28 @@ def provider_objects(ov: Overflow, provider: Provider) -> list[Obj]:
     contract = provider.contract
     launch = contract.launch(provider.contract_input)
     return [
-        *identity(provider.node_name, ov.namespace, CLUSTER_PREFIX + provider.node_name,
-                  contract.cluster_rules(provider.contract_input)),
+        *identity(
+            provider.node_name,
+            ov.namespace,
+            CLUSTER_PREFIX + provider.node_name,
+            contract.cluster_rules(provider.contract_input),
+        ),
         *pod_input_objects(ov, provider),
         config_map(provider.node_name, ov.namespace, {launch.config_file: launch.config_text}),
-        render("overflow/virtual-kubelet-deployment.yaml.j2", provider=provider, namespace=ov.namespace,
-               args=list(launch.args), env=list(launch.env), config_sha256=sha256(launch.config_text),
-               config_dir=CONFIG_DIR, credentials_dir=CREDENTIALS_DIR, serving_dir=SERVING_DIR,
-               serving_secret=serving_secret(provider) if contract.needs_serving_certificate else None,
-               kubelet_port=KUBELET_PORT, metrics_port=contract.metrics_port,
-               advertised_gpus=contract.advertised_gpus(provider.contract_input),
-               **hardened(provider.resources)),
+        render(
+            "overflow/virtual-kubelet-deployment.yaml.j2",
+            provider=provider,
+            namespace=ov.namespace,
+            args=list(launch.args),
+            env=list(launch.env),
+            config_sha256=sha256(launch.config_text),
+            config_dir=CONFIG_DIR,
+            credentials_dir=CREDENTIALS_DIR,
+            serving_dir=SERVING_DIR,
+            serving_secret=serving_secret(provider) if contract.needs_serving_certificate else None,
+            kubelet_port=KUBELET_PORT,
+            metrics_port=contract.metrics_port,
+            advertised_gpus=contract.advertised_gpus(provider.contract_input),
+            **hardened(provider.resources),
+        ),
     ]

@@ -68,9 +68,22 @@ def test_the_file_picks_the_kind(tmp_path: Path) -> None:
 
 # Issue 22 item 3: a percentage is floored but never below one node of a non-empty pool
 # (3 % of 32 nodes was 0: a small pool could never lose a bad node); 0 % still means none.
-@pytest.mark.parametrize("percent, nodes, cap", [(10, 9, 1), (10, 10, 1), (10, 19, 1), (10, 30, 3),
-                                                  (12.5, 8, 1), (100, 7, 7), (0, 50, 0), (3, 36, 1),
-                                                  (3, 32, 1), (3, 0, 0), (10, 1, 1)])  # fmt: skip
+@pytest.mark.parametrize(
+    "percent, nodes, cap",
+    [
+        (10, 9, 1),
+        (10, 10, 1),
+        (10, 19, 1),
+        (10, 30, 3),
+        (12.5, 8, 1),
+        (100, 7, 7),
+        (0, 50, 0),
+        (3, 36, 1),
+        (3, 32, 1),
+        (3, 0, 0),
+        (10, 1, 1),
+    ],
+)
 def test_pool_cap_is_floored_with_a_floor_of_one_node(percent: float, nodes: int, cap: int) -> None:
     assert Cap(4, percent).pool_cap(nodes) == cap
 
@@ -81,8 +94,11 @@ def test_a_pools_own_cap_replaces_the_percentage(own: int, nodes: int, cap: int)
 
 
 def test_a_pool_may_carry_its_own_max_nodes() -> None:
-    text = EXAMPLE.replace("      matchLabels: {trainyard.dev/pool: train-h100-a}\n",
-                           "      matchLabels: {trainyard.dev/pool: train-h100-a}\n    maxNodes: 2\n", 1)
+    text = EXAMPLE.replace(
+        "      matchLabels: {trainyard.dev/pool: train-h100-a}\n",
+        "      matchLabels: {trainyard.dev/pool: train-h100-a}\n    maxNodes: 2\n",
+        1,
+    )
     assert text != EXAMPLE
     pools = {p.name: p.max_nodes for p in parse(text, "policy.yaml").pools}
     assert pools == {"train-h100-a": 2, "infer-l40s": None}
@@ -99,38 +115,72 @@ def test_noexecute_is_refused_with_the_reason() -> None:
 @pytest.mark.parametrize(
     "old, new, expected",
     [
-        ("reason: gpu-temperature", "reason: GPU_Temperature",
-         "policy.yaml:19:13: error: reason 'GPU_Temperature' is not [a-z0-9]([-a-z0-9]*[a-z0-9])? of at most "
-         "63 characters (it becomes the taint value) (spec.conditions[0].reason)"),
+        (
+            "reason: gpu-temperature",
+            "reason: GPU_Temperature",
+            "policy.yaml:19:13: error: reason 'GPU_Temperature' is not [a-z0-9]([-a-z0-9]*[a-z0-9])? "
+            "of at most "
+            "63 characters (it becomes the taint value) (spec.conditions[0].reason)",
+        ),
         ("reason: gpu-temperature", "reason: " + "a" * 64, "of at most 63 characters"),
         ("reason: gpu-temperature", "reason: gpu-temperature-", "is not [a-z0-9]"),
-        ("reason: xid", "reason: gpu-temperature",
-         "policy.yaml:22:13: error: duplicate reason 'gpu-temperature' (spec.conditions[1].reason)"),
-        ("    quarantineAfterSeconds: 300", "    quarantineAfterSecond: 300",
-         "policy.yaml:21:28: error: unknown field 'quarantineAfterSecond'; did you mean "
-         "'quarantineAfterSeconds'? (spec.conditions[0].quarantineAfterSecond)"),
-        ("  releaseAfterSeconds: 1800", "  releaseAfterSecs: 1800",
-         "unknown field 'releaseAfterSecs'; did you mean 'releaseAfterSeconds'? (spec.releaseAfterSecs)"),
+        (
+            "reason: xid",
+            "reason: gpu-temperature",
+            "policy.yaml:22:13: error: duplicate reason 'gpu-temperature' (spec.conditions[1].reason)",
+        ),
+        (
+            "    quarantineAfterSeconds: 300",
+            "    quarantineAfterSecond: 300",
+            "policy.yaml:21:28: error: unknown field 'quarantineAfterSecond'; did you mean "
+            "'quarantineAfterSeconds'? (spec.conditions[0].quarantineAfterSecond)",
+        ),
+        (
+            "  releaseAfterSeconds: 1800",
+            "  releaseAfterSecs: 1800",
+            "unknown field 'releaseAfterSecs'; did you mean 'releaseAfterSeconds'? (spec.releaseAfterSecs)",
+        ),
         ("    maxNodes: 4", "    maxNode: 4", "did you mean 'maxNodes'? (spec.cap.maxNode)"),
-        ("onPrometheusUnavailable: hold", "onPrometheusUnavailable: open",
-         "policy.yaml:10:28: error: expected one of hold, got 'open' (spec.onPrometheusUnavailable)"),
-        ("    key: trainyard.dev/gpu-health", "    key: trainyard.dev/gpu-health\n    value: gpu",
-         "unknown field 'value' (spec.taint.value)"),
-        ("    quarantineAfterSeconds: 0", "    quarantineAfterSeconds: -1",
-         "expected a number of seconds >= 0, got -1 (spec.conditions[1].quarantineAfterSeconds)"),
-        ("    maxPercentOfPool: 10", "    maxPercentOfPool: 150",
-         "expected a percentage 0..100, got 150 (spec.cap.maxPercentOfPool)"),
+        (
+            "onPrometheusUnavailable: hold",
+            "onPrometheusUnavailable: open",
+            "policy.yaml:10:28: error: expected one of hold, got 'open' (spec.onPrometheusUnavailable)",
+        ),
+        (
+            "    key: trainyard.dev/gpu-health",
+            "    key: trainyard.dev/gpu-health\n    value: gpu",
+            "unknown field 'value' (spec.taint.value)",
+        ),
+        (
+            "    quarantineAfterSeconds: 0",
+            "    quarantineAfterSeconds: -1",
+            "expected a number of seconds >= 0, got -1 (spec.conditions[1].quarantineAfterSeconds)",
+        ),
+        (
+            "    maxPercentOfPool: 10",
+            "    maxPercentOfPool: 150",
+            "expected a percentage 0..100, got 150 (spec.cap.maxPercentOfPool)",
+        ),
         ("    maxNodes: 4", "    maxNodes: 2.5", "expected a whole number >= 0, got 2.5 (spec.cap.maxNodes)"),
         ("  - name: infer-l40s", "  - name: train-h100-a", "duplicate pool name 'train-h100-a'"),
-        ("      matchLabels: {trainyard.dev/pool: infer-l40s}", "      matchLabels: {}",
-         "an empty selector matches all (spec.pools[1].nodeSelector.matchLabels)"),
-        ("      matchLabels: {trainyard.dev/pool: infer-l40s}", "      matchLabels: {gpu: l40s}",
-         "pools 'train-h100-a' and 'infer-l40s' can select the same node (spec.pools[1].nodeSelector)"),
-        ("    since: trainyard.dev/gpu-health-since", "    since: trainyard.dev/gpu-health-reason",
-         "is also the reason annotation (spec.annotations.since)"),
+        (
+            "      matchLabels: {trainyard.dev/pool: infer-l40s}",
+            "      matchLabels: {}",
+            "an empty selector matches all (spec.pools[1].nodeSelector.matchLabels)",
+        ),
+        (
+            "      matchLabels: {trainyard.dev/pool: infer-l40s}",
+            "      matchLabels: {gpu: l40s}",
+            "pools 'train-h100-a' and 'infer-l40s' can select the same node (spec.pools[1].nodeSelector)",
+        ),
+        (
+            "    since: trainyard.dev/gpu-health-since",
+            "    since: trainyard.dev/gpu-health-reason",
+            "is also the reason annotation (spec.annotations.since)",
+        ),
         ("  conditions:\n", "  conditions: []\n  old:\n", "unknown field 'old'"),
     ],
-)  # fmt: skip
+)
 def test_bad_values_are_reported_with_position_and_path(old: str, new: str, expected: str) -> None:
     assert old in EXAMPLE
     assert expected in error(EXAMPLE.replace(old, new, 1))

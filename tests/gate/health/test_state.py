@@ -433,12 +433,22 @@ def test_a_node_moved_to_another_pool_counts_against_that_pool() -> None:
     "payload, expected",
     [
         ({"status": "success", "data": {"resultType": "vector", "result": []}}, frozenset()),
-        ({"status": "success", "data": {"resultType": "vector", "result": [
-            {"metric": {"node": "a", "gpu": "0"}, "value": [1, "80"]},
-            {"metric": {"node": "a", "gpu": "1"}, "value": [1, "81"]},
-            {"metric": {"node": "b"}, "value": [1, "NaN"]}]}}, frozenset({"a", "b"})),
+        (
+            {
+                "status": "success",
+                "data": {
+                    "resultType": "vector",
+                    "result": [
+                        {"metric": {"node": "a", "gpu": "0"}, "value": [1, "80"]},
+                        {"metric": {"node": "a", "gpu": "1"}, "value": [1, "81"]},
+                        {"metric": {"node": "b"}, "value": [1, "NaN"]},
+                    ],
+                },
+            },
+            frozenset({"a", "b"}),
+        ),
     ],
-)  # fmt: skip
+)
 def test_node_names_are_the_node_labels_of_every_series(payload: object, expected: frozenset[str]) -> None:
     assert node_names(payload) == expected
 
@@ -446,13 +456,20 @@ def test_node_names_are_the_node_labels_of_every_series(payload: object, expecte
 @pytest.mark.parametrize(
     "payload, message",
     [
-        ({"status": "success", "data": {"resultType": "vector", "result": [{"metric": {"instance": "x"}}]}},
-         "has no label node"),
-        ({"status": "success", "data": {"resultType": "scalar", "result": [1, "1"]}},
-         "expected an instant vector"),
+        (
+            {
+                "status": "success",
+                "data": {"resultType": "vector", "result": [{"metric": {"instance": "x"}}]},
+            },
+            "has no label node",
+        ),
+        (
+            {"status": "success", "data": {"resultType": "scalar", "result": [1, "1"]}},
+            "expected an instant vector",
+        ),
         ({"status": "error", "error": "parse error"}, "query failed: parse error"),
     ],
-)  # fmt: skip
+)
 def test_a_result_that_cannot_name_nodes_is_a_failed_query(payload: object, message: str) -> None:
     with pytest.raises(QueryFailed, match=message):
         node_names(payload)

@@ -145,18 +145,29 @@ def test_missing_query_and_gates() -> None:
         ("- name: lambda", "- name: Lambda_GPUs", "DNS label"),
         ("- name: salad", "- name: lambda", "duplicate gate name"),
         ("provider: salad}", "provider: lambda}", "would fight"),
-        ("matchLabels: {type: virtual-kubelet, trainyard.dev/provider: lambda}",
-         "matchLabels: {}", "empty selector matches all"),
-        ("matchLabels: {type: virtual-kubelet, trainyard.dev/provider: lambda}",
-         "matchLabels: {type: virtual-kubelet, gpus: 8}", "label value must be a string"),
-        ("        matchLabels: {type: virtual-kubelet, trainyard.dev/provider: lambda}",
-         "        matchExpressions: []", "unknown field 'matchExpressions'"),
-        ("key: trainyard.dev/overflow-gate, value: closed",
-         "key: 'bad key', value: closed", "invalid taint key"),
-        ("    timeoutSeconds: 5\n", "    timeoutSeconds: 5\n    timeoutSeconds: 6\n",
-         "duplicate key"),
+        (
+            "matchLabels: {type: virtual-kubelet, trainyard.dev/provider: lambda}",
+            "matchLabels: {}",
+            "empty selector matches all",
+        ),
+        (
+            "matchLabels: {type: virtual-kubelet, trainyard.dev/provider: lambda}",
+            "matchLabels: {type: virtual-kubelet, gpus: 8}",
+            "label value must be a string",
+        ),
+        (
+            "        matchLabels: {type: virtual-kubelet, trainyard.dev/provider: lambda}",
+            "        matchExpressions: []",
+            "unknown field 'matchExpressions'",
+        ),
+        (
+            "key: trainyard.dev/overflow-gate, value: closed",
+            "key: 'bad key', value: closed",
+            "invalid taint key",
+        ),
+        ("    timeoutSeconds: 5\n", "    timeoutSeconds: 5\n    timeoutSeconds: 6\n", "duplicate key"),
     ],
-)  # fmt: skip
+)
 def test_bad_values_are_reported_with_position_and_path(old: str, new: str, expected: str) -> None:
     assert old in EXAMPLE
     assert expected in _error(EXAMPLE.replace(old, new, 1))

@@ -82,8 +82,7 @@ def observe_until(
 
 
 def test_gate_follows_the_exported_value_across_thresholds(exporter: Exporter, prometheus_url: str) -> None:
-    band = Thresholds(64, close_after_seconds=0.8, open_when_free_gpus_below=16,
-                      open_after_seconds=0.4)  # fmt: skip
+    band = Thresholds(64, close_after_seconds=0.8, open_when_free_gpus_below=16, open_after_seconds=0.4)
     evaluator, metrics, client = make_evaluator(
         make_policy(prometheus_url, band, OnUnavailable.HOLD), GateState.OPEN
     )
@@ -125,8 +124,7 @@ def test_gate_follows_the_exported_value_across_thresholds(exporter: Exporter, p
 def test_no_series_counts_as_unavailable_and_close_mode_closes(
     exporter: Exporter, prometheus_url: str
 ) -> None:
-    band = Thresholds(64, close_after_seconds=0.5, open_when_free_gpus_below=16,
-                      open_after_seconds=0.5)  # fmt: skip
+    band = Thresholds(64, close_after_seconds=0.5, open_when_free_gpus_below=16, open_after_seconds=0.5)
     evaluator, metrics, client = make_evaluator(
         make_policy(prometheus_url, band, OnUnavailable.CLOSE), GateState.OPEN
     )
@@ -142,8 +140,7 @@ def test_no_series_counts_as_unavailable_and_close_mode_closes(
 
 
 def test_several_series_are_ambiguous_and_hold_keeps_state(exporter: Exporter, prometheus_url: str) -> None:
-    band = Thresholds(64, close_after_seconds=0, open_when_free_gpus_below=16,
-                      open_after_seconds=0)  # fmt: skip
+    band = Thresholds(64, close_after_seconds=0, open_when_free_gpus_below=16, open_after_seconds=0)
     evaluator, _, client = make_evaluator(
         make_policy(prometheus_url, band, OnUnavailable.HOLD), GateState.CLOSED
     )
@@ -160,8 +157,7 @@ def test_several_series_are_ambiguous_and_hold_keeps_state(exporter: Exporter, p
 
 
 def test_unreachable_prometheus_and_open_mode(prometheus_url: str) -> None:
-    band = Thresholds(64, close_after_seconds=0.5, open_when_free_gpus_below=16,
-                      open_after_seconds=0.3)  # fmt: skip
+    band = Thresholds(64, close_after_seconds=0.5, open_when_free_gpus_below=16, open_after_seconds=0.3)
     dead = f"http://127.0.0.1:{free_port()}"
     evaluator, metrics, client = make_evaluator(make_policy(dead, band, OnUnavailable.OPEN), GateState.CLOSED)
     seen, took = observe_until(evaluator, GateState.OPEN, timeout=5)
@@ -181,17 +177,23 @@ def test_unreachable_prometheus_and_open_mode(prometheus_url: str) -> None:
 @pytest.mark.parametrize(
     ("payload", "message"),
     [
-        ({"status": "success", "data": {"resultType": "scalar", "result": [1, "NaN"]}},
-         "not finite"),
-        ({"status": "success", "data": {"resultType": "vector",
-          "result": [{"metric": {}, "value": [1, "+Inf"]}]}}, "not finite"),
-        ({"status": "success", "data": {"resultType": "vector",
-          "result": [{"metric": {}, "value": [1]}]}}, "malformed sample"),
+        ({"status": "success", "data": {"resultType": "scalar", "result": [1, "NaN"]}}, "not finite"),
+        (
+            {
+                "status": "success",
+                "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1, "+Inf"]}]},
+            },
+            "not finite",
+        ),
+        (
+            {"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1]}]}},
+            "malformed sample",
+        ),
         ({"status": "error", "errorType": "timeout", "error": "query timed out"}, "timed out"),
         ({"status": "success"}, "no data"),
         ([1, 2], "query failed"),
     ],
-)  # fmt: skip
+)
 def test_response_shapes_that_are_not_one_usable_sample(payload: object, message: str) -> None:
     with pytest.raises(QueryFailed, match=message):
         single_value(payload)

@@ -16,10 +16,13 @@ from generators.model.types import Environment
 
 def groups(env: Environment) -> list[dict[str, Any]]:
     q = Queries(env)
-    return [
-        {"name": "trainyard-gpu", "rules": gpu.rules(q)},
-        {"name": "trainyard-fabric", "rules": fabric.rules(q)},
-        {"name": "trainyard-scheduling", "rules": scheduling.rules(q)},
-        {"name": "trainyard-exporters", "rules": exporters.rules(q)},
-    ] + ([{"name": "trainyard-overflow", "rules": overflow.rules(q)}] if env.overflow else []) \
-      + ([{"name": "trainyard-health", "rules": quarantine}] if (quarantine := health.rules(q)) else [])
+    return (
+        [
+            {"name": "trainyard-gpu", "rules": gpu.rules(q)},
+            {"name": "trainyard-fabric", "rules": fabric.rules(q)},
+            {"name": "trainyard-scheduling", "rules": scheduling.rules(q)},
+            {"name": "trainyard-exporters", "rules": exporters.rules(q)},
+        ]
+        + ([{"name": "trainyard-overflow", "rules": overflow.rules(q)}] if env.overflow else [])
+        + ([{"name": "trainyard-health", "rules": quarantine}] if (quarantine := health.rules(q)) else [])
+    )

@@ -19,14 +19,25 @@ def quarantined(c: Controller) -> list[Panel]:
     q = f"({controller_series(c, 'trainyard_health_quarantined')} == 1)"
     since = controller_series(c, "trainyard_health_quarantined_since_seconds")
     return [
-        graph("Quarantined nodes per pool and reason",
-              "Nodes carrying trainyard.dev/gpu-health, by pool and by the taint value (the first "
-              "reason in spec order). Training stays off them; inference may use them.",
-              "none", [Query(f"count by (pool, reason) {q}", "{{pool}} {{reason}}")], stacked=True, span=18),
+        graph(
+            "Quarantined nodes per pool and reason",
+            "Nodes carrying trainyard.dev/gpu-health, by pool and by the taint value (the first "
+            "reason in spec order). Training stays off them; inference may use them.",
+            "none",
+            [Query(f"count by (pool, reason) {q}", "{{pool}} {{reason}}")],
+            stacked=True,
+            span=18,
+        ),
         single("Quarantined now", "All pools.", "none", Query(f"count({q}) or vector(0)"), span=6),
-        grid("Time in quarantine", "Per quarantined node: time since its quarantine (the "
-             "trainyard.dev/gpu-health-since annotation). A node out for days needs its repair chased.",
-             "s", [Query(f"time() - max by (node, pool, reason) ({since})")], ["in quarantine"], span=24),
+        grid(
+            "Time in quarantine",
+            "Per quarantined node: time since its quarantine (the "
+            "trainyard.dev/gpu-health-since annotation). A node out for days needs its repair chased.",
+            "s",
+            [Query(f"time() - max by (node, pool, reason) ({since})")],
+            ["in quarantine"],
+            span=24,
+        ),
     ]
 
 
@@ -38,18 +49,32 @@ def cap(c: Controller) -> list[Panel]:
     held = controller_series(c, "trainyard_health_held_back")
     bad = controller_series(c, "trainyard_health_bad_nodes")
     return [
-        graph("Cap headroom",
-              "Nodes each pool may still lose to quarantine (floor(maxPercentOfPool x nodes / 100) minus "
-              "quarantined), and the fleet's (maxNodes minus all quarantined). At 0 the next bad node "
-              "is held back.", "none",
-              [Query(f"{pool_cap} - on (pool) {used}", "{{pool}}"),
-               Query(f"{fleet_cap} - (count{q} or vector(0))", "fleet")], span=12),
-        graph("Held back by the cap", "Nodes that qualify for quarantine now but the cap refused "
-              "(GpuHealthCapHoldsBack).", "none", [Query(f"max by (pool) ({held})", "{{pool}}")], span=12),
-        graph("Bad nodes per condition", "Pool nodes each condition query returned on the last good "
-              "pass, quarantined or not.", "none",
-              [Query(f"max by (reason) ({bad})", "{{reason}}")],
-              span=24),
+        graph(
+            "Cap headroom",
+            "Nodes each pool may still lose to quarantine (floor(maxPercentOfPool x nodes / 100) minus "
+            "quarantined), and the fleet's (maxNodes minus all quarantined). At 0 the next bad node "
+            "is held back.",
+            "none",
+            [
+                Query(f"{pool_cap} - on (pool) {used}", "{{pool}}"),
+                Query(f"{fleet_cap} - (count{q} or vector(0))", "fleet"),
+            ],
+            span=12,
+        ),
+        graph(
+            "Held back by the cap",
+            "Nodes that qualify for quarantine now but the cap refused (GpuHealthCapHoldsBack).",
+            "none",
+            [Query(f"max by (pool) ({held})", "{{pool}}")],
+            span=12,
+        ),
+        graph(
+            "Bad nodes per condition",
+            "Pool nodes each condition query returned on the last good pass, quarantined or not.",
+            "none",
+            [Query(f"max by (reason) ({bad})", "{{reason}}")],
+            span=24,
+        ),
     ]
 
 
@@ -57,23 +82,43 @@ def controller(c: Controller) -> list[Panel]:
     patches = controller_series(c, "trainyard_health_node_patches_total")
     errors = controller_series(c, "trainyard_health_errors_total")
     return [
-        graph("Node patches", "Quarantines, releases and rewrites of the taint value.", "none",
-              [Query(f"sum by (action) (increase({patches}[$__rate_interval]))", "{{action}}")], span=8),
-        graph("Errors by stage", "GpuHealthErrors.", "none",
-              [Query(f"sum by (stage) (increase({errors}[$__rate_interval]))", "{{stage}}")], span=8),
-        graph("Queries succeeding and leader", "1 = the last pass had every condition query succeed; "
-              "1 = this pod holds the Lease.", "none",
-              [Query(f"min({controller_series(c, 'trainyard_health_query_success')})", "queries ok"),
-               Query(f"sum({controller_series(c, 'trainyard_health_leader')})", "leaders")], span=8),
+        graph(
+            "Node patches",
+            "Quarantines, releases and rewrites of the taint value.",
+            "none",
+            [Query(f"sum by (action) (increase({patches}[$__rate_interval]))", "{{action}}")],
+            span=8,
+        ),
+        graph(
+            "Errors by stage",
+            "GpuHealthErrors.",
+            "none",
+            [Query(f"sum by (stage) (increase({errors}[$__rate_interval]))", "{{stage}}")],
+            span=8,
+        ),
+        graph(
+            "Queries succeeding and leader",
+            "1 = the last pass had every condition query succeed; 1 = this pod holds the Lease.",
+            "none",
+            [
+                Query(f"min({controller_series(c, 'trainyard_health_query_success')})", "queries ok"),
+                Query(f"sum({controller_series(c, 'trainyard_health_leader')})", "leaders"),
+            ],
+            span=8,
+        ),
     ]
 
 
 def build(env: Environment) -> dict[str, Any]:
     assert env.health is not None and env.health.controller is not None
     c = env.health.controller
-    board = Board(Queries(env).m, SLUG, "Quarantine",
-                  "Self-healing GPU nodes: who is quarantined and why, for how long, and how much "
-                  "room the blast-radius cap has left.")
+    board = Board(
+        Queries(env).m,
+        SLUG,
+        "Quarantine",
+        "Self-healing GPU nodes: who is quarantined and why, for how long, and how much "
+        "room the blast-radius cap has left.",
+    )
     board.row("Quarantined nodes", *quarantined(c))
     board.row("Cap", *cap(c))
     board.row("Controller", *controller(c))
