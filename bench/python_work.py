@@ -19,12 +19,13 @@ sys.path.insert(0, str(ROOT))
 
 def one_environment(root: Path, name: str) -> tuple[int, int]:
     """(objects, findings) of one environment: load, render, policies."""
-    from generators import model, render
+    from generators import render
     from generators.layout import RENDERED
+    from generators.model.load import load
     from policies import run_all
     from policies.context import Context, RenderedObject
 
-    env = model.load(root, name)
+    env = load(root, name)
     files = render.render_environment(env)
     objects = tuple(RenderedObject(f"{RENDERED}/{name}/{f.path}", f.obj) for f in files)
     return len(objects), len(run_all(Context(env, objects)))

@@ -22,13 +22,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from generators import exporters as exporter_table
 from generators.components import monitoring
 from generators.components.monitoring import dashboards
 from generators.components.monitoring.alerts import groups
 from generators.components.monitoring.alerts.exporters import scraped
+from generators.model import exporters as exporter_table
+from generators.model.environment import Environment
 from generators.model.health import NAME as HEALTH_JOB
-from generators.model.types import Environment
 from generators.promql_ast import Matcher, Selector, label_uses, selectors
 
 DCGM, NODE, KSM, KUEUE = "dcgm-exporter", "node-exporter", "kube-state-metrics", "kueue"
@@ -292,7 +292,7 @@ class Doctor:
                     f"DCGM series carry {other}, not {expected}",
                     f"{where}; set monitoring.exporters.dcgmExporter to the release you run (outside "
                     f"{exporter_table.DCGM_HOSTNAME}, state monitoring.exporters.labelContract."
-                    f"dcgmExporter.hostLabel: {other}; generators/exporters.py)",
+                    f"dcgmExporter.hostLabel: {other}; generators/model/exporters.py)",
                 )
         return None
 

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from generators import model, render, templating
+from generators import render, templating
 from generators.components import registry  # noqa: F401  (imports every component once, before forking)
 from generators.errors import Problem, SpecError
+from generators.model.environment import Environment
+from generators.model.load import load
 from generators.speedups import keys
 
 T = TypeVar("T")
@@ -70,7 +72,7 @@ def render_staged(root: Path, name: str) -> Outcome:
     """Render and write into a staging directory: workers create the files in parallel (on
     a busy disk each new file costs ~0.2 ms of system time), the parent only renames."""
     try:
-        files = render.render_tree(model.load(root, name))
+        files = render.render_tree(load(root, name))
     except SpecError as error:
         return Outcome(name, tuple(error.problems))
     return Outcome(
@@ -83,13 +85,13 @@ def render_staged(root: Path, name: str) -> Outcome:
 
 def check_stale(root: Path, name: str) -> Outcome:
     try:
-        files = render.render_tree(model.load(root, name))
+        files = render.render_tree(load(root, name))
     except SpecError as error:
         return Outcome(name, tuple(error.problems))
     return Outcome(name, stale=tuple(render.stale(root, name, files)), digest=_digest(files))
 
 
-def load_and_render(root: Path, name: str) -> tuple[model.Environment, list[render.RenderedFile]]:
+def load_and_render(root: Path, name: str) -> tuple[Environment, list[render.RenderedFile]]:
     """The model and rendered files of one environment (SpecError propagates)."""
-    env = model.load(root, name)
+    env = load(root, name)
     return env, render.render_tree(env)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import textwrap
 from fractions import Fraction
 
-from generators.model.types import Environment, Quota
+from generators.model.environment import Environment
+from generators.model.types import Quota
 from generators.texttable import table
 
 NO_LIMIT = "-"

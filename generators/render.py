@@ -20,7 +20,7 @@ from generators import syncoptions, yamlemit
 from generators.components import Obj
 from generators.components.registry import COMPONENTS
 from generators.layout import INSTALLERS, RENDERED, is_installer_input
-from generators.model.types import Environment
+from generators.model.environment import Environment
 from generators.syncwaves import wave
 
 STAGING = ".tmp-"  # rendered/.tmp-<env>-*: a tree being written

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import yaml
 
-from generators.model.types import Environment
+from generators.model.environment import Environment
 from generators.speedups.parsereuse import held as known_object
 from policies import walk
 

@@ -31,9 +31,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 
+from generators.model.environment import Environment
 from generators.model.overflow import INFERENCE_ROLES, blocks_inference, inference_pools
 from generators.model.promql import ksm_label
-from generators.model.types import Environment, Pool
+from generators.model.types import Pool
 from policies.context import Context, Finding, RenderedObject
 from policies.taints import TAINT_POLICY_KIND
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from generators.apportion import largest_remainder
+from generators.model.apportion import largest_remainder
 
 
 @given(st.integers(0, 10**6), st.lists(st.integers(0, 100), min_size=1, max_size=40))

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from generators import model, templating
+from generators import templating
 from generators.components.registry import COMPONENTS
 from generators.layout import environment_names
+from generators.model.load import load
 from tests.support import ROOT
 
 COMPONENTS_DIR = ROOT / "generators" / "components"
@@ -76,7 +77,7 @@ def test_templates_common_is_rendered_only_through_generators_k8s() -> None:
 def test_every_rendered_file_comes_from_its_folders_templates(
     env_name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    env = model.load(ROOT, env_name)
+    env = load(ROOT, env_name)
     jinja = templating.environment()
     original = jinja.get_template
     opened: dict[str, set[str]] = defaultdict(set)

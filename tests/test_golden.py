@@ -6,8 +6,9 @@ from pathlib import Path
 
 import yaml
 
-from generators import model, render
+from generators import render
 from generators.layout import environment_names
+from generators.model.load import load
 from tests.support import ROOT
 from tests.support.scratch import run_cli, tree_digest
 
@@ -19,7 +20,7 @@ def test_at_least_three_shipped_environments() -> None:
 
 
 def test_production_is_talk_sized() -> None:
-    prod = model.load(ROOT, "prod")
+    prod = load(ROOT, "prod")
     assert prod.gpus >= 4000
     assert len([p for p in prod.pools if p.role == "training"]) >= 2
     assert any(p.role == "inference" for p in prod.pools)
@@ -66,7 +67,7 @@ def test_check_reports_stale_missing_and_extra(repo_copy: Path) -> None:
 
 def test_every_file_holds_one_object_that_reloads() -> None:
     for name in SHIPPED:
-        for f in render.render_tree(model.load(ROOT, name)):
+        for f in render.render_tree(load(ROOT, name)):
             assert yaml.safe_load(f.text) == f.obj
             if f.is_object:
                 assert f.path.endswith(f"{f.obj['kind'].lower()}-{f.obj['metadata']['name']}.yaml")
@@ -77,8 +78,8 @@ def test_every_file_holds_one_object_that_reloads() -> None:
 def test_node_count_change_flows_to_every_quota(repo_copy: Path) -> None:
     env = repo_copy / "environments" / "prod.yaml"
     env.write_text(env.read_text().replace("    nodes: 256\n", "    nodes: 200\n", 1))
-    after = model.load(repo_copy, "prod")
-    before = model.load(ROOT, "prod")
+    after = load(repo_copy, "prod")
+    before = load(ROOT, "prod")
     pool = before.pools[0].name
     changed = [t.name for t in before.teams if any(f.pool == pool and f.nodes for f in before.queues[t.name])]
     assert changed

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from generators import model
 from generators.model.health import CONDITIONS, TAINT_KEY, build_health
+from generators.model.load import load
 from tests.support import ROOT
 
 
 def test_backend_none_renders_nothing_and_is_the_default() -> None:
     from generators.spec.schema import apply_defaults  # defaults come from the schema only
 
-    env = model.load(ROOT, "staging")
+    env = load(ROOT, "staging")
     defaults = apply_defaults({"health": {}})["health"]
     assert defaults["backend"] == "none"
     assert build_health(defaults, env.pools, env.monitoring) is None
@@ -22,7 +22,7 @@ def test_backend_none_renders_nothing_and_is_the_default() -> None:
 def test_shipped_caps_stay_within_each_pools_reserve(name: str) -> None:
     """The decision written in staging.yaml and prod.yaml: quarantine never leaves quota
     promising GPUs that are not there, and every pool can reach its cap at once."""
-    env = model.load(ROOT, name)
+    env = load(ROOT, name)
     assert env.health is not None and env.health.controller is not None
     c = env.health.controller
     for pool in c.pools:
@@ -31,7 +31,7 @@ def test_shipped_caps_stay_within_each_pools_reserve(name: str) -> None:
 
 
 def test_default_pools_are_training_and_shared() -> None:
-    staging = model.load(ROOT, "staging")
+    staging = load(ROOT, "staging")
     assert staging.health is not None and staging.health.controller is not None
     assert [p.name for p in staging.health.controller.pools] == [
         p.name for p in staging.pools if p.role in ("training", "shared")
@@ -39,7 +39,7 @@ def test_default_pools_are_training_and_shared() -> None:
 
 
 def test_conditions_follow_the_monitoring_thresholds() -> None:
-    env = model.load(ROOT, "prod")
+    env = load(ROOT, "prod")
     assert env.health is not None and env.health.controller is not None
     m = env.monitoring
     queries = {c.reason: c.query for c in env.health.controller.conditions}
@@ -55,8 +55,8 @@ def test_conditions_follow_the_monitoring_thresholds() -> None:
 
 
 def test_tolerations_per_backend() -> None:
-    assert [t.key for t in model.load(ROOT, "prod").health.tolerations] == [TAINT_KEY]  # type: ignore[union-attr]
-    dev = model.load(ROOT, "dev").health
+    assert [t.key for t in load(ROOT, "prod").health.tolerations] == [TAINT_KEY]  # type: ignore[union-attr]
+    dev = load(ROOT, "dev").health
     assert dev is not None and dev.controller is None
     assert [(t.key, t.effect) for t in dev.tolerations] == [
         ("nvidia.com/gpu-xid-error", "NoSchedule"),
@@ -66,5 +66,5 @@ def test_tolerations_per_backend() -> None:
 
 def test_the_free_gpu_query_tolerates_the_quarantine_keys() -> None:
     for name in ("staging", "prod"):
-        ov = model.load(ROOT, name).overflow
+        ov = load(ROOT, name).overflow
         assert ov is not None and f'key!="{TAINT_KEY}"' in ov.gate.free_gpus_query

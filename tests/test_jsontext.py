@@ -42,12 +42,12 @@ def test_same_text_as_the_standard_library(value: Any) -> None:
 
 def test_shipped_dashboard_text_is_unchanged() -> None:
     """A real dashboard model, through both encoders."""
-    from generators import model
     from generators.components.monitoring import dashboards
     from generators.layout import environment_names
+    from generators.model.load import load
     from tests.support import ROOT
 
-    env = model.load(ROOT, environment_names(ROOT)[0])
+    env = load(ROOT, environment_names(ROOT)[0])
     for _, build in dashboards.builders(env):
         dashboard = build(env)
         assert dumps_sorted_indented(dashboard) == reference(dashboard)

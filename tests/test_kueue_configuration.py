@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 import yaml
 
-from generators import model, render
+from generators import render
 from generators.components import kueue
 from generators.diff.changes import compare
 from generators.diff.objects import INSTALLER_INPUT, from_files
 from generators.layout import environment_names
+from generators.model.load import load
 from tests.support import CORPUS, ROOT, archive, tool
 from tests.support.scratch import repo_with, run_cli
 from tools.toolchain import PINS
@@ -32,7 +33,7 @@ PYTORCHJOB = "kubeflow.org/pytorchjob"
 
 
 def _files(root: Path, name: str) -> dict[str, render.RenderedFile]:
-    return {f.path: f for f in render.render_tree(model.load(root, name))}
+    return {f.path: f for f in render.render_tree(load(root, name))}
 
 
 def _config_from_values(text: str) -> dict[str, Any]:
@@ -49,7 +50,7 @@ def test_shipped_environments_hand_the_configuration_to_the_kueue_chart(name: st
     files = _files(ROOT, name)
     assert VALUES in files and not files[VALUES].is_object
     # What Argo CD applies (and everything that reads objects) never sees it.
-    assert VALUES not in {f.path for f in render.render_environment(model.load(ROOT, name))}
+    assert VALUES not in {f.path for f in render.render_environment(load(ROOT, name))}
     # Nobody but the installer owns kueue-manager-config: no rendered object of that name.
     assert not [
         f for f in files.values() if f.is_object and f.obj["metadata"]["name"] == kueue.CONFIG_MAP_NAME
@@ -87,7 +88,7 @@ def test_block_admission_is_decided_in_each_environment_file_with_its_reason() -
         before_key = text[: text.rindex("\nkueue:")]
         reason = before_key[before_key.rindex("\n\n") :]
         assert f"# blockAdmission: {str(block).lower()}." in reason, (name, reason)
-        assert model.load(ROOT, name).kueue.wait_for_pods_ready.block_admission is block
+        assert load(ROOT, name).kueue.wait_for_pods_ready.block_admission is block
         decided[name] = block
     assert decided == {"dev": True, "staging": False, "prod": False}
 
@@ -95,7 +96,7 @@ def test_block_admission_is_decided_in_each_environment_file_with_its_reason() -
 @pytest.mark.parametrize("name", SHIPPED)
 def test_unblocked_admission_only_where_training_pools_have_a_topology(name: str) -> None:
     """The reason given for false is topology-aware placement: it must hold."""
-    env = model.load(ROOT, name)
+    env = load(ROOT, name)
     if not env.kueue.wait_for_pods_ready.block_admission:
         training = [p for p in env.pools if p.role == "training"]
         assert training and all(p.topology_levels for p in training), name

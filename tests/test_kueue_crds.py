@@ -15,8 +15,9 @@ import jsonschema
 import pytest
 import yaml
 
-from generators import model, render
+from generators import render
 from generators.layout import environment_names
+from generators.model.load import load
 from generators.validation.pinned_crds import CrdPinError, resolve_crd_dir
 from tests.support import ROOT
 
@@ -64,7 +65,7 @@ def _schemas() -> dict[tuple[str, str], dict[str, Any]]:
 def test_kueue_objects_match_pinned_crds(env_name: str) -> None:
     schemas = _schemas()
     checked = 0
-    for f in render.render_environment(model.load(ROOT, env_name)):
+    for f in render.render_environment(load(ROOT, env_name)):
         if f.obj["apiVersion"].startswith("kueue.x-k8s.io/"):
             schema = schemas[(f.obj["apiVersion"], f.obj["kind"])]
             jsonschema.validate(f.obj, schema, cls=jsonschema.Draft7Validator)

@@ -85,10 +85,10 @@ def test_sync_inventory_reads_kubectl_yaml(tmp_path: Path) -> None:
     """`kubectl get nodes -o yaml` is accepted as well as -o json (it gave `not JSON`)."""
     import yaml
 
-    from generators import model
+    from generators.model.load import load
 
     root = repo_with(tmp_path, (CORPUS / "valid-minimal.yaml").read_text())
-    env = model.load(root, "bad")
+    env = load(root, "bad")
     nodes = root / "nodes.yaml"
     nodes.write_text(
         yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": inventory(env, {"train": 6})})

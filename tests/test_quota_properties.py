@@ -12,7 +12,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generators import model, quantity, render, yamlemit
+from generators import quantity, render, yamlemit
+from generators.model.environment import Environment
+from generators.model.load import load
 from tests.support.scratch import write_environment
 
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -72,9 +74,9 @@ def environments(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
-def _load(tmp: Path, spec: dict[str, Any]) -> model.Environment:
+def _load(tmp: Path, spec: dict[str, Any]) -> Environment:
     write_environment(tmp, "random", yamlemit.dump(spec))
-    return model.load(tmp, "random")
+    return load(tmp, "random")
 
 
 def _nominal_sums(files: list[render.RenderedFile]) -> dict[tuple[str, str], Fraction]:

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from generators import model, render
+from generators import render
 from generators.layout import environment_names
+from generators.model.load import load
 from generators.speedups.parsereuse import rendered_objects
 from generators.validation.kubeconform import manifest_files
 from generators.yamlemit import is_plain
@@ -26,7 +27,7 @@ def speedups_on(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def known_for(root: Path, name: str) -> dict[str, tuple[str, dict[str, Any]]]:
-    files = render.render_tree(model.load(root, name))  # as validate and diff hand it over
+    files = render.render_tree(load(root, name))  # as validate and diff hand it over
     return rendered_objects(name, files)
 
 

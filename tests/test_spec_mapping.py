@@ -19,9 +19,9 @@ from typing import Any, Union, get_args, get_origin
 
 import pytest
 
-import generators.model.build  # noqa: F401  (loads every model module: hints name their classes)
-from generators.model.fromspec import derived, from_spec, rules, setting, spec_key
-from generators.model.types import Environment
+from generators.model.environment import Environment
+from generators.model.fromspec import derived, from_spec, inline, rules, setting, spec_key
+from generators.model.health import CONDITIONS, Condition
 from tests.support import ROOT
 
 SCHEMAS = ROOT / "schemas"
@@ -105,9 +105,28 @@ class Walk:
     problems: list[str] = field(default_factory=list)
 
     def compare(self, cls: type, node: Node, where: str) -> None:
-        held: set[Keys] = set()  # properties consumed whole, as keys from `node`
+        held = self.hold(cls, node, where)
+        for keys in self.unheld(node, (), held, where):
+            self.problems.append(
+                f"{where}.{'.'.join(keys)}: no field of {cls.__name__} holds it or "
+                "reads it, nor is it listed as consumed elsewhere"
+            )
+
+    def hold(self, cls: type, node: Node, where: str) -> set[Keys]:
+        """The properties of `node` that `cls` consumes whole, as keys from `node` (an inline
+        field's class consumes properties of the same node); shapes checked on the way."""
+        held: set[Keys] = set()
         for rule in rules(cls):
             owner = f"{cls.__name__}.{rule.field}"
+            if rule.reads is None and not rule.path:  # inline: the same section
+                inner = [
+                    a for a in (*get_args(rule.hint), rule.hint) if isinstance(a, type) and is_dataclass(a)
+                ]
+                if not inner:
+                    self.problems.append(f"{where}: {owner} is inline but no dataclass")
+                else:
+                    held |= self.hold(inner[0], node, where)
+                continue
             if rule.reads is not None:
                 for read in rule.reads:
                     keys = tuple(read.split("."))
@@ -123,11 +142,7 @@ class Walk:
             held.add(rule.path)
             if rule.convert is None:  # a converter takes the value whole, whatever its shape
                 self.shape(rule.hint, target, f"{where}.{dotted}", owner)
-        for keys in self.unheld(node, (), held, where):
-            self.problems.append(
-                f"{where}.{'.'.join(keys)}: no field of {cls.__name__} holds it or "
-                "reads it, nor is it listed as consumed elsewhere"
-            )
+        return held
 
     def unheld(self, node: Node, prefix: Keys, held: set[Keys], where: str) -> list[Keys]:
         """Properties below `node` that nothing covers: a property is covered when held whole,
@@ -178,6 +193,18 @@ class Walk:
 
 def test_every_setting_is_declared_once_in_schema_and_model() -> None:
     assert mismatches(Environment, load("environment.schema.json"), "environment", ELSEWHERE) == []
+
+
+def test_every_health_condition_setting_is_declared_once() -> None:
+    """Controller.conditions is derived (one Condition per CONDITIONS entry, in precedence
+    order), so the walk above stops at `conditions`; each Condition is mapped by rule from its
+    entry, whose shape is the schema's $defs/condition."""
+    health = load("health.schema.json")
+    condition = Node(health.schema["$defs"]["condition"], health.document)
+    assert mismatches(Condition, condition, "health.$defs.condition", {}) == []
+    entries = resolve(lookup(health, ("conditions",)) or health).schema["properties"]
+    assert [key for key, _, _, _ in CONDITIONS] == list(entries)
+    assert all(e["$ref"] == "#/$defs/condition" for e in entries.values())
 
 
 def test_camel_case_rule() -> None:
@@ -318,3 +345,47 @@ def test_from_spec_gives_into_nested_classes_and_converts() -> None:
     assert from_spec(Held, raw, {"counted.count": 9}) == Held(Counted(3, 9), Fraction(3, 4), ())
     raw["topology"] = {"levels": ["a", "b"]}
     assert from_spec(Held, raw, {"counted.count": 9}).levels == ("a", "b")
+
+
+@dataclass(frozen=True)
+class Detail:
+    limit_seconds: int
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A holder whose Detail settings sit beside its own (as health's controller's do)."""
+
+    kind: str
+    detail: Detail | None = field(metadata=inline())
+
+
+def _holder_schema(**overrides: Any) -> Node:
+    properties: dict[str, Any] = {"kind": {"type": "string"}, "limitSeconds": {"type": "integer"}}
+    properties.update(overrides)
+    document = {"type": "object", "properties": {k: v for k, v in properties.items() if v is not None}}
+    return Node(document, document)
+
+
+def test_from_spec_maps_an_inline_class_from_the_same_section() -> None:
+    raw = {"kind": "a", "limitSeconds": 3}
+    assert from_spec(Holder, raw) == Holder("a", Detail(3))
+    assert from_spec(Holder, {"kind": "b"}, {"detail": None}) == Holder("b", None)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({}, None),
+        ({"limitSeconds": None}, "holder: Detail.limit_seconds has no property limitSeconds"),
+        ({"graceSeconds": {"type": "integer"}}, "holder.graceSeconds: no field of Holder holds it"),
+    ],
+)
+def test_checker_walks_an_inline_class_in_its_holders_section(
+    overrides: dict[str, Any], expected: str | None
+) -> None:
+    problems = mismatches(Holder, _holder_schema(**overrides), "holder", {})
+    if expected is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and problems[0].startswith(expected), problems

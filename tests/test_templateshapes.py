@@ -13,8 +13,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generators import model, render, templating
+from generators import render, templating
 from generators.layout import environment_names
+from generators.model.load import load
 from generators.speedups import templateshapes
 from generators.templating import to_flow
 from tests.support import ROOT
@@ -40,13 +41,13 @@ def classic(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_shipped_environments_render_the_same_objects_both_ways(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    env = model.load(ROOT, name)
+    env = load(ROOT, name)
     misses = sum(templateshapes.misses.values())
     shaped = render.render_environment(env)
     assert sum(templateshapes.misses.values()) == misses, "every shipped template renders through its shape"
     with monkeypatch.context() as patch:
         classic(patch)
-        plain = render.render_environment(model.load(ROOT, name))
+        plain = render.render_environment(load(ROOT, name))
     assert [f.path for f in shaped] == [f.path for f in plain]
     for a, b in zip(shaped, plain, strict=True):
         assert a.text == b.text, a.path
@@ -132,7 +133,7 @@ def shape_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
 
 
 def test_shapes_kept_on_disk_serve_a_new_process(shape_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    first = render.render_environment(model.load(ROOT, "dev"))
+    first = render.render_environment(load(ROOT, "dev"))
     assert len(list(shape_cache.iterdir())) > 10
     templateshapes._skeleton.cache_clear()  # as in a new process
 
@@ -140,16 +141,16 @@ def test_shapes_kept_on_disk_serve_a_new_process(shape_cache: Path, monkeypatch:
         raise AssertionError("parsed although the shape is on disk")
 
     monkeypatch.setattr(templateshapes, "_parse_skeleton", refuse)
-    again = render.render_environment(model.load(ROOT, "dev"))
+    again = render.render_environment(load(ROOT, "dev"))
     assert [(f.path, f.text) for f in again] == [(f.path, f.text) for f in first]
 
 
 def test_corrupt_shapes_on_disk_are_parsed_again(shape_cache: Path) -> None:
-    first = render.render_environment(model.load(ROOT, "dev"))
+    first = render.render_environment(load(ROOT, "dev"))
     for entry in shape_cache.iterdir():
         entry.write_bytes(b"\xff not marshal")
     templateshapes._skeleton.cache_clear()
-    assert [f.text for f in render.render_environment(model.load(ROOT, "dev"))] == [f.text for f in first]
+    assert [f.text for f in render.render_environment(load(ROOT, "dev"))] == [f.text for f in first]
 
 
 @pytest.mark.parametrize(
@@ -159,21 +160,21 @@ def test_no_shapes_on_disk_in_ci_or_when_switched_off(
     shape_cache: Path, variable: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(*variable)
-    render.render_environment(model.load(ROOT, "dev"))
+    render.render_environment(load(ROOT, "dev"))
     assert not shape_cache.exists()
 
 
 def test_switched_off_templates_render_their_classic_text(
     shape_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    shaped = render.render_environment(model.load(ROOT, "dev"))
+    shaped = render.render_environment(load(ROOT, "dev"))
     monkeypatch.setenv("TRAINYARD_SPEEDUPS", "0")
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a shape was used although the layer is off")
 
     monkeypatch.setattr(templateshapes, "recording", refuse)
-    plain = render.render_environment(model.load(ROOT, "dev"))
+    plain = render.render_environment(load(ROOT, "dev"))
     assert [(f.path, f.text) for f in plain] == [(f.path, f.text) for f in shaped]
 
 

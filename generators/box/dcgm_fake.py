@@ -10,7 +10,7 @@ NVIDIA/dcgm-exporter (main @1f7abdb):
 - internal/pkg/rendermetrics/render_metrics.go `gpuMetricsFormat`: `gpu`, `UUID`,
   `pci_bus_id`, `device`, `modelName`, then the host label (`Hostname` = the node name,
   the label the rendered health queries map to `node`; the environment's
-  `monitoring.exporters` decides which, generators/exporters.py), then the label-type
+  `monitoring.exporters` decides which, generators/model/exporters.py), then the label-type
   counters (`DCGM_FI_DRIVER_VERSION`);
 - internal/pkg/collector/expcollector.go: `DCGM_EXP_*` counts carry `window_size_in_ms`;
   xid_collector.go adds `xid="<code>"` per XID seen in the window, and a GPU with none
@@ -45,7 +45,7 @@ from generators.box.daemon import Daemon, free_port
 from generators.box.nodes import pool_nodes
 
 if TYPE_CHECKING:
-    from generators.model.types import Environment
+    from generators.model.environment import Environment
 
 NAME = "dcgm-exporter-fake"  # the box's process name (state.json), scenes find its port by it
 XID_COUNT = "DCGM_EXP_XID_ERRORS_COUNT"

@@ -13,7 +13,7 @@ from kubernetes.dynamic.exceptions import NotFoundError
 
 from generators import syncoptions
 from generators.box.kube import Kube, Obj, purge_namespaces, wait_for, wait_true
-from generators.model import load
+from generators.model.load import load
 from generators.render import RenderedFile, render_tree
 from generators.render import objects as objects_of
 from generators.validation.pinned_crds import resolve_crd_dir

@@ -17,7 +17,8 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from generators.model.types import Environment, Pool
+from generators.model.environment import Environment
+from generators.model.types import Pool
 
 HOSTNAME = "kubernetes.io/hostname"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"  # kwokctl's kwok-controller manages nodes with it

@@ -61,7 +61,8 @@ from generators.box.state import Process, State, run_dir
 from generators.components import kueue as kueue_component
 from generators.components.monitoring.installers import GPU_OPERATOR_VALUES
 from generators.layout import INSTALLERS
-from generators.model import Environment, load
+from generators.model.environment import Environment
+from generators.model.load import load
 from generators.model.overflow import PROVIDER_LABEL
 from generators.render import RenderedFile, render_tree
 from generators.render import objects as objects_of

@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
 def _scene(args: argparse.Namespace, name: str) -> int:
     """Run scene `name` on the running box; exit 1 when it shows a README promise broken."""
     from generators.box.kube import Kube
-    from generators.box.scenes import SceneContext
+    from generators.box.scenes.context import SceneContext
     from generators.box.state import State, run_dir
     from generators.box.up import kubeconfig, rendered
 

@@ -69,9 +69,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if select_environments(args.root, [args.env]) is None:
         return 2
-    from generators import doctor, model
+    from generators import doctor
+    from generators.model.load import load
 
-    env = model.load(args.root, args.env)
+    env = load(args.root, args.env)
     counted: list[doctor.Doctor] = []
     try:
         gaps = doctor.check(env, args.prometheus, args.timeout, args.time, report=counted.append)

@@ -15,10 +15,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from generators import model
+    from generators.model.load import load
     from generators.plan import plan
 
     if select_environments(args.root, [args.env]) is None:
         return 2
-    sys.stdout.write(plan(model.load(args.root, args.env)))
+    sys.stdout.write(plan(load(args.root, args.env)))
     return 0

@@ -19,7 +19,7 @@ from typing import Any
 
 from generators.components import Obj
 from generators.layout import INSTALLERS, RENDERED
-from generators.model.types import Environment
+from generators.model.environment import Environment
 from generators.syncoptions import ANNOTATION as SYNC_OPTIONS
 from generators.templating import render
 

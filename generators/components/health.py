@@ -23,6 +23,7 @@ from generators.k8s.cel import field, literal, same_map_except, taints
 from generators.k8s.objects import namespace, service_monitor
 from generators.k8s.rbac import CLUSTER_PREFIX, identity, lease_rules, namespaced, rule
 from generators.k8s.workload import gate_program
+from generators.model.environment import Environment
 from generators.model.health import (
     NAME,
     POOL_LABEL,
@@ -32,7 +33,6 @@ from generators.model.health import (
     TAINT_KEY,
     Controller,
 )
-from generators.model.types import Environment
 from generators.templating import render
 
 NODE_POLICY = f"{CLUSTER_PREFIX}{NAME}-node-changes"

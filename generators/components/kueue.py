@@ -23,7 +23,8 @@ from typing import Any
 
 from generators import charts, kubernetes, yamlemit
 from generators.components import Obj
-from generators.model.types import ClusterQueue, Environment, FlavorQuota, ResourceKind
+from generators.model.environment import Environment
+from generators.model.types import ClusterQueue, FlavorQuota, ResourceKind
 from generators.quantity import canonical
 from generators.templating import render
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from generators.components import Obj
-from generators.model.types import Environment
+from generators.model.environment import Environment
 from generators.templating import render
 
 

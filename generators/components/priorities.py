@@ -35,8 +35,9 @@ from collections.abc import Sequence
 
 from generators import kubernetes
 from generators.components import Obj
+from generators.model.environment import Environment
 from generators.model.health import Toleration
-from generators.model.types import Environment, Tier
+from generators.model.types import Tier
 from generators.templating import render
 
 POLICY = "trainyard-training-priority"

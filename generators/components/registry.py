@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from generators.components import Obj, argocd, health, kueue, monitoring, namespaces, overflow, priorities
-from generators.model.types import Environment
+from generators.model.environment import Environment
 
 Generate = Callable[[Environment, Sequence[Obj]], list[Obj]]
 InstallerInputs = Callable[[Environment], dict[str, tuple[str, Obj]]]

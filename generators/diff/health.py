@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from generators.model.types import Environment
+from generators.model.environment import Environment
 
 
 @dataclass(frozen=True)

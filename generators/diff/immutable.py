@@ -9,28 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from generators import immutable
 from generators.errors import Problem, SpecError
 from generators.spec.load import load_document
 
-if TYPE_CHECKING:  # report.py builds the Report with these problems
-    from generators.diff.report import EnvReport
-
 Pair = tuple[dict[str, Any], dict[str, Any], str]  # (before, after, rendered path)
-
-
-def problems(root: Path, envs: Iterable[EnvReport]) -> list[tuple[str, Problem]]:
-    """(environment, problem): notes (recreated by Argo CD) and errors (refused, with the
-    migration), in diff order."""
-    out: list[tuple[str, Problem]] = []
-    for env in envs:
-        pairs = [
-            (c.before, c.after, c.path) for c in env.changes if c.action == "changed" and c.before and c.after
-        ]
-        out += [(env.name, problem) for problem in environment_problems(root, env.name, pairs)]
-    return out
 
 
 def environment_problems(root: Path, name: str, pairs: Iterable[Pair]) -> list[Problem]:

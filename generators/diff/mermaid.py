@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from generators.diff.summary import EnvSummary
-from generators.model.types import Environment
+from generators.model.environment import Environment
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 

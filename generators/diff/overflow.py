@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.model.types import Environment
+from generators.model.environment import Environment
 
 
 def settings(env: Environment | None) -> dict[str, Any]:

@@ -9,17 +9,20 @@ load (the spec format moved on), the summary is skipped and the report says why.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from generators import fleet, model
+from generators import fleet
 from generators.diff import gitref
 from generators.diff.changes import ObjectChange, compare
+from generators.diff.immutable import environment_problems
 from generators.diff.objects import ObjectKey, ObjectRecord, from_files, from_rendering
 from generators.diff.summary import EnvSummary, summarize
 from generators.errors import Problem, SpecError, once
 from generators.layout import ENV_DIR, RENDERED, environment_names
-from generators.model.types import Environment
+from generators.model.environment import Environment
+from generators.model.load import load
 from generators.speedups.parsereuse import rendered_objects
 
 
@@ -76,7 +79,7 @@ def _base_models(files: dict[str, bytes]) -> dict[str, _BaseModel]:
 
 def _load_base(root: Path, name: str) -> _BaseModel:
     try:
-        return _BaseModel(model.load(root, name))
+        return _BaseModel(load(root, name))
     except SpecError as exc:
         return _BaseModel(
             None,
@@ -115,6 +118,16 @@ def build(root: Path, ref: str | None) -> Report:
         before = base_models.get(name, _BaseModel(None))
         summary = None if before.note else summarize(before.env, head)
         envs.append(EnvReport(name, tuple(changes), summary, before.note, head))
-    from generators.diff.immutable import problems  # it reads EnvReports
+    return Report(base, tuple(envs), tuple(immutable_problems(root, envs)))
 
-    return Report(base, tuple(envs), tuple(problems(root, envs)))
+
+def immutable_problems(root: Path, envs: Iterable[EnvReport]) -> list[tuple[str, Problem]]:
+    """(environment, problem): notes (recreated by Argo CD) and errors (refused, with the
+    migration), in diff order."""
+    out: list[tuple[str, Problem]] = []
+    for env in envs:
+        pairs = [
+            (c.before, c.after, c.path) for c in env.changes if c.action == "changed" and c.before and c.after
+        ]
+        out += [(env.name, problem) for problem in environment_problems(root, env.name, pairs)]
+    return out

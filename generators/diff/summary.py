@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from generators.diff import health, overflow
-from generators.model.types import Environment, Pool, Quota, Tier
+from generators.model.environment import Environment
+from generators.model.types import Pool, Quota, Tier
 
 T = TypeVar("T")
 K = TypeVar("K")

@@ -22,8 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from generators.inventory.nodes import Node, NodeTaint
+from generators.model.environment import Environment
 from generators.model.health import TAINT_KEY as QUARANTINE_TAINT_KEY
-from generators.model.types import Environment, Pool
+from generators.model.types import Pool
 
 IGNORED_ROLE_LABELS = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
 VIRTUAL_NODE_LABEL = ("type", "virtual-kubelet")  # set by virtual-kubelet on the nodes it creates

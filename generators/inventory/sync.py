@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
-from generators import model
 from generators.errors import SpecError
 from generators.inventory import census, edit
 from generators.inventory.nodes import Node
 from generators.layout import ENV_DIR
+from generators.model.load import load
 from generators.spec.load import load_document
 
 SHOWN_NODE_NAMES = 5
@@ -124,7 +124,7 @@ def _validate(root: Path, env_name: str, planned: edit.NodeCountEdit) -> list[st
         shutil.copytree(root / ENV_DIR, copy / ENV_DIR)
         (copy / ENV_DIR / planned.path.name).write_text(planned.edited, encoding="utf-8")
         try:
-            model.load(copy, env_name)
+            load(copy, env_name)
         except SpecError as exc:
             return [p.format() for p in exc.problems]
     return []
@@ -133,7 +133,7 @@ def _validate(root: Path, env_name: str, planned: edit.NodeCountEdit) -> list[st
 def plan_sync(
     root: Path, env_name: str, nodes: list[Node], nodes_display: str, max_drop: Fraction
 ) -> SyncPlan:
-    env = model.load(root, env_name)
+    env = load(root, env_name)
     taken = census.take(env, nodes)
     updates = [
         PoolUpdate(p.name, p.nodes, len(c.counted), len(c.matched), c.counted_out)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.model.overflow import Resources
+from generators.model.types import Resources
 
 NON_ROOT_UID = 65532  # the distroless "nonroot" user; the gate image uses it too
 # The virtual-kubelets, the gate, the descheduler and the health controller must never be

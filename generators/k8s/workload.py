@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from generators import yamlemit
 from generators.k8s.hardening import hardened
 from generators.k8s.objects import config_map
-from generators.model.overflow import Image, Resources
+from generators.model.types import Image, Resources
 from generators.templating import render
 
 Obj = dict[str, Any]

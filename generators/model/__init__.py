@@ -1,19 +1,10 @@
-"""Frozen model of an environment; see types.py (shapes), quota.py (derivation), build.py."""
+"""The frozen model of an environment, and the rules the spec checks and the model share.
 
-from __future__ import annotations
-
-from pathlib import Path
-
-from generators.layout import ENV_DIR
-from generators.model.build import build
-from generators.model.types import Environment
-from generators.spec.load import load_environment
-
-
-def load(root: Path, name: str) -> Environment:
-    """Load, validate and model environment `name` of the repository at `root`."""
-    _, value = load_environment(root, name)
-    return build(value, f"{ENV_DIR}/{name}.yaml")
-
-
-__all__ = ["Environment", "load"]
+The root is environment.py (Environment), its leaf types types.py, its sections
+monitoring.py, overflow.py and health.py; build.py is the one constructor, quota.py the
+quota derivation, fromspec.py the rule that maps spec keys onto fields. load.py loads,
+validates and builds an environment. The shared rules (teams.py, apportion.py,
+exporters.py) import nothing of the model, so generators/spec/ reads them before a model
+exists. This package's __init__ imports nothing: importing one of its modules (from the spec
+checks too) never loads the loader, which imports the spec (tests/test_import_graph.py).
+"""

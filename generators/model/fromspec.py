@@ -13,6 +13,9 @@ A field that differs says so next to itself, in its metadata:
 - `field(metadata=setting("gpu.model"))`: another key, or a key inside a nested object that
   has no class of its own; `convert=` a function of the value (quantities, copies of
   free-form config, one value turned into another); `absent=` the value when it is missing.
+- `field(metadata=inline())`: a dataclass mapped from the section itself, its settings beside
+  the holder's (health's controller settings sit beside `backend`, not under a key of their
+  own); the builder may still give it (None where it does not apply).
 - `field(metadata=derived("cpu", "memory"))`: computed by the builder, from several values or
   from other sections, and handed to `from_spec`; it names the properties of its own section
   it reads.
@@ -23,7 +26,6 @@ adding a setting is: the schema property, the field, and nothing else.
 
 from __future__ import annotations
 
-import sys
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, fields, is_dataclass
@@ -40,7 +42,7 @@ class Rule:
 
     field: str
     hint: Any  # the resolved type hint
-    path: tuple[str, ...]  # keys from the section to the property; () for a derived field
+    path: tuple[str, ...]  # keys from the section to the property; (): derived, or inline
     convert: Callable[[Any], Any] | None
     absent: Any  # the value when the property is missing; MISSING: it is always there
     reads: tuple[str, ...] | None  # derived: the properties it reads; None: not derived
@@ -65,6 +67,15 @@ def setting(
     return {_KEY: _Declared(path, convert, absent, None)}
 
 
+INLINE = "."  # the path of a field whose class reads the holder's own section
+
+
+def inline(*, absent: Any = MISSING) -> dict[str, Any]:
+    """Field metadata: the field's dataclass is mapped from the holder's own section, not from
+    a property of it (health: the built-in controller's settings sit beside `backend`)."""
+    return {_KEY: _Declared(INLINE, None, absent, None)}
+
+
 def derived(*reads: str) -> dict[str, Any]:
     """Field metadata: the builder computes this field (from the dotted properties `reads`)."""
     return {_KEY: _Declared(None, None, MISSING, reads)}
@@ -74,16 +85,6 @@ def spec_key(field: str) -> str:
     """The schema's name for a field: snake_case -> camelCase."""
     head, *rest = field.split("_")
     return head + "".join(word.capitalize() for word in rest)
-
-
-def _model_classes() -> dict[str, Any]:
-    """The dataclasses of every loaded model module. A hint may name a class its module
-    imports only for the type checker (types.py: Overflow, whose module imports types.py)."""
-    names: dict[str, Any] = {}
-    for name, module in sorted(sys.modules.items()):
-        if name.startswith("generators.model.") and module is not None:
-            names.update((k, v) for k, v in vars(module).items() if isinstance(v, type) and is_dataclass(v))
-    return names
 
 
 _RULES: dict[type, tuple[Rule, ...]] = {}  # a class's rules never change: resolve hints once
@@ -97,12 +98,14 @@ def rules(cls: type) -> tuple[Rule, ...]:
 
 
 def _resolve(cls: type) -> tuple[Rule, ...]:
-    namespace = {**_model_classes(), **vars(sys.modules[cls.__module__])}  # its own names win
-    hints = get_type_hints(cls, globalns=namespace)
+    hints = get_type_hints(cls)  # every class a hint names is imported by the hint's module
     out = []
     for f in fields(cls):
         declared: _Declared = f.metadata.get(_KEY, _Declared(None, None, MISSING, None))
-        path = () if declared.reads is not None else tuple((declared.path or spec_key(f.name)).split("."))
+        if declared.reads is not None or declared.path == INLINE:
+            path: tuple[str, ...] = ()
+        else:
+            path = tuple((declared.path or spec_key(f.name)).split("."))
         out.append(Rule(f.name, hints[f.name], path, declared.convert, declared.absent, declared.reads))
     return tuple(out)
 

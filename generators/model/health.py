@@ -8,7 +8,7 @@ alert of the condition evaluates the same text with `for:` = its duration, so pr
 the edges of what the controller does.
 
 Every series of a condition query carries `node` = the Kubernetes node name: dcgm-exporter
-writes it in its host label (generators/exporters.py: `Hostname` in every checked release),
+writes it in its host label (generators/model/exporters.py: `Hostname` in every checked release),
 node_exporter in `monitoring.nodeExporterHostLabel` (kube-prometheus-stack relabels the pod's
 node name into `instance`), and label_replace copies it, as GPUMissing does.
 
@@ -29,20 +29,21 @@ are the ones its own rule-sets set, written in `health.nvsentinel.taints`; the c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from generators.exporters import (
+from generators.model.exporters import (
     ACTIVE_STATE,
     DCGM_BLANK_MIN,
     LINK_ERROR_COUNTERS,
     LINK_UP_PHYSICAL_STATE,
     NVLINK_COUNTERS,
 )
+from generators.model.fromspec import derived, from_spec, inline, setting
 from generators.model.monitoring import Monitoring
-from generators.model.overflow import Image, Resources
 from generators.model.promql import quote, selector
-from generators.model.types import Pool
+from generators.model.types import Image, Pool, Resources
 
 Backend = Literal["trainyard", "nvsentinel", "none"]
 
@@ -64,21 +65,35 @@ class Toleration:
 
 
 @dataclass(frozen=True)
+class NvSentinel:
+    taints: tuple[Toleration, ...]  # what its fault-quarantine rule-sets set
+
+
+@dataclass(frozen=True)
 class Condition:
-    reason: str  # taint value, alert label, [a-z0-9-]
-    spec_key: str  # health.conditions.<this>
-    alert: str  # the alert that runs the same query
-    query: str  # PromQL instant vector, one series per bad node, label node
+    """One quarantine condition: its two settings (schema $defs/condition) mapped by rule, the
+    rest derived from CONDITIONS and the monitoring thresholds."""
+
+    reason: str = field(metadata=derived())  # taint value, alert label, [a-z0-9-]
+    spec_key: str = field(metadata=derived())  # health.conditions.<this>
+    alert: str = field(metadata=derived())  # the alert that runs the same query
+    # PromQL instant vector, one series per bad node, label node
+    query: str = field(metadata=derived())
     quarantine_after_seconds: int
     enabled: bool
-    summary: str  # what "bad" means, in words, for alerts and docs
+    summary: str = field(metadata=derived())  # what "bad" means, in words, for alerts and docs
+
+
+def _sorted_caps(pools: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(pools.items()))
 
 
 @dataclass(frozen=True)
 class Cap:
     max_nodes: int
     max_percent_of_pool: int
-    pools: tuple[tuple[str, int], ...] = ()  # (pool, nodes): the pools with a cap of their own
+    # (pool, nodes): the pools with a cap of their own, by name
+    pools: tuple[tuple[str, int], ...] = field(default=(), metadata=setting(convert=_sorted_caps))
 
     def own(self, pool: Pool) -> int | None:
         """The pool's own cap in nodes (rendered into the NodeHealthPolicy), if it has one."""
@@ -99,18 +114,21 @@ class Cap:
 
 @dataclass(frozen=True)
 class Controller:
-    """The built-in backend: the gate program running a NodeHealthPolicy."""
+    """The built-in backend: the gate program running a NodeHealthPolicy. Its settings sit in
+    the health section beside `backend` (Health.controller is inline)."""
 
     namespace: str
     image: Image
-    prometheus_url: str
+    # the spec's, else the in-cluster Prometheus (Monitoring.prometheus_url, as the gate's)
+    prometheus_url: str = field(metadata=derived("prometheusUrl"))
     prometheus_timeout_seconds: float
     reconcile_interval_seconds: int
     dry_run: bool
     metrics_port: int
     resources: Resources
-    pools: tuple[Pool, ...]
-    conditions: tuple[Condition, ...]  # every condition (enabled or not), reason precedence
+    pools: tuple[Pool, ...] = field(metadata=derived("pools"))  # as listed, else DEFAULT_POOL_ROLES'
+    # every condition (enabled or not), reason precedence; each built by rule (Condition)
+    conditions: tuple[Condition, ...] = field(metadata=derived("conditions"))
     release_after_seconds: int
     cap: Cap
 
@@ -122,9 +140,17 @@ class Controller:
 @dataclass(frozen=True)
 class Health:
     backend: Backend
-    tolerations: tuple[Toleration, ...]  # inference tolerates, training never
     runbook_url_pattern: str
-    controller: Controller | None  # backend trainyard only
+    nvsentinel: NvSentinel  # read with backend nvsentinel only
+    controller: Controller | None = field(metadata=inline())  # backend trainyard only
+
+    @property
+    def tolerations(self) -> tuple[Toleration, ...]:
+        """What inference tolerates and training never: the built-in taint, or the taints of
+        NVSentinel's rule-sets."""
+        if self.backend == "nvsentinel":
+            return self.nvsentinel.taints
+        return (Toleration(TAINT_KEY, TAINT_EFFECT),)
 
     def runbook_url(self, alert: str) -> str:
         return self.runbook_url_pattern.replace("%s", alert.lower())
@@ -241,50 +267,37 @@ def health_pools(raw: dict[str, Any], pools: tuple[Pool, ...]) -> tuple[Pool, ..
 def _controller(raw: dict[str, Any], pools: tuple[Pool, ...], m: Monitoring) -> Controller:
     q = ConditionQueries(m)
     conditions = tuple(
-        Condition(
-            reason=reason,
-            spec_key=key,
-            alert=alert,
-            query=condition_query(q, key),
-            quarantine_after_seconds=raw["conditions"][key]["quarantineAfterSeconds"],
-            enabled=raw["conditions"][key]["enabled"],
-            summary=summary,
+        from_spec(
+            Condition,
+            raw["conditions"][key],
+            {
+                "reason": reason,
+                "spec_key": key,
+                "alert": alert,
+                "query": condition_query(q, key),
+                "summary": summary,
+            },
         )
         for key, reason, alert, summary in CONDITIONS
     )
-    image, res = raw["image"], raw["resources"]
-    return Controller(
-        namespace=raw["namespace"],
-        image=Image(image["repository"], image["tag"], image.get("digest")),
-        prometheus_url=raw.get("prometheusUrl") or m.prometheus_url,  # one default, the gate's too
-        prometheus_timeout_seconds=raw["prometheusTimeoutSeconds"],
-        reconcile_interval_seconds=raw["reconcileIntervalSeconds"],
-        dry_run=raw["dryRun"],
-        metrics_port=raw["metricsPort"],
-        resources=Resources(res["cpuRequest"], res["memoryRequest"], res["cpuLimit"], res["memoryLimit"]),
-        pools=health_pools(raw, pools),
-        conditions=conditions,
-        release_after_seconds=raw["releaseAfterSeconds"],
-        cap=Cap(
-            raw["cap"]["maxNodes"], raw["cap"]["maxPercentOfPool"], tuple(sorted(raw["cap"]["pools"].items()))
-        ),
+    return from_spec(
+        Controller,
+        raw,
+        {
+            "prometheus_url": raw.get("prometheusUrl") or m.prometheus_url,  # one default, the gate's too
+            "pools": health_pools(raw, pools),
+            "conditions": conditions,
+        },
     )
 
 
 def build_health(raw: dict[str, Any], pools: tuple[Pool, ...], monitoring: Monitoring) -> Health | None:
     """The health model; None with backend none (nothing of it is rendered)."""
-    backend: Backend = raw["backend"]
-    if backend == "none":
+    if raw["backend"] == "none":
         return None
-    if backend == "nvsentinel":
-        tolerations = tuple(Toleration(t["key"], t["effect"]) for t in raw["nvsentinel"]["taints"])
-        return Health(backend, tolerations, raw["runbookUrlPattern"], None)
-    return Health(
-        backend,
-        (Toleration(TAINT_KEY, TAINT_EFFECT),),
-        raw["runbookUrlPattern"],
-        _controller(raw, pools, monitoring),
-    )
+    controller = _controller(raw, pools, monitoring) if raw["backend"] == "trainyard" else None
+    health: Health = from_spec(Health, raw, {"controller": controller})
+    return health
 
 
 def inference_tolerated_keys(health: Health | None) -> tuple[str, ...]:

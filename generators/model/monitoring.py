@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from generators.exporters import Exporters, build_exporters
+from generators.model.exporters import Exporters, build_exporters
 from generators.model.fromspec import setting
 
 Delivery = Literal["sidecar", "grafana-operator"]

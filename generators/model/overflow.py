@@ -15,7 +15,7 @@ from typing import Any, Literal
 from generators.model.fromspec import derived, from_spec, setting
 from generators.model.monitoring import Monitoring
 from generators.model.promql import Inventory, match_none
-from generators.model.types import Pool, Tier
+from generators.model.types import Image, Pool, Resources, Tier
 from generators.providers import CONTRACTS, PROVIDER_TAINT_KEYS, Contract, NodeTaint, ProviderInput
 
 NODE_PREFIX = "vk-"  # virtual node of provider p is vk-<p>; the default query excludes these
@@ -32,26 +32,6 @@ IN_CLUSTER_WEIGHT = 100  # node-affinity weight of real nodes: always above any 
 PROVIDER_WEIGHT_SPAN = 50  # the preferred provider's weight; the others share it downwards
 
 OnUnavailable = Literal["hold", "close", "open"]
-
-
-@dataclass(frozen=True)
-class Image:
-    repository: str
-    tag: str
-    digest: str | None
-
-    @property
-    def reference(self) -> str:
-        pinned = f"{self.repository}:{self.tag}"
-        return f"{pinned}@{self.digest}" if self.digest else pinned
-
-
-@dataclass(frozen=True)
-class Resources:
-    cpu_request: str
-    memory_request: str
-    cpu_limit: str
-    memory_limit: str
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ def match_none(label: str, values: list[str]) -> str:
 
 def ksm_label(key: str) -> str:
     """The label name kube-state-metrics gives a Kubernetes label on kube_node_labels:
-    labelName in internal/store/utils.go (v2.0.0 to v2.20.0, generators/exporters.py)
+    labelName in internal/store/utils.go (v2.0.0 to v2.20.0, generators/model/exporters.py)
     sanitises, then snake-cases (instanceType -> instance_type) and lower-cases."""
     sanitised = re.sub(r"[^a-zA-Z0-9_]", "_", key)
     return "label_" + re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", sanitised).lower()

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from generators.apportion import largest_remainder
+from generators.model.apportion import largest_remainder
+from generators.model.teams import flex_queue
 from generators.model.types import ClusterQueue, FlavorQuota, Pool, Quota, ResourceKind, Team
-from generators.teams import flex_queue
 
 
 def apportion_nodes(pool: Pool, teams: tuple[Team, ...]) -> dict[str, int]:

@@ -1,9 +1,11 @@
-"""The model: frozen, typed objects built once from a validated environment.
+"""The model's leaf types: pools, teams, tiers, queues, Kueue and Argo CD options, and the
+image and resources every rendered controller has.
 
-Generators read only these. Every number the spec implies (capacity, quotas, limits,
-priority thresholds) is derived in this package, once, and never re-derived elsewhere.
-Fields map onto schema properties by the rule in fromspec.py; a field's metadata says where
-it differs (another key, a converter, derived by build.py).
+They import no other section of the model: the root, Environment (environment.py), holds
+them and the sections built from them (monitoring.py, overflow.py, health.py), so a section
+may use a Pool or a Tier without importing the root that holds it. Fields map onto schema
+properties by the rule in fromspec.py; a field's metadata says where it differs (another key,
+a converter, derived by build.py).
 """
 
 from __future__ import annotations
@@ -11,16 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from generators.model.fromspec import derived, setting
-from generators.model.monitoring import Monitoring
 from generators.quantity import Format, canonical
-from generators.teams import trains
-
-if TYPE_CHECKING:
-    from generators.model.health import Health
-    from generators.model.overflow import Overflow
 
 Role = Literal["training", "inference", "shared"]
 
@@ -188,62 +184,22 @@ class ArgoCD:
 
 
 @dataclass(frozen=True)
-class Environment:
-    name: str
-    display_name: str = field(metadata=derived("cluster.displayName"))  # default: name
-    source_file: str = field(metadata=derived())  # environments/<name>.yaml
-    kubernetes_version: str = field(metadata=setting("cluster.kubernetesVersion"))
-    argocd: ArgoCD = field(metadata=setting("cluster.argocd"))
-    pools: tuple[Pool, ...]
-    cohorts: tuple[Cohort, ...]
-    teams: tuple[Team, ...]
-    tiers: tuple[Tier, ...] = field(metadata=setting("priorities.tiers"))
-    kueue: KueueOptions
-    # coveredResources, same order in every ClusterQueue
-    resources: tuple[ResourceKind, ...] = field(metadata=derived("pools"))
-    # team -> its flavors with quotas
-    queues: Mapping[str, tuple[FlavorQuota, ...]] = field(metadata=derived("pools", "teams"))
-    # the same flavors, split by placement (team order)
-    cluster_queues: tuple[ClusterQueue, ...] = field(metadata=derived("pools", "teams"))
-    monitoring: Monitoring  # always present: every field has a schema default
-    overflow: Overflow | None = None  # serving overflow; None: nothing of it is rendered
-    # node quarantine; None: backend none. Derived, not mapped by rule: build_health() turns
-    # the section and the monitoring thresholds into per-node PromQL (model/health.py).
-    health: Health | None = field(default=None, metadata=derived("health", "monitoring", "pools"))
+class Image:
+    """A controller's image (the overflow gate, the descheduler, the health controller)."""
 
-    def pool(self, name: str) -> Pool:
-        return next(p for p in self.pools if p.name == name)
+    repository: str
+    tag: str
+    digest: str | None
 
     @property
-    def training_tiers(self) -> tuple[Tier, ...]:
-        """Training tiers, highest first."""
-        return tuple(sorted((t for t in self.tiers if t.role == "training"), key=lambda t: -t.value))
+    def reference(self) -> str:
+        pinned = f"{self.repository}:{self.tag}"
+        return f"{pinned}@{self.digest}" if self.digest else pinned
 
-    @property
-    def default_training_tier(self) -> Tier:
-        """What a pod in a training namespace runs at when it names no class: the lowest
-        training tier (still above every inference tier), so an ordinary job preempts serving
-        and is preempted by a critical one."""
-        return self.training_tiers[-1]
 
-    @property
-    def training_namespaces(self) -> tuple[str, ...]:
-        """Namespaces of the teams whose queues reach a training or shared pool: their pods
-        are training and must outrank inference (sorted)."""
-        roles = {p.name: p.role for p in self.pools}
-        return tuple(
-            sorted(
-                ns
-                for t in self.teams
-                if trains(roles.get(pool) for pool in (*t.shares, *t.borrow_from))
-                for ns in t.namespaces
-            )
-        )
-
-    @property
-    def gpus(self) -> int:
-        return sum(p.gpus for p in self.pools)
-
-    @property
-    def schedulable_gpus(self) -> int:
-        return sum(p.schedulable_gpus for p in self.pools)
+@dataclass(frozen=True)
+class Resources:
+    cpu_request: str
+    memory_request: str
+    cpu_limit: str
+    memory_limit: str

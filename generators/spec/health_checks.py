@@ -10,6 +10,8 @@ from typing import Any
 
 from generators import kubernetes
 from generators.errors import Problem, format_path
+from generators.model.fromspec import from_spec
+from generators.model.health import DEFAULT_POOL_ROLES, POOL_LABEL, TAINT_KEY, Cap
 from generators.spec.source import Document
 
 Path_ = tuple[str | int, ...]
@@ -56,8 +58,6 @@ class _HealthChecker:
         """A pool that declares a quarantine taint gives its flavor the toleration: training
         admitted to the pool would then run on quarantined nodes, and sync-inventory would
         count them as quota."""
-        from generators.model.health import TAINT_KEY  # the model package imports the spec
-
         keys = {TAINT_KEY} if self.h["backend"] == "trainyard" else set()
         if self.h["backend"] == "nvsentinel":
             keys = {t["key"] for t in self.h["nvsentinel"]["taints"]}
@@ -74,8 +74,6 @@ class _HealthChecker:
     def pools(self) -> list[tuple[int, dict[str, Any]]]:
         """(index in pools, pool) of every pool the controller watches; problems for names
         that are not pools and pools the admission policy would not let it touch."""
-        from generators.model.health import DEFAULT_POOL_ROLES, POOL_LABEL
-
         by_name = {p["name"]: (i, p) for i, p in enumerate(self.v["pools"])}
         names = self.h.get("pools")
         if names is None:
@@ -114,8 +112,6 @@ class _HealthChecker:
     def caps(self, watched: list[tuple[int, dict[str, Any]]]) -> None:
         """Per-pool caps exist and fit their pool; the fleet cap fits the watched pools; a cap
         above the pool's reserve is a warning (quarantine then takes quota capacity away)."""
-        from generators.model.health import Cap
-
         cap = self.h["cap"]
         by_name = {p["name"]: (i, p) for i, p in watched}
         for name, nodes in sorted(cap["pools"].items()):
@@ -144,7 +140,7 @@ class _HealthChecker:
                 "the fleet-wide cap is a blast-radius limit: size it to what "
                 "may break at once, at most the reserves together",
             )
-        model = Cap(cap["maxNodes"], cap["maxPercentOfPool"], tuple(sorted(cap["pools"].items())))
+        model: Cap = from_spec(Cap, cap)
         for i, pool in watched:
             nodes = model.nodes_cap(pool["name"], pool["nodes"])
             if nodes > pool["reserveNodes"] and nodes <= pool["nodes"]:

@@ -11,7 +11,7 @@ may list endpoints only in default, kube-system and monitoring
 and health targets are never discovered; its NetworkPolicy prometheus-k8s admits port 9090
 only from Prometheus, prometheus-adapter and Grafana pods (prometheus-networkPolicy.yaml), so
 the gate fails closed and the health controller is blind; and its kube-state-metrics v2.19.0
-and node_exporter v1.11.1 (inside generators/exporters.py's ranges) take their
+and node_exporter v1.11.1 (inside generators/model/exporters.py's ranges) take their
 arguments (the node-label allowlist, mountstats) as jsonnet, not values. docs/monitoring.md
 ("Supported monitoring stacks") lists each piece a later change must render.
 """

@@ -10,6 +10,15 @@ from typing import Any
 
 from generators import kubernetes
 from generators.errors import Problem, format_path
+from generators.model.overflow import (
+    INFERENCE_ROLES,
+    INFERENCE_TOLERATED_TAINT_KEYS,
+    NODE_PREFIX,
+    PROVIDER_LABEL,
+    fill_order,
+    stagger_step,
+)
+from generators.providers import CONTRACTS, ProviderInput
 from generators.spec.source import Document
 
 Path_ = tuple[str | int, ...]
@@ -18,10 +27,6 @@ MIN_KUBERNETES = kubernetes.MUTATING_ADMISSION  # virtual nodes are labelled by 
 
 def _contract_input(provider: dict[str, Any]) -> Any:
     """The provider entry as its contract sees it (generators/providers/contract.py)."""
-    # The model package imports spec (it loads the file): import here, not at module level.
-    from generators.model.overflow import NODE_PREFIX, PROVIDER_LABEL
-    from generators.providers import ProviderInput
-
     return ProviderInput(
         provider["name"],
         f"{NODE_PREFIX}{provider['name']}",
@@ -91,8 +96,6 @@ class _OverflowChecker:
             )
 
     def providers(self) -> None:
-        from generators.providers import CONTRACTS
-
         seen: dict[str, int] = {}
         for i, provider in enumerate(self.o["providers"]):
             contract = CONTRACTS.get(provider["type"])
@@ -118,15 +121,6 @@ class _OverflowChecker:
             seen.setdefault(name, i)
 
     def gate(self) -> None:
-        # The thresholds are derived in the model; the model package imports spec (it loads
-        # the file), so importing it at module level here would be circular.
-        from generators.model.overflow import (
-            INFERENCE_ROLES,
-            INFERENCE_TOLERATED_TAINT_KEYS,
-            fill_order,
-            stagger_step,
-        )
-
         gate = self.o["gate"]
         close_at, open_below = gate["closeWhenFreeGpusAtLeast"], gate["openWhenFreeGpusBelow"]
         if close_at <= open_below:

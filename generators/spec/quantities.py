@@ -17,54 +17,16 @@ from typing import Any
 
 from generators import quantity
 from generators.errors import Problem, format_path
+from generators.spec.schema import root
 from generators.spec.source import Document
 
 INT64_MAX = 2**63 - 1  # resource.Quantity.Value() and MilliValue() are int64
-EXPLAIN = (
-    "a Kubernetes quantity is a number and an optional suffix: Ki Mi Gi Ti Pi Ei (powers of "
-    "1024) or k M G T P E (powers of 1000), with no 'B' and no space"
-)
-_BYTES_SUFFIX = re.compile(
-    r"^\s*(?P<num>[0-9]+(?:\.[0-9]+)?)\s*(?P<unit>[kKmMgGtTpPeE])?(?P<i>i)?[bB](?:ytes?)?\s*$"
-)
-_SPACED = re.compile(r"^\s*(?P<num>[0-9]+(?:\.[0-9]+)?)\s+(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[kMGTPEm])\s*$")
-
-
-def not_a_quantity(raw: Any) -> tuple[str, str]:
-    """(message, hint) for a value the quantity schema refused: say what a quantity is and
-    the likely fix (`1800GB` -> `1800Gi` or `1800G`)."""
-    text = str(raw)
-    message = f"{text!r} is not a Kubernetes quantity"
-    if isinstance(raw, float):
-        return (
-            f"number {raw} is not a Kubernetes quantity",
-            f'quote it ("{raw}") or use a suffix ("500m" for CPU, "1536Mi" for memory); {EXPLAIN}',
-        )
-    if (match := _BYTES_SUFFIX.match(text)) is not None:
-        num, unit = match["num"], (match["unit"] or "").upper().replace("K", "k")
-        if not unit:
-            return message, f"a bare number counts bytes: write {num}; {EXPLAIN}"
-        binary = f"{num}{unit.upper()}i"
-        power = _power(unit)
-        return message, (
-            f"did you mean {binary} ({num} x 2^{power * 10}) or {num}{unit} "
-            f"({num} x 10^{power * 3})? {EXPLAIN}"
-        )
-    if (match := _SPACED.match(text)) is not None:
-        return message, f"did you mean {match['num']}{match['suffix']}? {EXPLAIN}"
-    return message, EXPLAIN
-
-
-def _power(unit: str) -> int:
-    return "kMGTPE".index(unit if unit != "K" else "k") + 1
 
 
 @cache
 def _bounds_schema() -> dict[str, dict[str, Any]]:
     """`x-perNode` of each per-node field of a pool, from the schema: the one place they live."""
-    from generators.spec.schema import _root
-
-    pool = _root()["$defs"]["pool"]["properties"]
+    pool = root()["$defs"]["pool"]["properties"]
     return {
         "gpu": pool["gpu"]["properties"]["perNode"]["x-perNode"],
         "cpu": pool["cpu"]["x-perNode"],

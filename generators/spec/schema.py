@@ -39,7 +39,8 @@ def _documents() -> dict[str, dict[str, Any]]:
     return out
 
 
-def _root() -> dict[str, Any]:
+def root() -> dict[str, Any]:
+    """The environment schema (its $refs to the other files unresolved)."""
     return next(c for c in _documents().values() if c["$id"].endswith(f"/{ROOT_SCHEMA}"))
 
 
@@ -49,7 +50,7 @@ def _schemas() -> tuple[dict[str, Any], Registry]:
 
     resources = [(uri, Resource.from_contents(contents)) for uri, contents in _documents().items()]
     registry: Registry = Registry().with_resources(resources)
-    return _root(), registry
+    return root(), registry
 
 
 @cache
@@ -117,7 +118,7 @@ REPLACED_KEYS: dict[str, tuple[Replaced, ...]] = {
             "exporters",
             "the host label follows from the dcgm-exporter version the environment runs",
             "write `exporters: {dcgmExporter: <version>}` "
-            "(generators/exporters.py lists the checked versions)",
+            "(generators/model/exporters.py lists the checked versions)",
         ),
     ),
 }
@@ -156,6 +157,45 @@ def _explained_by_typo(error: jsonschema.ValidationError, typos: set[tuple[tuple
     return any((tuple(error.absolute_path), key) in typos for key in missing)
 
 
+EXPLAIN = (
+    "a Kubernetes quantity is a number and an optional suffix: Ki Mi Gi Ti Pi Ei (powers of "
+    "1024) or k M G T P E (powers of 1000), with no 'B' and no space"
+)
+_BYTES_SUFFIX = re.compile(
+    r"^\s*(?P<num>[0-9]+(?:\.[0-9]+)?)\s*(?P<unit>[kKmMgGtTpPeE])?(?P<i>i)?[bB](?:ytes?)?\s*$"
+)
+_SPACED = re.compile(r"^\s*(?P<num>[0-9]+(?:\.[0-9]+)?)\s+(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[kMGTPEm])\s*$")
+
+
+def not_a_quantity(raw: Any) -> tuple[str, str]:
+    """(message, hint) for a value the quantity schema refused: say what a quantity is and
+    the likely fix (`1800GB` -> `1800Gi` or `1800G`)."""
+    text = str(raw)
+    message = f"{text!r} is not a Kubernetes quantity"
+    if isinstance(raw, float):
+        return (
+            f"number {raw} is not a Kubernetes quantity",
+            f'quote it ("{raw}") or use a suffix ("500m" for CPU, "1536Mi" for memory); {EXPLAIN}',
+        )
+    if (match := _BYTES_SUFFIX.match(text)) is not None:
+        num, unit = match["num"], (match["unit"] or "").upper().replace("K", "k")
+        if not unit:
+            return message, f"a bare number counts bytes: write {num}; {EXPLAIN}"
+        binary = f"{num}{unit.upper()}i"
+        power = _power(unit)
+        return message, (
+            f"did you mean {binary} ({num} x 2^{power * 10}) or {num}{unit} "
+            f"({num} x 10^{power * 3})? {EXPLAIN}"
+        )
+    if (match := _SPACED.match(text)) is not None:
+        return message, f"did you mean {match['num']}{match['suffix']}? {EXPLAIN}"
+    return message, EXPLAIN
+
+
+def _power(unit: str) -> int:
+    return "kMGTPE".index(unit if unit != "K" else "k") + 1
+
+
 def _quantity_problem(doc: Document, error: jsonschema.ValidationError) -> Problem | None:
     """A value refused by a quantity schema (`x-quantity`): say what a quantity is and the
     likely fix, instead of the first oneOf branch's `expected integer`."""
@@ -167,8 +207,6 @@ def _quantity_problem(doc: Document, error: jsonschema.ValidationError) -> Probl
         return None
     if not isinstance(error.instance, (str, int, float)) or isinstance(error.instance, bool):
         return None
-    from generators.spec.quantities import not_a_quantity
-
     if error.validator == "type" and isinstance(error.instance, int):
         message, hint = (
             f"number {error.instance} must be a quoted quantity here",
@@ -334,14 +372,14 @@ def _describe(value: Any) -> str:
 
 def apply_defaults(value: dict[str, Any]) -> dict[str, Any]:
     """A deep copy of `value` with every schema default filled in (value must be valid)."""
-    root = _root()
-    return _fill(root, value, root["$id"])  # type: ignore[no-any-return]
+    document = root()
+    return _fill(document, value, document["$id"])  # type: ignore[no-any-return]
 
 
 def subschema(path: tuple[str, ...]) -> dict[str, Any]:
     """The schema of the value at `path` (mapping keys; "*" for a list item or a mapping's
     value), $refs resolved; {} where the schema does not say."""
-    schema, base = _root(), _root()["$id"]
+    schema, base = root(), root()["$id"]
     for key in path:
         schema, base = _deref(schema, base)
         if key == "*":

@@ -11,11 +11,12 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from generators import exporters, kubernetes
+from generators import kubernetes
 from generators.errors import Problem, format_path
+from generators.model import exporters
+from generators.model.teams import TRAINING_ROLES, flex_queue, trains
 from generators.spec import example_checks, health_checks, monitoring_checks, overflow_checks, quantities
 from generators.spec.source import Document
-from generators.teams import TRAINING_ROLES, flex_queue, trains
 
 ARCH_LABEL = "kubernetes.io/arch"  # the kubelet sets it on every node
 
@@ -110,7 +111,7 @@ class _Checker:
 
     def exporter_versions(self) -> None:
         """Label names follow from the exporter versions: a version is accepted by the label
-        contract its range shares, or by the one the environment states (generators/exporters.py)."""
+        contract its range shares, or by the one the environment states (generators/model/exporters.py)."""
         named = self.v["monitoring"]["exporters"]
         stated = named.get("labelContract", {})
         for key, parse in exporters.PARSERS.items():
@@ -289,7 +290,7 @@ class _Checker:
             for p in (*team["shares"], *team["borrowFrom"])
             if p in pools and pools[p]["role"] in TRAINING_ROLES
         ]
-        for topology in (True, False):  # the team's two queues (generators/teams.py)
+        for topology in (True, False):  # the team's two queues (generators/model/teams.py)
             group = [pools[p] for p in names if bool(pools[p].get("topology", {}).get("levels")) == topology]
             # The risk is a Grace host (GB200, GB300, GH200: arm64) beside an x86 one; two x86
             # generations (A100 beside H100) run the same images.

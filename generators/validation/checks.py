@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generators import fleet, model, render
+from generators import fleet, render
 from generators.errors import SpecError
 from generators.layout import RENDERED, unknown_dirs
+from generators.model.environment import Environment
+from generators.model.load import load
 from generators.speedups.parsereuse import rendered_objects
 from generators.validation import kubeconform as kc
 from generators.validation import promtool
@@ -145,7 +147,7 @@ def check_environment(root: Path, name: str) -> _Checked | EnvironmentReport:
     """Spec, staleness, policies and promtool for one environment (a report if the spec fails)."""
     began = time.perf_counter()
     try:
-        env = model.load(root, name)
+        env = load(root, name)
     except SpecError as error:
         problems = tuple(_spec_finding(p.format()) for p in error.problems)
         return EnvironmentReport(name, 0, problems, KubeconformCounts(), 0, 0, 0, time.perf_counter() - began)
@@ -217,7 +219,7 @@ def _spec_finding(line: str) -> Finding:
 def _stale(
     root: Path,
     name: str,
-    env: model.Environment,
+    env: Environment,
     files: list[render.RenderedFile],
     objects: list[RenderedObject],
 ) -> list[Finding]:

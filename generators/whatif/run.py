@@ -25,7 +25,8 @@ from pathlib import Path
 from generators.box.state import BOX_DIR_ENV, run_dir
 from generators.diff import gitref
 from generators.layout import ENV_DIR
-from generators.model import Environment, load
+from generators.model.environment import Environment
+from generators.model.load import load
 from generators.whatif import trace as traces
 from generators.whatif.replay import Replayed, replay
 from generators.whatif.report import Side

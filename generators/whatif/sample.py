@@ -13,8 +13,8 @@ import random
 import sys
 from pathlib import Path
 
-from generators.model import load
-from generators.model.types import Environment
+from generators.model.environment import Environment
+from generators.model.load import load
 
 SEED = 23  # issue 23
 DAY_SECONDS = 86400

@@ -33,7 +33,7 @@ from generators.box.daemon import group_alive, port_open
 from generators.box.kube import Kube, Obj, condition, is_true, wait_for
 from generators.box.scenes import gang_placement
 from generators.box.state import BOX_DIR_ENV, State
-from generators.model import load
+from generators.model.load import load
 from tests.controlplane.fixtures import require_tools
 from tests.support import ROOT
 

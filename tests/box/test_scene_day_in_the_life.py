@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from generators.box.kube import Kube, Obj, wait_for
-from generators.box.scenes import SceneContext
+from generators.box.scenes.context import SceneContext
 from generators.box.scenes.day_in_the_life import DayInTheLife, day_in_the_life
 from generators.box.state import BOX_DIR_ENV, State
 from generators.box.up import rendered

@@ -16,7 +16,7 @@ import pytest
 from generators.box.nodes import BOX_LABEL, KWOK_ANNOTATION, environment_nodes
 from generators.box.scale import ScaleError, scaled_checkout
 from generators.box.state import BOX_DIR_ENV
-from generators.model import load
+from generators.model.load import load
 from generators.render import objects, render_tree
 from tests.support import ROOT
 

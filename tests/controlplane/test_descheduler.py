@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generators import model
 from generators.layout import environment_names
+from generators.model.load import load
 from tests.controlplane.daemon import Daemon
 from tests.controlplane.fixtures import require_tools
 from tests.controlplane.harness import ControlPlane
@@ -216,7 +216,7 @@ def _in_cluster_nodes(kube: Kube, nodes: list[str], other: str) -> None:
 
 def _lowest_training_class(env_name: str) -> str:
     """The environment's lowest training tier: the descheduler must never evict even that."""
-    tiers = model.load(REPO_ROOT, env_name).tiers
+    tiers = load(REPO_ROOT, env_name).tiers
     return min((t.value, t.name) for t in tiers if t.role == "training")[1]
 
 

@@ -20,9 +20,9 @@ import pytest
 from kubernetes import client, config
 
 from generators.components.priorities import inference_namespaces
-from generators.model import load
+from generators.model.environment import Environment
 from generators.model.health import POOL_LABEL, REASON_ANNOTATION, SINCE_ANNOTATION, TAINT_KEY
-from generators.model.types import Environment
+from generators.model.load import load
 from tests.controlplane.kube import Kube, Obj, refusal, wait_for
 from tests.controlplane.manifests import (
     REPO_ROOT,

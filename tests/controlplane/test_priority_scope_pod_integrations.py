@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from generators.model import load
+from generators.model.load import load
 from generators.render import objects as objects_of
 from generators.render import render_tree
 from tests.controlplane.kube import Kube, Obj, wait_for

@@ -30,8 +30,9 @@ from typing import Any
 import pytest
 import yaml
 
-from generators.model import load
-from generators.model.types import Environment, Pool
+from generators.model.environment import Environment
+from generators.model.load import load
+from generators.model.types import Pool
 from tests.controlplane.daemon import Daemon
 from tests.controlplane.fixtures import require_tools
 from tests.controlplane.harness import ControlPlane

@@ -18,7 +18,8 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from generators.model.types import Environment, Pool
+from generators.model.environment import Environment
+from generators.model.types import Pool
 
 START = 1767225600  # 2026-01-01T00:00:00Z: fixed, so the data is the same on every run
 STEP_SECONDS = 120  # one sample per series every 2 min, well inside the 5-min lookback

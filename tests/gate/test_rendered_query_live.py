@@ -37,7 +37,8 @@ from trainyard_gate.overflow.metrics import GateMetrics
 from trainyard_gate.overflow.policy import TaintPolicy, parse
 from trainyard_gate.runtime.prometheus import QueryFailed, single_value
 
-from generators import model
+from generators.model.environment import Environment
+from generators.model.load import load
 from tests.gate import prod_shape
 from tests.gate.prod_shape import Cluster, Value, node_names, reserve
 from tests.monitoring.alert_cases import equality_matchers
@@ -68,7 +69,7 @@ def l40s_phase(node_index: int) -> Callable[[float], str]:
     return lambda m: "Succeeded" if freed and m >= B else "Running"
 
 
-def build(env: model.Environment) -> tuple[Cluster, dict[str, str]]:
+def build(env: Environment) -> tuple[Cluster, dict[str, str]]:
     """The timeline's series and the role of the special L40S nodes."""
     ksm = equality_matchers(env.monitoring.selectors.kube_state_metrics)
     cluster = Cluster(ksm, MINUTES)
@@ -130,12 +131,12 @@ def present(name: str, minute: float) -> bool:
 
 
 @pytest.fixture(scope="module")
-def prod() -> model.Environment:
-    return model.load(ROOT, "prod")
+def prod() -> Environment:
+    return load(ROOT, "prod")
 
 
 @pytest.fixture(scope="module")
-def prometheus(prod: model.Environment, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def prometheus(prod: Environment, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     promtool, server_binary = tool("promtool"), tool("prometheus")
     work = tmp_path_factory.mktemp("prod-shape")
     cluster, _ = build(prod)
@@ -158,7 +159,7 @@ def samples(url: str, expr: str, minute: float) -> list[float]:
     return [float(r["value"][1]) for r in instant(url, expr, minute)["data"]["result"]]
 
 
-def test_the_rendered_query_is_the_models(prod: model.Environment) -> None:
+def test_the_rendered_query_is_the_models(prod: Environment) -> None:
     assert prod.overflow is not None
     assert rendered_policy().query == prod.overflow.gate.free_gpus_query
 

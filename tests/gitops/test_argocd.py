@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from generators import model
 from generators.components import argocd
+from generators.model.load import load
 from generators.syncwaves import wave
 from generators.validation.kubeconform import run_kubeconform
 from generators.validation.schemastore import default_crd_dir, ensure_schemas
@@ -100,7 +100,7 @@ def test_whitelist_scope_matches_the_crds(env: str) -> None:
 
 
 def test_project_allows_only_this_repository_and_the_environment_cluster(env: str) -> None:
-    spec = model.load(ROOT, env).argocd
+    spec = load(ROOT, env).argocd
     projects, _ = _argo(env)
     project = projects[f"trainyard-{env}"]["spec"]
     assert project["sourceRepos"] == [spec.repo_url]
@@ -108,7 +108,7 @@ def test_project_allows_only_this_repository_and_the_environment_cluster(env: st
 
 
 def test_application_syncs_the_environment_folder_except_argocd(env: str) -> None:
-    spec = model.load(ROOT, env).argocd
+    spec = load(ROOT, env).argocd
     _, apps = _argo(env)
     app = apps[f"trainyard-{env}"]["spec"]
     assert app["project"] == f"trainyard-{env}"
@@ -144,7 +144,7 @@ def test_argo_glob_match_is_not_a_rubber_stamp() -> None:
 
 
 def test_automated_iff_the_environment_says_automated(env: str) -> None:
-    automated = model.load(ROOT, env).argocd.automated
+    automated = load(ROOT, env).argocd.automated
     _, apps = _argo(env)
     policy = apps[f"trainyard-{env}"]["spec"]["syncPolicy"]
     if automated:
@@ -168,7 +168,7 @@ def test_shipped_sync_policies_are_the_issues_example() -> None:
 
 
 def test_bootstrap_manages_only_the_argocd_folder_on_the_argo_cluster(env: str) -> None:
-    namespace = model.load(ROOT, env).argocd.namespace
+    namespace = load(ROOT, env).argocd.namespace
     projects, apps = _argo(env)
     bootstrap = apps[f"trainyard-{env}-bootstrap"]["spec"]
     assert bootstrap["project"] == f"trainyard-{env}-bootstrap"

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from generators import model, render, syncoptions
+from generators import render, syncoptions
 from generators.components import argocd, registry
+from generators.model.load import load
 from tests.support import ROOT
 
 from .conftest import Obj
@@ -102,7 +103,7 @@ def test_only_large_objects_are_applied_server_side(monkeypatch: pytest.MonkeyPa
     }
     only = registry.Component("namespaces", lambda _env, _earlier: [big, small])
     monkeypatch.setattr(render, "COMPONENTS", (only,))
-    files = {f.path: f for f in render.render_environment(model.load(ROOT, "dev"))}
+    files = {f.path: f for f in render.render_environment(load(ROOT, "dev"))}
     annotations = {path: f.obj["metadata"]["annotations"] for path, f in files.items()}
     assert annotations["namespaces/ops/configmap-big.yaml"][syncoptions.ANNOTATION] == "ServerSideApply=true"
     assert syncoptions.ANNOTATION not in annotations["namespaces/ops/configmap-small.yaml"]

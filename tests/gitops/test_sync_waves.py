@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from generators import model, render, syncwaves
+from generators import render, syncwaves
 from generators.components import registry
+from generators.model.load import load
 from tests.support import ROOT
 
 from .conftest import ENVIRONMENTS, rendered_objects
@@ -29,4 +30,4 @@ def test_a_kind_without_a_wave_stops_the_render(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(render, "COMPONENTS", (only,))
     expected = r"^kind Gadget has no Argo CD sync wave: add it to generators/syncwaves\.py"
     with pytest.raises(ValueError, match=expected):
-        render.render_environment(model.load(ROOT, "dev"))
+        render.render_environment(load(ROOT, "dev"))

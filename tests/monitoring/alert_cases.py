@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from generators import exporters
+from generators.model import exporters
 
 DCGM_PLACEHOLDER = 9223372036854775794  # what old dcgm-exporters report for "no value"
 

@@ -12,7 +12,7 @@ import yaml
 
 from generators.layout import environment_names
 from generators.model.build import build
-from generators.model.types import Environment
+from generators.model.environment import Environment
 from generators.spec.load import load_environment
 from tests.support import ROOT, tool
 

@@ -24,7 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from generators.model.types import Environment, Pool
+from generators.model.environment import Environment
+from generators.model.types import Pool
 from tests.controlplane.kube import Kube, Obj, wait_for
 from tests.controlplane.overflow_scene import make_ready_node, timestamp
 

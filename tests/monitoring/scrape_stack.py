@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generators import model
-from generators.model.types import Environment, Pool
+from generators.model.environment import Environment
+from generators.model.load import load
+from generators.model.types import Pool
 from tests.controlplane.daemon import Daemon
 from tests.controlplane.kube import Kube, wait_for
 from tests.monitoring import scrape_cluster as cluster
@@ -128,7 +129,7 @@ def running(
     env_name: str, kube: Kube, kubeconfig: Path, workdir: Path, values: Path | None = None
 ) -> Iterator[Stack]:
     """The stack for `env_name`, with `values` for the chart (default: the rendered ones)."""
-    env = model.load(ROOT, env_name)
+    env = load(ROOT, env_name)
     values = values or values_file(env_name)
     chart = render(env_name, values)
     daemonset = chart.one(NODE_EXPORTER_SOURCE, "DaemonSet")

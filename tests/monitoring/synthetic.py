@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from generators.components.monitoring import dcgm_counters
-from generators.model.types import Environment, Pool
+from generators.model.environment import Environment
+from generators.model.types import Pool
 from tests.monitoring.alert_cases import equality_matchers
 
 START = 1767225600  # 2026-01-01T00:00:00Z: fixed, so the data is the same on every run

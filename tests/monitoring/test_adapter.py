@@ -123,7 +123,7 @@ def test_docs_show_the_rendered_staging_config() -> None:
 def test_none_renders_nothing_for_a_cluster_that_brings_its_own(tmp_path: Path) -> None:
     """`monitoring.externalMetricsAdapter: none` (KEDA or another adapter owns the APIService):
     staging's HPAs stay, nothing of the adapter is rendered, the APIService above all."""
-    from generators.model import load
+    from generators.model.load import load
     from generators.render import objects, render_tree
     from tests.support.scratch import copy_repo
 

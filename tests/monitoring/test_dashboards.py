@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from generators import exporters
 from generators.components.monitoring import dcgm_counters, generate
+from generators.model import exporters
 from tests.monitoring.conftest import Shipped
 from tests.support import ROOT
 

@@ -21,7 +21,7 @@ import pytest
 from generators import doctor
 from generators.cli import main
 from generators.components import monitoring
-from generators.model.types import Environment
+from generators.model.environment import Environment
 from generators.promql_ast import label_uses, selectors
 from tests.monitoring import synthetic
 from tests.monitoring.conftest import ENVIRONMENTS, load_shipped
@@ -232,10 +232,10 @@ def test_lowercase_host_label_under_a_hostname_spec_names_the_fix(
     assert code == 1
     assert len(lines) == 1, lines
     assert lines[0].startswith("DCGM series carry hostname, not Hostname: ")
-    assert "monitoring.exporters.dcgmExporter" in lines[0] and "generators/exporters.py" in lines[0]
+    assert "monitoring.exporters.dcgmExporter" in lines[0] and "generators/model/exporters.py" in lines[0]
     assert lines[0].endswith(
         "(outside 4.5.0 to 4.8.2, state monitoring.exporters.labelContract."
-        "dcgmExporter.hostLabel: hostname; generators/exporters.py)"
+        "dcgmExporter.hostLabel: hostname; generators/model/exporters.py)"
     ), lines[0]
 
 

@@ -1,4 +1,4 @@
-"""Exporter versions (generators/exporters.py): a version is accepted by the label contract
+"""Exporter versions (generators/model/exporters.py): a version is accepted by the label contract
 its range shares (both ends read upstream, cited in that module's docstring), refused
 outside every range with the ranges and the override named, and an environment may state
 the contract of a version no range covers (monitoring.exporters.labelContract), which then
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from generators import exporters
 from generators.components.monitoring.alerts import groups
+from generators.model import exporters
 from generators.model.promql import ksm_label
 from tests.monitoring.conftest import Shipped
 from tests.support import CORPUS, ROOT

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from generators import model
+from generators.model.load import load
 from tests.support import ROOT
 from tests.support.scratch import repo_with
 
@@ -21,14 +21,14 @@ def _prod(tmp_path: Path, edit: str = "") -> str:
 
 
 def test_both_default_to_the_in_cluster_prometheus_of_the_monitoring_namespace(tmp_path: Path) -> None:
-    env = model.load(repo_with(tmp_path, _prod(tmp_path)), "bad")
+    env = load(repo_with(tmp_path, _prod(tmp_path)), "bad")
     assert env.overflow is not None and env.health is not None and env.health.controller is not None
     assert env.overflow.gate.prometheus_url == "http://prometheus-operated.obs.svc:9090"
     assert env.health.controller.prometheus_url == "http://prometheus-operated.obs.svc:9090"
 
 
 def test_a_stated_url_wins(tmp_path: Path) -> None:
-    env = model.load(
+    env = load(
         repo_with(tmp_path, _prod(tmp_path, "    prometheusUrl: http://thanos.obs.svc:10902\n")), "bad"
     )
     assert env.overflow is not None and env.health is not None and env.health.controller is not None

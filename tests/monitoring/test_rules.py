@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
-from generators import exporters
 from generators.components.monitoring import RULES_KEY, RULES_NAME
+from generators.model import exporters
 from tests.monitoring.alert_cases import Builder, promtool_tests
 from tests.monitoring.conftest import Shipped
 from tests.support import ROOT

@@ -39,7 +39,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "default-tier-wrong-end",
-        "generators/model/types.py",
+        "generators/model/environment.py",
         "return self.training_tiers[-1]",
         "return self.training_tiers[0]",
         "a class-less training pod gets the LOWEST training tier",
@@ -96,7 +96,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "apportion-leftover-to-smallest",
-        "generators/apportion.py",
+        "generators/model/apportion.py",
         "key=lambda i: (-quotients[i][1], i)",
         "key=lambda i: (quotients[i][1], i)",
         "leftover nodes go to the largest remainders",
@@ -146,7 +146,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "training-namespaces-ignore-borrow",
-        "generators/model/types.py",
+        "generators/model/environment.py",
         "for pool in (*t.shares, *t.borrow_from))",
         "for pool in (*t.shares,))",
         "a team that only borrows a training pool is a training namespace",

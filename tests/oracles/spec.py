@@ -13,7 +13,9 @@ from typing import Any
 
 import yaml
 
-from generators import model, render
+from generators import render
+from generators.model.environment import Environment
+from generators.model.load import load
 from tests.support.scratch import write_environment
 
 Objects = dict[tuple[str, str], dict[str, Any]]  # (kind, [namespace/]name) -> object
@@ -37,10 +39,10 @@ def oracle_spec(body: str) -> str:
     )
 
 
-def environment(tmp: Path, text: str, name: str = NAME) -> model.Environment:
+def environment(tmp: Path, text: str, name: str = NAME) -> Environment:
     """`text` as environments/<name>.yaml beside the shipped _defaults.yaml, loaded."""
     write_environment(tmp, name, text)
-    return model.load(tmp, name)
+    return load(tmp, name)
 
 
 def rendered(tmp: Path, text: str, name: str = NAME) -> Objects:

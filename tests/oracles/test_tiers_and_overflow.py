@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from generators.components.overflow.inference import inference_pod_snippet
-from generators.model import Environment
+from generators.model.environment import Environment
 from tests.oracles.spec import Objects, environment, oracle_spec, rendered
 
 PROVIDER = """\

@@ -13,8 +13,8 @@ import pytest
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 
-from generators import model
 from generators.components.overflow.inference import inference_pod_snippet
+from generators.model.load import load
 from tests.support import ROOT
 
 from .conftest import Obj, one, overflow_envs
@@ -112,7 +112,7 @@ def test_rejected(policy: Obj, tolerations: list[Obj], reason: str) -> None:
 
 @pytest.mark.parametrize("env", overflow_envs())
 def test_documented_snippet_is_admitted(env: str) -> None:
-    ov = model.load(ROOT, env).overflow
+    ov = load(ROOT, env).overflow
     assert ov is not None
     policy = one(env, "ValidatingAdmissionPolicy", "trainyard-inference-tolerations")
     for svc in ov.inference:
@@ -122,7 +122,7 @@ def test_documented_snippet_is_admitted(env: str) -> None:
 
 @pytest.mark.parametrize("env", overflow_envs())
 def test_virtual_nodes_get_their_provider_label(env: str) -> None:
-    ov = model.load(ROOT, env).overflow
+    ov = load(ROOT, env).overflow
     assert ov is not None
     policy = one(env, "MutatingAdmissionPolicy", "trainyard-virtual-node-labels")
     [condition] = policy["spec"]["matchConditions"]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
-from generators import model, yamlemit
+from generators import yamlemit
 from generators.components.overflow.inference import inference_pod_snippet
+from generators.model.load import load
 from tests.support import ROOT
 
 DOC = (ROOT / "docs" / "overflow.md").read_text(encoding="utf-8")
@@ -16,7 +17,7 @@ def _section(title: str) -> str:
 
 
 def test_documented_snippet_is_what_the_generator_derives() -> None:
-    ov = model.load(ROOT, "prod").overflow
+    ov = load(ROOT, "prod").overflow
     assert ov is not None
     chat = next(svc for svc in ov.inference if svc.deployment == "chat-api")
     [block] = re.findall(r"```yaml\n(.*?)```", _section("The inference pod snippet"), re.S)
@@ -24,7 +25,7 @@ def test_documented_snippet_is_what_the_generator_derives() -> None:
 
 
 def test_documented_provider_table_matches_the_model() -> None:
-    ov = model.load(ROOT, "prod").overflow
+    ov = load(ROOT, "prod").overflow
     assert ov is not None
     row = (
         r"^\| (\w+) \| (\d+) \| (\d+) \| (\d+) s \| (\d+) \| (\d+) s \| (\d+) \| (\d+) \| "

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generators import model
+from generators.model.load import load
 from generators.model.overflow import inference_pools
 from generators.model.promql import ksm_label
 from generators.model.types import Pool
@@ -114,7 +114,7 @@ def _promtool_test(tmp_path: Path, query: str, groups: list[tuple[list[dict[str,
 
 @pytest.mark.parametrize("env", overflow_envs())
 def test_free_gpus_counts_only_bound_unfinished_pods_on_real_nodes(env: str, tmp_path: Path) -> None:
-    environment = model.load(ROOT, env)
+    environment = load(ROOT, env)
     ov = environment.overflow
     assert ov is not None and environment.monitoring.selectors.kube_state_metrics == KSM
     policy = yaml.safe_load(one(env, "ConfigMap", "overflow-gate")["data"]["policy.yaml"])

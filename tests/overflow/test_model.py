@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from generators import model
+from generators.model.load import load
 from generators.model.overflow import Overflow, default_query, inference_pools
 from generators.model.promql import Inventory
 from generators.model.types import Pool, Role, Taint
@@ -22,7 +22,7 @@ THIRD_PROVIDER = SECOND_PROVIDER.replace("name: dear", "name: deal").replace(
 
 
 def _overflow(tmp_path: Path, text: str) -> Overflow:
-    ov = model.load(repo_with(tmp_path, text), "bad").overflow
+    ov = load(repo_with(tmp_path, text), "bad").overflow
     assert ov is not None
     return ov
 
@@ -90,7 +90,7 @@ def _pool(resource: str, role: Role = "inference", taints: tuple[Taint, ...] = (
 
 
 def _query(pools: tuple[Pool, ...], virtual_nodes: tuple[str, ...]) -> str:
-    return default_query(Inventory(model.load(ROOT, "staging").monitoring, pools), virtual_nodes)
+    return default_query(Inventory(load(ROOT, "staging").monitoring, pools), virtual_nodes)
 
 
 def test_default_query_covers_every_inference_gpu_resource_and_excludes_virtual_nodes() -> None:

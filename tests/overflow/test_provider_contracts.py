@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from generators import model
+from generators.model.load import load
 from generators.providers import CONTRACTS, PROVIDER_TAINT_KEYS
 from generators.providers.contract import CONFIG_DIR, CREDENTIALS_DIR, SERVING_DIR
 from tests.support import ROOT
@@ -122,11 +122,11 @@ def test_inference_tolerates_each_shipped_providers_real_taint() -> None:
     from generators.components.overflow.inference import inference_pod_snippet
 
     for env in ("prod", "staging"):
-        ov = model.load(ROOT, env).overflow
+        ov = load(ROOT, env).overflow
         assert ov is not None
         tolerated = {t["key"] for t in inference_pod_snippet(ov, ov.inference[0])["tolerations"]}
         assert tolerated == {p.node_taint.key for p in ov.providers} and tolerated <= set(PROVIDER_TAINT_KEYS)
-    prod = model.load(ROOT, "prod").overflow
+    prod = load(ROOT, "prod").overflow
     assert prod is not None
     assert {p.type: p.node_taint.key for p in prod.providers} == {
         "interlink": "virtual-node.interlink/no-schedule",

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from trainyard_gate.overflow.policy import load as load_taint_policy
 
-from generators import model
 from generators.components.overflow.inference import inference_pod_snippet
+from generators.model.load import load
 from tests.support import ROOT
 
 from .conftest import ENVIRONMENTS, Obj, objects, one, overflow_envs, rendered
@@ -64,12 +64,12 @@ def _pod_specs(obj: Obj) -> list[Obj]:
 
 def test_shipped_environments_have_the_expected_overflow() -> None:
     assert set(OVERFLOW_ENVS) == {"prod", "staging"} and "dev" in ENVIRONMENTS
-    prod = model.load(ROOT, "prod").overflow
+    prod = load(ROOT, "prod").overflow
     assert prod is not None and len(prod.providers) >= 2
     assert len({p.cost_per_gpu_hour_usd for p in prod.providers}) == len(prod.providers)
-    staging = model.load(ROOT, "staging").overflow
+    staging = load(ROOT, "staging").overflow
     assert staging is not None and len(staging.providers) == 1
-    assert model.load(ROOT, "dev").overflow is None
+    assert load(ROOT, "dev").overflow is None
 
 
 @pytest.mark.parametrize("env", ENVIRONMENTS)
@@ -91,7 +91,7 @@ def test_inference_never_tolerates_the_gate(env: str) -> None:
     for obj in _all_rendered(env):
         for spec in _pod_specs(obj):
             assert all(t.get("key") != key for t in spec.get("tolerations", [])), obj["metadata"]["name"]
-    ov = model.load(ROOT, env).overflow
+    ov = load(ROOT, env).overflow
     assert ov is not None and ov.inference
     for svc in ov.inference:
         tolerations = inference_pod_snippet(ov, svc)["tolerations"]
@@ -114,7 +114,7 @@ def test_descheduler_caps_are_finite_and_the_taint_is_the_gate(env: str) -> None
     assert "nodeSelector" not in policy
     [profile] = policy["profiles"]
     args = {entry["name"]: entry.get("args", {}) for entry in profile["pluginConfig"]}
-    inference = model.load(ROOT, env).overflow
+    inference = load(ROOT, env).overflow
     assert inference is not None
     namespaces = sorted({s.namespace for s in inference.inference})
     assert namespaces  # an empty include would mean every namespace
@@ -162,7 +162,7 @@ BUILT_IN_ROLES = {
 def test_gate_may_only_list_nodes_and_patch_the_virtual_ones(env: str) -> None:
     # What it may do with them is checked on the real apiserver: test_least_privilege.py.
     role = one(env, "ClusterRole", "trainyard-overflow-gate")
-    virtual = list(model.load(ROOT, env).overflow.virtual_nodes)  # type: ignore[union-attr]
+    virtual = list(load(ROOT, env).overflow.virtual_nodes)  # type: ignore[union-attr]
     assert role["rules"] == [
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]},
         {"apiGroups": [""], "resources": ["nodes"], "resourceNames": virtual, "verbs": ["get", "patch"]},
@@ -174,7 +174,7 @@ def test_taint_policy_loads_with_the_gate_controllers_loader(env: str, tmp_path:
     path = tmp_path / "policy.yaml"
     path.write_text(one(env, "ConfigMap", "overflow-gate")["data"]["policy.yaml"], encoding="utf-8")
     policy = load_taint_policy(path)
-    ov = model.load(ROOT, env).overflow
+    ov = load(ROOT, env).overflow
     assert ov is not None
     assert [gate.name for gate in policy.gates] == [p.name for p in ov.providers]
     assert policy.query == ov.gate.free_gpus_query and policy.dry_run is ov.gate.dry_run
@@ -214,7 +214,7 @@ def test_the_descheduler_never_evicts_training_or_the_machinery(env: str) -> Non
     evictor = next(e["args"] for e in profile["pluginConfig"] if e["name"] == "DefaultEvictor")
     threshold = evictor["priorityThreshold"]
     assert set(threshold) == {"value"}  # value and name together are refused by its validation
-    tiers = model.load(ROOT, env).tiers
+    tiers = load(ROOT, env).tiers
     training = min(t.value for t in tiers if t.role == "training")
     inference = max(t.value for t in tiers if t.role == "inference")
     assert inference < threshold["value"] <= training  # serving may move, training never
@@ -226,7 +226,7 @@ def test_the_machinery_is_system_critical(env: str) -> None:
     """A preempted virtual-kubelet leaves its node unreachable: 300 s later every spilled pod
     is evicted by the NoExecute taint. Nothing of the overflow machinery may be preempted."""
     deployments = objects(env, "Deployment")
-    assert len(deployments) == len(model.load(ROOT, env).overflow.providers) + 2  # type: ignore[union-attr]
+    assert len(deployments) == len(load(ROOT, env).overflow.providers) + 2  # type: ignore[union-attr]
     for deployment in deployments:
         spec = deployment["spec"]["template"]["spec"]
         assert spec.get("priorityClassName") == "system-cluster-critical", deployment["metadata"]["name"]
@@ -255,7 +255,7 @@ def test_deployments_are_hardened_pinned_and_bounded(env: str) -> None:
 @pytest.mark.parametrize("env", OVERFLOW_ENVS)
 def test_virtual_kubelets_are_scoped_to_their_node_and_mount_credentials(env: str) -> None:
     # Flags, config and taint per provider type: test_provider_contracts.py.
-    ov = model.load(ROOT, env).overflow
+    ov = load(ROOT, env).overflow
     assert ov is not None
     for provider in ov.providers:
         deployment = one(env, "Deployment", provider.node_name)
@@ -271,7 +271,7 @@ def test_virtual_kubelets_are_scoped_to_their_node_and_mount_credentials(env: st
 
 @pytest.mark.parametrize("env", OVERFLOW_ENVS)
 def test_each_inference_service_has_an_hpa_and_a_pdb(env: str) -> None:
-    ov = model.load(ROOT, env).overflow
+    ov = load(ROOT, env).overflow
     assert ov is not None
     for svc in ov.inference:
         hpa = next(
@@ -299,7 +299,7 @@ def test_each_inference_service_has_an_hpa_and_a_pdb(env: str) -> None:
 @pytest.mark.parametrize("env", OVERFLOW_ENVS)
 def test_ingress_is_denied_by_default_and_each_allow_opens_a_real_port(env: str) -> None:
     policies = objects(env, "NetworkPolicy")
-    namespace = model.load(ROOT, env).overflow.namespace  # type: ignore[union-attr]
+    namespace = load(ROOT, env).overflow.namespace  # type: ignore[union-attr]
     deny = [p for p in policies if p["spec"]["podSelector"] == {}]
     assert len(deny) == 1 and "ingress" not in deny[0]["spec"]
     assert deny[0]["metadata"]["namespace"] == namespace

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from generators import model
+from generators.model.load import load
 from generators.validation.kubeconform import run_kubeconform
 from generators.validation.schemastore import ensure_schemas
 from tests.support import ROOT, tool
@@ -16,7 +16,7 @@ from .conftest import overflow_envs, rendered
 @pytest.mark.parametrize("env", overflow_envs())
 def test_rendered_overflow_is_schema_valid(env: str) -> None:
     tool("kubeconform")
-    version = model.load(ROOT, env).kubernetes_version
+    version = load(ROOT, env).kubernetes_version
     result = run_kubeconform([ROOT / "rendered" / env / "overflow"], version, ensure_schemas(version))
     assert [finding.line() for finding in result.findings] == []
     assert result.valid == result.expected == len(rendered(env))

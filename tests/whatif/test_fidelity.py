@@ -53,7 +53,7 @@ from pathlib import Path
 import pytest
 
 from generators.box.state import BOX_DIR_ENV
-from generators.model import load as load_env
+from generators.model.load import load as load_env
 from generators.whatif.replay import JOB_LABEL, RUN_LABEL, Replayed, replay
 from generators.whatif.report import Outcome
 from generators.whatif.trace import load

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from generators.diff.gitref import GitError
-from generators.model import load
+from generators.model.load import load
 from generators.whatif.run import base_checkout
 from tests.support import ROOT
 

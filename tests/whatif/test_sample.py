@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 
-from generators.model import load as load_env
+from generators.model.load import load as load_env
 from generators.whatif.sample import sample
 from generators.whatif.trace import load
 from tests.support import ROOT

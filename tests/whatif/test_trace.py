@@ -11,8 +11,8 @@ import pytest
 
 from generators import cli
 from generators.errors import SpecError
-from generators.model import load as load_env
-from generators.model.types import Environment
+from generators.model.environment import Environment
+from generators.model.load import load as load_env
 from generators.whatif.trace import load
 from tests.support import ROOT
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import yaml
 
-from generators import model
-from generators.model.types import Environment
+from generators.model.environment import Environment
+from generators.model.load import load
 from tests.workflow.conftest import change_prod, commit_all, edit, generate, git
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
@@ -55,11 +55,11 @@ def expected_queue_fields(before: Environment, after: Environment, team: str) ->
 
 
 def two_commits(repo: Path) -> tuple[Environment, Environment]:
-    before = model.load(repo, "prod")
+    before = load(repo, "prod")
     change_prod(repo)
     generate(repo, "render")
     commit_all(repo, "prod: fewer nodes, research gives 5% to video")
-    return before, model.load(repo, "prod")
+    return before, load(repo, "prod")
 
 
 def test_reports_exactly_the_changed_objects_and_fields(repo: Path) -> None:
@@ -186,10 +186,10 @@ def test_invalid_working_tree_spec_is_a_finding(repo: Path) -> None:
 
 
 def test_gate_threshold_and_priority_changes_are_summarised(repo: Path) -> None:
-    before = model.load(repo, "prod")
+    before = load(repo, "prod")
     edit(repo / "environments" / "prod.yaml", "openWhenFreeGpusBelow: 16 ", "openWhenFreeGpusBelow: 24 ")
     edit(repo / "environments" / "_defaults.yaml", "value: 900000", "value: 800000")
-    after = model.load(repo, "prod")
+    after = load(repo, "prod")
     out = generate(repo, "diff").stdout
     assert before.overflow is not None and after.overflow is not None
     for old, new in zip(before.overflow.providers, after.overflow.providers, strict=True):

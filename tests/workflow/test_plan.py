@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from generators import model
 from generators.layout import environment_names
+from generators.model.load import load
 from tests.support import ROOT
 from tests.support.scratch import repo_with, run_cli
 from tests.workflow.conftest import generate
@@ -23,7 +23,7 @@ def _row(out: str, *cells: object) -> bool:
 
 @pytest.mark.parametrize("name", environment_names(ROOT))
 def test_plan_lists_every_pool_team_and_tier(name: str) -> None:
-    env = model.load(ROOT, name)
+    env = load(ROOT, name)
     out = generate(ROOT, "plan", name).stdout
     assert out.startswith(
         f"{name}: {env.display_name} ({env.source_file}); {env.gpus} GPUs, "

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from generators import model
-from generators.model.types import Environment, Pool
+from generators.model.environment import Environment
+from generators.model.load import load
+from generators.model.types import Pool
 from generators.spec.load import load_document
 from tests.workflow.conftest import edit, generate
 
@@ -90,7 +91,7 @@ def substituted(root: Path, env: str, pool_index: int, new: int) -> str:
 
 
 def test_counts_out_not_ready_cordoned_tainted_and_degraded(repo: Path) -> None:
-    env = model.load(repo, "prod")
+    env = load(repo, "prod")
     pool = env.pools[0]
     items = inventory(env, {pool.name: pool.nodes - 8})  # 8 nodes gone from the cluster
     broken = pool_nodes(pool, 5, prefix="broken-")
@@ -122,22 +123,22 @@ def test_counts_out_not_ready_cordoned_tainted_and_degraded(repo: Path) -> None:
     out = generate(repo, "sync-inventory", "prod", "--nodes", str(path)).stdout
     assert (repo / "environments" / "prod.yaml").read_text(encoding="utf-8") == expected
     assert "wrote environments/prod.yaml" in out
-    assert model.load(repo, "prod").pools[0].nodes == pool.nodes - 8
+    assert load(repo, "prod").pools[0].nodes == pool.nodes - 8
     generate(repo, "render", "prod")  # the quotas follow the new count
-    assert model.load(repo, "prod").queues != env.queues
+    assert load(repo, "prod").queues != env.queues
 
 
 def test_matching_inventory_writes_nothing(repo: Path) -> None:
-    env = model.load(repo, "prod")
+    env = load(repo, "prod")
     out = generate(repo, "sync-inventory", "prod", "--nodes", str(write_nodes(repo, inventory(env)))).stdout
     assert "node counts already match; nothing to write" in out
 
 
 def test_several_pools_change_at_once_only_numbers_move(repo: Path) -> None:
-    env = model.load(repo, "staging")
+    env = load(repo, "staging")
     new = {env.pools[0].name: env.pools[0].nodes + 5, env.pools[1].name: env.pools[1].nodes - 1}
     generate(repo, "sync-inventory", "staging", "--nodes", str(write_nodes(repo, inventory(env, new))))
-    assert [p.nodes for p in model.load(repo, "staging").pools] == list(new.values())
+    assert [p.nodes for p in load(repo, "staging").pools] == list(new.values())
     text = (repo / "environments" / "staging.yaml").read_text(encoding="utf-8")
     assert "# Staging: the production layout at 1/8 scale; syncs automatically." in text
     assert 'kubernetesVersion: "1.36.2"' in text and "gpu: {model: H100-SXM5-80GB, perNode: 8}" in text
@@ -152,7 +153,7 @@ def _refused(repo: Path, env: str, items: list[dict[str, Any]], *extra: str) -> 
 
 
 def test_refuses_a_gpu_node_in_no_pool(repo: Path) -> None:
-    env = model.load(repo, "prod")
+    env = load(repo, "prod")
     stray = node("stray-gpu-1", {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"})
     err = _refused(repo, "prod", [*inventory(env), stray])
     assert "error: 1 GPU node matches no pool's nodeLabels (stray-gpu-1)" in err
@@ -161,7 +162,7 @@ def test_refuses_a_gpu_node_in_no_pool(repo: Path) -> None:
 def test_refuses_a_node_in_several_pools(repo: Path) -> None:
     staging = repo / "environments" / "staging.yaml"
     edit(staging, "nodeLabels: {trainyard.dev/pool: infer-l40s}", "nodeLabels: {trainyard.dev/rack: r1}")
-    env = model.load(repo, "staging")
+    env = load(repo, "staging")
     items = inventory(env)
     items[0]["metadata"]["labels"]["trainyard.dev/rack"] = "r1"  # a training node also in infer-l40s
     err = _refused(repo, "staging", items)
@@ -173,7 +174,7 @@ def test_refuses_a_node_in_several_pools(repo: Path) -> None:
 
 @pytest.mark.parametrize("lost_fraction", [0.30, 1.0])
 def test_refuses_a_mass_drop(repo: Path, lost_fraction: float) -> None:
-    env = model.load(repo, "prod")
+    env = load(repo, "prod")
     pool = env.pools[1]
     left = int(pool.nodes * (1 - lost_fraction))
     items = inventory(env, {pool.name: left})
@@ -187,17 +188,17 @@ def test_refuses_a_mass_drop(repo: Path, lost_fraction: float) -> None:
         generate(
             repo, "sync-inventory", "prod", "--nodes", str(repo / "nodes.json"), "--max-drop-fraction", "0.5"
         )
-        assert model.load(repo, "prod").pools[1].nodes == left
+        assert load(repo, "prod").pools[1].nodes == left
 
 
 def test_exactly_the_allowed_fraction_passes(repo: Path) -> None:
-    env = model.load(repo, "prod")
+    env = load(repo, "prod")
     pool = env.pools[0]
     left = pool.nodes - pool.nodes // 4  # 256 -> 192: exactly 25%
     generate(
         repo, "sync-inventory", "prod", "--nodes", str(write_nodes(repo, inventory(env, {pool.name: left})))
     )
-    assert model.load(repo, "prod").pools[0].nodes == left
+    assert load(repo, "prod").pools[0].nodes == left
 
 
 def _lab(root: Path, base_pools_for: tuple[str, ...]) -> None:
@@ -218,7 +219,7 @@ def _lab(root: Path, base_pools_for: tuple[str, ...]) -> None:
 
 def test_updates_pools_inherited_from_a_base_used_once(repo: Path) -> None:
     _lab(repo, ("lab1",))
-    env = model.load(repo, "lab1")
+    env = load(repo, "lab1")
     expected = substituted(repo, "lab1", 0, env.pools[0].nodes + 2)
     assert load_document(repo, "lab1").locate(("pools", 0, "nodes")).file == "environments/_lab.yaml"
     items = inventory(env, {env.pools[0].name: env.pools[0].nodes + 2})
@@ -229,7 +230,7 @@ def test_updates_pools_inherited_from_a_base_used_once(repo: Path) -> None:
 
 def test_refuses_pools_inherited_from_a_shared_base(repo: Path) -> None:
     _lab(repo, ("lab1", "lab2"))
-    env = model.load(repo, "lab1")
+    env = load(repo, "lab1")
     err = _refused(repo, "lab1", inventory(env, {env.pools[0].name: env.pools[0].nodes + 2}))
     assert "environments/_lab.yaml: error: the pools of lab1 are defined here, shared with lab2" in err
 
@@ -247,7 +248,7 @@ def test_bad_nodes_file(repo: Path) -> None:
 def test_nodelist_of_another_cluster_is_one_cause_not_a_line_per_node(repo: Path) -> None:
     """Issue 13 item 7: prod's 576 nodes synced against a cluster labelled otherwise printed a
     line per node before the line that explained it."""
-    env = model.load(repo, "prod")
+    env = load(repo, "prod")
     items = [n for p in env.pools for n in pool_nodes(p, p.nodes)]
     for item in items:
         item["metadata"]["labels"] = {
@@ -275,7 +276,7 @@ def test_a_pool_wide_undeclared_taint_is_named_instead_of_accepting_the_drop(rep
     """Issue 22 item 5: managed GPU pools taint every node nvidia.com/gpu=present:NoSchedule.
     Undeclared, sync-inventory counts the whole pool out; the hint must not be
     --max-drop-fraction (that zeroes the pool's quota) but the missing declaration."""
-    env = model.load(repo, "prod")
+    env = load(repo, "prod")
     index = next(i for i, p in enumerate(env.pools) if p.name == "infer-l40s")
     items = inventory(env)
     for item in items:
@@ -298,10 +299,10 @@ def test_a_declared_usual_gpu_taint_is_counted_and_keeps_overflow_working(repo: 
             old, old + "    taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]\n", 1
         )
     )
-    env = model.load(repo, "prod")  # the default free-GPU query no longer refuses the pool
+    env = load(repo, "prod")  # the default free-GPU query no longer refuses the pool
     assert env.overflow is not None
     query = env.overflow.gate.free_gpus_query
     assert 'label_trainyard_dev_pool="infer-l40s"' in query and 'key!="nvidia.com/gpu"' in query
     items = inventory(env)  # pool_nodes() gives each node the pool's declared taints
     generate(repo, "sync-inventory", "prod", "--nodes", str(write_nodes(repo, items)))
-    assert next(p for p in model.load(repo, "prod").pools if p.name == "infer-l40s").nodes == 64
+    assert next(p for p in load(repo, "prod").pools if p.name == "infer-l40s").nodes == 64

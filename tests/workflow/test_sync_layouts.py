@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from generators import model
+from generators.model.load import load
 from tests.support import CORPUS
 from tests.support.scratch import repo_with, run_cli
 from tests.workflow.test_sync_inventory import inventory
@@ -20,7 +20,7 @@ CASES = sorted((CORPUS / "sync").glob("*.yaml"))
 
 
 def _sync(root: Path, grow: int) -> tuple[int, str, str]:
-    env = model.load(root, "bad")
+    env = load(root, "bad")
     items = inventory(env, {p.name: p.nodes + grow for p in env.pools})
     (root / "nodes.json").write_text(json.dumps({"kind": "List", "items": items}), encoding="utf-8")
     return run_cli(root, "sync-inventory", "bad", "--nodes", str(root / "nodes.json"))

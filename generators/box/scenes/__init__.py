@@ -4,40 +4,15 @@ Each scene is one module here holding a `run(context) -> SceneResult` function. 
 writes what a user writes (Jobs, Deployments, a pod, a metric series) and reads back only
 what the controllers wrote (Workload admission, pod placement, taints, events), prints what
 it saw line by line, and removes what it created. `ok` is False when what the controllers
-did breaks a promise of the README or docs/: the CLI then exits 1.
+did breaks a promise of the README or docs/: the CLI then exits 1. A scene imports what it
+is given from context.py, never from this registry, which imports the scenes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
 
-if TYPE_CHECKING:  # the CLI imports SCENES for its help text; kubernetes is a dev requirement
-    from generators.box.kube import Kube
-    from generators.box.state import State
-    from generators.model.types import Environment
-
-
-@dataclass
-class SceneContext:
-    """What a scene may use: a client of the running box (admin), its environment as
-    rendered (scaled and sped up like the box), the box's state (Prometheus URL, processes),
-    its run folder, and `say` for progress lines (stderr in the CLI)."""
-
-    kube: Kube
-    env: Environment
-    state: State
-    folder: Path
-    say: Callable[[str], None]
-
-
-class SceneResult(Protocol):
-    @property
-    def ok(self) -> bool: ...
-
-    def lines(self) -> list[str]: ...
+from generators.box.scenes.context import SceneContext, SceneResult
 
 
 def _gang_placement(context: SceneContext) -> SceneResult:

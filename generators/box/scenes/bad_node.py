@@ -46,8 +46,9 @@ from generators.box import dcgm_fake
 from generators.box.cluster import Cluster
 from generators.box.kube import Kube, Obj, is_true, wait_for
 from generators.box.nodes import HOSTNAME
+from generators.model.environment import Environment
 from generators.model.health import REASON_ANNOTATION, SINCE_ANNOTATION, TAINT_KEY, Condition, Controller
-from generators.model.types import Environment, Pool
+from generators.model.types import Pool
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

@@ -30,12 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from generators.box.kube import Kube, Obj, condition, is_true, wait_for
-from generators.box.scenes import SceneContext
+from generators.box.scenes.context import SceneContext
 from generators.box.scenes.gang_placement import workload_of
 from generators.box.speed import seconds_of
 from generators.components.overflow.inference import inference_pod_snippet
+from generators.model.environment import Environment
 from generators.model.overflow import InferenceService, Overflow, Provider
-from generators.model.types import Environment, Pool
+from generators.model.types import Pool
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"

@@ -16,7 +16,8 @@ from typing import Any
 
 from generators.box.kube import Kube, Obj, is_true, wait_for
 from generators.box.nodes import HOSTNAME
-from generators.model.types import Environment, Pool
+from generators.model.environment import Environment
+from generators.model.types import Pool
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

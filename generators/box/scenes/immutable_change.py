@@ -32,7 +32,7 @@ from typing import Any
 
 from generators.box import manifests
 from generators.box.kube import Kube, Obj
-from generators.box.scenes import SceneContext
+from generators.box.scenes.context import SceneContext
 from generators.box.scenes.immutable_api import NEW_LEVEL, SCENE_LABEL, plain_apply, table_on_api
 from generators.box.scenes.immutable_migration import (
     Migration,

@@ -16,10 +16,10 @@ from generators.box import manifests
 from generators.box.kube import Kube, Obj, is_true, wait_for
 from generators.box.nodes import HOSTNAME
 from generators.box.scale import scaled_checkout
-from generators.box.scenes import SceneContext
+from generators.box.scenes.context import SceneContext
 from generators.diff.immutable import environment_problems
 from generators.layout import ENV_DIR
-from generators.model import load
+from generators.model.load import load
 from generators.render import RenderedFile, render_tree
 from generators.render import objects as objects_of
 from generators.spec.load import load_document

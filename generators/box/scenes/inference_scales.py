@@ -40,8 +40,9 @@ from generators.box import monitoring
 from generators.box.kube import Kube, Obj, condition, wait_for
 from generators.box.series import SyntheticSeries, write_target
 from generators.components.overflow.inference import inference_pod_snippet
+from generators.model.environment import Environment
 from generators.model.overflow import InferenceService, inference_pools
-from generators.model.types import Environment, Pool
+from generators.model.types import Pool
 
 SCENE_LABEL = "trainyard.dev/box-scene"
 ADAPTER_SECONDS = 180  # the adapter lists series every --metrics-relist-interval (1m)

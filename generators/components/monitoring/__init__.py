@@ -29,7 +29,7 @@ from generators.components.monitoring import adapter, dashboards, installers
 from generators.components.monitoring.alerts import groups
 from generators.components.monitoring.promql import GATE_JOB
 from generators.k8s.objects import service_monitor
-from generators.model.types import Environment
+from generators.model.environment import Environment
 from generators.templating import render
 
 # What other modules (doctor, tests) name the installer inputs by.

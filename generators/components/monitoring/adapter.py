@@ -39,7 +39,7 @@ from typing import Any
 
 from generators import yamlemit
 from generators.components import Obj
-from generators.model.types import Environment
+from generators.model.environment import Environment
 from generators.templating import render
 
 NAME = "prometheus-adapter"

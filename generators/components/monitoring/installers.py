@@ -40,7 +40,7 @@ from generators.components import Obj
 from generators.components.monitoring import dcgm_counters
 from generators.components.monitoring.promql import ksm_label
 from generators.layout import INSTALLERS, RENDERED
-from generators.model.types import Environment
+from generators.model.environment import Environment
 from generators.promql_ast import selectors
 from generators.templating import render
 

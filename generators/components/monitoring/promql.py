@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from generators.exporters import DCGM_BLANK_MIN
+from generators.model.environment import Environment
+from generators.model.exporters import DCGM_BLANK_MIN
 from generators.model.monitoring import Monitoring
 from generators.model.overflow import GATE, Overflow, Provider
 from generators.model.promql import (
@@ -26,7 +27,6 @@ from generators.model.promql import (
     selector,
     with_label,
 )
-from generators.model.types import Environment
 
 __all__ = [
     "DCGM_BLANK_MIN",

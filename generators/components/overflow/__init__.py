@@ -20,7 +20,7 @@ from generators.components.overflow.inference import inference_objects
 from generators.components.overflow.network import network_policies
 from generators.components.overflow.virtual_kubelets import provider_objects
 from generators.k8s.objects import namespace
-from generators.model.types import Environment
+from generators.model.environment import Environment
 
 
 def generate(env: Environment, earlier: Sequence[Obj] = ()) -> list[Obj]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from generators.components.monitoring.alerts import exporters, fabric, gpu, health, overflow, scheduling
 from generators.components.monitoring.promql import Queries
-from generators.model.types import Environment
+from generators.model.environment import Environment
 
 
 def groups(env: Environment) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from generators.components.monitoring.alerts.rule import Rule, alert
 from generators.components.monitoring.promql import GATE_JOB, Queries, quote, selector
-from generators.model.types import Environment
+from generators.model.environment import Environment
 
 
 def exporter_down(q: Queries, exporter: str, matchers: str) -> Rule:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from generators.components.monitoring.alerts.rule import VALUE, Rule, alert, label
 from generators.components.monitoring.promql import Queries, labelled_union
-from generators.exporters import ACTIVE_STATE, LINK_ERROR_COUNTERS, LINK_UP_PHYSICAL_STATE
+from generators.model.exporters import ACTIVE_STATE, LINK_ERROR_COUNTERS, LINK_UP_PHYSICAL_STATE
 
 
 def _by_port(q: Queries, extra: str = "") -> str:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from generators.components.monitoring.alerts.rule import VALUE, VALUE_PERCENT, Rule, alert, label
 from generators.components.monitoring.promql import DCGM_BLANK_MIN, Queries, labelled_union, num, quote
-from generators.exporters import NVLINK_COUNTERS
+from generators.model.exporters import NVLINK_COUNTERS
 
 THROTTLE_RATE_WINDOW = "5m"  # long enough to smooth DCGM's 30s sampling of the ns counter
 

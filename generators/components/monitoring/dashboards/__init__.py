@@ -14,7 +14,7 @@ from generators.components.monitoring.dashboards import (
     training,
     utilization,
 )
-from generators.model.types import Environment
+from generators.model.environment import Environment
 
 Builder = Callable[[Environment], dict[str, Any]]
 

@@ -17,8 +17,8 @@ from generators.components.monitoring.dashboards.panels import (
     single,
 )
 from generators.components.monitoring.promql import Queries, labelled_union
-from generators.exporters import ACTIVE_STATE, LINK_ERROR_COUNTERS, NVLINK_COUNTERS
-from generators.model.types import Environment
+from generators.model.environment import Environment
+from generators.model.exporters import ACTIVE_STATE, LINK_ERROR_COUNTERS, NVLINK_COUNTERS
 
 SLUG = "fabric"
 TOP_ROWS = 50

@@ -16,7 +16,7 @@ from generators.components.monitoring.dashboards.panels import (
     single,
 )
 from generators.components.monitoring.promql import DCGM_BLANK_MIN, Queries
-from generators.model.types import Environment
+from generators.model.environment import Environment
 
 SLUG = "gpu-health"
 NOT_IDLE = 'clock_event!="gpu_idle"'  # an idle GPU lowering its clocks is not a problem

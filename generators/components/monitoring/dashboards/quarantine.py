@@ -9,8 +9,8 @@ from typing import Any
 from generators.components.monitoring.alerts.health import controller_series
 from generators.components.monitoring.dashboards.panels import Board, Panel, Query, graph, grid, single
 from generators.components.monitoring.promql import Queries
+from generators.model.environment import Environment
 from generators.model.health import Controller
-from generators.model.types import Environment
 
 SLUG = "quarantine"
 

@@ -17,7 +17,7 @@ from generators.components.monitoring.dashboards.panels import (
     single,
 )
 from generators.components.monitoring.promql import Queries, match_any
-from generators.model.types import Environment
+from generators.model.environment import Environment
 
 SLUG = "queues"
 TIMEOUT = 'reason="PodsReadyTimeout"'

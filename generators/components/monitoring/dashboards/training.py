@@ -8,7 +8,7 @@ from typing import Any
 
 from generators.components.monitoring.dashboards.panels import Board, Panel, Query, graph, single
 from generators.components.monitoring.promql import Queries, match_any
-from generators.model.types import Environment
+from generators.model.environment import Environment
 
 SLUG = "training"
 

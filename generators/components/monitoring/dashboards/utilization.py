@@ -17,7 +17,7 @@ from generators.components.monitoring.dashboards.panels import (
     single,
 )
 from generators.components.monitoring.promql import Queries
-from generators.model.types import Environment
+from generators.model.environment import Environment
 
 SLUG = "utilization"
 STRAGGLERS = 20

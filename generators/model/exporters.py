@@ -1,5 +1,5 @@
 """Exporter releases this project accepts, and what follows from each (shared by the spec
-checks and the model, like generators/teams.py).
+checks and the model, like generators/model/teams.py).
 
 `monitoring.exporters` names the versions an environment runs; the label names the
 dashboards and rules use, and the installer values (rendered/<env>/installers/), follow from

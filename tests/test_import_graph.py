@@ -1,0 +1,291 @@
+"""No import cycle inside generators/ (issue 24): the modules form a graph without a loop.
+
+The graph is read from the source with `ast`, never by importing it (an import that works
+today only because of the order modules happen to load in is exactly what it must catch).
+
+What counts as an edge from module M to module N (both under generators/):
+- every `import N` and `from N import x` in M, wherever it stands: at module level, under
+  `if TYPE_CHECKING:` (a name the type checker needs is a dependency; hiding it from the
+  interpreter only hides the loop) and inside a function or method. A function-level import
+  counts too, by decision: it still needs N whenever M's function runs, and a lazy import
+  kept only to dodge a cycle is still a cycle. No exception is granted. The function-level
+  imports left (about 50) are lazy for start-up time (the CLI's commands, the registry of
+  box scenes) or for a dependency not always installed; none of them closes a loop. Before
+  issue 24, three of the five cycles ran through one (spec checks -> model, box scene
+  registry -> scene, diff report -> immutable);
+- `from P import x` where x is a submodule of package P: an edge to P.x; to P itself only
+  when some imported name is P's own (defined in its `__init__`);
+- importing P.x runs P's `__init__` first, so it is an edge to P too, unless P is a package
+  M sits in: those have started before M runs, so only a name read from them is an edge. A
+  package whose `__init__` imports something that in turn imports a submodule of the package
+  is a cycle: issue 24's (model/__init__ -> spec.load -> spec checks -> generators.model.*);
+- relative imports are resolved against M's package.
+
+The unit is the module (a package counts as its `__init__.py`); packages as a whole are not
+layered here (generators.spec reads the model's shared rules, generators.model.load reads
+generators.spec.load: two modules each way, no loop). A failure names every cycle: its
+strongly connected component's size and its shortest loop through the lowest-named module,
+with file:line and where each import stands.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support import ROOT
+
+PACKAGE = "generators"
+
+
+@dataclass(frozen=True)
+class Import:
+    target: str  # a module of the tree
+    line: int
+    where: str  # "module", "type-checking" or "function"
+
+
+def modules(root: Path = ROOT, package: str = PACKAGE) -> dict[str, Path]:
+    """Dotted module name -> file, for every .py file under the package."""
+    out = {}
+    for path in sorted((root / package).rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _statements(tree: ast.Module) -> Iterator[tuple[ast.Import | ast.ImportFrom, str]]:
+    """Every import statement with where it stands."""
+
+    def walk(node: ast.AST, where: str) -> Iterator[tuple[ast.Import | ast.ImportFrom, str]]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                yield child, where
+            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                yield from walk(child, "function")
+            elif isinstance(child, ast.If) and where == "module" and _is_type_checking(child.test):
+                for stmt in child.body:
+                    yield from walk(ast.Module(body=[stmt], type_ignores=[]), "type-checking")
+                for stmt in child.orelse:
+                    yield from walk(ast.Module(body=[stmt], type_ignores=[]), where)
+            else:
+                yield from walk(child, where)
+
+    yield from walk(tree, "module")
+
+
+def _parents(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def imports(name: str, path: Path, known: Mapping[str, Path]) -> list[Import]:
+    """The tree's modules that module `name` (file `path`) imports, with where."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    ancestors = set(_parents(name)[:-1])
+    out = []
+    for stmt, where in _statements(tree):
+        named: list[str] = []  # what the statement reads names from, or imports whole
+        if isinstance(stmt, ast.Import):
+            named = [alias.name for alias in stmt.names]
+        else:
+            base = stmt.module or ""
+            if stmt.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (stmt.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            submodules = [f"{base}.{a.name}" for a in stmt.names if f"{base}.{a.name}" in known]
+            named = submodules
+            if len(submodules) < len(stmt.names):  # some name is read from base's own code
+                named = [base, *submodules]
+        for target in named:
+            # Importing a.b.c runs a, then a.b, then a.b.c; the packages above `name` itself
+            # have started before it runs, so only a name read from them is an edge.
+            implied = [p for p in _parents(target)[:-1] if p not in ancestors]
+            for module in [*implied, target]:
+                if module in known and module != name:
+                    out.append(Import(module, stmt.lineno, where))
+    return out
+
+
+def graph(known: Mapping[str, Path]) -> dict[str, dict[str, Import]]:
+    """module -> {imported module: first import of it}."""
+    out: dict[str, dict[str, Import]] = {}
+    for name, path in known.items():
+        edges: dict[str, Import] = {}
+        for imp in imports(name, path, known):
+            edges.setdefault(imp.target, imp)
+        out[name] = edges
+    return out
+
+
+def _components(g: Mapping[str, Mapping[str, Import]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+
+    def visit(v: str) -> None:
+        nonlocal counter
+        index[v] = low[v] = counter
+        counter += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(g.get(v, {})):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def _shortest_loop(g: Mapping[str, Mapping[str, Import]], start: str, within: set[str]) -> list[str]:
+    """The shortest path start -> ... -> start inside one component (breadth first)."""
+    previous: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for v in frontier:
+            for w in sorted(g[v]):
+                if w not in within:
+                    continue
+                if w == start:
+                    path = [v]
+                    while path[-1] != start:
+                        path.append(previous[path[-1]])
+                    return [*reversed(path), start]
+                if w not in previous:
+                    previous[w] = v
+                    following.append(w)
+        frontier = following
+    raise AssertionError(f"{start} is in a component but on no loop")
+
+
+def cycles(g: Mapping[str, Mapping[str, Import]]) -> list[list[str]]:
+    """One loop per strongly connected component: its members' shortest loop through the
+    lowest-named one. A component is empty of loops only if it has one module."""
+    return [_shortest_loop(g, c[0], set(c)) for c in _components(g)]
+
+
+def describe(g: Mapping[str, Mapping[str, Import]], loop: list[str], known: Mapping[str, Path]) -> str:
+    steps = []
+    for a, b in itertools.pairwise(loop):
+        imp = g[a][b]
+        file = known[a].relative_to(ROOT)
+        steps.append(f"  {a} -> {b}  ({file}:{imp.line}, {imp.where})")
+    return "\n".join(steps)
+
+
+def test_no_import_cycle_in_generators() -> None:
+    known = modules()
+    g = graph(known)
+    loops = cycles(g)
+    components = _components(g)
+    report = "\n\n".join(
+        f"cycle {i} ({len(c)} modules in its component):\n{describe(g, loop, known)}"
+        for i, (c, loop) in enumerate(zip(components, loops, strict=True), start=1)
+    )
+    assert not loops, f"{len(loops)} import cycle(s) inside {PACKAGE}/:\n{report}"
+
+
+# --- the walker is tried on small trees, so it is known to find what it must ------------
+
+
+def _tree(tmp_path: Path, files: Mapping[str, str]) -> dict[str, dict[str, Import]]:
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return graph(modules(tmp_path, "pkg"))
+
+
+@pytest.mark.parametrize(
+    ("files", "loop"),
+    [
+        pytest.param(
+            {"pkg/__init__.py": "", "pkg/a.py": "import pkg.b\n", "pkg/b.py": "from pkg import a\n"},
+            ["pkg.a", "pkg.b", "pkg.a"],
+            id="module-level, from-package-import-submodule",
+        ),
+        pytest.param(
+            {
+                "pkg/__init__.py": "",
+                "pkg/a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.b import B\n",
+                "pkg/b.py": "from pkg.a import A\n",
+            },
+            ["pkg.a", "pkg.b", "pkg.a"],
+            id="type-checking",
+        ),
+        pytest.param(
+            {
+                "pkg/__init__.py": "",
+                "pkg/a.py": "def f():\n    from . import b\n",
+                "pkg/b.py": "from .a import x\n",
+            },
+            ["pkg.a", "pkg.b", "pkg.a"],
+            id="function-level, relative",
+        ),
+        pytest.param(
+            {
+                "pkg/__init__.py": "",
+                "pkg/m/__init__.py": "from pkg.s.load import load\n",
+                "pkg/m/rules.py": "",
+                "pkg/s/__init__.py": "",
+                "pkg/s/load.py": "from pkg.m.rules import r\n",
+            },
+            ["pkg.m", "pkg.s.load", "pkg.m"],
+            id="a package init reached through its own submodule",
+        ),
+    ],
+)
+def test_walker_finds_a_cycle(tmp_path: Path, files: dict[str, str], loop: list[str]) -> None:
+    assert cycles(_tree(tmp_path, files)) == [loop]
+
+
+def test_walker_accepts_a_layered_tree(tmp_path: Path) -> None:
+    g = _tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/m/__init__.py": "",
+            "pkg/m/rules.py": "import json\n",
+            "pkg/m/load.py": "from pkg.s.load import load\n",
+            "pkg/s/__init__.py": "",
+            "pkg/s/load.py": "from pkg.m.rules import r\nfrom ..m import rules\n",
+        },
+    )
+    assert cycles(g) == []
+    # pkg has started before pkg.s.load runs: no edge; pkg.m (its __init__) runs first: one
+    assert set(g["pkg.s.load"]) == {"pkg.m", "pkg.m.rules"}
