@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -21,14 +21,21 @@ class ControllerMetrics:
 
     def __init__(self, prefix: str, errors_help: str, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
-        self.leader = Gauge(
-            f"{prefix}_leader",
-            "1 while this process holds the Lease and acts, 0 while it stands by",
-            registry=self.registry,
+        self.prefix = prefix
+        self.leader = self.gauge(
+            "leader", "1 while this process holds the Lease and acts, 0 while it stands by"
         )
-        self.errors = Counter(f"{prefix}_errors", errors_help, ["stage"], registry=self.registry)
+        self.errors = self.counter("errors", errors_help, ["stage"])
         for stage in STAGES:
             self.errors.labels(stage=stage)
+
+    def gauge(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Gauge:
+        """`{prefix}_{name}` on this controller's registry."""
+        return Gauge(f"{self.prefix}_{name}", documentation, labels, registry=self.registry)
+
+    def counter(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Counter:
+        """`{prefix}_{name}_total` on this controller's registry."""
+        return Counter(f"{self.prefix}_{name}", documentation, labels, registry=self.registry)
 
     def serve(self, port: int, address: str, health: Health) -> tuple[WSGIServer, threading.Thread]:
         return serve(self.registry, port, address, health)
