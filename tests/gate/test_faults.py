@@ -226,10 +226,8 @@ def test_healthz_fails_while_the_loop_hangs_and_metrics_still_answer(
     port = free_port()
     process = subprocess.Popen(
         gate_command(
-            "--policy",
-            str(policy),
-            "--kubeconfig",
-            str(kubeconfig),
+            policy,
+            kubeconfig,
             "--metrics-port",
             str(port),
             "--metrics-address",

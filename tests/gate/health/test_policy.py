@@ -208,7 +208,7 @@ def test_duplicate_keys_are_refused() -> None:
 def run_cli(tmp_path: Path, policy_text: str, *args: str) -> subprocess.CompletedProcess[str]:
     policy, kubeconfig = write_inputs(tmp_path, policy_text)
     return subprocess.run(
-        gate_command("--policy", str(policy), "--kubeconfig", str(kubeconfig), "--metrics-port", "0", *args),
+        gate_command(policy, kubeconfig, "--metrics-port", "0", *args),
         cwd=GATE_DIR,
         capture_output=True,
         text=True,
