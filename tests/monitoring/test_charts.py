@@ -287,13 +287,16 @@ def test_dcgm_servicemonitor_keeps_pod_labels_and_names_our_job(env: Env) -> Non
 
 
 # --- kube-prometheus-stack: node-exporter and kube-state-metrics --------------------------------
-def _node_exporter(objects: tuple[Obj, ...]) -> tuple[Obj, Obj]:
-    """(ServiceMonitor, Service) of the prometheus-node-exporter subchart."""
-    service = next(
-        s
-        for s in of_kind(objects, "Service")
-        if s["metadata"]["labels"].get("app.kubernetes.io/name") == "prometheus-node-exporter"
+def _subchart(objects: tuple[Obj, ...], kind: str, name: str) -> Obj:
+    """The `kind` object of subchart `name` (its app.kubernetes.io/name label)."""
+    return next(
+        o for o in of_kind(objects, kind) if o["metadata"]["labels"].get("app.kubernetes.io/name") == name
     )
+
+
+def _scrape(objects: tuple[Obj, ...], name: str) -> tuple[Obj, Obj]:
+    """(ServiceMonitor, Service) of subchart `name`: the monitor that selects its Service."""
+    service = _subchart(objects, "Service", name)
     monitor = next(
         m
         for m in of_kind(objects, "ServiceMonitor")
@@ -330,7 +333,7 @@ def _health_join_labels(env: Env) -> set[str]:
 
 
 def test_node_exporter_relabeling_gives_the_node_name_our_queries_join_on(env: Env) -> None:
-    monitor, service = _node_exporter(env.kps())
+    monitor, service = _scrape(env.kps(), "prometheus-node-exporter")
     join = env.m["nodeExporterHostLabel"]
     assert _scraped_labels(monitor)[join] == NODE
     health = _health_join_labels(env)
@@ -341,7 +344,7 @@ def test_node_exporter_relabeling_gives_the_node_name_our_queries_join_on(env: E
 
 def test_node_exporter_default_leaves_the_host_address_in_instance(env: Env) -> None:
     """Issue 20 item 3, by the same evaluator: the chart's relabelings are `[]`."""
-    monitor, _ = _node_exporter(env.kps(ours=False))
+    monitor, _ = _scrape(env.kps(ours=False), "prometheus-node-exporter")
     assert _scraped_labels(monitor)["instance"] == "10.0.0.7:9100"
 
 
@@ -355,23 +358,10 @@ def test_node_exporter_args_are_the_charts_defaults_then_mountstats(env: Env) ->
 def test_kube_state_metrics_exports_the_pools_node_labels(env: Env) -> None:
     objects = env.kps()
     keys = sorted({k for pool in env.spec["pools"] for k in pool["nodeLabels"]})
-    deployment = next(
-        d
-        for d in of_kind(objects, "Deployment")
-        if d["metadata"]["labels"].get("app.kubernetes.io/name") == "kube-state-metrics"
-    )
+    deployment = _subchart(objects, "Deployment", "kube-state-metrics")
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert f"--metric-labels-allowlist=nodes=[{','.join(keys)}]" in args
-    service = next(
-        s
-        for s in of_kind(objects, "Service")
-        if s["metadata"]["labels"].get("app.kubernetes.io/name") == "kube-state-metrics"
-    )
-    monitor = next(
-        m
-        for m in of_kind(objects, "ServiceMonitor")
-        if kubeselect.matches(m["spec"]["selector"], service["metadata"]["labels"])
-    )
+    monitor, service = _scrape(objects, "kube-state-metrics")
     assert kubeselect.job_label(monitor, service) == env.job("kubeStateMetrics")
 
 
