@@ -10,7 +10,6 @@ import contextlib
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import requests
 from tests.support import GATE_DIR, free_port
 
 from .overflow.test_policy import EXAMPLE
+from .program import gate_command
 
 
 def write_inputs(tmp_path: Path, policy_text: str = EXAMPLE) -> tuple[Path, Path]:
@@ -40,11 +40,6 @@ def write_inputs(tmp_path: Path, policy_text: str = EXAMPLE) -> tuple[Path, Path
         encoding="utf-8",
     )
     return policy, kubeconfig
-
-
-def gate_command(policy: Path, kubeconfig: Path, *args: str) -> list[str]:
-    """The program as its Deployment runs it: a policy file and a kubeconfig, then `args`."""
-    return [sys.executable, "-m", "trainyard_gate", f"--policy={policy}", f"--kubeconfig={kubeconfig}", *args]
 
 
 def test_invalid_policy_exits_1_with_one_line(tmp_path: Path) -> None:

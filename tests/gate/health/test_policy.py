@@ -18,7 +18,8 @@ from tests.support import GATE_DIR
 
 from ..health_example import EXAMPLE
 from ..overflow.test_policy import EXAMPLE as TAINT_EXAMPLE
-from ..test_cli import gate_command, write_inputs
+from ..program import gate_command
+from ..test_cli import write_inputs
 
 ONE_LINE_ERROR = re.compile(r"^policy\.yaml:\d+:\d+: error: [^\n]+ \([^\n)]+\)$")
 
