@@ -142,9 +142,8 @@ class _HealthReader(Reader):
     def conditions(self, value: Any) -> tuple[Condition, ...]:
         path: SpecPath = ("spec", "conditions")
         found: list[Condition] = []
-        for index, item in enumerate(self.items(value, path, "conditions")):
-            where = (*path, index)
-            entry = self.mapping(item, where, ("reason", "query", "quarantineAfterSeconds"))
+        fields = ("reason", "query", "quarantineAfterSeconds")
+        for where, entry in self.entries(value, path, "conditions", fields):
             reason = self.string(self.required(entry, "reason", where), (*where, "reason"))
             if len(reason) > 63 or not _REASON.match(reason):
                 raise self.fail(
@@ -164,9 +163,7 @@ class _HealthReader(Reader):
     def pools(self, value: Any) -> tuple[Pool, ...]:
         path: SpecPath = ("spec", "pools")
         found: list[Pool] = []
-        for index, item in enumerate(self.items(value, path, "pools")):
-            where = (*path, index)
-            entry = self.mapping(item, where, ("name", "nodeSelector", "maxNodes"))
+        for where, entry in self.entries(value, path, "pools", ("name", "nodeSelector", "maxNodes")):
             name = self.dns_name(entry, where, "pool")
             own = None if "maxNodes" not in entry else self.count(entry["maxNodes"], (*where, "maxNodes"))
             pool = Pool(name, self.match_labels(self.required(entry, "nodeSelector", where), where), own)

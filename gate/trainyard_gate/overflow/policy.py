@@ -24,6 +24,15 @@ from ..runtime.reader import (
 from .hysteresis import OnUnavailable, Thresholds
 
 KIND = "TaintPolicy"
+GATE_FIELDS = (
+    "name",
+    "nodeSelector",
+    "taint",
+    "closeWhenFreeGpusAtLeast",
+    "closeAfterSeconds",
+    "openWhenFreeGpusBelow",
+    "openAfterSeconds",
+)
 
 
 @dataclass(frozen=True)
@@ -84,7 +93,7 @@ class _GateReader(Reader):
     def gates(self, value: Any) -> tuple[Gate, ...]:
         path: SpecPath = ("spec", "gates")
         gates = tuple(
-            self.gate(item, (*path, index)) for index, item in enumerate(self.items(value, path, "gates"))
+            self.gate(entry, where) for where, entry in self.entries(value, path, "gates", GATE_FIELDS)
         )
         for index, gate in enumerate(gates):
             for other in gates[:index]:
@@ -98,17 +107,7 @@ class _GateReader(Reader):
                     )
         return gates
 
-    def gate(self, value: Any, path: SpecPath) -> Gate:
-        fields = (
-            "name",
-            "nodeSelector",
-            "taint",
-            "closeWhenFreeGpusAtLeast",
-            "closeAfterSeconds",
-            "openWhenFreeGpusBelow",
-            "openAfterSeconds",
-        )
-        gate = self.mapping(value, path, fields)
+    def gate(self, gate: dict[str, Any], path: SpecPath) -> Gate:
         name = self.dns_name(gate, path, "gate")
         close_at = self.count(
             self.required(gate, "closeWhenFreeGpusAtLeast", path),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -187,11 +187,16 @@ class Reader:
             pairs.append((key, label))
         return tuple(sorted(pairs))
 
-    def items(self, value: Any, path: SpecPath, what: str) -> list[Any]:
-        """A non-empty list; `what` names its entries in the error."""
+    def entries(
+        self, value: Any, path: SpecPath, what: str, fields: tuple[str, ...]
+    ) -> Iterator[tuple[SpecPath, dict[str, Any]]]:
+        """A non-empty list of mappings of `fields` (`what` names them in the error): each
+        entry's spec path and mapping, in order, each checked only when its turn comes (the
+        first problem in file order is the one reported)."""
         if not isinstance(value, list) or not value:
             raise self.fail(path, f"expected a non-empty list of {what}")
-        return value
+        for index, item in enumerate(value):
+            yield (*path, index), self.mapping(item, (*path, index), fields)
 
     def choice(self, value: Any, path: SpecPath, choices: Sequence[str]) -> str:
         if value not in choices:

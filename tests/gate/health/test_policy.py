@@ -165,6 +165,21 @@ def test_noexecute_is_refused_with_the_reason() -> None:
         ("    maxNodes: 4", "    maxNodes: 2.5", "expected a whole number >= 0, got 2.5 (spec.cap.maxNodes)"),
         ("  - name: infer-l40s", "  - name: train-h100-a", "duplicate pool name 'train-h100-a'"),
         (
+            "  - name: infer-l40s",
+            "  - name: Infer_L40S",
+            "pool name 'Infer_L40S' is not a DNS label (spec.pools[1].name)",
+        ),
+        (
+            "    key: trainyard.dev/gpu-health",
+            "    key: 'bad key'",
+            "invalid key 'bad key': expected a qualified name (prefix/name) (spec.taint.key)",
+        ),
+        (
+            "    since: trainyard.dev/gpu-health-since",
+            "    since: since/",
+            "invalid key 'since/': expected a qualified name (prefix/name) (spec.annotations.since)",
+        ),
+        (
             "      matchLabels: {trainyard.dev/pool: infer-l40s}",
             "      matchLabels: {}",
             "an empty selector matches all (spec.pools[1].nodeSelector.matchLabels)",
