@@ -39,15 +39,14 @@ from tests.controlplane.jobs import (
     KUEUE_SECONDS,
     PRIORITY_LABEL,
     QUEUE_LABEL,
-    pods_removed,
     pods_started,
     reread,
     submit,
     wait_admitted,
     wait_pending,
-    workload_of,
+    wait_preempted,
 )
-from tests.controlplane.kube import Kube, Obj, condition, is_true, refusal, wait_for, wait_true
+from tests.controlplane.kube import Kube, Obj, refusal, wait_for, wait_true
 from tests.controlplane.kueue_controller import rendered_configuration, start_kueue
 from tests.controlplane.manifests import REPO_ROOT, environment_files, environment_objects
 from tests.controlplane.overflow_scene import make_ready_node
@@ -332,14 +331,7 @@ def test_training_critical_preempts_training_of_the_same_team(clean: Shape) -> N
 
     high = submit(clean.kube, recipe("critical", tier="training-critical"))
 
-    def evicted() -> Obj | None:
-        victim = workload_of(clean.kube, low)
-        return victim if is_true(victim, "Evicted") and is_true(victim, "Preempted") else None
-
-    victim = wait_for(evicted, KUEUE_SECONDS, "the training workload evicted by preemption")
-    assert condition(victim, "Evicted")["reason"] == "Preempted"  # type: ignore[index]
-    wait_for(lambda: reread(clean.kube, low)["spec"]["suspend"] is True, KUEUE_SECONDS, "victim suspended")
-    pods_removed(clean.kube, low)
+    wait_preempted(clean.kube, low)
     winner = wait_admitted(clean.kube, high)
     assert winner["spec"]["priority"] == value_of(clean.env, "training-critical")
     assert_on_topology(clean, winner, readme_job()["spec"]["parallelism"])
