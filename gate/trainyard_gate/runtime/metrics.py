@@ -4,6 +4,7 @@ extend with its own series), /metrics and /healthz (`serve`), and liveness (`Hea
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -12,6 +13,9 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, make_wsgi_app
+
+from .log import LOG, event
+from .nodes import api_error
 
 STAGES = ("query", "nodes", "pass", "election")
 
@@ -28,6 +32,12 @@ class ControllerMetrics:
         self.errors = self.counter("errors", errors_help, ["stage"])
         for stage in STAGES:
             self.errors.labels(stage=stage)
+
+    def api_failed(self, message: str, err: BaseException, **fields: Any) -> None:
+        """A Kubernetes API call failed (retried next pass): counted under stage `nodes` and
+        logged as `message` with the API server's own words (`api_error`)."""
+        self.errors.labels(stage="nodes").inc()
+        event(LOG, logging.ERROR, message, **fields, error=api_error(err))
 
     def gauge(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Gauge:
         """`{prefix}_{name}` on this controller's registry."""
