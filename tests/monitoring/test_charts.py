@@ -43,9 +43,7 @@ InstallOrder (ConfigMap at :42), kinds it does not know last (:151).
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import subprocess
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -55,51 +53,20 @@ import pytest
 import yaml
 
 from generators import charts
-from tests.monitoring import kubeselect
+from tests.monitoring import kubeselect, stack_chart
 from tests.monitoring.conftest import ENVIRONMENTS
-from tests.support import ROOT, archive, recipes, tool
+from tests.support import ROOT, archive, recipes
 from tests.support.recipes import header_command, helm_commands
 
-KUBE_VERSION = "1.36.5"
 Obj = dict[str, Any]
 KUEUE_CONFIG_KEY = "controller_manager_config.yaml"
 NODE = "gpu-node-17"  # a node name the scrape target carries in __meta_kubernetes_pod_node_name
 
 
 @cache
-def _home() -> Path:
-    """Empty helm config/cache/data homes: no repository, no plugin, nothing of the user's."""
-    import tempfile
-
-    return Path(tempfile.mkdtemp(prefix="trainyard-helm-"))
-
-
-@cache
 def helm_template(chart: charts.Chart, namespace: str, values: Path | None) -> tuple[Obj, ...]:
-    helm = tool("helm")
-    chart_archive = archive(chart.archive)
-    home = _home()
-    env = {
-        **os.environ,
-        "HELM_CACHE_HOME": str(home / "cache"),
-        "HELM_CONFIG_HOME": str(home / "config"),
-        "HELM_DATA_HOME": str(home / "data"),
-    }
-    command = [
-        str(helm),
-        "template",
-        chart.release,
-        str(chart_archive),
-        "--namespace",
-        namespace,
-        "--kube-version",
-        KUBE_VERSION,
-    ]
-    if values is not None:
-        command += ["-f", str(values)]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
-    assert done.returncode == 0, f"{' '.join(command)}\n{done.stderr}"
-    return tuple(d for d in yaml.load_all(done.stdout, Loader=yaml.CSafeLoader) if d)
+    text = stack_chart.helm_template(chart, namespace, values)
+    return tuple(d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d)
 
 
 def of_kind(objects: tuple[Obj, ...] | list[Obj], kind: str) -> list[Obj]:
