@@ -12,7 +12,7 @@ fails to start is an error too.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +73,20 @@ def kube(control_plane: ControlPlane) -> Iterator[Kube]:
     client.close()
 
 
+@contextmanager
+def applied(kube: Kube, objects: list[Obj], extra_namespaces: Sequence[str] = ()) -> Iterator[list[Obj]]:
+    """`objects` synced as Argo CD would (with the namespaces other installers own), and on
+    exit removed again with every namespace they, or `extra_namespaces`, made: the shipped
+    environments reuse names, so a test that left one applied would break the next. A sync
+    refused half-way is removed too."""
+    external = ensure_external_namespaces(kube, objects)
+    try:
+        apply_all(kube, objects)
+        yield objects
+    finally:
+        remove_all(kube, objects, [*external, *extra_namespaces])
+
+
 @dataclass
 class KueueScene:
     """A scratch environment applied to the session's apiserver, with the real Kueue running
@@ -94,12 +108,9 @@ def kueue_scene(
     binary = require_tools("kueue")["kueue"]
     write_environment(root, env, text)
     files = environment_files(root, env)
-    objects = environment_objects(root, env)
-    external = ensure_external_namespaces(kube, objects)
-    apply_all(kube, objects)
-    daemon = start_kueue(binary, control_plane.kubeconfig, rendered_configuration(files), root / "kueue")
-    try:
-        yield KueueScene(kube, root, objects, daemon)
-    finally:
-        daemon.stop()
-        remove_all(kube, objects, external)
+    with applied(kube, environment_objects(root, env)) as objects:
+        daemon = start_kueue(binary, control_plane.kubeconfig, rendered_configuration(files), root / "kueue")
+        try:
+            yield KueueScene(kube, root, objects, daemon)
+        finally:
+            daemon.stop()

@@ -127,3 +127,19 @@ def pods_removed(kube: Kube, job: Obj) -> None:
     """Job controller after a suspension: the Job's pods are gone."""
     meta = job["metadata"]
     kube.patch_status("batch/v1", "Job", meta["name"], {"active": 0, "ready": 0}, meta["namespace"])
+
+
+def wait_preempted(kube: Kube, job: Obj) -> Obj:
+    """Kueue preempts the admitted `job`: its Workload Evicted (reason Preempted) and
+    Preempted, the Job suspended again, and (the job controller's part) its pods removed.
+    Returns the victim Workload, for the caller to check where the preemption came from."""
+
+    def evicted() -> Obj | None:
+        victim = workload_of(kube, job)
+        return victim if is_true(victim, "Evicted") and is_true(victim, "Preempted") else None
+
+    victim: Obj = wait_for(evicted, KUEUE_SECONDS, f"{job['metadata']['name']} evicted by preemption")
+    assert condition(victim, "Evicted")["reason"] == "Preempted"  # type: ignore[index]
+    wait_for(lambda: reread(kube, job)["spec"]["suspend"] is True, KUEUE_SECONDS, "victim suspended")
+    pods_removed(kube, job)
+    return victim

@@ -27,16 +27,10 @@ import yaml
 from generators.layout import environment_names
 from generators.model.load import load
 from tests.controlplane.daemon import Daemon
-from tests.controlplane.fixtures import require_tools
+from tests.controlplane.fixtures import applied, require_tools
 from tests.controlplane.harness import ControlPlane
 from tests.controlplane.kube import Kube, Obj, refusal, wait_for
-from tests.controlplane.manifests import (
-    REPO_ROOT,
-    apply_all,
-    ensure_external_namespaces,
-    environment_objects,
-    remove_all,
-)
+from tests.controlplane.manifests import REPO_ROOT, environment_objects
 from tests.controlplane.overflow_scene import (
     OLD_ENOUGH,
     PodSpec,
@@ -144,39 +138,41 @@ def scene(
     if env_name == "(none)":
         pytest.skip("no environment renders overflow/trainyard-system/configmap-descheduler.yaml yet")
     policy = rendered_policy(env_name)
-    objects = environment_objects(REPO_ROOT, env_name)
-    external = ensure_external_namespaces(kube, objects)
-    apply_all(kube, objects)
-    nodes: list[str] = []
     other = f"provider-native-{uuid.uuid4().hex[:6]}"
-    try:
-        virtual, gate_key = _virtual_nodes(kube, objects, nodes)
-        _in_cluster_nodes(kube, nodes, other)
-        targets, protected = _inference_pods(
-            kube, inference_namespaces(objects)[0], other, virtual, gate_key, _lowest_training_class(env_name)
-        )
-        machinery = _machinery_pods(kube, objects, virtual)
-        protected |= dict.fromkeys(
-            machinery, "overflow machinery: outside the inference namespaces, system-cluster-critical"
-        )
-        policy_path = tmp_path / "policy.yaml"
-        policy_path.write_text(yaml.safe_dump(policy), encoding="utf-8")
-        yield Scene(
-            env_name,
-            policy_path,
-            policy,
-            targets,
-            protected,
-            control_plane.kubeconfig,
-            tmp_path,
-            gate_key,
-            other,
-            machinery,
-        )
-    finally:
-        for name in nodes:
-            kube.delete("v1", "Node", name)
-        remove_all(kube, objects, [*external, other])
+    with applied(kube, environment_objects(REPO_ROOT, env_name), [other]) as objects:
+        nodes: list[str] = []
+        try:
+            virtual, gate_key = _virtual_nodes(kube, objects, nodes)
+            _in_cluster_nodes(kube, nodes, other)
+            targets, protected = _inference_pods(
+                kube,
+                inference_namespaces(objects)[0],
+                other,
+                virtual,
+                gate_key,
+                _lowest_training_class(env_name),
+            )
+            machinery = _machinery_pods(kube, objects, virtual)
+            protected |= dict.fromkeys(
+                machinery, "overflow machinery: outside the inference namespaces, system-cluster-critical"
+            )
+            policy_path = tmp_path / "policy.yaml"
+            policy_path.write_text(yaml.safe_dump(policy), encoding="utf-8")
+            yield Scene(
+                env_name,
+                policy_path,
+                policy,
+                targets,
+                protected,
+                control_plane.kubeconfig,
+                tmp_path,
+                gate_key,
+                other,
+                machinery,
+            )
+        finally:
+            for name in nodes:
+                kube.delete("v1", "Node", name)
 
 
 def _virtual_nodes(kube: Kube, objects: list[Obj], nodes: list[str]) -> tuple[str, str]:

@@ -10,9 +10,6 @@ queries (its trainyard_gate_free_gpus / last-success metrics), never by sleeping
 
 from __future__ import annotations
 
-import os
-import sys
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,13 +17,12 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.controlplane.daemon import Daemon, free_port
 from tests.controlplane.harness import ControlPlane
 from tests.controlplane.kube import Kube, wait_for
 from tests.controlplane.manifests import REPO_ROOT, environment_objects
 from tests.controlplane.overflow_scene import Gate, gates, make_ready_node
 from tests.gate.conftest import METRIC, Exporter, exporter, prometheus_url  # noqa: F401 (fixtures)
-from tests.support import GATE_DIR
+from tests.gate.program import GateProgram, gate_program
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -54,24 +50,6 @@ def gate_environment() -> str:
     pytest.skip("no rendered overflow gate policy yet (overflow component)")
 
 
-class GateProcess:
-    """The controller process and its /metrics."""
-
-    def __init__(self, daemon: Daemon, metrics_port: int) -> None:
-        self.daemon = daemon
-        self.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
-
-    def sample(self, name: str, gate: str) -> float | None:
-        with urllib.request.urlopen(self.metrics_url, timeout=2) as response:
-            text = response.read().decode()
-        for line in text.splitlines():
-            if line.startswith(f"{name}{{") and f'gate="{gate}"' in line:
-                return float(line.rsplit(" ", 1)[1])
-            if line.startswith(f"{name} "):
-                return float(line.rsplit(" ", 1)[1])
-        return None
-
-
 @pytest.fixture
 def gate_setup(
     kube: Kube,
@@ -79,7 +57,7 @@ def gate_setup(
     prometheus_url: str,  # noqa: F811
     exporter: Exporter,  # noqa: F811
     tmp_path: Path,
-) -> Iterator[tuple[GateProcess, Gate, dict[str, Any], str]]:
+) -> Iterator[tuple[GateProgram, Gate, dict[str, Any], str]]:
     env_name = gate_environment()
     policy = rendered_gate_policy(env_name)
     [gate] = gates(environment_objects(REPO_ROOT, env_name))[:1]
@@ -101,29 +79,18 @@ def gate_setup(
     )
     # Start between the thresholds, so the gate's first move is decided by the test.
     exporter.set(float(spec["gates"][0]["openWhenFreeGpusBelow"]))
-    port = free_port()
-    daemon = Daemon(
+    process = gate_program(
         "trainyard-gate",
-        [
-            sys.executable,
-            "-m",
-            "trainyard_gate",
-            f"--policy={policy_path}",
-            f"--kubeconfig={control_plane.kubeconfig}",
-            f"--metrics-port={port}",
-            "--metrics-address=127.0.0.1",
-            "--node-resync-seconds=1",
-        ],
+        policy_path,
+        control_plane.kubeconfig,
         tmp_path / "gate.log",
-        ports=(port,),
-        env={**os.environ, "PYTHONPATH": str(GATE_DIR)},
-        cwd=GATE_DIR,
+        "--node-resync-seconds=1",
     )
+    daemon = process.daemon
     daemon.start()
-    process = GateProcess(daemon, port)
     try:
         daemon.wait_until(
-            lambda: process.sample("trainyard_gate_closed", gate.name) is not None, 60, "/metrics"
+            lambda: process.sample("trainyard_gate_closed", gate=gate.name) is not None, 60, "/metrics"
         )
         yield process, gate, spec["gates"][0], node
     finally:
@@ -142,13 +109,13 @@ def gated(kube: Kube, node: str, gate: Gate) -> bool:
     )
 
 
-def queries_seeing(process: GateProcess, gate: Gate, value: float, count: int) -> None:
+def queries_seeing(process: GateProgram, value: float, count: int) -> None:
     """Wait until the controller has made `count` successful queries that returned `value`."""
     seen: set[float] = set()
 
     def enough() -> bool:
-        if process.sample("trainyard_gate_free_gpus", gate.name) == value:
-            stamp = process.sample("trainyard_gate_last_successful_query_timestamp_seconds", gate.name)
+        if process.sample("trainyard_gate_free_gpus") == value:
+            stamp = process.sample("trainyard_gate_last_successful_query_timestamp_seconds")
             if stamp is not None:
                 seen.add(stamp)
         return len(seen) >= count
@@ -157,7 +124,7 @@ def queries_seeing(process: GateProcess, gate: Gate, value: float, count: int) -
 
 
 def test_taint_follows_free_gpus_with_hysteresis(
-    gate_setup: tuple[GateProcess, Gate, dict[str, Any], str],
+    gate_setup: tuple[GateProgram, Gate, dict[str, Any], str],
     kube: Kube,
     exporter: Exporter,  # noqa: F811 (the fixture imported above)
 ) -> None:
@@ -167,23 +134,23 @@ def test_taint_follows_free_gpus_with_hysteresis(
     assert open_below < close_at
 
     # Start-up: no node carries the taint, so the gate reads as open; in the band it stays so.
-    queries_seeing(process, gate, in_band, BAND_QUERIES)
+    queries_seeing(process, in_band, BAND_QUERIES)
     assert not gated(kube, node, gate)
 
     exporter.set(float(close_at))  # plenty free: close after the hold time
     wait_for(lambda: gated(kube, node, gate), STEP_SECONDS, "gate taint added")
-    assert process.sample("trainyard_gate_closed", gate.name) == 1
+    assert process.sample("trainyard_gate_closed", gate=gate.name) == 1
 
     exporter.set(in_band)  # back into the band: stays closed
-    queries_seeing(process, gate, in_band, BAND_QUERIES)
+    queries_seeing(process, in_band, BAND_QUERIES)
     assert gated(kube, node, gate)
 
     exporter.set(float(open_below - 1))  # scarce: open after the hold time
     wait_for(lambda: not gated(kube, node, gate), STEP_SECONDS, "gate taint removed")
-    assert process.sample("trainyard_gate_closed", gate.name) == 0
+    assert process.sample("trainyard_gate_closed", gate=gate.name) == 0
 
     exporter.set(float(close_at - 1))  # just under N: still the band, stays open
-    queries_seeing(process, gate, float(close_at - 1), BAND_QUERIES)
+    queries_seeing(process, float(close_at - 1), BAND_QUERIES)
     assert not gated(kube, node, gate)
     found = kube.get("v1", "Node", node)
     assert found and any(t["key"] == "virtual-kubelet.io/provider" for t in found["spec"]["taints"])

@@ -23,14 +23,9 @@ from generators.components.priorities import inference_namespaces
 from generators.model.environment import Environment
 from generators.model.health import POOL_LABEL, REASON_ANNOTATION, SINCE_ANNOTATION, TAINT_KEY
 from generators.model.load import load
+from tests.controlplane.fixtures import applied
 from tests.controlplane.kube import Kube, Obj, refusal, wait_for
-from tests.controlplane.manifests import (
-    REPO_ROOT,
-    apply_all,
-    ensure_external_namespaces,
-    environment_objects,
-    remove_all,
-)
+from tests.controlplane.manifests import REPO_ROOT, environment_objects
 from tests.controlplane.overflow_scene import make_ready_node
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
@@ -56,13 +51,8 @@ class Scene:
 @pytest.fixture(scope="module", params=["staging", "dev"])
 def scene(request: pytest.FixtureRequest, kube: Kube, kubeconfig: Path) -> Iterator[Scene]:
     name: str = request.param
-    objects = environment_objects(REPO_ROOT, name)
-    external = ensure_external_namespaces(kube, objects)
-    apply_all(kube, objects)
-    try:
+    with applied(kube, environment_objects(REPO_ROOT, name)):
         yield Scene(load(REPO_ROOT, name), kube, kubeconfig)
-    finally:
-        remove_all(kube, objects, external)
 
 
 def _pod(namespace: str, tolerations: list[dict[str, Any]] | None = None) -> Obj:

@@ -59,17 +59,11 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from tests.controlplane.daemon import Daemon, free_port
-from tests.controlplane.fixtures import require_tools
+from tests.controlplane.fixtures import applied, require_tools
 from tests.controlplane.harness import ControlPlane
 from tests.controlplane.interlink_standin import InterLinkStandIn
 from tests.controlplane.kube import Kube, Obj, is_true, wait_for
-from tests.controlplane.manifests import (
-    REPO_ROOT,
-    apply_all,
-    ensure_external_namespaces,
-    environment_objects,
-    remove_all,
-)
+from tests.controlplane.manifests import REPO_ROOT, environment_objects
 from tests.controlplane.overflow_scene import wait_node_labelled
 from tests.gate.conftest import METRIC, Exporter, exporter, prometheus_url  # noqa: F401 (fixtures)
 from tests.support import GATE_DIR
@@ -95,6 +89,16 @@ STEP_SECONDS = 90
 def rendered(objects: list[Obj], kind: str, name: str) -> Obj:
     [found] = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
     return found
+
+
+def with_flags(args: list[str], values: dict[str, str]) -> list[str]:
+    """The rendered container's `--flag=value` arguments, the flags named in `values` given
+    the test's value (a local path or port) and every other argument as rendered; each named
+    flag must be rendered."""
+    flags = [a.split("=", 1)[0] for a in args]
+    missing = set(values) - set(flags)
+    assert not missing, f"not in the rendered arguments: {sorted(missing)}"
+    return [f"{flag}={values[flag]}" if flag in values else a for flag, a in zip(flags, args, strict=True)]
 
 
 def service_account_kubeconfig(kube: Kube, plane: ControlPlane, account: str, path: Path) -> Path:
@@ -165,63 +169,62 @@ class Scene:
 @pytest.fixture
 def scene(kube: Kube, control_plane: ControlPlane, tmp_path: Path) -> Iterator[Scene]:
     binary = require_tools("interlink-vk")["interlink-vk"]
-    objects = environment_objects(REPO_ROOT, ENV)
-    external = ensure_external_namespaces(kube, objects)
-    apply_all(kube, objects)
-    # Unix socket paths are limited to 108 bytes; pytest's tmp_path can be longer.
-    sockets = Path(tempfile.mkdtemp(prefix="il-"))
-    api_token = f"interlink-api-{uuid.uuid4().hex}"
-    standin = InterLinkStandIn(sockets / "interlink.sock", api_token)
-    vk: Daemon | None = None
-    try:
-        # The MutatingAdmissionPolicy (closed gate taint on a new vk-<p>) takes a moment to
-        # be served; a node registered before would start with its gate open.
-        wait_node_labelled(
-            kube,
-            NODE,
-            {"virtual-node.interlink/type": "virtual-kubelet"},
-            {"trainyard.dev/provider": PROVIDER},
-        )
-        deployment = rendered(objects, "Deployment", NODE)
-        [container] = deployment["spec"]["template"]["spec"]["containers"]
-        config_map = rendered(objects, "ConfigMap", NODE)
-        [(file_name, text)] = config_map["data"].items()
-        config = yaml.safe_load(text)
-        token_file = tmp_path / "interlink-api-token"
-        token_file.write_text(api_token, encoding="utf-8")
-        config.update({"InterlinkURL": standin.url, "VKTokenFile": str(token_file)})
-        config_path = tmp_path / file_name
-        config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    with applied(kube, environment_objects(REPO_ROOT, ENV)) as objects:
+        # Unix socket paths are limited to 108 bytes; pytest's tmp_path can be longer.
+        sockets = Path(tempfile.mkdtemp(prefix="il-"))
+        api_token = f"interlink-api-{uuid.uuid4().hex}"
+        standin = InterLinkStandIn(sockets / "interlink.sock", api_token)
+        vk: Daemon | None = None
+        try:
+            # The MutatingAdmissionPolicy (closed gate taint on a new vk-<p>) takes a moment to
+            # be served; a node registered before would start with its gate open.
+            wait_node_labelled(
+                kube,
+                NODE,
+                {"virtual-node.interlink/type": "virtual-kubelet"},
+                {"trainyard.dev/provider": PROVIDER},
+            )
+            deployment = rendered(objects, "Deployment", NODE)
+            [container] = deployment["spec"]["template"]["spec"]["containers"]
+            config_map = rendered(objects, "ConfigMap", NODE)
+            [(file_name, text)] = config_map["data"].items()
+            config = yaml.safe_load(text)
+            token_file = tmp_path / "interlink-api-token"
+            token_file.write_text(api_token, encoding="utf-8")
+            config.update({"InterlinkURL": standin.url, "VKTokenFile": str(token_file)})
+            config_path = tmp_path / file_name
+            config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
 
-        args = [
-            a if not a.startswith("--configpath=") else f"--configpath={config_path}"
-            for a in container["args"]
-        ]
-        env = {e["name"]: e.get("value") for e in container["env"]}
-        assert set(env) == {"KUBELET_PORT", "POD_IP"}, env  # what main.go reads (:222, :480)
-        port = free_port()
-        kubeconfig = service_account_kubeconfig(kube, control_plane, NODE, tmp_path / "vk.kubeconfig")
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(tmp_path),
-            "KUBECONFIG": str(kubeconfig),
-            "KUBELET_PORT": str(port),
-            "POD_IP": "127.0.0.1",
-            "KUBELET_URL": "127.0.0.1",
-        }
-        vk = Daemon(
-            "interlink-vk", [str(binary), *args], tmp_path / "vk.log", ports=(port,), env=env, cwd=tmp_path
-        )
-        vk.start()
-        yield Scene(objects, vk, port, standin, tmp_path)
-    finally:
-        if vk is not None:
-            vk.stop()
-        standin.close()
-        shutil.rmtree(sockets, ignore_errors=True)
-        kube.delete("v1", "Node", NODE)
-        kube.delete("coordination.k8s.io/v1", "Lease", NODE, "kube-node-lease")
-        remove_all(kube, objects, external)
+            args = with_flags(container["args"], {"--configpath": str(config_path)})
+            env = {e["name"]: e.get("value") for e in container["env"]}
+            assert set(env) == {"KUBELET_PORT", "POD_IP"}, env  # what main.go reads (:222, :480)
+            port = free_port()
+            kubeconfig = service_account_kubeconfig(kube, control_plane, NODE, tmp_path / "vk.kubeconfig")
+            env = {
+                "PATH": os.environ.get("PATH", ""),
+                "HOME": str(tmp_path),
+                "KUBECONFIG": str(kubeconfig),
+                "KUBELET_PORT": str(port),
+                "POD_IP": "127.0.0.1",
+                "KUBELET_URL": "127.0.0.1",
+            }
+            vk = Daemon(
+                "interlink-vk",
+                [str(binary), *args],
+                tmp_path / "vk.log",
+                ports=(port,),
+                env=env,
+                cwd=tmp_path,
+            )
+            vk.start()
+            yield Scene(objects, vk, port, standin, tmp_path)
+        finally:
+            if vk is not None:
+                vk.stop()
+            standin.close()
+            shutil.rmtree(sockets, ignore_errors=True)
+            kube.delete("v1", "Node", NODE)
+            kube.delete("coordination.k8s.io/v1", "Lease", NODE, "kube-node-lease")
 
 
 def _node(kube: Kube) -> Obj | None:
@@ -269,14 +272,7 @@ def start_gate(
         "containers"
     ]
     port = free_port()
-    args = [
-        f"--policy={policy_path}"
-        if a.startswith("--policy=")
-        else f"--metrics-port={port}"
-        if a.startswith("--metrics-port=")
-        else a
-        for a in container["args"]
-    ]
+    args = with_flags(container["args"], {"--policy": str(policy_path), "--metrics-port": str(port)})
     kubeconfig = service_account_kubeconfig(kube, plane, "overflow-gate", scene.workdir / "gate.kubeconfig")
     daemon = Daemon(
         "trainyard-gate",

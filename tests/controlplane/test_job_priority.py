@@ -15,14 +15,9 @@ from typing import Any
 
 import pytest
 
+from tests.controlplane.fixtures import applied
 from tests.controlplane.kube import Kube, Obj, refusal, wait_for
-from tests.controlplane.manifests import (
-    REPO_ROOT,
-    apply_all,
-    ensure_external_namespaces,
-    environment_objects,
-    remove_all,
-)
+from tests.controlplane.manifests import REPO_ROOT, environment_objects
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -32,13 +27,8 @@ LABEL = "kueue.x-k8s.io/priority-class"
 
 @pytest.fixture(scope="module")
 def staging(kube: Kube) -> Iterator[Kube]:
-    objects = environment_objects(REPO_ROOT, "staging")
-    external = ensure_external_namespaces(kube, objects)
-    apply_all(kube, objects)
-    try:
+    with applied(kube, environment_objects(REPO_ROOT, "staging")):
         yield kube
-    finally:
-        remove_all(kube, objects, external)
 
 
 def _job(labels: dict[str, str], pod_class: str | None = None) -> Obj:

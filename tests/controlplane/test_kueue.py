@@ -19,15 +19,15 @@ from tests.controlplane.harness import ControlPlane
 from tests.controlplane.jobs import (
     KUEUE_SECONDS,
     gpu_job,
-    pods_removed,
     pods_started,
     reread,
     submit,
     wait_admitted,
     wait_pending,
+    wait_preempted,
     workload_of,
 )
-from tests.controlplane.kube import Kube, Obj, condition, is_true, wait_for, wait_true
+from tests.controlplane.kube import Kube, Obj, condition, is_true, wait_true
 from tests.controlplane.manifests import apply_all, environment_objects
 from tests.support.scratch import write_environment
 
@@ -142,16 +142,9 @@ def test_training_critical_preempts_training_in_the_same_queue(clean: KueueScene
 
     high = submit(kube, job("alpha", "training-critical"))
 
-    def evicted() -> Obj | None:
-        victim = workload_of(kube, low)
-        return victim if is_true(victim, "Evicted") and is_true(victim, "Preempted") else None
-
-    victim = wait_for(evicted, KUEUE_SECONDS, "the training workload evicted by preemption")
-    assert condition(victim, "Evicted")["reason"] == "Preempted"  # type: ignore[index]
+    victim = wait_preempted(kube, low)
     # withinClusterQueue: LowerPriority, as rendered; no cohort, so in the ClusterQueue.
     assert condition(victim, "Preempted")["reason"] == "InClusterQueue"  # type: ignore[index]
-    wait_for(lambda: reread(kube, low)["spec"]["suspend"] is True, KUEUE_SECONDS, "victim suspended")
-    pods_removed(kube, low)
     winner = wait_admitted(kube, high)
     assert winner["spec"]["priority"] == 1000000
     pods_started(kube, high)

@@ -31,14 +31,9 @@ from trainyard_gate.overflow.policy import Gate
 from trainyard_gate.runtime.nodes import KubeNodes, Want
 from trainyard_gate.runtime.reader import Taint
 
+from tests.controlplane.fixtures import applied
 from tests.controlplane.kube import Kube, Obj, wait_for
-from tests.controlplane.manifests import (
-    REPO_ROOT,
-    apply_all,
-    ensure_external_namespaces,
-    environment_objects,
-    remove_all,
-)
+from tests.controlplane.manifests import REPO_ROOT, environment_objects
 from tests.controlplane.overflow_scene import make_ready_node, virtual_node_names, wait_node_labelled
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
@@ -75,73 +70,64 @@ def refused(call: object, *args: object, **kwargs: object) -> str:
     pytest.fail(f"{getattr(call, '__name__', call)}{args} was allowed")
 
 
+def _secret(name: str, namespace: str, data: dict[str, str]) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace},
+        "stringData": data,
+    }
+
+
 @pytest.fixture(params=["staging", "prod"])
 def scene(request: pytest.FixtureRequest, kube: Kube, kubeconfig: Path) -> Iterator[Scene]:
     env: str = request.param
-    objects = environment_objects(REPO_ROOT, env)
-    external = ensure_external_namespaces(kube, objects)
-    apply_all(kube, objects)
-    [ns] = {
-        o["metadata"]["namespace"]
-        for o in objects
-        if o["kind"] == "Deployment" and o["metadata"]["name"] == "overflow-gate"
-    }
-    virtual = virtual_node_names(objects)
-    secrets, types = {}, {}
-    for obj in objects:
-        if obj["kind"] == "Deployment" and obj["metadata"]["name"].startswith("vk-"):
-            provider = obj["metadata"]["labels"]["trainyard.dev/provider"]
-            types[provider] = obj["metadata"]["annotations"]["trainyard.dev/provider-type"]
-            for volume in obj["spec"]["template"]["spec"].get("volumes", []):
-                if "secret" in volume:
-                    secrets[provider] = volume["secret"]["secretName"]
-    inference = sorted(
-        {o["metadata"]["namespace"] for o in objects if o["kind"] == "HorizontalPodAutoscaler"}
-    )
-    for name in {*secrets.values(), "unrelated"}:
-        kube.apply(
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": name, "namespace": ns},
-                "stringData": {"token": "test"},
-            }
-        )
-    for namespace in inference:
-        kube.apply(
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": "model-token", "namespace": namespace},
-                "stringData": {"token": "test"},
-            }
-        )
     other = f"elsewhere-{uuid.uuid4().hex[:6]}"
-    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
-    kube.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": "db", "namespace": other},
-            "stringData": {"password": "test"},
+    with applied(kube, environment_objects(REPO_ROOT, env), [other]) as objects:
+        [ns] = {
+            o["metadata"]["namespace"]
+            for o in objects
+            if o["kind"] == "Deployment" and o["metadata"]["name"] == "overflow-gate"
         }
-    )
-    gpu = f"gpu-lp-{uuid.uuid4().hex[:6]}"
-    nodes = [gpu, *virtual.values()]
-    maintenance = {"key": "example.com/maintenance", "value": "true", "effect": "NoSchedule"}
-    make_ready_node(kube, gpu, {"trainyard.dev/pool": "train"}, [maintenance], gpus=8)
-    for provider, node in virtual.items():
-        provider_taint = {"key": "virtual-kubelet.io/provider", "value": provider, "effect": "NoSchedule"}
-        wait_node_labelled(kube, node, {"type": "virtual-kubelet"}, {"trainyard.dev/provider": provider})
-        make_ready_node(kube, node, {"type": "virtual-kubelet"}, [provider_taint, GATE_TAINT], gpus=8)
-    made = Scene(env, objects, ns, virtual, secrets, types, inference, gpu, kubeconfig)
-    try:
-        _wait_validating_policies(made)
-        yield made
-    finally:
-        for node in nodes:
-            kube.delete("v1", "Node", node)
-        remove_all(kube, objects, [*external, other])
+        virtual = virtual_node_names(objects)
+        secrets, types = {}, {}
+        for obj in objects:
+            if obj["kind"] == "Deployment" and obj["metadata"]["name"].startswith("vk-"):
+                provider = obj["metadata"]["labels"]["trainyard.dev/provider"]
+                types[provider] = obj["metadata"]["annotations"]["trainyard.dev/provider-type"]
+                for volume in obj["spec"]["template"]["spec"].get("volumes", []):
+                    if "secret" in volume:
+                        secrets[provider] = volume["secret"]["secretName"]
+        inference = sorted(
+            {o["metadata"]["namespace"] for o in objects if o["kind"] == "HorizontalPodAutoscaler"}
+        )
+        for name in {*secrets.values(), "unrelated"}:
+            kube.apply(_secret(name, ns, {"token": "test"}))
+        for namespace in inference:
+            kube.apply(_secret("model-token", namespace, {"token": "test"}))
+        kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
+        kube.apply(_secret("db", other, {"password": "test"}))
+        gpu = f"gpu-lp-{uuid.uuid4().hex[:6]}"
+        nodes = [gpu, *virtual.values()]
+        maintenance = {"key": "example.com/maintenance", "value": "true", "effect": "NoSchedule"}
+        try:
+            make_ready_node(kube, gpu, {"trainyard.dev/pool": "train"}, [maintenance], gpus=8)
+            for provider, node in virtual.items():
+                provider_taint = {
+                    "key": "virtual-kubelet.io/provider",
+                    "value": provider,
+                    "effect": "NoSchedule",
+                }
+                wait_node_labelled(
+                    kube, node, {"type": "virtual-kubelet"}, {"trainyard.dev/provider": provider}
+                )
+                make_ready_node(kube, node, {"type": "virtual-kubelet"}, [provider_taint, GATE_TAINT], gpus=8)
+            made = Scene(env, objects, ns, virtual, secrets, types, inference, gpu, kubeconfig)
+            _wait_validating_policies(made)
+            yield made
+        finally:
+            for node in nodes:
+                kube.delete("v1", "Node", node)
 
 
 def _wait_validating_policies(scene: Scene) -> None:

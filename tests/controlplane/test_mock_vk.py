@@ -22,17 +22,12 @@ import pytest
 
 from tests.controlplane import pki
 from tests.controlplane.daemon import Daemon, free_port
+from tests.controlplane.fixtures import applied
 from tests.controlplane.harness import ControlPlane
 from tests.controlplane.kube import Kube, Obj, is_true
-from tests.controlplane.manifests import (
-    REPO_ROOT,
-    apply_all,
-    ensure_external_namespaces,
-    environment_objects,
-    remove_all,
-)
+from tests.controlplane.manifests import REPO_ROOT, environment_objects
 from tests.controlplane.overflow_scene import wait_node_labelled
-from tests.controlplane.test_interlink_vk import rendered, service_account_kubeconfig
+from tests.controlplane.test_interlink_vk import rendered, service_account_kubeconfig, with_flags
 from tests.support import tool
 from tools.toolchain import PINS
 
@@ -77,71 +72,65 @@ def test_mock_virtual_kubelet_registers_and_runs_a_pod_with_its_secret(
     deployment = rendered(objects, "Deployment", NODE)
     [container] = deployment["spec"]["template"]["spec"]["containers"]
     assert container["image"].endswith(f":{PINS['virtual-kubelet']}"), "the image runs the pinned version"
-    external = ensure_external_namespaces(kube, objects)
-    apply_all(kube, objects)
-    suffix = uuid.uuid4().hex[:6]
-    daemon: Daemon | None = None
-    try:
-        [(name, text)] = rendered(objects, "ConfigMap", NODE)["data"].items()
-        (tmp_path / name).write_text(text, encoding="utf-8")
-        args = [
-            f"--provider-config={tmp_path / name}"
-            if a.startswith("--provider-config=")
-            else f"--metrics-addr=127.0.0.1:{free_port()}"
-            if a.startswith("--metrics-addr=")
-            else a
-            for a in container["args"]
-        ]
-        certs = pki.generate(tmp_path / "pki")  # the kubelet API's serving pair (a Secret in-cluster)
-        port = free_port()
-        env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
-        env |= {
-            "KUBELET_PORT": str(port),
-            "VKUBELET_POD_IP": "127.0.0.1",
-            "PATH": os.environ["PATH"],
-            "HOME": str(tmp_path),
-            "APISERVER_CERT_LOCATION": str(certs.serving_cert),
-            "APISERVER_KEY_LOCATION": str(certs.serving_key),
-        }
-        kubeconfig = service_account_kubeconfig(kube, control_plane, NODE, tmp_path / "kubeconfig")
-        # The node-label policy must be observed before the node registers, or it misses it.
-        wait_node_labelled(kube, NODE, {"type": "virtual-kubelet"}, {"trainyard.dev/provider": "mock"})
-        daemon = Daemon(
-            "vk-mock",
-            [str(binary), *args, f"--kubeconfig={kubeconfig}"],
-            tmp_path / "vk.log",
-            ports=(port,),
-            env=env,
-        )
-        daemon.start()
-        daemon.wait_until(lambda: is_true(kube.get("v1", "Node", NODE), "Ready"), 120, "vk-mock Ready")
-        node = kube.get("v1", "Node", NODE)
-        assert node is not None
-        assert node["status"]["allocatable"]["nvidia.com/gpu"] == GPUS
-        assert node["metadata"]["labels"]["type"] == "virtual-kubelet"
-        assert node["metadata"]["labels"]["trainyard.dev/provider"] == "mock"
-        assert TAINT in node["spec"]["taints"]
-
-        secret = f"token-{suffix}"
-        kube.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": secret, "namespace": SERVING},
-                "stringData": {"token": "sesame"},
+    with applied(kube, objects):
+        suffix = uuid.uuid4().hex[:6]
+        daemon: Daemon | None = None
+        try:
+            [(name, text)] = rendered(objects, "ConfigMap", NODE)["data"].items()
+            (tmp_path / name).write_text(text, encoding="utf-8")
+            args = with_flags(
+                container["args"],
+                {"--provider-config": str(tmp_path / name), "--metrics-addr": f"127.0.0.1:{free_port()}"},
+            )
+            certs = pki.generate(tmp_path / "pki")  # the kubelet API's serving pair (a Secret in-cluster)
+            port = free_port()
+            env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+            env |= {
+                "KUBELET_PORT": str(port),
+                "VKUBELET_POD_IP": "127.0.0.1",
+                "PATH": os.environ["PATH"],
+                "HOME": str(tmp_path),
+                "APISERVER_CERT_LOCATION": str(certs.serving_cert),
+                "APISERVER_KEY_LOCATION": str(certs.serving_key),
             }
-        )
-        kube.create(_pod(f"spill-{suffix}", secret))
+            kubeconfig = service_account_kubeconfig(kube, control_plane, NODE, tmp_path / "kubeconfig")
+            # The node-label policy must be observed before the node registers, or it misses it.
+            wait_node_labelled(kube, NODE, {"type": "virtual-kubelet"}, {"trainyard.dev/provider": "mock"})
+            daemon = Daemon(
+                "vk-mock",
+                [str(binary), *args, f"--kubeconfig={kubeconfig}"],
+                tmp_path / "vk.log",
+                ports=(port,),
+                env=env,
+            )
+            daemon.start()
+            daemon.wait_until(lambda: is_true(kube.get("v1", "Node", NODE), "Ready"), 120, "vk-mock Ready")
+            node = kube.get("v1", "Node", NODE)
+            assert node is not None
+            assert node["status"]["allocatable"]["nvidia.com/gpu"] == GPUS
+            assert node["metadata"]["labels"]["type"] == "virtual-kubelet"
+            assert node["metadata"]["labels"]["trainyard.dev/provider"] == "mock"
+            assert TAINT in node["spec"]["taints"]
 
-        def running() -> bool:
-            pod = kube.get("v1", "Pod", f"spill-{suffix}", SERVING) or {}
-            return bool(pod.get("status", {}).get("phase") == "Running")
+            secret = f"token-{suffix}"
+            kube.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": {"name": secret, "namespace": SERVING},
+                    "stringData": {"token": "sesame"},
+                }
+            )
+            kube.create(_pod(f"spill-{suffix}", secret))
 
-        daemon.wait_until(running, 90, "the spilled pod Running on vk-mock (its Secret resolved)")
-    finally:
-        if daemon is not None:
-            daemon.stop()
-        kube.delete("v1", "Pod", f"spill-{suffix}", SERVING)
-        kube.delete("v1", "Node", NODE)
-        kube.delete("coordination.k8s.io/v1", "Lease", NODE, "kube-node-lease")
-        remove_all(kube, objects, external)
+            def running() -> bool:
+                pod = kube.get("v1", "Pod", f"spill-{suffix}", SERVING) or {}
+                return bool(pod.get("status", {}).get("phase") == "Running")
+
+            daemon.wait_until(running, 90, "the spilled pod Running on vk-mock (its Secret resolved)")
+        finally:
+            if daemon is not None:
+                daemon.stop()
+            kube.delete("v1", "Pod", f"spill-{suffix}", SERVING)
+            kube.delete("v1", "Node", NODE)
+            kube.delete("coordination.k8s.io/v1", "Lease", NODE, "kube-node-lease")

@@ -25,14 +25,9 @@ from typing import Any
 
 import pytest
 
+from tests.controlplane.fixtures import applied
 from tests.controlplane.kube import Kube, Obj, refusal, wait_for
-from tests.controlplane.manifests import (
-    REPO_ROOT,
-    apply_all,
-    ensure_external_namespaces,
-    environment_objects,
-    remove_all,
-)
+from tests.controlplane.manifests import REPO_ROOT, environment_objects
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -46,10 +41,7 @@ KUEUE_STARTED = {
 
 @pytest.fixture(scope="module")
 def staging(kube: Kube) -> Iterator[Kube]:
-    objects = environment_objects(REPO_ROOT, "staging")
-    external = ensure_external_namespaces(kube, objects)
-    apply_all(kube, objects)
-    try:
+    with applied(kube, environment_objects(REPO_ROOT, "staging")):
         # Each binding is observed on its own a moment after it is applied: wait until both
         # mutating policies answer (a Kueue pod defaulted to training, any other to the low tier).
         def observed() -> bool:
@@ -59,8 +51,6 @@ def staging(kube: Kube) -> Iterator[Kube]:
 
         wait_for(lambda: _quietly(observed), 30, "both training-priority policies observed")
         yield kube
-    finally:
-        remove_all(kube, objects, external)
 
 
 def _quietly(check: Any) -> bool:

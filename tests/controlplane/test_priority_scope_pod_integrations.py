@@ -25,8 +25,9 @@ import pytest
 from generators.model.load import load
 from generators.render import objects as objects_of
 from generators.render import render_tree
+from tests.controlplane.fixtures import applied
 from tests.controlplane.kube import Kube, Obj, wait_for
-from tests.controlplane.manifests import REPO_ROOT, apply_all, ensure_external_namespaces, remove_all
+from tests.controlplane.manifests import REPO_ROOT
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -67,9 +68,7 @@ def with_deployments(kube: Kube) -> Iterator[Kube]:
     env = load(REPO_ROOT, "staging")
     kueue = dataclasses.replace(env.kueue, integrations=(*env.kueue.integrations, "deployment"))
     objects = objects_of(render_tree(dataclasses.replace(env, kueue=kueue)))
-    external = ensure_external_namespaces(kube, objects)
-    apply_all(kube, objects)
-    try:
+    with applied(kube, objects):
 
         def observed() -> bool:  # each binding is observed a moment after it is applied
             try:
@@ -80,8 +79,6 @@ def with_deployments(kube: Kube) -> Iterator[Kube]:
 
         wait_for(observed, 30, "both training-priority policies observed")
         yield kube
-    finally:
-        remove_all(kube, objects, external)
 
 
 def test_a_queued_deployments_pod_is_kueues_and_runs_at_training(with_deployments: Kube) -> None:

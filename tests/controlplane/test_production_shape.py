@@ -34,30 +34,22 @@ from generators.model.environment import Environment
 from generators.model.load import load
 from generators.model.types import Pool
 from tests.controlplane.daemon import Daemon
-from tests.controlplane.fixtures import require_tools
+from tests.controlplane.fixtures import applied, require_tools
 from tests.controlplane.harness import ControlPlane
 from tests.controlplane.jobs import (
     KUEUE_SECONDS,
     PRIORITY_LABEL,
     QUEUE_LABEL,
-    pods_removed,
     pods_started,
     reread,
     submit,
     wait_admitted,
     wait_pending,
-    workload_of,
+    wait_preempted,
 )
-from tests.controlplane.kube import Kube, Obj, condition, is_true, refusal, wait_for, wait_true
+from tests.controlplane.kube import Kube, Obj, refusal, wait_for, wait_true
 from tests.controlplane.kueue_controller import rendered_configuration, start_kueue
-from tests.controlplane.manifests import (
-    REPO_ROOT,
-    apply_all,
-    ensure_external_namespaces,
-    environment_files,
-    environment_objects,
-    remove_all,
-)
+from tests.controlplane.manifests import REPO_ROOT, environment_files, environment_objects
 from tests.controlplane.overflow_scene import make_ready_node
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
@@ -162,27 +154,26 @@ def shape(
     name: str = request.param
     binary = require_tools("kueue")["kueue"]
     env = load(REPO_ROOT, name)
-    objects = environment_objects(REPO_ROOT, name)
-    external = ensure_external_namespaces(kube, objects)
-    apply_all(kube, objects)
-    nodes = make_nodes(kube, env, scaled=name == "prod")
-    workdir: Path = tmp_path_factory.mktemp(f"kueue-{name}")
-    configuration = rendered_configuration(environment_files(REPO_ROOT, name))
-    daemon = start_kueue(binary, control_plane.kubeconfig, configuration, workdir)
-    try:
-        for obj in objects:
-            if obj["kind"] == "ClusterQueue":
-                wait_true(kube, KUEUE_API, "ClusterQueue", obj["metadata"]["name"], "Active", KUEUE_SECONDS)
-        yield Shape(name, env, kube, objects, daemon, nodes)
-    finally:
-        daemon.stop()
-        for namespace in sorted({ns for t in env.teams for ns in t.namespaces}):
-            for kind, version in (("Job", "batch/v1"), ("Workload", KUEUE_API), ("Pod", "v1")):
-                for item in kube.list(version, kind, namespace):
-                    kube.delete(version, kind, item["metadata"]["name"], namespace)
-        remove_all(kube, objects, external)
-        for node in nodes:
-            kube.delete("v1", "Node", node)
+    with applied(kube, environment_objects(REPO_ROOT, name)) as objects:
+        nodes = make_nodes(kube, env, scaled=name == "prod")
+        workdir: Path = tmp_path_factory.mktemp(f"kueue-{name}")
+        configuration = rendered_configuration(environment_files(REPO_ROOT, name))
+        daemon = start_kueue(binary, control_plane.kubeconfig, configuration, workdir)
+        try:
+            for obj in objects:
+                if obj["kind"] == "ClusterQueue":
+                    wait_true(
+                        kube, KUEUE_API, "ClusterQueue", obj["metadata"]["name"], "Active", KUEUE_SECONDS
+                    )
+            yield Shape(name, env, kube, objects, daemon, nodes)
+        finally:
+            daemon.stop()
+            for namespace in sorted({ns for t in env.teams for ns in t.namespaces}):
+                for kind, version in (("Job", "batch/v1"), ("Workload", KUEUE_API), ("Pod", "v1")):
+                    for item in kube.list(version, kind, namespace):
+                        kube.delete(version, kind, item["metadata"]["name"], namespace)
+            for node in nodes:
+                kube.delete("v1", "Node", node)
 
 
 @pytest.fixture
@@ -341,14 +332,7 @@ def test_training_critical_preempts_training_of_the_same_team(clean: Shape) -> N
 
     high = submit(clean.kube, recipe("critical", tier="training-critical"))
 
-    def evicted() -> Obj | None:
-        victim = workload_of(clean.kube, low)
-        return victim if is_true(victim, "Evicted") and is_true(victim, "Preempted") else None
-
-    victim = wait_for(evicted, KUEUE_SECONDS, "the training workload evicted by preemption")
-    assert condition(victim, "Evicted")["reason"] == "Preempted"  # type: ignore[index]
-    wait_for(lambda: reread(clean.kube, low)["spec"]["suspend"] is True, KUEUE_SECONDS, "victim suspended")
-    pods_removed(clean.kube, low)
+    wait_preempted(clean.kube, low)
     winner = wait_admitted(clean.kube, high)
     assert winner["spec"]["priority"] == value_of(clean.env, "training-critical")
     assert_on_topology(clean, winner, readme_job()["spec"]["parallelism"])

@@ -31,7 +31,8 @@ from generators.box.kube import Kube
 from generators.box.monitoring import query
 from generators.box.series import SyntheticSeries
 from tests.controlplane.harness import ControlPlane
-from tests.support import ROOT, free_port, tool, tools
+from tests.support import ROOT, tools
+from tests.support.prometheus import prometheus_server
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -73,27 +74,19 @@ def served(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
     series.set(metric["name"], {"namespace": namespace, "pod": "chat-api-b", **selector}, 4)
     series.set(metric["name"], {"namespace": namespace, "pod": "other-a", "deployment": "other"}, 100)
     series.set(metric["name"], {"namespace": "elsewhere", "pod": "chat-api-c", **selector}, 1000)
-    prometheus_port = free_port()
     config = {
         "global": {"scrape_interval": "1s"},
         "scrape_configs": [{"job_name": "synthetic", "static_configs": [{"targets": [series.target]}]}],
     }
-    (folder / "prometheus.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    argv = [
-        str(tool("prometheus")),
-        f"--config.file={folder / 'prometheus.yml'}",
-        f"--storage.tsdb.path={folder / 'data'}",
-        f"--web.listen-address=127.0.0.1:{prometheus_port}",
-    ]
-    prometheus = Daemon("prometheus", argv, folder / "prometheus.log", ports=(prometheus_port,))
+    prometheus = prometheus_server(folder, yaml.safe_dump(config))
     kube = Kube(control_plane.kubeconfig, folder / "discovery.json")
     daemon: Daemon | None = None
     try:
         prometheus.start()
-        prometheus_url = f"http://127.0.0.1:{prometheus_port}"
+        prometheus_url = prometheus.url
         # The adapter lists series once at start, then every relist interval: start it once
         # Prometheus holds all four.
-        prometheus.wait_until(
+        prometheus.daemon.wait_until(
             lambda: len(_safe_query(prometheus_url, metric["name"])) == 4,
             READY_SECONDS,
             "4 synthetic series scraped",

@@ -4,17 +4,15 @@ sys.path through pytest's `pythonpath`, pyproject.toml)."""
 from __future__ import annotations
 
 import contextlib
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 import requests
 
-from tests.support import free_port, tool
+from tests.support.prometheus import prometheus_server
 
 METRIC = "trainyard_test_free_gpus"
 
@@ -67,6 +65,12 @@ class Exporter:
         self._server.server_close()
         self._thread.join(timeout=5)
 
+    def __enter__(self) -> Exporter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def scrape_config(port: int, job: str = "trainyard-test") -> str:
     """prometheus.yml scraping 127.0.0.1:`port` every second, as job `job`."""
@@ -83,62 +87,16 @@ def scrape_config(port: int, job: str = "trainyard-test") -> str:
 
 @pytest.fixture(scope="session")
 def exporter() -> Iterator[Exporter]:
-    served = Exporter()
-    try:
+    with Exporter() as served:
         yield served
-    finally:
-        served.close()
 
 
 @pytest.fixture(scope="session")
 def prometheus_url(exporter: Exporter, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real Prometheus (the pinned build from tools/install.py) scraping `exporter` at 1s."""
-    binary = tool("prometheus")
-    workdir = tmp_path_factory.mktemp("prometheus")
-    config = workdir / "prometheus.yml"
-    config.write_text(scrape_config(exporter.port), encoding="utf-8")
-    port = free_port()
-    log_path = workdir / "prometheus.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [
-                str(binary),
-                f"--config.file={config}",
-                f"--storage.tsdb.path={workdir / 'data'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-                "--log.level=warn",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=workdir,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_ready(url, process, log_path)
-        _wait_first_scrape(url)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
-
-
-def _wait_ready(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            tail = log_path.read_text(errors="replace")[-2000:]
-            pytest.fail(f"prometheus exited with {process.returncode}:\n{tail}")
-        try:
-            if requests.get(f"{url}/-/ready", timeout=1).status_code == 200:
-                return
-        except requests.RequestException:
-            pass
-        time.sleep(0.1)
-    pytest.fail(f"prometheus at {url} not ready after 20s")
+    with prometheus_server(tmp_path_factory.mktemp("prometheus"), scrape_config(exporter.port)) as served:
+        _wait_first_scrape(served.url)
+        yield served.url
 
 
 def _wait_first_scrape(url: str) -> None:

@@ -10,7 +10,6 @@ import contextlib
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import requests
 from tests.support import GATE_DIR, free_port
 
 from .overflow.test_policy import EXAMPLE
+from .program import gate_command
 
 
 def write_inputs(tmp_path: Path, policy_text: str = EXAMPLE) -> tuple[Path, Path]:
@@ -42,16 +42,12 @@ def write_inputs(tmp_path: Path, policy_text: str = EXAMPLE) -> tuple[Path, Path
     return policy, kubeconfig
 
 
-def gate_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "trainyard_gate", *args]
-
-
 def test_invalid_policy_exits_1_with_one_line(tmp_path: Path) -> None:
     policy, kubeconfig = write_inputs(
         tmp_path, EXAMPLE.replace("effect: NoSchedule}", "effect: NoExecute}", 1)
     )
     done = subprocess.run(
-        gate_command("--policy", str(policy), "--kubeconfig", str(kubeconfig)),
+        gate_command(policy, kubeconfig),
         cwd=GATE_DIR,
         capture_output=True,
         text=True,
@@ -65,15 +61,7 @@ def test_invalid_policy_exits_1_with_one_line(tmp_path: Path) -> None:
 def test_once_fails_fast_when_nodes_cannot_be_read(tmp_path: Path) -> None:
     policy, kubeconfig = write_inputs(tmp_path)
     done = subprocess.run(
-        gate_command(
-            "--policy",
-            str(policy),
-            "--kubeconfig",
-            str(kubeconfig),
-            "--once",
-            "--metrics-port",
-            "0",
-        ),
+        gate_command(policy, kubeconfig, "--once", "--metrics-port", "0"),
         cwd=GATE_DIR,
         capture_output=True,
         text=True,
@@ -88,16 +76,7 @@ def test_serves_metrics_and_exits_cleanly_on_sigterm(tmp_path: Path) -> None:
     policy, kubeconfig = write_inputs(tmp_path)
     port = free_port()
     process = subprocess.Popen(
-        gate_command(
-            "--policy",
-            str(policy),
-            "--kubeconfig",
-            str(kubeconfig),
-            "--metrics-port",
-            str(port),
-            "--metrics-address",
-            "127.0.0.1",
-        ),
+        gate_command(policy, kubeconfig, "--metrics-port", str(port), "--metrics-address", "127.0.0.1"),
         cwd=GATE_DIR,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

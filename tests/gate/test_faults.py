@@ -29,7 +29,8 @@ from trainyard_gate.runtime.reader import PrometheusEndpoint, Taint
 from tests.support import GATE_DIR, free_port
 
 from .conftest import METRIC, Exporter
-from .test_cli import gate_command, write_inputs
+from .program import gate_command
+from .test_cli import write_inputs
 
 TAINT = Taint("trainyard.dev/overflow-gate", "closed", "NoSchedule")
 GOOD_BODY = json.dumps(
@@ -226,10 +227,8 @@ def test_healthz_fails_while_the_loop_hangs_and_metrics_still_answer(
     port = free_port()
     process = subprocess.Popen(
         gate_command(
-            "--policy",
-            str(policy),
-            "--kubeconfig",
-            str(kubeconfig),
+            policy,
+            kubeconfig,
             "--metrics-port",
             str(port),
             "--metrics-address",

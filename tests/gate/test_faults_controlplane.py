@@ -16,9 +16,7 @@ import json
 import logging
 import os
 import signal
-import sys
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,12 +30,11 @@ from trainyard_gate.overflow.metrics import GateMetrics
 from trainyard_gate.overflow.policy import Gate, parse
 from trainyard_gate.runtime.nodes import KubeNodes
 
-from tests.controlplane.daemon import Daemon, free_port
 from tests.controlplane.kube import Kube, wait_for
 from tests.controlplane.manifests import REPO_ROOT, environment_objects
-from tests.support import GATE_DIR
 
 from .conftest import METRIC, Exporter
+from .program import gate_program
 from .test_nodes_controlplane import TAINT, Fleet, api, fleet, patches  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.controlplane
@@ -233,48 +230,30 @@ class Replica:
         self, identity: str, policy: Path, kubeconfig: Path, namespace: str, lease: str, workdir: Path
     ) -> None:
         self.identity = identity
-        port = free_port()
-        self.metrics_url = f"http://127.0.0.1:{port}/metrics"
-        self.daemon = Daemon(
+        self.program = gate_program(
             identity,
-            [
-                sys.executable,
-                "-m",
-                "trainyard_gate",
-                f"--policy={policy}",
-                f"--kubeconfig={kubeconfig}",
-                f"--metrics-port={port}",
-                "--metrics-address=127.0.0.1",
-                "--node-resync-seconds=0.5",
-                f"--lease-namespace={namespace}",
-                f"--lease-name={lease}",
-                f"--identity={identity}",
-                "--lease-seconds=4",
-                "--renew-seconds=3",
-                "--retry-seconds=1",
-            ],
+            policy,
+            kubeconfig,
             workdir / f"{identity}.log",
-            ports=(port,),
-            env={**os.environ, "PYTHONPATH": str(GATE_DIR)},
-            cwd=GATE_DIR,
+            "--node-resync-seconds=0.5",
+            f"--lease-namespace={namespace}",
+            f"--lease-name={lease}",
+            f"--identity={identity}",
+            "--lease-seconds=4",
+            "--renew-seconds=3",
+            "--retry-seconds=1",
         )
+        self.daemon = self.program.daemon
         self.daemon.start()
 
-    def value(self, name: str, labels: str = "") -> float | None:
-        with urllib.request.urlopen(self.metrics_url, timeout=2) as response:
-            for line in response.read().decode().splitlines():
-                if line.startswith(f"{name}{labels} ") or (labels == "" and line.startswith(f"{name} ")):
-                    return float(line.rsplit(" ", 1)[1])
-        return None
+    def value(self, name: str, **labels: str) -> float | None:
+        return self.program.sample(name, **labels)
 
     def patches(self, gate: str) -> float:
         total = 0.0
         for action in ("taint", "untaint"):
             total += (
-                self.value(
-                    "trainyard_gate_node_patches_total",
-                    f'{{action="{action}",dry_run="false",gate="{gate}"}}',
-                )
+                self.value("trainyard_gate_node_patches_total", action=action, dry_run="false", gate=gate)
                 or 0
             )
         return total

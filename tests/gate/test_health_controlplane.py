@@ -19,11 +19,8 @@ resourceVersion: the controller never patched them.
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,15 +29,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 import yaml
 
-from tests.controlplane.daemon import Daemon, free_port
 from tests.controlplane.harness import ControlPlane
 from tests.controlplane.kube import Kube, wait_for
-from tests.support import GATE_DIR, ROOT, tool
+from tests.support import ROOT
+from tests.support.prometheus import Prometheus, prometheus_server
 
 from .conftest import Exporter, scrape_config
+from .program import GateProgram, gate_program
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -88,53 +85,17 @@ def dcgm_job() -> str:
 @pytest.fixture(scope="module")
 def dcgm() -> Iterator[Exporter]:
     """A dcgm-exporter stand-in: DCGM_FI_DEV_GPU_TEMP{node, gpu} as the test sets it."""
-    served = Exporter(TEMPERATURE)
-    try:
+    with Exporter(TEMPERATURE) as served:
         yield served
-    finally:
-        served.close()
-
-
-@dataclass
-class Prometheus:
-    """A real Prometheus (the pinned build) scraping the DCGM stand-in every second."""
-
-    daemon: Daemon
-    url: str
-
-    def start(self) -> None:
-        self.daemon.start()
-        ready = lambda: requests.get(f"{self.url}/-/ready", timeout=1).status_code == 200  # noqa: E731
-        self.daemon.wait_until(ready, 30, "ready")
-
-    def stop(self) -> None:
-        self.daemon.stop()
 
 
 @pytest.fixture(scope="module")
 def prometheus(dcgm: Exporter, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
-    workdir = tmp_path_factory.mktemp("health-prometheus")
-    (workdir / "prometheus.yml").write_text(scrape_config(dcgm.port, dcgm_job()), encoding="utf-8")
-    port = free_port()
-    daemon = Daemon(
-        "prometheus",
-        [
-            str(tool("prometheus")),
-            f"--config.file={workdir / 'prometheus.yml'}",
-            f"--storage.tsdb.path={workdir / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-            "--log.level=warn",
-        ],
-        workdir / "prometheus.log",
-        ports=(port,),
-        cwd=workdir,
-    )
-    served = Prometheus(daemon, f"http://127.0.0.1:{port}")
-    served.start()
-    try:
+    """A real Prometheus (the pinned build) scraping the DCGM stand-in every second."""
+    with prometheus_server(
+        tmp_path_factory.mktemp("health-prometheus"), scrape_config(dcgm.port, dcgm_job())
+    ) as served:
         yield served
-    finally:
-        served.stop()
 
 
 @dataclass
@@ -142,8 +103,7 @@ class Scene:
     kube: Kube
     dcgm: Exporter
     prometheus: Prometheus
-    controller: Daemon
-    metrics_url: str
+    program: GateProgram  # the controller process and its /metrics
     pools: dict[str, list[str]]  # pool name -> node names
     conditions: int  # queries per pass
 
@@ -180,21 +140,8 @@ class Scene:
     def versions(self) -> dict[str, str]:
         return {name: self.node(name)["metadata"]["resourceVersion"] for name in self.nodes}
 
-    def metrics(self) -> dict[str, float]:
-        """Every sample of /metrics, keyed by its exposition text (name{labels})."""
-        with urllib.request.urlopen(self.metrics_url, timeout=2) as response:
-            text = response.read().decode()
-        samples = {}
-        for line in text.splitlines():
-            if line and not line.startswith("#"):
-                key, value = line.rsplit(" ", 1)
-                samples[key] = float(value)
-        return samples
-
     def sample(self, name: str, **labels: str) -> float | None:
-        wanted = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
-        samples = self.metrics()
-        return samples.get(f"{name}{{{wanted}}}" if labels else name)
+        return self.program.sample(name, **labels)
 
     def passes(self, count: int, *, ok: bool) -> None:
         """Wait until the controller has made `count` more passes (good or failed queries)."""
@@ -253,28 +200,17 @@ def scene(
             )
     policy_path = tmp_path / "policy.yaml"
     policy_path.write_text(yaml.safe_dump(policy), encoding="utf-8")
-    port = free_port()
-    controller = Daemon(
+    program = gate_program(
         "trainyard-gate-health",
-        [
-            sys.executable,
-            "-m",
-            "trainyard_gate",
-            f"--policy={policy_path}",
-            f"--kubeconfig={control_plane.kubeconfig}",
-            f"--metrics-port={port}",
-            "--metrics-address=127.0.0.1",
-            "--lease-namespace=default",
-            f"--lease-name=gpu-health-{run}",
-            f"--identity=health-{run}",
-        ],
+        policy_path,
+        control_plane.kubeconfig,
         tmp_path / "health.log",
-        ports=(port,),
-        env={**os.environ, "PYTHONPATH": str(GATE_DIR)},
-        cwd=GATE_DIR,
+        "--lease-namespace=default",
+        f"--lease-name=gpu-health-{run}",
+        f"--identity=health-{run}",
     )
-    metrics_url = f"http://127.0.0.1:{port}/metrics"
-    made = Scene(kube, dcgm, prometheus, controller, metrics_url, pools, len(spec["conditions"]))
+    controller = program.daemon
+    made = Scene(kube, dcgm, prometheus, program, pools, len(spec["conditions"]))
     made.temperatures(hot=set())
     controller.start()
     try:

@@ -44,6 +44,7 @@ from tests.controlplane.daemon import Daemon, free_port
 from tests.monitoring import servicemonitor
 from tests.monitoring.scrape_cluster import NodePlan
 from tests.support import tool
+from tests.support.prometheus import Prometheus, prometheus_server
 
 Obj = dict[str, Any]
 READY_SECONDS = 60
@@ -241,23 +242,6 @@ class FakeSysfs:
         self._write(counters / name, str(value))
 
 
-@dataclass
-class Prometheus:
-    daemon: Daemon
-    url: str
-
-    def query(self, expr: str) -> list[Obj]:
-        body = requests.get(f"{self.url}/api/v1/query", params={"query": expr}, timeout=10).json()
-        assert body["status"] == "success", body
-        result: list[Obj] = body["data"]["result"]
-        return result
-
-    def active_targets(self) -> list[Obj]:
-        body = requests.get(f"{self.url}/api/v1/targets", params={"state": "active"}, timeout=10).json()
-        targets: list[Obj] = body["data"]["activeTargets"]
-        return targets
-
-
 def prometheus(monitors: list[Obj], network: PodNetwork, kubeconfig: Path, workdir: Path) -> Prometheus:
     """The pinned Prometheus with the operator's scrape config for every endpoint of each
     monitor, through the pod network."""
@@ -275,22 +259,6 @@ def prometheus(monitors: list[Obj], network: PodNetwork, kubeconfig: Path, workd
         },
         "scrape_configs": jobs,
     }
-    (workdir / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    port = free_port()
-    daemon = Daemon(
-        "prometheus",
-        [
-            str(tool("prometheus")),
-            f"--config.file={workdir / 'prometheus.yml'}",
-            f"--storage.tsdb.path={workdir / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-            "--log.level=warn",
-        ],
-        workdir / "prometheus.log",
-        ports=(port,),
-        cwd=workdir,
-    )
-    daemon.start()
-    url = f"http://127.0.0.1:{port}"
-    daemon.wait_until(lambda: _ready(f"{url}/-/ready"), READY_SECONDS, "/-/ready")
-    return Prometheus(daemon, url)
+    served = prometheus_server(workdir, yaml.safe_dump(config, sort_keys=False))
+    served.start()
+    return served

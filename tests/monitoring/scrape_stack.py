@@ -30,6 +30,7 @@ from tests.monitoring import scrape_cluster as cluster
 from tests.monitoring import scrape_processes as procs
 from tests.monitoring.stack_chart import KSM_SOURCE, NODE_EXPORTER_SOURCE, Rendered, render, values_file
 from tests.support import ROOT
+from tests.support.prometheus import Prometheus
 
 WORKLOADS = "trainyard-scrape"  # namespace of the inference pod
 PORT_DOWN_DEVICE = "mlx5_3"
@@ -44,7 +45,7 @@ class Stack:
     env: Environment
     chart: Rendered
     plans: list[cluster.NodePlan]
-    prometheus: procs.Prometheus
+    prometheus: Prometheus
     exporter_nodes: list[str]  # nodes with a node-exporter pod
     values: Path  # the chart values the stack was rendered with
 
@@ -92,7 +93,7 @@ def _create_workloads(
     return exporters, ksm
 
 
-def _wait_scraped(prometheus: procs.Prometheus, targets: int, hcas: int) -> None:
+def _wait_scraped(prometheus: Prometheus, targets: int, hcas: int) -> None:
     """Until every target is up and the first InfiniBand samples are in."""
 
     def all_up() -> bool:
@@ -113,7 +114,7 @@ def _stop_all(daemons: list[Daemon]) -> None:
         daemon.stop()
 
 
-def _burst(prometheus: procs.Prometheus, sysfs: procs.FakeSysfs) -> None:
+def _burst(prometheus: Prometheus, sysfs: procs.FakeSysfs) -> None:
     """Symbol errors between two scrapes (the 0 sample is in: _wait_scraped)."""
     sysfs.counter(LINK_ERRORS_DEVICE, "symbol_error", LINK_ERRORS)
     wait_for(

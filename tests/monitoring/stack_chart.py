@@ -14,12 +14,13 @@ import re
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from generators.charts import KUBE_PROMETHEUS_STACK
+from generators.charts import KUBE_PROMETHEUS_STACK, Chart
 from generators.spec.load import load_environment
 from tests.support import ROOT, archive, tool
 from tools.toolchain import PINS
@@ -54,30 +55,42 @@ class Rendered:
         return found[0]
 
 
-def render(env: str, values: Path | None = None) -> Rendered:
-    """`helm template` of the pinned chart with `values` (default: rendered/<env>/installers')."""
-    namespace = load_environment(ROOT, env)[1]["monitoring"]["namespace"]
-    release = KUBE_PROMETHEUS_STACK.release
+@cache
+def _helm_home() -> Path:
+    return Path(tempfile.mkdtemp(prefix="trainyard-helm-"))
+
+
+def helm_template(chart: Chart, namespace: str, values: Path | None) -> str:
+    """`helm template` of pinned chart `chart` as its release in `namespace` with `values`: the
+    documents, each with its `# Source:` line. Helm runs with empty homes: no repository,
+    plugin or user config."""
     argv = [
         str(tool("helm")),
         "template",
-        release,
-        str(archive(CHART)),
+        chart.release,
+        str(archive(chart.archive)),
         "--namespace",
         namespace,
         "--kube-version",
         KUBE_VERSION,
-        "-f",
-        str(values or values_file(env)),
     ]
-    home = Path(tempfile.mkdtemp(prefix="trainyard-helm-"))  # no repository, plugin or user config
-    isolated = {**os.environ, **{f"HELM_{kind}_HOME": str(home / kind) for kind in HELM_HOMES}}
+    if values is not None:
+        argv += ["-f", str(values)]
+    home = _helm_home()
+    isolated = {**os.environ, **{f"HELM_{kind}_HOME": str(home / kind.lower()) for kind in HELM_HOMES}}
     done = subprocess.run(argv, capture_output=True, text=True, env=isolated, timeout=120, check=False)
-    assert done.returncode == 0, f"helm template failed ({done.returncode}):\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def render(env: str, values: Path | None = None) -> Rendered:
+    """`helm template` of the pinned chart with `values` (default: rendered/<env>/installers')."""
+    namespace = load_environment(ROOT, env)[1]["monitoring"]["namespace"]
+    text = helm_template(KUBE_PROMETHEUS_STACK, namespace, values or values_file(env))
     objects = []
-    for document in done.stdout.split("\n---"):
+    for document in text.split("\n---"):
         source = re.search(r"^# Source: (\S+)", document, re.MULTILINE)
         body = yaml.safe_load(document)
         if isinstance(body, dict) and source:
             objects.append((source[1], body))
-    return Rendered(release, namespace, objects)
+    return Rendered(KUBE_PROMETHEUS_STACK.release, namespace, objects)

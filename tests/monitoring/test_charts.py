@@ -43,9 +43,7 @@ InstallOrder (ConfigMap at :42), kinds it does not know last (:151).
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import subprocess
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -55,51 +53,20 @@ import pytest
 import yaml
 
 from generators import charts
-from tests.monitoring import kubeselect
+from tests.monitoring import kubeselect, stack_chart
 from tests.monitoring.conftest import ENVIRONMENTS
-from tests.support import ROOT, archive, recipes, tool
+from tests.support import ROOT, archive, recipes
 from tests.support.recipes import header_command, helm_commands
 
-KUBE_VERSION = "1.36.5"
 Obj = dict[str, Any]
 KUEUE_CONFIG_KEY = "controller_manager_config.yaml"
 NODE = "gpu-node-17"  # a node name the scrape target carries in __meta_kubernetes_pod_node_name
 
 
 @cache
-def _home() -> Path:
-    """Empty helm config/cache/data homes: no repository, no plugin, nothing of the user's."""
-    import tempfile
-
-    return Path(tempfile.mkdtemp(prefix="trainyard-helm-"))
-
-
-@cache
 def helm_template(chart: charts.Chart, namespace: str, values: Path | None) -> tuple[Obj, ...]:
-    helm = tool("helm")
-    chart_archive = archive(chart.archive)
-    home = _home()
-    env = {
-        **os.environ,
-        "HELM_CACHE_HOME": str(home / "cache"),
-        "HELM_CONFIG_HOME": str(home / "config"),
-        "HELM_DATA_HOME": str(home / "data"),
-    }
-    command = [
-        str(helm),
-        "template",
-        chart.release,
-        str(chart_archive),
-        "--namespace",
-        namespace,
-        "--kube-version",
-        KUBE_VERSION,
-    ]
-    if values is not None:
-        command += ["-f", str(values)]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
-    assert done.returncode == 0, f"{' '.join(command)}\n{done.stderr}"
-    return tuple(d for d in yaml.load_all(done.stdout, Loader=yaml.CSafeLoader) if d)
+    text = stack_chart.helm_template(chart, namespace, values)
+    return tuple(d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d)
 
 
 def of_kind(objects: tuple[Obj, ...] | list[Obj], kind: str) -> list[Obj]:
@@ -287,13 +254,16 @@ def test_dcgm_servicemonitor_keeps_pod_labels_and_names_our_job(env: Env) -> Non
 
 
 # --- kube-prometheus-stack: node-exporter and kube-state-metrics --------------------------------
-def _node_exporter(objects: tuple[Obj, ...]) -> tuple[Obj, Obj]:
-    """(ServiceMonitor, Service) of the prometheus-node-exporter subchart."""
-    service = next(
-        s
-        for s in of_kind(objects, "Service")
-        if s["metadata"]["labels"].get("app.kubernetes.io/name") == "prometheus-node-exporter"
+def _subchart(objects: tuple[Obj, ...], kind: str, name: str) -> Obj:
+    """The `kind` object of subchart `name` (its app.kubernetes.io/name label)."""
+    return next(
+        o for o in of_kind(objects, kind) if o["metadata"]["labels"].get("app.kubernetes.io/name") == name
     )
+
+
+def _scrape(objects: tuple[Obj, ...], name: str) -> tuple[Obj, Obj]:
+    """(ServiceMonitor, Service) of subchart `name`: the monitor that selects its Service."""
+    service = _subchart(objects, "Service", name)
     monitor = next(
         m
         for m in of_kind(objects, "ServiceMonitor")
@@ -330,7 +300,7 @@ def _health_join_labels(env: Env) -> set[str]:
 
 
 def test_node_exporter_relabeling_gives_the_node_name_our_queries_join_on(env: Env) -> None:
-    monitor, service = _node_exporter(env.kps())
+    monitor, service = _scrape(env.kps(), "prometheus-node-exporter")
     join = env.m["nodeExporterHostLabel"]
     assert _scraped_labels(monitor)[join] == NODE
     health = _health_join_labels(env)
@@ -341,7 +311,7 @@ def test_node_exporter_relabeling_gives_the_node_name_our_queries_join_on(env: E
 
 def test_node_exporter_default_leaves_the_host_address_in_instance(env: Env) -> None:
     """Issue 20 item 3, by the same evaluator: the chart's relabelings are `[]`."""
-    monitor, _ = _node_exporter(env.kps(ours=False))
+    monitor, _ = _scrape(env.kps(ours=False), "prometheus-node-exporter")
     assert _scraped_labels(monitor)["instance"] == "10.0.0.7:9100"
 
 
@@ -355,23 +325,10 @@ def test_node_exporter_args_are_the_charts_defaults_then_mountstats(env: Env) ->
 def test_kube_state_metrics_exports_the_pools_node_labels(env: Env) -> None:
     objects = env.kps()
     keys = sorted({k for pool in env.spec["pools"] for k in pool["nodeLabels"]})
-    deployment = next(
-        d
-        for d in of_kind(objects, "Deployment")
-        if d["metadata"]["labels"].get("app.kubernetes.io/name") == "kube-state-metrics"
-    )
+    deployment = _subchart(objects, "Deployment", "kube-state-metrics")
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert f"--metric-labels-allowlist=nodes=[{','.join(keys)}]" in args
-    service = next(
-        s
-        for s in of_kind(objects, "Service")
-        if s["metadata"]["labels"].get("app.kubernetes.io/name") == "kube-state-metrics"
-    )
-    monitor = next(
-        m
-        for m in of_kind(objects, "ServiceMonitor")
-        if kubeselect.matches(m["spec"]["selector"], service["metadata"]["labels"])
-    )
+    monitor, service = _scrape(objects, "kube-state-metrics")
     assert kubeselect.job_label(monitor, service) == env.job("kubeStateMetrics")
 
 

@@ -162,9 +162,11 @@ def prometheus(
         yield url
 
 
-def run_doctor(url: str, scene: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+def gaps(url: str, scene: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """Doctor's lines for `scene`, which lacks a prerequisite: a gap found is exit 1."""
     code, out, _ = run_doctor_err(url, scene, capsys)
-    return code, out
+    assert code == 1, (code, out)
+    return out
 
 
 def run_doctor_err(url: str, scene: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str], str]:
@@ -213,10 +215,9 @@ def test_a_scene_is_invisible_at_another_scenes_time(
 def test_kube_state_metrics_without_the_allowlist_names_the_flag(
     prometheus: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, lines = run_doctor(prometheus, "no-allowlist", capsys)
+    lines = gaps(prometheus, "no-allowlist", capsys)
     env = load_shipped("prod").env
     fragment = "rendered/prod/installers/kube-prometheus-stack-values.yaml"
-    assert code == 1
     assert lines == [
         f"kube_node_labels has no {label}: add {monitoring.ksm_allowlist(env)} to kube-state-metrics "
         f"--metric-labels-allowlist ({fragment})"
@@ -228,8 +229,7 @@ def test_kube_state_metrics_without_the_allowlist_names_the_flag(
 def test_lowercase_host_label_under_a_hostname_spec_names_the_fix(
     prometheus: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, lines = run_doctor(prometheus, "lowercase-host", capsys)
-    assert code == 1
+    lines = gaps(prometheus, "lowercase-host", capsys)
     assert len(lines) == 1, lines
     assert lines[0].startswith("DCGM series carry hostname, not Hostname: ")
     assert "monitoring.exporters.dcgmExporter" in lines[0] and "generators/model/exporters.py" in lines[0]
@@ -240,9 +240,7 @@ def test_lowercase_host_label_under_a_hostname_spec_names_the_fix(
 
 
 def test_honor_labels_off_names_it(prometheus: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code, lines = run_doctor(prometheus, "honor-labels-off", capsys)
-    assert code == 1
-    assert lines == [
+    assert gaps(prometheus, "honor-labels-off", capsys) == [
         "DCGM series carry exported_namespace/exported_pod: the dcgm-exporter ServiceMonitor lacks "
         "honorLabels: true, so namespace/pod name the exporter's pod; set "
         "dcgmExporter.serviceMonitor.honorLabels: true (rendered/prod/installers/gpu-operator-values.yaml)"
@@ -252,8 +250,7 @@ def test_honor_labels_off_names_it(prometheus: str, capsys: pytest.CaptureFixtur
 def test_missing_profiling_fields_name_what_they_need(
     prometheus: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, lines = run_doctor(prometheus, "no-profiling", capsys)
-    assert code == 1
+    lines = gaps(prometheus, "no-profiling", capsys)
     read = {f.name for f in doctor.families(load_shipped("prod").env) if f.name.startswith("DCGM_FI_PROF_")}
     assert {line.split(" ", 1)[0] for line in lines} == read
     assert "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE" in read
@@ -262,8 +259,8 @@ def test_missing_profiling_fields_name_what_they_need(
         assert "rendered/prod/installers/gpu-operator-values.yaml" in line
 
 
-def test_unreachable_prometheus_is_exit_2_with_one_line() -> None:
-    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+def unreachable(url: str) -> str:
+    """The error of `generate.py doctor` at a URL nothing answers: exit 2, one line, no report."""
     done = subprocess.run(
         [sys.executable, "generate.py", "doctor", "dev", "--prometheus", url, "--timeout", "2"],
         cwd=ROOT,
@@ -271,9 +268,13 @@ def test_unreachable_prometheus_is_exit_2_with_one_line() -> None:
         text=True,
         check=False,
     )
-    assert done.returncode == 2
-    assert done.stdout == ""
+    assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("generate.py doctor: error: cannot reach")
+    return done.stderr
+
+
+def test_unreachable_prometheus_is_exit_2_with_one_line() -> None:
+    unreachable(f"http://127.0.0.1:{free_port()}")  # nothing listens there
 
 
 def test_usage_errors_are_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -300,9 +301,7 @@ def test_the_checked_list_is_read_from_the_shipped_expressions() -> None:
 def test_missing_mountstats_names_the_collector_flag(
     prometheus: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, lines = run_doctor(prometheus, "no-mountstats", capsys)
-    assert code == 1
-    assert lines == [
+    assert gaps(prometheus, "no-mountstats", capsys) == [
         "node_mountstats_nfs_write_bytes_total absent: node_exporter's mountstats collector is off by "
         "default: add --collector.mountstats (prometheus-node-exporter.extraArgs in "
         "rendered/dev/installers/kube-prometheus-stack-values.yaml), and an NFS mount"
@@ -319,9 +318,7 @@ def test_no_gpu_health_target_is_one_line_naming_the_rendered_controller(
 ) -> None:
     """prod runs health.backend trainyard in trainyard-system; its eleven trainyard_health_*
     families are the controller's (not the checkpoint query's): one gap, the target."""
-    code, lines = run_doctor(prometheus, "no-health-target", capsys)
-    assert code == 1
-    assert lines == [
+    assert gaps(prometheus, "no-health-target", capsys) == [
         'no gpu-health target: nothing Prometheus scrapes matches {job="gpu-health", '
         'namespace="trainyard-system"}: health.backend is trainyard, so apply rendered/prod/health/ '
         "(its Deployment, Service and ServiceMonitor); the quarantine dashboard and the GpuHealth* "
@@ -332,9 +329,7 @@ def test_no_gpu_health_target_is_one_line_naming_the_rendered_controller(
 def test_a_health_target_that_fails_its_scrapes_is_down(
     prometheus: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, lines = run_doctor(prometheus, "health-down", capsys)
-    assert code == 1
-    assert lines == [
+    assert gaps(prometheus, "health-down", capsys) == [
         'gpu-health target down: Prometheus finds {job="gpu-health", namespace="trainyard-system"} but '
         "up == 0: check that its pods run and that the port its ServiceMonitor names answers"
     ]
@@ -347,18 +342,9 @@ def test_health_series_belong_to_the_controller_not_the_checkpoint_query() -> No
 
 
 def test_an_unreachable_in_cluster_url_gets_the_port_forward_hint() -> None:
-    url = "http://prometheus-operated.monitoring.svc:9090"  # resolves only inside a cluster
-    done = subprocess.run(
-        [sys.executable, "generate.py", "doctor", "dev", "--prometheus", url, "--timeout", "2"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.count("\n") == 1 and done.stderr.startswith("generate.py doctor: error: cannot reach")
-    assert done.stderr.rstrip().endswith(
+    error = unreachable("http://prometheus-operated.monitoring.svc:9090")  # resolves only in a cluster
+    assert error.rstrip().endswith(
         "hint: http://prometheus-operated.monitoring.svc:9090 is a cluster-internal name; from outside "
         "the cluster run `kubectl -n monitoring port-forward svc/prometheus-operated 9090` and pass "
         "--prometheus http://localhost:9090"
-    ), done.stderr
+    ), error

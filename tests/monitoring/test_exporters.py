@@ -16,7 +16,7 @@ from generators.model import exporters
 from generators.model.promql import ksm_label
 from tests.monitoring.conftest import Shipped
 from tests.support import CORPUS, ROOT
-from tests.support.scratch import repo_with, run_cli, tree_digest
+from tests.support.scratch import refused, repo_with, run_cli
 
 
 @pytest.mark.parametrize("version", sorted(exporters.DCGM_EXPORTER))
@@ -116,17 +116,13 @@ def test_an_uncovered_version_is_refused_at_line_and_column_with_the_override(tm
         tmp_path,
         (CORPUS / "valid-minimal.yaml").read_text() + "monitoring:\n  exporters:\n    dcgmExporter: 4.9.0\n",
     )
-    before = tree_digest(root / "rendered")
-    code, out, err = run_cli(root, "render", "bad")
-    assert code == 1, (out, err)
-    first = err.strip().splitlines()[0]
+    first = refused(root, "render", "bad")[0]
     assert first.startswith(
         f"environments/bad.yaml:{lines + 3}:19: error: dcgm-exporter '4.9.0' is "
         "outside the versions whose label contract this project has read "
         "(4.5.0 to 4.8.2)"
     ), first
     assert "monitoring.exporters.labelContract.dcgmExporter.hostLabel" in first, first
-    assert "Traceback" not in err and tree_digest(root / "rendered") == before
 
 
 def test_a_stated_contract_renders_into_the_label_names(tmp_path: Path) -> None:

@@ -109,6 +109,13 @@ def test_gate_key_comes_from_the_rendered_taint_policy(repo: Repo, validate: Val
 # gate-query ------------------------------------------------------------------------------
 
 GATE_CONFIG_MAP = f"{STAGING}/overflow/trainyard-system/configmap-overflow-gate.yaml"
+GATE_QUERY = f"{GATE_CONFIG_MAP}: ConfigMap/overflow-gate: gate-query: data[policy.yaml].spec.query: "
+# Said of a query that does not count only the inference pools' nodes (the old default, a training pool)
+UNRESTRICTED = (
+    f"{GATE_QUERY}counts node capacity without restricting nodes to pools inference can use "
+    "(infer-l40s): join with `and on (node) max by (node) (kube_node_labels{...})` of those "
+    "pools' nodeLabels"
+)
 # The default query before issue 11: every non-virtual GPU, and `or vector(0)` for no pods.
 OLD_DEFAULT = (
     'sum(kube_node_status_allocatable{resource="nvidia_com_gpu",node!~"vk-mock"}) - '
@@ -129,16 +136,13 @@ def _set_gate_query(repo: Repo, change: Any) -> None:
 
 def test_gate_query_counting_everything_and_absence_as_zero(repo: Repo, validate: Validate) -> None:
     _set_gate_query(repo, lambda _: OLD_DEFAULT)
-    where = f"{GATE_CONFIG_MAP}: ConfigMap/overflow-gate: gate-query: data[policy.yaml].spec.query: "
     expect(
         validate(repo.root, "staging"),
-        f"{where}counts node capacity without restricting nodes to pools inference can use "
-        "(infer-l40s): join with `and on (node) max by (node) (kube_node_labels{...})` of those "
-        "pools' nodeLabels",
-        f"{where}reads kube-state-metrics series but never its up series "
+        UNRESTRICTED,
+        f"{GATE_QUERY}reads kube-state-metrics series but never its up series "
         '(up{job="kube-state-metrics"}): stale or missing inputs cannot be told from a real reading; '
         "guard with `and on () (min(up{...}) == 1)`",
-        f"{where}vector(...) makes a sample out of nothing: with kube-state-metrics down or stale the "
+        f"{GATE_QUERY}vector(...) makes a sample out of nothing: with kube-state-metrics down or stale the "
         "gate reads a number instead of applying onPrometheusUnavailable; leave absence absent",
     )
 
@@ -149,13 +153,10 @@ def test_gate_query_selecting_a_training_pool(repo: Repo, validate: Validate) ->
         repo,
         lambda q: q.replace('label_trainyard_dev_pool="infer-l40s"', 'label_trainyard_dev_pool="train-h100"'),
     )
-    where = f"{GATE_CONFIG_MAP}: ConfigMap/overflow-gate: gate-query: data[policy.yaml].spec.query: "
     expect(
         validate(repo.root, "staging"),
-        f"{where}counts node capacity without restricting nodes to pools inference can use "
-        "(infer-l40s): join with `and on (node) max by (node) (kube_node_labels{...})` of those "
-        "pools' nodeLabels",
-        f"{where}selects the nodes of pool 'train-h100' (role training), whose GPUs inference cannot "
+        UNRESTRICTED,
+        f"{GATE_QUERY}selects the nodes of pool 'train-h100' (role training), whose GPUs inference cannot "
         "use; count only pools inference can use (infer-l40s)",
     )
 

@@ -8,6 +8,7 @@
   `archive("kueue-0.19.2.tgz")`. A missing one FAILS the test with the install command
   (ToolNotInstalled's message), never skips: CI and `make test` provision every pin;
 - scratch repositories and the in-process CLI: tests/support/scratch.py;
+- the pinned Prometheus, started, read and stopped: tests/support/prometheus.py;
 - commands a doc or a rendered installer header states: tests/support/recipes.py.
 
 Import from here, not from a conftest.py: a conftest holds fixtures and hooks, which pytest

@@ -8,7 +8,7 @@ Code always comes from the checkout; only data is copied. Three shapes, one help
 - `copy_repo(root, names)`: folders/files of the checkout copied as they are (the fleet of
   shipped environments, or the sources a subprocess `generate.py` runs from).
 `run_cli` runs generate.py in-process against such a root; `tree_digest` proves a command
-wrote nothing.
+wrote nothing; `refused` is both, for a command that must refuse its input.
 """
 
 from __future__ import annotations
@@ -83,3 +83,14 @@ def tree_digest(folder: Path) -> str:
         digest.update(path.relative_to(folder).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def refused(root: Path, *argv: str) -> list[str]:
+    """The error lines of generate.py `argv` run against `root`, which must refuse: exit 1,
+    no traceback, and nothing under rendered/ written."""
+    before = tree_digest(root / "rendered")
+    code, out, err = run_cli(root, *argv)
+    assert code == 1, (out, err)
+    assert "Traceback" not in err, err
+    assert tree_digest(root / "rendered") == before
+    return err.strip().splitlines()

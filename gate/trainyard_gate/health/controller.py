@@ -14,7 +14,7 @@ from ..runtime import loop
 from ..runtime.log import LOG, event
 from ..runtime.loop import Clock
 from ..runtime.metrics import Health
-from ..runtime.nodes import NodeGateway, NodePatcher, api_error
+from ..runtime.nodes import NodeGateway, NodePatcher
 from ..runtime.program import Controller, Options
 from ..runtime.prometheus import QueryFailed
 from .metrics import HealthMetrics
@@ -50,8 +50,7 @@ class HealthController:
         try:
             listing = {pool.name: self._nodes.list(pool.label_selector) for pool in self.policy.pools}
         except Exception as err:  # the API or the network; the next pass tries again
-            self._metrics.errors.labels(stage="nodes").inc()
-            event(LOG, logging.ERROR, "cannot list pool nodes", error=api_error(err))
+            self._metrics.api_failed("cannot list pool nodes", err)
             return False
         bad = self._run_queries(listing)
         outcome = self.state.observe(self._clock(), self._wall_clock(), listing, bad)
@@ -152,15 +151,7 @@ class HealthController:
         failed = self._patcher.apply(node, want, change.action, count, {}, {"taint": taint})
         if failed is None:
             return True
-        self._metrics.errors.labels(stage="nodes").inc()
-        event(
-            LOG,
-            logging.ERROR,
-            "node health update failed",
-            node=node.name,
-            action=change.action,
-            error=api_error(failed),
-        )
+        self._metrics.api_failed("node health update failed", failed, node=node.name, action=change.action)
         return False
 
 

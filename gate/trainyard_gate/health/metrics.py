@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry
 
 from ..runtime.metrics import ControllerMetrics
 from .state import QUARANTINE, RELEASE, REWRITE
@@ -24,56 +24,36 @@ class HealthMetrics(ControllerMetrics):
             "else, survived), election (the Lease)",
             registry,
         )
-        reg, p = self.registry, PREFIX
         node_labels = ["node", "pool", "reason"]
-        self.quarantined = Gauge(
-            f"{p}_quarantined",
+        self.quarantined = self.gauge(
+            "quarantined",
             "1 per node the controller holds quarantined (reason: the taint value)",
             node_labels,
-            registry=reg,
         )
-        self.quarantined_since = Gauge(
-            f"{p}_quarantined_since_seconds", "Unix time the node was quarantined", node_labels, registry=reg
+        self.quarantined_since = self.gauge(
+            "quarantined_since_seconds", "Unix time the node was quarantined", node_labels
         )
-        self.held_back = Gauge(
-            f"{p}_held_back",
-            "Nodes that qualify for quarantine now but the cap refused",
-            ["pool"],
-            registry=reg,
+        self.held_back = self.gauge(
+            "held_back", "Nodes that qualify for quarantine now but the cap refused", ["pool"]
         )
-        self.cap = Gauge(
-            f"{p}_cap",
-            "The pool's cap in nodes now: floor(maxPercentOfPool x pool nodes / 100)",
-            ["pool"],
-            registry=reg,
+        self.cap = self.gauge(
+            "cap", "The pool's cap in nodes now: floor(maxPercentOfPool x pool nodes / 100)", ["pool"]
         )
-        self.cap_fleet = Gauge(
-            f"{p}_cap_fleet", "maxNodes: quarantined nodes allowed in all pools", registry=reg
+        self.cap_fleet = self.gauge("cap_fleet", "maxNodes: quarantined nodes allowed in all pools")
+        self.pool_nodes = self.gauge(
+            "pool_nodes", "Nodes the pool's selector matched at the last read", ["pool"]
         )
-        self.pool_nodes = Gauge(
-            f"{p}_pool_nodes", "Nodes the pool's selector matched at the last read", ["pool"], registry=reg
+        self.bad_nodes = self.gauge(
+            "bad_nodes", "Pool nodes the last successful query of the condition returned", ["reason"]
         )
-        self.bad_nodes = Gauge(
-            f"{p}_bad_nodes",
-            "Pool nodes the last successful query of the condition returned",
-            ["reason"],
-            registry=reg,
+        self.query_success = self.gauge(
+            "query_success", "1 if every condition query of the last pass succeeded, else 0"
         )
-        self.query_success = Gauge(
-            f"{p}_query_success",
-            "1 if every condition query of the last pass succeeded, else 0",
-            registry=reg,
+        self.last_success = self.gauge(
+            "last_success_timestamp_seconds", "Unix time of the last pass whose queries all succeeded"
         )
-        self.last_success = Gauge(
-            f"{p}_last_success_timestamp_seconds",
-            "Unix time of the last pass whose queries all succeeded",
-            registry=reg,
-        )
-        self.node_patches = Counter(
-            f"{p}_node_patches",
-            "Node changes made (or, in dry run, that would have been made)",
-            ["action"],
-            registry=reg,
+        self.node_patches = self.counter(
+            "node_patches", "Node changes made (or, in dry run, that would have been made)", ["action"]
         )
         for action in ACTIONS:
             self.node_patches.labels(action=action)

@@ -13,14 +13,11 @@ from typing import Any
 
 from ..runtime.document import SpecPath
 from ..runtime.reader import (
-    COMMON_SPEC_KEYS,
-    DNS_LABEL,
-    QUALIFIED_NAME,
     MatchLabels,
     PrometheusEndpoint,
     Reader,
+    Selects,
     Taint,
-    label_selector,
     may_overlap,
     read_document,
 )
@@ -41,14 +38,10 @@ class Condition:
 
 
 @dataclass(frozen=True)
-class Pool:
+class Pool(Selects):
     name: str
     match_labels: MatchLabels
     max_nodes: int | None = None  # the pool's own cap in nodes; None: cap.maxPercentOfPool
-
-    @property
-    def label_selector(self) -> str:
-        return label_selector(self.match_labels)
 
 
 @dataclass(frozen=True)
@@ -103,7 +96,6 @@ def parse(text: str, source: str) -> NodeHealthPolicy:
 class _HealthReader(Reader):
     def health_policy(self, doc: Any) -> NodeHealthPolicy:
         spec_keys = (
-            *COMMON_SPEC_KEYS,
             "taint",
             "annotations",
             "conditions",
@@ -113,11 +105,7 @@ class _HealthReader(Reader):
         )
         name, spec = self.header(doc, KIND, spec_keys)
         mode = spec.get("onPrometheusUnavailable", "hold")
-        if mode not in ON_UNAVAILABLE:
-            raise self.fail(
-                ("spec", "onPrometheusUnavailable"),
-                f"expected one of {', '.join(ON_UNAVAILABLE)}, got {mode!r}",
-            )
+        self.choice(mode, ("spec", "onPrometheusUnavailable"), ON_UNAVAILABLE)  # one mode: nothing to keep
         reason_key, since_key = self.annotations(self.required(spec, "annotations", ("spec",)))
         return NodeHealthPolicy(
             name=name,
@@ -138,33 +126,24 @@ class _HealthReader(Reader):
     def health_taint(self, value: Any) -> str:
         path: SpecPath = ("spec", "taint")
         taint = self.mapping(value, path, ("key", "effect"))  # the value is the reason
-        key = self.qualified(self.required(taint, "key", path), (*path, "key"))
+        key = self.qualified(self.required(taint, "key", path), (*path, "key"), "key")
         self.effect(taint.get("effect", "NoSchedule"), (*path, "effect"))
         return key
 
     def annotations(self, value: Any) -> tuple[str, str]:
         path: SpecPath = ("spec", "annotations")
         notes = self.mapping(value, path, ("reason", "since"))
-        reason = self.qualified(self.required(notes, "reason", path), (*path, "reason"))
-        since = self.qualified(self.required(notes, "since", path), (*path, "since"))
+        reason = self.qualified(self.required(notes, "reason", path), (*path, "reason"), "key")
+        since = self.qualified(self.required(notes, "since", path), (*path, "since"), "key")
         if reason == since:
             raise self.fail((*path, "since"), f"annotation {since!r} is also the reason annotation")
         return reason, since
 
-    def qualified(self, value: Any, path: SpecPath) -> str:
-        text = self.string(value, path)
-        if not QUALIFIED_NAME.match(text):
-            raise self.fail(path, f"invalid key {text!r}: expected a qualified name (prefix/name)")
-        return text
-
     def conditions(self, value: Any) -> tuple[Condition, ...]:
         path: SpecPath = ("spec", "conditions")
-        if not isinstance(value, list) or not value:
-            raise self.fail(path, "expected a non-empty list of conditions")
         found: list[Condition] = []
-        for index, item in enumerate(value):
-            where = (*path, index)
-            entry = self.mapping(item, where, ("reason", "query", "quarantineAfterSeconds"))
+        fields = ("reason", "query", "quarantineAfterSeconds")
+        for where, entry in self.entries(value, path, "conditions", fields):
             reason = self.string(self.required(entry, "reason", where), (*where, "reason"))
             if len(reason) > 63 or not _REASON.match(reason):
                 raise self.fail(
@@ -183,15 +162,9 @@ class _HealthReader(Reader):
 
     def pools(self, value: Any) -> tuple[Pool, ...]:
         path: SpecPath = ("spec", "pools")
-        if not isinstance(value, list) or not value:
-            raise self.fail(path, "expected a non-empty list of pools")
         found: list[Pool] = []
-        for index, item in enumerate(value):
-            where = (*path, index)
-            entry = self.mapping(item, where, ("name", "nodeSelector", "maxNodes"))
-            name = self.string(self.required(entry, "name", where), (*where, "name"))
-            if not DNS_LABEL.match(name):
-                raise self.fail((*where, "name"), f"pool name {name!r} is not a DNS label")
+        for where, entry in self.entries(value, path, "pools", ("name", "nodeSelector", "maxNodes")):
+            name = self.dns_name(entry, where, "pool")
             own = None if "maxNodes" not in entry else self.count(entry["maxNodes"], (*where, "maxNodes"))
             pool = Pool(name, self.match_labels(self.required(entry, "nodeSelector", where), where), own)
             for other in found:

@@ -20,7 +20,7 @@ from ..runtime import loop
 from ..runtime.log import LOG, event
 from ..runtime.loop import Clock
 from ..runtime.metrics import Health
-from ..runtime.nodes import NodeGateway, NodePatcher, NodeTaints, Want, api_error, carries, is_converged
+from ..runtime.nodes import NodeGateway, NodePatcher, NodeTaints, Want, carries, is_converged
 from ..runtime.program import Controller, Options
 from ..runtime.prometheus import PrometheusClient, QueryFailed
 from ..runtime.reader import Taint
@@ -191,15 +191,7 @@ class TaintEnforcer:
         return (before if self.dry_run else closed), True
 
     def _api_failure(self, gate: Gate, node: str | None, err: Exception) -> None:
-        self._metrics.errors.labels(stage="nodes").inc()
-        event(
-            LOG,
-            logging.ERROR,
-            "node taint update failed",
-            gate=gate.name,
-            node=node,
-            error=api_error(err),
-        )
+        self._metrics.api_failed("node taint update failed", err, gate=gate.name, node=node)
 
 
 def state_of(nodes: Sequence[NodeTaints], taint: Taint) -> GateState:
@@ -281,14 +273,7 @@ def initial_states(
         try:
             return enforcer.initial_states(policy.gates)
         except Exception as err:  # API down at start-up: keep trying, stay killable
-            metrics.errors.labels(stage="nodes").inc()
-            event(
-                LOG,
-                logging.ERROR,
-                "cannot read nodes for the initial state",
-                error=api_error(err),
-                retry_seconds=backoff,
-            )
+            metrics.api_failed("cannot read nodes for the initial state", err, retry_seconds=backoff)
             beat()  # retrying is progress; a hung call is not
             if once:
                 return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry
 
 from ..runtime.metrics import ControllerMetrics
 from .hysteresis import Decision, GateState
@@ -22,52 +22,40 @@ class GateMetrics(ControllerMetrics):
             "else in one reconcile pass, logged and survived), election (the Lease)",
             registry,
         )
-        reg = self.registry
-        self.closed = Gauge(
-            f"{PREFIX}_closed",
+        self.closed = self.gauge(
+            "closed",
             "1 when no matching node lacks the gate taint (key and effect), as last read "
             "from the nodes; 0 when some node is open to spilled pods",
             ["gate"],
-            registry=reg,
         )
-        self.desired_closed = Gauge(
-            f"{PREFIX}_desired_closed",
+        self.desired_closed = self.gauge(
+            "desired_closed",
             "1 while the gate's state machine is closed, 0 while open (what it asks the nodes for)",
             ["gate"],
-            registry=reg,
         )
-        self.matched_nodes = Gauge(
-            f"{PREFIX}_matched_nodes",
+        self.matched_nodes = self.gauge(
+            "matched_nodes",
             "Nodes the gate's selector matched at the last read (0: the gate guards nothing)",
             ["gate"],
-            registry=reg,
         )
-        self.transitions = Counter(
-            f"{PREFIX}_transitions",
+        self.transitions = self.counter(
+            "transitions",
             "Gate state changes, by direction (open: taint removed, close: taint added)",
             ["gate", "direction"],
-            registry=reg,
         )
-        self.query_success = Gauge(
-            f"{PREFIX}_query_success",
-            "1 if the last free-GPU query gave exactly one finite sample, else 0",
-            registry=reg,
+        self.query_success = self.gauge(
+            "query_success", "1 if the last free-GPU query gave exactly one finite sample, else 0"
         )
-        self.last_success = Gauge(
-            f"{PREFIX}_last_successful_query_timestamp_seconds",
-            "Unix time of the last successful free-GPU query",
-            registry=reg,
+        self.last_success = self.gauge(
+            "last_successful_query_timestamp_seconds", "Unix time of the last successful free-GPU query"
         )
-        self.free_gpus = Gauge(
-            f"{PREFIX}_free_gpus",
-            "Free in-cluster GPUs at the last successful query (NaN before the first)",
-            registry=reg,
+        self.free_gpus = self.gauge(
+            "free_gpus", "Free in-cluster GPUs at the last successful query (NaN before the first)"
         )
-        self.node_patches = Counter(
-            f"{PREFIX}_node_patches",
+        self.node_patches = self.counter(
+            "node_patches",
             "Node taint changes made (or, with dry_run=true, that would have been made)",
             ["gate", "action", "dry_run"],
-            registry=reg,
         )
         self.free_gpus.set(float("nan"))
         for gate in gates:

@@ -12,14 +12,11 @@ from typing import Any
 
 from ..runtime.document import SpecPath
 from ..runtime.reader import (
-    COMMON_SPEC_KEYS,
-    DNS_LABEL,
-    QUALIFIED_NAME,
     MatchLabels,
     PrometheusEndpoint,
     Reader,
+    Selects,
     Taint,
-    label_selector,
     may_overlap,
     read_document,
     read_text,
@@ -27,20 +24,25 @@ from ..runtime.reader import (
 from .hysteresis import OnUnavailable, Thresholds
 
 KIND = "TaintPolicy"
+GATE_FIELDS = (
+    "name",
+    "nodeSelector",
+    "taint",
+    "closeWhenFreeGpusAtLeast",
+    "closeAfterSeconds",
+    "openWhenFreeGpusBelow",
+    "openAfterSeconds",
+)
 
 
 @dataclass(frozen=True)
-class Gate:
+class Gate(Selects):
     """One provider's gate: which virtual nodes, which taint, which band."""
 
     name: str
     match_labels: MatchLabels
     taint: Taint
     thresholds: Thresholds
-
-    @property
-    def label_selector(self) -> str:
-        return label_selector(self.match_labels)
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ def parse(text: str, source: str) -> TaintPolicy:
 
 class _GateReader(Reader):
     def policy(self, doc: Any) -> TaintPolicy:
-        name, spec = self.header(doc, KIND, (*COMMON_SPEC_KEYS, "query", "gates"))
+        name, spec = self.header(doc, KIND, ("query", "gates"))
         return TaintPolicy(
             name=name,
             prometheus=self.prometheus(self.required(spec, "prometheus", ("spec",))),
@@ -86,16 +88,13 @@ class _GateReader(Reader):
         if value is None:
             return OnUnavailable.HOLD
         choices = [mode.value for mode in OnUnavailable]
-        if value not in choices:
-            path: SpecPath = ("spec", "onPrometheusUnavailable")
-            raise self.fail(path, f"expected one of {', '.join(choices)}, got {value!r}")
-        return OnUnavailable(value)
+        return OnUnavailable(self.choice(value, ("spec", "onPrometheusUnavailable"), choices))
 
     def gates(self, value: Any) -> tuple[Gate, ...]:
         path: SpecPath = ("spec", "gates")
-        if not isinstance(value, list) or not value:
-            raise self.fail(path, "expected a non-empty list of gates")
-        gates = tuple(self.gate(item, (*path, index)) for index, item in enumerate(value))
+        gates = tuple(
+            self.gate(entry, where) for where, entry in self.entries(value, path, "gates", GATE_FIELDS)
+        )
         for index, gate in enumerate(gates):
             for other in gates[:index]:
                 if gate.name == other.name:
@@ -108,20 +107,8 @@ class _GateReader(Reader):
                     )
         return gates
 
-    def gate(self, value: Any, path: SpecPath) -> Gate:
-        fields = (
-            "name",
-            "nodeSelector",
-            "taint",
-            "closeWhenFreeGpusAtLeast",
-            "closeAfterSeconds",
-            "openWhenFreeGpusBelow",
-            "openAfterSeconds",
-        )
-        gate = self.mapping(value, path, fields)
-        name = self.string(self.required(gate, "name", path), (*path, "name"))
-        if not DNS_LABEL.match(name):
-            raise self.fail((*path, "name"), f"gate name {name!r} is not a DNS label")
+    def gate(self, gate: dict[str, Any], path: SpecPath) -> Gate:
+        name = self.dns_name(gate, path, "gate")
         close_at = self.count(
             self.required(gate, "closeWhenFreeGpusAtLeast", path),
             (*path, "closeWhenFreeGpusAtLeast"),
@@ -154,9 +141,7 @@ class _GateReader(Reader):
 
     def taint(self, value: Any, path: SpecPath) -> Taint:
         taint = self.mapping(value, path, ("key", "value", "effect"))
-        key = self.string(self.required(taint, "key", path), (*path, "key"))
-        if not QUALIFIED_NAME.match(key):
-            raise self.fail((*path, "key"), f"invalid taint key {key!r}")
+        key = self.qualified(self.required(taint, "key", path), (*path, "key"), "taint key")
         text = self.label_value(taint.get("value", ""), (*path, "value"), "taint value")
         effect = self.effect(self.required(taint, "effect", path), (*path, "effect"))
         return Taint(key=key, value=text, effect=effect)

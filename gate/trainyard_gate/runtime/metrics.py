@@ -4,14 +4,18 @@ extend with its own series), /metrics and /healthz (`serve`), and liveness (`Hea
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, make_wsgi_app
+
+from .log import LOG, event
+from .nodes import api_error
 
 STAGES = ("query", "nodes", "pass", "election")
 
@@ -21,14 +25,27 @@ class ControllerMetrics:
 
     def __init__(self, prefix: str, errors_help: str, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
-        self.leader = Gauge(
-            f"{prefix}_leader",
-            "1 while this process holds the Lease and acts, 0 while it stands by",
-            registry=self.registry,
+        self.prefix = prefix
+        self.leader = self.gauge(
+            "leader", "1 while this process holds the Lease and acts, 0 while it stands by"
         )
-        self.errors = Counter(f"{prefix}_errors", errors_help, ["stage"], registry=self.registry)
+        self.errors = self.counter("errors", errors_help, ["stage"])
         for stage in STAGES:
             self.errors.labels(stage=stage)
+
+    def api_failed(self, message: str, err: BaseException, **fields: Any) -> None:
+        """A Kubernetes API call failed (retried next pass): counted under stage `nodes` and
+        logged as `message` with the API server's own words (`api_error`)."""
+        self.errors.labels(stage="nodes").inc()
+        event(LOG, logging.ERROR, message, **fields, error=api_error(err))
+
+    def gauge(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Gauge:
+        """`{prefix}_{name}` on this controller's registry."""
+        return Gauge(f"{self.prefix}_{name}", documentation, labels, registry=self.registry)
+
+    def counter(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Counter:
+        """`{prefix}_{name}_total` on this controller's registry."""
+        return Counter(f"{self.prefix}_{name}", documentation, labels, registry=self.registry)
 
     def serve(self, port: int, address: str, health: Health) -> tuple[WSGIServer, threading.Thread]:
         return serve(self.registry, port, address, health)

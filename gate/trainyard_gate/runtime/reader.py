@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -54,6 +54,16 @@ class PrometheusEndpoint:
 def label_selector(match_labels: MatchLabels) -> str:
     """matchLabels as a Kubernetes label selector string."""
     return ",".join(f"{key}={value}" for key, value in match_labels)
+
+
+class Selects:
+    """What selects nodes by matchLabels (a gate, a pool): its label selector string."""
+
+    match_labels: MatchLabels
+
+    @property
+    def label_selector(self) -> str:
+        return label_selector(self.match_labels)
 
 
 def may_overlap(one: MatchLabels, other: MatchLabels) -> bool:
@@ -136,15 +146,16 @@ class Reader:
             raise self.fail(path, f"expected true or false, got {value!r}")
         return value
 
-    def header(self, doc: Any, kind: str, spec_keys: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
-        """(metadata.name, spec) of a trainyard.dev/v1alpha1 document of this kind."""
+    def header(self, doc: Any, kind: str, kind_keys: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+        """(metadata.name, spec) of a trainyard.dev/v1alpha1 document of this kind, whose spec
+        may hold COMMON_SPEC_KEYS and the kind's own `kind_keys`."""
         top = self.mapping(doc, (), ("apiVersion", "kind", "metadata", "spec"))
         for key, expected in (("apiVersion", API_VERSION), ("kind", kind)):
             if self.required(top, key, ()) != expected:
                 raise self.fail((key,), f"expected {expected!r}, got {top[key]!r}")
         meta = self.mapping(self.required(top, "metadata", ()), ("metadata",), ("name",))
         name = self.string(self.required(meta, "name", ("metadata",)), ("metadata", "name"))
-        return name, self.mapping(self.required(top, "spec", ()), ("spec",), spec_keys)
+        return name, self.mapping(self.required(top, "spec", ()), ("spec",), (*COMMON_SPEC_KEYS, *kind_keys))
 
     def prometheus(self, value: Any) -> PrometheusEndpoint:
         path: SpecPath = ("spec", "prometheus")
@@ -175,6 +186,36 @@ class Reader:
                 raise self.fail((*path, key), f"label value must be a string label value, got {label!r}")
             pairs.append((key, label))
         return tuple(sorted(pairs))
+
+    def entries(
+        self, value: Any, path: SpecPath, what: str, fields: tuple[str, ...]
+    ) -> Iterator[tuple[SpecPath, dict[str, Any]]]:
+        """A non-empty list of mappings of `fields` (`what` names them in the error): each
+        entry's spec path and mapping, in order, each checked only when its turn comes (the
+        first problem in file order is the one reported)."""
+        if not isinstance(value, list) or not value:
+            raise self.fail(path, f"expected a non-empty list of {what}")
+        for index, item in enumerate(value):
+            yield (*path, index), self.mapping(item, (*path, index), fields)
+
+    def choice(self, value: Any, path: SpecPath, choices: Sequence[str]) -> str:
+        if value not in choices:
+            raise self.fail(path, f"expected one of {', '.join(choices)}, got {value!r}")
+        return str(value)
+
+    def dns_name(self, entry: Mapping[str, Any], path: SpecPath, what: str) -> str:
+        """`path`.name, a DNS label (it names a metric label value and a log field)."""
+        name = self.string(self.required(entry, "name", path), (*path, "name"))
+        if not DNS_LABEL.match(name):
+            raise self.fail((*path, "name"), f"{what} name {name!r} is not a DNS label")
+        return name
+
+    def qualified(self, value: Any, path: SpecPath, what: str) -> str:
+        """A qualified name (prefix/name), as a taint, label or annotation key."""
+        text = self.string(value, path)
+        if not QUALIFIED_NAME.match(text):
+            raise self.fail(path, f"invalid {what} {text!r}: expected a qualified name (prefix/name)")
+        return text
 
     def label_value(self, value: Any, path: SpecPath, what: str) -> str:
         """A label value ("" allowed); `what` names it in the error."""

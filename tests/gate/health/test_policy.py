@@ -18,7 +18,8 @@ from tests.support import GATE_DIR
 
 from ..health_example import EXAMPLE
 from ..overflow.test_policy import EXAMPLE as TAINT_EXAMPLE
-from ..test_cli import gate_command, write_inputs
+from ..program import gate_command
+from ..test_cli import write_inputs
 
 ONE_LINE_ERROR = re.compile(r"^policy\.yaml:\d+:\d+: error: [^\n]+ \([^\n)]+\)$")
 
@@ -164,6 +165,21 @@ def test_noexecute_is_refused_with_the_reason() -> None:
         ("    maxNodes: 4", "    maxNodes: 2.5", "expected a whole number >= 0, got 2.5 (spec.cap.maxNodes)"),
         ("  - name: infer-l40s", "  - name: train-h100-a", "duplicate pool name 'train-h100-a'"),
         (
+            "  - name: infer-l40s",
+            "  - name: Infer_L40S",
+            "pool name 'Infer_L40S' is not a DNS label (spec.pools[1].name)",
+        ),
+        (
+            "    key: trainyard.dev/gpu-health",
+            "    key: 'bad key'",
+            "invalid key 'bad key': expected a qualified name (prefix/name) (spec.taint.key)",
+        ),
+        (
+            "    since: trainyard.dev/gpu-health-since",
+            "    since: since/",
+            "invalid key 'since/': expected a qualified name (prefix/name) (spec.annotations.since)",
+        ),
+        (
             "      matchLabels: {trainyard.dev/pool: infer-l40s}",
             "      matchLabels: {}",
             "an empty selector matches all (spec.pools[1].nodeSelector.matchLabels)",
@@ -208,7 +224,7 @@ def test_duplicate_keys_are_refused() -> None:
 def run_cli(tmp_path: Path, policy_text: str, *args: str) -> subprocess.CompletedProcess[str]:
     policy, kubeconfig = write_inputs(tmp_path, policy_text)
     return subprocess.run(
-        gate_command("--policy", str(policy), "--kubeconfig", str(kubeconfig), "--metrics-port", "0", *args),
+        gate_command(policy, kubeconfig, "--metrics-port", "0", *args),
         cwd=GATE_DIR,
         capture_output=True,
         text=True,
