@@ -44,7 +44,7 @@ HEADER = """\
 #   proportions (largest remainder) and shuffled: this draw has median {median} and mean {mean:.1f}.
 # - Durations: ASSUMPTION, log-uniform from 5 min to 8 h, dealt at its quantiles and
 #   shuffled (median {median_minutes:.0f} min); no published figure is used. Replace with a real
-#   cluster's (`trace from-workloads`, not built yet).
+#   cluster's: generate.py trace from-workloads (docs/whatif.md).
 # - Arrivals: ASSUMPTION, a Poisson process over 24 h at the rate that asks for {load:.0%} of
 #   the pool's GPU-hours ({jobs} jobs, {asked:.0f} of {held:.0f} GPU-hours in this draw).
 # - Teams: each job goes to a team with the probability of its share of {pool}
