@@ -126,11 +126,16 @@ def test_pr_whatif_is_its_own_job_with_a_budget_and_lands_in_the_same_comment() 
     steps = _steps(workflow, "whatif")
     [replay] = [s for s in steps if "generate.py simulate" in s.get("run", "")]
     assert 0 < replay["timeout-minutes"] < whatif["timeout-minutes"]
-    script = replay["run"]
-    assert "python -m generators.diff.whatif plan --base HEAD^1 --out" in script
-    assert [argv[1:] for argv in _generate_invocations(script)] == [
+    assert [argv[1:] for argv in _generate_invocations(replay["run"])] == [
         ["staging", "--base", "HEAD^1", "--format", "markdown"]
     ]
+    # the plan first; without an environment to replay, no tool, no box (every later step but
+    # the upload waits for it)
+    [plan] = [s for s in steps if "python -m generators.diff.whatif plan" in s.get("run", "")]
+    assert "--base HEAD^1 --out" in plan["run"] and plan["id"] == "plan"
+    assert steps.index(plan) < steps.index(replay)
+    later = steps[steps.index(plan) + 1 : steps.index(replay) + 1]
+    assert later and all(s["if"].startswith("steps.plan.outputs.replay == 'true'") for s in later)
     fetch = [s.get("run", "") for s in steps].index("python generate.py fetch-crds")
     assert fetch < steps.index(replay)
     upload = steps[steps.index(replay) + 1]
@@ -210,7 +215,7 @@ def test_sync_inventory_workflow_reads_nodes_and_opens_a_pr() -> None:
     ("name", "job", "first_use"),
     [
         ("pr", "checks", "python generate.py render --check"),
-        ("pr", "whatif", 'out="$RUNNER_TEMP/whatif"'),
+        ("pr", "whatif", 'out="$RUNNER_TEMP/whatif"\nwhile read'),
         ("verify", "test", "make test"),
     ],
 )
