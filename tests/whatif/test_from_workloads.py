@@ -212,3 +212,32 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["trace", "from-workloads", str(tmp_path / "none.json"), "--env", "staging"]) == 2
     assert main(["trace", "from-workloads", str(WORKLOADS), "--env", "stagin"]) == 2
     assert "unknown environment 'stagin'" in capsys.readouterr().err
+
+
+def test_a_bad_pod_is_one_line_in_the_pods_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = PODS.read_text(encoding="utf-8")
+    old = '"finishedAt": "'
+    assert old in text
+    path = tmp_path / "pods.json"
+    path.write_text(text.replace(old, '"finishedAt": "soon', 1), encoding="utf-8")
+    out = tmp_path / "trace.yaml"
+    argv = [
+        "trace",
+        "from-workloads",
+        str(WORKLOADS),
+        "--env",
+        "staging",
+        "--pods",
+        str(path),
+        "-o",
+        str(out),
+    ]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    spot = _line_col(path, '"soon')
+    assert re.fullmatch(
+        rf"{re.escape(str(path))}:{spot}: error: not an RFC 3339 time: 'soon\S*' "
+        r"\(items\[\d+\]\.status\.containerStatuses\[0\]\.state\.terminated\.finishedAt\); like .*\n",
+        err,
+    ), err
+    assert not out.exists()

@@ -141,3 +141,13 @@ def test_the_section_is_never_cut_and_the_comment_keeps_its_limit(repo: Path, tm
     assert len(cut.stdout) <= limit < len(full.stdout)
     assert cut.stdout.endswith("\n\n### What-if\n\n" + REPORT)
     assert "omitted" in cut.stdout or "cut at the size limit" in cut.stdout
+
+
+def test_simulate_without_a_trace_takes_the_specs_or_refuses(capsys: pytest.CaptureFixture[str]) -> None:
+    """No box: dev names no trace, so the usage error comes before anything runs."""
+    from generators.cli import main
+
+    assert main(["simulate", "dev"]) == 2
+    assert capsys.readouterr().err == (
+        "generate.py simulate: error: no --trace, and environments/dev.yaml has no whatif.trace\n"
+    )
