@@ -11,7 +11,8 @@ tests/whatif/fixtures/workloads.json):
 - at: metadata.creationTimestamp, seconds after the earliest kept Workload's;
 - team: the environment's team owning metadata.namespace (namespace written only when it is
   not the team's first); queue: spec.queueName (written only when it is not the default);
-- tier: spec.priorityClassRef.name (a WorkloadPriorityClass), when it names one;
+- tier: spec.priorityClassRef.name (a WorkloadPriorityClass; v1beta1's
+  spec.priorityClassName), when it names one;
 - pods, perPod: spec.podSets (one pod set, or several asking the same per pod: their counts
   add up), per pod the containers' requests added (GPUs of the environment's GPU resource);
 - topology: podSets[0].topologyRequest.required or .preferred (Kueue v0.19.2 itself sets
@@ -134,7 +135,10 @@ def read(path: Path, display: str, kind: str) -> Input:
     return source
 
 
-def _get(value: Any, path: Path_, base: Path_, kind: type | tuple[type, ...], required: bool = True) -> Any:
+KINDS = {str: "a string", int: "an integer", dict: "a mapping", list: "a list"}
+
+
+def _get(value: Any, path: Path_, base: Path_, kind: type, required: bool = True) -> Any:
     """value[path...] of type `kind`; _Bad at base + path when it is missing or of another type."""
     at = value
     for i, part in enumerate(path):
@@ -148,11 +152,8 @@ def _get(value: Any, path: Path_, base: Path_, kind: type | tuple[type, ...], re
             raise _Bad((*base, *path[: i + 1]), f"missing {format_path(path[: i + 1])}")
         at = at[part]
     if not isinstance(at, kind) or isinstance(at, bool):
-        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise _Bad(
-            (*base, *path),
-            f"expected {names.replace('str', 'a string').replace('int', 'an integer')}, not {at!r}"[:200],
-        )
+        shown = repr(at) if len(repr(at)) <= 60 else repr(at)[:57] + "..."
+        raise _Bad((*base, *path), f"expected {KINDS.get(kind, kind.__name__)}, not {shown}")
     return at
 
 
@@ -446,7 +447,13 @@ def _job(
             (*base, "spec", "podSets", 0, "template", "spec", "containers"),
             f"{gpu_resource} is not whole: {shape.gpus}",
         )
-    tier = (_get(workload, ("spec", "priorityClassRef", "name"), base, str, required=False)) or default_tier
+    # v1beta2 (Kueue v0.19.2) names it in priorityClassRef; v1beta1, which kubectl shows for an
+    # older Kueue, in priorityClassName
+    tier = (
+        _get(workload, ("spec", "priorityClassRef", "name"), base, str, required=False)
+        or _get(workload, ("spec", "priorityClassName"), base, str, required=False)
+        or default_tier
+    )
     if tier not in tiers:
         return None, "of a priority class that is no training tier", 0
     owners = [

@@ -241,3 +241,15 @@ def test_a_bad_pod_is_one_line_in_the_pods_file(tmp_path: Path, capsys: pytest.C
         err,
     ), err
     assert not out.exists()
+
+
+def test_an_older_kueues_v1beta1_priority_class_name_gives_the_tier(tmp_path: Path) -> None:
+    """Kueue v1beta1 (kubectl's view of an older Kueue) names the class in
+    spec.priorityClassName: f1's, moved there, still gives training-critical."""
+    workloads = json.loads(WORKLOADS.read_text(encoding="utf-8"))
+    [f1] = [w for w in workloads["items"] if w["metadata"]["name"].startswith("job-f1-")]
+    f1["spec"]["priorityClassName"] = f1["spec"].pop("priorityClassRef")["name"]
+    changed = tmp_path / "workloads.json"
+    changed.write_text(json.dumps(workloads), encoding="utf-8")
+    jobs, _ = _convert(tmp_path, str(changed))
+    assert jobs["f1"].tier == "training-critical"
