@@ -25,6 +25,7 @@ COMMANDS: tuple[str, ...] = (
     "fetch-crds",
     "box",
     "simulate",
+    "trace",
 )
 ROOT = Path(__file__).resolve().parents[1]
 

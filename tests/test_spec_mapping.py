@@ -65,6 +65,7 @@ def lookup(node: Node, path: Keys) -> Node | None:
 ELSEWHERE = {
     "environment.extends": "spec/load.py merges the base file in before the model sees the value",
     "environment.example": "spec/example_checks.py: an example's placeholders are no warning",
+    "environment.whatif": "diff/whatif.py: the PR's what-if replay reads it; nothing renders from it",
     "environment.pools[].exoticHardware": "spec/quantities.py: lifts the plausibility bounds of the "
     "per-node amounts",
     "environment.kueue.waitForPodsReady.enabled": "the schema admits only true: Kueue v0.19 has no "

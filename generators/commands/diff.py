@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 HELP = (
     "compare the working tree's rendering with rendered/ at a git ref (default: the merge "
@@ -31,6 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="markdown: keep the comment within N characters (default: GitHub's 65,536)",
     )
+    parser.add_argument(
+        "--whatif",
+        type=Path,
+        metavar="DIR",
+        help="markdown: the what-if reports of the PR workflow's simulate job (docs/whatif.md)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,8 +61,14 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(jsondoc.render(built))
     elif args.format == "markdown":
+        from generators.diff import whatif
+
         limit = markdown.COMMENT_LIMIT if args.max_chars is None else args.max_chars
-        sys.stdout.write(markdown.render(built, limit))
+        # The what-if section (an environment's spec `whatif`) is short and goes whole: the
+        # per-object diffs above it give way instead.
+        sys.stdout.write(
+            markdown.render(built, limit, whatif.section(args.root, args.whatif, built.base.short))
+        )
     else:
         sys.stdout.write(text.render(built, text.Palette(text.use_colour(sys.stdout, args.no_color))))
     return 1 if built.refused else 0

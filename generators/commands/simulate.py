@@ -22,10 +22,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("env", metavar="ENV", help="environment name (environments/<ENV>.yaml)")
     parser.add_argument(
         "--trace",
-        required=True,
         type=Path,
         metavar="FILE",
-        help="the job trace (docs/whatif.md, The trace format)",
+        help="the job trace (docs/whatif.md, The trace format); default the spec's whatif.trace "
+        "at its whatif.speed",
     )
     parser.add_argument(
         "--base",
@@ -35,7 +35,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--speed",
         type=int,
-        default=DEFAULT_SPEED,
         metavar="X",
         help=f"divide the trace's arrivals and durations and the controllers' durations "
         f"by X (default {DEFAULT_SPEED})",
@@ -56,12 +55,21 @@ def _usage(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if select_environments(args.root, [args.env]) is None:
+        return 2
+    if args.trace is None:  # the spec's `whatif`, as the PR workflow replays it (docs/whatif.md)
+        from generators.diff.whatif import configured
+
+        spec = next((c for c in configured(args.root) if c.env == args.env), None)
+        if spec is None:
+            return _usage(f"no --trace, and environments/{args.env}.yaml has no whatif.trace")
+        args.trace = args.root / spec.trace
+        args.speed = spec.speed if args.speed is None else args.speed
+    args.speed = DEFAULT_SPEED if args.speed is None else args.speed
     if args.speed < 1:
         return _usage(f"--speed must be a positive integer, not {args.speed}")
     if args.scale < 1:
         return _usage(f"--scale must be a positive integer, not {args.scale}")
-    if select_environments(args.root, [args.env]) is None:
-        return 2
     path = args.trace if args.trace.is_absolute() else Path.cwd() / args.trace
     if not path.is_file():
         return _usage(f"no trace file {args.trace}")

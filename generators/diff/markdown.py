@@ -154,19 +154,33 @@ def _assemble(
     return "\n\n".join(blocks) + "\n", omitted_total
 
 
-def render(report: Report, limit: int = COMMENT_LIMIT) -> str:
-    """The comment, at most `limit` characters (leave room when a workflow adds its own text)."""
+CUT = "\n\n_Comment cut at the size limit; run `python generate.py diff` locally._\n"
+
+
+def render(report: Report, limit: int = COMMENT_LIMIT, tail: str = "") -> str:
+    """The comment, at most `limit` characters (leave room when a workflow adds its own text).
+    `tail` (the what-if section, generators/diff/whatif.py) goes last and whole, the
+    per-object diffs giving way to it; only a limit too small for the heading besides drops it."""
+    if tail:
+        room = limit - len(tail) - 2
+        body = _fitted(report, room, limit)
+        if len(body) <= room and not body.endswith(CUT):
+            return body + "\n" + tail + "\n"
+    return _fitted(report, limit, limit)
+
+
+def _fitted(report: Report, room: int, limit: int) -> str:
+    """The comment within `room` characters; notes name `limit`, the comment's own."""
     envs = [_EnvParts(e, [object_details(c) for c in e.changes]) for e in report.envs if _has_changes(e)]
     full, _ = _assemble(report, envs, ROW_CAPS[0], True, None, limit)
-    if len(full) <= limit:
+    if len(full) <= room:
         return full
     for with_diagrams in (True, False):
         for max_rows in ROW_CAPS:
             frame, _ = _assemble(report, envs, max_rows, with_diagrams, 0, limit)  # every detail omitted
-            spare = limit - len(frame)
+            spare = room - len(frame)
             if spare >= 0:
                 text, _ = _assemble(report, envs, max_rows, with_diagrams, spare, limit)
-                if len(text) <= limit:
+                if len(text) <= room:
                     return text
-    cut = "\n\n_Comment cut at the size limit; run `python generate.py diff` locally._\n"
-    return frame[: max(0, limit - len(cut))] + cut
+    return frame[: max(0, room - len(CUT))] + CUT

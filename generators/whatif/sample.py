@@ -1,9 +1,13 @@
 """The shipped sample trace of an environment (traces/<env>.yaml), drawn from published figures.
 
     python -m generators.whatif.sample staging > traces/staging.yaml
+    python -m generators.whatif.sample prod --scale 8 > traces/prod.yaml
+    python -m generators.whatif.sample dev > traces/dev.yaml
 
-Same seed, same bytes. The derivation is written into the trace's header (HEADER below),
-figure by figure, with which ones are published and which are this project's assumptions.
+Same seed, same bytes. `--scale N` sizes the trace for `simulate ENV --scale N` (the node
+counts divided as `box up --scale N` divides them, generators/box/scale.py). The derivation
+is written into the trace's header (HEADER below), figure by figure, with which ones are
+published and which are this project's assumptions.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 
 from generators.model.environment import Environment
 from generators.model.load import load
+from generators.model.types import Pool
 
 SEED = 23  # issue 23
 DAY_SECONDS = 86400
@@ -29,24 +34,26 @@ FAILURES_PER_GPU_HOUR = 20e-6  # Llama 3: 419 unexpected interruptions, 54 days,
 CRITICAL_SHARE = 0.05  # assumption: 1 job in 20 is training-critical
 
 HEADER = """\
-# Sample trace for {env}: one day of training jobs, drawn by generators/whatif/sample.py
-# (seed {seed}; regenerate: python -m generators.whatif.sample {env} > traces/{env}.yaml).
-# Replay it: python generate.py simulate {env} --trace traces/{env}.yaml [--base main] [--speed X]
-#
+# Sample trace for {env}{at_scale}: one day of training jobs, drawn by
+# generators/whatif/sample.py (seed {seed}; regenerate:
+#   python -m generators.whatif.sample {env}{scale_option} > traces/{env}.yaml).
+# Replay it:
+#   python generate.py simulate {env} --trace traces/{env}.yaml{scale_option} [--base main] [--speed X]
+#{scaled}
 # Derivation, figure by figure (published figures as cited in issue 23; assumptions marked):
 # - Job sizes: 55% of the jobs ask for 1 GPU (the median GPU job is 1 GPU in every public
 #   trace: Microsoft Philly, Jeon et al., USENIX ATC 2019; SenseTime Helios, Hu et al., SC 2021;
-#   Shanghai AI Lab Acme, Hu et al., NSDI 2024); the rest whole 8-GPU nodes of 8 to {largest}
-#   GPUs (8: 11%, 16: 5%, 32: 7%, 64: 9%, 128: 13%), so the mean is 26.9 GPUs, Kalos's (Acme's
-#   LLM cluster) mean of 26.8. Kalos's largest job, 1,024 GPUs, is scaled down to {largest}:
-#   the largest team nominal quota of {env}'s training pool ({pool}, {pool_gpus} schedulable
-#   GPUs), the largest job a team runs without borrowing. Sizes are dealt in exactly these
+#   Shanghai AI Lab Acme, Hu et al., NSDI 2024); the rest whole {per_node}-GPU nodes of 8 to
+#   {largest} GPUs ({weights}), so the mean is {design_mean:.1f} GPUs{kalos}.
+#   Kalos's largest job, 1,024 GPUs, is scaled down to {largest}: the largest team nominal
+#   quota of {env}'s largest training pool ({pool}, {pool_gpus} schedulable GPUs), the
+#   largest job a team runs without borrowing. Sizes are dealt in exactly these
 #   proportions (largest remainder) and shuffled: this draw has median {median} and mean {mean:.1f}.
 # - Durations: ASSUMPTION, log-uniform from 5 min to 8 h, dealt at its quantiles and
 #   shuffled (median {median_minutes:.0f} min); no published figure is used. Replace with a real
-#   cluster's (`trace from-workloads`, not built yet).
+#   cluster's: generate.py trace from-workloads (docs/whatif.md).
 # - Arrivals: ASSUMPTION, a Poisson process over 24 h at the rate that asks for {load:.0%} of
-#   the pool's GPU-hours ({jobs} jobs, {asked:.0f} of {held:.0f} GPU-hours in this draw).
+#   the {pools} GPU-hours ({jobs} jobs, {asked:.0f} of {held:.0f} GPU-hours in this draw).
 # - Teams: each job goes to a team with the probability of its share of {pool}
 #   ({shares}).
 # - Tiers: ASSUMPTION, 1 job in 20 is training-critical, the rest training.
@@ -56,12 +63,20 @@ HEADER = """\
 """
 
 
-def _pool(env: Environment) -> tuple[str, int, int]:
-    """The largest training pool: (name, schedulable GPUs, largest team nominal GPUs)."""
-    pool = max((p for p in env.pools if p.role == "training"), key=lambda p: p.nodes * p.gpus_per_node)
-    held = (pool.nodes - pool.reserve_nodes) * pool.gpus_per_node
+def _training(env: Environment) -> list[Pool]:
+    """The pools training jobs run on: role training, else shared (dev's one pool)."""
+    return [p for p in env.pools if p.role == "training"] or [p for p in env.pools if p.role == "shared"]
+
+
+def _held(pool: Pool) -> int:
+    return (pool.nodes - pool.reserve_nodes) * pool.gpus_per_node
+
+
+def _pool(env: Environment) -> tuple[Pool, int]:
+    """The largest training pool and the largest team nominal GPUs in it."""
+    pool = max(_training(env), key=lambda p: p.nodes * p.gpus_per_node)
     nominal = max(f.nodes for q in env.cluster_queues for f in q.flavors if f.pool == pool.name)
-    return pool.name, held, nominal * pool.gpus_per_node
+    return pool, nominal * pool.gpus_per_node
 
 
 def _dealt(weights: list[tuple[int, float]], count: int) -> list[int]:
@@ -74,11 +89,17 @@ def _dealt(weights: list[tuple[int, float]], count: int) -> list[int]:
     return [value for (value, _), n in zip(exact, counts, strict=True) for _ in range(n)]
 
 
-def sample(env: Environment, seed: int = SEED) -> str:
+def sample(env: Environment, seed: int = SEED, scale: int = 1) -> str:
+    """The trace text of `env` (already scaled by `scale`, which the header names)."""
     rng = random.Random(seed)
-    pool, held_gpus, largest = _pool(env)
+    pool_of, largest = _pool(env)
+    held_gpus = sum(_held(p) for p in _training(env))  # jobs of a team's queue use all its pools
+    pool, per_node = pool_of.name, pool_of.gpus_per_node
     teams = [(t.name, t.shares[pool]) for t in env.teams if t.shares.get(pool)]
     mean_size = sum(min(s, largest) * w for s, w in SIZES)
+    weights: dict[int, float] = {}
+    for size, weight in SIZES[1:]:  # the whole-node sizes, as capped at the largest quota
+        weights[min(size, largest)] = weights.get(min(size, largest), 0.0) + weight
     mean_duration = (LONGEST - SHORTEST) / math.log(LONGEST / SHORTEST)
     held = held_gpus * DAY_SECONDS / 3600
     rate = TARGET_LOAD * held / (mean_size * mean_duration / 3600) / DAY_SECONDS  # jobs per second
@@ -96,7 +117,7 @@ def sample(env: Environment, seed: int = SEED) -> str:
     for index, (at, gpus, seconds) in enumerate(zip(arrivals, sizes, durations, strict=True)):
         team = rng.choices([t for t, _ in teams], [s for _, s in teams])[0]
         tier = critical if rng.random() < CRITICAL_SHARE else "training"
-        pods, per_pod = (1, gpus) if gpus <= 8 else (gpus // 8, 8)
+        pods, per_pod = (1, gpus) if gpus <= per_node else (math.ceil(gpus / per_node), per_node)
         asked += gpus * seconds / 3600
         fields = [
             f"name: j{index + 1:04d}",
@@ -112,12 +133,28 @@ def sample(env: Environment, seed: int = SEED) -> str:
             fields.append(f"failure: {{after: {round(rng.uniform(1, seconds))}}}")
         lines.append("  - {" + ", ".join(fields) + "}")
     ordered = sorted(sizes)
+    pools = _training(env)
     header = HEADER.format(
         env=env.name,
+        at_scale=f" at --scale {scale}" if scale > 1 else "",
+        scale_option=f" --scale {scale}" if scale > 1 else "",
+        scaled=(
+            f"\n# Sized for {env.name} with its node counts divided by {scale}, as box up --scale {scale} "
+            "divides them\n# (generators/box/scale.py): the pools and quotas below are the scaled ones.\n#"
+            if scale > 1
+            else ""
+        ),
+        per_node=per_node,
+        weights=", ".join(f"{size}: {weight:.0%}" for size, weight in weights.items()),
+        design_mean=mean_size,
+        kalos=", Kalos's (Acme's LLM\n#   cluster) mean of 26.8"
+        if abs(mean_size - 26.8) < 0.5
+        else f"\n#   (Kalos, Acme's LLM cluster: 26.8; {env.name}'s largest quota caps the sizes)",
+        pools=("pool's" if len(pools) == 1 else f"training pools' ({', '.join(p.name for p in pools)})"),
         seed=seed,
         largest=largest,
         pool=pool,
-        pool_gpus=held_gpus,
+        pool_gpus=_held(pool_of),
         median=ordered[(count - 1) // 2],
         mean=sum(sizes) / count,
         median_minutes=sorted(durations)[(count - 1) // 2] / 60,
@@ -132,10 +169,21 @@ def sample(env: Environment, seed: int = SEED) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m generators.whatif.sample ENV", file=sys.stderr)
-        return 2
-    sys.stdout.write(sample(load(Path(__file__).resolve().parents[2], argv[0])))
+    import argparse
+    import tempfile
+
+    from generators.box.scale import scaled_checkout
+
+    parser = argparse.ArgumentParser(prog="python -m generators.whatif.sample")
+    parser.add_argument("env", metavar="ENV")
+    parser.add_argument("--scale", type=int, default=1, metavar="N", help="size it for simulate --scale N")
+    args = parser.parse_args(argv)
+    root = Path(__file__).resolve().parents[2]
+    with tempfile.TemporaryDirectory(prefix="trainyard-sample-") as temp:
+        scaled = (
+            scaled_checkout(root, args.env, args.scale, Path(temp) / "checkout") if args.scale > 1 else root
+        )
+        sys.stdout.write(sample(load(scaled, args.env), scale=args.scale))
     return 0
 
 

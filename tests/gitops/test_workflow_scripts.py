@@ -69,6 +69,25 @@ def test_pr_comment_body_has_the_checks_then_the_real_diff(tmp_path: Path) -> No
     assert body.index("| check |") < body.index("## trainyard diff")
 
 
+def test_pr_comment_body_ends_with_the_whatif_jobs_report(tmp_path: Path) -> None:
+    """What the what-if job left (download-artifact puts it in $RUNNER_TEMP/whatif) closes
+    the comment; with nothing there, staging's configured trace is named as not replayed."""
+    checks = {"PR_NUMBER": "42", "HEAD_SHA": TESTED_SHA, "RENDER": "success", "VALIDATE": "success"}
+    report = "### what-if staging: traces/staging.yaml at speed 144 (times are trace time)\n\n| team |\n"
+    (tmp_path / "whatif").mkdir()
+    (tmp_path / "whatif" / "staging.md").write_text(report)
+    done, outputs = _run(
+        _step("pr", "diff")["run"], tmp_path, RUN_URL="https://github.example/run/1", **checks
+    )
+    assert done.returncode == 0 and outputs == {"outcome": "success"}, done.stderr
+    body = (tmp_path / "pr-comment" / "body.md").read_text()
+    assert body.endswith("\n\n### What-if\n\n" + report), body[-500:]
+    (tmp_path / "whatif" / "staging.md").unlink()
+    done, _ = _run(_step("pr", "diff")["run"], tmp_path, RUN_URL="https://github.example/run/1", **checks)
+    body = (tmp_path / "pr-comment" / "body.md").read_text()
+    assert "`staging`: **no result**: the what-if replay of `traces/staging.yaml` failed or ran out" in body
+
+
 @pytest.fixture
 def artifact(tmp_path: Path) -> Path:
     """What download-artifact leaves, plus a `gh` that reports the PR's head commit."""

@@ -21,7 +21,7 @@ PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
 VERSION_COMMENT = re.compile(r"uses: (\S+) # v\d+\.\d+\.\d+$")
 WORKFLOW_FILES = sorted(WORKFLOWS.glob("*.yml"))
 # Values the shell variables in workflow invocations take, for argument parsing.
-SHELL_SAMPLES = {"$budget": "64000", "$ENV_NAME": "prod"}
+SHELL_SAMPLES = {"$budget": "64000", "$ENV_NAME": "prod", "$env": "staging"}
 
 
 def _workflow(name: str) -> dict[str, Any]:
@@ -29,8 +29,10 @@ def _workflow(name: str) -> dict[str, Any]:
     return document
 
 
-def _steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:
-    return [step for job in workflow["jobs"].values() for step in job.get("steps", [])]
+def _steps(workflow: dict[str, Any], job: str | None = None) -> list[dict[str, Any]]:
+    """Every step of the workflow, or of its job `job`."""
+    jobs = [workflow["jobs"][job]] if job else workflow["jobs"].values()
+    return [step for each in jobs for step in each.get("steps", [])]
 
 
 def _actionlint() -> Path:
@@ -108,8 +110,49 @@ def test_pr_workflow_runs_pr_code_read_only() -> None:
         assert f"python generate.py {command}" in runs.replace("\\\n", "")
     setup = next(s for s in _steps(workflow) if s.get("uses", "").startswith("actions/setup-python@"))
     assert setup["with"]["cache"] == "pip"
-    upload = next(s for s in _steps(workflow) if s.get("uses", "").startswith("actions/upload-artifact@"))
+    upload = next(
+        s for s in _steps(workflow, "checks") if s.get("uses", "").startswith("actions/upload-artifact@")
+    )
     assert upload["with"]["name"] == "pr-comment"
+
+
+def test_pr_whatif_is_its_own_job_with_a_budget_and_lands_in_the_same_comment() -> None:
+    """docs/whatif.md, In the pull request: the replay has its own job and time budget (the
+    replay step stops first, so the upload of what it has still runs); the checks job waits
+    for it even when it failed or timed out, and hands its reports to the diff."""
+    workflow = _workflow("pr")
+    whatif, checks = workflow["jobs"]["whatif"], workflow["jobs"]["checks"]
+    assert 0 < whatif["timeout-minutes"] <= 60
+    steps = _steps(workflow, "whatif")
+    [replay] = [s for s in steps if "generate.py simulate" in s.get("run", "")]
+    assert 0 < replay["timeout-minutes"] < whatif["timeout-minutes"]
+    assert [argv[1:] for argv in _generate_invocations(replay["run"])] == [
+        ["staging", "--base", "HEAD^1", "--format", "markdown"]
+    ]
+    # the plan first; without an environment to replay, no tool, no box (every later step but
+    # the upload waits for it)
+    [plan] = [s for s in steps if "python -m generators.diff.whatif plan" in s.get("run", "")]
+    assert "--base HEAD^1 --out" in plan["run"] and plan["id"] == "plan"
+    assert steps.index(plan) < steps.index(replay)
+    later = steps[steps.index(plan) + 1 : steps.index(replay) + 1]
+    assert later and all(s["if"].startswith("steps.plan.outputs.replay == 'true'") for s in later)
+    fetch = [s.get("run", "") for s in steps].index("python generate.py fetch-crds")
+    assert fetch < steps.index(replay)
+    upload = steps[steps.index(replay) + 1]
+    assert upload["uses"].startswith("actions/upload-artifact@") and upload["with"]["name"] == "whatif"
+    assert upload["if"] == "${{ !cancelled() }}"
+    assert checks["needs"] == "whatif" and checks["if"] == "${{ !cancelled() }}"
+    check_steps = _steps(workflow, "checks")
+    [download] = [s for s in check_steps if s.get("uses", "").startswith("actions/download-artifact@")]
+    assert download["with"]["name"] == "whatif" and download["continue-on-error"] is True
+    [diff] = [i for i, s in enumerate(check_steps) if "generate.py diff" in s.get("run", "")]
+    assert check_steps.index(download) < diff
+    [argv] = _generate_invocations(check_steps[diff]["run"])
+    assert (
+        argv[argv.index("--whatif") + 1]
+        == "$RUNNER_TEMP/whatif"
+        == "$RUNNER_TEMP/" + download["with"]["path"].removeprefix("${{ runner.temp }}/")
+    )
 
 
 def test_comment_workflow_never_runs_pr_code() -> None:
@@ -169,12 +212,17 @@ def test_sync_inventory_workflow_reads_nodes_and_opens_a_pr() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "first_use"), [("pr", "python generate.py render --check"), ("verify", "make test")]
+    ("name", "job", "first_use"),
+    [
+        ("pr", "checks", "python generate.py render --check"),
+        ("pr", "whatif", 'out="$RUNNER_TEMP/whatif"\nwhile read'),
+        ("verify", "test", "make test"),
+    ],
 )
-def test_pinned_crds_are_fetched_before_they_are_needed(name: str, first_use: str) -> None:
-    """GitHub's runners have no ../shared/crds: validate and the tests need the fetched copy,
-    cached by the lock's hash, and fetch-crds checks whatever the cache restored."""
-    steps = _steps(_workflow(name))
+def test_pinned_crds_are_fetched_before_they_are_needed(name: str, job: str, first_use: str) -> None:
+    """GitHub's runners have no ../shared/crds: validate, the box and the tests need the
+    fetched copy, cached by the lock's hash, and fetch-crds checks whatever the cache restored."""
+    steps = _steps(_workflow(name), job)
     runs = [step.get("run", "") for step in steps]
     fetch = runs.index("python generate.py fetch-crds")
     [cache] = [
@@ -207,7 +255,14 @@ def _all_invocations() -> list[list[str]]:
 
 def test_every_generate_invocation_parses_with_the_real_cli() -> None:
     invocations = _all_invocations()
-    assert {argv[0] for argv in invocations} == {"render", "validate", "diff", "sync-inventory", "fetch-crds"}
+    assert {argv[0] for argv in invocations} == {
+        "render",
+        "validate",
+        "diff",
+        "sync-inventory",
+        "fetch-crds",
+        "simulate",
+    }
     parser = cli.parser()
     for argv in invocations:
         try:
