@@ -1,17 +1,17 @@
-"""PromQL shared by dashboards and alert rules: selectors, and joins against the inventory.
+"""The environment-wide joins only dashboards and alert rules read (expected GPUs per node,
+quota per flavor, the overflow providers and gate), over the one PromQL vocabulary.
 
 Every expression here is built from the model (monitoring selectors, pool node labels,
 GPUs per node), so a dashboard panel and the alert that watches the same thing cannot
-disagree about what they measure. The kube-state-metrics node and pod sets, and the string
-helpers, live in generators/model/promql.py: the model derives the overflow gate's query
-from them, and the model must not import the components.
+disagree about what they measure. The selectors, node and pod sets, predicates and string
+helpers live in generators/model/promql.py: the model derives the overflow gate's query and
+the quarantine conditions from them, and the model must not import the components.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from generators.exporters import DCGM_BLANK_MIN
 from generators.model.monitoring import Monitoring
 from generators.model.overflow import GATE, Overflow, Provider
 from generators.model.promql import (
@@ -29,7 +29,6 @@ from generators.model.promql import (
 from generators.model.types import Environment
 
 __all__ = [
-    "DCGM_BLANK_MIN",
     "GATE_JOB",
     "Queries",
     "ksm_label",
@@ -54,24 +53,6 @@ class Queries(Inventory):
         self.env = env
         self.m: Monitoring = env.monitoring
 
-    # --- selectors -------------------------------------------------------------------
-    def dcgm(self, metric: str, *extra: str) -> str:
-        return metric + selector(self.m.selectors.dcgm, *extra)
-
-    def node(self, metric: str, *extra: str) -> str:
-        return metric + selector(self.m.selectors.node_exporter, *extra)
-
-    def kueue(self, metric: str, *extra: str) -> str:
-        return metric + selector(self.m.selectors.kueue, *extra)
-
-    def ib(self, metric: str, *extra: str) -> str:
-        """A node-exporter InfiniBand series, restricted to the watched devices."""
-        return self.node(metric, f"device=~{quote(self.m.infiniband_devices)}", *extra)
-
-    def temp_plausible(self, metric: str, *extra: str) -> str:
-        """Temperature readings without DCGM placeholders."""
-        return f"({self.dcgm(metric, *extra)} < {self.m.gpu_temp_plausible_max_celsius})"
-
     # --- inventory ---------------------------------------------------------------------
     def expected_gpus_per_node(self) -> str:
         """Per node: the GPUs its pool promises, with labels pool and expected."""
@@ -87,13 +68,9 @@ class Queries(Inventory):
 
     def gpus_seen_per_node(self) -> str:
         """GPUs a node shows: dcgm-exporter's count, else the device plugin's capacity."""
-        h = self.m.host_label
-        dcgm = (
-            f"label_replace(count by ({h}) ({self.dcgm('DCGM_FI_DEV_GPU_TEMP')}), "
-            f'"node", "$1", {quote(h)}, "(.*)")'
-        )
+        dcgm = self.gpu_node(f"count by ({self.m.host_label}) ({self.dcgm('DCGM_FI_DEV_GPU_TEMP')})")
         capacity = self.ksm("kube_node_status_capacity", self.gpu_resources_ksm())
-        return f"(max by (node) ({dcgm}) or max by (node) ({capacity}))"
+        return f"({dcgm} or max by (node) ({capacity}))"
 
     def allocatable_gpus_by_flavor(self) -> str:
         """Per Kueue flavor (= pool): allocatable GPUs of its usable nodes."""

@@ -15,7 +15,8 @@ from generators.components.monitoring.dashboards.panels import (
     query_variable,
     single,
 )
-from generators.components.monitoring.promql import DCGM_BLANK_MIN, Queries
+from generators.components.monitoring.promql import Queries
+from generators.model.promql import below_blank
 from generators.model.types import Environment
 
 SLUG = "gpu-health"
@@ -43,6 +44,7 @@ class _Scope:
 def temperature(s: _Scope) -> list[Panel]:
     q, limit = s.q, s.q.m.gpu_temp_limit_celsius
     temp = q.temp_plausible("DCGM_FI_DEV_GPU_TEMP", s.host)
+    too_hot = q.gpu_too_hot(lambda plausible: plausible, s.host)
     missing = (
         f"count({q.gpus_seen_per_node()} < on (node) group_left (pool, expected) "
         f"{q.expected_gpus_per_node()}) or vector(0)"
@@ -59,7 +61,7 @@ def temperature(s: _Scope) -> list[Panel]:
             f"GPUs above {limit} °C",
             "Count of GPUs over the limit now; each one should be drained.",
             "none",
-            Query(f"count({temp} > {limit}) or vector(0)"),
+            Query(f"count({too_hot}) or vector(0)"),
             limit=1,
             span=4,
         ),
@@ -142,9 +144,7 @@ def errors(s: _Scope) -> list[Panel]:
             "Remapped rows (uncorrectable errors mean a reset, failure means replace).",
             "none",
             [
-                Query(
-                    f"max by ({s.by_gpu}) ({q.dcgm(metric, s.host)} < {DCGM_BLANK_MIN})", f"{s.legend} {name}"
-                )
+                Query(f"max by ({s.by_gpu}) ({below_blank(q.dcgm(metric, s.host))})", f"{s.legend} {name}")
                 for name, metric in REMAP_SERIES
             ],
         ),
