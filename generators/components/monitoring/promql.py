@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from generators.model.health import NAME as HEALTH_NAME
+from generators.model.health import Controller
 from generators.model.monitoring import Monitoring
 from generators.model.overflow import GATE, Overflow, Provider
 from generators.model.promql import (
@@ -43,6 +45,7 @@ __all__ = [
 ]
 
 GATE_JOB = GATE  # Prometheus' job label is the gate's Service name
+BLIND_PASSES = 10  # failed passes (free-GPU or condition queries) in a row before "blind"
 
 
 class Queries(Inventory):
@@ -101,10 +104,13 @@ class Queries(Inventory):
             raise ValueError("this environment has no overflow section")
         return self.env.overflow
 
+    def gate_matchers(self) -> str:
+        """The overflow gate controller's targets (its ServiceMonitor: job = Service name)."""
+        return f"job={quote(GATE_JOB)}, namespace={quote(self.overflow.namespace)}"
+
     def gate(self, metric: str, *extra: str) -> str:
-        """A series of the overflow gate controller, scraped through its ServiceMonitor."""
-        ns = quote(self.overflow.namespace)
-        return metric + selector(f"job={quote(GATE_JOB)}", f"namespace={ns}", *extra)
+        """A series of the overflow gate controller."""
+        return metric + selector(self.gate_matchers(), *extra)
 
     def virtual_nodes(self) -> str:
         return match_any("node", list(self.overflow.virtual_nodes))
@@ -129,3 +135,32 @@ class Queries(Inventory):
     def spend_usd_per_hour(self, provider: Provider) -> str:
         """Estimated spend: GPUs in use times the provider's price (USD per GPU-hour)."""
         return f"({self.provider_gpus(provider)} * {num(provider.cost_per_gpu_hour_usd)})"
+
+    # --- health quarantine (only with the built-in backend) ------------------------------
+    @property
+    def quarantine(self) -> Controller:
+        if self.env.health is None or self.env.health.controller is None:
+            raise ValueError("this environment has no built-in health controller")
+        return self.env.health.controller
+
+    def health_controller(self, metric: str, *extra: str) -> str:
+        """A series of the health controller, scraped through its ServiceMonitor (job =
+        Service name); its alerts and the quarantine dashboard read the same ones."""
+        ns = quote(self.quarantine.namespace)
+        return metric + selector(f"job={quote(HEALTH_NAME)}", f"namespace={ns}", *extra)
+
+    # --- what both controllers' own alerts share (one program, two policies) --------------
+    def blind_after_seconds(self, reconcile_interval_seconds: int) -> int:
+        """No successful pass for this long is blind: BLIND_PASSES reconcile intervals, at
+        least monitoring.alerts.controllerBlindMinSeconds."""
+        return max(self.m.alerts.controller_blind_min_seconds, BLIND_PASSES * reconcile_interval_seconds)
+
+    @staticmethod
+    def no_leader(leader: str) -> str:
+        """No process of the controller holds its Lease."""
+        return f"sum({leader}) < 1"
+
+    def failing(self, errors_total: str) -> str:
+        """Failures per stage within monitoring.alerts.controllerErrorWindow."""
+        window = self.m.alerts.controller_error_window
+        return f"sum by (stage) (increase({errors_total}[{window}])) > 0"
