@@ -30,8 +30,9 @@ def _expressions(env: str) -> tuple[dict[str, Any], dict[str, str]]:
     shipped = load_shipped(env)
     limit = shipped.spec["monitoring"]["gpuTempLimitCelsius"]
     [alert] = [r["expr"] for r in all_rules(shipped) if r.get("alert") == "GPUTemperatureHigh"]
-    conditions = policy(env)["spec"]["conditions"]
-    assert isinstance(conditions, list)
+    spec = policy(env)["spec"]
+    assert isinstance(spec, dict)
+    conditions = spec["conditions"]
     [condition] = [c["query"] for c in conditions if c["reason"] == "gpu-temperature"]
     board = next(b for b in dashboards(shipped) if b["uid"].endswith("-gpu-health"))
     [panel] = [p for p in panels(board) if p["title"] == f"GPUs above {limit} °C"]
