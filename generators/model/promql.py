@@ -107,6 +107,11 @@ def unless_blank(series: str, expr: str) -> str:
     return f"({expr} and ({below_blank(series)}))"
 
 
+def share_of_time(violation_ns: str, window: str) -> str:
+    """The share of time a DCGM violation counter (nanoseconds throttled) counted over `window`."""
+    return f"rate({violation_ns}[{window}]) / 1e9"
+
+
 def target_down(up: str) -> str:
     """The targets of `up` failing their scrapes, or gone from service discovery."""
     return f"({up} == 0) or absent({up})"

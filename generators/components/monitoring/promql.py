@@ -75,6 +75,11 @@ class Queries(Inventory):
         capacity = self.ksm("kube_node_status_capacity", self.gpu_resources_ksm())
         return f"({dcgm} or max by (node) ({capacity}))"
 
+    def nodes_missing_gpus(self) -> str:
+        """Nodes showing fewer GPUs than their pool promises (labels node, pool, expected)."""
+        expected = self.expected_gpus_per_node()
+        return f"{self.gpus_seen_per_node()} < on (node) group_left (pool, expected) {expected}"
+
     def allocatable_gpus_by_flavor(self) -> str:
         """Per Kueue flavor (= pool): allocatable GPUs of its usable nodes."""
         totals = {}

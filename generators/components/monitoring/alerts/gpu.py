@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from generators.components.monitoring.alerts.rule import VALUE, VALUE_PERCENT, Rule, alert, label
 from generators.components.monitoring.promql import Queries, num
-from generators.model.promql import below_blank, unless_blank
+from generators.model.promql import below_blank, share_of_time, unless_blank
 
 THROTTLE_RATE_WINDOW = "5m"  # long enough to smooth DCGM's 30s sampling of the ns counter
 
@@ -40,8 +40,7 @@ def temperature(q: Queries) -> Rule:
 def throttling(q: Queries) -> Rule:
     m, h = q.m, q.m.host_label
     violation = q.dcgm("DCGM_FI_DEV_THERMAL_VIOLATION")
-    # the counter is in ns: / 1e9 makes it a share of time
-    ratio = unless_blank(violation, f"rate({violation}[{THROTTLE_RATE_WINDOW}]) / 1e9")
+    ratio = unless_blank(violation, share_of_time(violation, THROTTLE_RATE_WINDOW))
     threshold = num(m.alerts.thermal_throttle_percent / 100)
     return alert(
         m,
@@ -112,11 +111,10 @@ def nvlink(q: Queries) -> Rule:
 
 def missing(q: Queries) -> Rule:
     m = q.m
-    expr = f"{q.gpus_seen_per_node()} < on (node) group_left (pool, expected) {q.expected_gpus_per_node()}"
     return alert(
         m,
         "GPUMissing",
-        expr,
+        q.nodes_missing_gpus(),
         for_=m.alerts.gpu_missing_for,
         severity="warning",
         summary=f"Node {label('node')} shows {VALUE} of {label('expected')} GPUs.",

@@ -16,7 +16,7 @@ from generators.components.monitoring.dashboards.panels import (
     single,
 )
 from generators.components.monitoring.promql import Queries
-from generators.model.promql import below_blank
+from generators.model.promql import below_blank, share_of_time
 from generators.model.types import Environment
 
 SLUG = "gpu-health"
@@ -45,10 +45,7 @@ def temperature(s: _Scope) -> list[Panel]:
     q, limit = s.q, s.q.m.gpu_temp_limit_celsius
     temp = q.temp_plausible("DCGM_FI_DEV_GPU_TEMP", s.host)
     too_hot = q.gpu_too_hot(lambda plausible: plausible, s.host)
-    missing = (
-        f"count({q.gpus_seen_per_node()} < on (node) group_left (pool, expected) "
-        f"{q.expected_gpus_per_node()}) or vector(0)"
-    )
+    missing = f"count({q.nodes_missing_gpus()}) or vector(0)"
     return [
         graph(
             "GPU temperature",
@@ -94,7 +91,7 @@ def power_and_clocks(s: _Scope) -> list[Panel]:
     q = s.q
 
     def throttled(metric: str) -> str:
-        return f"max by ({s.by_gpu}) (rate({q.dcgm(metric, s.host)}[$__rate_interval]) / 1e9)"
+        return f"max by ({s.by_gpu}) ({share_of_time(q.dcgm(metric, s.host), '$__rate_interval')})"
 
     events = f"sum by ({s.h}, clock_event) ({q.dcgm('DCGM_EXP_CLOCK_EVENTS_COUNT', s.host, NOT_IDLE)})"
     return [
