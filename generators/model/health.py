@@ -1,8 +1,8 @@
 """The `health` section (schemas/health.schema.json): which nodes get quarantined, for what,
 how long, and how many at most; and what inference tolerates and training never does.
 
-Every quarantine condition is a per-node PromQL query derived here, once, from the
-monitoring thresholds (the same limits the GPU and fabric alerts use). The controller runs
+Every quarantine condition is the predicate of a GPU or fabric alert (generators/model/
+promql.py, the one definition of each, thresholds included) taken per node. The controller runs
 exactly this text (the NodeHealthPolicy in ConfigMap gpu-health, docs/health.md) and the
 alert of the condition evaluates the same text with `for:` = its duration, so promtool tests
 the edges of what the controller does.
@@ -33,16 +33,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from generators.model.exporters import (
-    ACTIVE_STATE,
-    DCGM_BLANK_MIN,
-    LINK_ERROR_COUNTERS,
-    LINK_UP_PHYSICAL_STATE,
-    NVLINK_COUNTERS,
-)
 from generators.model.fromspec import derived, from_spec, inline, setting
 from generators.model.monitoring import Monitoring
-from generators.model.promql import quote, selector
+from generators.model.promql import ExporterQueries
 from generators.model.types import Image, Pool, Resources
 
 Backend = Literal["trainyard", "nvsentinel", "none"]
@@ -160,71 +153,6 @@ class Health:
         return tuple(t.key for t in self.tolerations)
 
 
-class ConditionQueries:
-    """The per-node condition queries of one environment."""
-
-    def __init__(self, m: Monitoring) -> None:
-        self.m = m
-
-    def dcgm(self, metric: str, *extra: str) -> str:
-        return metric + selector(self.m.selectors.dcgm, *extra)
-
-    def ib(self, metric: str) -> str:
-        devices = f"device=~{quote(self.m.infiniband_devices)}"
-        return metric + selector(self.m.selectors.node_exporter, devices)
-
-    @staticmethod
-    def to_node(expr: str, host_label: str) -> str:
-        """`expr` per node: its host label copied into `node`, one series per node."""
-        return f'max by (node) (label_replace({expr}, "node", "$1", {quote(host_label)}, "(.*)"))'
-
-    def gpu(self, expr: str) -> str:
-        return self.to_node(expr, self.m.host_label)
-
-    def port(self, expr: str) -> str:
-        return self.to_node(expr, self.m.node_exporter_host_label)
-
-    def increase(self, series: str) -> str:
-        """Increase over errorWindow, ignoring counters that read a DCGM blank."""
-        return f"(increase({series}[{self.m.alerts.error_window}]) and ({series} < {DCGM_BLANK_MIN}))"
-
-    @staticmethod
-    def union(label: str, exprs: dict[str, str]) -> str:
-        return " or ".join(
-            f'label_replace({e}, {quote(label)}, {quote(v)}, "", "")' for v, e in exprs.items()
-        )
-
-    def temperature(self) -> str:
-        temp = self.dcgm("DCGM_FI_DEV_GPU_TEMP")
-        plausible = f"({temp} < {self.m.gpu_temp_plausible_max_celsius})"
-        return f"{self.gpu(plausible)} > {self.m.gpu_temp_limit_celsius}"
-
-    def xid(self) -> str:
-        codes = "|".join(str(c) for c in self.m.xid_replace_codes)
-        series = self.dcgm("DCGM_EXP_XID_ERRORS_COUNT", f"xid=~{quote(codes)}")
-        return f"{self.gpu(f'max_over_time({series}[{self.m.alerts.error_window}])')} > 0"
-
-    def nvlink(self) -> str:
-        h = self.m.host_label
-        increases = {k: self.increase(self.dcgm(v)) for k, v in NVLINK_COUNTERS.items()}
-        per_gpu = f"sum by ({h}, gpu, UUID, counter) ({self.union('counter', increases)})"
-        return f"{self.gpu(per_gpu)} > {self.m.alerts.nvlink_errors_per_window}"
-
-    def ib_port_down(self) -> str:
-        down = (
-            f"({self.ib('node_infiniband_state_id')} != {ACTIVE_STATE} "
-            f"or {self.ib('node_infiniband_physical_state_id')} != {LINK_UP_PHYSICAL_STATE})"
-        )
-        return self.port(down)
-
-    def ib_link_errors(self) -> str:
-        h = self.m.node_exporter_host_label
-        window = self.m.alerts.error_window
-        increases = {k: f"increase({self.ib(v)}[{window}])" for k, v in LINK_ERROR_COUNTERS.items()}
-        per_port = f"sum by ({h}, device, port, counter) ({self.union('counter', increases)})"
-        return f"{self.port(per_port)} > {self.m.alerts.infiniband_errors_per_window}"
-
-
 # spec key -> (reason, alert, what "bad" means, query builder); spec order = reason precedence
 CONDITIONS: tuple[tuple[str, str, str, str], ...] = (
     ("gpuTemperature", "gpu-temperature", "GpuHealthGpuTemperature", "a GPU above the temperature limit"),
@@ -245,13 +173,14 @@ CONDITIONS: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
-def condition_query(q: ConditionQueries, spec_key: str) -> str:
+def condition_query(q: ExporterQueries, spec_key: str) -> str:
+    """The alerts' predicate of the condition, per node (promql.py has every definition)."""
     builders = {
-        "gpuTemperature": q.temperature,
-        "xid": q.xid,
-        "nvlinkErrors": q.nvlink,
-        "infinibandPortDown": q.ib_port_down,
-        "infinibandLinkErrors": q.ib_link_errors,
+        "gpuTemperature": lambda: q.gpu_too_hot(q.gpu_node),
+        "xid": lambda: q.xid_requires_replacement(q.gpu_node),
+        "nvlinkErrors": lambda: q.nvlink_errors(q.gpu_node),
+        "infinibandPortDown": lambda: q.ports_not_active(q.port_node),
+        "infinibandLinkErrors": lambda: q.ib_link_errors(q.port_node),
     }
     return builders[spec_key]()
 
@@ -265,7 +194,7 @@ def health_pools(raw: dict[str, Any], pools: tuple[Pool, ...]) -> tuple[Pool, ..
 
 
 def _controller(raw: dict[str, Any], pools: tuple[Pool, ...], m: Monitoring) -> Controller:
-    q = ConditionQueries(m)
+    q = ExporterQueries(m)
     conditions = tuple(
         from_spec(
             Condition,

@@ -14,7 +14,7 @@ Decisions, each checked against the chart's templates by tests/monitoring/test_c
 - The node name (item 3): node_exporter's ServiceMonitor relabels
   `__meta_kubernetes_pod_node_name` into monitoring.nodeExporterHostLabel (default
   `instance`, as kube-prometheus does), the label the queries take the node from
-  (generators/model/health.py, promql.py). The chart's default relabelings are `[]`, so
+  (generators/model/promql.py, port_node). The chart's default relabelings are `[]`, so
   `instance` would be `<host IP>:9100`. The relabeling lives in the values file (not in code
   that rewrites the chart's output), so a live scrape that takes it from `helm template`
   follows it.

@@ -1,10 +1,11 @@
-"""PromQL shared by dashboards and alert rules: selectors, and joins against the inventory.
+"""The environment-wide joins only dashboards and alert rules read (expected GPUs per node,
+quota per flavor, the overflow providers and gate), over the one PromQL vocabulary.
 
 Every expression here is built from the model (monitoring selectors, pool node labels,
 GPUs per node), so a dashboard panel and the alert that watches the same thing cannot
-disagree about what they measure. The kube-state-metrics node and pod sets, and the string
-helpers, live in generators/model/promql.py: the model derives the overflow gate's query
-from them, and the model must not import the components.
+disagree about what they measure. The selectors, node and pod sets, predicates and string
+helpers live in generators/model/promql.py: the model derives the overflow gate's query and
+the quarantine conditions from them, and the model must not import the components.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from generators.model.environment import Environment
-from generators.model.exporters import DCGM_BLANK_MIN
+from generators.model.health import NAME as HEALTH_NAME
+from generators.model.health import Controller
 from generators.model.monitoring import Monitoring
 from generators.model.overflow import GATE, Overflow, Provider
 from generators.model.promql import (
@@ -29,7 +31,6 @@ from generators.model.promql import (
 )
 
 __all__ = [
-    "DCGM_BLANK_MIN",
     "GATE_JOB",
     "Queries",
     "ksm_label",
@@ -44,6 +45,7 @@ __all__ = [
 ]
 
 GATE_JOB = GATE  # Prometheus' job label is the gate's Service name
+BLIND_PASSES = 10  # failed passes (free-GPU or condition queries) in a row before "blind"
 
 
 class Queries(Inventory):
@@ -53,24 +55,6 @@ class Queries(Inventory):
         super().__init__(env.monitoring, env.pools)
         self.env = env
         self.m: Monitoring = env.monitoring
-
-    # --- selectors -------------------------------------------------------------------
-    def dcgm(self, metric: str, *extra: str) -> str:
-        return metric + selector(self.m.selectors.dcgm, *extra)
-
-    def node(self, metric: str, *extra: str) -> str:
-        return metric + selector(self.m.selectors.node_exporter, *extra)
-
-    def kueue(self, metric: str, *extra: str) -> str:
-        return metric + selector(self.m.selectors.kueue, *extra)
-
-    def ib(self, metric: str, *extra: str) -> str:
-        """A node-exporter InfiniBand series, restricted to the watched devices."""
-        return self.node(metric, f"device=~{quote(self.m.infiniband_devices)}", *extra)
-
-    def temp_plausible(self, metric: str, *extra: str) -> str:
-        """Temperature readings without DCGM placeholders."""
-        return f"({self.dcgm(metric, *extra)} < {self.m.gpu_temp_plausible_max_celsius})"
 
     # --- inventory ---------------------------------------------------------------------
     def expected_gpus_per_node(self) -> str:
@@ -87,13 +71,14 @@ class Queries(Inventory):
 
     def gpus_seen_per_node(self) -> str:
         """GPUs a node shows: dcgm-exporter's count, else the device plugin's capacity."""
-        h = self.m.host_label
-        dcgm = (
-            f"label_replace(count by ({h}) ({self.dcgm('DCGM_FI_DEV_GPU_TEMP')}), "
-            f'"node", "$1", {quote(h)}, "(.*)")'
-        )
+        dcgm = self.gpu_node(f"count by ({self.m.host_label}) ({self.dcgm('DCGM_FI_DEV_GPU_TEMP')})")
         capacity = self.ksm("kube_node_status_capacity", self.gpu_resources_ksm())
-        return f"(max by (node) ({dcgm}) or max by (node) ({capacity}))"
+        return f"({dcgm} or max by (node) ({capacity}))"
+
+    def nodes_missing_gpus(self) -> str:
+        """Nodes showing fewer GPUs than their pool promises (labels node, pool, expected)."""
+        expected = self.expected_gpus_per_node()
+        return f"{self.gpus_seen_per_node()} < on (node) group_left (pool, expected) {expected}"
 
     def allocatable_gpus_by_flavor(self) -> str:
         """Per Kueue flavor (= pool): allocatable GPUs of its usable nodes."""
@@ -124,10 +109,13 @@ class Queries(Inventory):
             raise ValueError("this environment has no overflow section")
         return self.env.overflow
 
+    def gate_matchers(self) -> str:
+        """The overflow gate controller's targets (its ServiceMonitor: job = Service name)."""
+        return f"job={quote(GATE_JOB)}, namespace={quote(self.overflow.namespace)}"
+
     def gate(self, metric: str, *extra: str) -> str:
-        """A series of the overflow gate controller, scraped through its ServiceMonitor."""
-        ns = quote(self.overflow.namespace)
-        return metric + selector(f"job={quote(GATE_JOB)}", f"namespace={ns}", *extra)
+        """A series of the overflow gate controller."""
+        return metric + selector(self.gate_matchers(), *extra)
 
     def virtual_nodes(self) -> str:
         return match_any("node", list(self.overflow.virtual_nodes))
@@ -152,3 +140,32 @@ class Queries(Inventory):
     def spend_usd_per_hour(self, provider: Provider) -> str:
         """Estimated spend: GPUs in use times the provider's price (USD per GPU-hour)."""
         return f"({self.provider_gpus(provider)} * {num(provider.cost_per_gpu_hour_usd)})"
+
+    # --- health quarantine (only with the built-in backend) ------------------------------
+    @property
+    def quarantine(self) -> Controller:
+        if self.env.health is None or self.env.health.controller is None:
+            raise ValueError("this environment has no built-in health controller")
+        return self.env.health.controller
+
+    def health_controller(self, metric: str, *extra: str) -> str:
+        """A series of the health controller, scraped through its ServiceMonitor (job =
+        Service name); its alerts and the quarantine dashboard read the same ones."""
+        ns = quote(self.quarantine.namespace)
+        return metric + selector(f"job={quote(HEALTH_NAME)}", f"namespace={ns}", *extra)
+
+    # --- what both controllers' own alerts share (one program, two policies) --------------
+    def blind_after_seconds(self, reconcile_interval_seconds: int) -> int:
+        """No successful pass for this long is blind: BLIND_PASSES reconcile intervals, at
+        least monitoring.alerts.controllerBlindMinSeconds."""
+        return max(self.m.alerts.controller_blind_min_seconds, BLIND_PASSES * reconcile_interval_seconds)
+
+    @staticmethod
+    def no_leader(leader: str) -> str:
+        """No process of the controller holds its Lease."""
+        return f"sum({leader}) < 1"
+
+    def failing(self, errors_total: str) -> str:
+        """Failures per stage within monitoring.alerts.controllerErrorWindow."""
+        window = self.m.alerts.controller_error_window
+        return f"sum by (stage) (increase({errors_total}[{window}])) > 0"

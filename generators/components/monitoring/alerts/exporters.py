@@ -7,8 +7,9 @@ catches a target that vanished from service discovery, == 0 one that fails its s
 from __future__ import annotations
 
 from generators.components.monitoring.alerts.rule import Rule, alert
-from generators.components.monitoring.promql import GATE_JOB, Queries, quote, selector
+from generators.components.monitoring.promql import GATE_JOB, Queries, selector
 from generators.model.environment import Environment
+from generators.model.promql import target_down
 
 
 def exporter_down(q: Queries, exporter: str, matchers: str) -> Rule:
@@ -17,7 +18,7 @@ def exporter_down(q: Queries, exporter: str, matchers: str) -> Rule:
     return alert(
         m,
         "ExporterDown",
-        f"({up} == 0) or absent({up})",
+        target_down(up),
         for_=m.alerts.exporter_down_for,
         severity="warning",
         labels={"exporter": exporter},
@@ -35,7 +36,7 @@ def scraped(env: Environment) -> dict[str, str]:
     `generate.py doctor` sorts series by)."""
     exporters = env.monitoring.selectors.by_exporter()
     if env.overflow is not None:  # the gate's own metrics: its alerts and panels need them
-        exporters[GATE_JOB] = f"job={quote(GATE_JOB)}, namespace={quote(env.overflow.namespace)}"
+        exporters[GATE_JOB] = Queries(env).gate_matchers()
     return exporters
 
 

@@ -4,24 +4,15 @@ failures were cross-node communication, and DCGM does not see the fabric."""
 from __future__ import annotations
 
 from generators.components.monitoring.alerts.rule import VALUE, Rule, alert, label
-from generators.components.monitoring.promql import Queries, labelled_union
-from generators.model.exporters import ACTIVE_STATE, LINK_ERROR_COUNTERS, LINK_UP_PHYSICAL_STATE
-
-
-def _by_port(q: Queries, extra: str = "") -> str:
-    return ", ".join(x for x in (q.m.node_exporter_host_label, "device", "port", extra) if x)
+from generators.components.monitoring.promql import Queries
 
 
 def port_not_active(q: Queries) -> Rule:
     m, h = q.m, q.m.node_exporter_host_label
-    expr = (
-        f"max by ({_by_port(q)}) ({q.ib('node_infiniband_state_id')} != {ACTIVE_STATE} "
-        f"or {q.ib('node_infiniband_physical_state_id')} != {LINK_UP_PHYSICAL_STATE})"
-    )
     return alert(
         m,
         "InfiniBandPortNotActive",
-        expr,
+        q.ports_not_active(lambda down: f"max by ({h}, device, port) {down}"),
         for_=m.alerts.infiniband_port_down_for,
         severity="critical",
         summary=f"InfiniBand port {label('device')}/{label('port')} on {label(h)} is not active.",
@@ -36,15 +27,10 @@ def port_not_active(q: Queries) -> Rule:
 def link_errors(q: Queries) -> Rule:
     m, h = q.m, q.m.node_exporter_host_label
     window = m.alerts.error_window
-    increases = {name: f"increase({q.ib(metric)}[{window}])" for name, metric in LINK_ERROR_COUNTERS.items()}
-    expr = (
-        f"sum by ({_by_port(q, 'counter')}) ({labelled_union('counter', increases)}) "
-        f"> {m.alerts.infiniband_errors_per_window}"
-    )
     return alert(
         m,
         "InfiniBandLinkErrors",
-        expr,
+        q.ib_link_errors(lambda per_port: per_port),  # already per port and counter
         severity="warning",
         summary=f"InfiniBand {label('counter')} errors on {label(h)} {label('device')}/{label('port')}.",
         description=(

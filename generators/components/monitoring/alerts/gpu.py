@@ -7,24 +7,11 @@ restart when the pod on the GPU changes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from generators.components.monitoring.alerts.rule import VALUE, VALUE_PERCENT, Rule, alert, label
-from generators.components.monitoring.promql import DCGM_BLANK_MIN, Queries, labelled_union, num, quote
-from generators.model.exporters import NVLINK_COUNTERS
+from generators.components.monitoring.promql import Queries, num
+from generators.model.promql import below_blank, share_of_time, unless_blank
 
 THROTTLE_RATE_WINDOW = "5m"  # long enough to smooth DCGM's 30s sampling of the ns counter
-
-
-def _unless_blank(q: Queries, metric: str, expr_of: Callable[[str], str]) -> str:
-    """`expr_of(series)`, ignoring GPUs whose counter reads a DCGM blank."""
-    series = q.dcgm(metric)
-    return f"({expr_of(series)} and ({series} < {DCGM_BLANK_MIN}))"
-
-
-def _increase(q: Queries, metric: str) -> str:
-    """Increase over the error window, ignoring GPUs whose counter reads a DCGM blank."""
-    return _unless_blank(q, metric, lambda series: f"increase({series}[{q.m.alerts.error_window}])")
 
 
 def _by_gpu(q: Queries, extra: str = "") -> str:
@@ -37,7 +24,7 @@ def temperature(q: Queries) -> Rule:
     return alert(
         m,
         "GPUTemperatureHigh",
-        f"max by ({_by_gpu(q)}) {q.temp_plausible('DCGM_FI_DEV_GPU_TEMP')} > {limit}",
+        q.gpu_too_hot(lambda plausible: f"max by ({_by_gpu(q)}) {plausible}"),
         for_=m.alerts.gpu_temp_for,
         severity="critical",
         summary=f"GPU {label('gpu')} on {label(h)} is above {limit} °C.",
@@ -52,9 +39,8 @@ def temperature(q: Queries) -> Rule:
 
 def throttling(q: Queries) -> Rule:
     m, h = q.m, q.m.host_label
-    ratio = _unless_blank(  # the counter is in ns: / 1e9 makes it a share of time
-        q, "DCGM_FI_DEV_THERMAL_VIOLATION", lambda series: f"rate({series}[{THROTTLE_RATE_WINDOW}]) / 1e9"
-    )
+    violation = q.dcgm("DCGM_FI_DEV_THERMAL_VIOLATION")
+    ratio = unless_blank(violation, share_of_time(violation, THROTTLE_RATE_WINDOW))
     threshold = num(m.alerts.thermal_throttle_percent / 100)
     return alert(
         m,
@@ -73,12 +59,10 @@ def throttling(q: Queries) -> Rule:
 
 def xid(q: Queries) -> Rule:
     m, h = q.m, q.m.host_label
-    codes = "|".join(str(c) for c in m.xid_replace_codes)
-    series = q.dcgm("DCGM_EXP_XID_ERRORS_COUNT", f"xid=~{quote(codes)}")
     return alert(
         m,
         "GPUXidRequiresReplacement",
-        f"max by ({_by_gpu(q, 'xid')}) (max_over_time({series}[{m.alerts.error_window}])) > 0",
+        q.xid_requires_replacement(lambda seen: f"max by ({_by_gpu(q, 'xid')}) ({seen})"),
         severity="critical",
         summary=f"GPU {label('gpu')} on {label(h)} reported XID {label('xid')}.",
         description=(
@@ -91,11 +75,10 @@ def xid(q: Queries) -> Rule:
 
 def memory(q: Queries) -> Rule:
     m, h = q.m, q.m.host_label
-    failed = f"({q.dcgm('DCGM_FI_DEV_ROW_REMAP_FAILURE')} > 0 < {DCGM_BLANK_MIN})"
-    expr = (
-        f"max by ({_by_gpu(q)}) ({_increase(q, 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL')} > 0 "
-        f"or {_increase(q, 'DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS')} > 0 or {failed})"
-    )
+    dbe = q.increase_unless_blank(q.dcgm("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"))
+    remapped = q.increase_unless_blank(q.dcgm("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"))
+    failed = f"({below_blank(q.dcgm('DCGM_FI_DEV_ROW_REMAP_FAILURE') + ' > 0')})"
+    expr = f"max by ({_by_gpu(q)}) ({dbe} > 0 or {remapped} > 0 or {failed})"
     return alert(
         m,
         "GPUUncorrectableMemoryErrors",
@@ -112,15 +95,10 @@ def memory(q: Queries) -> Rule:
 
 def nvlink(q: Queries) -> Rule:
     m, h = q.m, q.m.host_label
-    increases = {name: _increase(q, metric) for name, metric in NVLINK_COUNTERS.items()}
-    expr = (
-        f"sum by ({_by_gpu(q, 'counter')}) ({labelled_union('counter', increases)}) "
-        f"> {m.alerts.nvlink_errors_per_window}"
-    )
     return alert(
         m,
         "NVLinkErrors",
-        expr,
+        q.nvlink_errors(lambda per_gpu: per_gpu),  # already per GPU and counter
         severity="warning",
         summary=f"NVLink {label('counter')} errors on GPU {label('gpu')} of {label(h)}.",
         description=(
@@ -133,11 +111,10 @@ def nvlink(q: Queries) -> Rule:
 
 def missing(q: Queries) -> Rule:
     m = q.m
-    expr = f"{q.gpus_seen_per_node()} < on (node) group_left (pool, expected) {q.expected_gpus_per_node()}"
     return alert(
         m,
         "GPUMissing",
-        expr,
+        q.nodes_missing_gpus(),
         for_=m.alerts.gpu_missing_for,
         severity="warning",
         summary=f"Node {label('node')} shows {VALUE} of {label('expected')} GPUs.",

@@ -10,11 +10,11 @@ gpu-health); runbooks are sections of docs/health.md (health.runbookUrlPattern).
 from __future__ import annotations
 
 from generators.components.monitoring.alerts.rule import VALUE, Rule, alert, label
-from generators.components.monitoring.promql import Queries, labelled_union, quote, selector
-from generators.model.health import NAME, Condition, Controller, Health
+from generators.components.monitoring.promql import Queries, labelled_union
+from generators.model.health import Condition, Controller, Health
+from generators.model.promql import target_down
 
 DOWN_FOR = "5m"  # several scrape intervals and a pod restart
-BLIND_PASSES = 10  # failed passes in a row before "blind"
 HOLD_PASSES = 2  # a candidate held back on two passes in a row is not a race with a release
 
 
@@ -26,19 +26,13 @@ def duration(seconds: int) -> str:
     return f"{seconds}s"
 
 
-def controller_series(c: Controller, name: str, *extra: str) -> str:
-    """A series of the controller, scraped through its ServiceMonitor (job = Service name);
-    the quarantine dashboard reads the same ones."""
-    return name + selector(f"job={quote(NAME)}", f"namespace={quote(c.namespace)}", *extra)
-
-
 class HealthRules:
     def __init__(self, q: Queries, health: Health, c: Controller) -> None:
         self.q, self.health, self.c = q, health, c
         self.a = q.m.alerts  # the thresholds of the controllers' own alerts among them
 
     def metric(self, name: str, *extra: str) -> str:
-        return controller_series(self.c, name, *extra)
+        return self.q.health_controller(name, *extra)
 
     def alert(
         self,
@@ -142,7 +136,7 @@ class HealthRules:
         up = self.metric("up")
         return self.alert(
             "GpuHealthControllerDown",
-            f"({up} == 0) or absent({up})",
+            target_down(up),
             for_=DOWN_FOR,
             severity="warning",
             summary="The GPU health controller is down or not scraped.",
@@ -156,7 +150,7 @@ class HealthRules:
         after = self.a.controller_no_leader_for
         return self.alert(
             "GpuHealthNoLeader",
-            f"sum({self.metric('trainyard_health_leader')}) < 1",
+            self.q.no_leader(self.metric("trainyard_health_leader")),
             for_=after,
             severity="warning",
             summary="No GPU health controller holds the Lease.",
@@ -167,7 +161,7 @@ class HealthRules:
         )
 
     def blind(self) -> Rule:
-        limit = max(self.a.controller_blind_min_seconds, BLIND_PASSES * self.c.reconcile_interval_seconds)
+        limit = self.q.blind_after_seconds(self.c.reconcile_interval_seconds)
         last = self.metric("trainyard_health_last_success_timestamp_seconds")
         return self.alert(
             "GpuHealthBlind",
@@ -187,7 +181,7 @@ class HealthRules:
         window = self.a.controller_error_window
         return self.alert(
             "GpuHealthErrors",
-            f"sum by (stage) (increase({failures}[{window}])) > 0",
+            self.q.failing(failures),
             severity="warning",
             summary=f"The GPU health controller failed at stage {label('stage')} in the last {window}.",
             description=(

@@ -10,7 +10,6 @@ from generators.components.monitoring.promql import Queries
 
 FLAP_WINDOW = "1h"
 MATCHES_NONE_FOR = "10m"  # a virtual-kubelet restart re-registers its node within seconds
-BLIND_QUERIES = 10  # missed queries in a row before "blind" (gate's reconcile interval)
 
 
 def flapping(q: Queries) -> Rule:
@@ -50,17 +49,9 @@ def virtual_node(q: Queries) -> Rule:
     )
 
 
-def blind_seconds(q: Queries) -> int:
-    """No good query for this long is blind: ten reconcile intervals, at least
-    monitoring.alerts.controllerBlindMinSeconds."""
-    assert q.env.overflow is not None
-    interval = q.env.overflow.gate.reconcile_interval_seconds
-    return max(q.m.alerts.controller_blind_min_seconds, BLIND_QUERIES * interval)
-
-
 def blind_while_open(q: Queries) -> Rule:
     m = q.m
-    limit = blind_seconds(q)
+    limit = q.blind_after_seconds(q.overflow.gate.reconcile_interval_seconds)
     last = q.gate("trainyard_gate_last_successful_query_timestamp_seconds")
     closed = q.gate("trainyard_gate_closed")
     return alert(
@@ -86,7 +77,7 @@ def errors(q: Queries) -> Rule:
     return alert(
         m,
         "OverflowGateErrors",
-        f"sum by (stage) (increase({failures}[{window}])) > 0",
+        q.failing(failures),
         severity="warning",
         summary=f"The overflow gate failed at stage {label('stage')} in the last {window}.",
         description=(
@@ -125,7 +116,7 @@ def no_leader(q: Queries) -> Rule:
     return alert(
         m,
         "OverflowGateNoLeader",
-        f"sum({leader}) < 1",
+        q.no_leader(leader),
         for_=no_leader_for,
         severity="warning",
         summary="No overflow gate controller holds the Lease.",

@@ -16,18 +16,13 @@ from generators.components.monitoring.dashboards.panels import (
     query_variable,
     single,
 )
-from generators.components.monitoring.promql import Queries, labelled_union
+from generators.components.monitoring.promql import Queries
 from generators.model.environment import Environment
-from generators.model.exporters import ACTIVE_STATE, LINK_ERROR_COUNTERS, NVLINK_COUNTERS
 
 SLUG = "fabric"
 TOP_ROWS = 50
 RX_BYTES = "node_infiniband_port_data_received_bytes_total"
-IB_TABLE_COUNTERS = {**LINK_ERROR_COUNTERS, "vl15_dropped": "node_infiniband_vl15_dropped_total"}
-
-
-def _labelled_increase(series: dict[str, str], window: str) -> str:
-    return labelled_union("counter", {name: f"increase({s}[{window}])" for name, s in series.items()})
+VL15_DROPPED = "node_infiniband_vl15_dropped_total"  # in the table, not an alert's counter
 
 
 def infiniband(q: Queries) -> list[Panel]:
@@ -38,10 +33,9 @@ def infiniband(q: Queries) -> list[Panel]:
     def rate(metric: str) -> str:
         return f"rate({q.ib(metric, host)}[$__rate_interval])"
 
-    errors = _labelled_increase(
-        {name: q.ib(series, host) for name, series in IB_TABLE_COUNTERS.items()}, "$__range"
-    )
-    not_active = f"count({q.ib('node_infiniband_state_id', host)} != {ACTIVE_STATE}) or vector(0)"
+    counters = {**q.ib_error_counters(host), "vl15_dropped": q.ib(VL15_DROPPED, host)}
+    errors = q.counter_increases(counters, "$__range")
+    not_active = f"count({q.port_state_not_active(host)}) or vector(0)"
     return [
         graph(
             "Transmit throughput per port",
@@ -94,7 +88,8 @@ def infiniband(q: Queries) -> list[Panel]:
 def nvlink(q: Queries) -> list[Panel]:
     h = q.m.host_label
     host = matches(h, "host")
-    errors = {name: q.dcgm(series, host) for name, series in NVLINK_COUNTERS.items()}
+    errors = q.nvlink_counters(host)
+    in_range = q.counter_increases(errors, "$__range")
     return [
         graph(
             "NVLink throughput per host",
@@ -112,7 +107,7 @@ def nvlink(q: Queries) -> list[Panel]:
             "none",
             [
                 Query(
-                    f"sum by ({h}, gpu, counter) ({_labelled_increase(errors, '$__rate_interval')})",
+                    f"sum by ({h}, gpu, counter) ({q.counter_increases(errors, '$__rate_interval')})",
                     legend(h) + " GPU {{gpu}} {{counter}}",
                 )
             ],
@@ -121,11 +116,7 @@ def nvlink(q: Queries) -> list[Panel]:
             f"NVLink errors in range (top {TOP_ROWS})",
             "Increase over the selected range per GPU and counter.",
             "none",
-            [
-                Query(
-                    f"topk({TOP_ROWS}, sum by ({h}, gpu, counter) ({_labelled_increase(errors, '$__range')}))"
-                )
-            ],
+            [Query(f"topk({TOP_ROWS}, sum by ({h}, gpu, counter) ({in_range}))")],
             ["Errors"],
             span=24,
         ),

@@ -15,8 +15,9 @@ from generators.components.monitoring.dashboards.panels import (
     query_variable,
     single,
 )
-from generators.components.monitoring.promql import DCGM_BLANK_MIN, Queries
+from generators.components.monitoring.promql import Queries
 from generators.model.environment import Environment
+from generators.model.promql import below_blank, share_of_time
 
 SLUG = "gpu-health"
 NOT_IDLE = 'clock_event!="gpu_idle"'  # an idle GPU lowering its clocks is not a problem
@@ -43,10 +44,8 @@ class _Scope:
 def temperature(s: _Scope) -> list[Panel]:
     q, limit = s.q, s.q.m.gpu_temp_limit_celsius
     temp = q.temp_plausible("DCGM_FI_DEV_GPU_TEMP", s.host)
-    missing = (
-        f"count({q.gpus_seen_per_node()} < on (node) group_left (pool, expected) "
-        f"{q.expected_gpus_per_node()}) or vector(0)"
-    )
+    too_hot = q.gpu_too_hot(lambda plausible: plausible, s.host)
+    missing = f"count({q.nodes_missing_gpus()}) or vector(0)"
     return [
         graph(
             "GPU temperature",
@@ -59,7 +58,7 @@ def temperature(s: _Scope) -> list[Panel]:
             f"GPUs above {limit} °C",
             "Count of GPUs over the limit now; each one should be drained.",
             "none",
-            Query(f"count({temp} > {limit}) or vector(0)"),
+            Query(f"count({too_hot}) or vector(0)"),
             limit=1,
             span=4,
         ),
@@ -92,7 +91,7 @@ def power_and_clocks(s: _Scope) -> list[Panel]:
     q = s.q
 
     def throttled(metric: str) -> str:
-        return f"max by ({s.by_gpu}) (rate({q.dcgm(metric, s.host)}[$__rate_interval]) / 1e9)"
+        return f"max by ({s.by_gpu}) ({share_of_time(q.dcgm(metric, s.host), '$__rate_interval')})"
 
     events = f"sum by ({s.h}, clock_event) ({q.dcgm('DCGM_EXP_CLOCK_EVENTS_COUNT', s.host, NOT_IDLE)})"
     return [
@@ -142,9 +141,7 @@ def errors(s: _Scope) -> list[Panel]:
             "Remapped rows (uncorrectable errors mean a reset, failure means replace).",
             "none",
             [
-                Query(
-                    f"max by ({s.by_gpu}) ({q.dcgm(metric, s.host)} < {DCGM_BLANK_MIN})", f"{s.legend} {name}"
-                )
+                Query(f"max by ({s.by_gpu}) ({below_blank(q.dcgm(metric, s.host))})", f"{s.legend} {name}")
                 for name, metric in REMAP_SERIES
             ],
         ),

@@ -6,29 +6,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.components.monitoring.alerts.health import controller_series
 from generators.components.monitoring.dashboards.panels import Board, Panel, Query, graph, grid, single
 from generators.components.monitoring.promql import Queries
 from generators.model.environment import Environment
-from generators.model.health import Controller
 
 SLUG = "quarantine"
 
 
-def quarantined(c: Controller) -> list[Panel]:
-    q = f"({controller_series(c, 'trainyard_health_quarantined')} == 1)"
-    since = controller_series(c, "trainyard_health_quarantined_since_seconds")
+def quarantined(q: Queries) -> list[Panel]:
+    in_quarantine = f"({q.health_controller('trainyard_health_quarantined')} == 1)"
+    since = q.health_controller("trainyard_health_quarantined_since_seconds")
     return [
         graph(
             "Quarantined nodes per pool and reason",
             "Nodes carrying trainyard.dev/gpu-health, by pool and by the taint value (the first "
             "reason in spec order). Training stays off them; inference may use them.",
             "none",
-            [Query(f"count by (pool, reason) {q}", "{{pool}} {{reason}}")],
+            [Query(f"count by (pool, reason) {in_quarantine}", "{{pool}} {{reason}}")],
             stacked=True,
             span=18,
         ),
-        single("Quarantined now", "All pools.", "none", Query(f"count({q}) or vector(0)"), span=6),
+        single(
+            "Quarantined now", "All pools.", "none", Query(f"count({in_quarantine}) or vector(0)"), span=6
+        ),
         grid(
             "Time in quarantine",
             "Per quarantined node: time since its quarantine (the "
@@ -41,13 +41,13 @@ def quarantined(c: Controller) -> list[Panel]:
     ]
 
 
-def cap(c: Controller) -> list[Panel]:
-    q = f"({controller_series(c, 'trainyard_health_quarantined')} == 1)"
-    pool_cap = f"max by (pool) ({controller_series(c, 'trainyard_health_cap')})"
-    fleet_cap = f"max({controller_series(c, 'trainyard_health_cap_fleet')})"
-    used = f"(count by (pool) {q} or {pool_cap} * 0)"
-    held = controller_series(c, "trainyard_health_held_back")
-    bad = controller_series(c, "trainyard_health_bad_nodes")
+def cap(q: Queries) -> list[Panel]:
+    in_quarantine = f"({q.health_controller('trainyard_health_quarantined')} == 1)"
+    pool_cap = f"max by (pool) ({q.health_controller('trainyard_health_cap')})"
+    fleet_cap = f"max({q.health_controller('trainyard_health_cap_fleet')})"
+    used = f"(count by (pool) {in_quarantine} or {pool_cap} * 0)"
+    held = q.health_controller("trainyard_health_held_back")
+    bad = q.health_controller("trainyard_health_bad_nodes")
     return [
         graph(
             "Cap headroom",
@@ -57,7 +57,7 @@ def cap(c: Controller) -> list[Panel]:
             "none",
             [
                 Query(f"{pool_cap} - on (pool) {used}", "{{pool}}"),
-                Query(f"{fleet_cap} - (count{q} or vector(0))", "fleet"),
+                Query(f"{fleet_cap} - (count{in_quarantine} or vector(0))", "fleet"),
             ],
             span=12,
         ),
@@ -78,9 +78,9 @@ def cap(c: Controller) -> list[Panel]:
     ]
 
 
-def controller(c: Controller) -> list[Panel]:
-    patches = controller_series(c, "trainyard_health_node_patches_total")
-    errors = controller_series(c, "trainyard_health_errors_total")
+def controller(q: Queries) -> list[Panel]:
+    patches = q.health_controller("trainyard_health_node_patches_total")
+    errors = q.health_controller("trainyard_health_errors_total")
     return [
         graph(
             "Node patches",
@@ -101,8 +101,8 @@ def controller(c: Controller) -> list[Panel]:
             "1 = the last pass had every condition query succeed; 1 = this pod holds the Lease.",
             "none",
             [
-                Query(f"min({controller_series(c, 'trainyard_health_query_success')})", "queries ok"),
-                Query(f"sum({controller_series(c, 'trainyard_health_leader')})", "leaders"),
+                Query(f"min({q.health_controller('trainyard_health_query_success')})", "queries ok"),
+                Query(f"sum({q.health_controller('trainyard_health_leader')})", "leaders"),
             ],
             span=8,
         ),
@@ -110,16 +110,15 @@ def controller(c: Controller) -> list[Panel]:
 
 
 def build(env: Environment) -> dict[str, Any]:
-    assert env.health is not None and env.health.controller is not None
-    c = env.health.controller
+    q = Queries(env)
     board = Board(
-        Queries(env).m,
+        q.m,
         SLUG,
         "Quarantine",
         "Self-healing GPU nodes: who is quarantined and why, for how long, and how much "
         "room the blast-radius cap has left.",
     )
-    board.row("Quarantined nodes", *quarantined(c))
-    board.row("Cap", *cap(c))
-    board.row("Controller", *controller(c))
+    board.row("Quarantined nodes", *quarantined(q))
+    board.row("Cap", *cap(q))
+    board.row("Controller", *controller(q))
     return board.build()

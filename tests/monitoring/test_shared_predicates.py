@@ -1,0 +1,81 @@
+"""Alert, quarantine condition and dashboard agree on what a hot GPU is.
+
+generators/model/promql.py defines "a GPU above monitoring.gpuTempLimitCelsius, ignoring
+DCGM placeholders" once; GPUTemperatureHigh aggregates it per GPU, the gpu-temperature
+condition of the NodeHealthPolicy per node, the GPU health dashboard counts it. Here the
+three rendered expressions (read from rendered/, not from the generator) are evaluated by
+promtool over the same readings: one GPU above the limit, one at it, one reading a DCGM
+placeholder and one at the plausibility cutoff. Each must see exactly the hot GPU, so a
+second definition that drifted (a `>=`, a forgotten placeholder guard) fails here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.monitoring.alert_cases import DCGM_PLACEHOLDER, Builder, series
+from tests.monitoring.conftest import load_shipped
+from tests.monitoring.test_dashboards import dashboards, panels
+from tests.monitoring.test_health_rules import QUARANTINING, policy
+from tests.monitoring.test_rules import all_rules, run
+
+EVAL_MINUTES = 5
+
+
+def _expressions(env: str) -> tuple[dict[str, Any], dict[str, str]]:
+    shipped = load_shipped(env)
+    limit = shipped.spec["monitoring"]["gpuTempLimitCelsius"]
+    [alert] = [r["expr"] for r in all_rules(shipped) if r.get("alert") == "GPUTemperatureHigh"]
+    spec = policy(env)["spec"]
+    assert isinstance(spec, dict)
+    conditions = spec["conditions"]
+    [condition] = [c["query"] for c in conditions if c["reason"] == "gpu-temperature"]
+    board = next(b for b in dashboards(shipped) if b["uid"].endswith("-gpu-health"))
+    [panel] = [p for p in panels(board) if p["title"] == f"GPUs above {limit} °C"]
+    count = panel["targets"][0]["expr"].replace("$host", ".*")  # every host, as Grafana's "All"
+    return shipped.spec, {"alert": alert, "condition": condition, "dashboard": count}
+
+
+@pytest.mark.parametrize("env", QUARANTINING)
+def test_alert_condition_and_dashboard_see_the_same_hot_gpu(env: str, promtool: Path, tmp_path: Path) -> None:
+    spec, exprs = _expressions(env)
+    b = Builder(spec)
+    limit = spec["monitoring"]["gpuTempLimitCelsius"]
+    cutoff = spec["monitoring"]["gpuTempPlausibleMaxCelsius"]
+    readings = [
+        (b.gpu("node-a", 0), limit + 1),  # the one hot GPU
+        (b.gpu("node-a", 1), limit),  # at the limit is not above it
+        (b.gpu("node-b", 0), DCGM_PLACEHOLDER),  # "no value", not a temperature
+        (b.gpu("node-c", 0), cutoff),  # at the cutoff: a placeholder too
+    ]
+    hot = b.gpu("node-a", 0)
+    expected = {
+        "alert": [{"labels": series("", {k: hot[k] for k in (b.host, "gpu", "UUID")}), "value": limit + 1}],
+        "condition": [{"labels": '{node="node-a"}', "value": limit + 1}],
+        "dashboard": [{"labels": "{}", "value": 1}],
+    }
+    test = {
+        "rule_files": [],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "name": f"{env}: one hot GPU",
+                "interval": "1m",
+                "input_series": [
+                    {"series": series("DCGM_FI_DEV_GPU_TEMP", labels), "values": f"{value}x{EVAL_MINUTES}"}
+                    for labels, value in readings
+                ],
+                "promql_expr_test": [
+                    {"expr": exprs[name], "eval_time": f"{EVAL_MINUTES}m", "exp_samples": samples}
+                    for name, samples in expected.items()
+                ],
+            }
+        ],
+    }
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(test, sort_keys=False))
+    result = run([str(promtool), "test", "rules", "tests.yaml"], tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
