@@ -7,11 +7,12 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 import requests
 
+from tests.support.httpserver import QuietHTTPServer
 from tests.support.prometheus import prometheus_server
 
 METRIC = "trainyard_test_free_gpus"
@@ -39,7 +40,7 @@ class Exporter:
             def log_message(self, format: str, *args: object) -> None:
                 pass  # scrapes every second would drown the test output
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = QuietHTTPServer(("127.0.0.1", 0), Handler)
         self.port: int = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()

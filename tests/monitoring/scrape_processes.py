@@ -33,7 +33,7 @@ import os
 import threading
 import urllib.parse
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from tests.controlplane.daemon import Daemon, free_port
 from tests.monitoring import servicemonitor
 from tests.monitoring.scrape_cluster import NodePlan
 from tests.support import tool
+from tests.support.httpserver import QuietHTTPServer
 from tests.support.prometheus import Prometheus, prometheus_server
 
 Obj = dict[str, Any]
@@ -102,7 +103,7 @@ class PodNetwork:
             def log_message(self, format: str, *args: object) -> None:
                 pass  # a line per scrape would drown the log
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Forward)
+        self._server = QuietHTTPServer(("127.0.0.1", 0), Forward)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()

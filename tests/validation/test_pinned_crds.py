@@ -35,6 +35,7 @@ from generators.validation.pinned_crds import (
     verify_crds,
 )
 from tests.support import ROOT, free_port
+from tests.support.httpserver import QuietHTTPServer
 from tools.toolchain import CACHE_ENV, bin_dir
 
 PINS = read_sources(LOCK_FILE)
@@ -150,7 +151,7 @@ def mirror(crd_dir: Path) -> Iterator[Mirror]:
         def log_message(self, format: str, *args: object) -> None:  # quiet test output
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = QuietHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     served.url = f"http://127.0.0.1:{server.server_address[1]}"
