@@ -108,7 +108,7 @@ def test_gate_key_comes_from_the_rendered_taint_policy(repo: Repo, validate: Val
 
 # gate-query ------------------------------------------------------------------------------
 
-GATE_CONFIG_MAP = f"{STAGING}/overflow/trainyard-system/configmap-overflow-gate.yaml"
+GATE_CONFIG_MAP = f"{STAGING}/overflow/trainyard-system/configmap-overflow-gate-policy.yaml"
 # The default query before issue 11: every non-virtual GPU, and `or vector(0)` for no pods.
 OLD_DEFAULT = (
     'sum(kube_node_status_allocatable{resource="nvidia_com_gpu",node!~"vk-mock"}) - '
@@ -129,7 +129,7 @@ def _set_gate_query(repo: Repo, change: Any) -> None:
 
 def test_gate_query_counting_everything_and_absence_as_zero(repo: Repo, validate: Validate) -> None:
     _set_gate_query(repo, lambda _: OLD_DEFAULT)
-    where = f"{GATE_CONFIG_MAP}: ConfigMap/overflow-gate: gate-query: data[policy.yaml].spec.query: "
+    where = f"{GATE_CONFIG_MAP}: ConfigMap/overflow-gate-policy: gate-query: data[policy.yaml].spec.query: "
     expect(
         validate(repo.root, "staging"),
         f"{where}counts node capacity without restricting nodes to pools inference can use "
@@ -149,7 +149,7 @@ def test_gate_query_selecting_a_training_pool(repo: Repo, validate: Validate) ->
         repo,
         lambda q: q.replace('label_trainyard_dev_pool="infer-l40s"', 'label_trainyard_dev_pool="train-h100"'),
     )
-    where = f"{GATE_CONFIG_MAP}: ConfigMap/overflow-gate: gate-query: data[policy.yaml].spec.query: "
+    where = f"{GATE_CONFIG_MAP}: ConfigMap/overflow-gate-policy: gate-query: data[policy.yaml].spec.query: "
     expect(
         validate(repo.root, "staging"),
         f"{where}counts node capacity without restricting nodes to pools inference can use "
@@ -473,7 +473,7 @@ def test_a_flavor_tolerating_a_quarantine_taint(repo: Repo, validate: Validate) 
 
 
 def test_a_watched_pool_the_controller_may_not_touch(repo: Repo, validate: Validate) -> None:
-    rel = f"{STAGING}/health/trainyard-system/configmap-gpu-health.yaml"
+    rel = f"{STAGING}/health/trainyard-system/configmap-gpu-health-policy.yaml"
 
     def widen(config_map: dict[str, Any]) -> None:
         policy = yaml.safe_load(config_map["data"]["policy.yaml"])
@@ -483,7 +483,7 @@ def test_a_watched_pool_the_controller_may_not_touch(repo: Repo, validate: Valid
     repo.edit(rel, widen)
     expect(
         validate(repo.root, "staging"),
-        f"{rel}: ConfigMap/gpu-health: quarantine: data[policy.yaml].spec.pools[0]: pool 'train-h100' "
+        f"{rel}: ConfigMap/gpu-health-policy: quarantine: data[policy.yaml].spec.pools[0]: pool 'train-h100' "
         "does not select on trainyard.dev/pool: the controller's admission policy refuses every "
         "change to nodes without it",
     )
