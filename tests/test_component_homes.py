@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from generators import model, render, templating
+from generators.components import registry
 from generators.components.registry import COMPONENTS
-from generators.components.registry import _no_inputs as registry_no_inputs
+from generators.components.registry import no_inputs as registry_no_inputs
 from generators.layout import INSTALLERS, environment_names
 from tests.support import ROOT
 
@@ -129,3 +130,26 @@ def test_every_rendered_file_comes_from_its_folders_templates(
     for name, templates in opened.items():
         strays = {t for t in templates if t.split("/")[0] not in (name, COMMON)}
         assert not strays, f"rendered/{env_name}/{name}/ renders {sorted(strays)}"
+
+
+def test_the_registry_is_every_module_of_the_folder_by_name_with_argocd_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Adding a component is its module: discover() is run on a scratch package."""
+    package = tmp_path / "scratch_components"
+    (package / "alpha").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "registry.py").write_text("")  # the registry itself is no component
+    (package / "alpha" / "__init__.py").write_text("def generate(env, earlier=()):\n    return []\n")
+    (package / "argocd.py").write_text("def generate(env, earlier):\n    return []\n")
+    (package / "zeta.py").write_text(
+        "def generate(env, earlier=()):\n    return []\n\n\ndef installer_inputs(env):\n    return {}\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = registry.discover(package, "scratch_components")
+    assert [c.name for c in found] == ["alpha", "zeta", "argocd"]
+    assert found[0].installer_inputs is registry.no_inputs
+    assert found[1].installer_inputs.__module__ == "scratch_components.zeta"
+    (package / "helpers.py").write_text("X = 1\n")
+    with pytest.raises(ImportError, match=r"^scratch_components/helpers: no generate\(env, earlier\)"):
+        registry.discover(package, "scratch_components")
