@@ -74,7 +74,7 @@ def test_the_documented_sync_recreates_only_the_priority_class_and_applies_later
     assert (
         "sync with Force=true,Replace=true: recreated PriorityClass training; live values "
         "{'PriorityClass': 900001, 'WorkloadPriorityClass': 900001}; applied: ConfigMap "
-        "trainyard-system/overflow-gate, Deployment trainyard-system/overflow-gate"
+        "trainyard-system/overflow-gate-policy, Deployment trainyard-system/overflow-gate"
     ) in lines
     assert "pod admitted before keeps priority 900000; pod created after: 900001" in lines
     assert "ClusterQueues Active: True" in lines
