@@ -96,7 +96,7 @@ def test_a_pool_cap_reaches_the_controllers_policy(tmp_path: Path) -> None:
     root = repo_with(tmp_path, _staging(cap))
     code, _, err = run_cli(root, "render", "bad")
     assert code == 0, err
-    configmap = root / "rendered" / "bad" / "health" / "trainyard-system" / "configmap-gpu-health.yaml"
+    configmap = root / "rendered" / "bad" / "health" / "trainyard-system" / "configmap-gpu-health-policy.yaml"
     policy = yaml.safe_load(yaml.safe_load(configmap.read_text())["data"]["policy.yaml"])
     assert policy["spec"]["pools"] == [
         {
@@ -118,6 +118,6 @@ def test_a_small_pool_is_no_longer_refused_for_rounding_to_zero(tmp_path: Path) 
     root = repo_with(tmp_path, text)
     code, _, err = run_cli(root, "render", "bad")
     assert code == 0, err
-    configmap = root / "rendered" / "bad" / "health" / "trainyard-system" / "configmap-gpu-health.yaml"
+    configmap = root / "rendered" / "bad" / "health" / "trainyard-system" / "configmap-gpu-health-policy.yaml"
     policy = yaml.safe_load(yaml.safe_load(configmap.read_text())["data"]["policy.yaml"])
     assert policy["spec"]["cap"] == {"maxNodes": 4, "maxPercentOfPool": 10}  # the schema defaults

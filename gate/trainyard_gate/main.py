@@ -28,7 +28,7 @@ from . import kinds
 from .runtime import log
 from .runtime.election import LEASE_SECONDS, RENEW_SECONDS, RETRY_SECONDS, elected
 from .runtime.log import LOG, event
-from .runtime.metrics import Health
+from .runtime.metrics import Liveness
 from .runtime.nodes import KUBE_REQUEST_SECONDS, KubeNodes, core_api
 from .runtime.program import Options
 from .runtime.prometheus import PrometheusClient
@@ -146,14 +146,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     prometheus = PrometheusClient(policy.prometheus)
     dry_run = args.dry_run or policy.dry_run
-    health = Health(args.stall_seconds or stall_seconds(policy))
+    liveness = Liveness(args.stall_seconds or stall_seconds(policy))
     options = Options(
-        prometheus, KubeNodes(api, KUBE_REQUEST_SECONDS), dry_run, args.once, args.node_resync_seconds, health
+        prometheus,
+        KubeNodes(api, KUBE_REQUEST_SECONDS),
+        dry_run,
+        args.once,
+        args.node_resync_seconds,
+        liveness,
     )
     controller = kinds.start(policy, options)
     metrics = controller.metrics
     try:
-        server = metrics.serve(args.metrics_port, args.metrics_address, health) if args.metrics_port else None
+        server = (
+            metrics.serve(args.metrics_port, args.metrics_address, liveness) if args.metrics_port else None
+        )
     except OSError as err:
         prometheus.close()
         api.api_client.close()
@@ -172,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         if args.lease_namespace and not args.once:
-            return elected(args, api.api_client, metrics, health, stop, controller.work)
+            return elected(args, api.api_client, metrics, liveness, stop, controller.work)
         metrics.leader.set(1)
         return controller.work(stop)
     finally:

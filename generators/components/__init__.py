@@ -5,11 +5,12 @@ its folder under rendered/, with one entry point:
 
     def generate(env: Environment, earlier: Sequence[Obj]) -> list[Obj]
 
-`earlier` holds the objects of the components listed before it in registry.COMPONENTS
-(only argocd reads them: its project whitelists and ignoreDifferences describe the rest).
+`earlier` holds the objects of the components before it in registry.COMPONENTS (only
+argocd, last, reads them: its project whitelists and ignoreDifferences describe the rest).
 A component may also define `installer_inputs(env)` for rendered/<env>/installers/. The
-list itself is registry.py (explicit imports); docs/components.md says what to touch to add
-one. This module holds only the object type, so components can import it without a cycle.
+registry finds every module here (registry.discover: no list to extend);
+docs/components.md says what to touch to add one. This module holds only the object
+type, so components can import it without a cycle.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """rendered/<env>/health/: the built-in quarantine controller (backend trainyard).
 
-The gate program (gate/, image trainyard-gate) runs a NodeHealthPolicy (ConfigMap gpu-health,
+The gate program (gate/, image trainyard-gate) runs a NodeHealthPolicy (ConfigMap gpu-health-policy,
 the contract in docs/health.md): per node, the condition queries of model/health.py; a node
 bad for long enough gets the NoSchedule taint trainyard.dev/gpu-health=<reason>, within the
 cap. Nothing is rendered with backend none or nvsentinel (NVSentinel is installed on its own;

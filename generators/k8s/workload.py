@@ -17,6 +17,12 @@ Obj = dict[str, Any]
 POLICY_FILE = "policy.yaml"
 
 
+def policy_config_map(name: str) -> str:
+    """The ConfigMap holding program `name`'s policy: `<name>-policy`, so that it says what it
+    holds and no ConfigMap shares a name with a dashboard's (docs/components.md, "Names")."""
+    return f"{name}-policy"
+
+
 class Program(Protocol):
     """What the spec says about one trainyard-gate Deployment (model Gate, health Controller)."""
 
@@ -33,9 +39,9 @@ def sha256(text: str) -> str:
 
 
 def gate_program(name: str, namespace: str, program: Program, policy: Obj) -> list[Obj]:
-    """ConfigMap `name` holding `policy`, Deployment `name` running it and holding Lease
-    `name` in `namespace`, Service `name` for its /metrics. The Deployment's pod template
-    carries the policy's sha256, so a policy change rolls the pod."""
+    """ConfigMap `<name>-policy` holding `policy`, Deployment `name` running it and holding
+    Lease `name` in `namespace`, Service `name` for its /metrics. The Deployment's pod
+    template carries the policy's sha256, so a policy change rolls the pod."""
     text = yamlemit.dump(policy)
     args = [
         f"--policy=/etc/trainyard/{POLICY_FILE}",
@@ -44,10 +50,11 @@ def gate_program(name: str, namespace: str, program: Program, policy: Obj) -> li
         f"--lease-name={name}",
     ]
     return [
-        config_map(name, namespace, {POLICY_FILE: text}),
+        config_map(policy_config_map(name), namespace, {POLICY_FILE: text}),
         render(
             "common/gate-program-deployment.yaml.j2",
             name=name,
+            policy_config_map=policy_config_map(name),
             namespace=namespace,
             gate=program,
             args=args,

@@ -109,7 +109,7 @@ def test_prometheus_scrapes_one_gpu_temperature_per_gpu_under_the_rendered_job(b
     policy = yaml.safe_load(
         yaml.safe_load(
             (
-                ROOT / "rendered" / ENV / "health" / "trainyard-system" / "configmap-gpu-health.yaml"
+                ROOT / "rendered" / ENV / "health" / "trainyard-system" / "configmap-gpu-health-policy.yaml"
             ).read_text()
         )["data"]["policy.yaml"]
     )

@@ -64,7 +64,8 @@ def test_a_plain_apply_is_refused_at_wave_0_and_later_waves_stay_unapplied(ran: 
         '"training" is invalid: value: Forbidden: may not be changed in an update.'
     ) in lines
     assert (
-        "  never applied: ConfigMap trainyard-system/overflow-gate, Deployment trainyard-system/overflow-gate"
+        "  never applied: ConfigMap trainyard-system/overflow-gate-policy, "
+        "Deployment trainyard-system/overflow-gate"
     ) in lines
 
 
@@ -73,7 +74,7 @@ def test_the_documented_sync_recreates_only_the_priority_class_and_applies_later
     assert (
         "sync with Force=true,Replace=true: recreated PriorityClass training; live values "
         "{'PriorityClass': 900001, 'WorkloadPriorityClass': 900001}; applied: ConfigMap "
-        "trainyard-system/overflow-gate, Deployment trainyard-system/overflow-gate"
+        "trainyard-system/overflow-gate-policy, Deployment trainyard-system/overflow-gate"
     ) in lines
     assert "pod admitted before keeps priority 900000; pod created after: 900001" in lines
     assert "ClusterQueues Active: True" in lines
@@ -145,10 +146,10 @@ def test_the_box_is_back_on_its_rendering(ran: SceneRun) -> None:
     assert priority is not None and priority["value"] == 900000
     rendered = yaml.safe_load(
         (
-            ROOT / "rendered" / ENV / "overflow" / "trainyard-system" / "configmap-overflow-gate.yaml"
+            ROOT / "rendered" / ENV / "overflow" / "trainyard-system" / "configmap-overflow-gate-policy.yaml"
         ).read_text(encoding="utf-8")
     )
-    live = ran.kube.get("v1", "ConfigMap", "overflow-gate", "trainyard-system")
+    live = ran.kube.get("v1", "ConfigMap", "overflow-gate-policy", "trainyard-system")
     assert live is not None and live["data"] == rendered["data"]
     queues = ran.kube.list("kueue.x-k8s.io/v1beta2", "ClusterQueue")
     assert queues and all(is_true(q, "Active") for q in queues)

@@ -32,14 +32,14 @@ def _rendered(tmp_path: Path, speed: int, scale: int = 1) -> list[dict[str, Any]
 
 def test_staging_at_speed_10_divides_every_controller_duration(tmp_path: Path) -> None:
     rendered = _rendered(tmp_path, 10)
-    gate = _config(rendered, "overflow-gate", "policy.yaml")
+    gate = _config(rendered, "overflow-gate-policy", "policy.yaml")
     text = yaml.safe_dump(gate)
     # staging: closeAfterSeconds 300, openAfterSeconds 30, reconcile 30 (default)
     assert "closeAfterSeconds: 30\n" in text and "openAfterSeconds: 3\n" in text
     assert "reconcileIntervalSeconds: 3\n" in text
     descheduler = yaml.safe_dump(_config(rendered, "descheduler", "policy.yaml"))
     assert "minPodAge: 30s" in descheduler  # 5m / 10
-    health = yaml.safe_dump(_config(rendered, "gpu-health", "policy.yaml"))
+    health = yaml.safe_dump(_config(rendered, "gpu-health-policy", "policy.yaml"))
     assert "quarantineAfterSeconds: 30\n" in health  # gpuTemperature 300 / 10
     assert "quarantineAfterSeconds: 0\n" in health  # xid: on first sight stays on first sight
     assert "releaseAfterSeconds: 180\n" in health  # 1800 / 10
@@ -51,7 +51,9 @@ def test_speed_keeps_node_counts_and_scale_keeps_durations(tmp_path: Path) -> No
     sped = load(scaled_checkout(ROOT, "staging", 1, tmp_path / "a", 20), "staging")
     assert {p.name: p.nodes for p in sped.pools} == {"train-h100": 32, "infer-l40s": 8}
     scaled = _rendered(tmp_path / "b", 1, scale=4)
-    assert "closeAfterSeconds: 300\n" in yaml.safe_dump(_config(scaled, "overflow-gate", "policy.yaml"))
+    assert "closeAfterSeconds: 300\n" in yaml.safe_dump(
+        _config(scaled, "overflow-gate-policy", "policy.yaml")
+    )
 
 
 def test_an_alert_window_never_drops_below_four_scrapes(tmp_path: Path) -> None:
@@ -61,7 +63,7 @@ def test_an_alert_window_never_drops_below_four_scrapes(tmp_path: Path) -> None:
     # errorWindow 10m / 100 = 6 s, raised to 20 s, in the XID alert and the health conditions
     xid = 'DCGM_EXP_XID_ERRORS_COUNT{job=\\"nvidia-dcgm-exporter\\", xid=~\\"48|63|64|74|79|94|95\\"}'
     assert f"{xid}[20s]" in text
-    health = yaml.safe_dump(_config(rendered, "gpu-health", "policy.yaml"), width=10_000)
+    health = yaml.safe_dump(_config(rendered, "gpu-health-policy", "policy.yaml"), width=10_000)
     assert "[20s]" in health and "[10m]" not in health
 
 

@@ -37,7 +37,7 @@ def _config_map_data(objects: list[Obj], name: str, key: str) -> dict[str, Any]:
 
 
 def gates(objects: list[Obj]) -> list[Gate]:
-    policy = _config_map_data(objects, "overflow-gate", "policy.yaml")
+    policy = _config_map_data(objects, "overflow-gate-policy", "policy.yaml")
     return [
         Gate(g["name"], dict(g["nodeSelector"]["matchLabels"]), dict(g["taint"]))
         for g in policy["spec"]["gates"]

@@ -34,7 +34,7 @@ BAND_QUERIES = 5  # queries the controller must see inside the band without movi
 def rendered_gate_policy(env_name: str) -> dict[str, Any]:
     objects = environment_objects(REPO_ROOT, env_name)
     [config_map] = [
-        o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "overflow-gate"
+        o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "overflow-gate-policy"
     ]
     policy: dict[str, Any] = yaml.safe_load(config_map["data"]["policy.yaml"])
     return policy
@@ -43,7 +43,12 @@ def rendered_gate_policy(env_name: str) -> dict[str, Any]:
 def gate_environment() -> str:
     for name in ("staging", "prod"):
         path = (
-            REPO_ROOT / "rendered" / name / "overflow" / "trainyard-system" / "configmap-overflow-gate.yaml"
+            REPO_ROOT
+            / "rendered"
+            / name
+            / "overflow"
+            / "trainyard-system"
+            / "configmap-overflow-gate-policy.yaml"
         )
         if path.is_file():
             return name

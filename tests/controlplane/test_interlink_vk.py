@@ -257,7 +257,7 @@ def start_gate(
 ) -> tuple[Daemon, dict[str, Any]]:
     """The gate controller as its rendered Deployment runs it, as its own ServiceAccount,
     on the rendered TaintPolicy's lambda gate (test Prometheus, query and hold times)."""
-    config_map = rendered(scene.objects, "ConfigMap", "overflow-gate")
+    config_map = rendered(scene.objects, "ConfigMap", "overflow-gate-policy")
     policy = yaml.safe_load(config_map["data"]["policy.yaml"])
     spec = policy["spec"]
     spec["gates"] = [g for g in spec["gates"] if g["name"] == PROVIDER]
@@ -359,7 +359,9 @@ def test_interlink_virtual_kubelet_registers_is_gated_and_runs_a_pod_with_its_se
     assert node["status"]["allocatable"]["nvidia.com/gpu"] == GPUS
     assert node["status"]["capacity"]["nvidia.com/gpu"] == GPUS
     labels = node["metadata"]["labels"]
-    gate_policy = yaml.safe_load(rendered(scene.objects, "ConfigMap", "overflow-gate")["data"]["policy.yaml"])
+    gate_policy = yaml.safe_load(
+        rendered(scene.objects, "ConfigMap", "overflow-gate-policy")["data"]["policy.yaml"]
+    )
     [selector] = [
         g["nodeSelector"]["matchLabels"] for g in gate_policy["spec"]["gates"] if g["name"] == PROVIDER
     ]

@@ -22,7 +22,7 @@ from trainyard_gate.overflow.controller import GateEvaluator, one_pass
 from trainyard_gate.overflow.hysteresis import GateState, OnUnavailable, Thresholds
 from trainyard_gate.overflow.metrics import GateMetrics
 from trainyard_gate.overflow.policy import Gate, TaintPolicy
-from trainyard_gate.runtime.metrics import Health
+from trainyard_gate.runtime.metrics import Liveness
 from trainyard_gate.runtime.prometheus import PrometheusClient, QueryFailed
 from trainyard_gate.runtime.reader import PrometheusEndpoint, Taint
 
@@ -202,15 +202,15 @@ def test_a_stale_series_holds_the_gate_and_shows_blind(exporter: Exporter, prome
 
 def test_health_fails_when_beats_stop() -> None:
     now = [0.0]
-    health = Health(30, clock=lambda: now[0])
-    assert health.check()[0]
+    liveness = Liveness(30, clock=lambda: now[0])
+    assert liveness.check()[0]
     now[0] = 29
-    assert health.check()[0]
+    assert liveness.check()[0]
     now[0] = 31
-    ok, why = health.check()
+    ok, why = liveness.check()
     assert not ok and why.startswith("loop stalled: last pass 31s ago")
-    health.beat()
-    assert health.check()[0]
+    liveness.beat()
+    assert liveness.check()[0]
 
 
 @pytest.mark.parametrize("server", ["blackhole"], indirect=True)

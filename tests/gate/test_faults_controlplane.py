@@ -120,7 +120,7 @@ def node_policy(kube: Kube) -> Iterator[tuple[str, Gate]]:
         if obj["kind"] in ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"):
             kube.apply(obj)
     [config_map] = [
-        o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "overflow-gate"
+        o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "overflow-gate-policy"
     ]
     [gate] = parse(config_map["data"]["policy.yaml"], "staging policy").gates
     node = f"vk-{gate.name}"
@@ -176,7 +176,7 @@ def test_a_node_registered_before_the_policy_acts_is_closed_by_its_first_update(
     objects = environment_objects(REPO_ROOT, "staging")
     policy = [o for o in objects if o["metadata"]["name"] == "trainyard-virtual-node-labels"]  # and binding
     [config_map] = [
-        o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "overflow-gate"
+        o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "overflow-gate-policy"
     ]
     [gate] = parse(config_map["data"]["policy.yaml"], "staging policy").gates
     node = f"vk-{gate.name}"

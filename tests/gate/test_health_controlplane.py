@@ -10,7 +10,7 @@ RELEASE_SECONDS, one query per second, the controller holding its Lease):
 - a fleet-wide spike: at most the cap is tainted, trainyard_health_held_back > 0;
 - Prometheus down: nothing changes on any node (resourceVersions identical).
 
-The policy text is prod's rendered ConfigMap `gpu-health` (the `health_policy_text`
+The policy text is prod's rendered ConfigMap `gpu-health-policy` (the `health_policy_text`
 fixture). The test only swaps what
 a test must: the Prometheus URL, the durations, the cap, and one extra label in each pool's
 selector so only this test's nodes match. Nodes that must stay untouched are checked by
@@ -53,7 +53,9 @@ RUN_LABEL = "trainyard.dev/health-test-run"
 OTHER_TAINT = {"key": "example.com/other", "value": "kept", "effect": "NoSchedule"}  # must survive
 
 
-RENDERED_POLICY = ROOT / "rendered" / "prod" / "health" / "trainyard-system" / "configmap-gpu-health.yaml"
+RENDERED_POLICY = (
+    ROOT / "rendered" / "prod" / "health" / "trainyard-system" / "configmap-gpu-health-policy.yaml"
+)
 
 
 def rendered_policy() -> str:

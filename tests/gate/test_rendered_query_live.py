@@ -1,7 +1,7 @@
 """Prod's RENDERED free-GPU query on a real Prometheus, over a cluster shaped like prod.
 
 The query string and the gate thresholds are read from
-rendered/prod/overflow/trainyard-system/configmap-overflow-gate.yaml (what the gate would
+rendered/prod/overflow/trainyard-system/configmap-overflow-gate-policy.yaml (what the gate would
 run), never rebuilt here. The data: every node of prod's pools at full scale (2 x 256 H100
 nodes with their 2 x 8 reserve nodes, 64 L40S nodes), labelled and tainted as the pools
 say, plus the two virtual nodes; backfilled into the pinned Prometheus with
@@ -47,7 +47,7 @@ from tests.support import ROOT, tool
 
 pytestmark = pytest.mark.slow
 
-POLICY = ROOT / "rendered/prod/overflow/trainyard-system/configmap-overflow-gate.yaml"
+POLICY = ROOT / "rendered/prod/overflow/trainyard-system/configmap-overflow-gate-policy.yaml"
 GPU = "nvidia.com/gpu"
 MINUTES = 120
 A, B, C, D, E, F = 0, 20, 40, 60, 80, 100  # phase starts (minutes)

@@ -288,7 +288,7 @@ def _health_join_labels(env: Env) -> set[str]:
     (its outer label_replace into `node`); empty without a health policy."""
     found: set[str] = set()
     for obj in env.rendered():
-        if obj["kind"] != "ConfigMap" or obj["metadata"]["name"] != "gpu-health":
+        if obj["kind"] != "ConfigMap" or obj["metadata"]["name"] != "gpu-health-policy":
             continue
         for text in obj["data"].values():
             for condition in yaml.safe_load(text)["spec"]["conditions"]:

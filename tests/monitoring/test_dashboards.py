@@ -75,14 +75,14 @@ def test_current_schema_variables_and_panel_ids(shipped: Shipped) -> None:
 
 def test_host_variable_uses_the_host_label_of_the_named_exporter(shipped: Shipped) -> None:
     host_label = exporters.dcgm_host_label(shipped.spec["monitoring"]["exporters"]["dcgmExporter"])
-    board = next(b for b in dashboards(shipped) if b["uid"].endswith("-gpu-health"))
+    board = next(b for b in dashboards(shipped) if b["uid"].endswith("-gpu-hardware"))
     host = next(v for v in board["templating"]["list"] if v["name"] == "host")
     assert host["query"].endswith(f", {host_label})")
 
 
 def test_temperature_threshold_is_the_spec_value(shipped: Shipped) -> None:
     limit = shipped.spec["monitoring"]["gpuTempLimitCelsius"]
-    board = next(b for b in dashboards(shipped) if b["uid"].endswith("-gpu-health"))
+    board = next(b for b in dashboards(shipped) if b["uid"].endswith("-gpu-hardware"))
     temp = next(p for p in panels(board) if p["title"] == "GPU temperature")
     steps = temp["fieldConfig"]["defaults"]["thresholds"]["steps"]
     assert steps[-1]["value"] == limit

@@ -1,7 +1,7 @@
 """The health alerts run exactly what the controller runs, and their promtool cases bite.
 
 The condition alerts (trainyard-health group) must carry the very query text of the
-rendered NodeHealthPolicy (rendered/<env>/health/.../configmap-gpu-health.yaml), with `for:`
+rendered NodeHealthPolicy (rendered/<env>/health/.../configmap-gpu-health-policy.yaml), with `for:`
 = quarantineAfterSeconds; tests/monitoring/cases_health.py tests their edges with promtool.
 """
 
@@ -22,7 +22,7 @@ QUARANTINING = ["staging", "prod"]
 
 
 def policy(env: str) -> dict[str, object]:
-    path = ROOT / "rendered" / env / "health" / "trainyard-system" / "configmap-gpu-health.yaml"
+    path = ROOT / "rendered" / env / "health" / "trainyard-system" / "configmap-gpu-health-policy.yaml"
     document: dict[str, object] = yaml.safe_load(yaml.safe_load(path.read_text())["data"]["policy.yaml"])
     return document
 

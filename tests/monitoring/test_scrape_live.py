@@ -59,8 +59,8 @@ from tests.support import ROOT, archive, tools
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
 TOOLS = ("etcd", "kube-apiserver", "helm", "kube-state-metrics", "node_exporter", "prometheus")
-GATE = Path("overflow/trainyard-system/configmap-overflow-gate.yaml")
-HEALTH = Path("health/trainyard-system/configmap-gpu-health.yaml")
+GATE = Path("overflow/trainyard-system/configmap-overflow-gate-policy.yaml")
+HEALTH = Path("health/trainyard-system/configmap-gpu-health-policy.yaml")
 ENVIRONMENTS = [
     e
     for e in environment_names(ROOT)

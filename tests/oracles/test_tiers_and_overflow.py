@@ -157,7 +157,9 @@ def test_borrowing_training_preempts_only_up_to_the_highest_inference_tier(objec
 
 
 def _gates(objects: Objects) -> list[dict[str, Any]]:
-    policy = yaml.safe_load(objects[("ConfigMap", "trainyard-system/overflow-gate")]["data"]["policy.yaml"])
+    policy = yaml.safe_load(
+        objects[("ConfigMap", "trainyard-system/overflow-gate-policy")]["data"]["policy.yaml"]
+    )
     gates: list[dict[str, Any]] = policy["spec"]["gates"]
     return gates
 

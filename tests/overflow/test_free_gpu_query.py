@@ -117,7 +117,7 @@ def test_free_gpus_counts_only_bound_unfinished_pods_on_real_nodes(env: str, tmp
     environment = load(ROOT, env)
     ov = environment.overflow
     assert ov is not None and environment.monitoring.selectors.kube_state_metrics == KSM
-    policy = yaml.safe_load(one(env, "ConfigMap", "overflow-gate")["data"]["policy.yaml"])
+    policy = yaml.safe_load(one(env, "ConfigMap", "overflow-gate-policy")["data"]["policy.yaml"])
     assert policy["spec"]["query"] == ov.gate.free_gpus_query
     pool = inference_pools(environment.pools)[0]
     virtual = list(ov.virtual_nodes)

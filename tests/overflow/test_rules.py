@@ -51,7 +51,7 @@ def _all_rendered(env: str) -> list[Obj]:
 
 
 def _gate_key(env: str) -> str:
-    gates = _embedded(one(env, "ConfigMap", "overflow-gate"), "policy.yaml")["spec"]["gates"]
+    gates = _embedded(one(env, "ConfigMap", "overflow-gate-policy"), "policy.yaml")["spec"]["gates"]
     keys: set[str] = {gate["taint"]["key"] for gate in gates}
     assert len(keys) == 1
     return keys.pop()
@@ -80,7 +80,7 @@ def test_no_noexecute_taint_or_toleration_anywhere(env: str) -> None:
             if mapping.get("name") == "VKUBELET_TAINT_EFFECT":
                 assert mapping["value"] == "NoSchedule"
     for _, obj in rendered(env):
-        if obj["kind"] == "ConfigMap" and obj["metadata"]["name"] == "overflow-gate":
+        if obj["kind"] == "ConfigMap" and obj["metadata"]["name"] == "overflow-gate-policy":
             for gate in _embedded(obj, "policy.yaml")["spec"]["gates"]:
                 assert gate["taint"]["effect"] == "NoSchedule"
 
@@ -172,7 +172,7 @@ def test_gate_may_only_list_nodes_and_patch_the_virtual_ones(env: str) -> None:
 @pytest.mark.parametrize("env", OVERFLOW_ENVS)
 def test_taint_policy_loads_with_the_gate_controllers_loader(env: str, tmp_path: Path) -> None:
     path = tmp_path / "policy.yaml"
-    path.write_text(one(env, "ConfigMap", "overflow-gate")["data"]["policy.yaml"], encoding="utf-8")
+    path.write_text(one(env, "ConfigMap", "overflow-gate-policy")["data"]["policy.yaml"], encoding="utf-8")
     policy = load_taint_policy(path)
     ov = load(ROOT, env).overflow
     assert ov is not None
@@ -196,7 +196,7 @@ def test_taint_policy_loads_with_the_gate_controllers_loader(env: str, tmp_path:
         assert then.thresholds.close_when_free_gpus_at_least < first.thresholds.close_when_free_gpus_at_least
     gate_deployment = one(env, "Deployment", "overflow-gate")
     [volume] = [v for v in gate_deployment["spec"]["template"]["spec"]["volumes"] if "configMap" in v]
-    assert volume["configMap"]["name"] == "overflow-gate"
+    assert volume["configMap"]["name"] == "overflow-gate-policy"
 
 
 def _containers(obj: Obj) -> list[Obj]:

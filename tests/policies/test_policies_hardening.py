@@ -108,8 +108,8 @@ def test_gate_key_comes_from_the_rendered_taint_policy(repo: Repo, validate: Val
 
 # gate-query ------------------------------------------------------------------------------
 
-GATE_CONFIG_MAP = f"{STAGING}/overflow/trainyard-system/configmap-overflow-gate.yaml"
-GATE_QUERY = f"{GATE_CONFIG_MAP}: ConfigMap/overflow-gate: gate-query: data[policy.yaml].spec.query: "
+GATE_CONFIG_MAP = f"{STAGING}/overflow/trainyard-system/configmap-overflow-gate-policy.yaml"
+GATE_QUERY = f"{GATE_CONFIG_MAP}: ConfigMap/overflow-gate-policy: gate-query: data[policy.yaml].spec.query: "
 # Said of a query that does not count only the inference pools' nodes (the old default, a training pool)
 UNRESTRICTED = (
     f"{GATE_QUERY}counts node capacity without restricting nodes to pools inference can use "
@@ -474,7 +474,7 @@ def test_a_flavor_tolerating_a_quarantine_taint(repo: Repo, validate: Validate) 
 
 
 def test_a_watched_pool_the_controller_may_not_touch(repo: Repo, validate: Validate) -> None:
-    rel = f"{STAGING}/health/trainyard-system/configmap-gpu-health.yaml"
+    rel = f"{STAGING}/health/trainyard-system/configmap-gpu-health-policy.yaml"
 
     def widen(config_map: dict[str, Any]) -> None:
         policy = yaml.safe_load(config_map["data"]["policy.yaml"])
@@ -484,7 +484,7 @@ def test_a_watched_pool_the_controller_may_not_touch(repo: Repo, validate: Valid
     repo.edit(rel, widen)
     expect(
         validate(repo.root, "staging"),
-        f"{rel}: ConfigMap/gpu-health: quarantine: data[policy.yaml].spec.pools[0]: pool 'train-h100' "
+        f"{rel}: ConfigMap/gpu-health-policy: quarantine: data[policy.yaml].spec.pools[0]: pool 'train-h100' "
         "does not select on trainyard.dev/pool: the controller's admission policy refuses every "
         "change to nodes without it",
     )

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from ..runtime import loop
 from ..runtime.log import LOG, event
 from ..runtime.loop import Clock
-from ..runtime.metrics import Health
+from ..runtime.metrics import Liveness
 from ..runtime.nodes import NodeGateway, NodePatcher
 from ..runtime.program import Controller, Options
 from ..runtime.prometheus import QueryFailed
@@ -162,11 +162,11 @@ def run_health(
     stop: threading.Event,
     *,
     once: bool,
-    health: Health | None = None,
+    liveness: Liveness | None = None,
 ) -> int:
     """The health controller's reconcile loop (runtime.loop.run, every pass a query pass);
     returns the process exit code."""
-    beat = health.beat if health is not None else (lambda: None)
+    beat = liveness.beat if liveness is not None else (lambda: None)
     return loop.run(
         lambda _query: one_pass(controller, metrics, stop),
         policy.reconcile_interval_seconds,
@@ -189,7 +189,7 @@ def start(policy: NodeHealthPolicy, options: Options) -> Controller:
     )
 
     def work(halt: threading.Event) -> int:
-        return run_health(policy, controller, metrics, halt, once=options.once, health=options.health)
+        return run_health(policy, controller, metrics, halt, once=options.once, liveness=options.liveness)
 
     fields = {"pools": [pool.name for pool in policy.pools], "reasons": list(policy.reasons)}
     return Controller(metrics, fields, work)

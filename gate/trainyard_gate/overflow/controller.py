@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..runtime import loop
 from ..runtime.log import LOG, event
 from ..runtime.loop import Clock
-from ..runtime.metrics import Health
+from ..runtime.metrics import Liveness
 from ..runtime.nodes import NodeGateway, NodePatcher, NodeTaints, Want, carries, is_converged
 from ..runtime.program import Controller, Options
 from ..runtime.prometheus import PrometheusClient, QueryFailed
@@ -215,10 +215,10 @@ def run(
     once: bool,
     node_resync_seconds: float,
     clock: Clock = time.monotonic,
-    health: Health | None = None,
+    liveness: Liveness | None = None,
 ) -> int:
     """The gate's reconcile loop (runtime.loop.run); returns the process exit code."""
-    beat = health.beat if health is not None else (lambda: None)
+    beat = liveness.beat if liveness is not None else (lambda: None)
     initial = initial_states(policy, enforcer, metrics, stop, once=once, beat=beat)
     if initial is None:
         return 1 if once else 0
@@ -296,7 +296,7 @@ def start(policy: TaintPolicy, options: Options) -> Controller:
             halt,
             once=options.once,
             node_resync_seconds=options.node_resync_seconds,
-            health=options.health,
+            liveness=options.liveness,
         )
 
     return Controller(metrics, {"gates": [gate.name for gate in policy.gates]}, work)

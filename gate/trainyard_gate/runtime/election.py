@@ -16,7 +16,7 @@ from kubernetes.leaderelection import electionconfig, leaderelection
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
 from .log import LOG, event
-from .metrics import ControllerMetrics, Health
+from .metrics import ControllerMetrics, Liveness
 from .nodes import api_error
 
 # client-go's defaults for controllers (15 s lease, 10 s renew deadline, 2 s retry).
@@ -33,10 +33,14 @@ class _Elector(leaderelection.LeaderElection):
     """
 
     def __init__(
-        self, cfg: electionconfig.Config, metrics: ControllerMetrics, health: Health, leading: threading.Event
+        self,
+        cfg: electionconfig.Config,
+        metrics: ControllerMetrics,
+        liveness: Liveness,
+        leading: threading.Event,
     ) -> None:
         super().__init__(cfg)  # type: ignore[no-untyped-call]
-        self._metrics, self._health, self._leading = metrics, health, leading
+        self._metrics, self._liveness, self._leading = metrics, liveness, leading
 
     def try_acquire_or_renew(self) -> bool:
         try:
@@ -46,7 +50,7 @@ class _Elector(leaderelection.LeaderElection):
             event(LOG, logging.ERROR, "lease attempt failed", error=api_error(err))
             ok = False
         if not self._leading.is_set():
-            self._health.beat()
+            self._liveness.beat()
         return ok
 
 
@@ -54,7 +58,7 @@ def elected(
     args: argparse.Namespace,
     api_client: client.ApiClient,
     metrics: ControllerMetrics,
-    health: Health,
+    liveness: Liveness,
     stop: threading.Event,
     work: Callable[[threading.Event], int],
 ) -> int:
@@ -66,7 +70,7 @@ def elected(
     def started() -> None:
         leading.set()
         metrics.leader.set(1)
-        health.beat()
+        liveness.beat()
         event(LOG, logging.INFO, "leading", identity=args.identity)
         result.append(work(halt))
         halt.set()
@@ -85,7 +89,7 @@ def elected(
     metrics.leader.set(0)
     event(LOG, logging.INFO, "standing by for the lease", identity=args.identity)
     threading.Thread(
-        target=_Elector(cfg, metrics, health, leading).run, name="leader-election", daemon=True
+        target=_Elector(cfg, metrics, liveness, leading).run, name="leader-election", daemon=True
     ).start()
     while not (stop.wait(0.2) or halt.is_set()):
         pass

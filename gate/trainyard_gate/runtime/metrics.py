@@ -1,6 +1,6 @@
 """What every controller of the program exports, on a private registry (no global state):
 the Lease gauge and the failures by stage (`ControllerMetrics`, which each kind's metrics
-extend with its own series), /metrics and /healthz (`serve`), and liveness (`Health`)."""
+extend with its own series), /metrics and /healthz (`serve`), and liveness (`Liveness`)."""
 
 from __future__ import annotations
 
@@ -47,19 +47,19 @@ class ControllerMetrics:
         """`{prefix}_{name}_total` on this controller's registry."""
         return Counter(f"{self.prefix}_{name}", documentation, labels, registry=self.registry)
 
-    def serve(self, port: int, address: str, health: Health) -> tuple[WSGIServer, threading.Thread]:
-        return serve(self.registry, port, address, health)
+    def serve(self, port: int, address: str, liveness: Liveness) -> tuple[WSGIServer, threading.Thread]:
+        return serve(self.registry, port, address, liveness)
 
 
 def serve(
-    registry: CollectorRegistry, port: int, address: str, health: Health
+    registry: CollectorRegistry, port: int, address: str, liveness: Liveness
 ) -> tuple[WSGIServer, threading.Thread]:
     """Serve /metrics and /healthz from a daemon thread; stop with server.shutdown()."""
     metrics_app = make_wsgi_app(registry)
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("PATH_INFO") == "/healthz":
-            ok, why = health.check()
+            ok, why = liveness.check()
             start_response(
                 "200 OK" if ok else "503 Service Unavailable", [("Content-Type", "text/plain; charset=utf-8")]
             )
@@ -72,7 +72,7 @@ def serve(
     return server, thread
 
 
-class Health:
+class Liveness:
     """Liveness: fails when the work loop has stopped advancing.
 
     /metrics is served by another thread and keeps answering when the loop is stuck (a

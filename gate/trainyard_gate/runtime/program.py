@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .metrics import ControllerMetrics, Health
+from .metrics import ControllerMetrics, Liveness
 from .nodes import NodeGateway
 from .prometheus import PrometheusClient
 
@@ -20,7 +20,7 @@ class Options:
     dry_run: bool  # --dry-run or spec.dryRun
     once: bool
     node_resync_seconds: float
-    health: Health
+    liveness: Liveness
 
 
 @dataclass(frozen=True)

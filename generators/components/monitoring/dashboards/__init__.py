@@ -7,7 +7,7 @@ from typing import Any
 
 from generators.components.monitoring.dashboards import (
     fabric,
-    gpu_health,
+    gpu_hardware,
     overflow,
     quarantine,
     queues,
@@ -21,7 +21,7 @@ Builder = Callable[[Environment], dict[str, Any]]
 
 def builders(env: Environment) -> list[tuple[str, Builder]]:
     """(slug, build) for every dashboard this environment gets, in a fixed order."""
-    modules = [gpu_health, utilization, fabric, training, queues]
+    modules = [gpu_hardware, utilization, fabric, training, queues]
     if env.overflow is not None:
         modules.append(overflow)
     if env.health is not None and env.health.controller is not None:

@@ -1,4 +1,4 @@
-"""GPU health: the talk's 78 °C rule drawn as a line, and every signal that says 'replace'."""
+"""GPU hardware: the talk's 78 °C rule drawn as a line, and every signal that says 'replace'."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from generators.components.monitoring.promql import Queries
 from generators.model.environment import Environment
 from generators.model.promql import below_blank, share_of_time
 
-SLUG = "gpu-health"
+SLUG = "gpu-hardware"  # not "gpu-health": that names the quarantine controller (health.py)
 NOT_IDLE = 'clock_event!="gpu_idle"'  # an idle GPU lowering its clocks is not a problem
 REMAP_SERIES = (
     ("uncorrectable", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"),
@@ -155,7 +155,7 @@ def build(env: Environment) -> dict[str, Any]:
     board = Board(
         q.m,
         SLUG,
-        "GPU health",
+        "GPU hardware",
         "Temperature, power, clocks, throttling and errors per GPU. "
         f"Above {limit} °C a GPU throttles the whole job: drain the node, have it replaced.",
         variables=[query_variable("host", "Host", q.dcgm("DCGM_FI_DEV_GPU_TEMP"), s.h)],
