@@ -3,7 +3,7 @@ how long, and how many at most; and what inference tolerates and training never 
 
 Every quarantine condition is the predicate of a GPU or fabric alert (generators/model/
 promql.py, the one definition of each, thresholds included) taken per node. The controller runs
-exactly this text (the NodeHealthPolicy in ConfigMap gpu-health, docs/health.md) and the
+exactly this text (the NodeHealthPolicy in ConfigMap gpu-health-policy, docs/health.md) and the
 alert of the condition evaluates the same text with `for:` = its duration, so promtool tests
 the edges of what the controller does.
 
@@ -45,7 +45,8 @@ TAINT_EFFECT = "NoSchedule"
 REASON_ANNOTATION = "trainyard.dev/gpu-health-reason"
 SINCE_ANNOTATION = "trainyard.dev/gpu-health-since"
 POOL_LABEL = "trainyard.dev/pool"  # the controller may touch only nodes carrying this key
-NAME = "gpu-health"  # ConfigMap, Deployment, ServiceAccount, Lease, Service, job label
+# the program: Deployment, ServiceAccount, Lease, Service, job label (its ConfigMap is NAME-policy)
+NAME = "gpu-health"
 DEFAULT_POOL_ROLES = ("training", "shared")
 
 
