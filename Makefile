@@ -43,9 +43,12 @@ lint: setup
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 
-# The edit loop: everything that needs no pinned binary and no control plane.
+# The edit loop: every test that starts no server (docs/testing.md "Running the tests"), on
+# both cores of the 2-core machine (pytest-xdist; FAST_JOBS=0 runs it in one process).
+# `make test` stays in one process: its control-plane and box tests share one apiserver.
+FAST_JOBS ?= 2
 test-fast: setup
-	$(PY) -m pytest -q -m "not controlplane and not slow"
+	$(PY) -m pytest -q -n $(FAST_JOBS) -m "not controlplane and not slow"
 
 test: tools lint
 	$(PY) -m pytest -q

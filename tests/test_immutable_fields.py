@@ -140,7 +140,7 @@ def _old_self_fields(schema: dict[str, Any], path: tuple[str, ...] = ()) -> set[
 
 def test_the_table_holds_every_old_self_rule_of_the_pinned_kueue_crds_on_rendered_kinds() -> None:
     files = [p for p in (ROOT / "rendered").rglob("*.yaml") if "installers" not in p.parts]
-    rendered = {yaml.safe_load(p.read_text(encoding="utf-8"))["kind"] for p in files}
+    rendered = {yaml.load(p.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)["kind"] for p in files}
     found = set()
     for crd in crd_documents():
         kind = crd["spec"]["names"]["kind"]
@@ -171,7 +171,7 @@ def test_each_crd_rule_cites_a_line_holding_its_old_self_rule() -> None:
 def test_only_priority_classes_are_rendered_for_delete_and_recreate() -> None:
     options: dict[str, set[str]] = {}
     for path in (ROOT / "rendered").rglob("*.yaml"):
-        obj = yaml.safe_load(path.read_text(encoding="utf-8"))
+        obj = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
         value = ((obj.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
         if value and "Force=true" in value:
             options.setdefault(obj["kind"], set()).add(value)

@@ -52,7 +52,7 @@ def _kueue_crd_dir() -> Path:
 def _schemas() -> dict[tuple[str, str], dict[str, Any]]:
     out = {}
     for path in sorted(_kueue_crd_dir().glob("*.yaml")):
-        crd = yaml.safe_load(path.read_text())
+        crd = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
         for version in crd["spec"]["versions"]:
             if version.get("served"):
                 schema = _strict(version["schema"]["openAPIV3Schema"])

@@ -72,6 +72,7 @@ def test_once_fails_fast_when_nodes_cannot_be_read(tmp_path: Path) -> None:
     assert any(entry["msg"] == "cannot read nodes for the initial state" for entry in logs)
 
 
+@pytest.mark.slow  # starts the gate's own server process and waits out its start-up backoff
 def test_serves_metrics_and_exits_cleanly_on_sigterm(tmp_path: Path) -> None:
     policy, kubeconfig = write_inputs(tmp_path)
     port = free_port()

@@ -213,6 +213,7 @@ def test_health_fails_when_beats_stop() -> None:
     assert liveness.check()[0]
 
 
+@pytest.mark.slow  # starts the gate's own server process against a hanging API
 @pytest.mark.parametrize("server", ["blackhole"], indirect=True)
 def test_healthz_fails_while_the_loop_hangs_and_metrics_still_answer(
     server: Misbehaving, tmp_path: Path

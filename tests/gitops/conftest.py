@@ -20,7 +20,7 @@ def rendered_files(env: str) -> dict[str, Any]:
     """Every YAML file of rendered/<env>/ as committed: path relative to it -> document."""
     base = ROOT / "rendered" / env
     return {
-        p.relative_to(base).as_posix(): yaml.safe_load(p.read_text(encoding="utf-8"))
+        p.relative_to(base).as_posix(): yaml.load(p.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
         for p in sorted(base.rglob("*.yaml"))
     }
 

@@ -98,7 +98,7 @@ class Env:
     def rendered(self) -> Iterator[Obj]:
         for path in sorted((ROOT / "rendered" / self.name).rglob("*.yaml")):
             if "installers" not in path.relative_to(ROOT / "rendered" / self.name).parts:
-                yield yaml.safe_load(path.read_text(encoding="utf-8"))
+                yield yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
 
     def namespace_labels(self) -> dict[str, dict[str, str]]:
         return {

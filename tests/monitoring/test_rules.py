@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from generators.components.monitoring import RULES_KEY, RULES_NAME
@@ -55,6 +56,7 @@ def test_promtool_check_rules(shipped: Shipped, promtool: Path, tmp_path: Path) 
     assert f"SUCCESS: {len(all_rules(shipped))} rules found" in result.stdout
 
 
+@pytest.mark.slow  # promtool evaluates every alert case of a whole environment: 4 to 12 s each
 def test_promtool_unit_tests(shipped: Shipped, promtool: Path, tmp_path: Path) -> None:
     cases = Builder(shipped.spec).all()
     (tmp_path / "rules.yaml").write_text(rules_file_text(shipped))

@@ -46,7 +46,7 @@ def _all_rendered(env: str) -> list[Obj]:
         obj
         for path in sorted(base.rglob("*.yaml"))
         if path.relative_to(base).parts[0] != "installers"
-        for obj in [yaml.safe_load(path.read_text(encoding="utf-8"))]
+        for obj in [yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)]
     ]
 
 

@@ -1,19 +1,25 @@
-"""A real git repository per test: the project's sources copied, rendered and committed on
-main, so `generate.py diff` reads real commits with real git."""
+"""A real git repository per test: the environments copied, rendered and committed on main,
+so `generate.py diff` reads real commits with real git. The CLI runs in this process against
+that root (`run_cli`, as `generate.py -C ROOT` would): these tests are about what a command
+says and writes, not about starting an interpreter, and an interpreter start plus a cold
+import per call was half of `make test-fast` (docs/testing.md). The process boundary itself
+(a real terminal, exit codes) keeps its own subprocess test (test_diff_formats.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.scratch import copy_repo
+from tests.support.scratch import copy_repo, run_cli
 
-COPIED = ("environments", "schemas", "generators", "templates", "policies", "generate.py")
+# Data only: the code, templates and schemas always come from this checkout (run_cli).
+COPIED = ("environments",)
 GIT_IDENTITY = (
     "-c",
     "user.name=trainyard tests",
@@ -31,15 +37,28 @@ def git(root: Path, *args: str) -> str:
     return done.stdout
 
 
+@contextlib.contextmanager
+def _environ(env: dict[str, str]) -> Iterator[None]:
+    """os.environ without NO_COLOR (a caller's setting must not decide colour) plus `env`,
+    restored afterwards."""
+    saved = dict(os.environ)
+    os.environ.pop("NO_COLOR", None)
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 def generate(
     root: Path, *args: str, env: dict[str, str] | None = None, check: int | None = 0
 ) -> subprocess.CompletedProcess[str]:
-    """Run the copied generate.py in `root`; `check` is the exit code expected (None: any)."""
-    environ = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-    environ.update(env or {})
-    done = subprocess.run(
-        [sys.executable, "generate.py", *args], cwd=root, capture_output=True, text=True, env=environ
-    )
+    """`generate.py -C root ARGS` in this process; `check` is the exit code expected (None:
+    any). Output is captured, so stdout is no terminal, as with a pipe."""
+    with _environ(env or {}):
+        code, out, err = run_cli(root, *args)
+    done = subprocess.CompletedProcess(["generate.py", "-C", str(root), *args], code, out, err)
     if check is not None:
         assert done.returncode == check, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done

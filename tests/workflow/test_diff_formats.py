@@ -18,6 +18,7 @@ from generators.diff import markdown
 from generators.diff.changes import ObjectChange
 from generators.diff.fields import changed_fields
 from generators.diff.objects import key_of
+from tests.support import ROOT
 from tests.workflow.conftest import change_prod, commit_all, generate, git
 
 ESC = "\x1b["
@@ -94,7 +95,7 @@ def _on_a_terminal(repo: Path, *args: str, env: dict[str, str]) -> str:
     controller, terminal = pty.openpty()
     environ = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | env
     with subprocess.Popen(
-        [sys.executable, "generate.py", "diff", *args],
+        [sys.executable, str(ROOT / "generate.py"), "-C", str(repo), "diff", *args],
         cwd=repo,
         stdout=terminal,
         stderr=subprocess.PIPE,
