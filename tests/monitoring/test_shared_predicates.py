@@ -2,7 +2,7 @@
 
 generators/model/promql.py defines "a GPU above monitoring.gpuTempLimitCelsius, ignoring
 DCGM placeholders" once; GPUTemperatureHigh aggregates it per GPU, the gpu-temperature
-condition of the NodeHealthPolicy per node, the GPU health dashboard counts it. Here the
+condition of the NodeHealthPolicy per node, the GPU hardware dashboard counts it. Here the
 three rendered expressions (read from rendered/, not from the generator) are evaluated by
 promtool over the same readings: one GPU above the limit, one at it, one reading a DCGM
 placeholder and one at the plausibility cutoff. Each must see exactly the hot GPU, so a
@@ -34,7 +34,7 @@ def _expressions(env: str) -> tuple[dict[str, Any], dict[str, str]]:
     assert isinstance(spec, dict)
     conditions = spec["conditions"]
     [condition] = [c["query"] for c in conditions if c["reason"] == "gpu-temperature"]
-    board = next(b for b in dashboards(shipped) if b["uid"].endswith("-gpu-health"))
+    board = next(b for b in dashboards(shipped) if b["uid"].endswith("-gpu-hardware"))
     [panel] = [p for p in panels(board) if p["title"] == f"GPUs above {limit} °C"]
     count = panel["targets"][0]["expr"].replace("$host", ".*")  # every host, as Grafana's "All"
     return shipped.spec, {"alert": alert, "condition": condition, "dashboard": count}
