@@ -11,7 +11,7 @@ import pytest
 from generators import speedups
 from tests.support.scratch import run_cli, tree_digest
 
-ON_DISK = ("jinja", "shapes", "render-stamps", "schema-valid")
+ON_DISK = ("jinja", "render-stamps", "schema-valid")
 
 
 @pytest.fixture

@@ -123,49 +123,17 @@ def test_no_recording_no_token() -> None:
 
 
 @pytest.fixture
-def shape_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.setenv("TRAINYARD_CACHE", str(tmp_path))
-    monkeypatch.delenv("CI", raising=False)
+def shapes_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The layer on whatever the caller's TRAINYARD_SPEEDUPS says; no shape parsed by an
+    earlier test is reused."""
     monkeypatch.delenv("TRAINYARD_SPEEDUPS", raising=False)
     templateshapes._skeleton.cache_clear()
-    yield tmp_path / "shapes"
+    yield
     templateshapes._skeleton.cache_clear()
-
-
-def test_shapes_kept_on_disk_serve_a_new_process(shape_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    first = render.render_environment(load(ROOT, "dev"))
-    assert len(list(shape_cache.iterdir())) > 10
-    templateshapes._skeleton.cache_clear()  # as in a new process
-
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("parsed although the shape is on disk")
-
-    monkeypatch.setattr(templateshapes, "_parse_skeleton", refuse)
-    again = render.render_environment(load(ROOT, "dev"))
-    assert [(f.path, f.text) for f in again] == [(f.path, f.text) for f in first]
-
-
-def test_corrupt_shapes_on_disk_are_parsed_again(shape_cache: Path) -> None:
-    first = render.render_environment(load(ROOT, "dev"))
-    for entry in shape_cache.iterdir():
-        entry.write_bytes(b"\xff not marshal")
-    templateshapes._skeleton.cache_clear()
-    assert [f.text for f in render.render_environment(load(ROOT, "dev"))] == [f.text for f in first]
-
-
-@pytest.mark.parametrize(
-    "variable", [("CI", "true"), ("TRAINYARD_SPEEDUPS", "0"), ("TRAINYARD_SPEEDUPS", "shapes")]
-)
-def test_no_shapes_on_disk_in_ci_or_when_switched_off(
-    shape_cache: Path, variable: tuple[str, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(*variable)
-    render.render_environment(load(ROOT, "dev"))
-    assert not shape_cache.exists()
 
 
 def test_switched_off_templates_render_their_classic_text(
-    shape_cache: Path, monkeypatch: pytest.MonkeyPatch
+    shapes_on: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     shaped = render.render_environment(load(ROOT, "dev"))
     monkeypatch.setenv("TRAINYARD_SPEEDUPS", "0")

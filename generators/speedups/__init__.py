@@ -6,7 +6,6 @@ has the table of what each saves, its key and when it is off):
 
 - `templates`   templatecache: compiled templates on disk (jinja/)
 - `shapes`      templateshapes: each template's output parsed once per shape, in memory
-- `shape-files` templateshapes: those parsed shapes on disk too (shapes/)
 - `stamps`      renderstamp: `render --check` skips environments a stamp vouches for
 - `schema`      schemavalid: a document that passed the schema check is not checked again
 - `reuse`       parsereuse: validate and diff take a fresh render's objects for committed
@@ -15,8 +14,8 @@ has the table of what each saves, its key and when it is off):
 TRAINYARD_SPEEDUPS unset or `1`: every layer on; `0`: every layer off; otherwise a
 comma-separated list of the layers to keep on (to measure one layer; other words name no
 layer, so a typo turns layers off, which only costs time). Where $CI is set, the layers that
-would let an earlier run on this machine vouch for today's answer (stamps, schema markers,
-shapes on disk) are off whatever the switch says: CI always does the work.
+would let an earlier run on this machine vouch for today's answer (stamps, schema markers)
+are off whatever the switch says: CI always does the work.
 Stdlib only: `render --check` asks the switch before importing anything else.
 """
 
@@ -25,8 +24,8 @@ from __future__ import annotations
 import os
 
 SWITCH = "TRAINYARD_SPEEDUPS"
-LAYERS = ("templates", "shapes", "shape-files", "stamps", "schema", "reuse")
-NOT_IN_CI = frozenset({"shape-files", "stamps", "schema"})
+LAYERS = ("templates", "shapes", "stamps", "schema", "reuse")
+NOT_IN_CI = frozenset({"stamps", "schema"})
 
 
 def on(layer: str) -> bool:

@@ -1,5 +1,4 @@
-"""Parse each template's output once per shape; put the values in as data (layers `shapes`,
-`shape-files`).
+"""Parse each template's output once per shape; put the values in as data (layer `shapes`).
 
 Parsing template output with PyYAML costs ~0.6 ms per small object and more for large
 values (../shared/reference/performance.md), and a fleet renders the same templates thousands
@@ -16,31 +15,23 @@ guaranteed, `NoShape` is raised and the caller parses the classic text instead:
 - a token not standing alone as a scalar (inside a longer string, a block literal or a
   comment), used twice (YAML aliases), or carrying a tag (`!!str "⟦y0⟧"`);
 - anything else failing (e.g. a token as the key of a mapping that holds a list).
-Layer `shapes` decides whether templating uses this module at all; `shape-files` whether
-parsed shapes are also kept on disk for the next process.
+Layer `shapes` decides whether templating uses this module at all. Parsed shapes live in
+memory only: keeping them on disk for the next process (layer `shape-files`, until issue 24)
+saved nothing measurable (docs/performance.md, "Speed-ups").
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime
-import marshal
-import os
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import yaml
-
-from generators import speedups
-from generators.layout import cache_dir
-from generators.speedups.keys import code_fingerprint, digest
 
 OPEN, CLOSE = "\u27e6y", "\u27e7"  # ⟦y ... ⟧: printable, so a token is the same text in every scalar style
 _TOKEN = re.compile(f"{OPEN}([0-9]+){CLOSE}")
@@ -105,34 +96,7 @@ def fill(text: str, values: list[Any]) -> Any:
 
 @lru_cache(maxsize=2048)
 def _skeleton(text: str) -> Any:
-    """The parsed text, or None if its tokens are not exactly 0..n-1, each once, alone;
-    also kept on disk, so that a new process does not parse the shapes again."""
-    stored = _disk_file(text)
-    if stored is not None:
-        with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
-            return marshal.loads(stored.read_bytes())
-    skeleton = _parse_skeleton(text)
-    if stored is not None:
-        with contextlib.suppress(OSError, ValueError):  # a date in a template: not marshalled
-            data = marshal.dumps(skeleton)
-            stored.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile("wb", dir=stored.parent, delete=False) as tmp:
-                tmp.write(data)
-            os.replace(tmp.name, stored)
-    return skeleton
-
-
-def _disk_file(text: str) -> Path | None:
-    """Where the skeleton of `text` is kept: keyed by the text and by the code fingerprint
-    (our code, PyYAML's version, Python's: marshal's format is per version). None when layer
-    `shape-files` is off (and with $CI set)."""
-    if not speedups.on("shape-files"):
-        return None
-    key = digest([("code", code_fingerprint().encode()), ("text", text.encode())])
-    return cache_dir() / "shapes" / key
-
-
-def _parse_skeleton(text: str) -> Any:
+    """The parsed text, or None if its tokens are not exactly 0..n-1, each once, alone."""
     if _TAGGED_TOKEN.search(text):
         return None
     try:

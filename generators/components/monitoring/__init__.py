@@ -23,7 +23,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from generators import jsontext, yamlemit
+from generators import yamlemit
 from generators.components import Obj
 from generators.components.monitoring import adapter, dashboards, installers
 from generators.components.monitoring.alerts import groups
@@ -48,7 +48,8 @@ CONFIGMAP_LIMIT_BYTES = 1024 * 1024  # etcd refuses larger ConfigMaps
 
 
 def dashboard_json(model: dict[str, Any]) -> str:
-    return jsontext.dumps_sorted_indented(model) + "\n"  # json.dumps(sort_keys, indent=2), faster
+    # The standard library's: a hand-written encoder saved ~1.3 ms per environment (docs/performance.md)
+    return json.dumps(model, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 
 def object_bytes(obj: Obj) -> int:
