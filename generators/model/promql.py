@@ -157,9 +157,17 @@ class ExporterQueries:
         return to_node(expr, self.m.node_exporter_host_label)
 
     # --- counters --------------------------------------------------------------------
-    def increase_unless_blank(self, series: str) -> str:
-        """Increase over monitoring.alerts.errorWindow, ignoring counters that read a DCGM blank."""
-        return unless_blank(series, f"increase({series}[{self.m.alerts.error_window}])")
+    def increase_unless_blank(self, series: str, window: str = "") -> str:
+        """Increase over `window` (default monitoring.alerts.errorWindow), ignoring counters
+        that read a DCGM blank."""
+        return unless_blank(series, f"increase({series}[{window or self.m.alerts.error_window}])")
+
+    def increases_unless_blank(self, series: Mapping[str, str], window: str) -> str:
+        """counter_increases of DCGM counters, each ignoring GPUs whose counter reads a blank
+        (what the NVLink alert counts, over a dashboard's window)."""
+        return labelled_union(
+            "counter", {n: self.increase_unless_blank(s, window) for n, s in series.items()}
+        )
 
     @staticmethod
     def counter_increases(series: Mapping[str, str], window: str) -> str:
@@ -198,10 +206,11 @@ class ExporterQueries:
     def port_state_not_active(self, *extra: str) -> str:
         return f"{self.ib('node_infiniband_state_id', *extra)} != {exporters.ACTIVE_STATE}"
 
-    def ports_not_active(self, per: Per) -> str:
+    def ports_not_active(self, per: Per, *extra: str) -> str:
         """Watched InfiniBand ports not ACTIVE or without their physical link up."""
-        physical = self.ib("node_infiniband_physical_state_id")
-        return per(f"({self.port_state_not_active()} or {physical} != {exporters.LINK_UP_PHYSICAL_STATE})")
+        physical = self.ib("node_infiniband_physical_state_id", *extra)
+        not_up = f"{physical} != {exporters.LINK_UP_PHYSICAL_STATE}"
+        return per(f"({self.port_state_not_active(*extra)} or {not_up})")
 
     def ib_link_errors(self, per: Per) -> str:
         """Ports whose link error counters (each apart) rose by more than

@@ -79,3 +79,65 @@ def test_alert_condition_and_dashboard_see_the_same_hot_gpu(env: str, promtool: 
     (tmp_path / "tests.yaml").write_text(yaml.safe_dump(test, sort_keys=False))
     result = run([str(promtool), "test", "rules", "tests.yaml"], tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _with_ports_panel() -> list[str]:
+    return [
+        env
+        for env in QUARANTINING
+        if any(p["title"] == "Ports not active" for b in dashboards(load_shipped(env)) for p in panels(b))
+    ]
+
+
+@pytest.mark.parametrize("env", _with_ports_panel())
+def test_ports_not_active_panel_counts_the_ports_the_alert_names(
+    env: str, promtool: Path, tmp_path: Path
+) -> None:
+    """The fabric dashboard's "Ports not active" counts what InfiniBandPortNotActive names: a
+    port not ACTIVE, or ACTIVE without its physical link up (the panel once counted only the
+    first)."""
+    shipped = load_shipped(env)
+    [alert] = [r["expr"] for r in all_rules(shipped) if r.get("alert") == "InfiniBandPortNotActive"]
+    [panel] = [p for b in dashboards(shipped) for p in panels(b) if p["title"] == "Ports not active"]
+    count = panel["targets"][0]["expr"].replace("$host", ".*")
+    b = Builder(shipped.spec)
+    # (state_id, physical_state_id): 4 = ACTIVE, 5 = LinkUp (the kernel's ib sysfs codes)
+    ports = {"mlx5_0": (4, 5), "mlx5_1": (1, 5), "mlx5_2": (4, 3), "mlx5_3": (2, 2)}
+    inputs = [
+        {"series": series(name, b.ib_port(device)), "values": f"{value}x{EVAL_MINUTES}"}
+        for device, states in ports.items()
+        for name, value in zip(
+            ("node_infiniband_state_id", "node_infiniband_physical_state_id"), states, strict=True
+        )
+    ]
+    down = {"mlx5_1": 1, "mlx5_2": 3, "mlx5_3": 2}  # the value the first true side carries
+    port_labels = {k: v for k, v in b.ib_port().items() if k not in ("job", "device")}
+    expected = {
+        "alert": [
+            {"labels": series("", {**port_labels, "device": device}), "value": value}
+            for device, value in sorted(down.items())
+        ],
+        "dashboard": [{"labels": "{}", "value": len(down)}],
+    }
+    test = {
+        "rule_files": [],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "name": f"{env}: three ports down, one healthy",
+                "interval": "1m",
+                "input_series": inputs,
+                "promql_expr_test": [
+                    {
+                        "expr": {"alert": alert, "dashboard": count}[name],
+                        "eval_time": f"{EVAL_MINUTES}m",
+                        "exp_samples": samples,
+                    }
+                    for name, samples in expected.items()
+                ],
+            }
+        ],
+    }
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(test, sort_keys=False))
+    result = run([str(promtool), "test", "rules", "tests.yaml"], tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -35,7 +35,7 @@ def infiniband(q: Queries) -> list[Panel]:
 
     counters = {**q.ib_error_counters(host), "vl15_dropped": q.ib(VL15_DROPPED, host)}
     errors = q.counter_increases(counters, "$__range")
-    not_active = f"count({q.port_state_not_active(host)}) or vector(0)"
+    not_active = q.ports_not_active(lambda bad: f"count({bad}) or vector(0)", host)
     return [
         graph(
             "Transmit throughput per port",
@@ -89,7 +89,7 @@ def nvlink(q: Queries) -> list[Panel]:
     h = q.m.host_label
     host = matches(h, "host")
     errors = q.nvlink_counters(host)
-    in_range = q.counter_increases(errors, "$__range")
+    in_range = q.increases_unless_blank(errors, "$__range")
     return [
         graph(
             "NVLink throughput per host",
@@ -107,7 +107,7 @@ def nvlink(q: Queries) -> list[Panel]:
             "none",
             [
                 Query(
-                    f"sum by ({h}, gpu, counter) ({q.counter_increases(errors, '$__rate_interval')})",
+                    f"sum by ({h}, gpu, counter) ({q.increases_unless_blank(errors, '$__rate_interval')})",
                     legend(h) + " GPU {{gpu}} {{counter}}",
                 )
             ],

@@ -17,7 +17,7 @@ from generators.components.monitoring.dashboards.panels import (
 )
 from generators.components.monitoring.promql import Queries
 from generators.model.environment import Environment
-from generators.model.promql import below_blank, share_of_time
+from generators.model.promql import below_blank, share_of_time, unless_blank
 
 SLUG = "gpu-hardware"  # not "gpu-health": that names the quarantine controller (health.py)
 NOT_IDLE = 'clock_event!="gpu_idle"'  # an idle GPU lowering its clocks is not a problem
@@ -91,7 +91,8 @@ def power_and_clocks(s: _Scope) -> list[Panel]:
     q = s.q
 
     def throttled(metric: str) -> str:
-        return f"max by ({s.by_gpu}) ({share_of_time(q.dcgm(metric, s.host), '$__rate_interval')})"
+        series = q.dcgm(metric, s.host)
+        return f"max by ({s.by_gpu}) {unless_blank(series, share_of_time(series, '$__rate_interval'))}"
 
     events = f"sum by ({s.h}, clock_event) ({q.dcgm('DCGM_EXP_CLOCK_EVENTS_COUNT', s.host, NOT_IDLE)})"
     return [
