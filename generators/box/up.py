@@ -54,7 +54,7 @@ from generators.box import (
 )
 from generators.box.cluster import Cluster
 from generators.box.daemon import Daemon, free_port, group_alive, stop_group
-from generators.box.kube import Kube, Obj, is_true, wait_for, wait_true
+from generators.box.kube import Kube, Obj, condition, is_true, wait_for, wait_true
 from generators.box.nodes import environment_nodes, virtual_nodes
 from generators.box.scale import scaled_checkout
 from generators.box.state import Process, State, run_dir
@@ -494,14 +494,23 @@ def _create_nodes(kube: Kube, nodes: list[tuple[Obj, dict[str, str]]]) -> None:
     for node, capacity in nodes:
         kube.create(_with_capacity(node, capacity))
     wanted = {node["metadata"]["name"]: capacity for node, capacity in nodes}
+    waiting: list[str] = []
 
     def all_ready() -> bool:
         listed = {n["metadata"]["name"]: n for n in kube.list("v1", "Node")}
-        return all(
-            name in listed and _schedulable(listed[name], capacity) for name, capacity in wanted.items()
-        )
+        waiting[:] = [
+            _why_not_schedulable(name, listed.get(name), capacity)
+            for name, capacity in wanted.items()
+            if name not in listed or not _schedulable(listed[name], capacity)
+        ]
+        return not waiting
 
-    wait_for(all_ready, NODES_READY_SECONDS, f"{len(wanted)} KWOK nodes Ready, not-ready taint lifted", 1.0)
+    try:
+        wait_for(
+            all_ready, NODES_READY_SECONDS, f"{len(wanted)} KWOK nodes Ready, not-ready taint lifted", 1.0
+        )
+    except AssertionError as err:  # which nodes, and what each lacked: a timeout here was a mystery
+        raise AssertionError(f"{err}; {len(waiting)} not yet: {'; '.join(waiting[:5])}") from None
 
 
 def _with_capacity(node: Obj, capacity: dict[str, str]) -> Obj:
@@ -509,6 +518,20 @@ def _with_capacity(node: Obj, capacity: dict[str, str]) -> Obj:
     patch: KWOK initialises a node's status from the allocatable it first sees, and a patch
     racing its first look lost cpu and memory to KWOK's defaults (1k, 1Ti)."""
     return {**node, "status": {"capacity": capacity, "allocatable": capacity}}
+
+
+def _why_not_schedulable(name: str, node: Obj | None, capacity: dict[str, str]) -> str:
+    """What `_schedulable` found missing on `node`, in one line."""
+    if node is None:
+        return f"{name} not registered"
+    ready = condition(node, "Ready")
+    taints = [
+        t["key"] for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") == NOT_READY_TAINT
+    ]
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    wrong = {k: allocatable.get(k) for k, v in capacity.items() if allocatable.get(k) != v}
+    status = f"{ready.get('status')} ({ready.get('reason')})" if ready else "absent"
+    return f"{name} Ready {status}, taints {taints}, allocatable differing {wrong}"
 
 
 def _schedulable(node: Obj, capacity: dict[str, str]) -> bool:
