@@ -9,8 +9,9 @@ Up, in order (each step waits on the real effect of the one before, never on a s
    the chart's ServiceAccount, then the webhooks registered, and up only once the apiserver
    has been seen calling them (a dry-run Job comes back suspended by Kueue's mutating
    webhook) (generators/box/kueue_chart.py);
-4. one KWOK node per node of the environment (generators/box/nodes.py), up once KWOK reports
-   each Ready and the node lifecycle controller has lifted its not-ready taint;
+4. one KWOK node per node of the environment (generators/box/nodes.py), created before
+   step 2 so KWOK readies them meanwhile; up once KWOK reports each Ready and the node
+   lifecycle controller has lifted its not-ready taint;
 5. rendered/<env> (or the scaled copy's render) server-side applied in Argo CD sync-wave
    order, and up once Kueue reports every ClusterQueue Active;
 6. kube-state-metrics (the pinned kube-prometheus-stack chart's, as its ServiceAccount), a
@@ -157,13 +158,17 @@ def _build(
     state.save(folder)
     kube = Kube(cluster.kubeconfig, folder / "discovery.json")
     try:
+        # The nodes first, waited for after Kueue: KWOK and the node lifecycle controller
+        # make them Ready while the CRDs and Kueue go in (nothing of either reads a node).
+        nodes = environment_nodes(env)
+        say(f"creating {len(nodes)} KWOK nodes")
+        _create_nodes(kube, nodes)
         say("installing the pinned CRDs the rendered tree uses")
         _install_foreign_crds(kube)
         say("installing Kueue from its pinned chart, with webhooks")
         _install_kueue(kube, env, files, objects, cluster, state, folder)
-        nodes = environment_nodes(env)
-        say(f"creating {len(nodes)} KWOK nodes")
-        _create_nodes(kube, nodes)
+        say(f"waiting for the {len(nodes)} KWOK nodes to be Ready")
+        _wait_nodes_ready(kube, nodes)
         say(f"applying {len(objects)} rendered objects in sync-wave order")
         manifests.ensure_external_namespaces(kube, objects)
         manifests.apply_all(kube, [o for o in objects if not adapter.deferred(o)])  # adapter: step 7
@@ -328,9 +333,12 @@ def _start_controllers(
     kube: Kube, env: Environment, objects: list[Obj], cluster: Cluster, state: State, folder: Path, say: Say
 ) -> None:
     """Each rendered controller Deployment whose image the box can run (programs()) as a host
-    process, as its ServiceAccount; up once its health endpoint answers."""
+    process, as its ServiceAccount; up once its health endpoint answers. All are started
+    before any is waited for: they do not depend on each other (each reads the apiserver and
+    Prometheus, both up), and a Python controller's start-up on a busy machine is seconds."""
     known = programs(env)
     services = prometheus_services(env, state.prometheus)
+    started: list[tuple[Daemon, str]] = []
     for deployment in (o for o in objects if o["kind"] == "Deployment"):
         program = known.get(controllers.repository(deployment))
         if program is None:
@@ -346,7 +354,8 @@ def _start_controllers(
         daemon = controllers.host_process(deployment, objects, program, token, workdir, services)
         daemon.start()
         _record(state, folder, daemon)
-        url = controllers.health_url(program, daemon)
+        started.append((daemon, controllers.health_url(program, daemon)))
+    for daemon, url in started:
         check = _https_ok if url.startswith("https:") else _http_ok
         daemon.wait_until(functools.partial(check, url), CONTROLLER_READY_SECONDS, f"{url} ok")
 
@@ -380,9 +389,14 @@ def _start_monitoring(
     )
     ksm.start()
     _record(state, folder, ksm)
+    dcgm, fleet = _start_dcgm_fake(env, files, state, folder)  # both start at once; waited for below
     ksm_url = f"http://127.0.0.1:{ksm.ports[0]}"
     ksm.wait_until(functools.partial(_http_ok, f"{ksm_url}/healthz"), CONTROLLER_READY_SECONDS, "/healthz ok")
-    dcgm, fleet = _start_dcgm_fake(env, files, state, folder)
+    dcgm.wait_until(
+        functools.partial(_http_ok, f"http://127.0.0.1:{dcgm.ports[0]}/healthz"),
+        CONTROLLER_READY_SECONDS,
+        "/healthz ok",
+    )
     dcgm_selector = env.monitoring.selectors.dcgm
     jobs = [dcgm_fake.scrape_job(dcgm_selector, dcgm.ports[0], f"{monitoring.SCRAPE_SECONDS}s")]
     server = monitoring.prometheus(
@@ -411,17 +425,12 @@ def _start_dcgm_fake(
     env: Environment, files: list[RenderedFile], state: State, folder: Path
 ) -> tuple[Daemon, dcgm_fake.Fleet]:
     """The synthetic dcgm-exporter (generators/box/dcgm_fake.py) serving the rendered counters
-    for every NVIDIA node; up once it answers."""
+    for every NVIDIA node, started (the caller waits for its /healthz)."""
     values = next(f.text for f in files if f.path == f"{INSTALLERS}/{GPU_OPERATOR_VALUES}")
     fleet = dcgm_fake.fleet_of(env, values)
     daemon = dcgm_fake.daemon(fleet, folder / "monitoring" / dcgm_fake.NAME)
     daemon.start()
     _record(state, folder, daemon)
-    daemon.wait_until(
-        functools.partial(_http_ok, f"http://127.0.0.1:{daemon.ports[0]}/healthz"),
-        CONTROLLER_READY_SECONDS,
-        "/healthz ok",
-    )
     return daemon, fleet
 
 
@@ -489,10 +498,14 @@ def _webhook_answers(kube: Kube) -> bool:
 
 
 def _create_nodes(kube: Kube, nodes: list[tuple[Obj, dict[str, str]]]) -> None:
-    """Create the nodes with the capacity a kubelet would report; wait until each is Ready
-    (KWOK) and schedulable (the node lifecycle controller lifted the not-ready taint)."""
+    """Create the nodes with the capacity a kubelet would report."""
     for node, capacity in nodes:
         kube.create(_with_capacity(node, capacity))
+
+
+def _wait_nodes_ready(kube: Kube, nodes: list[tuple[Obj, dict[str, str]]]) -> None:
+    """Until each node is Ready (KWOK) and schedulable (the node lifecycle controller lifted
+    the not-ready taint), with the capacity it was registered with."""
     wanted = {node["metadata"]["name"]: capacity for node, capacity in nodes}
     waiting: list[str] = []
 

@@ -5,7 +5,7 @@
     BOX_SPEED = 30             # optional, default 1 (`box up --speed`)
 
 Own box, not shared: the scenes change what the next one would start from (node taints,
-gate state, PriorityClasses, quota in use), docs/testing.md "The box modules".
+gate state, PriorityClasses, quota in use): docs/controlplane.md, "Tests on the box".
 """
 
 from __future__ import annotations

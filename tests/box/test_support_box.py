@@ -33,8 +33,10 @@ def test_log_tails_prints_the_last_lines_of_every_component_log(tmp_path: Path) 
 
 def test_a_failed_up_reports_and_fails_with_ups_message(tmp_path: Path) -> None:
     said: list[str] = []
-    with pytest.raises(pytest.fail.Exception, match="box up no-such-env failed"):
-        with box_up(tmp_path, "no-such-env", say=said.append):
-            raise AssertionError("the body must not run")
+    with (
+        pytest.raises(pytest.fail.Exception, match="box up no-such-env failed"),
+        box_up(tmp_path, "no-such-env", say=said.append),
+    ):
+        raise AssertionError("the body must not run")
     assert len(said) == 1 and "`box up no-such-env` failed: component logs of" in said[0]
     assert not (tmp_path / "no-such-env").exists()
