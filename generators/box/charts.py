@@ -37,7 +37,7 @@ def template(chart: str, release: str, values: Path | None, namespace: str) -> l
 
     # The same pinned helm, chart bytes and values give the same objects: run once
     # (generators/box/memo.py); the values by their bytes (their path is a fresh run directory).
-    inputs = [argv[0], release, namespace, KUBE_VERSION, archive_path(chart).read_bytes()]
+    inputs: list[bytes | str] = [argv[0], release, namespace, KUBE_VERSION, archive_path(chart).read_bytes()]
     inputs.append(values.read_bytes() if values is not None else "(no values)")
     result: list[Obj] = memo.memo("helm-template", inputs, run)
     return result
