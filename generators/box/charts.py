@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 
+from generators.box import memo
 from generators.box.kube import Obj
 from tools.toolchain import archive_path, tool_path
 
@@ -27,7 +28,16 @@ def template(chart: str, release: str, values: Path | None, namespace: str) -> l
     ]
     if values is not None:
         argv += ["--values", str(values)]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
-    if done.returncode != 0:
-        raise RuntimeError(f"helm template {chart} failed: {done.stderr.strip()}")
-    return [doc for doc in yaml.load_all(done.stdout, Loader=yaml.CSafeLoader) if doc]
+
+    def run() -> list[Obj]:
+        done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError(f"helm template {chart} failed: {done.stderr.strip()}")
+        return [doc for doc in yaml.load_all(done.stdout, Loader=yaml.CSafeLoader) if doc]
+
+    # The same pinned helm, chart bytes and values give the same objects: run once
+    # (generators/box/memo.py); the values by their bytes (their path is a fresh run directory).
+    inputs: list[bytes | str] = [argv[0], release, namespace, KUBE_VERSION, archive_path(chart).read_bytes()]
+    inputs.append(values.read_bytes() if values is not None else "(no values)")
+    result: list[Obj] = memo.memo("helm-template", inputs, run)
+    return result

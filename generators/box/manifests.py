@@ -12,6 +12,7 @@ import yaml
 from kubernetes.dynamic.exceptions import NotFoundError
 
 from generators import syncoptions
+from generators.box import memo
 from generators.box.kube import Kube, Obj, purge_namespaces, wait_for, wait_true
 from generators.model.load import load
 from generators.render import RenderedFile, render_tree
@@ -34,13 +35,19 @@ EXTERNAL_NAMESPACES = {
 
 @functools.cache
 def _crd_documents(crd_root: Path) -> tuple[Obj, ...]:
-    documents: list[Obj] = []
-    for path in sorted(crd_root.rglob("*.yaml")):
-        # libyaml's loader: the pure-Python one needs ~15 s for these few MB of CRDs.
-        for document in yaml.load_all(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader):
-            if document and document.get("kind") == "CustomResourceDefinition":
-                documents.append(document)
-    return tuple(documents)
+    paths = sorted(crd_root.rglob("*.yaml"))
+
+    def parse() -> list[Obj]:
+        documents: list[Obj] = []
+        for path in paths:
+            # libyaml's loader: the pure-Python one needs ~15 s for these few MB of CRDs.
+            for document in yaml.load_all(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader):
+                if document and document.get("kind") == "CustomResourceDefinition":
+                    documents.append(document)
+        return documents
+
+    # Parsed once per set of file bytes, not once per process (generators/box/memo.py).
+    return tuple(memo.memo("crds", memo.file_parts(paths), parse))
 
 
 def crd_documents(crd_root: Path | None = None) -> list[Obj]:

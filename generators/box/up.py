@@ -9,8 +9,9 @@ Up, in order (each step waits on the real effect of the one before, never on a s
    the chart's ServiceAccount, then the webhooks registered, and up only once the apiserver
    has been seen calling them (a dry-run Job comes back suspended by Kueue's mutating
    webhook) (generators/box/kueue_chart.py);
-4. one KWOK node per node of the environment (generators/box/nodes.py), up once KWOK reports
-   each Ready and the node lifecycle controller has lifted its not-ready taint;
+4. one KWOK node per node of the environment (generators/box/nodes.py), created before
+   step 2 so KWOK readies them meanwhile; up once KWOK reports each Ready and the node
+   lifecycle controller has lifted its not-ready taint;
 5. rendered/<env> (or the scaled copy's render) server-side applied in Argo CD sync-wave
    order, and up once Kueue reports every ClusterQueue Active;
 6. kube-state-metrics (the pinned kube-prometheus-stack chart's, as its ServiceAccount), a
@@ -54,7 +55,7 @@ from generators.box import (
 )
 from generators.box.cluster import Cluster
 from generators.box.daemon import Daemon, free_port, group_alive, stop_group
-from generators.box.kube import Kube, Obj, is_true, wait_for, wait_true
+from generators.box.kube import Kube, Obj, condition, is_true, wait_for, wait_true
 from generators.box.nodes import environment_nodes, virtual_nodes
 from generators.box.scale import scaled_checkout
 from generators.box.state import Process, State, run_dir
@@ -158,13 +159,17 @@ def _build(
     state.save(folder)
     kube = Kube(cluster.kubeconfig, folder / "discovery.json")
     try:
+        # The nodes first, waited for after Kueue: KWOK and the node lifecycle controller
+        # make them Ready while the CRDs and Kueue go in (nothing of either reads a node).
+        nodes = environment_nodes(env)
+        say(f"creating {len(nodes)} KWOK nodes")
+        _create_nodes(kube, nodes)
         say("installing the pinned CRDs the rendered tree uses")
         _install_foreign_crds(kube)
         say("installing Kueue from its pinned chart, with webhooks")
         _install_kueue(kube, env, files, objects, cluster, state, folder)
-        nodes = environment_nodes(env)
-        say(f"creating {len(nodes)} KWOK nodes")
-        _create_nodes(kube, nodes)
+        say(f"waiting for the {len(nodes)} KWOK nodes to be Ready")
+        _wait_nodes_ready(kube, nodes)
         say(f"applying {len(objects)} rendered objects in sync-wave order")
         manifests.ensure_external_namespaces(kube, objects)
         manifests.apply_all(kube, [o for o in objects if not adapter.deferred(o)])  # adapter: step 7
@@ -329,9 +334,12 @@ def _start_controllers(
     kube: Kube, env: Environment, objects: list[Obj], cluster: Cluster, state: State, folder: Path, say: Say
 ) -> None:
     """Each rendered controller Deployment whose image the box can run (programs()) as a host
-    process, as its ServiceAccount; up once its health endpoint answers."""
+    process, as its ServiceAccount; up once its health endpoint answers. All are started
+    before any is waited for: they do not depend on each other (each reads the apiserver and
+    Prometheus, both up), and a Python controller's start-up on a busy machine is seconds."""
     known = programs(env)
     services = prometheus_services(env, state.prometheus)
+    started: list[tuple[Daemon, str]] = []
     for deployment in (o for o in objects if o["kind"] == "Deployment"):
         program = known.get(controllers.repository(deployment))
         if program is None:
@@ -347,7 +355,8 @@ def _start_controllers(
         daemon = controllers.host_process(deployment, objects, program, token, workdir, services)
         daemon.start()
         _record(state, folder, daemon)
-        url = controllers.health_url(program, daemon)
+        started.append((daemon, controllers.health_url(program, daemon)))
+    for daemon, url in started:
         check = _https_ok if url.startswith("https:") else _http_ok
         daemon.wait_until(functools.partial(check, url), CONTROLLER_READY_SECONDS, f"{url} ok")
 
@@ -381,9 +390,14 @@ def _start_monitoring(
     )
     ksm.start()
     _record(state, folder, ksm)
+    dcgm, fleet = _start_dcgm_fake(env, files, state, folder)  # both start at once; waited for below
     ksm_url = f"http://127.0.0.1:{ksm.ports[0]}"
     ksm.wait_until(functools.partial(_http_ok, f"{ksm_url}/healthz"), CONTROLLER_READY_SECONDS, "/healthz ok")
-    dcgm, fleet = _start_dcgm_fake(env, files, state, folder)
+    dcgm.wait_until(
+        functools.partial(_http_ok, f"http://127.0.0.1:{dcgm.ports[0]}/healthz"),
+        CONTROLLER_READY_SECONDS,
+        "/healthz ok",
+    )
     dcgm_selector = env.monitoring.selectors.dcgm
     jobs = [dcgm_fake.scrape_job(dcgm_selector, dcgm.ports[0], f"{monitoring.SCRAPE_SECONDS}s")]
     server = monitoring.prometheus(
@@ -412,17 +426,12 @@ def _start_dcgm_fake(
     env: Environment, files: list[RenderedFile], state: State, folder: Path
 ) -> tuple[Daemon, dcgm_fake.Fleet]:
     """The synthetic dcgm-exporter (generators/box/dcgm_fake.py) serving the rendered counters
-    for every NVIDIA node; up once it answers."""
+    for every NVIDIA node, started (the caller waits for its /healthz)."""
     values = next(f.text for f in files if f.path == f"{INSTALLERS}/{GPU_OPERATOR_VALUES}")
     fleet = dcgm_fake.fleet_of(env, values)
     daemon = dcgm_fake.daemon(fleet, folder / "monitoring" / dcgm_fake.NAME)
     daemon.start()
     _record(state, folder, daemon)
-    daemon.wait_until(
-        functools.partial(_http_ok, f"http://127.0.0.1:{daemon.ports[0]}/healthz"),
-        CONTROLLER_READY_SECONDS,
-        "/healthz ok",
-    )
     return daemon, fleet
 
 
@@ -490,19 +499,32 @@ def _webhook_answers(kube: Kube) -> bool:
 
 
 def _create_nodes(kube: Kube, nodes: list[tuple[Obj, dict[str, str]]]) -> None:
-    """Create the nodes with the capacity a kubelet would report; wait until each is Ready
-    (KWOK) and schedulable (the node lifecycle controller lifted the not-ready taint)."""
+    """Create the nodes with the capacity a kubelet would report."""
     for node, capacity in nodes:
         kube.create(_with_capacity(node, capacity))
+
+
+def _wait_nodes_ready(kube: Kube, nodes: list[tuple[Obj, dict[str, str]]]) -> None:
+    """Until each node is Ready (KWOK) and schedulable (the node lifecycle controller lifted
+    the not-ready taint), with the capacity it was registered with."""
     wanted = {node["metadata"]["name"]: capacity for node, capacity in nodes}
+    waiting: list[str] = []
 
     def all_ready() -> bool:
         listed = {n["metadata"]["name"]: n for n in kube.list("v1", "Node")}
-        return all(
-            name in listed and _schedulable(listed[name], capacity) for name, capacity in wanted.items()
-        )
+        waiting[:] = [
+            _why_not_schedulable(name, listed.get(name), capacity)
+            for name, capacity in wanted.items()
+            if name not in listed or not _schedulable(listed[name], capacity)
+        ]
+        return not waiting
 
-    wait_for(all_ready, NODES_READY_SECONDS, f"{len(wanted)} KWOK nodes Ready, not-ready taint lifted", 1.0)
+    try:
+        wait_for(
+            all_ready, NODES_READY_SECONDS, f"{len(wanted)} KWOK nodes Ready, not-ready taint lifted", 1.0
+        )
+    except AssertionError as err:  # which nodes, and what each lacked: a timeout here was a mystery
+        raise AssertionError(f"{err}; {len(waiting)} not yet: {'; '.join(waiting[:5])}") from None
 
 
 def _with_capacity(node: Obj, capacity: dict[str, str]) -> Obj:
@@ -510,6 +532,20 @@ def _with_capacity(node: Obj, capacity: dict[str, str]) -> Obj:
     patch: KWOK initialises a node's status from the allocatable it first sees, and a patch
     racing its first look lost cpu and memory to KWOK's defaults (1k, 1Ti)."""
     return {**node, "status": {"capacity": capacity, "allocatable": capacity}}
+
+
+def _why_not_schedulable(name: str, node: Obj | None, capacity: dict[str, str]) -> str:
+    """What `_schedulable` found missing on `node`, in one line."""
+    if node is None:
+        return f"{name} not registered"
+    ready = condition(node, "Ready")
+    taints = [
+        t["key"] for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") == NOT_READY_TAINT
+    ]
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    wrong = {k: allocatable.get(k) for k, v in capacity.items() if allocatable.get(k) != v}
+    status = f"{ready.get('status')} ({ready.get('reason')})" if ready else "absent"
+    return f"{name} Ready {status}, taints {taints}, allocatable differing {wrong}"
 
 
 def _schedulable(node: Obj, capacity: dict[str, str]) -> bool:

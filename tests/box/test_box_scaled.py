@@ -15,23 +15,18 @@ import pytest
 import yaml
 
 from generators.box.kube import is_true
-from tests.box.test_box_up import BOX_TOOLS, run_cli
-from tests.controlplane.fixtures import require_tools
 from tests.support import ROOT
+from tests.support.box import box_up
 from tools.toolchain import tool_path
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
 
 def test_prod_at_one_eighth_comes_up_and_down(tmp_path: Path) -> None:
-    require_tools(*BOX_TOOLS)
-    done = run_cli("box", "up", "prod", "--scale", "8", box_dir=tmp_path)
-    try:
-        assert done.returncode == 0, done.stderr[-6000:]
-        kubeconfig = done.stdout.strip().splitlines()[-1]
+    with box_up(tmp_path, "prod", scale=8) as box:
 
         def get(*args: str) -> list[Any]:
-            argv = [str(tool_path("kubectl")), f"--kubeconfig={kubeconfig}", "get", *args, "-o", "yaml"]
+            argv = [str(tool_path("kubectl")), f"--kubeconfig={box.kubeconfig}", "get", *args, "-o", "yaml"]
             out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60)
             items: list[Any] = yaml.safe_load(out.stdout)["items"]
             return items
@@ -51,7 +46,4 @@ def test_prod_at_one_eighth_comes_up_and_down(tmp_path: Path) -> None:
         assert all(is_true(q, "Active") for q in queues)
         flavors = {f["metadata"]["name"]: f for f in get("resourceflavors")}
         assert flavors["train-h100-a"]["metadata"]["annotations"]["trainyard.dev/nodes"] == "32"
-    finally:
-        down = run_cli("box", "down", "prod", box_dir=tmp_path, timeout=300)
-    assert down.returncode == 0, down.stderr
-    assert not (tmp_path / "prod").exists()
+    assert not (tmp_path / "prod").exists()  # box_up's `box down` succeeded and removed it

@@ -13,14 +13,10 @@ controller. `box down` must leave no process and no listener behind.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 import urllib.request
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,66 +28,17 @@ from generators.box.cluster import Cluster
 from generators.box.daemon import group_alive, port_open
 from generators.box.kube import Kube, Obj, condition, is_true, wait_for
 from generators.box.scenes import gang_placement
-from generators.box.state import BOX_DIR_ENV, State
+from generators.box.state import State
 from generators.model.load import load
-from tests.controlplane.fixtures import require_tools
 from tests.support import ROOT
+from tests.support.box import UpBox, run_cli
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
-BOX_TOOLS = (
-    "etcd",
-    "kube-apiserver",
-    "kube-controller-manager",
-    "kube-scheduler",
-    "kwok",
-    "kwokctl",
-    "kueue",
-    "helm",
-    "kubectl",
-)
-ENV = "staging"
+BOX_ENV = ENV = "staging"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 RECIPE_MARKER = "<!-- recipe:training-job -->"
 CONTROLLER_SECONDS = 120  # admission, ungating, binding, KWOK and the job controller on 2 busy cores
-UP_SECONDS = 900
-
-
-def run_cli(*args: str, box_dir: Path, timeout: float = UP_SECONDS) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, BOX_DIR_ENV: str(box_dir)}
-    return subprocess.run(
-        [sys.executable, str(ROOT / "generate.py"), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        cwd=ROOT,
-    )
-
-
-@dataclass
-class UpBox:
-    folder: Path
-    kubeconfig: Path
-    kube: Kube
-    stdout: str
-    stderr: str
-
-
-@pytest.fixture(scope="module")
-def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpBox]:
-    require_tools(*BOX_TOOLS)
-    box_dir = tmp_path_factory.mktemp("box")
-    done = run_cli("box", "up", ENV, box_dir=box_dir)
-    try:
-        assert done.returncode == 0, done.stderr[-6000:]
-        kubeconfig = Path(done.stdout.strip().splitlines()[-1])
-        kube = Kube(kubeconfig, box_dir / "test-discovery.json")
-        yield UpBox(box_dir / ENV, kubeconfig, kube, done.stdout, done.stderr)
-        kube.close()
-    finally:
-        run_cli("box", "down", ENV, box_dir=box_dir, timeout=300)
 
 
 def kubectl(box: UpBox, *args: str) -> str:
@@ -306,7 +253,7 @@ def test_job_with_no_class_ranks_as_training(box: UpBox) -> None:
 def test_scene_gang_placement_runs_from_the_cli(box: UpBox) -> None:
     """`generate.py box scene gang-placement staging` on the running box: the real Kueue's
     topology assignment, read back through the scheduler's placement, printed per line."""
-    done = run_cli("box", "scene", "gang-placement", ENV, box_dir=box.folder.parent, timeout=600)
+    done = run_cli("box", "scene", "gang-placement", ENV, box_dir=box.box_dir, timeout=600)
     assert "landed on train-h100-" in done.stdout, done.stdout + done.stderr[-3000:]
     # Findings 1 and 2 of issue 21 are fixed by rendered policies: neither promise is broken.
     assert not re.search(r"SCATTERED|RANKS BELOW", done.stdout), done.stdout
@@ -355,11 +302,11 @@ def test_box_down_leaves_no_process_and_no_listener(box: UpBox) -> None:
     ports = [int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", box.kubeconfig.read_text())]
     ports += [port for p in state.processes for port in p.ports]
     box.kube.close()
-    done = run_cli("box", "down", ENV, box_dir=box.folder.parent, timeout=300)
+    done = run_cli("box", "down", ENV, box_dir=box.box_dir, timeout=300)
     assert done.returncode == 0, done.stderr
     alive = {name: pid for name, pid in pids.items() if group_alive(pid)}
     assert not alive, alive
     assert not [p for p in ports if port_open(p)]
     assert not box.folder.exists()
-    again = run_cli("box", "down", ENV, box_dir=box.folder.parent, timeout=60)
+    again = run_cli("box", "down", ENV, box_dir=box.box_dir, timeout=60)
     assert again.returncode == 0 and "nothing" in again.stderr

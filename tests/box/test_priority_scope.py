@@ -17,45 +17,19 @@ foundation, serving namespace serving-staging, L40S nodes infer-l40s-000..007 of
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from generators.box.kube import Kube, Obj, is_true, wait_for
-from tests.box.test_box_up import (
-    BOX_TOOLS,
-    CONTROLLER_SECONDS,
-    ENV,
-    UpBox,
-    job_pods,
-    readme_job,
-    run_cli,
-    workload_of,
-)
-from tests.controlplane.fixtures import require_tools
+from tests.box.test_box_up import CONTROLLER_SECONDS, job_pods, readme_job, workload_of
+from tests.support.box import UpBox
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
 HOST = "infer-l40s-007"  # one L40S node of staging: 8 GPUs
 SCOPE_LABEL = "trainyard.dev/test-priority-scope"
-
-
-@pytest.fixture(scope="module")
-def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpBox]:
-    require_tools(*BOX_TOOLS)
-    box_dir = tmp_path_factory.mktemp("box")
-    done = run_cli("box", "up", ENV, box_dir=box_dir)
-    try:
-        assert done.returncode == 0, done.stderr[-6000:]
-        kubeconfig = Path(done.stdout.strip().splitlines()[-1])
-        kube = Kube(kubeconfig, box_dir / "test-discovery.json")
-        yield UpBox(box_dir / ENV, kubeconfig, kube, done.stdout, done.stderr)
-        kube.close()
-    finally:
-        down = run_cli("box", "down", ENV, box_dir=box_dir, timeout=300)
-        assert down.returncode == 0, down.stderr[-3000:]
+BOX_ENV = "staging"  # a box of its own (tests/box/conftest.py)
 
 
 def _deployment(name: str, namespace: str, pod_class: str | None) -> Obj:

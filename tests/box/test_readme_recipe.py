@@ -19,9 +19,8 @@ from pathlib import Path
 import pytest
 
 from generators.box.state import BOX_DIR_ENV
-from tests.box.test_box_up import BOX_TOOLS, UP_SECONDS
-from tests.controlplane.fixtures import require_tools
-from tests.support import ROOT
+from tests.support import ROOT, tools
+from tests.support.box import BOX_TOOLS, UP_SECONDS, log_tails
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -37,10 +36,10 @@ def recipe() -> str:
 
 
 def test_readme_box_recipe_runs_as_written(tmp_path: Path) -> None:
-    tools = require_tools(*BOX_TOOLS)
+    pinned = tools(*BOX_TOOLS)
     path_dir = tmp_path / "bin"
     path_dir.mkdir()
-    (path_dir / "kubectl").symlink_to(tools["kubectl"])
+    (path_dir / "kubectl").symlink_to(pinned["kubectl"])
     # The interpreter's own folder (the venv's bin/), not a link to it: a venv is found from
     # where its python lives.
     path = os.pathsep.join([str(path_dir), str(Path(sys.executable).parent), os.environ.get("PATH", "")])
@@ -56,6 +55,8 @@ def test_readme_box_recipe_runs_as_written(tmp_path: Path) -> None:
             timeout=UP_SECONDS + 300,
             check=False,
         )
+        if done.returncode != 0:  # before `box down` removes them (tests/support/box.py)
+            print(log_tails(tmp_path / "box" / "staging"), file=sys.stderr)
     finally:
         subprocess.run(
             [sys.executable, str(ROOT / "generate.py"), "box", "down", "staging"],

@@ -17,15 +17,10 @@ maxNodes 1 (and 5 % of 32 nodes = 1), 32 + 8 NVIDIA nodes of 8 GPUs.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 import yaml
@@ -34,69 +29,19 @@ from generators.box import monitoring
 from generators.box.dcgm_fake import scrape_job
 from generators.box.kube import Kube
 from generators.box.scenes.bad_node import health_metrics
-from generators.box.state import BOX_DIR_ENV, State
-from tests.controlplane.fixtures import require_tools
 from tests.support import ROOT
+from tests.support.box import UpBox, run_cli
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
-BOX_TOOLS = (
-    "etcd",
-    "kube-apiserver",
-    "kube-controller-manager",
-    "kube-scheduler",
-    "kwok",
-    "kwokctl",
-    "kueue",
-    "helm",
-    "kubectl",
-    "prometheus",
-    "kube-state-metrics",
-    "descheduler",
-)
-ENV = "staging"
-SPEED = "30"
-UP_SECONDS = 900
+BOX_ENV = ENV = "staging"  # a box of its own (tests/box/conftest.py)
+BOX_SPEED = 30
 SCENE_SECONDS = 900
 TAINT = "trainyard.dev/gpu-health"
 DCGM = 'job="nvidia-dcgm-exporter"'  # staging's monitoring.selectors.dcgm (the schema default)
 
 
-@dataclass
-class Box:
-    folder: Path
-    kubeconfig: Path
-    state: State
-
-
-def run_cli(*args: str, box_dir: Path, timeout: float) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, BOX_DIR_ENV: str(box_dir)}
-    return subprocess.run(
-        [sys.executable, str(ROOT / "generate.py"), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        cwd=ROOT,
-    )
-
-
-@pytest.fixture(scope="module")
-def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Box]:
-    require_tools(*BOX_TOOLS)
-    box_dir = tmp_path_factory.mktemp("box")
-    done = run_cli("box", "up", ENV, "--speed", SPEED, box_dir=box_dir, timeout=UP_SECONDS)
-    try:
-        assert done.returncode == 0, done.stderr[-6000:]
-        state = State.load(box_dir / ENV)
-        assert state is not None and state.speed == int(SPEED)
-        yield Box(box_dir / ENV, Path(done.stdout.strip().splitlines()[-1]), state)
-    finally:
-        run_cli("box", "down", ENV, box_dir=box_dir, timeout=300)
-
-
-def test_prometheus_scrapes_one_gpu_temperature_per_gpu_under_the_rendered_job(box: Box) -> None:
+def test_prometheus_scrapes_one_gpu_temperature_per_gpu_under_the_rendered_job(box: UpBox) -> None:
     """The rendered queries select `job="nvidia-dcgm-exporter"` and map `Hostname` to the node:
     every GPU of the 40 NVIDIA nodes is there under that job, and the rendered temperature
     condition (its text from rendered/staging) finds no node while every GPU is healthy."""
@@ -153,7 +98,7 @@ class NodeWatch:
             self.stop.wait(0.5)
 
 
-def test_scene_bad_node_quarantines_keeps_training_off_releases_and_holds_the_cap(box: Box) -> None:
+def test_scene_bad_node_quarantines_keeps_training_off_releases_and_holds_the_cap(box: UpBox) -> None:
     [health] = [p for p in box.state.processes if p.name == "gpu-health"]
     metrics_url = f"http://127.0.0.1:{health.ports[0]}"
     before = health_metrics(metrics_url)
@@ -162,7 +107,7 @@ def test_scene_bad_node_quarantines_keeps_training_off_releases_and_holds_the_ca
     thread.start()
     began = time.monotonic()
     try:
-        done = run_cli("box", "scene", "bad-node", ENV, box_dir=box.folder.parent, timeout=SCENE_SECONDS)
+        done = run_cli("box", "scene", "bad-node", ENV, box_dir=box.box_dir, timeout=SCENE_SECONDS)
     finally:
         watch.stop.set()
         thread.join(10)

@@ -19,9 +19,7 @@ allows 1 unavailable of 8. Speed 30 divides closeAfterSeconds 300 to 10, desched
 from __future__ import annotations
 
 import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -30,14 +28,13 @@ from generators.box.scenes.context import SceneContext
 from generators.box.scenes.day_in_the_life import DayInTheLife, day_in_the_life
 from generators.box.state import BOX_DIR_ENV, State
 from generators.box.up import rendered
-from tests.box.test_box_up import BOX_TOOLS, run_cli
-from tests.controlplane.fixtures import require_tools
 from tests.support import ROOT
+from tests.support.box import UpBox
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
-ENV = "staging"
-SPEED = 30
+BOX_ENV = ENV = "staging"  # a box of its own (tests/box/conftest.py)
+BOX_SPEED = SPEED = 30
 NAMESPACE = "serving-staging"
 VIRTUAL = "vk-mock"
 
@@ -51,26 +48,15 @@ class Day:
 
 
 @pytest.fixture(scope="module")
-def day(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Day]:
-    require_tools(*BOX_TOOLS)
-    box_dir = tmp_path_factory.mktemp("box")
-    done = run_cli("box", "up", ENV, "--speed", str(SPEED), box_dir=box_dir)
-    try:
-        assert done.returncode == 0, done.stderr[-6000:]
-        folder = box_dir / ENV
-        state = State.load(folder)
-        assert state is not None and state.speed == SPEED
-        with pytest.MonkeyPatch.context() as patch:  # the scene's paths, as the CLI resolves them
-            patch.setenv(BOX_DIR_ENV, str(box_dir))
-            env, _ = rendered(ROOT, ENV, state.scale, folder, state.speed)
-            kube = Kube(Path(state.kubeconfig), box_dir / "test-discovery.json")
-            said: list[str] = []
-            result = day_in_the_life(SceneContext(kube, env, state, folder, said.append))
-        print("\n".join(result.lines()))  # the timeline, in the test log
-        yield Day(result, kube, state, said)
-        kube.close()
-    finally:
-        run_cli("box", "down", ENV, box_dir=box_dir, timeout=300)
+def day(box: UpBox) -> Day:
+    """The scene run once, in-process, on the module's box."""
+    with pytest.MonkeyPatch.context() as patch:  # the scene's paths, as the CLI resolves them
+        patch.setenv(BOX_DIR_ENV, str(box.box_dir))
+        env, _ = rendered(ROOT, ENV, box.state.scale, box.folder, box.state.speed)
+        said: list[str] = []
+        result = day_in_the_life(SceneContext(box.kube, env, box.state, box.folder, said.append))
+    print("\n".join(result.lines()))  # the timeline, in the test log
+    return Day(result, box.kube, box.state, said)
 
 
 def events(day: Day) -> list[Obj]:

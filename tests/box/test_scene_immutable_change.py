@@ -11,7 +11,6 @@ Force=true,Replace=true honoured as Argo CD does).
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,13 +18,12 @@ import pytest
 import yaml
 
 from generators.box.kube import Kube, is_true
-from tests.box.test_box_up import BOX_TOOLS, run_cli
-from tests.controlplane.fixtures import require_tools
 from tests.support import ROOT
+from tests.support.box import UpBox
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
-ENV = "staging"
+BOX_ENV = ENV = "staging"  # a box of its own (tests/box/conftest.py)
 SCENE_SECONDS = 600
 
 
@@ -37,19 +35,10 @@ class SceneRun:
 
 
 @pytest.fixture(scope="module")
-def ran(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SceneRun]:
-    """A box of its own, the scene run once through the CLI as a user runs it."""
-    require_tools(*BOX_TOOLS)
-    box_dir = tmp_path_factory.mktemp("box-immutable")
-    done = run_cli("box", "up", ENV, box_dir=box_dir)
-    try:
-        assert done.returncode == 0, done.stderr[-6000:]
-        kube = Kube(Path(done.stdout.strip().splitlines()[-1]), box_dir / "test-discovery.json")
-        scene = run_cli("box", "scene", "immutable-change", ENV, box_dir=box_dir, timeout=SCENE_SECONDS)
-        yield SceneRun(box_dir, kube, scene)
-        kube.close()
-    finally:
-        run_cli("box", "down", ENV, box_dir=box_dir, timeout=300)
+def ran(box: UpBox) -> SceneRun:
+    """The scene run once on the module's box, through the CLI as a user runs it."""
+    scene = box.run("box", "scene", "immutable-change", ENV, timeout=SCENE_SECONDS)
+    return SceneRun(box.box_dir, box.kube, scene)
 
 
 def test_the_scene_passes(ran: SceneRun) -> None:

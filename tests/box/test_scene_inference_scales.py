@@ -13,53 +13,19 @@ holds 8, the mock 1: the scene asks for 9 = min(12, 8 + 1) with a load of 9 x 4 
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 from generators.box.kube import Kube, wait_for
-from generators.box.state import BOX_DIR_ENV
-from tests.controlplane.fixtures import require_tools
-from tests.support import ROOT
+from tests.support.box import UpBox
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
-BOX_TOOLS = (
-    "etcd",
-    "kube-apiserver",
-    "kube-controller-manager",
-    "kube-scheduler",
-    "kwok",
-    "kwokctl",
-    "kueue",
-    "helm",
-    "kubectl",
-    "prometheus",
-    "kube-state-metrics",
-    "prometheus-adapter",
-)
-ENV = "staging"
-UP_SECONDS = 900
+BOX_ENV = ENV = "staging"  # a box of its own (tests/box/conftest.py)
 SCENE_SECONDS = 900
-
-
-def run_cli(*args: str, box_dir: Path, timeout: float = UP_SECONDS) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, BOX_DIR_ENV: str(box_dir)}
-    return subprocess.run(
-        [sys.executable, str(ROOT / "generate.py"), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        cwd=ROOT,
-    )
 
 
 @dataclass
@@ -69,22 +35,9 @@ class Scene:
 
 
 @pytest.fixture(scope="module")
-def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
-    """A box of its own, the scene run once on it from the CLI."""
-    require_tools(*BOX_TOOLS)
-    box_dir = tmp_path_factory.mktemp("box")
-    try:
-        up = run_cli("box", "up", ENV, box_dir=box_dir)
-        assert up.returncode == 0, up.stderr[-6000:]
-        kube = Kube(Path(up.stdout.strip().splitlines()[-1]), box_dir / "test-discovery.json")
-        try:
-            yield Scene(
-                kube, run_cli("box", "scene", "inference-scales", ENV, box_dir=box_dir, timeout=SCENE_SECONDS)
-            )
-        finally:
-            kube.close()
-    finally:
-        run_cli("box", "down", ENV, box_dir=box_dir, timeout=300)
+def scene(box: UpBox) -> Scene:
+    """The scene run once on the module's box, from the CLI."""
+    return Scene(box.kube, box.run("box", "scene", "inference-scales", ENV, timeout=SCENE_SECONDS))
 
 
 def _line(scene: Scene, pattern: str) -> re.Match[str]:

@@ -32,19 +32,9 @@ import pytest
 
 from generators.box.state import BOX_DIR_ENV
 from tests.support import ROOT, tools
+from tests.support.box import BOX_TOOLS, log_tails
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
-BOX_TOOLS = (
-    "etcd",
-    "kube-apiserver",
-    "kube-controller-manager",
-    "kube-scheduler",
-    "kwok",
-    "kwokctl",
-    "kueue",
-    "helm",
-    "kubectl",
-)  # what box up runs (tests/box/test_box_up.py names the same)
 
 TIMEOUT = 1500  # two boxes up and down and two replays of ~50 s, on 2 busy cores
 LATE, EARLY = 100, 10
@@ -67,7 +57,7 @@ def _seconds(text: str) -> int:
 
 
 def test_a_shares_change_shows_whose_jobs_wait_and_what_is_no_longer_preempted(tmp_path: Path) -> None:
-    tools(*BOX_TOOLS)
+    tools(*BOX_TOOLS)  # what the two boxes run (tests/support/box.py)
     repo = tmp_path / "repo"
     shutil.copytree(ROOT / "environments", repo / "environments")
     _git(repo, "init", "-q")
@@ -103,7 +93,8 @@ def test_a_shares_change_shows_whose_jobs_wait_and_what_is_no_longer_preempted(t
         check=False,
     )
     print(done.stdout)
-    assert done.returncode == 0, done.stderr[-5000:]
+    # a failed `up` keeps its box's logs (generators/box/up.py); the tmp folder keeps them
+    assert done.returncode == 0, done.stderr[-5000:] + log_tails(tmp_path / "boxes")
     rows = {
         line.split(" | ")[0].strip("| "): [c.strip(" |") for c in line.split(" | ")]
         for line in done.stdout.splitlines()

@@ -45,33 +45,20 @@ trace give waits within 6 s wall (60 s of trace time) of each other.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from generators.box.state import BOX_DIR_ENV
 from generators.model.load import load as load_env
 from generators.whatif.replay import JOB_LABEL, RUN_LABEL, Replayed, replay
 from generators.whatif.report import Outcome
 from generators.whatif.trace import load
-from tests.support import ROOT, tools
+from tests.support import ROOT
+from tests.support.box import module_box
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
-BOX_TOOLS = (
-    "etcd",
-    "kube-apiserver",
-    "kube-controller-manager",
-    "kube-scheduler",
-    "kwok",
-    "kwokctl",
-    "kueue",
-    "helm",
-    "kubectl",
-)  # what box up runs (tests/box/test_box_up.py names the same)
-
 ENV = "staging"
 SPEED = 10
 HERE = Path(__file__).parent
@@ -81,20 +68,14 @@ NOISE = 6 * SPEED
 
 
 @pytest.fixture(scope="module")
-def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    tools(*BOX_TOOLS)
-    from generators.box.up import down, up
+def box(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """The module's own box (tests/support/box.py), as the `Box` that `up` returns."""
+    from generators.box.up import Box, rendered
+    from generators.render import objects
 
-    before = os.environ.get(BOX_DIR_ENV)
-    os.environ[BOX_DIR_ENV] = str(tmp_path_factory.mktemp("box"))
-    try:
-        yield up(ROOT, ENV, 1, SPEED, say=lambda _: None)
-    finally:
-        down(ENV, say=lambda _: None)
-        if before is None:
-            os.environ.pop(BOX_DIR_ENV)
-        else:
-            os.environ[BOX_DIR_ENV] = before
+    with module_box(request, tmp_path_factory, ENV, speed=SPEED) as up:
+        env, files = rendered(ROOT, ENV, up.state.scale, up.folder, up.state.speed)  # `up`'s sped-up copy
+        yield Box(env, up.state, up.folder, objects(files))
 
 
 def _replay(box: object, name: str) -> Replayed:
