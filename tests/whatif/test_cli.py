@@ -33,6 +33,7 @@ import pytest
 from generators.box.state import BOX_DIR_ENV
 from tests.support import ROOT, tools
 from tests.support.box import BOX_TOOLS, log_tails
+from tests.whatif.test_readme_whatif import matches_run
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -110,3 +111,5 @@ def test_a_shares_change_shows_whose_jobs_wait_and_what_is_no_longer_preempted(t
     assert foundation[8].startswith("0 -> 0"), foundation
     assert "foundation preempted research: 1" in done.stdout  # base
     assert re.search(r"Preemptions, head: no preemptions", done.stdout), done.stdout
+    # the README's what-if is this run's output: its numbers must hold against a fresh one
+    matches_run(done.stdout)

@@ -119,7 +119,5 @@ def matches_run(stdout: str) -> None:
             assert drift <= GPUS[key[0]] * LATE / 3600, (key, cells[5], fresh[5])
 
 
-# The live check needs the stdout of test_cli.py's run (two boxes). That run is inside its test
-# function, not a fixture, and the box fixtures there are boxfix's: the edit needed is a
-# module fixture in tests/whatif/test_cli.py returning the CompletedProcess of the run, used
-# by its test, and a test there (or here, by import) calling matches_run(run.stdout).
+# The live check: tests/whatif/test_cli.py calls matches_run() on the stdout of its own run
+# (two fresh boxes), so the README's numbers are held against a real replay in every `make test`.
