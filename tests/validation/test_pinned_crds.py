@@ -218,7 +218,7 @@ def test_fetch_crds_refuses_a_tampered_file(tmp_path: Path, mirror: Mirror, cach
 
 def test_fetch_crds_fails_in_one_line_on_network_errors(tmp_path: Path, mirror: Mirror) -> None:
     del mirror.bodies[PINS[0].url.removeprefix(GITHUB_RAW)]
-    missing = _fetch(mirror, cache)
+    missing = _fetch(mirror, tmp_path / "cache")
     assert missing.returncode == 1 and missing.stderr.count("\n") == 1
     assert missing.stderr.endswith(f"{PINS[0].url.removeprefix(GITHUB_RAW)}: Not Found\n")
     unreachable = _cli(
