@@ -138,6 +138,14 @@ def _block(value: str, indent: str) -> str:
     return f"|{chomp}\n" + "\n".join(lines)
 
 
+def _inline(item: Any, indent: str) -> str | None:
+    """What follows `key:` or `-` on its own line: a literal block or an atom; None for a
+    non-empty mapping or sequence, whose lines go below."""
+    if isinstance(item, str) and _literal_ok(item):
+        return _block(item, indent + _INDENT)
+    return _atom(item)
+
+
 def _emit(value: Any, indent: str, out: list[str]) -> None:
     """Append the lines of a non-empty mapping or sequence at `indent`."""
     if isinstance(value, dict):
@@ -145,23 +153,17 @@ def _emit(value: Any, indent: str, out: list[str]) -> None:
             if not isinstance(key, str):
                 raise TypeError(f"mapping keys must be strings, got {key!r}")
             head = f"{indent}{scalar(key)}:"
-            if isinstance(item, str) and _literal_ok(item):
-                out.append(f"{head} {_block(item, indent + _INDENT)}")
-                continue
-            atom = _atom(item)
-            if atom is not None:
-                out.append(f"{head} {atom}")
+            inline = _inline(item, indent)
+            if inline is not None:
+                out.append(f"{head} {inline}")
             else:
                 out.append(head)
                 _emit(item, indent if isinstance(item, (list, tuple)) else indent + _INDENT, out)
         return
     for item in value:
-        if isinstance(item, str) and _literal_ok(item):
-            out.append(f"{indent}- {_block(item, indent + _INDENT)}")
-            continue
-        atom = _atom(item)
-        if atom is not None:
-            out.append(f"{indent}- {atom}")
+        inline = _inline(item, indent)
+        if inline is not None:
+            out.append(f"{indent}- {inline}")
             continue
         start = len(out)
         _emit(item, indent + _INDENT, out)

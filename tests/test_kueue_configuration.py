@@ -102,12 +102,16 @@ def test_unblocked_admission_only_where_training_pools_have_a_topology(name: str
         assert training and all(p.topology_levels for p in training), name
 
 
-def test_enabled_true_is_accepted_and_changes_nothing(tmp_path: Path) -> None:
+def _minimal_and(tmp_path: Path, extra: str) -> tuple[Path, Path]:
+    """Two scratch repositories: the corpus' valid-minimal spec as it is, and with `extra`."""
     minimal = (CORPUS / "valid-minimal.yaml").read_text()
-    for folder in ("plain", "explicit"):
-        (tmp_path / folder).mkdir()
-    plain = repo_with(tmp_path / "plain", minimal)
-    explicit = repo_with(tmp_path / "explicit", minimal + "kueue:\n  waitForPodsReady: {enabled: true}\n")
+    (tmp_path / "minimal").mkdir()
+    (tmp_path / "changed").mkdir()
+    return repo_with(tmp_path / "minimal", minimal), repo_with(tmp_path / "changed", minimal + extra)
+
+
+def test_enabled_true_is_accepted_and_changes_nothing(tmp_path: Path) -> None:
+    plain, explicit = _minimal_and(tmp_path, "kueue:\n  waitForPodsReady: {enabled: true}\n")
     assert run_cli(plain, "render", "bad")[0] == 0
     assert run_cli(explicit, "render", "bad")[0] == 0
     values = [(root / "rendered" / "bad" / VALUES).read_text() for root in (plain, explicit)]
@@ -116,11 +120,7 @@ def test_enabled_true_is_accepted_and_changes_nothing(tmp_path: Path) -> None:
 
 
 def test_config_map_delivery_renders_the_same_configuration_as_a_configmap(tmp_path: Path) -> None:
-    minimal = (CORPUS / "valid-minimal.yaml").read_text()
-    for folder in ("helm", "manifests"):
-        (tmp_path / folder).mkdir()
-    helm = repo_with(tmp_path / "helm", minimal)
-    manifests = repo_with(tmp_path / "manifests", minimal + "kueue:\n  configurationDelivery: configMap\n")
+    helm, manifests = _minimal_and(tmp_path, "kueue:\n  configurationDelivery: configMap\n")
     helm_files, map_files = _files(helm, "bad"), _files(manifests, "bad")
     assert VALUES in helm_files and VALUES not in map_files
     [config_map] = [

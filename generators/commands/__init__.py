@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -19,3 +20,13 @@ def select_environments(root: Path, names: list[str]) -> list[str] | None:
         )
         return None
     return names or known
+
+
+def add_env_argument(parser: argparse.ArgumentParser) -> None:
+    """The one environment a command works on, by name."""
+    parser.add_argument("env", metavar="ENV", help="environment name (environments/<ENV>.yaml)")
+
+
+def add_envs_argument(parser: argparse.ArgumentParser) -> None:
+    """The environments a command works on; select_environments() resolves them."""
+    parser.add_argument("envs", nargs="*", metavar="ENV", help="environment names (default: all)")

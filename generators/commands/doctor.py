@@ -6,7 +6,7 @@ import argparse
 import sys
 import urllib.parse
 
-from generators.commands import select_environments
+from generators.commands import add_env_argument, select_environments
 
 HELP = (
     "ask a live Prometheus (read-only) for every metric and label the environment's dashboards, "
@@ -36,7 +36,7 @@ def port_forward_hint(url: str) -> str | None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("env", metavar="ENV", help="environment name (environments/<ENV>.yaml)")
+    add_env_argument(parser)
     parser.add_argument(
         "--prometheus",
         required=True,

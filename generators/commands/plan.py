@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from generators.commands import select_environments
+from generators.commands import add_env_argument, select_environments
 
 HELP = "print the capacity and queue plan of one environment: pools, team quotas, priority tiers"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("env", metavar="ENV", help="environment name (environments/<ENV>.yaml)")
+    add_env_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from generators.commands import select_environments
+from generators.commands import add_envs_argument, select_environments
 from generators.errors import once
 
 if TYPE_CHECKING:  # imported inside run(), so that --help is fast
@@ -17,7 +17,7 @@ HELP = "render environments into rendered/<env>/ (all when none named)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("envs", nargs="*", metavar="ENV", help="environment names (default: all)")
+    add_envs_argument(parser)
     parser.add_argument(
         "--check",
         action="store_true",

@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from generators.commands import select_environments
+from generators.commands import add_env_argument, select_environments
 
 HELP = (
     "replay a job trace against the rendered queues on a cluster in a box (real Kueue, scheduler, "
@@ -19,7 +19,7 @@ DEFAULT_SPEED = 10  # docs/whatif.md "Speed": the fidelity test's speed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("env", metavar="ENV", help="environment name (environments/<ENV>.yaml)")
+    add_env_argument(parser)
     parser.add_argument(
         "--trace",
         type=Path,

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from generators.commands import select_environments
+from generators.commands import add_env_argument, select_environments
 
 if TYPE_CHECKING:  # imported when an argument is converted: not on every start-up
     from fractions import Fraction
@@ -32,7 +32,7 @@ def _fraction(text: str) -> Fraction:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("env", metavar="ENV", help="environment name (environments/<ENV>.yaml)")
+    add_env_argument(parser)
     parser.add_argument(
         "--nodes",
         metavar="FILE",

@@ -9,7 +9,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from generators.commands import select_environments
+from generators.commands import add_envs_argument, select_environments
 from generators.errors import once
 
 if TYPE_CHECKING:  # heavy imports stay inside run(), so that --help is fast
@@ -20,7 +20,7 @@ HELP = "check rendered/<env>/: kubeconform, policies/, promtool (all environment
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("envs", nargs="*", metavar="ENV", help="environment names (default: all)")
+    add_envs_argument(parser)
     parser.add_argument(
         "--format",
         choices=("text", "json"),

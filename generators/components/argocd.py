@@ -125,18 +125,28 @@ def _hpa_targets(objects: list[Obj]) -> list[dict[str, Any]]:
     return sorted(entries, key=lambda e: (e["group"], e["kind"], e["namespace"], e["name"]))
 
 
+def _argo(template: str, env: Environment, name: str, **fields: Any) -> Obj:
+    """An Argo CD object: in Argo CD's namespace, never pruned, about this repository."""
+    return render(
+        template,
+        name=name,
+        namespace=env.argocd.namespace,
+        annotations=KEEP,
+        repo_url=env.argocd.repo_url,
+        **fields,
+    )
+
+
 def _project(
     env: Environment, name: str, destination: tuple[str, str], description: str, objects: list[Obj]
 ) -> Obj:
     """`destination` is (server, namespace glob); kinds are exactly those of `objects`."""
     cluster_kinds, namespaced_kinds = group_kinds(objects)
-    return render(
+    return _argo(
         "argocd/appproject.yaml.j2",
-        name=name,
-        namespace=env.argocd.namespace,
-        annotations=KEEP,
+        env,
+        name,
         description=description,
-        repo_url=env.argocd.repo_url,
         server=destination[0],
         destination_namespace=destination[1],
         cluster_kinds=cluster_kinds,
@@ -145,14 +155,12 @@ def _project(
 
 
 def _application(env: Environment, name: str, **spec: Any) -> Obj:
-    return render(
+    return _argo(
         "argocd/application.yaml.j2",
-        name=name,
-        namespace=env.argocd.namespace,
-        annotations=KEEP,
+        env,
+        name,
         project=name,
         source_file=env.source_file,
-        repo_url=env.argocd.repo_url,
         target_revision=env.argocd.target_revision,
         **spec,
     )

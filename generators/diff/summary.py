@@ -248,22 +248,21 @@ def _tiers(before: Environment | None, after: Environment | None) -> list[TierSu
     return out
 
 
-def _overflow(before: Environment | None, after: Environment | None) -> list[SettingSummary]:
-    old, new = overflow.settings(before), overflow.settings(after)
+def _changed_settings(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[SettingSummary]:
+    """The settings (label -> value) whose value differs, in the new side's order."""
     return [
         SettingSummary(label, Delta(old.get(label), new.get(label)))
         for label in _after_then_removed(old, new)
         if old.get(label) != new.get(label)
     ]
+
+
+def _overflow(before: Environment | None, after: Environment | None) -> list[SettingSummary]:
+    return _changed_settings(overflow.settings(before), overflow.settings(after))
 
 
 def _health(before: Environment | None, after: Environment | None) -> list[SettingSummary]:
-    old, new = health.settings(before), health.settings(after)
-    return [
-        SettingSummary(label, Delta(old.get(label), new.get(label)))
-        for label in _after_then_removed(old, new)
-        if old.get(label) != new.get(label)
-    ]
+    return _changed_settings(health.settings(before), health.settings(after))
 
 
 def _caps(before: Environment | None, after: Environment | None) -> list[CapSummary]:

@@ -17,12 +17,18 @@ NON_ROOT_UID = 65532  # the distroless "nonroot" user; the gate image uses it to
 # SystemCriticalPods protection never evicts it.
 MACHINERY_PRIORITY_CLASS = "system-cluster-critical"
 
-POD_SECURITY: dict[str, Any] = {
-    "runAsNonRoot": True,
-    "runAsUser": NON_ROOT_UID,
-    "runAsGroup": NON_ROOT_UID,
-    "seccompProfile": {"type": "RuntimeDefault"},
-}
+
+def pod_security(uid: int = NON_ROOT_UID) -> dict[str, Any]:
+    """Non-root as the image's user `uid` (user and group), the runtime's seccomp profile."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": uid,
+        "runAsGroup": uid,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+POD_SECURITY = pod_security()
 CONTAINER_SECURITY: dict[str, Any] = {
     "allowPrivilegeEscalation": False,
     "privileged": False,

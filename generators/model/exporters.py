@@ -209,6 +209,17 @@ class DcgmExporterChoice:
 Contract = Mapping[str, str]  # one exporter's stated label contract (labelContract.<key>)
 
 
+def _contract_where_needed(
+    name: str, text: str, inside: bool, covered: Range, override: str, stated: Contract | None
+) -> None:
+    """A label contract is stated for a version outside the checked range, and only there:
+    inside it the tabled contract is known, outside it nothing else says the labels."""
+    if inside and stated:
+        raise _covered(name, text, override.split(".")[0])
+    if not inside and not stated:
+        raise _uncovered(name, text, covered, override)
+
+
 def dcgm_exporter(text: str, stated: Contract | None = None) -> DcgmExporterChoice:
     """The release a spec value names: an exporter version (4.6.0) or an image tag
     (4.4.1-4.6.0-ubuntu22.04, whose DCGM part must be the one a tabled release shipped with)."""
@@ -222,10 +233,8 @@ def dcgm_exporter(text: str, stated: Contract | None = None) -> DcgmExporterChoi
             "(4.6.0) or an image tag <dcgm>-<exporter>-<os> (4.4.1-4.6.0-ubuntu22.04)",
         )
     inside = version in DCGM_HOSTNAME
-    if inside and stated:
-        raise _covered("dcgm-exporter", version_text, "dcgmExporter")
-    if not inside and not stated:
-        raise _uncovered("dcgm-exporter", text, DCGM_HOSTNAME, "dcgmExporter.hostLabel")
+    named = version_text if inside else text  # inside the range: the exporter version, not the tag
+    _contract_where_needed("dcgm-exporter", named, inside, DCGM_HOSTNAME, "dcgmExporter.hostLabel", stated)
     release = DCGM_EXPORTER.get(version_text)
     if release is None:
         release = DcgmExporterRelease(version_text, None, stated["hostLabel"] if stated else "Hostname")
@@ -245,12 +254,9 @@ def dcgm_host_label(text: str) -> str:
 def kube_state_metrics(text: str, stated: Contract | None = None) -> KubeStateMetricsRelease:
     version = parse_version(text)
     inside = version is not None and version in KUBE_STATE_METRICS_RANGE
-    if inside and stated:
-        raise _covered("kube-state-metrics", text, "kubeStateMetrics")
-    if not inside and not stated:
-        raise _uncovered(
-            "kube-state-metrics", text, KUBE_STATE_METRICS_RANGE, "kubeStateMetrics.allowlistFlag"
-        )
+    _contract_where_needed(
+        "kube-state-metrics", text, inside, KUBE_STATE_METRICS_RANGE, "kubeStateMetrics.allowlistFlag", stated
+    )
     flag = stated["allowlistFlag"] if stated else ALLOWLIST_FLAG
     return KubeStateMetricsRelease(text.removeprefix("v"), flag)
 
@@ -258,10 +264,9 @@ def kube_state_metrics(text: str, stated: Contract | None = None) -> KubeStateMe
 def node_exporter(text: str, stated: Contract | None = None) -> NodeExporterRelease:
     version = parse_version(text)
     inside = version is not None and version in NODE_EXPORTER_RANGE
-    if inside and stated:
-        raise _covered("node_exporter", text, "nodeExporter")
-    if not inside and not stated:
-        raise _uncovered("node_exporter", text, NODE_EXPORTER_RANGE, "nodeExporter.chartDefaults")
+    _contract_where_needed(
+        "node_exporter", text, inside, NODE_EXPORTER_RANGE, "nodeExporter.chartDefaults", stated
+    )
     plain = text.removeprefix("v")
     chart = stated["chartDefaults"] if stated else SHIPPED_BY.get(plain, PINNED_CHART)
     return NodeExporterRelease(plain, chart, CHART_EXTRA_ARGS[chart])

@@ -9,28 +9,17 @@ import difflib
 from typing import Any
 
 from generators import kubernetes
-from generators.errors import Problem, format_path
+from generators.errors import Problem
 from generators.model.fromspec import from_spec
 from generators.model.health import DEFAULT_POOL_ROLES, POOL_LABEL, TAINT_KEY, Cap
+from generators.spec.checker import Checker
 from generators.spec.source import Document
 
-Path_ = tuple[str | int, ...]
 
-
-class _HealthChecker:
+class _HealthChecker(Checker):
     def __init__(self, doc: Document, value: dict[str, Any]) -> None:
-        self.doc = doc
-        self.v = value
+        super().__init__(doc, value)
         self.h: dict[str, Any] = value["health"]
-        self.problems: list[Problem] = []
-
-    def add(self, path: Path_, message: str, hint: str = "", key: bool = False) -> None:
-        self.problems.append(Problem(self.doc.locate(path, key=key), message, format_path(path), hint))
-
-    def warn(self, path: Path_, message: str, hint: str = "") -> None:
-        self.problems.append(
-            Problem(self.doc.locate(path), message, format_path(path), hint, severity="warning")
-        )
 
     def run(self) -> list[Problem]:
         self.kubernetes_version()

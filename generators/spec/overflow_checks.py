@@ -9,7 +9,7 @@ import difflib
 from typing import Any
 
 from generators import kubernetes
-from generators.errors import Problem, format_path
+from generators.errors import Problem
 from generators.model.overflow import (
     INFERENCE_ROLES,
     INFERENCE_TOLERATED_TAINT_KEYS,
@@ -19,9 +19,9 @@ from generators.model.overflow import (
     stagger_step,
 )
 from generators.providers import CONTRACTS, ProviderInput
+from generators.spec.checker import Checker, Path_
 from generators.spec.source import Document
 
-Path_ = tuple[str | int, ...]
 MIN_KUBERNETES = kubernetes.MUTATING_ADMISSION  # virtual nodes are labelled by one
 
 
@@ -39,16 +39,12 @@ def _contract_input(provider: dict[str, Any]) -> Any:
     )
 
 
-class _OverflowChecker:
-    def __init__(self, doc: Document, value: dict[str, Any]) -> None:
-        self.doc = doc
-        self.v = value
-        self.o: dict[str, Any] = value["overflow"]
-        self.problems: list[Problem] = []
+class _OverflowChecker(Checker):
+    section = ("overflow",)
 
-    def add(self, path: Path_, message: str, hint: str = "") -> None:
-        full = ("overflow", *path)
-        self.problems.append(Problem(self.doc.locate(full), message, format_path(full), hint))
+    def __init__(self, doc: Document, value: dict[str, Any]) -> None:
+        super().__init__(doc, value)
+        self.o: dict[str, Any] = value["overflow"]
 
     def run(self) -> list[Problem]:
         self.kubernetes_version()

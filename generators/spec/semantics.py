@@ -12,10 +12,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from generators import kubernetes
-from generators.errors import Problem, format_path
+from generators.errors import Problem
 from generators.model import exporters
 from generators.model.teams import TRAINING_ROLES, flex_queue, trains
 from generators.spec import example_checks, health_checks, monitoring_checks, overflow_checks, quantities
+from generators.spec.checker import Checker, Path_
 from generators.spec.source import Document
 
 ARCH_LABEL = "kubernetes.io/arch"  # the kubelet sets it on every node
@@ -26,19 +27,11 @@ def _grace(model: str) -> bool:
     return model.upper().startswith(("GB", "GH"))
 
 
-Path_ = tuple[str | int, ...]
-
-
-class _Checker:
+class _Checker(Checker):
     def __init__(self, doc: Document, value: dict[str, Any], env_name: str) -> None:
-        self.doc = doc
-        self.v = value
+        super().__init__(doc, value)
         self.env_name = env_name
-        self.problems: list[Problem] = []
         self.arch_reported: set[str] = set()
-
-    def add(self, path: Path_, message: str, hint: str = "", *, key: bool = False) -> None:
-        self.problems.append(Problem(self.doc.locate(path, key=key), message, format_path(path), hint))
 
     def unknown(self, path: Path_, what: str, name: str, known: Iterable[str], *, key: bool = False) -> None:
         choices = sorted(known)

@@ -301,38 +301,30 @@ def _outcomes(
     by_job = {h.job: h for h in histories.values()}
     for job in trace.jobs:
         history = by_job.get(job.name)
-        if history is None:  # no Workload: Kueue never saw the Job (counts as never admitted)
-            out.append(
-                Outcome(
-                    job.name,
-                    job.team,
-                    job.tier,
-                    job.total_gpus,
-                    job.at,
-                    (),
-                    None,
-                    trace_time(ended),
-                    duration=job.duration,
-                )
+        arrived, finished = job.at, None
+        ran_on: tuple[str, ...] = ()
+        spans: tuple[tuple[float, float], ...] = ()
+        preempted: tuple[Preemption, ...] = ()
+        if history is not None:  # else no Workload: Kueue never saw the Job (counts as never admitted)
+            arrived = trace_time(history.created)
+            ran_on = tuple(sorted(placed.get(job.name, ())))
+            spans = tuple((trace_time(a), trace_time(b)) for a, b in history.admissions(ended))
+            finished = None if history.finished is None else trace_time(history.finished)
+            preempted = tuple(
+                Preemption(job.name, job_of_uid.get(uid, "?"), reason, trace_time(at))
+                for at, reason, uid in history.preemptions()
             )
-            continue
-        spans = tuple((trace_time(a), trace_time(b)) for a, b in history.admissions(ended))
-        done = history.finished
-        preempted = tuple(
-            Preemption(job.name, job_of_uid.get(uid, "?"), reason, trace_time(at))
-            for at, reason, uid in history.preemptions()
-        )
         out.append(
             Outcome(
                 job.name,
                 job.team,
                 job.tier,
                 job.total_gpus,
-                trace_time(history.created),
+                arrived,
                 spans,
-                None if done is None else trace_time(done),
+                finished,
                 trace_time(ended),
-                tuple(sorted(placed.get(job.name, ()))),
+                ran_on,
                 preempted,
                 job.duration,
             )

@@ -86,11 +86,17 @@ def test_trainyard_crds_overrides_and_is_checked_against_its_sources(
         resolve_crd_dir(shared=crd_dir)
 
 
-def test_shared_crds_are_used_only_when_they_match_the_lock(
-    tmp_path: Path, crd_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No TRAINYARD_CRDS override, and a private cache that starts empty."""
     monkeypatch.delenv(CRDS_ENV, raising=False)
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_shared_crds_are_used_only_when_they_match_the_lock(
+    tmp_path: Path, crd_dir: Path, cache: Path
+) -> None:
     shared = _copy(crd_dir, tmp_path / "shared")
     assert resolve_crd_dir(shared=shared) == shared
     (shared / CLUSTERQUEUES).write_text("# changed\n")
@@ -102,11 +108,7 @@ def test_shared_crds_are_used_only_when_they_match_the_lock(
     assert f"{cached_crd_dir()}: absent" in message
 
 
-def test_nothing_found_is_one_line_naming_the_fetch_command(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv(CRDS_ENV, raising=False)
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+def test_nothing_found_is_one_line_naming_the_fetch_command(tmp_path: Path, cache: Path) -> None:
     with pytest.raises(CrdsNotFound) as caught:
         resolve_crd_dir(shared=tmp_path / "shared")
     assert str(caught.value) == (
@@ -179,12 +181,8 @@ def _fetch(mirror: Mirror, cache: Path) -> subprocess.CompletedProcess[str]:
     return _cli(ROOT, "fetch-crds", **{CACHE_ENV: str(cache), MIRROR_ENV: mirror.url})
 
 
-def test_fetch_crds_downloads_once_and_resumes(
-    tmp_path: Path, mirror: Mirror, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv(CRDS_ENV, raising=False)
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
-    done = _fetch(mirror, tmp_path / "cache")
+def test_fetch_crds_downloads_once_and_resumes(tmp_path: Path, mirror: Mirror, cache: Path) -> None:
+    done = _fetch(mirror, cache)
     fetched = cached_crd_dir()
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == f"{fetched}: {len(PINS)} pinned CRD files verified ({len(PINS)} downloaded)\n"
@@ -192,28 +190,24 @@ def test_fetch_crds_downloads_once_and_resumes(
     assert verify_crds(fetched) == [] and verify_crds(fetched, LOCK_FILE) == []
     assert resolve_crd_dir(shared=tmp_path / "no-shared") == fetched
 
-    again = _fetch(mirror, tmp_path / "cache")  # idempotent: verified files are not fetched
+    again = _fetch(mirror, cache)  # idempotent: verified files are not fetched
     assert (again.returncode, len(mirror.requests)) == (0, len(PINS))
     assert again.stdout.endswith("(0 downloaded)\n")
 
     (fetched / CLUSTERQUEUES).write_text("# changed\n")
     (fetched / PINS[-1].file).unlink()
-    resumed = _fetch(mirror, tmp_path / "cache")
+    resumed = _fetch(mirror, cache)
     assert resumed.returncode == 0 and resumed.stdout.endswith("(2 downloaded)\n")
     assert len(mirror.requests) == len(PINS) + 2
     assert verify_crds(fetched, LOCK_FILE) == []
     assert not [p for p in fetched.rglob("*.tmp")]
 
 
-def test_fetch_crds_refuses_a_tampered_file(
-    tmp_path: Path, mirror: Mirror, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv(CRDS_ENV, raising=False)
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+def test_fetch_crds_refuses_a_tampered_file(tmp_path: Path, mirror: Mirror, cache: Path) -> None:
     pin = next(p for p in PINS if p.file == CLUSTERQUEUES)
     path = pin.url.removeprefix(GITHUB_RAW)
     mirror.bodies[path] = mirror.bodies[path].replace(b"nominalQuota", b"nominalQouta", 1)
-    done = _fetch(mirror, tmp_path / "cache")
+    done = _fetch(mirror, cache)
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.startswith(f"generate.py fetch-crds: error: {mirror.url}{path}: sha256 ")
     assert done.stderr.endswith(f", pinned {pin.sha256}\n") and done.stderr.count("\n") == 1

@@ -39,6 +39,7 @@ from typing import Any
 
 from generators import yamlemit
 from generators.components import Obj
+from generators.k8s.hardening import CONTAINER_SECURITY, MACHINERY_PRIORITY_CLASS, pod_security
 from generators.model.environment import Environment
 from generators.templating import render
 
@@ -67,24 +68,8 @@ RESOURCES: dict[str, Any] = {
     "requests": {"cpu": "102m", "memory": "180Mi"},
     "limits": {"cpu": "1", "memory": "512Mi"},
 }
-NOBODY_UID = 65534  # the image's USER (Dockerfile:21)
-POD_SECURITY: dict[str, Any] = {
-    "runAsNonRoot": True,
-    "runAsUser": NOBODY_UID,
-    "runAsGroup": NOBODY_UID,
-    "seccompProfile": {"type": "RuntimeDefault"},
-}
-CONTAINER_SECURITY: dict[str, Any] = {
-    "allowPrivilegeEscalation": False,
-    "privileged": False,
-    "readOnlyRootFilesystem": True,
-    "runAsNonRoot": True,
-    "capabilities": {"drop": ["ALL"]},
-    "seccompProfile": {"type": "RuntimeDefault"},
-}
-# Autoscaling stops when this pod is preempted: it runs at the machinery's class, as the
-# gate and the virtual-kubelets do (generators/components/overflow).
-PRIORITY_CLASS = "system-cluster-critical"
+# The image's USER (Dockerfile:21), not the distroless nonroot user of trainyard's images.
+NOBODY_UID = 65534
 
 
 def metric_names(env: Environment) -> list[str]:
@@ -160,9 +145,10 @@ def generate(env: Environment) -> list[Obj]:
             cert_dir=CERT_DIR,
             config_sha256=hashlib.sha256(text.encode()).hexdigest(),
             resources=RESOURCES,
-            pod_security=POD_SECURITY,
+            pod_security=pod_security(NOBODY_UID),
             container_security=CONTAINER_SECURITY,
-            priority_class=PRIORITY_CLASS,
+            # autoscaling stops when this pod is preempted: the machinery's class, as the gate's
+            priority_class=MACHINERY_PRIORITY_CLASS,
         ),
         render("monitoring/adapter-pdb.yaml.j2", name=NAME, namespace=namespace),
         render(

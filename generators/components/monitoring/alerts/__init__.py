@@ -3,6 +3,10 @@ rules file carry, so promtool tests exactly what Prometheus loads.
 
 Mixin conventions: CamelCase names, severity critical (drain or act now) | warning,
 annotations summary + description + runbook_url (a section of docs/monitoring.md).
+
+Each rule function is one alert's declaration (its query, threshold, `for`, texts) and reads
+as that alert: they share their shape, not their logic, which lives in rule.alert and promql.
+`duplicates` lists pairs of them (same shape, other names and texts); they stay apart on purpose.
 """
 
 from __future__ import annotations

@@ -34,31 +34,6 @@ class HealthRules:
     def metric(self, name: str, *extra: str) -> str:
         return self.q.health_controller(name, *extra)
 
-    def alert(
-        self,
-        name: str,
-        expr: str,
-        *,
-        severity: str,
-        summary: str,
-        description: str,
-        for_: str | None = None,
-        labels: dict[str, str] | None = None,
-    ) -> Rule:
-        """A rule whose runbook is a section of docs/health.md, not of docs/monitoring.md."""
-        rule = alert(
-            self.q.m,
-            name,
-            expr,
-            severity=severity,
-            summary=summary,
-            description=description,
-            for_=for_,
-            labels=labels,
-        )
-        rule["annotations"]["runbook_url"] = self.health.runbook_url(name)
-        return rule
-
     def condition(self, cond: Condition) -> Rule:
         after = cond.quarantine_after_seconds
         held = f"for {duration(after)}" if after else "once"
@@ -68,7 +43,8 @@ class HealthRules:
             if cond.enabled
             else f"health.conditions.{cond.spec_key} is disabled: nobody quarantines it"
         )
-        return self.alert(
+        return alert(
+            self.health,
             cond.alert,
             cond.query,
             for_=duration(after) if after else None,
@@ -86,7 +62,8 @@ class HealthRules:
         wait = self.c.release_after_seconds + HOLD_PASSES * self.c.reconcile_interval_seconds
         bad = " or ".join(f"({c.query})" for c in self.c.active_conditions)
         quarantined = f"max by (node, pool) ({self.metric('trainyard_health_quarantined')})"
-        return self.alert(
+        return alert(
+            self.health,
             "GpuHealthNotReleased",
             f"{quarantined} unless on (node) ({bad})" if bad else quarantined,
             for_=duration(wait),
@@ -102,7 +79,8 @@ class HealthRules:
 
     def cap_holds_back(self) -> Rule:
         wait = HOLD_PASSES * self.c.reconcile_interval_seconds
-        return self.alert(
+        return alert(
+            self.health,
             "GpuHealthCapHoldsBack",
             f"max by (pool) ({self.metric('trainyard_health_held_back')}) > 0",
             for_=duration(wait),
@@ -119,7 +97,8 @@ class HealthRules:
     def exceeds_reserve(self) -> Rule:
         reserves = labelled_union("pool", {p.name: f"vector({p.reserve_nodes})" for p in self.c.pools})
         count = f"count by (pool) ({self.metric('trainyard_health_quarantined')} == 1)"
-        return self.alert(
+        return alert(
+            self.health,
             "GpuHealthQuarantineExceedsReserve",
             f"{count} > on (pool) ({reserves})",
             severity="warning",
@@ -134,7 +113,8 @@ class HealthRules:
 
     def down(self) -> Rule:
         up = self.metric("up")
-        return self.alert(
+        return alert(
+            self.health,
             "GpuHealthControllerDown",
             target_down(up),
             for_=DOWN_FOR,
@@ -148,7 +128,8 @@ class HealthRules:
 
     def no_leader(self) -> Rule:
         after = self.a.controller_no_leader_for
-        return self.alert(
+        return alert(
+            self.health,
             "GpuHealthNoLeader",
             self.q.no_leader(self.metric("trainyard_health_leader")),
             for_=after,
@@ -163,7 +144,8 @@ class HealthRules:
     def blind(self) -> Rule:
         limit = self.q.blind_after_seconds(self.c.reconcile_interval_seconds)
         last = self.metric("trainyard_health_last_success_timestamp_seconds")
-        return self.alert(
+        return alert(
+            self.health,
             "GpuHealthBlind",
             f"time() - max({last}) > {limit}",
             severity="warning",
@@ -179,7 +161,8 @@ class HealthRules:
     def errors(self) -> Rule:
         failures = self.metric("trainyard_health_errors_total")
         window = self.a.controller_error_window
-        return self.alert(
+        return alert(
+            self.health,
             "GpuHealthErrors",
             self.q.failing(failures),
             severity="warning",

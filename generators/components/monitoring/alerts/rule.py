@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from generators.model.monitoring import Monitoring
+from typing import Any, Protocol
 
 Rule = dict[str, Any]
 
 VALUE = "{{ $value | humanize }}"  # %.4g with SI prefixes: no float noise
 VALUE_PERCENT = "{{ $value | humanizePercentage }}"
+
+
+class Runbooks(Protocol):
+    """Where an alert's runbook is: Monitoring (docs/monitoring.md) or Health (docs/health.md)."""
+
+    def runbook_url(self, alert: str) -> str: ...
 
 
 def label(name: str) -> str:
@@ -18,7 +22,7 @@ def label(name: str) -> str:
 
 
 def alert(
-    m: Monitoring,
+    m: Runbooks,
     name: str,
     expr: str,
     *,
