@@ -21,7 +21,7 @@ import contextlib
 import hashlib
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from generators import speedups
@@ -29,13 +29,24 @@ from generators.layout import ENV_DIR, RENDERED, cache_dir
 from generators.speedups.keys import code_fingerprint, digest
 
 
+def _files(folder: str, prefix: str = "") -> Iterator[tuple[str, bytes]]:
+    """(relative POSIX path, bytes) of every file below `folder`, as Path.rglob("*") with
+    is_file() finds them. os.scandir rather than pathlib: a 50-environment check reads ~8,000
+    files and pathlib's per-path objects were over half of its time (0.46 of 0.55 s)."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                yield from _files(entry.path, f"{prefix}{entry.name}/")
+            elif entry.is_file():
+                with open(entry.path, "rb") as handle:
+                    yield f"{prefix}{entry.name}", handle.read()
+
+
 def tree_digest(folder: Path) -> str | None:
     """digest() of every file under `folder` as on disk; None if it is not a directory."""
     if not folder.is_dir():
         return None
-    return digest(
-        (p.relative_to(folder).as_posix(), p.read_bytes()) for p in folder.rglob("*") if p.is_file()
-    )
+    return digest(_files(str(folder)))
 
 
 def inputs_key(root: Path) -> str | None:
