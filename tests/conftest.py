@@ -7,11 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 # Session fixtures for a real kube-apiserver + etcd (issue 7), shared by every test folder.
 from tests.controlplane.fixtures import control_plane, kube, kubeconfig  # noqa: F401
 from tests.support import CORPUS, ROOT  # noqa: F401  (old import path, for branches in flight)
+from tests.support.examples import EDIT_LOOP_EXAMPLES
 from tests.support.scratch import copy_repo
+
+# `make test-fast` runs `--hypothesis-profile=edit-loop`: property tests draw a quarter of
+# their examples (tests/support/examples.py); the whole suite keeps Hypothesis's default.
+settings.register_profile("edit-loop", max_examples=EDIT_LOOP_EXAMPLES)
 
 # A test that uses one of these fixtures starts that server: its markers follow from it, so
 # `make test-fast` (-m "not controlplane and not slow") can never start one by a forgotten

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from generators import quantity, render, yamlemit
 from generators.model.environment import Environment
 from generators.model.load import load
+from tests.support.examples import examples
 from tests.support.scratch import write_environment
 
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -98,7 +99,9 @@ def _nominal_sums(files: list[render.RenderedFile]) -> dict[tuple[str, str], Fra
     return sums
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(environments())
 def test_quotas_conserve_capacity_and_output_is_stable(tmp_path_factory: Any, spec: dict[str, Any]) -> None:
     tmp = tmp_path_factory.mktemp("env")

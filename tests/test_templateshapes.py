@@ -19,6 +19,7 @@ from generators.model.load import load
 from generators.speedups import templateshapes
 from generators.templating import to_flow
 from tests.support import ROOT
+from tests.support.examples import examples
 
 
 def same(a: Any, b: Any) -> bool:
@@ -76,7 +77,7 @@ plain_data = st.recursive(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(plain_data, plain_data)
 def test_filled_values_equal_their_parsed_flow_text(a: Any, b: Any) -> None:
     text = "kind: X\nspec:\n  a: {}\n  list:\n  - {}\n  - literal\n"

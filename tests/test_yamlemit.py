@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generators.yamlemit import dump, scalar
+from tests.support.examples import examples
 
 TRICKY = [
     "yes",
@@ -116,7 +117,7 @@ values = st.recursive(
 )
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(values)
 def test_any_data_round_trips(value: Any) -> None:
     text = dump(value)
@@ -124,7 +125,7 @@ def test_any_data_round_trips(value: Any) -> None:
     assert dump(value) == text
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(values)
 def test_template_flow_filter_round_trips(value: Any) -> None:
     """The `y` filter puts data into templates; parsed back it must be the same data."""
@@ -133,7 +134,7 @@ def test_template_flow_filter_round_trips(value: Any) -> None:
     assert yaml.load(f"v: {to_flow(value)}\n", Loader=yaml.CSafeLoader) == {"v": value}
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(st.one_of(st.text(), st.sampled_from(TRICKY), st.text(alphabet=st.characters(codec="utf-8"))))
 def test_double_quoted_fast_path_matches_per_character_escaping(text: str) -> None:
     """double_quoted() escapes in C when it can; the bytes must be the per-character ones."""
@@ -156,7 +157,7 @@ def _literal_ok_by_line(text: str) -> bool:
     )
 
 
-@settings(max_examples=1000)
+@settings(max_examples=examples(1000))
 @given(
     st.one_of(
         st.text(

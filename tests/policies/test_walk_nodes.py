@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policies.walk import Path, nodes
+from tests.support.examples import examples
 
 
 def recursive(value: Any, path: Path = ()) -> Iterator[tuple[Path, Mapping[str, Any]]]:
@@ -34,7 +35,7 @@ trees = st.recursive(
 )
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(trees)
 def test_same_nodes_in_the_same_order(value: Any) -> None:
     got, want = list(nodes(value)), list(recursive(value))

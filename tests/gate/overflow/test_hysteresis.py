@@ -17,6 +17,8 @@ from trainyard_gate.overflow.hysteresis import (
     step,
 )
 
+from tests.support.examples import examples
+
 OPEN, CLOSED = GateState.OPEN, GateState.CLOSED
 # Close when >= 64 free for 600 s; open when < 16 free for 60 s (the example policy).
 BAND = Thresholds(
@@ -223,7 +225,7 @@ def _pulls(state: GateState, free: int | None, mode: OnUnavailable) -> bool:
     return free >= 64 if state is OPEN else free < 16
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     start=st.sampled_from(list(GateState)),
     mode=st.sampled_from(list(OnUnavailable)),
