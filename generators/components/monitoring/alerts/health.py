@@ -9,6 +9,7 @@ gpu-health); runbooks are sections of docs/health.md (health.runbookUrlPattern).
 
 from __future__ import annotations
 
+from generators.components.monitoring.alerts import controllers
 from generators.components.monitoring.alerts.rule import Alert, Rule, context, evaluate
 from generators.components.monitoring.promql import Queries, labelled_union
 from generators.model.health import Condition
@@ -125,16 +126,13 @@ RULES = (
             "quarantined or released, and its other alerts are blind."
         ),
     ),
-    Alert(
+    controllers.no_leader(
         "GpuHealthNoLeader",
-        lambda q: q.no_leader(q.health_controller("trainyard_health_leader")),
-        for_="{a.controller_no_leader_for}",
-        severity="warning",
-        summary="No GPU health controller holds the Lease.",
-        description=(
-            "No gpu-health process has acted for {a.controller_no_leader_for}: quarantines and "
-            "releases wait. Check the gpu-health pods and their log (lease attempt failed)."
-        ),
+        lambda q: q.health_controller("trainyard_health_leader"),
+        controller="GPU health",
+        process="gpu-health",
+        pods="gpu-health",
+        stalled="quarantines and releases wait",
     ),
     Alert(
         "GpuHealthBlind",

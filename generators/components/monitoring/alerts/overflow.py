@@ -5,6 +5,7 @@ a selector that matches no node, no leader."""
 
 from __future__ import annotations
 
+from generators.components.monitoring.alerts import controllers
 from generators.components.monitoring.alerts.rule import Alert, Rule, context, evaluate
 from generators.components.monitoring.promql import Queries
 
@@ -96,17 +97,13 @@ RULES = (
             "trainyard.dev/provider)."
         ),
     ),
-    Alert(
+    controllers.no_leader(
         "OverflowGateNoLeader",
-        lambda q: q.no_leader(q.gate("trainyard_gate_leader")),
-        for_="{a.controller_no_leader_for}",
-        severity="warning",
-        summary="No overflow gate controller holds the Lease.",
-        description=(
-            "No overflow gate process has acted for {a.controller_no_leader_for}: the taints stay "
-            "as they are, whatever the free GPUs. Check the overflow-gate pods and their log "
-            "(lease attempt failed)."
-        ),
+        lambda q: q.gate("trainyard_gate_leader"),
+        controller="overflow gate",
+        process="overflow gate",
+        pods="overflow-gate",
+        stalled="the taints stay as they are, whatever the free GPUs",
     ),
 )
 
