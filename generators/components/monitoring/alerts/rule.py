@@ -7,7 +7,8 @@ As in kubernetes-mixin, a row's texts name the settings they quote instead of co
 `{value_percent}` (the firing value), `{host}` (the host label of the family's exporter), and
 the family's own facts (a window, a derived limit) or the row's (`Alert.facts`: a value from
 the spec goes in as a fact, never into the template, so its braces stay text). A field the
-context lacks fails the render (KeyError), so a mistyped name cannot reach a rule.
+context lacks fails the render (KeyError, AttributeError), so a mistyped name cannot reach
+a rule.
 """
 
 from __future__ import annotations
