@@ -5,6 +5,8 @@ worked out from the row written here and the shipped dev spec (monitoring defaul
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from generators.components.monitoring.alerts.rule import Alert, context, evaluate
@@ -21,19 +23,21 @@ def queries() -> Queries:
     return Queries(load_shipped("dev").env)
 
 
+ROW = Alert(
+    "Example",
+    lambda q: "vector(1) > 0",
+    severity="warning",
+    for_="{a.gpu_temp_for}",
+    labels={"team": "gpu"},
+    facts={"window": "7m"},
+    summary="GPU {labels.gpu} on {host} above {m.gpu_temp_limit_celsius} °C for {window}.",
+    description="{value} / {value_percent}",
+)
+
+
 def test_a_row_names_its_settings_labels_and_facts() -> None:
     q = queries()
-    row = Alert(
-        "Example",
-        lambda q: "vector(1) > 0",
-        severity="warning",
-        for_="{a.gpu_temp_for}",
-        labels={"team": "gpu"},
-        facts={"window": "7m"},
-        summary="GPU {labels.gpu} on {host} above {m.gpu_temp_limit_celsius} °C for {window}.",
-        description="{value} / {value_percent}",
-    )
-    assert evaluate([row], q, Book(), context(q)) == [
+    assert evaluate([ROW], q, Book(), context(q)) == [
         {
             "alert": "Example",
             "expr": "vector(1) > 0",
@@ -50,13 +54,8 @@ def test_a_row_names_its_settings_labels_and_facts() -> None:
 
 def test_no_for_is_no_for_key_and_a_fact_with_braces_stays_text() -> None:
     q = queries()
-    row = Alert(
-        "Braces",
-        lambda q: "up == 0",
-        severity="critical",
-        facts={"matchers": 'job=~"a{2}"'},
-        summary="{matchers}",
-        description="of {matchers}",
+    row = replace(
+        ROW, for_="", facts={"matchers": 'job=~"a{2}"'}, summary="{matchers}", description="of {matchers}"
     )
     rule = evaluate([row], q, Book(), context(q))[0]
     assert "for" not in rule
@@ -66,9 +65,7 @@ def test_no_for_is_no_for_key_and_a_fact_with_braces_stays_text() -> None:
 
 def test_a_name_the_context_lacks_fails_the_render() -> None:
     q = queries()
-    row = Alert("Typo", lambda q: "up == 0", severity="warning", summary="{a.gpu_tmp_for}", description="")
     with pytest.raises(AttributeError):
-        evaluate([row], q, Book(), context(q))
-    row = Alert("Typo", lambda q: "up == 0", severity="warning", summary="{windw}", description="")
+        evaluate([replace(ROW, summary="{a.gpu_tmp_for}")], q, Book(), context(q))
     with pytest.raises(KeyError):
-        evaluate([row], q, Book(), context(q))
+        evaluate([replace(ROW, description="{windw}")], q, Book(), context(q))
