@@ -39,26 +39,13 @@ def fleet(q: Queries) -> list[g.Panel]:
             ],
             span=24,
         ),
-        g.single(
-            "GPU_UTIL",
-            "Fleet average of DCGM_FI_DEV_GPU_UTIL.",
-            "percentunit",
-            g.Query(f"avg({s.util})"),
-            span=8,
-        ),
-        g.single(
-            "SM active",
-            "Fleet average of DCGM_FI_PROF_SM_ACTIVE.",
-            "percentunit",
-            g.Query(f"avg({s.sm})"),
-            span=8,
-        ),
-        g.single(
-            "Tensor-core active",
-            "Fleet average of DCGM_FI_PROF_PIPE_TENSOR_ACTIVE.",
-            "percentunit",
-            g.Query(f"avg({s.tensor})"),
-            span=8,
+        *(
+            g.single(title, f"Fleet average of {field}.", "percentunit", g.Query(f"avg({expr})"), span=8)
+            for title, field, expr in (
+                ("GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL", s.util),
+                ("SM active", "DCGM_FI_PROF_SM_ACTIVE", s.sm),
+                ("Tensor-core active", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", s.tensor),
+            )
         ),
     ]
 
