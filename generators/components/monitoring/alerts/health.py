@@ -128,11 +128,9 @@ RULES = (
     ),
     controllers.no_leader(
         "GpuHealthNoLeader",
+        controllers.HEALTH,
         lambda q: q.health_controller("trainyard_health_leader"),
-        controller="GPU health",
-        process="gpu-health",
-        pods="gpu-health",
-        stalled="quarantines and releases wait",
+        "quarantines and releases wait",
     ),
     Alert(
         "GpuHealthBlind",

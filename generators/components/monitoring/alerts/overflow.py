@@ -99,11 +99,9 @@ RULES = (
     ),
     controllers.no_leader(
         "OverflowGateNoLeader",
+        controllers.GATE,
         lambda q: q.gate("trainyard_gate_leader"),
-        controller="overflow gate",
-        process="overflow gate",
-        pods="overflow-gate",
-        stalled="the taints stay as they are, whatever the free GPUs",
+        "the taints stay as they are, whatever the free GPUs",
     ),
 )
 
