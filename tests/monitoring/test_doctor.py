@@ -239,12 +239,38 @@ def test_lowercase_host_label_under_a_hostname_spec_names_the_fix(
     ), lines[0]
 
 
-def test_honor_labels_off_names_it(prometheus: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert gaps(prometheus, "honor-labels-off", capsys) == [
+# Scenes whose whole report is one line: the gap, and the fix it names.
+ONE_LINE_GAPS = {
+    "honor-labels-off": (
         "DCGM series carry exported_namespace/exported_pod: the dcgm-exporter ServiceMonitor lacks "
         "honorLabels: true, so namespace/pod name the exporter's pod; set "
         "dcgmExporter.serviceMonitor.honorLabels: true (rendered/prod/installers/gpu-operator-values.yaml)"
-    ]
+    ),
+    "no-mountstats": (
+        "node_mountstats_nfs_write_bytes_total absent: node_exporter's mountstats collector is off by "
+        "default: add --collector.mountstats (prometheus-node-exporter.extraArgs in "
+        "rendered/dev/installers/kube-prometheus-stack-values.yaml), and an NFS mount"
+    ),
+    # prod runs health.backend trainyard in trainyard-system; its eleven trainyard_health_*
+    # families are the controller's (not the checkpoint query's): one gap, the target.
+    "no-health-target": (
+        'no gpu-health target: nothing Prometheus scrapes matches {job="gpu-health", '
+        'namespace="trainyard-system"}: health.backend is trainyard, so apply rendered/prod/health/ '
+        "(its Deployment, Service and ServiceMonitor); the quarantine dashboard and the GpuHealth* "
+        "alerts read its series"
+    ),
+    "health-down": (
+        'gpu-health target down: Prometheus finds {job="gpu-health", namespace="trainyard-system"} but '
+        "up == 0: check that its pods run and that the port its ServiceMonitor names answers"
+    ),
+}
+
+
+@pytest.mark.parametrize("scene", ONE_LINE_GAPS)
+def test_a_missing_prerequisite_is_one_line_naming_the_fix(
+    scene: str, prometheus: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert gaps(prometheus, scene, capsys) == [ONE_LINE_GAPS[scene]]
 
 
 def test_missing_profiling_fields_name_what_they_need(
@@ -298,41 +324,9 @@ def test_the_checked_list_is_read_from_the_shipped_expressions() -> None:
     assert ("kube_node_labels", "label_trainyard_dev_pool") in fams
 
 
-def test_missing_mountstats_names_the_collector_flag(
-    prometheus: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert gaps(prometheus, "no-mountstats", capsys) == [
-        "node_mountstats_nfs_write_bytes_total absent: node_exporter's mountstats collector is off by "
-        "default: add --collector.mountstats (prometheus-node-exporter.extraArgs in "
-        "rendered/dev/installers/kube-prometheus-stack-values.yaml), and an NFS mount"
-    ]
-
-
 def test_event_only_families_are_ones_the_expressions_read() -> None:
     read = {f.name for name in ENVIRONMENTS for f in doctor.families(load_shipped(name).env)}
     assert set(doctor.EVENT_ONLY) <= read, set(doctor.EVENT_ONLY) - read
-
-
-def test_no_gpu_health_target_is_one_line_naming_the_rendered_controller(
-    prometheus: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """prod runs health.backend trainyard in trainyard-system; its eleven trainyard_health_*
-    families are the controller's (not the checkpoint query's): one gap, the target."""
-    assert gaps(prometheus, "no-health-target", capsys) == [
-        'no gpu-health target: nothing Prometheus scrapes matches {job="gpu-health", '
-        'namespace="trainyard-system"}: health.backend is trainyard, so apply rendered/prod/health/ '
-        "(its Deployment, Service and ServiceMonitor); the quarantine dashboard and the GpuHealth* "
-        "alerts read its series"
-    ]
-
-
-def test_a_health_target_that_fails_its_scrapes_is_down(
-    prometheus: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert gaps(prometheus, "health-down", capsys) == [
-        'gpu-health target down: Prometheus finds {job="gpu-health", namespace="trainyard-system"} but '
-        "up == 0: check that its pods run and that the port its ServiceMonitor names answers"
-    ]
 
 
 def test_health_series_belong_to_the_controller_not_the_checkpoint_query() -> None:

@@ -15,8 +15,9 @@ from generators.components.monitoring.alerts import groups
 from generators.model import exporters
 from generators.model.promql import ksm_label
 from tests.monitoring.conftest import Shipped
-from tests.support import CORPUS, ROOT
-from tests.support.scratch import refused, repo_with, run_cli
+from tests.monitoring.minimal import first_refusal, with_section
+from tests.support import ROOT
+from tests.support.scratch import run_cli
 
 
 @pytest.mark.parametrize("version", sorted(exporters.DCGM_EXPORTER))
@@ -105,20 +106,15 @@ def test_rules_group_gpu_alerts_by_the_host_label_of_the_named_release(shipped: 
 
 
 def _render(tmp_path: Path, monitoring: str) -> tuple[Path, int, str, str]:
-    root = repo_with(tmp_path, (CORPUS / "valid-minimal.yaml").read_text() + monitoring)
+    root = with_section(tmp_path, monitoring)
     code, out, err = run_cli(root, "render", "bad")
     return root, code, out, err
 
 
 def test_an_uncovered_version_is_refused_at_line_and_column_with_the_override(tmp_path: Path) -> None:
-    lines = (CORPUS / "valid-minimal.yaml").read_text().count("\n")
-    root = repo_with(
-        tmp_path,
-        (CORPUS / "valid-minimal.yaml").read_text() + "monitoring:\n  exporters:\n    dcgmExporter: 4.9.0\n",
-    )
-    first = refused(root, "render", "bad")[0]
+    line, first = first_refusal(tmp_path, "monitoring:\n  exporters:\n    dcgmExporter: 4.9.0\n")
     assert first.startswith(
-        f"environments/bad.yaml:{lines + 3}:19: error: dcgm-exporter '4.9.0' is "
+        f"environments/bad.yaml:{line + 2}:19: error: dcgm-exporter '4.9.0' is "
         "outside the versions whose label contract this project has read "
         "(4.5.0 to 4.8.2)"
     ), first

@@ -10,17 +10,14 @@ from pathlib import Path
 import pytest
 
 from tests.monitoring import kubeselect
-from tests.support import CORPUS
-from tests.support.scratch import refused, repo_with, run_cli, tree_digest
+from tests.monitoring.minimal import first_refusal, with_section
+from tests.support.scratch import run_cli, tree_digest
 
 
 def test_kube_prometheus_is_refused_at_line_and_column(tmp_path: Path) -> None:
-    minimal = (CORPUS / "valid-minimal.yaml").read_text()
-    lines = minimal.count("\n")
-    root = repo_with(tmp_path, minimal + "monitoring:\n  stack: kube-prometheus\n")
-    first = refused(root, "render", "bad")[0]
+    line, first = first_refusal(tmp_path, "monitoring:\n  stack: kube-prometheus\n")
     assert first.startswith(
-        f"environments/bad.yaml:{lines + 2}:10: error: monitoring stack "
+        f"environments/bad.yaml:{line + 1}:10: error: monitoring stack "
         "'kube-prometheus' is not supported yet: its Prometheus may discover "
         "targets only in default, kube-system and monitoring"
     ), first
@@ -28,11 +25,10 @@ def test_kube_prometheus_is_refused_at_line_and_column(tmp_path: Path) -> None:
 
 
 def test_kube_prometheus_stack_is_the_default_and_renders(tmp_path: Path) -> None:
-    minimal = (CORPUS / "valid-minimal.yaml").read_text()
     for folder in ("explicit", "plain"):
         (tmp_path / folder).mkdir()
-    explicit = repo_with(tmp_path / "explicit", minimal + "monitoring:\n  stack: kube-prometheus-stack\n")
-    plain = repo_with(tmp_path / "plain", minimal)
+    explicit = with_section(tmp_path / "explicit", "monitoring:\n  stack: kube-prometheus-stack\n")
+    plain = with_section(tmp_path / "plain", "")
     assert run_cli(explicit, "render", "bad")[0] == 0
     assert run_cli(plain, "render", "bad")[0] == 0
     assert tree_digest(explicit / "rendered" / "bad") == tree_digest(plain / "rendered" / "bad")

@@ -4,9 +4,10 @@ rules file carry, so promtool tests exactly what Prometheus loads.
 Mixin conventions: CamelCase names, severity critical (drain or act now) | warning,
 annotations summary + description + runbook_url (a section of docs/monitoring.md).
 
-Each rule function is one alert's declaration (its query, threshold, `for`, texts) and reads
-as that alert: they share their shape, not their logic, which lives in rule.alert and promql.
-`duplicates` lists pairs of them (same shape, other names and texts); they stay apart on purpose.
+Each area module is a table (`RULES`, rows of rule.Alert: name, query, severity, `for`,
+texts) evaluated by rule.evaluate with the area's facts, as kubernetes-mixin declares its
+alerts as data with the thresholds beside them; the queries come from promql (the one
+vocabulary), never written here.
 """
 
 from __future__ import annotations

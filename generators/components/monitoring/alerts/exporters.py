@@ -6,27 +6,26 @@ catches a target that vanished from service discovery, == 0 one that fails its s
 
 from __future__ import annotations
 
-from generators.components.monitoring.alerts.rule import Rule, alert
+from generators.components.monitoring.alerts.rule import Alert, Rule, context, evaluate
 from generators.components.monitoring.promql import GATE_JOB, Queries, selector
 from generators.model.environment import Environment
 from generators.model.promql import target_down
 
 
-def exporter_down(q: Queries, exporter: str, matchers: str) -> Rule:
-    m = q.m
-    up = "up" + selector(matchers)
-    return alert(
-        m,
+def exporter_down(exporter: str, matchers: str) -> Alert:
+    """The row of one exporter: its matchers are in the query and the text."""
+    return Alert(
         "ExporterDown",
-        target_down(up),
-        for_=m.alerts.exporter_down_for,
+        lambda q: target_down("up" + selector(matchers)),
+        for_="{a.exporter_down_for}",
         severity="warning",
         labels={"exporter": exporter},
-        summary=f"{exporter} is down or not scraped.",
+        facts={"exporter": exporter, "matchers": matchers},
+        summary="{exporter} is down or not scraped.",
         description=(
-            f"Prometheus has had no successful scrape of {exporter} ({matchers}) for "
-            f"{m.alerts.exporter_down_for}. The alerts and dashboards built on it are blind "
-            "until it is back."
+            "Prometheus has had no successful scrape of {exporter} ({matchers}) for "
+            "{a.exporter_down_for}. The alerts and dashboards built on it are blind until it "
+            "is back."
         ),
     )
 
@@ -41,4 +40,5 @@ def scraped(env: Environment) -> dict[str, str]:
 
 
 def rules(q: Queries) -> list[Rule]:
-    return [exporter_down(q, name, matchers) for name, matchers in scraped(q.env).items()]
+    rows = [exporter_down(name, matchers) for name, matchers in scraped(q.env).items()]
+    return evaluate(rows, q, q.m, context(q))

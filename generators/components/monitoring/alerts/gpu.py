@@ -7,7 +7,7 @@ restart when the pod on the GPU changes.
 
 from __future__ import annotations
 
-from generators.components.monitoring.alerts.rule import VALUE, VALUE_PERCENT, Rule, alert, label
+from generators.components.monitoring.alerts.rule import Alert, Rule, context, evaluate
 from generators.components.monitoring.promql import Queries, num
 from generators.model.promql import below_blank, share_of_time, unless_blank
 
@@ -18,134 +18,115 @@ def _by_gpu(q: Queries, extra: str = "") -> str:
     return ", ".join(x for x in (q.m.host_label, "gpu", "UUID", extra) if x)
 
 
-def temperature(q: Queries) -> Rule:
-    m, h = q.m, q.m.host_label
-    limit = m.gpu_temp_limit_celsius
-    return alert(
-        m,
-        "GPUTemperatureHigh",
-        q.gpu_too_hot(lambda plausible: f"max by ({_by_gpu(q)}) {plausible}"),
-        for_=m.alerts.gpu_temp_for,
-        severity="critical",
-        summary=f"GPU {label('gpu')} on {label(h)} is above {limit} °C.",
-        description=(
-            f"GPU {label('gpu')} ({label('UUID')}) on node {label(h)} has been at "
-            f"{VALUE} °C for more than {m.alerts.gpu_temp_for}, above the {limit} °C limit. "
-            "A hot GPU throttles and destabilises the whole job: drain the node and have "
-            "the GPU replaced."
-        ),
-    )
-
-
-def throttling(q: Queries) -> Rule:
-    m, h = q.m, q.m.host_label
+def _throttled(q: Queries) -> str:
     violation = q.dcgm("DCGM_FI_DEV_THERMAL_VIOLATION")
     ratio = unless_blank(violation, share_of_time(violation, THROTTLE_RATE_WINDOW))
-    threshold = num(m.alerts.thermal_throttle_percent / 100)
-    return alert(
-        m,
-        "GPUThermalThrottling",
-        f"max by ({_by_gpu(q)}) {ratio} > {threshold}",
-        for_=m.alerts.thermal_throttle_for,
-        severity="warning",
-        summary=f"GPU {label('gpu')} on {label(h)} is thermally throttled.",
-        description=(
-            f"GPU {label('gpu')} ({label('UUID')}) on node {label(h)} spends {VALUE_PERCENT} "
-            f"of its time thermally throttled (limit {num(m.alerts.thermal_throttle_percent)}%). "
-            "Its job runs at the speed of this GPU: check cooling, then drain and replace."
-        ),
-    )
+    return f"max by ({_by_gpu(q)}) {ratio} > {num(q.m.alerts.thermal_throttle_percent / 100)}"
 
 
-def xid(q: Queries) -> Rule:
-    m, h = q.m, q.m.host_label
-    return alert(
-        m,
-        "GPUXidRequiresReplacement",
-        q.xid_requires_replacement(lambda seen: f"max by ({_by_gpu(q, 'xid')}) ({seen})"),
-        severity="critical",
-        summary=f"GPU {label('gpu')} on {label(h)} reported XID {label('xid')}.",
-        description=(
-            f"GPU {label('gpu')} ({label('UUID')}) on node {label(h)} reported XID "
-            f"{label('xid')}, one of the codes that mean the GPU must be replaced "
-            f"({', '.join(str(c) for c in m.xid_replace_codes)}). Drain the node."
-        ),
-    )
-
-
-def memory(q: Queries) -> Rule:
-    m, h = q.m, q.m.host_label
+def _memory_errors(q: Queries) -> str:
     dbe = q.increase_unless_blank(q.dcgm("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"))
     remapped = q.increase_unless_blank(q.dcgm("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"))
     failed = f"({below_blank(q.dcgm('DCGM_FI_DEV_ROW_REMAP_FAILURE') + ' > 0')})"
-    expr = f"max by ({_by_gpu(q)}) ({dbe} > 0 or {remapped} > 0 or {failed})"
-    return alert(
-        m,
-        "GPUUncorrectableMemoryErrors",
-        expr,
-        severity="critical",
-        summary=f"GPU {label('gpu')} on {label(h)} has uncorrectable memory errors.",
-        description=(
-            f"GPU {label('gpu')} ({label('UUID')}) on node {label(h)} had double-bit ECC "
-            f"errors or uncorrectable row remaps within {m.alerts.error_window}, or row "
-            "remapping failed. Results computed on it cannot be trusted: drain and replace."
-        ),
-    )
+    return f"max by ({_by_gpu(q)}) ({dbe} > 0 or {remapped} > 0 or {failed})"
 
 
-def nvlink(q: Queries) -> Rule:
-    m, h = q.m, q.m.host_label
-    return alert(
-        m,
-        "NVLinkErrors",
-        q.nvlink_errors(lambda per_gpu: per_gpu),  # already per GPU and counter
-        severity="warning",
-        summary=f"NVLink {label('counter')} errors on GPU {label('gpu')} of {label(h)}.",
-        description=(
-            f"GPU {label('gpu')} ({label('UUID')}) on node {label(h)} counted {VALUE} NVLink "
-            f"{label('counter')} errors within {m.alerts.error_window}. A node can look "
-            "healthy and still corrupt collectives: drain it and have the machine replaced."
-        ),
-    )
-
-
-def missing(q: Queries) -> Rule:
-    m = q.m
-    return alert(
-        m,
-        "GPUMissing",
-        q.nodes_missing_gpus(),
-        for_=m.alerts.gpu_missing_for,
-        severity="warning",
-        summary=f"Node {label('node')} shows {VALUE} of {label('expected')} GPUs.",
-        description=(
-            f"Node {label('node')} of pool {label('pool')} shows {VALUE} GPUs, but nodes of "
-            f"that pool have {label('expected')}. A GPU fell off the bus or the driver lost "
-            "it: drain the node and have it repaired."
-        ),
-    )
-
-
-def profiling(q: Queries) -> Rule:
-    m, h = q.m, q.m.host_label
-    expr = (
+def _profiling_missing(q: Queries) -> str:
+    h = q.m.host_label
+    return (
         f"count by ({h}) ({q.dcgm('DCGM_FI_DEV_GPU_TEMP')}) unless on ({h}) "
         f"count by ({h}) ({q.dcgm('DCGM_FI_PROF_SM_ACTIVE')})"
     )
-    return alert(
-        m,
-        "DCGMProfilingMetricsMissing",
-        expr,
-        for_=m.alerts.profiling_missing_for,
-        severity="warning",
-        summary=f"No profiling metrics from {label(h)}.",
+
+
+RULES = (
+    Alert(
+        "GPUTemperatureHigh",
+        lambda q: q.gpu_too_hot(lambda plausible: f"max by ({_by_gpu(q)}) {plausible}"),
+        for_="{a.gpu_temp_for}",
+        severity="critical",
+        summary="GPU {labels.gpu} on {host} is above {m.gpu_temp_limit_celsius} °C.",
         description=(
-            f"dcgm-exporter on node {label(h)} reports GPUs but no DCGM_FI_PROF_SM_ACTIVE: "
-            "tensor and SM activity (the real utilization) are blind there. Check that the "
-            f"counters ConfigMap {m.dcgm_config_map} is mounted and the exporter has SYS_ADMIN."
+            "GPU {labels.gpu} ({labels.UUID}) on node {host} has been at {value} °C for more than "
+            "{a.gpu_temp_for}, above the {m.gpu_temp_limit_celsius} °C limit. A hot GPU throttles "
+            "and destabilises the whole job: drain the node and have the GPU replaced."
         ),
-    )
+    ),
+    Alert(
+        "GPUThermalThrottling",
+        _throttled,
+        for_="{a.thermal_throttle_for}",
+        severity="warning",
+        summary="GPU {labels.gpu} on {host} is thermally throttled.",
+        description=(
+            "GPU {labels.gpu} ({labels.UUID}) on node {host} spends {value_percent} of its time "
+            "thermally throttled (limit {throttle_percent}%). Its job runs at the speed of this "
+            "GPU: check cooling, then drain and replace."
+        ),
+    ),
+    Alert(
+        "GPUXidRequiresReplacement",
+        lambda q: q.xid_requires_replacement(lambda seen: f"max by ({_by_gpu(q, 'xid')}) ({seen})"),
+        severity="critical",
+        summary="GPU {labels.gpu} on {host} reported XID {labels.xid}.",
+        description=(
+            "GPU {labels.gpu} ({labels.UUID}) on node {host} reported XID {labels.xid}, one of the "
+            "codes that mean the GPU must be replaced ({xid_codes}). Drain the node."
+        ),
+    ),
+    Alert(
+        "GPUUncorrectableMemoryErrors",
+        _memory_errors,
+        severity="critical",
+        summary="GPU {labels.gpu} on {host} has uncorrectable memory errors.",
+        description=(
+            "GPU {labels.gpu} ({labels.UUID}) on node {host} had double-bit ECC errors or "
+            "uncorrectable row remaps within {a.error_window}, or row remapping failed. Results "
+            "computed on it cannot be trusted: drain and replace."
+        ),
+    ),
+    Alert(
+        "NVLinkErrors",
+        lambda q: q.nvlink_errors(lambda per_gpu: per_gpu),  # already per GPU and counter
+        severity="warning",
+        summary="NVLink {labels.counter} errors on GPU {labels.gpu} of {host}.",
+        description=(
+            "GPU {labels.gpu} ({labels.UUID}) on node {host} counted {value} NVLink "
+            "{labels.counter} errors within {a.error_window}. A node can look healthy and still "
+            "corrupt collectives: drain it and have the machine replaced."
+        ),
+    ),
+    Alert(
+        "GPUMissing",
+        lambda q: q.nodes_missing_gpus(),
+        for_="{a.gpu_missing_for}",
+        severity="warning",
+        summary="Node {labels.node} shows {value} of {labels.expected} GPUs.",
+        description=(
+            "Node {labels.node} of pool {labels.pool} shows {value} GPUs, but nodes of that pool "
+            "have {labels.expected}. A GPU fell off the bus or the driver lost it: drain the node "
+            "and have it repaired."
+        ),
+    ),
+    Alert(
+        "DCGMProfilingMetricsMissing",
+        _profiling_missing,
+        for_="{a.profiling_missing_for}",
+        severity="warning",
+        summary="No profiling metrics from {host}.",
+        description=(
+            "dcgm-exporter on node {host} reports GPUs but no DCGM_FI_PROF_SM_ACTIVE: tensor and "
+            "SM activity (the real utilization) are blind there. Check that the counters "
+            "ConfigMap {m.dcgm_config_map} is mounted and the exporter has SYS_ADMIN."
+        ),
+    ),
+)
 
 
 def rules(q: Queries) -> list[Rule]:
-    return [temperature(q), throttling(q), xid(q), memory(q), nvlink(q), missing(q), profiling(q)]
+    facts = context(
+        q,
+        throttle_percent=num(q.m.alerts.thermal_throttle_percent),
+        xid_codes=", ".join(str(c) for c in q.m.xid_replace_codes),
+    )
+    return evaluate(RULES, q, q.m, facts)

@@ -1,8 +1,11 @@
-"""One module per dashboard: build(env) -> dashboard JSON model (dict), SLUG -> stable UID.
+"""One module per dashboard, each a `DASHBOARD` declaration (panels.Dashboard: slug -> stable
+UID, title, description, variables, rows of panel functions) over the builders of panels.py,
+imported as `g` the way grafonnet dashboards import `g.libsonnet`.
 
-Panels and build() are declarations (title, description, unit, queries, rows) over the
-helpers of panels.py, which hold the logic; `duplicates` pairs them (and the modules' import
-lists of those helpers) by shape alone, and they stay apart so each reads as its dashboard.
+A panel function returns the panels of one row, each line of a panel a fact of it (title,
+description, unit, queries, size); the repeated shapes (a per-label aggregation legended by
+its labels, a counter's increase per interval, the dashboard and row skeleton, ids) are in
+panels.py. The queries come from promql (the one vocabulary).
 """
 
 from __future__ import annotations
@@ -31,4 +34,4 @@ def builders(env: Environment) -> list[tuple[str, Builder]]:
         modules.append(overflow)
     if env.health is not None and env.health.controller is not None:
         modules.append(quarantine)
-    return [(module.SLUG, module.build) for module in modules]
+    return [(module.DASHBOARD.slug, module.DASHBOARD.build) for module in modules]

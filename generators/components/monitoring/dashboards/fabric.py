@@ -3,32 +3,18 @@ multi-node failures were cross-node communication; transmit wait is congestion."
 
 from __future__ import annotations
 
-from typing import Any
-
-from generators.components.monitoring.dashboards.panels import (
-    Board,
-    Panel,
-    Query,
-    graph,
-    grid,
-    legend,
-    matches,
-    query_variable,
-    single,
-)
+from generators.components.monitoring.dashboards import panels as g
 from generators.components.monitoring.promql import Queries
-from generators.model.environment import Environment
 
-SLUG = "fabric"
 TOP_ROWS = 50
 RX_BYTES = "node_infiniband_port_data_received_bytes_total"
 VL15_DROPPED = "node_infiniband_vl15_dropped_total"  # in the table, not an alert's counter
 
 
-def infiniband(q: Queries) -> list[Panel]:
+def infiniband(q: Queries) -> list[g.Panel]:
     nh = q.m.node_exporter_host_label
-    host = matches(nh, "host")
-    port = legend(nh) + " {{device}}/{{port}}"
+    host = g.matches(nh, "host")
+    port = g.legend(nh) + " {{device}}/{{port}}"
 
     def rate(metric: str) -> str:
         return f"rate({q.ib(metric, host)}[$__rate_interval])"
@@ -37,103 +23,101 @@ def infiniband(q: Queries) -> list[Panel]:
     errors = q.counter_increases(counters, "$__range")
     not_active = q.ports_not_active(lambda bad: f"count({bad}) or vector(0)", host)
     return [
-        graph(
+        g.graph(
             "Transmit throughput per port",
             "Bytes/s sent.",
             "Bps",
-            [Query(rate("node_infiniband_port_data_transmitted_bytes_total"), port)],
+            [g.Query(rate("node_infiniband_port_data_transmitted_bytes_total"), port)],
         ),
-        graph("Receive throughput per port", "Bytes/s received.", "Bps", [Query(rate(RX_BYTES), port)]),
-        graph(
+        g.graph("Receive throughput per port", "Bytes/s received.", "Bps", [g.Query(rate(RX_BYTES), port)]),
+        g.graph(
             "Transmit wait (congestion)",
             "Ticks per second a port had data but could not send: the fabric is congested or a peer is slow.",
             "short",
-            [Query(rate("node_infiniband_port_transmit_wait_total"), port)],
+            [g.Query(rate("node_infiniband_port_transmit_wait_total"), port)],
         ),
-        graph(
+        g.graph(
             "Transmit discards",
             "Packets dropped on send (port down or congestion).",
             "pps",
-            [Query(rate("node_infiniband_port_discards_transmitted_total"), port)],
+            [g.Query(rate("node_infiniband_port_discards_transmitted_total"), port)],
         ),
-        graph(
+        g.graph(
             "Packets",
             "Packets per second by direction.",
             "pps",
             [
-                Query(rate("node_infiniband_port_packets_transmitted_total"), port + " tx"),
-                Query(rate("node_infiniband_port_packets_received_total"), port + " rx"),
+                g.Query(rate("node_infiniband_port_packets_transmitted_total"), port + " tx"),
+                g.Query(rate("node_infiniband_port_packets_received_total"), port + " rx"),
             ],
         ),
-        single(
+        g.single(
             "Ports not active",
             "Watched ports not ACTIVE now (InfiniBandPortNotActive).",
             "none",
-            Query(not_active),
+            g.Query(not_active),
             limit=1,
             span=12,
         ),
-        grid(
+        g.grid(
             f"Error counters in range (top {TOP_ROWS})",
             "Increase over the selected range per port and counter: symbol, link recovery, link "
             "downed, receive errors, buffer overrun, link integrity, VL15 drops.",
             "none",
-            [Query(f"topk({TOP_ROWS}, sum by ({nh}, device, port, counter) ({errors}))")],
+            [g.Query(f"topk({TOP_ROWS}, sum by ({nh}, device, port, counter) ({errors}))")],
             ["Errors"],
             span=24,
         ),
     ]
 
 
-def nvlink(q: Queries) -> list[Panel]:
+def nvlink(q: Queries) -> list[g.Panel]:
     h = q.m.host_label
-    host = matches(h, "host")
+    host = g.matches(h, "host")
     errors = q.nvlink_counters(host)
     in_range = q.increases_unless_blank(errors, "$__range")
     return [
-        graph(
+        g.graph(
             "NVLink throughput per host",
             "Bytes/s over NVLink (profiling metrics), all GPUs of a host.",
             "Bps",
             [
-                Query(f"sum by ({h}) ({q.dcgm('DCGM_FI_PROF_NVLINK_TX_BYTES', host)})", legend(h) + " tx"),
-                Query(f"sum by ({h}) ({q.dcgm('DCGM_FI_PROF_NVLINK_RX_BYTES', host)})", legend(h) + " rx"),
+                g.Query(
+                    f"sum by ({h}) ({q.dcgm('DCGM_FI_PROF_NVLINK_TX_BYTES', host)})", g.legend(h) + " tx"
+                ),
+                g.Query(
+                    f"sum by ({h}) ({q.dcgm('DCGM_FI_PROF_NVLINK_RX_BYTES', host)})", g.legend(h) + " rx"
+                ),
             ],
         ),
-        graph(
+        g.graph(
             "NVLink errors",
             "Error counter increases per GPU (NVLinkErrors). A healthy-looking node "
             "with NVLink errors should be replaced.",
             "none",
             [
-                Query(
+                g.Query(
                     f"sum by ({h}, gpu, counter) ({q.increases_unless_blank(errors, '$__rate_interval')})",
-                    legend(h) + " GPU {{gpu}} {{counter}}",
+                    g.legend(h) + " GPU {{gpu}} {{counter}}",
                 )
             ],
         ),
-        grid(
+        g.grid(
             f"NVLink errors in range (top {TOP_ROWS})",
             "Increase over the selected range per GPU and counter.",
             "none",
-            [Query(f"topk({TOP_ROWS}, sum by ({h}, gpu, counter) ({in_range}))")],
+            [g.Query(f"topk({TOP_ROWS}, sum by ({h}, gpu, counter) ({in_range}))")],
             ["Errors"],
             span=24,
         ),
     ]
 
 
-def build(env: Environment) -> dict[str, Any]:
-    q = Queries(env)
-    nh = q.m.node_exporter_host_label
-    board = Board(
-        q.m,
-        SLUG,
-        "Fabric",
-        "InfiniBand per port (throughput, congestion, discards, errors) "
-        "and NVLink per GPU (throughput, error counters).",
-        variables=[query_variable("host", "Host", q.ib(RX_BYTES), nh)],
-    )
-    board.row("InfiniBand", *infiniband(q))
-    board.row("NVLink", *nvlink(q))
-    return board.build()
+DASHBOARD = g.Dashboard(
+    "fabric",
+    "Fabric",
+    "InfiniBand per port (throughput, congestion, discards, errors) "
+    "and NVLink per GPU (throughput, error counters).",
+    rows=(("InfiniBand", infiniband), ("NVLink", nvlink)),
+    variables=lambda q: [g.query_variable("host", "Host", q.ib(RX_BYTES), q.m.node_exporter_host_label)],
+)

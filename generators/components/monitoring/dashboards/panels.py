@@ -8,6 +8,7 @@ JSON encoding), ready to be dumped with sorted keys.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -19,7 +20,8 @@ from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as dm
 from grafana_foundation_sdk.models import prometheus as pm
 
-from generators.components.monitoring.promql import quote
+from generators.components.monitoring.promql import Queries, quote
+from generators.model.environment import Environment
 from generators.model.monitoring import Monitoring
 
 DATASOURCE = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
@@ -37,6 +39,16 @@ def legend(name: str) -> str:
 class Query:
     expr: str
     legend: str = ""
+
+
+def per(aggregation: str, expr: str, *labels: str) -> Query:
+    """`expr` aggregated by `labels`, one line per label set, legended by those labels."""
+    return Query(f"{aggregation} by ({', '.join(labels)}) ({expr})", " ".join(legend(x) for x in labels))
+
+
+def per_interval(counter: str, *labels: str) -> Query:
+    """A counter's increase per graph interval, summed by `labels` (legended by them)."""
+    return per("sum", f"increase({counter}[$__rate_interval])", *labels)
 
 
 def _target(query: Query, ref: str, *, instant: bool) -> prometheus.Dataquery:
@@ -231,3 +243,26 @@ class Board:
                 next_id += 1
         encoded: dict[str, Any] = json.loads(json.dumps(builder.build(), cls=JSONEncoder))
         return encoded
+
+
+Rows = Callable[[Queries], list[Panel]]
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    """One dashboard as a declaration: its slug (-> stable UID), title, description (a template
+    over the monitoring settings, `{m.gpu_temp_limit_celsius}`), variables and rows of panels;
+    `build` is the only place a dashboard is assembled."""
+
+    slug: str
+    title: str
+    description: str
+    rows: tuple[tuple[str, Rows], ...]
+    variables: Callable[[Queries], list[Any]] = lambda q: []
+
+    def build(self, env: Environment) -> dict[str, Any]:
+        q = Queries(env)
+        board = Board(q.m, self.slug, self.title, self.description.format(m=q.m), self.variables(q))
+        for title, panels in self.rows:
+            board.row(title, *panels(q))
+        return board.build()
