@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from generators import render, templating
 from generators.components import registry
 from generators.components.registry import COMPONENTS
 from generators.components.registry import no_inputs as registry_no_inputs
 from generators.layout import INSTALLERS, environment_names
 from generators.model.load import load
+from generators.output import templating
+from generators.pipeline import render
 from tests.support import ROOT
 
 COMPONENTS_DIR = ROOT / "generators" / "components"

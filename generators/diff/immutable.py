@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from generators import immutable
 from generators.errors import Problem, SpecError
+from generators.gitops import immutable
 from generators.spec.load import load_document
 
 Pair = tuple[dict[str, Any], dict[str, Any], str]  # (before, after, rendered path)

@@ -13,7 +13,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from generators import fleet
 from generators.diff import gitref
 from generators.diff.changes import ObjectChange, compare
 from generators.diff.immutable import environment_problems
@@ -23,6 +22,7 @@ from generators.errors import Problem, SpecError, once
 from generators.layout import ENV_DIR, RENDERED, environment_names
 from generators.model.environment import Environment
 from generators.model.load import load
+from generators.pipeline import fleet
 from generators.speedups.parsereuse import rendered_objects
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import difflib
 
-from generators import yamlemit
 from generators.diff.changes import ObjectChange
 from generators.diff.masking import masked_pair
 from generators.diff.strings import narrow_lines
+from generators.output import yamlemit
 
 CONTEXT_LINES = 3
 LONG_LINE = 200  # changed lines longer than this show where they differ (single-line PromQL)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from generators import kubernetes
 from generators.errors import Problem
 from generators.model.overflow import (
     INFERENCE_ROLES,
@@ -21,6 +20,7 @@ from generators.model.overflow import (
 from generators.providers import CONTRACTS, ProviderInput
 from generators.spec.checker import Checker, Path_
 from generators.spec.source import Document
+from generators.upstream import kubernetes
 
 MIN_KUBERNETES = kubernetes.MUTATING_ADMISSION  # virtual nodes are labelled by one
 

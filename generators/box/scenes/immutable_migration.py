@@ -20,8 +20,8 @@ from generators.box.scenes.context import SceneContext
 from generators.diff.immutable import environment_problems
 from generators.layout import ENV_DIR
 from generators.model.load import load
-from generators.render import RenderedFile, render_tree
-from generators.render import objects as objects_of
+from generators.pipeline.render import RenderedFile, render_tree
+from generators.pipeline.render import objects as objects_of
 from generators.spec.load import load_document
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"

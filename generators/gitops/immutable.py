@@ -6,7 +6,7 @@ not help: a replace is an update, and updates are what the API validates. Per ki
 decision (docs/immutable-fields.md):
 
 - `recreate`: Argo CD deletes and recreates the object (`Force=true,Replace=true`, rendered
-  on every object of the kind by generators/syncoptions.py). Only where that is safe: a
+  on every object of the kind by generators/gitops/syncoptions.py). Only where that is safe: a
   PriorityClass has no finalizer, and running pods keep the integer priority they were
   admitted with (`spec.priority`).
 - `refuse`: `generate.py diff` refuses the change at the spec line with the migration path.
@@ -168,7 +168,7 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
-# Kinds whose every immutable field is recreated: generators/syncoptions.py renders
+# Kinds whose every immutable field is recreated: generators/gitops/syncoptions.py renders
 # Force=true,Replace=true on each of their objects (and on no other object).
 RECREATE_KINDS: frozenset[tuple[str, str]] = frozenset(
     (r.group, r.kind)

@@ -19,10 +19,10 @@ import yaml
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from generators import speedups
+from generators.output.yamlemit import double_quoted, float_text
 from generators.speedups import templatecache, templateshapes
-from generators.yamlemit import double_quoted, float_text
 
-TEMPLATE_DIR = Path(__file__).resolve().parents[1] / "templates"
+TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "templates"
 
 
 class Flow(str):
