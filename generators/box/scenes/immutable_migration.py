@@ -17,7 +17,7 @@ from generators.box.kube import Kube, Obj, is_true, wait_for
 from generators.box.nodes import HOSTNAME
 from generators.box.scale import scaled_checkout
 from generators.box.scenes.context import SceneContext
-from generators.diff.immutable import environment_problems
+from generators.diff.report import environment_problems
 from generators.layout import ENV_DIR
 from generators.model.load import load
 from generators.pipeline.render import RenderedFile, render_tree
