@@ -60,6 +60,22 @@ class Rule:
 
 KUEUE_CRDS = "../shared/crds/kueue-v0.19.2"
 KUBE = "k8s.io/kubernetes v1.36.5 pkg/apis"
+
+
+def _frozen_with_topology(field: str, line: int) -> Rule:
+    """A ResourceFlavor field Kueue's CRD freezes once spec.topologyName is set: one CEL rule
+    per field (at `line`), all refused and migrated the same way, by a pool rename."""
+    return Rule(
+        "kueue.x-k8s.io",
+        "ResourceFlavor",
+        ("spec", field),
+        f"{KUEUE_CRDS}/kueue.x-k8s.io_resourceflavors.yaml:{line} (CEL, when topologyName is set)",
+        "refuse",
+        POOL_RENAME,
+        ("spec", "topologyName"),
+    )
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "scheduling.k8s.io",
@@ -86,32 +102,9 @@ RULES: tuple[Rule, ...] = (
         "refuse",
         POOL_RENAME,
     ),
-    Rule(
-        "kueue.x-k8s.io",
-        "ResourceFlavor",
-        ("spec", "nodeLabels"),
-        f"{KUEUE_CRDS}/kueue.x-k8s.io_resourceflavors.yaml:374 (CEL, when topologyName is set)",
-        "refuse",
-        POOL_RENAME,
-        ("spec", "topologyName"),
-    ),
-    Rule(
-        "kueue.x-k8s.io",
-        "ResourceFlavor",
-        ("spec", "tolerations"),
-        f"{KUEUE_CRDS}/kueue.x-k8s.io_resourceflavors.yaml:377 (CEL, when topologyName is set)",
-        "refuse",
-        POOL_RENAME,
-        ("spec", "topologyName"),
-    ),
-    Rule(
-        "kueue.x-k8s.io",
-        "ResourceFlavor",
-        ("spec", "topologyName"),
-        f"{KUEUE_CRDS}/kueue.x-k8s.io_resourceflavors.yaml:380 (CEL, when topologyName is set)",
-        "refuse",
-        POOL_RENAME,
-        ("spec", "topologyName"),
+    *(
+        _frozen_with_topology(field, line)
+        for field, line in (("nodeLabels", 374), ("tolerations", 377), ("topologyName", 380))
     ),
     Rule(
         "kueue.x-k8s.io",
