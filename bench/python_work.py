@@ -19,9 +19,9 @@ sys.path.insert(0, str(ROOT))
 
 def one_environment(root: Path, name: str) -> tuple[int, int]:
     """(objects, findings) of one environment: load, render, policies."""
-    from generators import render
     from generators.layout import RENDERED
     from generators.model.load import load
+    from generators.pipeline import render
     from policies import run_all
     from policies.context import Context, RenderedObject
 
@@ -32,8 +32,8 @@ def one_environment(root: Path, name: str) -> tuple[int, int]:
 
 
 def main() -> int:
-    from generators.fleet import map_environments
     from generators.layout import environment_names
+    from generators.pipeline.fleet import map_environments
 
     root = Path(sys.argv[1]).resolve()
     names = environment_names(root)

@@ -8,17 +8,19 @@ whose installer_inputs() returns it), and the templates each component opens are
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-from generators import render, templating
 from generators.components import registry
 from generators.components.registry import COMPONENTS
 from generators.components.registry import no_inputs as registry_no_inputs
 from generators.layout import INSTALLERS, environment_names
 from generators.model.load import load
+from generators.output import templating
+from generators.pipeline import render
 from tests.support import ROOT
 
 COMPONENTS_DIR = ROOT / "generators" / "components"
@@ -154,3 +156,26 @@ def test_the_registry_is_every_module_of_the_folder_by_name_with_argocd_last(
     (package / "helpers.py").write_text("X = 1\n")
     with pytest.raises(ImportError, match=r"^scratch_components/helpers: no generate\(env, earlier\)"):
         registry.discover(package, "scratch_components")
+
+
+# --- where code lives (docs/components.md): the top level reads as the architecture --------
+
+# The decision in docs/components.md "Where code lives": only these stay at the top.
+CROSS_CUTTING = ["__init__.py", "cli.py", "errors.py", "layout.py"]
+
+
+def test_generators_top_level_holds_only_the_cross_cutting_modules() -> None:
+    top = sorted(p.name for p in (ROOT / "generators").glob("*.py"))
+    assert top == CROSS_CUTTING, "a module of generators/ belongs in the package named for its role"
+
+
+def test_every_package_of_generators_has_its_row_in_where_code_lives() -> None:
+    """Each package of generators/ is named in the table, and the table names no other."""
+    text = (ROOT / "docs" / "components.md").read_text()
+    section = text.split("## Where code lives", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `generators/")]
+    named = {name for row in rows for name in re.findall(r"`generators/([a-z0-9_]+)/`", row)}
+    packages = {p.parent.name for p in (ROOT / "generators").glob("*/__init__.py")}
+    assert named == packages, (
+        f"missing rows: {sorted(packages - named)}; stale rows: {sorted(named - packages)}"
+    )

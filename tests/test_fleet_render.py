@@ -1,4 +1,4 @@
-"""Rendering several environments in a process pool (generators/fleet.py): the same bytes as
+"""Rendering several environments in a process pool (generators/pipeline/fleet.py): the same bytes as
 one by one, and still all-or-nothing when one environment is bad."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from generators import fleet
 from generators.layout import environment_names
+from generators.pipeline import fleet
 from tests.support import ROOT
 from tests.support.scratch import run_cli, tree_digest
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import yaml
 
-from generators import render
 from generators.layout import environment_names
 from generators.model.load import load
+from generators.pipeline import render
 from tests.support import ROOT
 from tests.support.scratch import run_cli, tree_digest
 

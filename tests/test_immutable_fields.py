@@ -1,4 +1,4 @@
-"""Immutable fields (generators/immutable.py, docs/immutable-fields.md) without a cluster:
+"""Immutable fields (generators/gitops/immutable.py, docs/immutable-fields.md) without a cluster:
 the diff's check on a scratch git checkout, the table against the pinned Kueue CRDs, and the
 sync options rendered for the kinds Argo CD recreates.
 
@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from generators import immutable
 from generators.box.manifests import crd_documents
-from generators.syncoptions import ANNOTATION
+from generators.gitops import immutable
+from generators.gitops.syncoptions import ANNOTATION
 from generators.validation.pinned_crds import resolve_crd_dir
 from tests.support import ROOT
 from tests.support.scratch import run_cli

@@ -1,4 +1,4 @@
-"""Issue 22 item 2: the supported Kubernetes range (generators/kubernetes.py, README).
+"""Issue 22 item 2: the supported Kubernetes range (generators/upstream/kubernetes.py, README).
 
 Below 1.36 there is no MutatingAdmissionPolicy (GA, admissionregistration.k8s.io/v1, in
 1.36), so the priority enforcement renders validating-only: a class-less training pod is
@@ -74,7 +74,7 @@ def test_a_version_outside_the_range_is_refused_at_its_line(tmp_path: Path, vers
     assert err.splitlines()[0] == (
         f"environments/bad.yaml:3:{column}: error: Kubernetes {version} is outside the supported range "
         "1.32 to 1.37 (cluster.kubernetesVersion); the rendered objects are checked against that "
-        "range's API schemas (generators/kubernetes.py says why each end is there)"
+        "range's API schemas (generators/upstream/kubernetes.py says why each end is there)"
     )
 
 
@@ -109,7 +109,7 @@ def test_validate_accepts_what_1_33_renders(tmp_path: Path) -> None:
 
 
 def test_the_readme_states_the_range_the_code_enforces() -> None:
-    from generators import kubernetes
+    from generators.upstream import kubernetes
 
     readme = (ROOT / "README.md").read_text()
     row = next(line for line in readme.splitlines() if line.startswith("| Kubernetes |"))

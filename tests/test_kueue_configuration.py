@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 import yaml
 
-from generators import render
 from generators.components import kueue
 from generators.diff.changes import compare
 from generators.diff.objects import INSTALLER_INPUT, from_files
 from generators.layout import environment_names
 from generators.model.load import load
+from generators.pipeline import render
 from tests.support import CORPUS, ROOT, archive, tool
 from tests.support.scratch import repo_with, run_cli
 from tools.toolchain import PINS

@@ -15,9 +15,9 @@ import jsonschema
 import pytest
 import yaml
 
-from generators import render
 from generators.layout import environment_names
 from generators.model.load import load
+from generators.pipeline import render
 from generators.validation.pinned_crds import CrdPinError, resolve_crd_dir
 from tests.support import ROOT
 

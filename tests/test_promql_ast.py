@@ -1,10 +1,10 @@
-"""generators/promql_ast.py: what an expression reads, from its syntax tree."""
+"""generators/validation/promql_ast.py: what an expression reads, from its syntax tree."""
 
 from __future__ import annotations
 
 import pytest
 
-from generators.promql_ast import Matcher, concrete, label_uses, selectors
+from generators.validation.promql_ast import Matcher, concrete, label_uses, selectors
 
 
 def needs(expr: str) -> set[tuple[str, str]]:

@@ -12,9 +12,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generators import quantity, render, yamlemit
+from generators.k8s import quantity
 from generators.model.environment import Environment
 from generators.model.load import load
+from generators.output import yamlemit
+from generators.pipeline import render
 from tests.support.examples import examples
 from tests.support.scratch import write_environment
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from generators import render
 from generators.layout import environment_names
 from generators.model.load import load
+from generators.output.yamlemit import is_plain
+from generators.pipeline import render
 from generators.speedups.parsereuse import rendered_objects
 from generators.validation.kubeconform import manifest_files
-from generators.yamlemit import is_plain
 from policies.context import read_objects
 from tests.support import ROOT
 from tests.test_templateshapes import same

@@ -10,7 +10,8 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from generators import layout, templating
+from generators import layout
+from generators.output import templating
 from generators.speedups import templatecache
 from tests.support import ROOT
 

@@ -13,11 +13,12 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generators import render, templating
 from generators.layout import environment_names
 from generators.model.load import load
+from generators.output import templating
+from generators.output.templating import to_flow
+from generators.pipeline import render
 from generators.speedups import templateshapes
-from generators.templating import to_flow
 from tests.support import ROOT
 from tests.support.examples import examples
 

@@ -10,7 +10,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generators.yamlemit import dump, scalar
+from generators.output.yamlemit import dump, scalar
 from tests.support.examples import examples
 
 TRICKY = [
@@ -129,7 +129,7 @@ def test_any_data_round_trips(value: Any) -> None:
 @given(values)
 def test_template_flow_filter_round_trips(value: Any) -> None:
     """The `y` filter puts data into templates; parsed back it must be the same data."""
-    from generators.templating import to_flow
+    from generators.output.templating import to_flow
 
     assert yaml.load(f"v: {to_flow(value)}\n", Loader=yaml.CSafeLoader) == {"v": value}
 
@@ -138,14 +138,14 @@ def test_template_flow_filter_round_trips(value: Any) -> None:
 @given(st.one_of(st.text(), st.sampled_from(TRICKY), st.text(alphabet=st.characters(codec="utf-8"))))
 def test_double_quoted_fast_path_matches_per_character_escaping(text: str) -> None:
     """double_quoted() escapes in C when it can; the bytes must be the per-character ones."""
-    from generators.yamlemit import _double_quoted_by_char, double_quoted
+    from generators.output.yamlemit import _double_quoted_by_char, double_quoted
 
     assert double_quoted(text) == _double_quoted_by_char(text)
     assert yaml.load(f"v: {double_quoted(text)}\n", Loader=yaml.CSafeLoader) == {"v": text}
 
 
 def _literal_ok_by_line(text: str) -> bool:
-    """The oracle: generators.yamlemit._literal_ok's rule line by line, as first written."""
+    """The oracle: generators.output.yamlemit._literal_ok's rule line by line, as first written."""
     if "\n" not in text or "\r" in text or text.startswith((" ", "\n")):
         return False
     body = text[:-1] if text.endswith("\n") else text
@@ -168,6 +168,6 @@ def _literal_ok_by_line(text: str) -> bool:
     )
 )
 def test_literal_block_rule_matches_the_line_by_line_rule(text: str) -> None:
-    from generators.yamlemit import _literal_ok
+    from generators.output.yamlemit import _literal_ok
 
     assert _literal_ok(text) == _literal_ok_by_line(text)

@@ -36,7 +36,7 @@ from generators.box import pki
 from generators.box.daemon import Daemon, free_port
 from generators.components import kueue as kueue_component
 from generators.layout import INSTALLERS
-from generators.render import RenderedFile
+from generators.pipeline.render import RenderedFile
 
 KUEUE_READY_SECONDS = 120
 METRICS_CERT_DIR = "/etc/kueue/metrics/certs"  # hard-coded in kueue v0.19.2 cmd/kueue/main.go

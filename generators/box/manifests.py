@@ -11,12 +11,12 @@ from pathlib import Path
 import yaml
 from kubernetes.dynamic.exceptions import NotFoundError
 
-from generators import syncoptions
 from generators.box import memo
 from generators.box.kube import Kube, Obj, purge_namespaces, wait_for, wait_true
+from generators.gitops import syncoptions
 from generators.model.load import load
-from generators.render import RenderedFile, render_tree
-from generators.render import objects as objects_of
+from generators.pipeline.render import RenderedFile, render_tree
+from generators.pipeline.render import objects as objects_of
 from generators.validation.pinned_crds import resolve_crd_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -130,7 +130,7 @@ def ensure_external_namespaces(kube: Kube, objects: list[Obj]) -> list[str]:
 
 
 def force_replaced(obj: Obj) -> bool:
-    """The object asks Argo CD for `kubectl replace --force` (generators/syncoptions.py)."""
+    """The object asks Argo CD for `kubectl replace --force` (generators/gitops/syncoptions.py)."""
     options = ((obj["metadata"].get("annotations") or {}).get(syncoptions.ANNOTATION) or "").split(",")
     return all(option in options for option in syncoptions.FORCE_REPLACE)
 

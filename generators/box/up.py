@@ -65,8 +65,8 @@ from generators.layout import INSTALLERS
 from generators.model.environment import Environment
 from generators.model.load import load
 from generators.model.overflow import PROVIDER_LABEL
-from generators.render import RenderedFile, render_tree
-from generators.render import objects as objects_of
+from generators.pipeline.render import RenderedFile, render_tree
+from generators.pipeline.render import objects as objects_of
 from tools.toolchain import tool_path
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     except RenderedTreeError as exc:
         print(f"generate.py diff: error: {exc}", file=sys.stderr)
         return 1
-    # Immutable fields (generators/immutable.py): a note per change Argo CD recreates, an
+    # Immutable fields (generators/gitops/immutable.py): a note per change Argo CD recreates, an
     # error per change the API would refuse, with its migration path; errors fail the diff
     # (the report is still written: the PR comment shows them too).
     for line in built.immutable_lines():

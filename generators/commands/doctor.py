@@ -69,8 +69,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if select_environments(args.root, [args.env]) is None:
         return 2
-    from generators import doctor
     from generators.model.load import load
+    from generators.validation import doctor
 
     env = load(args.root, args.env)
     counted: list[doctor.Doctor] = []

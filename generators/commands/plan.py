@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from generators.model.load import load
-    from generators.plan import plan
+    from generators.output.plan import plan
 
     if select_environments(args.root, [args.env]) is None:
         return 2

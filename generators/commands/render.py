@@ -11,7 +11,7 @@ from generators.commands import add_envs_argument, select_environments
 from generators.errors import once
 
 if TYPE_CHECKING:  # imported inside run(), so that --help is fast
-    from generators import fleet
+    from generators.pipeline import fleet
 
 HELP = "render environments into rendered/<env>/ (all when none named)"
 
@@ -39,10 +39,10 @@ def run(args: argparse.Namespace) -> int:
     todo = [name for name in names if name not in fresh]
     if not todo:
         return _report_stale(args, names, [])
-    from generators import fleet, render
+    from generators.pipeline import fleet, render
 
     # Everything is loaded and rendered before anything is written: one bad file means
-    # nothing is written. Several environments render in a process pool (generators/fleet.py).
+    # nothing is written. Several environments render in a process pool (generators/pipeline/fleet.py).
     work = fleet.check_stale if args.check else fleet.render_staged
     base_existed = (args.root / layout.RENDERED).is_dir()
     try:
@@ -81,7 +81,7 @@ def _report_stale(args: argparse.Namespace, names: list[str], outcomes: list[fle
 
 
 def _write(args: argparse.Namespace, names: list[str], outcomes: list[fleet.Outcome]) -> int:
-    from generators import render
+    from generators.pipeline import render
 
     for outcome in outcomes:
         render.swap(args.root, outcome.name, Path(outcome.staged))

@@ -18,10 +18,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from generators.components import Obj
+from generators.gitops.syncoptions import ANNOTATION as SYNC_OPTIONS
 from generators.layout import INSTALLERS, RENDERED
 from generators.model.environment import Environment
-from generators.syncoptions import ANNOTATION as SYNC_OPTIONS
-from generators.templating import render
+from generators.output.templating import render
 
 COMPONENT = "argocd"
 ARGO_GROUP = "argoproj.io"

@@ -33,7 +33,7 @@ from generators.model.health import (
     TAINT_KEY,
     Controller,
 )
-from generators.templating import render
+from generators.output.templating import render
 
 NODE_POLICY = f"{CLUSTER_PREFIX}{NAME}-node-changes"
 

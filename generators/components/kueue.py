@@ -21,12 +21,13 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from generators import charts, kubernetes, yamlemit
 from generators.components import Obj
+from generators.k8s.quantity import canonical
 from generators.model.environment import Environment
 from generators.model.types import ClusterQueue, FlavorQuota, ResourceKind
-from generators.quantity import canonical
-from generators.templating import render
+from generators.output import yamlemit
+from generators.output.templating import render
+from generators.upstream import charts, kubernetes
 
 
 def _weight(weight: float | None) -> str | None:
@@ -105,7 +106,7 @@ def helm_values(env: Environment) -> Obj:
 
 def installer_inputs(env: Environment) -> dict[str, tuple[str, Obj]]:
     """file name under rendered/<env>/installers/ -> (header comment, document): inputs for
-    another project's installer, never applied by Argo CD (generators/render.py)."""
+    another project's installer, never applied by Argo CD (generators/pipeline/render.py)."""
     if env.kueue.configuration_delivery != HELM:
         return {}
     chart = charts.KUEUE
@@ -168,7 +169,7 @@ def default_level(env: Environment, queue: ClusterQueue) -> str | None:
 def default_topology(env: Environment) -> list[Obj]:
     """Per topology queue, a MutatingAdmissionPolicy giving its Jobs without a topology
     annotation the queue's preferred level (issue 21 finding 1). From Kubernetes 1.36 only
-    (generators/kubernetes.py): before, a Job has to ask for a level itself (docs/kueue.md)."""
+    (generators/upstream/kubernetes.py): before, a Job has to ask for a level itself (docs/kueue.md)."""
     if not kubernetes.has_mutating_admission(env.kubernetes_version):
         return []
     teams = {t.name: t for t in env.teams}

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from generators.components import Obj
 from generators.model.environment import Environment
-from generators.templating import render
+from generators.output.templating import render
 
 
 def generate(env: Environment, earlier: Sequence[Obj] = ()) -> list[Obj]:

@@ -33,12 +33,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from generators import kubernetes
 from generators.components import Obj
 from generators.model.environment import Environment
 from generators.model.health import Toleration
 from generators.model.types import Tier
-from generators.templating import render
+from generators.output.templating import render
+from generators.upstream import kubernetes
 
 POLICY = "trainyard-training-priority"
 # Class-less training Jobs get the default tier's WorkloadPriorityClass (issue 21 finding 2).
@@ -95,7 +95,7 @@ def admission(env: Environment) -> list[Obj]:
     """Pods Kueue manages in training namespaces run at a training tier, every other pod
     there at the lowest tier. From Kubernetes 1.36 MutatingAdmissionPolicies give a class-less
     pod its tier; before, no policy can mutate, so the validating policies alone refuse a
-    class-less pod and their messages name the class to set (generators/kubernetes.py)."""
+    class-less pod and their messages name the class to set (generators/upstream/kubernetes.py)."""
     namespaces = env.training_namespaces
     if not namespaces:
         return []

@@ -5,7 +5,7 @@ adding one is its module and templates: no list to extend.
 
 Order matters twice: render_tree() passes each component the objects of those before it,
 and argocd, last, describes everything above it. The others read nothing of each other, so
-they go by name. Sync waves (generators/syncwaves.py), not this order, decide the order
+they go by name. Sync waves (generators/gitops/syncwaves.py), not this order, decide the order
 Argo CD applies objects in.
 """
 

@@ -1,15 +1,31 @@
-"""Per-object changes between the base and the working tree: added, removed, changed."""
+"""Per-object changes between the base and the working tree (added, removed, changed), and
+which of their values are secret: kept out of every output (a PR comment is public) while
+still saying they changed.
+
+Masked: every value under a Secret's data/stringData, and values under a ConfigMap's
+data/binaryData whose key looks like a credential (token, password, secret, key). The
+placeholder differs between the sides exactly when the value differs, so a unified diff
+still shows a changed line, and nothing about the value itself (no hash: short secrets
+would be guessable from it).
+"""
 
 from __future__ import annotations
 
+import copy
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from generators.diff.fields import FieldChange, changed_fields
-from generators.diff.masking import is_masked
+from generators.diff.fields import MISSING, FieldChange, Path, changed_fields
 from generators.diff.objects import ObjectKey, ObjectRecord
 
 Action = Literal["added", "removed", "changed"]
+
+MASKED = "<masked>"
+MASKED_CHANGED = "<masked: changed>"
+_CREDENTIAL_KEY = re.compile(r"token|password|secret|key", re.IGNORECASE)
+_SECRET_FIELDS = ("data", "stringData")
+_CONFIGMAP_FIELDS = ("data", "binaryData")
 
 
 @dataclass(frozen=True)
@@ -44,3 +60,37 @@ def compare(base: dict[ObjectKey, ObjectRecord], head: dict[ObjectKey, ObjectRec
                 out.append(ObjectChange("changed", key, new.path, old.obj, new.obj, tuple(fields)))
     out.sort(key=lambda c: (c.key.env, c.path, c.key))
     return out
+
+
+def is_masked(kind: str, path: Path) -> bool:
+    """Whether the field at `path` of an object of `kind` holds a secret value."""
+    if len(path) < 2 or not isinstance(path[1], str):
+        return False
+    if kind == "Secret":
+        return path[0] in _SECRET_FIELDS
+    if kind == "ConfigMap":
+        return path[0] in _CONFIGMAP_FIELDS and _CREDENTIAL_KEY.search(path[1]) is not None
+    return False
+
+
+def masked_pair(
+    kind: str, before: dict[str, Any] | None, after: dict[str, Any] | None
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """Copies of both sides with secret values replaced; the inputs are not touched."""
+    if kind not in ("Secret", "ConfigMap"):
+        return before, after
+    fields = _SECRET_FIELDS if kind == "Secret" else _CONFIGMAP_FIELDS
+    masked_before, masked_after = copy.deepcopy(before), copy.deepcopy(after)
+    for field in fields:
+        old = (before or {}).get(field)
+        new = (after or {}).get(field)
+        for key in sorted(set(old or {}) | set(new or {})):
+            if not is_masked(kind, (field, key)):
+                continue
+            old_value = (old or {}).get(key, MISSING)
+            new_value = (new or {}).get(key, MISSING)
+            if masked_before is not None and old_value is not MISSING:
+                masked_before[field][key] = MASKED
+            if masked_after is not None and new_value is not MISSING:
+                masked_after[field][key] = MASKED if old_value == new_value else MASKED_CHANGED
+    return masked_before, masked_after

@@ -16,8 +16,7 @@ from typing import Any
 
 import yaml
 
-from generators.diff.changes import ObjectChange
-from generators.diff.masking import is_masked
+from generators.diff.changes import ObjectChange, is_masked
 
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.])")
 

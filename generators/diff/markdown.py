@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from generators.diff import generated, mermaid, wording
+from generators.diff import generated, wording
 from generators.diff.changes import ObjectChange
 from generators.diff.fields import format_path
-from generators.diff.mdsummary import cell, summary_tables, table
+from generators.diff.mdsummary import cell, diagram, summary_tables, table
 from generators.diff.report import EnvReport, Report
-from generators.diff.unified import unified
+from generators.diff.textdiff import unified
 
 COMMENT_LIMIT = 65_536  # GitHub rejects longer issue/PR comments
 MARKER = "<!-- trainyard-diff -->"  # lets a workflow find and update its own sticky comment
@@ -76,9 +76,7 @@ class _EnvParts:
         if with_diagram and env.model is not None and env.model.teams:
             out.append(
                 "<details><summary>Cohort and ClusterQueue tree, GPU quota after the change"
-                "</summary>\n\n"
-                + fence(mermaid.diagram(env.model, env.summary), "mermaid")
-                + "\n\n</details>"
+                "</summary>\n\n" + fence(diagram(env.model, env.summary), "mermaid") + "\n\n</details>"
             )
         return "\n\n".join(out)
 

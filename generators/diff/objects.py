@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from generators.layout import RENDERED, is_installer_input
-from generators.render import RenderedFile
+from generators.pipeline.render import RenderedFile
 from generators.speedups.parsereuse import held as known_object
 
 Obj = dict[str, Any]

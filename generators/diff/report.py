@@ -4,6 +4,11 @@ Working tree: rendered in memory from environments/ (what `render` would write; 
 on disk may be stale and is not read). Base: the rendered/ files committed at the ref, and
 the ref's environment files loaded with TODAY's code for the summary; when they do not
 load (the spec format moved on), the summary is skipped and the report says why.
+
+The immutable-field check: each changed object's immutable fields (generators/gitops/
+immutable.py), as one line at the spec line that made them, with the procedure or the
+refusal. The base is the ref the diff compares with (in the PR workflow: main as the PR
+lands on it), which is what Argo CD has synced when it is in step with main.
 """
 
 from __future__ import annotations
@@ -12,18 +17,22 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from generators import fleet
 from generators.diff import gitref
 from generators.diff.changes import ObjectChange, compare
-from generators.diff.immutable import environment_problems
 from generators.diff.objects import ObjectKey, ObjectRecord, from_files, from_rendering
 from generators.diff.summary import EnvSummary, summarize
 from generators.errors import Problem, SpecError, once
+from generators.gitops import immutable
 from generators.layout import ENV_DIR, RENDERED, environment_names
 from generators.model.environment import Environment
 from generators.model.load import load
+from generators.pipeline import fleet
+from generators.spec.load import load_document
 from generators.speedups.parsereuse import rendered_objects
+
+Pair = tuple[dict[str, Any], dict[str, Any], str]  # (before, after, rendered path)
 
 
 @dataclass(frozen=True)
@@ -42,7 +51,7 @@ class EnvReport:
 class Report:
     base: gitref.Base
     envs: tuple[EnvReport, ...]
-    # (environment, problem) per changed immutable field (generators/diff/immutable.py): notes
+    # (environment, problem) per changed immutable field (environment_problems below): notes
     # for what Argo CD recreates, errors for what the API would refuse (they fail the diff)
     immutable: tuple[tuple[str, Problem], ...] = ()
 
@@ -130,4 +139,21 @@ def immutable_problems(root: Path, envs: Iterable[EnvReport]) -> list[tuple[str,
             (c.before, c.after, c.path) for c in env.changes if c.action == "changed" and c.before and c.after
         ]
         out += [(env.name, problem) for problem in environment_problems(root, env.name, pairs)]
+    return out
+
+
+def environment_problems(root: Path, name: str, pairs: Iterable[Pair]) -> list[Problem]:
+    """The lines for one environment's changed objects, located in its spec at `root`."""
+    found = [c for before, after, path in pairs for c in immutable.changes(before, after, path)]
+    if not found:
+        return []
+    try:
+        document = load_document(root, name)
+    except SpecError:  # the environment was removed or does not load: the rendered file
+        document = None
+    out = []
+    for change in found:
+        at = immutable.spec_path(change, document.value) if document else None
+        location = document.locate(at) if document and at is not None else None
+        out.append(immutable.problem(change, location, at))
     return out

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
-from generators.diff import health, overflow
+from generators.diff.settings import health_caps, health_settings, overflow_settings
 from generators.model.environment import Environment
 from generators.model.types import Pool, Quota, Tier
 
@@ -82,7 +82,7 @@ class TierSummary:
 
 @dataclass(frozen=True)
 class SettingSummary:
-    """One overflow setting (providers, gate thresholds), by its label (diff/overflow.py)."""
+    """One overflow setting (providers, gate thresholds), by its label (diff/settings.py)."""
 
     label: str
     value: Delta[Any]
@@ -258,16 +258,16 @@ def _changed_settings(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Se
 
 
 def _overflow(before: Environment | None, after: Environment | None) -> list[SettingSummary]:
-    return _changed_settings(overflow.settings(before), overflow.settings(after))
+    return _changed_settings(overflow_settings(before), overflow_settings(after))
 
 
 def _health(before: Environment | None, after: Environment | None) -> list[SettingSummary]:
-    return _changed_settings(health.settings(before), health.settings(after))
+    return _changed_settings(health_settings(before), health_settings(after))
 
 
 def _caps(before: Environment | None, after: Environment | None) -> list[CapSummary]:
     """Pools whose cap changed, or that became watched or unwatched (reserve shown beside)."""
-    old, new = health.caps(before), health.caps(after)
+    old, new = health_caps(before), health_caps(after)
     out = []
     for pool in _after_then_removed(old, new):
         b, a = old.get(pool), new.get(pool)

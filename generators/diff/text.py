@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterable
 from typing import TextIO
 
-from generators.diff import generated, strings, wording
+from generators.diff import generated, textdiff, wording
 from generators.diff.changes import ObjectChange
 from generators.diff.fields import FieldChange
 from generators.diff.report import EnvReport, Report
@@ -68,7 +68,7 @@ def _text_block_diff(change: ObjectChange, fc: FieldChange, paint: Palette) -> l
     ):
         return []
     lines = list(difflib.unified_diff(fc.before.splitlines(), fc.after.splitlines(), lineterm="", n=0))[2:]
-    lines = strings.narrow_lines(lines, LONG_LINE)
+    lines = textdiff.narrow_lines(lines, LONG_LINE)
     colours = {"+": "green", "-": "red", "@": "dim"}
     return [f"        {paint(colours[line[0]], line) if line[:1] in colours else line}" for line in lines]
 

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from generators.diff import strings
+from generators.diff import textdiff
 from generators.diff.changes import ObjectChange
 from generators.diff.fields import MISSING, FieldChange, format_path
 from generators.diff.report import EnvReport
@@ -53,7 +53,7 @@ def field(change: ObjectChange, fc: FieldChange, arrow: str = "->") -> str:
         and "\n" not in fc.before + fc.after
         and max(len(fc.before), len(fc.after)) > MAX_VALUE_CHARS
     ):
-        old, new, at = strings.narrow(fc.before, fc.after)  # identical prefixes told nothing
+        old, new, at = textdiff.narrow(fc.before, fc.after)  # identical prefixes told nothing
         return (
             f"{path}: changed from character {at + 1} of {len(fc.before)}: "
             f"{json.dumps(old, ensure_ascii=False)} {arrow} {json.dumps(new, ensure_ascii=False)}"
@@ -145,7 +145,7 @@ def tier(row: TierSummary, arrow: str = "->") -> str:
 def setting(row: SettingSummary, arrow: str = "->") -> str:
     before, after = row.value.before, row.value.after
     if isinstance(before, str) and isinstance(after, str) and max(len(before), len(after)) > MAX_VALUE_CHARS:
-        old, new, at = strings.narrow(before, after)  # a PromQL query: where it changed, not all of it
+        old, new, at = textdiff.narrow(before, after)  # a PromQL query: where it changed, not all of it
         return f"{row.label} changed from character {at + 1}: {old} {arrow} {new}"
     return f"{row.label} {delta(row.value, arrow, absent='(unset)')}"  # label ends in its unit
 

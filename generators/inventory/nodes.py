@@ -9,7 +9,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from generators import quantity
+from generators.k8s import quantity
 
 
 class NodeListError(Exception):

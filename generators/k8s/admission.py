@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from generators.templating import render
+from generators.output.templating import render
 
 Obj = dict[str, Any]
 

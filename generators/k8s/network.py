@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.templating import render
+from generators.output.templating import render
 
 Obj = dict[str, Any]
 

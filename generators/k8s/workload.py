@@ -7,11 +7,11 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Protocol
 
-from generators import yamlemit
 from generators.k8s.hardening import hardened
 from generators.k8s.objects import config_map
 from generators.model.types import Image, Resources
-from generators.templating import render
+from generators.output import yamlemit
+from generators.output.templating import render
 
 Obj = dict[str, Any]
 POLICY_FILE = "policy.yaml"

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators import quantity
+from generators.k8s import quantity
+from generators.k8s.quantity import Format
 from generators.model.environment import Environment
 from generators.model.fromspec import from_spec, take
 from generators.model.health import build_health, inference_tolerated_keys
@@ -16,7 +17,6 @@ from generators.model.monitoring import Monitoring
 from generators.model.overflow import build_overflow
 from generators.model.quota import build_queues, split_by_placement
 from generators.model.types import Pool, ResourceKind, Team, Tier
-from generators.quantity import Format
 
 
 def _per_node(raw: dict[str, Any]) -> dict[str, Any]:

@@ -31,7 +31,7 @@ The ranges and what each end was checked against (upstream source, `git show <ta
   `fs-types-exclude` flags the chart defaults use (every minor release in between too).
   Its `extraArgs` in kube-prometheus-stack replace the chart's defaults, so the contract is
   also the chart release whose defaults we repeat (CHART_EXTRA_ARGS): a tabled version
-  keeps the chart that ships it, any other the chart generators/charts.py pins.
+  keeps the chart that ships it, any other the chart generators/upstream/charts.py pins.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from generators import charts
+from generators.upstream import charts
 
 # Series facts the alert rules and the dashboards both read (one table, one home).
 # DCGM reports "no value" as sentinels from DCGM_INT64_BLANK = 0x7ffffffffffffff0 up (old

@@ -34,18 +34,14 @@ Source: github.com/virtual-kubelet/azure-aci (tag v1.6.2 and main at 382bbaad ag
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import ClassVar
 
 from generators.providers.contract import (
     CONFIG_DIR,
-    Contract,
     Launch,
     NodeTaint,
-    PodInputScope,
+    NodeUtilContract,
     ProviderInput,
-    pod_ip,
-    serving_env,
     value,
 )
 
@@ -66,10 +62,8 @@ def toml_text(config: dict[str, str]) -> str:
     return "".join(f"{key} = {json.dumps(config[key])}\n" for key in TOML_KEYS if key in config)
 
 
-class AzureAci(Contract):
+class AzureAci(NodeUtilContract):
     type = "azure-aci"
-    taint_key = "virtual-kubelet.io/provider"
-    needs_serving_certificate = True
     metrics_port: ClassVar[int | None] = None
     flags = frozenset(
         {
@@ -89,8 +83,6 @@ class AzureAci(Contract):
     )
     config_keys = frozenset(TOML_KEYS)
     case_sensitive_keys = False  # BurntSushi/toml matches keys case-insensitively
-    virtual_node_labels: ClassVar[Mapping[str, str]] = {"type": "virtual-kubelet"}
-    pod_input_scope: ClassVar[PodInputScope] = "cluster"
 
     def taint(self, p: ProviderInput) -> NodeTaint:
         return NodeTaint(self.taint_key, "azure")
@@ -103,14 +95,6 @@ class AzureAci(Contract):
         return {spelled.get(str(k).lower(), str(k)): str(v) for k, v in p.config.items()}
 
     def launch(self, p: ProviderInput) -> Launch:
-        taint = self.taint(p)
-        env = (
-            value("AZURE_AUTH_LOCATION", p.credentials_file),
-            pod_ip("VKUBELET_POD_IP"),
-            value("VKUBELET_TAINT_KEY", taint.key),
-            value("VKUBELET_TAINT_VALUE", taint.value),
-            value("VKUBELET_TAINT_EFFECT", taint.effect),
-            *serving_env(),
-        )
+        env = (value("AZURE_AUTH_LOCATION", p.credentials_file), *self.node_env(p))
         args = (f"--nodename={p.node_name}", f"--provider-config={CONFIG_DIR}/config.toml", "--os=Linux")
         return Launch(args, env, "config.toml", toml_text(self.canonical(p)))

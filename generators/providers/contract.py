@@ -196,5 +196,31 @@ class Contract(ABC):
         return "GPU capacity comes from `gpus`, credentials from credentialsSecret"
 
 
+class NodeUtilContract(Contract):
+    """A program built on virtual-kubelet's node library (node/nodeutil: node-cli's `mock` and
+    azure-aci are): what that library decides, once, cited in each module's docstring. Its
+    NewNode labels the node type=virtual-kubelet and starts one cluster-wide
+    Secret/ConfigMap/Service informer factory (so pod inputs are read cluster-wide); it
+    serves the kubelet API with the pair at APISERVER_CERT_LOCATION/APISERVER_KEY_LOCATION and
+    exits without it; the node's taint comes from VKUBELET_TAINT_KEY/VALUE/EFFECT (key default
+    virtual-kubelet.io/provider), its InternalIP from VKUBELET_POD_IP."""
+
+    taint_key = "virtual-kubelet.io/provider"
+    needs_serving_certificate = True
+    virtual_node_labels: ClassVar[Mapping[str, str]] = {"type": "virtual-kubelet"}
+    pod_input_scope: ClassVar[PodInputScope] = "cluster"
+
+    def node_env(self, p: ProviderInput) -> tuple[Mapping[str, Any], ...]:
+        """The library's environment: the node's IP, its taint, the serving pair."""
+        taint = self.taint(p)
+        return (
+            pod_ip("VKUBELET_POD_IP"),
+            value("VKUBELET_TAINT_KEY", taint.key),
+            value("VKUBELET_TAINT_VALUE", taint.value),
+            value("VKUBELET_TAINT_EFFECT", taint.effect),
+            *serving_env(),
+        )
+
+
 def json_text(data: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=True) + "\n"

@@ -26,20 +26,16 @@ Source: github.com/virtual-kubelet/virtual-kubelet v1.13.0 (commit 7b1385bc):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import ClassVar
 
 from generators.providers.contract import (
     CONFIG_DIR,
     KUBELET_PORT,
-    Contract,
     Launch,
     NodeTaint,
-    PodInputScope,
+    NodeUtilContract,
     ProviderInput,
     json_text,
-    pod_ip,
-    serving_env,
     value,
 )
 
@@ -50,10 +46,8 @@ METRICS_PORT = 10255
 OPERATING_SYSTEM = "linux"
 
 
-class Mock(Contract):
+class Mock(NodeUtilContract):
     type = "mock"
-    taint_key = "virtual-kubelet.io/provider"
-    needs_serving_certificate = True
     metrics_port: ClassVar[int | None] = METRICS_PORT
     flags = frozenset(
         {
@@ -76,8 +70,6 @@ class Mock(Contract):
     )
     config_keys = frozenset({"cpu", "memory", "pods", "others", "providerID"})
     case_sensitive_keys = False
-    virtual_node_labels: ClassVar[Mapping[str, str]] = {"type": "virtual-kubelet"}
-    pod_input_scope: ClassVar[PodInputScope] = "cluster"
 
     def taint(self, p: ProviderInput) -> NodeTaint:
         return NodeTaint(self.taint_key, self.type)
@@ -91,15 +83,7 @@ class Mock(Contract):
     def launch(self, p: ProviderInput) -> Launch:
         others = {**dict(p.config.get("others", {})), p.gpu_resource: str(p.gpus)}
         config = {p.node_name: {**dict(p.config), "others": others}}
-        taint = self.taint(p)
-        env = (
-            value("KUBELET_PORT", str(KUBELET_PORT)),
-            pod_ip("VKUBELET_POD_IP"),
-            value("VKUBELET_TAINT_KEY", taint.key),
-            value("VKUBELET_TAINT_VALUE", taint.value),
-            value("VKUBELET_TAINT_EFFECT", taint.effect),
-            *serving_env(),
-        )
+        env = (value("KUBELET_PORT", str(KUBELET_PORT)), *self.node_env(p))
         args = (
             f"--nodename={p.node_name}",
             f"--provider={self.type}",

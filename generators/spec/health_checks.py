@@ -8,12 +8,12 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from generators import kubernetes
 from generators.errors import Problem
 from generators.model.fromspec import from_spec
 from generators.model.health import DEFAULT_POOL_ROLES, POOL_LABEL, TAINT_KEY, Cap
 from generators.spec.checker import Checker
 from generators.spec.source import Document
+from generators.upstream import kubernetes
 
 
 class _HealthChecker(Checker):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from generators import kubernetes
 from generators.errors import Problem
 from generators.model.overflow import (
     INFERENCE_ROLES,
@@ -21,8 +20,7 @@ from generators.model.overflow import (
 from generators.providers import CONTRACTS, ProviderInput
 from generators.spec.checker import Checker, Path_
 from generators.spec.source import Document
-
-MIN_KUBERNETES = kubernetes.MUTATING_ADMISSION  # virtual nodes are labelled by one
+from generators.upstream import kubernetes
 
 
 def _contract_input(provider: dict[str, Any]) -> Any:
@@ -57,12 +55,12 @@ class _OverflowChecker(Checker):
 
     def kubernetes_version(self) -> None:
         version = self.v["cluster"]["kubernetesVersion"]
-        if tuple(int(part) for part in version.split(".")[:2]) < MIN_KUBERNETES:
+        if not kubernetes.has_mutating_admission(version):  # virtual nodes are labelled by one
             self.problems.append(
                 Problem(
                     self.doc.locate(("cluster", "kubernetesVersion")),
                     f"overflow needs Kubernetes "
-                    f"{'.'.join(map(str, MIN_KUBERNETES))} or newer, the cluster runs {version}",
+                    f"{kubernetes.name(kubernetes.MUTATING_ADMISSION)} or newer, the cluster runs {version}",
                     "cluster.kubernetesVersion",
                     "virtual nodes are labelled by a MutatingAdmissionPolicy "
                     "(admissionregistration.k8s.io/v1, GA in 1.36)",

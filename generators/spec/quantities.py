@@ -15,8 +15,8 @@ from fractions import Fraction
 from functools import cache
 from typing import Any
 
-from generators import quantity
 from generators.errors import Problem, format_path
+from generators.k8s import quantity
 from generators.spec.schema import root
 from generators.spec.source import Document
 

@@ -11,13 +11,13 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from generators import kubernetes
 from generators.errors import Problem
 from generators.model import exporters
 from generators.model.teams import TRAINING_ROLES, flex_queue, trains
 from generators.spec import example_checks, health_checks, monitoring_checks, overflow_checks, quantities
 from generators.spec.checker import Checker, Path_
 from generators.spec.source import Document
+from generators.upstream import kubernetes
 
 ARCH_LABEL = "kubernetes.io/arch"  # the kubelet sets it on every node
 
@@ -99,7 +99,7 @@ class _Checker(Checker):
                 f"Kubernetes {version} is outside the supported "
                 f"range {kubernetes.name(kubernetes.OLDEST)} to {kubernetes.name(kubernetes.NEWEST)}",
                 "the rendered objects are checked against that range's API schemas "
-                "(generators/kubernetes.py says why each end is there)",
+                "(generators/upstream/kubernetes.py says why each end is there)",
             )
 
     def exporter_versions(self) -> None:

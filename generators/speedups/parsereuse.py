@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from generators import speedups
 from generators.layout import RENDERED
-from generators.yamlemit import is_plain
+from generators.output.yamlemit import is_plain
 
 if TYPE_CHECKING:
-    from generators.render import RenderedFile
+    from generators.pipeline.render import RenderedFile
 
 Content = TypeVar("Content", str, bytes)
 

@@ -4,7 +4,7 @@ Compiling the 37 templates costs ~0.2 s per process, nearly half of rendering on
 environment (docs/performance.md). Jinja's FileSystemBytecodeCache checks a hash of each
 entry's source (and the Python version) before use; what it does not key on is the
 Environment's settings (trim_blocks, finalize ...), which change the compiled code: the
-directory name therefore hashes Jinja's version and the source of generators/templating.py,
+directory name therefore hashes Jinja's version and the source of generators/output/templating.py,
 where those settings live. Entries are keyed by template name, not file path: every checkout
 (tests copy the project to temporary folders) would otherwise add entries forever (the cache
 grew to 44 MB); a checkout with other template text recompiles on the checksum mismatch. The

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generators import fleet, render
 from generators.errors import SpecError
 from generators.layout import RENDERED, unknown_dirs
 from generators.model.environment import Environment
 from generators.model.load import load
+from generators.pipeline import fleet, render
 from generators.speedups.parsereuse import rendered_objects
 from generators.validation import kubeconform as kc
 from generators.validation import promtool
@@ -127,7 +127,7 @@ class _Batches:
 
 def validate(root: Path, names: list[str]) -> list[EnvironmentReport]:
     """Reports for the named environments, in the given order. The Python checks (and
-    promtool) of the environments run in a process pool (generators/fleet.py), before any
+    promtool) of the environments run in a process pool (generators/pipeline/fleet.py), before any
     thread exists; then kubeconform, in batches, on worker threads."""
     registry()  # the policies, imported once before the workers fork
     checked = fleet.map_environments(check_environment, root, names)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generators import yamlemit
+from generators.output import yamlemit
 from policies.context import Finding, RenderedObject
 from tools.toolchain import ToolNotInstalled, tool_path
 

@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
-from generators.texttable import table
+from generators.output.texttable import table
 
 
 @dataclass(frozen=True)

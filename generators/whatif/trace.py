@@ -17,8 +17,8 @@ from typing import Any
 
 from generators.box.speed import SpeedError, seconds_of
 from generators.errors import Location, Problem, SpecError, format_path
+from generators.k8s.quantity import parse as parse_quantity
 from generators.model.environment import Environment
-from generators.quantity import parse as parse_quantity
 from generators.spec.source import Document, load_file
 
 TOP_KEYS = ("environment", "jobs")

@@ -17,7 +17,7 @@ from generators.box.nodes import BOX_LABEL, KWOK_ANNOTATION, environment_nodes
 from generators.box.scale import ScaleError, scaled_checkout
 from generators.box.state import BOX_DIR_ENV
 from generators.model.load import load
-from generators.render import objects, render_tree
+from generators.pipeline.render import objects, render_tree
 from tests.support import ROOT
 
 GPU = "nvidia.com/gpu"

@@ -16,7 +16,7 @@ import yaml
 from generators.box.scale import scaled_checkout
 from generators.box.speed import SpeedError, seconds_of
 from generators.model.load import load
-from generators.render import objects, render_tree
+from generators.pipeline.render import objects, render_tree
 from tests.support import ROOT
 
 

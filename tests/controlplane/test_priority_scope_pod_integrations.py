@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from generators.model.load import load
-from generators.render import objects as objects_of
-from generators.render import render_tree
+from generators.pipeline.render import objects as objects_of
+from generators.pipeline.render import render_tree
 from tests.controlplane.fixtures import applied
 from tests.controlplane.kube import Kube, Obj, wait_for
 from tests.controlplane.manifests import REPO_ROOT

@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from generators.components import argocd
+from generators.gitops.syncwaves import wave
 from generators.model.load import load
-from generators.syncwaves import wave
 from generators.validation.kubeconform import run_kubeconform
 from generators.validation.schemastore import default_crd_dir, ensure_schemas
 from tests.support import ROOT, tool

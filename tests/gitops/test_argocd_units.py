@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from generators import render, syncoptions
 from generators.components import argocd, registry
+from generators.gitops import syncoptions
 from generators.model.load import load
+from generators.pipeline import render
 from tests.support import ROOT
 
 from .conftest import Obj

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from generators import syncoptions, syncwaves
+from generators.gitops import syncoptions, syncwaves
 from tests.support import ROOT
 
 from .conftest import rendered_objects

@@ -1,4 +1,4 @@
-"""Every kind the generators render has a sync wave chosen for it (generators/syncwaves.py):
+"""Every kind the generators render has a sync wave chosen for it (generators/gitops/syncwaves.py):
 the apply order is a decision, so a new kind fails the render instead of silently landing in
 some default wave."""
 
@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from generators import render, syncwaves
 from generators.components import registry
+from generators.gitops import syncwaves
 from generators.model.load import load
+from generators.pipeline import render
 from tests.support import ROOT
 
 from .conftest import ENVIRONMENTS, rendered_objects
@@ -28,6 +29,6 @@ def test_a_kind_without_a_wave_stops_the_render(monkeypatch: pytest.MonkeyPatch)
     novel = {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}}
     only = registry.Component("namespaces", lambda _env, _earlier: [novel])
     monkeypatch.setattr(render, "COMPONENTS", (only,))
-    expected = r"^kind Gadget has no Argo CD sync wave: add it to generators/syncwaves\.py"
+    expected = r"^kind Gadget has no Argo CD sync wave: add it to generators/gitops/syncwaves\.py"
     with pytest.raises(ValueError, match=expected):
         render.render_environment(load(ROOT, "dev"))

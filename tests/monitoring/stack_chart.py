@@ -1,6 +1,6 @@
 """kube-prometheus-stack as `helm template` renders it with an environment's values.
 
-The chart, its version and release name are generators/charts.py's KUBE_PROMETHEUS_STACK
+The chart, its version and release name are generators/upstream/charts.py's KUBE_PROMETHEUS_STACK
 (the archive in ../shared/charts, verified by tools.toolchain.archive_path), the namespace
 is the spec's `monitoring.namespace`: the same release the header command of
 rendered/<env>/installers/kube-prometheus-stack-values.yaml installs, so object names
@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
-from generators.charts import KUBE_PROMETHEUS_STACK, Chart
 from generators.spec.load import load_environment
+from generators.upstream.charts import KUBE_PROMETHEUS_STACK, Chart
 from tests.support import ROOT, archive, tool
 from tools.toolchain import PINS
 

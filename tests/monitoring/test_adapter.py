@@ -124,7 +124,7 @@ def test_none_renders_nothing_for_a_cluster_that_brings_its_own(tmp_path: Path) 
     """`monitoring.externalMetricsAdapter: none` (KEDA or another adapter owns the APIService):
     staging's HPAs stay, nothing of the adapter is rendered, the APIService above all."""
     from generators.model.load import load
-    from generators.render import objects, render_tree
+    from generators.pipeline.render import objects, render_tree
     from tests.support.scratch import copy_repo
 
     root = copy_repo(tmp_path, ["environments"])

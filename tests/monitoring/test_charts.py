@@ -1,7 +1,7 @@
 """The pinned upstream charts, rendered by the pinned helm with our installer values (issue 20).
 
 `helm template` (tools/toolchain.py PINS["helm"], `--kube-version 1.36.5`) of each chart archive
-generators/charts.py pins (../shared/charts, via tools.toolchain.archive_path) with
+generators/upstream/charts.py pins (../shared/charts, via tools.toolchain.archive_path) with
 rendered/<env>/installers/*-values.yaml, for every environment. The chart's own templates
 decide what the cluster gets; the assertions read that output with small independent
 evaluators (tests/monitoring/kubeselect.py: label selectors, Prometheus' relabeling) and take
@@ -52,7 +52,7 @@ from typing import Any
 import pytest
 import yaml
 
-from generators import charts
+from generators.upstream import charts
 from tests.monitoring import kubeselect, stack_chart
 from tests.monitoring.conftest import ENVIRONMENTS
 from tests.support import ROOT, archive, recipes

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from generators import doctor
 from generators.cli import main
 from generators.components import monitoring
 from generators.model.environment import Environment
-from generators.promql_ast import label_uses, selectors
+from generators.validation import doctor
+from generators.validation.promql_ast import label_uses, selectors
 from tests.monitoring import synthetic
 from tests.monitoring.conftest import ENVIRONMENTS, load_shipped
 from tests.monitoring.test_queries_live import backfill_text, serve

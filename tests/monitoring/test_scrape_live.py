@@ -48,7 +48,7 @@ from trainyard_gate.runtime.prometheus import PrometheusClient
 from trainyard_gate.runtime.reader import PrometheusEndpoint
 
 from generators.layout import environment_names
-from generators.promql_ast import parse, selectors
+from generators.validation.promql_ast import parse, selectors
 from tests.controlplane.kube import Kube
 from tests.monitoring import scrape_stack, servicemonitor
 from tests.monitoring.scrape_cluster import GPU_POD_REQUEST

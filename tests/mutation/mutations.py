@@ -340,14 +340,14 @@ MUTATIONS: tuple[Mutation, ...] = (
     # --- YAML 1.1 / 1.2 quoting, quantities --------------------------------------------------
     Mutation(
         "yaml12-numbers-unquoted",
-        "generators/yamlemit.py",
+        "generators/output/yamlemit.py",
         "and not _looks_numeric_in_yaml12(text)",
         "and True",
         "strings a YAML 1.2 reader takes for numbers (1e3, 0o17) are quoted",
     ),
     Mutation(
         "yaml11-resolver-ignored",
-        "generators/yamlemit.py",
+        "generators/output/yamlemit.py",
         "and _RESOLVER.resolve(yaml.ScalarNode, text, (True, False)) == _STR_TAG"
         "  # type: ignore[no-untyped-call]",
         "and True",
@@ -355,7 +355,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "quantity-binary-never",
-        "generators/quantity.py",
+        "generators/k8s/quantity.py",
         'if fmt == "binary" and value.denominator == 1',
         "if False and value.denominator == 1",
         "memory quotas print in the apiserver's canonical binary form (1Ti)",

@@ -13,9 +13,9 @@ from typing import Any
 
 import yaml
 
-from generators import render
 from generators.model.environment import Environment
 from generators.model.load import load
+from generators.pipeline import render
 from tests.support.scratch import write_environment
 
 Objects = dict[tuple[str, str], dict[str, Any]]  # (kind, [namespace/]name) -> object

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from generators import render
+from generators.pipeline import render
 from policies import kueue_rules, names, quota_conservation, references
 from policies.context import Context, RenderedObject
 from tests.oracles.spec import environment

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generators.yamlemit import dump
+from generators.output.yamlemit import dump
 from tests.support import tool
 
 QUOTED = [

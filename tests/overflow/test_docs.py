@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from generators import yamlemit
 from generators.components.overflow.inference import inference_pod_snippet
 from generators.model.load import load
+from generators.output import yamlemit
 from tests.support import ROOT
 
 DOC = (ROOT / "docs" / "overflow.md").read_text(encoding="utf-8")

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from generators import cli, yamlemit
+from generators import cli
+from generators.output import yamlemit
 from tests.support import tool
 from tests.support.scratch import copy_repo
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from generators import yamlemit
+from generators.output import yamlemit
 
 from .conftest import DEV, STAGING, Repo, Validate, expect, hardened_deployment, meta, problems
 

@@ -71,7 +71,7 @@ NOISE = 6 * SPEED
 def box(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """The module's own box (tests/support/box.py), as the `Box` that `up` returns."""
     from generators.box.up import Box, rendered
-    from generators.render import objects
+    from generators.pipeline.render import objects
 
     with module_box(request, tmp_path_factory, ENV, speed=SPEED) as up:
         env, files = rendered(ROOT, ENV, up.state.scale, up.folder, up.state.speed)  # `up`'s sped-up copy

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from generators.diff import strings
+from generators.diff import textdiff
 from tests.workflow.conftest import commit_all, generate
 
 
 def test_long_strings_show_where_they_differ() -> None:
     head = 'sum(kube_node_status_allocatable{resource="nvidia_com_gpu"}) - ' * 40  # ~2,500 chars
     before, after = head + "vector(16) > 78", head + "vector(16) > 80"
-    old, new, at = strings.narrow(before, after)
+    old, new, at = textdiff.narrow(before, after)
     assert at == len(head) + len("vector(16) > ")  # "78" and "80" differ from the "7"
     assert old != new and old.endswith("> 78") and new.endswith("> 80")
     assert len(old) < 80 and old.startswith("…")
-    lines = strings.narrow_lines([f"-    expr: {before}\n", f"+    expr: {after}\n", " context\n"], 200)
+    lines = textdiff.narrow_lines([f"-    expr: {before}\n", f"+    expr: {after}\n", " context\n"], 200)
     assert lines[0] == f"-{old}  [from column {at + 11}]\n" and lines[2] == " context\n"
 
 

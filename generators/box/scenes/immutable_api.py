@@ -1,5 +1,5 @@
 """What the API refuses (scene immutable-change): a plain apply in wave order, and each rule of
-generators/immutable.py tried on the API with a dry-run server-side apply of a changed field.
+generators/gitops/immutable.py tried on the API with a dry-run server-side apply of a changed field.
 """
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from generators import immutable
 from generators.box import manifests
 from generators.box.kube import FIELD_MANAGER, Kube, Obj
 from generators.errors import format_path
+from generators.gitops import immutable
 
 SCENE_LABEL = "trainyard.dev/box-scene"
 NEW_LEVEL = "topology.trainyard.dev/zone"  # prepended to a Topology's levels (never applied)

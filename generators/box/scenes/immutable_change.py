@@ -11,7 +11,7 @@ wave 4, its Deployment in wave 5). The scene shows, with the real apiserver and 
 3. the box's sync (generators/box/manifests.py apply_all, honouring Force=true,Replace=true as
    Argo CD does) applies everything; a pod admitted before keeps its priority, one created
    after gets the new one; every ClusterQueue stays Active;
-4. every rule of generators/immutable.py whose field the environment renders is refused by
+4. every rule of generators/gitops/immutable.py whose field the environment renders is refused by
    the API (dry-run), and a WorkloadPriorityClass value change is admitted;
 5. a Topology `levels` change is refused by the check at its spec line with the migration
    path, and by the API when applied plainly;
@@ -44,8 +44,8 @@ from generators.box.scenes.immutable_migration import (
 )
 from generators.components.priorities import PODSET_LABEL
 from generators.diff.fields import FieldChange, changed_fields
-from generators.render import objects as objects_of
-from generators.render import render_tree
+from generators.pipeline.render import objects as objects_of
+from generators.pipeline.render import render_tree
 
 PRIORITY_KINDS = ("PriorityClass", "WorkloadPriorityClass")
 DEFAULT_OPEN_AFTER = 30  # schemas/environment.schema.json, overflow.gate.openAfterSeconds
@@ -258,7 +258,7 @@ def run(context: SceneContext) -> ImmutableChange:
             recreated,
             queues_active(kube, changed),
         )
-        context.say("immutable-change: every rule of generators/immutable.py on the API (dry-run)")
+        context.say("immutable-change: every rule of generators/gitops/immutable.py on the API (dry-run)")
         result.table, result.mutable_admitted = table_on_api(kube, original)
         pool = next(p for p in env.pools if p.topology_levels)
         topo_root = spec_copy(context, "levels")

@@ -17,11 +17,11 @@ from generators.box.kube import Kube, Obj, is_true, wait_for
 from generators.box.nodes import HOSTNAME
 from generators.box.scale import scaled_checkout
 from generators.box.scenes.context import SceneContext
-from generators.diff.immutable import environment_problems
+from generators.diff.report import environment_problems
 from generators.layout import ENV_DIR
 from generators.model.load import load
-from generators.render import RenderedFile, render_tree
-from generators.render import objects as objects_of
+from generators.pipeline.render import RenderedFile, render_tree
+from generators.pipeline.render import objects as objects_of
 from generators.spec.load import load_document
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"

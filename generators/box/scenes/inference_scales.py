@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generators import quantity
 from generators.box import monitoring
 from generators.box.kube import Kube, Obj, condition, wait_for
 from generators.box.series import SyntheticSeries, write_target
 from generators.components.overflow.inference import inference_pod_snippet
+from generators.k8s import quantity
 from generators.model.environment import Environment
 from generators.model.overflow import InferenceService, inference_pools
 from generators.model.types import Pool

@@ -23,14 +23,14 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from generators import yamlemit
 from generators.components import Obj
 from generators.components.monitoring import adapter, dashboards, installers
 from generators.components.monitoring.alerts import groups
 from generators.components.monitoring.promql import GATE_JOB
 from generators.k8s.objects import service_monitor
 from generators.model.environment import Environment
-from generators.templating import render
+from generators.output import yamlemit
+from generators.output.templating import render
 
 # What other modules (doctor, tests) name the installer inputs by.
 GPU_OPERATOR_VALUES = installers.GPU_OPERATOR_VALUES
@@ -59,7 +59,7 @@ def object_bytes(obj: Obj) -> int:
 
 def _sized(obj: Obj) -> Obj:
     """Refuse an object etcd would refuse. (Large objects are applied server-side by the
-    pipeline's one rule for every object: generators/syncoptions.py.)"""
+    pipeline's one rule for every object: generators/gitops/syncoptions.py.)"""
     size = object_bytes(obj)
     if size > CONFIGMAP_LIMIT_BYTES:
         raise ValueError(f"{obj['kind']} {obj['metadata']['name']} is {size} bytes, over the 1 MiB limit")

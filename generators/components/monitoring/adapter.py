@@ -37,11 +37,11 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from generators import yamlemit
 from generators.components import Obj
 from generators.k8s.hardening import CONTAINER_SECURITY, MACHINERY_PRIORITY_CLASS, pod_security
 from generators.model.environment import Environment
-from generators.templating import render
+from generators.output import yamlemit
+from generators.output.templating import render
 
 NAME = "prometheus-adapter"
 CLUSTER_NAME = f"trainyard-{NAME}"  # cluster-scoped and kube-system names say whose they are

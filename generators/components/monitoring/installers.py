@@ -1,6 +1,6 @@
 """rendered/<env>/installers/{gpu-operator,kube-prometheus-stack}-values.yaml: what the
 exporters' and the stack's installs must set so that, on a default install of the charts at
-the versions generators/charts.py pins, Prometheus scrapes what the dashboards, rules, gate
+the versions generators/upstream/charts.py pins, Prometheus scrapes what the dashboards, rules, gate
 and health queries read (issue 20; docs/monitoring.md, "What the cluster must provide").
 
 Decisions, each checked against the chart's templates by tests/monitoring/test_charts.py:
@@ -35,14 +35,14 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from generators import charts
 from generators.components import Obj
 from generators.components.monitoring import dcgm_counters
 from generators.components.monitoring.promql import ksm_label
 from generators.layout import INSTALLERS, RENDERED
 from generators.model.environment import Environment
-from generators.promql_ast import selectors
-from generators.templating import render
+from generators.output.templating import render
+from generators.upstream import charts
+from generators.validation.promql_ast import selectors
 
 GPU_OPERATOR_VALUES = "gpu-operator-values.yaml"  # rendered/<env>/installers/<this>
 KUBE_PROMETHEUS_STACK_VALUES = "kube-prometheus-stack-values.yaml"

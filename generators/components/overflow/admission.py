@@ -19,7 +19,7 @@ from generators.components import Obj
 from generators.k8s.admission import binding, node_guard
 from generators.k8s.cel import field, literal, same_map_except, taints
 from generators.model.overflow import GATE, GATE_TAINT_VALUE, PROVIDER_LABEL, Overflow
-from generators.templating import render
+from generators.output.templating import render
 
 NODE_LABEL_POLICY = "trainyard-virtual-node-labels"
 TOLERATION_POLICY = "trainyard-inference-tolerations"

@@ -9,7 +9,7 @@ from generators.components import Obj
 from generators.k8s.rbac import CLUSTER_PREFIX, identity, lease_rules, namespaced, rule
 from generators.k8s.workload import gate_program
 from generators.model.overflow import GATE, GATE_TAINT_VALUE, Overflow
-from generators.templating import render
+from generators.output.templating import render
 
 
 def gate_rules(ov: Overflow) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from generators.components import Obj
 from generators.model.overflow import IN_CLUSTER_WEIGHT, PROVIDER_LABEL, InferenceService, Overflow
-from generators.templating import render
+from generators.output.templating import render
 
 
 def inference_objects(ov: Overflow) -> list[Obj]:

@@ -9,8 +9,8 @@ from generators.k8s.objects import config_map
 from generators.k8s.rbac import CLUSTER_PREFIX, cluster_role, identity, role_binding
 from generators.k8s.workload import sha256
 from generators.model.overflow import Overflow, Provider
+from generators.output.templating import render
 from generators.providers.contract import CONFIG_DIR, CREDENTIALS_DIR, KUBELET_PORT, SERVING_DIR
-from generators.templating import render
 
 
 def pod_input_objects(ov: Overflow, provider: Provider) -> list[Obj]:

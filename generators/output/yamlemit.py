@@ -110,8 +110,9 @@ def float_text(value: float) -> str:
     return text
 
 
-def _atom(value: Any) -> str | None:
-    """Inline form of a scalar or empty collection; None for a non-empty collection."""
+def plain_scalar(value: Any) -> str | None:
+    """The text of null, a bool or a number, the same in block and flow style (the templates'
+    `y` filter writes these too); None for a string, a collection or anything else."""
     if value is None:
         return "null"
     if value is True:
@@ -122,13 +123,21 @@ def _atom(value: Any) -> str | None:
         return str(value)
     if isinstance(value, float):
         return float_text(value)
+    return None
+
+
+def _atom(value: Any) -> str | None:
+    """Inline form of a scalar or empty collection; None for a non-empty collection."""
     if isinstance(value, str):
         return scalar(value)
     if isinstance(value, dict):
         return None if value else "{}"
     if isinstance(value, (list, tuple)):
         return None if value else "[]"
-    raise TypeError(f"cannot emit {type(value).__name__} as YAML")
+    text = plain_scalar(value)
+    if text is None:
+        raise TypeError(f"cannot emit {type(value).__name__} as YAML")
+    return text
 
 
 def _block(value: str, indent: str) -> str:

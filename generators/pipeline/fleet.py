@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from generators import render, templating
 from generators.components import registry  # noqa: F401  (imports every component once, before forking)
 from generators.errors import Problem, SpecError
 from generators.model.environment import Environment
 from generators.model.load import load
+from generators.output import templating
+from generators.pipeline import render
 from generators.speedups import keys
 
 T = TypeVar("T")

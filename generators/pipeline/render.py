@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generators import syncoptions, yamlemit
 from generators.components import Obj
 from generators.components.registry import COMPONENTS
+from generators.gitops import syncoptions
+from generators.gitops.syncwaves import wave
 from generators.layout import INSTALLERS, RENDERED, is_installer_input
 from generators.model.environment import Environment
-from generators.syncwaves import wave
+from generators.output import yamlemit
 
 STAGING = ".tmp-"  # rendered/.tmp-<env>-*: a tree being written
 MANAGED_BY = "trainyard"

@@ -6,7 +6,7 @@ not help: a replace is an update, and updates are what the API validates. Per ki
 decision (docs/immutable-fields.md):
 
 - `recreate`: Argo CD deletes and recreates the object (`Force=true,Replace=true`, rendered
-  on every object of the kind by generators/syncoptions.py). Only where that is safe: a
+  on every object of the kind by generators/gitops/syncoptions.py). Only where that is safe: a
   PriorityClass has no finalizer, and running pods keep the integer priority they were
   admitted with (`spec.priority`).
 - `refuse`: `generate.py diff` refuses the change at the spec line with the migration path.
@@ -60,6 +60,22 @@ class Rule:
 
 KUEUE_CRDS = "../shared/crds/kueue-v0.19.2"
 KUBE = "k8s.io/kubernetes v1.36.5 pkg/apis"
+
+
+def _frozen_with_topology(field: str, line: int) -> Rule:
+    """A ResourceFlavor field Kueue's CRD freezes once spec.topologyName is set: one CEL rule
+    per field (at `line`), all refused and migrated the same way, by a pool rename."""
+    return Rule(
+        "kueue.x-k8s.io",
+        "ResourceFlavor",
+        ("spec", field),
+        f"{KUEUE_CRDS}/kueue.x-k8s.io_resourceflavors.yaml:{line} (CEL, when topologyName is set)",
+        "refuse",
+        POOL_RENAME,
+        ("spec", "topologyName"),
+    )
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "scheduling.k8s.io",
@@ -86,32 +102,9 @@ RULES: tuple[Rule, ...] = (
         "refuse",
         POOL_RENAME,
     ),
-    Rule(
-        "kueue.x-k8s.io",
-        "ResourceFlavor",
-        ("spec", "nodeLabels"),
-        f"{KUEUE_CRDS}/kueue.x-k8s.io_resourceflavors.yaml:374 (CEL, when topologyName is set)",
-        "refuse",
-        POOL_RENAME,
-        ("spec", "topologyName"),
-    ),
-    Rule(
-        "kueue.x-k8s.io",
-        "ResourceFlavor",
-        ("spec", "tolerations"),
-        f"{KUEUE_CRDS}/kueue.x-k8s.io_resourceflavors.yaml:377 (CEL, when topologyName is set)",
-        "refuse",
-        POOL_RENAME,
-        ("spec", "topologyName"),
-    ),
-    Rule(
-        "kueue.x-k8s.io",
-        "ResourceFlavor",
-        ("spec", "topologyName"),
-        f"{KUEUE_CRDS}/kueue.x-k8s.io_resourceflavors.yaml:380 (CEL, when topologyName is set)",
-        "refuse",
-        POOL_RENAME,
-        ("spec", "topologyName"),
+    *(
+        _frozen_with_topology(field, line)
+        for field, line in (("nodeLabels", 374), ("tolerations", 377), ("topologyName", 380))
     ),
     Rule(
         "kueue.x-k8s.io",
@@ -168,7 +161,7 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
-# Kinds whose every immutable field is recreated: generators/syncoptions.py renders
+# Kinds whose every immutable field is recreated: generators/gitops/syncoptions.py renders
 # Force=true,Replace=true on each of their objects (and on no other object).
 RECREATE_KINDS: frozenset[tuple[str, str]] = frozenset(
     (r.group, r.kind)

@@ -4,7 +4,7 @@ Kueue stores quotas as resource.Quantity; the API server re-serialises every qua
 its canonical form ("2k", not "2000"; "1Ti", not "1024Gi"). If we emit anything else,
 Argo CD shows the ClusterQueue OutOfSync forever. So every quantity we render goes through
 `canonical()`, which mirrors apimachinery's Quantity.String() for the integer values we
-produce (quotas are whole units by construction, see quota.py).
+produce (quotas are whole units by construction, see generators/model/quota.py).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from fractions import Fraction
 
 from generators.model.environment import Environment
 from generators.model.types import Quota
-from generators.texttable import table
+from generators.output.texttable import table
 
 NO_LIMIT = "-"
 WIDTH = 100

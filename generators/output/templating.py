@@ -9,7 +9,6 @@ once; the emitter, not the template, decides the final bytes.
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -19,10 +18,10 @@ import yaml
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from generators import speedups
+from generators.output.yamlemit import double_quoted, plain_scalar
 from generators.speedups import templatecache, templateshapes
-from generators.yamlemit import double_quoted, float_text
 
-TEMPLATE_DIR = Path(__file__).resolve().parents[1] / "templates"
+TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "templates"
 
 
 class Flow(str):
@@ -34,19 +33,16 @@ def to_flow(value: Any) -> Flow:
 
 
 def _flow(value: Any) -> str:
-    if isinstance(value, bool) or value is None:
-        return json.dumps(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return float_text(value)
     if isinstance(value, str):
-        return double_quoted(value)
+        return double_quoted(value)  # always quoted: a template's string stays a string
     if isinstance(value, dict):
         return "{" + ", ".join(f"{double_quoted(str(k))}: {_flow(v)}" for k, v in value.items()) + "}"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_flow(v) for v in value) + "]"
-    raise TypeError(f"template value of type {type(value).__name__} is not data")
+    text = plain_scalar(value)
+    if text is None:
+        raise TypeError(f"template value of type {type(value).__name__} is not data")
+    return text
 
 
 def _finalize(value: Any) -> Any:

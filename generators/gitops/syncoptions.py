@@ -1,4 +1,4 @@
-"""Per-object Argo CD sync options, added centrally in generators/render.py like sync waves.
+"""Per-object Argo CD sync options, added centrally in generators/pipeline/render.py like sync waves.
 
 Client-side apply keeps a copy of the whole object in the
 kubectl.kubernetes.io/last-applied-configuration annotation, and the API server refuses an
@@ -7,7 +7,7 @@ Grafana dashboards, embedded configs) are applied server-side, which keeps no su
 every other object keeps client-side apply, whose diffs Argo CD has handled longest.
 
 Objects of a kind whose immutable fields are changed by delete-and-recreate
-(generators/immutable.py RECREATE_KINDS: PriorityClass) carry `Force=true,Replace=true`:
+(generators/gitops/immutable.py RECREATE_KINDS: PriorityClass) carry `Force=true,Replace=true`:
 Argo CD then replaces them with `kubectl replace --force`, a delete and a create, where an
 apply or a plain `Replace=true` (an update) is refused. On these objects only: Argo CD
 recreates such an object on every sync that changes it, which is harmless only where a
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.immutable import RECREATE_KINDS, group_of
+from generators.gitops.immutable import RECREATE_KINDS, group_of
 
 ANNOTATION = "argocd.argoproj.io/sync-options"
 SERVER_SIDE_APPLY = "ServerSideApply=true"

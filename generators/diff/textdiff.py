@@ -1,14 +1,26 @@
-"""Long strings that changed, shown where they differ.
+"""Changed text shown where it differs: a long changed string as a window around its first
+difference, and one object's unified YAML diff.
 
 A PromQL expression is one line of 2,500 characters; printed whole on both sides it floods
 the diff, and cut to a prefix both sides look the same. So a long changed string is shown
 as a window around its first difference, with the position, on both sides.
+
+The unified diff of one object is in our canonical YAML on both sides (so a base rendered
+by an older emitter shows only real changes, not formatting), secrets masked, and its long
+changed lines narrowed the same way.
 """
 
 from __future__ import annotations
 
+import difflib
+
+from generators.diff.changes import ObjectChange, masked_pair
+from generators.output import yamlemit
+
 CONTEXT = 30  # characters of unchanged text shown on each side of the difference
 MAX_CHANGE = 80  # characters of the changed middle shown per side
+UNIFIED_CONTEXT_LINES = 3
+UNIFIED_LONG_LINE = 200  # changed lines longer than this show where they differ (single-line PromQL)
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -70,3 +82,22 @@ def narrow_lines(lines: list[str], limit: int) -> list[str]:
                 out[j + m] = f"+{b}  [from column {at + 1}]{end}"
         i = max(k, i + 1)
     return out
+
+
+def unified(change: ObjectChange, max_lines: int) -> tuple[str, int]:
+    """The diff text (at most `max_lines` lines) and how many lines were cut."""
+    before, after = masked_pair(change.key.kind, change.before, change.after)
+    old = yamlemit.dump(before).splitlines(keepends=True) if before is not None else []
+    new = yamlemit.dump(after).splitlines(keepends=True) if after is not None else []
+    lines = list(
+        difflib.unified_diff(
+            old,
+            new,
+            fromfile=f"a/{change.path}" if before is not None else "/dev/null",
+            tofile=f"b/{change.path}" if after is not None else "/dev/null",
+            n=UNIFIED_CONTEXT_LINES,
+        )
+    )
+    lines = narrow_lines([line if line.endswith("\n") else line + "\n" for line in lines], UNIFIED_LONG_LINE)
+    cut = max(0, len(lines) - max_lines)
+    return "".join(lines[:max_lines]), cut

@@ -54,6 +54,6 @@ def wave(kind: str) -> int:
         return WAVES[kind]
     except KeyError:
         raise ValueError(
-            f"kind {kind} has no Argo CD sync wave: add it to generators/syncwaves.py "
+            f"kind {kind} has no Argo CD sync wave: add it to generators/gitops/syncwaves.py "
             "(docs/components.md, 'Adding a component')"
         ) from None
