@@ -16,7 +16,7 @@ decision (docs/immutable-fields.md):
   recreated in place drops its pods or its permissions for the gap.
 
 Checked against the pinned sources: every `oldSelf` rule of the pinned Kueue CRDs on a kind
-we render is in RULES (tests/test_immutable_fields.py), and the real kube-apiserver and
+we render is in RULES (tests/gitops/test_immutable.py), and the real kube-apiserver and
 Kueue refuse a change to each rule's field that staging renders, 10 of the 12 (scene
 immutable-change on the box; the ClusterQueue and DaemonSet rules are not rendered).
 Not immutable (checked, so not listed): WorkloadPriorityClass `value` (no CEL rule, no

@@ -19,7 +19,7 @@ A field that differs says so next to itself, in its metadata:
 - `field(metadata=derived("cpu", "memory"))`: computed by the builder, from several values or
   from other sections, and handed to `from_spec`; it names the properties of its own section
   it reads.
-tests/test_spec_mapping.py walks the schema against these classes (a property the model does
+tests/model/test_fromspec.py walks the schema against these classes (a property the model does
 not hold, such as one only a spec check reads, is listed there with what consumes it), so
 adding a setting is: the schema property, the field, and nothing else.
 """

@@ -4,7 +4,7 @@ Why our own emitter: PyYAML's dumper (even the C one, CSafeDumper in PyYAML 6.0)
 ~0.6 ms per small object, and emission dominates a render (docs/performance.md). We only ever emit
 plain data (dict, list, str, int, float, bool, None), so a small emitter is enough.
 Rules, all chosen so that PyYAML's safe loader (YAML 1.1, as Kubernetes tooling reads it)
-loads exactly the object back (tests/test_yamlemit.py proves it with hypothesis):
+loads exactly the object back (tests/output/test_yamlemit.py proves it with hypothesis):
 - block style; sequences are not indented under their key (kubectl's style);
 - key order is the order the generator built (templates fix it; user maps arrive sorted);
 - a string is plain only if the YAML 1.1 resolver would read it back as that same string

@@ -15,8 +15,8 @@ from generators.pipeline import render
 from generators.speedups.parsereuse import rendered_objects
 from generators.validation.kubeconform import manifest_files
 from policies.context import read_objects
+from tests.speedups.objects import same
 from tests.support import ROOT
-from tests.test_templateshapes import same
 
 
 @pytest.fixture(autouse=True)

@@ -19,19 +19,9 @@ from generators.output import templating
 from generators.output.templating import to_flow
 from generators.pipeline import render
 from generators.speedups import templateshapes
+from tests.speedups.objects import same
 from tests.support import ROOT
 from tests.support.examples import examples
-
-
-def same(a: Any, b: Any) -> bool:
-    """Equal, with the same types and the same key order all the way down."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b or (a != a and b != b))  # NaN
 
 
 def classic(monkeypatch: pytest.MonkeyPatch) -> None:
