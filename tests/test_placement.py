@@ -10,13 +10,16 @@ so the test tree mirrors the code. What is allowed besides, each with its reason
 - a folder that holds tests is a package (`__init__.py`, as every folder has), so two
   folders can each hold a `test_<module>.py` of the same name;
 - every folder is named in docs/testing.md's section, so the table a newcomer reads is the
-  layout the test enforces.
+  layout the test enforces;
+- a test module does not import another test module (rule 4), except the ones listed in
+  IMPORTED_TEST_MODULES, the known exceptions of docs/testing.md, which may only shrink.
 
 The walk reads the tree only (names, not imports), so a scratch tree shows it failing.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -45,6 +48,23 @@ SPECIAL = {
     "workflow": "the review workflow end to end: diff, plan and sync-inventory as commands",
 }
 HINT = 'docs/testing.md "Where a test goes"'
+# Test modules other test modules still import helpers from (docs/testing.md "Known
+# exceptions"): each is fixed by moving the helper to a non-test module of its folder or to
+# tests/support/, and then leaves this list; a new one fails the test.
+IMPORTED_TEST_MODULES = frozenset(
+    {
+        "tests.box.test_box_up",
+        "tests.controlplane.test_interlink_vk",
+        "tests.monitoring.test_charts",
+        "tests.monitoring.test_dashboards",
+        "tests.monitoring.test_health_rules",
+        "tests.monitoring.test_queries_live",
+        "tests.monitoring.test_rules",
+        "tests.oracles.test_kueue_quotas",
+        "tests.whatif.test_readme_whatif",
+        "tests.workflow.test_sync_inventory",
+    }
+)
 
 
 def folder_kinds(root: Path, components: Iterable[str]) -> dict[str, str]:
@@ -81,6 +101,26 @@ def misplaced(root: Path, components: Iterable[str]) -> list[str]:
     return found
 
 
+def _is_test_module(name: str) -> bool:
+    return name.startswith("tests.") and name.rsplit(".", 1)[-1].startswith("test_")
+
+
+def imported_test_modules(root: Path) -> dict[str, list[str]]:
+    """Test module imported -> the test files importing it (read with ast, not imported)."""
+    found: dict[str, list[str]] = {}
+    for path in sorted((root / "tests").rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), rel)):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            for name in filter(_is_test_module, names):
+                found.setdefault(name, []).append(rel)
+    return found
+
+
 def test_the_tree_follows_the_rule() -> None:
     assert misplaced(ROOT, NAMES) == []
 
@@ -96,6 +136,28 @@ def test_the_docs_name_every_folder() -> None:
     named = set(re.findall(r"tests/([a-z0-9_]+)/", section)) | set(re.findall(r"`([a-z0-9_]+)`", section))
     folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and p.name != "__pycache__"}
     assert sorted(folders - named) == []
+
+
+def test_no_new_test_module_is_imported_by_another() -> None:
+    new = {
+        name: files
+        for name, files in imported_test_modules(ROOT).items()
+        if name not in IMPORTED_TEST_MODULES
+    }
+    assert new == {}, f"move the helper to a non-test module or tests/support/ ({HINT}, rule 4)"
+
+
+def test_an_imported_test_module_is_found(tmp_path: Path) -> None:
+    root = tmp_path
+    (root / "tests" / "output").mkdir(parents=True)
+    (root / "tests" / "output" / "test_a.py").write_text(
+        "from tests.output.test_b import helper\nfrom tests.output import test_c\nimport tests.support\n",
+        encoding="utf-8",
+    )
+    assert imported_test_modules(root) == {
+        "tests.output.test_b": ["tests/output/test_a.py"],
+        "tests.output.test_c": ["tests/output/test_a.py"],
+    }
 
 
 def _tree(tmp_path: Path, files: Iterable[str]) -> Path:
