@@ -25,7 +25,7 @@ PINS: Final[MappingProxyType[str, str]] = MappingProxyType(
     {
         "kubeconform": "v0.7.0",
         "actionlint": "v1.7.12",
-        # Kubernetes manifest security/reliability checks over rendered/ (tests/validation/test_kube_score.py).
+        # Manifest security/reliability checks over rendered/ (tests/validation/test_kube_score.py).
         "kube-score": "v1.20.0",
         # Prometheus 3.16.0 == Go module github.com/prometheus/prometheus v0.316.0.
         "promtool": "v3.16.0",
