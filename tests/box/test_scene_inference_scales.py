@@ -18,18 +18,13 @@ import re
 import pytest
 
 from generators.box.kube import wait_for
-from tests.support.box import SceneRun, UpBox, run_scene
+from tests.support.box import SceneRun
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
-BOX_ENV = ENV = "staging"  # a box of its own (tests/box/conftest.py)
+BOX_ENV = ENV = "staging"  # a box of its own, the scene run once on it (tests/box/conftest.py)
+SCENE = "inference-scales"
 SCENE_SECONDS = 900
-
-
-@pytest.fixture(scope="module")
-def scene(box: UpBox) -> SceneRun:
-    """The scene run once on the module's box, from the CLI."""
-    return run_scene(box, "inference-scales", SCENE_SECONDS)
 
 
 def _line(scene: SceneRun, pattern: str) -> re.Match[str]:
