@@ -4,21 +4,26 @@ and answer a scrape the same way."""
 
 from __future__ import annotations
 
+import socketserver
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 
 class Background:
-    """`server` answering from a daemon thread from start() until stop()."""
+    """`server` answering from a daemon thread from start() until stop() (an HTTP server on
+    a TCP port, or on a unix socket)."""
 
-    def __init__(self, server: ThreadingHTTPServer, name: str | None = None) -> None:
+    def __init__(self, server: socketserver.BaseServer, name: str | None = None) -> None:
         self.server = server
         self._thread = threading.Thread(target=server.serve_forever, name=name, daemon=True)
 
     @property
     def port(self) -> int:
-        return int(self.server.server_address[1])
+        """The TCP port (a server bound to port 0 got one from the kernel)."""
+        address = self.server.server_address
+        assert isinstance(address, tuple), f"{address!r} is no TCP address"
+        return int(address[1])
 
     def start(self) -> Background:
         self._thread.start()
