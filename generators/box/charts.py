@@ -9,25 +9,31 @@ import yaml
 
 from generators.box import memo
 from generators.box.kube import Obj
-from tools.toolchain import archive_path, tool_path
+from tools.toolchain import PINS, archive_path, tool_path
 
-KUBE_VERSION = "1.36.5"  # the pinned kube-apiserver: what `.Capabilities` answers in templates
+# The pinned kube-apiserver: what `.Capabilities.KubeVersion` answers in the templates.
+KUBE_VERSION = PINS["kube-apiserver"].removeprefix("v")
 
 
-def template(chart: str, release: str, values: Path | None, namespace: str) -> list[Obj]:
-    """Every object chart archive `chart` renders as `release` in `namespace` with `values`."""
+def template_argv(helm: Path, archive: Path, release: str, namespace: str, values: Path | None) -> list[str]:
+    """`helm template` of chart `archive` as `release` in `namespace` (with `values`), against
+    the pinned apiserver's version; the box's and the tests' one command line."""
     argv = [
-        str(tool_path("helm")),
+        str(helm),
         "template",
         release,
-        str(archive_path(chart)),
+        str(archive),
         "--namespace",
         namespace,
         "--kube-version",
         KUBE_VERSION,
     ]
-    if values is not None:
-        argv += ["--values", str(values)]
+    return argv + (["--values", str(values)] if values is not None else [])
+
+
+def template(chart: str, release: str, values: Path | None, namespace: str) -> list[Obj]:
+    """Every object chart archive `chart` renders as `release` in `namespace` with `values`."""
+    argv = template_argv(tool_path("helm"), archive_path(chart), release, namespace, values)
 
     def run() -> list[Obj]:
         done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)

@@ -56,10 +56,11 @@ def crd_documents(crd_root: Path | None = None) -> list[Obj]:
     return copy.deepcopy(list(_crd_documents(crd_root or resolve_crd_dir())))
 
 
-def install_crds(kube: Kube, crd_root: Path | None = None) -> list[str]:
-    """Server-side apply every pinned CRD and wait until each is Established."""
+def install_crds(kube: Kube, crds: list[Obj] | None = None) -> list[str]:
+    """Server-side apply `crds` (default: every pinned CRD, crd_documents()) and wait until
+    each is Established and its kind discoverable; returns their names."""
     names = []
-    for crd in crd_documents(crd_root):
+    for crd in crd_documents() if crds is None else crds:
         kube.apply(crd)
         names.append(crd["metadata"]["name"])
     for name in names:

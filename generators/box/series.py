@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 from generators.box.daemon import free_port
+from generators.box.httpd import Background, exposition_handler
 
 Labels = Mapping[str, str]
 
@@ -31,24 +32,8 @@ class SyntheticSeries:
         self._values: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
         self._lock = threading.Lock()
         self.port = free_port()
-        series = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                body = series.exposition().encode()
-                self.send_response(200 if self.path.startswith("/metrics") else 404)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *_: object) -> None:  # scrapes every few seconds: no log
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="synthetic-series", daemon=True
-        )
+        server = ThreadingHTTPServer(("127.0.0.1", self.port), exposition_handler(self.exposition))
+        self._serving = Background(server, "synthetic-series")
 
     @property
     def target(self) -> str:
@@ -68,13 +53,11 @@ class SyntheticSeries:
         return "\n".join(lines) + "\n"
 
     def start(self) -> SyntheticSeries:
-        self._thread.start()
+        self._serving.start()
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        self._serving.stop()
 
 
 def write_target(directory: Path, name: str, target: str) -> Path:

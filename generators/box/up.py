@@ -149,6 +149,42 @@ def up(root: Path, env_name: str, scale: int = 1, speed: int = 1, say: Say = pri
     return box
 
 
+@dataclass
+class _Build:
+    """The box being built, as every step of `_build` sees it: the admin client, the
+    environment and its rendered files and objects, the kwokctl cluster, the state file that
+    records each started process, and the run directory."""
+
+    kube: Kube
+    env: Environment
+    files: list[RenderedFile]
+    objects: list[Obj]
+    cluster: Cluster
+    state: State
+    folder: Path
+    say: Say
+
+    def record(self, daemon: Daemon) -> None:
+        """Note a started process in the state file, so `down` stops it even after a crash."""
+        assert daemon.process is not None
+        process = Process(daemon.name, daemon.process.pid, list(daemon.ports), str(daemon.log_path))
+        self.state.processes.append(process)
+        self.state.save(self.folder)
+
+    def installer_values(self, name: str) -> Path | None:
+        """rendered/<env>/installers/<name>, written to the run directory (None: not rendered)."""
+        for file in self.files:
+            if file.path == f"{INSTALLERS}/{name}":
+                path = self.folder / name
+                path.write_text(file.text, encoding="utf-8")
+                return path
+        return None
+
+    def token(self, namespace: str, account: str, path: Path) -> Path:
+        """A kubeconfig acting as ServiceAccount `account` (accounts.token_kubeconfig)."""
+        return accounts.token_kubeconfig(self.kube, self.cluster.kubeconfig, namespace, account, path)
+
+
 def _build(
     env: Environment, files: list[RenderedFile], cluster: Cluster, state: State, folder: Path, say: Say
 ) -> Box:
@@ -158,6 +194,7 @@ def _build(
     state.kubeconfig = str(cluster.kubeconfig)
     state.save(folder)
     kube = Kube(cluster.kubeconfig, folder / "discovery.json")
+    build = _Build(kube, env, files, objects, cluster, state, folder, say)
     try:
         # The nodes first, waited for after Kueue: KWOK and the node lifecycle controller
         # make them Ready while the CRDs and Kueue go in (nothing of either reads a node).
@@ -167,45 +204,42 @@ def _build(
         say("installing the pinned CRDs the rendered tree uses")
         _install_foreign_crds(kube)
         say("installing Kueue from its pinned chart, with webhooks")
-        _install_kueue(kube, env, files, objects, cluster, state, folder)
+        _install_kueue(build)
         say(f"waiting for the {len(nodes)} KWOK nodes to be Ready")
         _wait_nodes_ready(kube, nodes)
         say(f"applying {len(objects)} rendered objects in sync-wave order")
         manifests.ensure_external_namespaces(kube, objects)
         manifests.apply_all(kube, [o for o in objects if not adapter.deferred(o)])  # adapter: step 7
-        _register_virtual_nodes(kube, env, objects, cluster, folder, say)
+        _register_virtual_nodes(build)
         for obj in objects:
             if obj["kind"] == "ClusterQueue":
                 wait_true(
                     kube, KUEUE_API, "ClusterQueue", obj["metadata"]["name"], "Active", QUEUES_ACTIVE_SECONDS
                 )
         say("starting kube-state-metrics (the chart's) and Prometheus")
-        _start_monitoring(kube, env, files, objects, cluster, state, folder, len(nodes))
-        _start_adapter(kube, objects, cluster, state, folder, say)
-        _start_controllers(kube, env, objects, cluster, state, folder, say)
+        _start_monitoring(build, len(nodes))
+        _start_adapter(build)
+        _start_controllers(build)
     finally:
         kube.close()
     return Box(env, state, folder, objects)
 
 
-def _register_virtual_nodes(
-    kube: Kube, env: Environment, objects: list[Obj], cluster: Cluster, folder: Path, say: Say
-) -> None:
+def _register_virtual_nodes(build: _Build) -> None:
     """Each provider's virtual node, registered with its virtual-kubelet's ServiceAccount (the
     rendered vk-<provider> Deployment's) as the virtual-kubelet would, then run by KWOK;
     up once KWOK reports it Ready."""
+    kube, env, folder = build.kube, build.env, build.folder
     accounts_of = {
         o["metadata"]["name"]: o["spec"]["template"]["spec"].get("serviceAccountName", "default")
-        for o in objects
+        for o in build.objects
         if o["kind"] == "Deployment"
     }
     for provider, node, capacity in virtual_nodes(env):
         assert env.overflow is not None
         account = accounts_of[f"vk-{provider}"]
-        token = accounts.token_kubeconfig(
-            kube, cluster.kubeconfig, env.overflow.namespace, account, folder / f"kubeconfig-{account}"
-        )
-        say(f"registering virtual node {node['metadata']['name']} as ServiceAccount {account}")
+        token = build.token(env.overflow.namespace, account, folder / f"kubeconfig-{account}")
+        build.say(f"registering virtual node {node['metadata']['name']} as ServiceAccount {account}")
         vk = Kube(token, folder / f"discovery-{account}.json")
         name = node["metadata"]["name"]
         try:
@@ -240,50 +274,16 @@ def _closed_by_policy(vk: Kube, node: Obj, provider: str, taint_key: str) -> boo
 
 def _install_foreign_crds(kube: Kube) -> None:
     """Every pinned CRD but Kueue's (the chart brings those, with their conversion webhook)."""
-    names = []
-    for crd in manifests.crd_documents():
-        if crd["spec"]["group"] != KUEUE_GROUP:
-            kube.apply(crd)
-            names.append(crd["metadata"]["name"])
-    _wait_established(kube, names)
+    crds = [crd for crd in manifests.crd_documents() if crd["spec"]["group"] != KUEUE_GROUP]
+    manifests.install_crds(kube, crds)
 
 
-def _wait_established(kube: Kube, names: list[str]) -> None:
-    for name in names:
-        wait_true(
-            kube,
-            "apiextensions.k8s.io/v1",
-            "CustomResourceDefinition",
-            name,
-            "Established",
-            manifests.CRD_ESTABLISHED_SECONDS,
-        )
-    kube.dynamic.resources.invalidate_cache()
-
-
-def _installer_values(files: list[RenderedFile], name: str, folder: Path) -> Path | None:
-    """rendered/<env>/installers/<name>, written to the run directory (None: not rendered)."""
-    for file in files:
-        if file.path == f"{INSTALLERS}/{name}":
-            path = folder / name
-            path.write_text(file.text, encoding="utf-8")
-            return path
-    return None
-
-
-def _install_kueue(
-    kube: Kube,
-    env: Environment,
-    files: list[RenderedFile],
-    objects: list[Obj],
-    cluster: Cluster,
-    state: State,
-    folder: Path,
-) -> None:
-    namespace = env.kueue.namespace
-    workdir = folder / "kueue"
+def _install_kueue(build: _Build) -> None:
+    kube, objects = build.kube, build.objects
+    namespace = build.env.kueue.namespace
+    workdir = build.folder / "kueue"
     workdir.mkdir(parents=True, exist_ok=True)
-    chart = kueue_chart.template(_installer_values(files, kueue_component.HELM_VALUES, folder), namespace)
+    chart = kueue_chart.template(build.installer_values(kueue_component.HELM_VALUES), namespace)
     ports = {name: free_port() for name in ("health", "metrics", "webhook")}
     ca_pem = kueue.serving_ca(workdir).read_bytes()
     wired = kueue_chart.wired(chart, f"https://127.0.0.1:{ports['webhook']}", ca_pem)
@@ -291,19 +291,15 @@ def _install_kueue(
     crds = [o for o in wired if o["kind"] == "CustomResourceDefinition"]
     rest = [o for o in wired if o not in webhooks and o not in crds]
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    for crd in crds:
-        kube.apply(crd)
-    _wait_established(kube, [crd["metadata"]["name"] for crd in crds])
+    manifests.install_crds(kube, crds)
     for obj in rest:
         kube.apply(obj)
     configuration = kueue_chart.configuration(
         chart, objects, kueue_component.CONFIG_MAP_NAME, kueue_component.CONFIG_KEY
     )
-    token = accounts.token_kubeconfig(
-        kube, cluster.kubeconfig, namespace, kueue_chart.SERVICE_ACCOUNT, workdir / "kubeconfig"
-    )
+    token = build.token(namespace, kueue_chart.SERVICE_ACCOUNT, workdir / "kubeconfig")
     daemon = kueue.start_kueue(tool_path("kueue"), token, configuration, workdir, ports)
-    _record(state, folder, daemon)
+    build.record(daemon)
     for obj in webhooks:
         kube.apply(obj)
     wait_for(lambda: _webhook_answers(kube), WEBHOOK_SECONDS, "the apiserver calling Kueue's webhooks")
@@ -330,51 +326,39 @@ def prometheus_services(env: Environment, url: str) -> dict[str, str]:
     return {address.rstrip("/"): url for address in addresses}
 
 
-def _start_controllers(
-    kube: Kube, env: Environment, objects: list[Obj], cluster: Cluster, state: State, folder: Path, say: Say
-) -> None:
+def _start_controllers(build: _Build) -> None:
     """Each rendered controller Deployment whose image the box can run (programs()) as a host
     process, as its ServiceAccount; up once its health endpoint answers. All are started
     before any is waited for: they do not depend on each other (each reads the apiserver and
     Prometheus, both up), and a Python controller's start-up on a busy machine is seconds."""
-    known = programs(env)
-    services = prometheus_services(env, state.prometheus)
+    known = programs(build.env)
+    services = prometheus_services(build.env, build.state.prometheus)
     started: list[tuple[Daemon, str]] = []
-    for deployment in (o for o in objects if o["kind"] == "Deployment"):
+    for deployment in (o for o in build.objects if o["kind"] == "Deployment"):
         program = known.get(controllers.repository(deployment))
         if program is None:
             continue
         meta = deployment["metadata"]
         account = deployment["spec"]["template"]["spec"].get("serviceAccountName", "default")
-        workdir = folder / "controllers" / meta["name"]
+        workdir = build.folder / "controllers" / meta["name"]
         workdir.mkdir(parents=True, exist_ok=True)
-        token = accounts.token_kubeconfig(
-            kube, cluster.kubeconfig, meta["namespace"], account, workdir / "kubeconfig"
-        )
-        say(f"starting {meta['namespace']}/{meta['name']} as ServiceAccount {account}")
-        daemon = controllers.host_process(deployment, objects, program, token, workdir, services)
+        token = build.token(meta["namespace"], account, workdir / "kubeconfig")
+        build.say(f"starting {meta['namespace']}/{meta['name']} as ServiceAccount {account}")
+        daemon = controllers.host_process(deployment, build.objects, program, token, workdir, services)
         daemon.start()
-        _record(state, folder, daemon)
+        build.record(daemon)
         started.append((daemon, controllers.health_url(program, daemon)))
     for daemon, url in started:
         check = _https_ok if url.startswith("https:") else _http_ok
         daemon.wait_until(functools.partial(check, url), CONTROLLER_READY_SECONDS, f"{url} ok")
 
 
-def _start_monitoring(
-    kube: Kube,
-    env: Environment,
-    files: list[RenderedFile],
-    objects: list[Obj],
-    cluster: Cluster,
-    state: State,
-    folder: Path,
-    nodes: int,
-) -> None:
+def _start_monitoring(build: _Build, nodes: int) -> None:
     """kube-state-metrics, the fake dcgm-exporter and Prometheus (generators/box/monitoring.py);
     up once Prometheus holds one kube_node_labels series per node and one GPU temperature
     per NVIDIA GPU."""
-    chart = monitoring.template(_installer_values(files, monitoring.VALUES, folder), MONITORING_NAMESPACE)
+    kube, objects, state, folder = build.kube, build.objects, build.state, build.folder
+    chart = monitoring.template(build.installer_values(monitoring.VALUES), MONITORING_NAMESPACE)
     rbac, deployment = monitoring.kube_state_metrics(chart)
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MONITORING_NAMESPACE}})
     for obj in rbac:
@@ -382,15 +366,13 @@ def _start_monitoring(
     workdir = folder / "monitoring"
     workdir.mkdir(parents=True, exist_ok=True)
     account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
-    token = accounts.token_kubeconfig(
-        kube, cluster.kubeconfig, MONITORING_NAMESPACE, account, workdir / "kubeconfig"
-    )
+    token = build.token(MONITORING_NAMESPACE, account, workdir / "kubeconfig")
     ksm = controllers.host_process(
         deployment, objects, controllers.KUBE_STATE_METRICS, token, workdir / "kube-state-metrics"
     )
     ksm.start()
-    _record(state, folder, ksm)
-    dcgm, fleet = _start_dcgm_fake(env, files, state, folder)  # both start at once; waited for below
+    build.record(ksm)
+    dcgm, fleet = _start_dcgm_fake(build)  # both start at once; waited for below
     ksm_url = f"http://127.0.0.1:{ksm.ports[0]}"
     ksm.wait_until(functools.partial(_http_ok, f"{ksm_url}/healthz"), CONTROLLER_READY_SECONDS, "/healthz ok")
     dcgm.wait_until(
@@ -398,13 +380,13 @@ def _start_monitoring(
         CONTROLLER_READY_SECONDS,
         "/healthz ok",
     )
-    dcgm_selector = env.monitoring.selectors.dcgm
+    dcgm_selector = build.env.monitoring.selectors.dcgm
     jobs = [dcgm_fake.scrape_job(dcgm_selector, dcgm.ports[0], f"{monitoring.SCRAPE_SECONDS}s")]
     server = monitoring.prometheus(
         ksm.ports[0], monitoring.rule_files(objects, workdir / "rules"), workdir / "prometheus", jobs
     )
     server.start()
-    _record(state, folder, server)
+    build.record(server)
     url = f"http://127.0.0.1:{server.ports[0]}"
     state.prometheus = url
     state.save(folder)
@@ -422,30 +404,26 @@ def _start_monitoring(
     )
 
 
-def _start_dcgm_fake(
-    env: Environment, files: list[RenderedFile], state: State, folder: Path
-) -> tuple[Daemon, dcgm_fake.Fleet]:
+def _start_dcgm_fake(build: _Build) -> tuple[Daemon, dcgm_fake.Fleet]:
     """The synthetic dcgm-exporter (generators/box/dcgm_fake.py) serving the rendered counters
     for every NVIDIA node, started (the caller waits for its /healthz)."""
-    values = next(f.text for f in files if f.path == f"{INSTALLERS}/{GPU_OPERATOR_VALUES}")
-    fleet = dcgm_fake.fleet_of(env, values)
-    daemon = dcgm_fake.daemon(fleet, folder / "monitoring" / dcgm_fake.NAME)
+    values = next(f.text for f in build.files if f.path == f"{INSTALLERS}/{GPU_OPERATOR_VALUES}")
+    fleet = dcgm_fake.fleet_of(build.env, values)
+    daemon = dcgm_fake.daemon(fleet, build.folder / "monitoring" / dcgm_fake.NAME)
     daemon.start()
-    _record(state, folder, daemon)
+    build.record(daemon)
     return daemon, fleet
 
 
-def _start_adapter(
-    kube: Kube, objects: list[Obj], cluster: Cluster, state: State, folder: Path, say: Say
-) -> None:
+def _start_adapter(build: _Build) -> None:
     """The rendered prometheus-adapter, if any, and its APIService (generators/box/adapter.py)."""
-    daemon = adapter.start(
-        kube, cluster.kubeconfig, objects, folder / "monitoring" / "prometheus-adapter", state.prometheus
-    )
+    kube, objects = build.kube, build.objects
+    workdir = build.folder / "monitoring" / "prometheus-adapter"
+    daemon = adapter.start(kube, build.cluster.kubeconfig, objects, workdir, build.state.prometheus)
     if daemon is None:
         return
-    say("starting prometheus-adapter, registering its APIService")
-    _record(state, folder, daemon)
+    build.say("starting prometheus-adapter, registering its APIService")
+    build.record(daemon)
     daemon.wait_until(
         functools.partial(_https_ok, f"https://127.0.0.1:{daemon.ports[0]}/healthz"),
         CONTROLLER_READY_SECONDS,
@@ -466,12 +444,6 @@ def _https_ok(url: str) -> bool:
     context.verify_mode = ssl.CERT_NONE
     with urllib.request.urlopen(url, timeout=2, context=context) as response:
         return bool(response.status == 200)
-
-
-def _record(state: State, folder: Path, daemon: Daemon) -> None:
-    assert daemon.process is not None
-    state.processes.append(Process(daemon.name, daemon.process.pid, list(daemon.ports), str(daemon.log_path)))
-    state.save(folder)
 
 
 def _webhook_answers(kube: Kube) -> bool:

@@ -4,6 +4,12 @@
     BOX_ENV = "staging"        # required
     BOX_SPEED = 30             # optional, default 1 (`box up --speed`)
 
+and the `scene` fixture: the module's SCENE run once on that box through the CLI, as a
+user runs it (`box scene SCENE BOX_ENV`), allowed SCENE_SECONDS:
+
+    SCENE = "inference-scales"
+    SCENE_SECONDS = 900
+
 Own box, not shared: the scenes change what the next one would start from (node taints,
 gate state, PriorityClasses, quota in use): docs/controlplane.md, "Tests on the box".
 """
@@ -14,7 +20,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.box import UpBox, module_box
+from tests.support.box import SceneRun, UpBox, module_box, run_scene
 
 
 @pytest.fixture(scope="module")
@@ -27,3 +33,8 @@ def box(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         speed=getattr(module, "BOX_SPEED", 1),
     ) as up:
         yield up
+
+
+@pytest.fixture(scope="module")
+def scene(request: pytest.FixtureRequest, box: UpBox) -> SceneRun:
+    return run_scene(box, request.module.SCENE, request.module.SCENE_SECONDS)

@@ -26,8 +26,9 @@ import yaml
 from generators.box import monitoring
 from generators.box.cluster import Cluster
 from generators.box.daemon import group_alive, port_open
-from generators.box.kube import Kube, Obj, condition, is_true, wait_for
+from generators.box.kube import Obj, condition, is_true, wait_for
 from generators.box.scenes import gang_placement
+from generators.box.scenes.workloads import job_pods, workload_of
 from generators.box.state import State
 from generators.model.load import load
 from tests.support import ROOT
@@ -168,19 +169,6 @@ def readme_job(name: str) -> Obj:
     job: Obj = yaml.safe_load(block.group(1))
     job["metadata"]["name"] = f"{name}-{uuid.uuid4().hex[:6]}"
     return job
-
-
-def workload_of(kube: Kube, job: Obj) -> Obj | None:
-    uid = job["metadata"]["uid"]
-    for workload in kube.list(KUEUE_API, "Workload", job["metadata"]["namespace"]):
-        if any(o.get("uid") == uid for o in workload["metadata"].get("ownerReferences") or []):
-            return workload
-    return None
-
-
-def job_pods(kube: Kube, job: Obj) -> list[Obj]:
-    selector = f"batch.kubernetes.io/controller-uid={job['metadata']['uid']}"
-    return kube.list("v1", "Pod", job["metadata"]["namespace"], label_selector=selector)
 
 
 def test_unsuspended_job_is_suspended_by_kueues_webhook(box: UpBox) -> None:

@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 
 from generators.box.kube import Kube, Obj, is_true, wait_for
-from tests.box.test_box_up import CONTROLLER_SECONDS, job_pods, readme_job, workload_of
+from generators.box.scenes.workloads import job_pods, workload_of
+from tests.box.test_box_up import CONTROLLER_SECONDS, readme_job
 from tests.support.box import UpBox
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]

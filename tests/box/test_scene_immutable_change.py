@@ -10,44 +10,27 @@ Force=true,Replace=true honoured as Argo CD does).
 
 from __future__ import annotations
 
-import subprocess
-from dataclasses import dataclass
-from pathlib import Path
-
 import pytest
 import yaml
 
-from generators.box.kube import Kube, is_true
+from generators.box.kube import is_true
 from tests.support import ROOT
-from tests.support.box import UpBox
+from tests.support.box import SceneRun
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
-BOX_ENV = ENV = "staging"  # a box of its own (tests/box/conftest.py)
+BOX_ENV = ENV = "staging"  # a box of its own, the scene run once on it (tests/box/conftest.py)
+SCENE = "immutable-change"
 SCENE_SECONDS = 600
 
 
-@dataclass
-class SceneRun:
-    box_dir: Path
-    kube: Kube
-    scene: subprocess.CompletedProcess[str]
+def test_the_scene_passes(scene: SceneRun) -> None:
+    assert scene.done.returncode == 0, scene.done.stdout + scene.done.stderr[-4000:]
+    assert scene.done.stdout.splitlines()[-1] == "OK"
 
 
-@pytest.fixture(scope="module")
-def ran(box: UpBox) -> SceneRun:
-    """The scene run once on the module's box, through the CLI as a user runs it."""
-    scene = box.run("box", "scene", "immutable-change", ENV, timeout=SCENE_SECONDS)
-    return SceneRun(box.box_dir, box.kube, scene)
-
-
-def test_the_scene_passes(ran: SceneRun) -> None:
-    assert ran.scene.returncode == 0, ran.scene.stdout + ran.scene.stderr[-4000:]
-    assert ran.scene.stdout.splitlines()[-1] == "OK"
-
-
-def test_a_plain_apply_is_refused_at_wave_0_and_later_waves_stay_unapplied(ran: SceneRun) -> None:
-    lines = ran.scene.stdout.splitlines()
+def test_a_plain_apply_is_refused_at_wave_0_and_later_waves_stay_unapplied(scene: SceneRun) -> None:
+    lines = scene.done.stdout.splitlines()
     assert (
         "plain apply, wave order: refused at PriorityClass training: PriorityClass.scheduling.k8s.io "
         '"training" is invalid: value: Forbidden: may not be changed in an update.'
@@ -58,8 +41,10 @@ def test_a_plain_apply_is_refused_at_wave_0_and_later_waves_stay_unapplied(ran: 
     ) in lines
 
 
-def test_the_documented_sync_recreates_only_the_priority_class_and_applies_later_waves(ran: SceneRun) -> None:
-    lines = ran.scene.stdout.splitlines()
+def test_the_documented_sync_recreates_only_the_priority_class_and_applies_later_waves(
+    scene: SceneRun,
+) -> None:
+    lines = scene.done.stdout.splitlines()
     assert (
         "sync with Force=true,Replace=true: recreated PriorityClass training; live values "
         "{'PriorityClass': 900001, 'WorkloadPriorityClass': 900001}; applied: ConfigMap "
@@ -69,8 +54,8 @@ def test_the_documented_sync_recreates_only_the_priority_class_and_applies_later
     assert "ClusterQueues Active: True" in lines
 
 
-def test_the_check_notes_the_recreate_and_refuses_a_topology_change_at_its_spec_line(ran: SceneRun) -> None:
-    checks = [line for line in ran.scene.stdout.splitlines() if line.startswith("check: ")]
+def test_the_check_notes_the_recreate_and_refuses_a_topology_change_at_its_spec_line(scene: SceneRun) -> None:
+    checks = [line for line in scene.done.stdout.splitlines() if line.startswith("check: ")]
     assert len(checks) == 2, checks
     assert (
         ": note: PriorityClass training value 900000 -> 900001: immutable, so Argo CD deletes and "
@@ -89,11 +74,11 @@ def test_the_check_notes_the_recreate_and_refuses_a_topology_change_at_its_spec_
     assert (
         'plain apply of the Topology change: refused: Topology.kueue.x-k8s.io "train-h100" is invalid: '
         "spec.levels: Invalid value: field is immutable"
-    ) in ran.scene.stdout.splitlines()
+    ) in scene.done.stdout.splitlines()
 
 
-def test_every_rule_the_environment_renders_is_refused_by_the_api(ran: SceneRun) -> None:
-    out = ran.scene.stdout.splitlines()
+def test_every_rule_the_environment_renders_is_refused_by_the_api(scene: SceneRun) -> None:
+    out = scene.done.stdout.splitlines()
     lines = [line.removeprefix("API on ") for line in out if line.startswith("API on ")]
     refused = dict(line.split(": refused: ", 1) for line in lines if ": refused: " in line)
     assert {rule: message.split(" is invalid: ")[1] for rule, message in refused.items()} == {
@@ -125,30 +110,30 @@ def test_every_rule_the_environment_renders_is_refused_by_the_api(ran: SceneRun)
             '"gpu-health","trainyard.dev/box-scene":"changed"}}: field is immutable'
         ),
     }
-    assert "API on WorkloadPriorityClass value: admitted (mutable)" in ran.scene.stdout.splitlines()
+    assert "API on WorkloadPriorityClass value: admitted (mutable)" in scene.done.stdout.splitlines()
 
 
-def test_the_box_is_back_on_its_rendering(ran: SceneRun) -> None:
+def test_the_box_is_back_on_its_rendering(scene: SceneRun) -> None:
     """What the controllers and the API hold now, against the committed rendered/ files."""
-    assert "original rendering synced back: True" in ran.scene.stdout.splitlines()
-    priority = ran.kube.get("scheduling.k8s.io/v1", "PriorityClass", "training")
+    assert "original rendering synced back: True" in scene.done.stdout.splitlines()
+    priority = scene.kube.get("scheduling.k8s.io/v1", "PriorityClass", "training")
     assert priority is not None and priority["value"] == 900000
     rendered = yaml.safe_load(
         (
             ROOT / "rendered" / ENV / "overflow" / "trainyard-system" / "configmap-overflow-gate-policy.yaml"
         ).read_text(encoding="utf-8")
     )
-    live = ran.kube.get("v1", "ConfigMap", "overflow-gate-policy", "trainyard-system")
+    live = scene.kube.get("v1", "ConfigMap", "overflow-gate-policy", "trainyard-system")
     assert live is not None and live["data"] == rendered["data"]
-    queues = ran.kube.list("kueue.x-k8s.io/v1beta2", "ClusterQueue")
+    queues = scene.kube.list("kueue.x-k8s.io/v1beta2", "ClusterQueue")
     assert queues and all(is_true(q, "Active") for q in queues)
-    assert not ran.kube.list("v1", "Pod", "foundation", label_selector="trainyard.dev/box-scene")
+    assert not scene.kube.list("v1", "Pod", "foundation", label_selector="trainyard.dev/box-scene")
 
 
-def test_the_migration_for_a_refused_change_reaches_the_cluster(ran: SceneRun) -> None:
+def test_the_migration_for_a_refused_change_reaches_the_cluster(scene: SceneRun) -> None:
     """The pool renamed with new levels (docs/immutable-fields.md): the old flavor and topology
     are gone after the prune, so Kueue lifted its finalizers; the queues hold the new flavor."""
-    lines = ran.scene.stdout.splitlines()
+    lines = scene.done.stdout.splitlines()
     assert (
         "migration: pool train-h100 renamed train-h100-v2 with levels [kubernetes.io/hostname]; "
         "check: nothing refused"
@@ -163,5 +148,5 @@ def test_the_migration_for_a_refused_change_reaches_the_cluster(ran: SceneRun) -
     assert (
         "  renamed back the same way; pruned: Topology train-h100-v2, ResourceFlavor train-h100-v2" in lines
     )
-    flavors = {f["metadata"]["name"] for f in ran.kube.list("kueue.x-k8s.io/v1beta2", "ResourceFlavor")}
+    flavors = {f["metadata"]["name"] for f in scene.kube.list("kueue.x-k8s.io/v1beta2", "ResourceFlavor")}
     assert flavors == {"train-h100", "infer-l40s"}  # rendered/staging/kueue/resourceflavor-*.yaml

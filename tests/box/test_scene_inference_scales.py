@@ -14,49 +14,36 @@ holds 8, the mock 1: the scene asks for 9 = min(12, 8 + 1) with a load of 9 x 4 
 from __future__ import annotations
 
 import re
-import subprocess
-from dataclasses import dataclass
 
 import pytest
 
-from generators.box.kube import Kube, wait_for
-from tests.support.box import UpBox
+from generators.box.kube import wait_for
+from tests.support.box import SceneRun
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
-BOX_ENV = ENV = "staging"  # a box of its own (tests/box/conftest.py)
+BOX_ENV = ENV = "staging"  # a box of its own, the scene run once on it (tests/box/conftest.py)
+SCENE = "inference-scales"
 SCENE_SECONDS = 900
 
 
-@dataclass
-class Scene:
-    kube: Kube
-    done: subprocess.CompletedProcess[str]
-
-
-@pytest.fixture(scope="module")
-def scene(box: UpBox) -> Scene:
-    """The scene run once on the module's box, from the CLI."""
-    return Scene(box.kube, box.run("box", "scene", "inference-scales", ENV, timeout=SCENE_SECONDS))
-
-
-def _line(scene: Scene, pattern: str) -> re.Match[str]:
+def _line(scene: SceneRun, pattern: str) -> re.Match[str]:
     found = re.search(pattern, scene.done.stdout, re.MULTILINE)
     assert found is not None, f"{pattern!r} not in:\n{scene.done.stdout}\n{scene.done.stderr[-4000:]}"
     return found
 
 
-def test_the_scene_passes(scene: Scene) -> None:
+def test_the_scene_passes(scene: SceneRun) -> None:
     assert scene.done.returncode == 0, scene.done.stdout + scene.done.stderr[-4000:]
 
 
-def test_the_adapter_serves_the_load_through_the_aggregator(scene: Scene) -> None:
+def test_the_adapter_serves_the_load_through_the_aggregator(scene: SceneRun) -> None:
     """The rendered adapter, reached by the real aggregator: 0 at rest, 36 under load."""
     found = _line(scene, r"vllm_num_requests_waiting = (\S+) at rest, (\S+) under load")
     assert found.groups() == ("0", "36")
 
 
-def test_the_hpa_controller_asked_for_what_the_load_needs(scene: Scene) -> None:
+def test_the_hpa_controller_asked_for_what_the_load_needs(scene: SceneRun) -> None:
     """kube-controller-manager's HPA controller: ceil(36 / 4) = 9, within 2..12, in steps
     (scale-up policy: at most max(4 pods, 100%) per 15 s, so 2 -> 6 -> 9)."""
     assert _line(scene, r"HPA desiredReplicas (\d+) \(wanted (\d+)\)").groups() == ("9", "9")
@@ -65,7 +52,7 @@ def test_the_hpa_controller_asked_for_what_the_load_needs(scene: Scene) -> None:
     assert sizes and sizes[-1] == 9 and sizes == sorted(sizes), events
 
 
-def test_the_replicaset_made_them_and_the_surplus_spilled(scene: Scene) -> None:
+def test_the_replicaset_made_them_and_the_surplus_spilled(scene: SceneRun) -> None:
     """8 replicas on the pool's 8 nodes, the 9th on vk-mock once the gate opened."""
     assert _line(scene, r"Deployment replicas (\d+), ReplicaSet replicas (\d+)").groups() == ("9", "9")
     assert _line(scene, r"gates open \(no \S+ taint\): (.*)$").group(1) == "vk-mock"
@@ -73,7 +60,7 @@ def test_the_replicaset_made_them_and_the_surplus_spilled(scene: Scene) -> None:
     assert placed.groups() == ("8", "vk-mock: 1", "0")
 
 
-def test_the_scene_removed_its_deployment(scene: Scene) -> None:
+def test_the_scene_removed_its_deployment(scene: SceneRun) -> None:
     wait_for(
         lambda: scene.kube.get("apps/v1", "Deployment", "chat-api", "serving-staging") is None,
         60,

@@ -33,6 +33,8 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
+from generators.box.httpd import Background
+
 Obj = dict[str, Any]
 
 
@@ -85,9 +87,7 @@ class InterLinkStandIn:
             def log_message(self, format: str, *args: object) -> None:
                 pass  # a unix socket has no client address to log; the record is the log
 
-        self._server = _Server(str(socket_path), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self._serving = Background(_Server(str(socket_path), Handler)).start()
 
     @property
     def url(self) -> str:
@@ -121,9 +121,7 @@ class InterLinkStandIn:
             return list(self.record.calls)
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        self._serving.stop()
         self.socket_path.unlink(missing_ok=True)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from generators.box.scenes.workloads import workload_of
 from tests.controlplane.kube import Kube, Obj, condition, is_true, wait_for
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -48,16 +49,6 @@ def gpu_job(
             "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
         },
     }
-
-
-def workload_of(kube: Kube, job: Obj) -> Obj | None:
-    """The Workload Kueue created for `job` (owned by it), if any yet."""
-    uid = job["metadata"]["uid"]
-    for workload in kube.list("kueue.x-k8s.io/v1beta2", "Workload", job["metadata"]["namespace"]):
-        owners = workload["metadata"].get("ownerReferences") or []
-        if any(owner.get("uid") == uid for owner in owners):
-            return workload
-    return None
 
 
 def submit(kube: Kube, job: Obj) -> Obj:

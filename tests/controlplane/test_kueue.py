@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from generators.box.scenes.workloads import workload_of
 from tests.controlplane.fixtures import KueueScene, kueue_scene
 from tests.controlplane.harness import ControlPlane
 from tests.controlplane.jobs import (
@@ -25,7 +26,6 @@ from tests.controlplane.jobs import (
     wait_admitted,
     wait_pending,
     wait_preempted,
-    workload_of,
 )
 from tests.controlplane.kube import Kube, Obj, condition, is_true, wait_true
 from tests.controlplane.manifests import apply_all, environment_objects

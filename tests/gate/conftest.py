@@ -7,11 +7,11 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 import requests
 
+from generators.box.httpd import Background, exposition_handler
 from tests.support.httpserver import QuietHTTPServer
 from tests.support.prometheus import prometheus_server
 
@@ -26,24 +26,8 @@ class Exporter:
         self.metric = metric
         self._lock = threading.Lock()
         self._series: list[tuple[str, float]] = []
-        exporter = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                body = exporter.render().encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass  # scrapes every second would drown the test output
-
-        self._server = QuietHTTPServer(("127.0.0.1", 0), Handler)
-        self.port: int = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self._serving = Background(QuietHTTPServer(("127.0.0.1", 0), exposition_handler(self.render))).start()
+        self.port = self._serving.port
 
     def set(self, value: float) -> None:
         """Export exactly one series with `value`."""
@@ -62,9 +46,7 @@ class Exporter:
         return "\n".join(lines) + "\n"
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        self._serving.stop()
 
     def __enter__(self) -> Exporter:
         return self

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import http.client
 import os
-import threading
 import urllib.parse
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
@@ -40,6 +39,7 @@ from typing import Any
 import requests
 import yaml
 
+from generators.box.httpd import Background
 from tests.controlplane.daemon import Daemon, free_port
 from tests.monitoring import servicemonitor
 from tests.monitoring.scrape_cluster import NodePlan
@@ -103,10 +103,8 @@ class PodNetwork:
             def log_message(self, format: str, *args: object) -> None:
                 pass  # a line per scrape would drown the log
 
-        self._server = QuietHTTPServer(("127.0.0.1", 0), Forward)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self._serving = Background(QuietHTTPServer(("127.0.0.1", 0), Forward)).start()
+        self.url = f"http://127.0.0.1:{self._serving.port}"
 
     def route(self, address: str, port: int) -> int:
         """A free local port for `address:port` (where the process must listen)."""
@@ -115,9 +113,7 @@ class PodNetwork:
         return local
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        self._serving.stop()
 
 
 def _probe_url(workload: Obj, network: PodNetwork, address: str) -> str:

@@ -20,14 +20,12 @@ from typing import Any
 
 import yaml
 
+from generators.box.charts import template_argv
 from generators.spec.load import load_environment
 from generators.upstream.charts import KUBE_PROMETHEUS_STACK, Chart
 from tests.support import ROOT, archive, tool
-from tools.toolchain import PINS
 
 CHART = KUBE_PROMETHEUS_STACK.archive
-# The apiserver the tests run; helm's Capabilities.KubeVersion gates some templates.
-KUBE_VERSION = PINS["kube-apiserver"].removeprefix("v")
 # kube-state-metrics' and node-exporter's templates in the chart's output.
 KSM_SOURCE = "kube-prometheus-stack/charts/kube-state-metrics/templates/"
 NODE_EXPORTER_SOURCE = "kube-prometheus-stack/charts/prometheus-node-exporter/templates/"
@@ -64,18 +62,7 @@ def helm_template(chart: Chart, namespace: str, values: Path | None) -> str:
     """`helm template` of pinned chart `chart` as its release in `namespace` with `values`: the
     documents, each with its `# Source:` line. Helm runs with empty homes: no repository,
     plugin or user config."""
-    argv = [
-        str(tool("helm")),
-        "template",
-        chart.release,
-        str(archive(chart.archive)),
-        "--namespace",
-        namespace,
-        "--kube-version",
-        KUBE_VERSION,
-    ]
-    if values is not None:
-        argv += ["-f", str(values)]
+    argv = template_argv(tool("helm"), archive(chart.archive), chart.release, namespace, values)
     home = _helm_home()
     isolated = {**os.environ, **{f"HELM_{kind}_HOME": str(home / kind.lower()) for kind in HELM_HOMES}}
     done = subprocess.run(argv, capture_output=True, text=True, env=isolated, timeout=120, check=False)

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 from tests.support import CORPUS
 
-OVERFLOW = """\
-overflow:
-  providers:
-    - name: cheap
+# One mock provider; the two below differ in name, GPU model and price only.
+PROVIDER = """\
+    - name: {name}
       type: mock
-      image: {repository: ghcr.io/example/vk, tag: v1.13.0}
-      credentialsSecret: {name: cheap, key: token}
-      config: {cpu: "8", memory: 64Gi, pods: "110"}
+      image: {{repository: ghcr.io/example/vk, tag: v1.13.0}}
+      credentialsSecret: {{name: {name}, key: token}}
+      config: {{cpu: "8", memory: 64Gi, pods: "110"}}
       gpus: 8
-      gpuModel: L4
-      costPerGpuHourUsd: 0.8
+      gpuModel: {model}
+      costPerGpuHourUsd: {cost}
+"""
+OVERFLOW = (
+    "overflow:\n  providers:\n"
+    + PROVIDER.format(name="cheap", model="L4", cost=0.8)
+    + """\
   gate:
     prometheusUrl: http://prometheus:9090
     closeWhenFreeGpusAtLeast: 16
@@ -34,16 +38,8 @@ overflow:
       maxReplicas: 4
       metric: {name: queue_depth, averageValue: "5"}
 """
-SECOND_PROVIDER = """\
-    - name: dear
-      type: mock
-      image: {repository: ghcr.io/example/vk, tag: v1.13.0}
-      credentialsSecret: {name: dear, key: token}
-      config: {cpu: "8", memory: 64Gi, pods: "110"}
-      gpus: 8
-      gpuModel: H100
-      costPerGpuHourUsd: 3.5
-"""
+)
+SECOND_PROVIDER = PROVIDER.format(name="dear", model="H100", cost=3.5)
 # The default free-GPU query counts only pools inference can use: give it one.
 INFERENCE_POOL = """\
   - name: serve

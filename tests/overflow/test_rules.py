@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -13,24 +11,13 @@ from trainyard_gate.overflow.policy import load as load_taint_policy
 
 from generators.components.overflow.inference import inference_pod_snippet
 from generators.model.load import load
-from tests.support import ROOT
+from tests.support import ROOT, mappings
 
 from .conftest import ENVIRONMENTS, Obj, objects, one, overflow_envs, rendered
 
 OVERFLOW_ENVS = overflow_envs()
 PLUGIN_SET_KEYS = {"presort", "sort", "deschedule", "balance", "filter", "preevictionfilter"}
 PINNED_IMAGE = re.compile(r"^[a-z0-9][a-z0-9./_:-]*[a-z0-9]:(?!latest$)[\w][\w.-]*(@sha256:[a-f0-9]{64})?$")
-
-
-def _walk(value: Any) -> Iterator[dict[str, Any]]:
-    """Every mapping nested anywhere in `value`."""
-    if isinstance(value, dict):
-        yield value
-        for item in value.values():
-            yield from _walk(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _walk(item)
 
 
 def _embedded(obj: Obj, key: str) -> Obj:
@@ -75,7 +62,7 @@ def test_shipped_environments_have_the_expected_overflow() -> None:
 @pytest.mark.parametrize("env", ENVIRONMENTS)
 def test_no_noexecute_taint_or_toleration_anywhere(env: str) -> None:
     for obj in _all_rendered(env):
-        for mapping in _walk(obj):
+        for mapping in mappings(obj):
             assert mapping.get("effect") != "NoExecute", (env, obj["kind"], obj["metadata"]["name"])
             if mapping.get("name") == "VKUBELET_TAINT_EFFECT":
                 assert mapping["value"] == "NoSchedule"

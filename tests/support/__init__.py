@@ -9,7 +9,8 @@
   (ToolNotInstalled's message), never skips: CI and `make test` provision every pin;
 - scratch repositories and the in-process CLI: tests/support/scratch.py;
 - the pinned Prometheus, started, read and stopped: tests/support/prometheus.py;
-- commands a doc or a rendered installer header states: tests/support/recipes.py.
+- commands a doc or a rendered installer header states: tests/support/recipes.py;
+- `mappings(value)`: every mapping nested in a parsed YAML/JSON document.
 
 Import from here, not from a conftest.py: a conftest holds fixtures and hooks, which pytest
 finds by itself (its docs advise against importing conftest modules).
@@ -17,8 +18,9 @@ finds by itself (its docs advise against importing conftest modules).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -29,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus"
 GATE_DIR = ROOT / "gate"
 
-__all__ = ["CORPUS", "GATE_DIR", "ROOT", "archive", "free_port", "tool", "tools"]
+__all__ = ["CORPUS", "GATE_DIR", "ROOT", "archive", "free_port", "mappings", "tool", "tools"]
 
 # Appended to ToolNotInstalled's own message (which names `python tools/install.py NAME`).
 PROVISIONED = "CI and `make test` provision every pinned tool and archive first: make tools"
@@ -64,3 +66,14 @@ def archive(name: str) -> Path:
         return archive_path(name)
     except ToolNotInstalled as error:
         _missing([str(error)])
+
+
+def mappings(value: Any) -> Iterator[dict[str, Any]]:
+    """Every mapping nested anywhere in `value` (a parsed YAML or JSON document), outermost first."""
+    if isinstance(value, dict):
+        yield value
+        for item in value.values():
+            yield from mappings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from mappings(item)

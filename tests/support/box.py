@@ -95,6 +95,18 @@ class UpBox:
         return run_cli(*args, box_dir=self.box_dir, timeout=timeout)
 
 
+@dataclass
+class SceneRun:
+    """`box scene NAME ENV` run once through the CLI on a module's box, as a user runs it."""
+
+    kube: Kube
+    done: subprocess.CompletedProcess[str]
+
+
+def run_scene(box: UpBox, scene: str, timeout: float) -> SceneRun:
+    return SceneRun(box.kube, box.run("box", "scene", scene, box.env, timeout=timeout))
+
+
 def log_tails(folder: Path, lines: int = LOG_LINES) -> str:
     """The last `lines` lines of every log under the run directory `folder`: kwokctl's
     components (kwok/clusters/*/logs, or logs/ where a failed `up` copied them) and every

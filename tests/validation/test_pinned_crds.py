@@ -11,13 +11,13 @@ import shutil
 import stat
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from generators.box.httpd import Background
 from generators.validation.pinned_crds import (
     CRDS_ENV,
     FETCH_COMMAND,
@@ -153,14 +153,10 @@ def mirror(crd_dir: Path) -> Iterator[Mirror]:
         def log_message(self, format: str, *args: object) -> None:  # quiet test output
             pass
 
-    server = QuietHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    served.url = f"http://127.0.0.1:{server.server_address[1]}"
+    serving = Background(QuietHTTPServer(("127.0.0.1", 0), Handler)).start()
+    served.url = f"http://127.0.0.1:{serving.port}"
     yield served
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    serving.stop()
 
 
 def _cli(root: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -8,7 +8,6 @@ import re
 import shutil
 import stat
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,19 +34,10 @@ from generators.validation.schemastore import (
     strict_dir_name,
     verify_crds,
 )
+from tests.support import mappings
 from tools.toolchain import CACHE_ENV
 
 from .conftest import KUBERNETES_VERSION
-
-
-def _walk(node: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(node, dict):
-        yield node
-        for value in node.values():
-            yield from _walk(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _walk(value)
 
 
 def _deref(root: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
@@ -129,7 +119,7 @@ def test_every_file_is_standalone_draft4_and_reasonably_small(schema_dir: Path) 
         assert path.stat().st_size < 1_000_000, path.name
         schema = json.loads(path.read_text())
         assert schema["$schema"] == DRAFT4, path.name
-        refs = {n["$ref"] for n in _walk(schema) if isinstance(n.get("$ref"), str)}
+        refs = {n["$ref"] for n in mappings(schema) if isinstance(n.get("$ref"), str)}
         local = {f"#/definitions/{name}" for name in schema.get("definitions", {})}
         assert refs <= local, f"{path.name} is not standalone: {sorted(refs - local)[:3]}"
     assert total < 20_000_000

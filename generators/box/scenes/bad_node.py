@@ -46,17 +46,22 @@ from generators.box import dcgm_fake
 from generators.box.cluster import Cluster
 from generators.box.kube import Kube, Obj, is_true, wait_for
 from generators.box.nodes import HOSTNAME
+from generators.box.scenes.workloads import (
+    RUN_FOR,
+    SCENE_LABEL,
+    TRAINER_IMAGE,
+    gpu_container,
+    pool_tolerations,
+    scene_object,
+    training_job,
+    workload_of,
+)
 from generators.model.environment import Environment
 from generators.model.health import REASON_ANNOTATION, SINCE_ANNOTATION, TAINT_KEY, Condition, Controller
 from generators.model.types import Pool
 
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-SCENE_LABEL = "trainyard.dev/box-scene"
 HEALTH_PROCESS = "gpu-health"  # the rendered Deployment's name: the box's process name
 TRAINERS = 3  # training pods of half a node: on two nodes or three, one node keeps room for a fourth
-RUN_FOR = "trainyard.dev/box-run-for"  # the box's pod-complete Stage holds a Job pod Running this long
 RUN_FOR_VALUE = "1h"  # longer than the scene; it deletes the Job when done
 SLACK_SECONDS = 120  # each reaction beyond the spec's own durations, on 2 busy cores
 HOT_ABOVE_LIMIT = 7  # degrees above gpuTempLimitCelsius the bad GPU reads
@@ -230,27 +235,13 @@ def _condition(controller: Controller, spec_key: str) -> Condition:
     raise ValueError(f"health.conditions.{spec_key} is disabled: the scene needs it")
 
 
-def _gpus(pool: Pool, share: int) -> dict[str, str]:
-    count = str(pool.gpus_per_node // share)
-    return {pool.gpu_resource: count}
-
-
-def _pod_spec(pool: Pool, tier: str | None, image: str, share: int) -> Obj:
-    tolerations = [
-        {"key": t.key, "operator": "Equal", "value": t.value or "", "effect": t.effect} for t in pool.taints
-    ]
-    gpus = _gpus(pool, share)
+def _pod_spec(pool: Pool, share: int) -> Obj:
+    """Half a node (`share` 2) of the pool, with its node labels and tolerations."""
+    container = gpu_container(pool, TRAINER_IMAGE, pool.gpus_per_node // share)
     return {
-        **({"priorityClassName": tier} if tier else {}),
-        "tolerations": tolerations,
+        "tolerations": pool_tolerations(pool),
         "nodeSelector": dict(pool.node_labels),
-        "containers": [
-            {
-                "name": "main",
-                "image": image,
-                "resources": {"requests": {**gpus, "cpu": "1", "memory": "1Gi"}, "limits": gpus},
-            }
-        ],
+        "containers": [container],
     }
 
 
@@ -258,7 +249,7 @@ def _deployment(name: str, namespace: str, pool: Pool) -> Obj:
     """The fallback for a box whose KWOK completes Job pods at once: class-less pods (the
     rendered policy gives them the outside-Kueue tier), one per node, half a node each."""
     labels = {SCENE_LABEL: name}
-    spec = _pod_spec(pool, None, "registry.example/trainer:1", 2)
+    spec = _pod_spec(pool, 2)
     spec["affinity"] = {
         "podAntiAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": [
@@ -266,16 +257,14 @@ def _deployment(name: str, namespace: str, pool: Pool) -> Obj:
             ]
         }
     }
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "spec": {
-            "replicas": TRAINERS,
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": spec},
-        },
-    }
+    template = {"metadata": {"labels": labels}, "spec": spec}
+    return scene_object(
+        "apps/v1",
+        "Deployment",
+        name,
+        namespace,
+        {"replicas": TRAINERS, "selector": {"matchLabels": labels}, "template": template},
+    )
 
 
 def _job(
@@ -283,23 +272,10 @@ def _job(
 ) -> Obj:
     """A training Job through the team's queue: `pods` pods of half a node, held Running by
     the box's pod-complete Stage for RUN_FOR_VALUE; pinned to `node` if given."""
-    spec = _pod_spec(pool, tier, "registry.example/trainer:1", 2)
-    spec["restartPolicy"] = "Never"
+    spec = _pod_spec(pool, 2)
     if node:
         spec["nodeSelector"] = {**spec["nodeSelector"], HOSTNAME: node}
-    labels = {QUEUE_LABEL: queue, PRIORITY_LABEL: tier, SCENE_LABEL: name}
-    template = {"labels": {SCENE_LABEL: name}, "annotations": {RUN_FOR: RUN_FOR_VALUE}}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "spec": {
-            "suspend": True,
-            "parallelism": pods,
-            "completions": pods,
-            "template": {"metadata": template, "spec": spec},
-        },
-    }
+    return training_job(name, namespace, queue, tier, pods, spec, run_for=RUN_FOR_VALUE)
 
 
 def holds_job_pods(folder: Path, cluster: str) -> bool:
@@ -307,14 +283,6 @@ def holds_job_pods(folder: Path, cluster: str) -> bool:
     (the kwok-controller's configuration kwokctl wrote) read the annotation."""
     config = Cluster(cluster, folder / "kwok").folder / "kwok.yaml"
     return config.is_file() and RUN_FOR in config.read_text(encoding="utf-8")
-
-
-def _workload_of(kube: Kube, job: Obj) -> Obj | None:
-    uid = job["metadata"]["uid"]
-    for workload in kube.list(KUEUE_API, "Workload", job["metadata"]["namespace"]):
-        if any(o.get("uid") == uid for o in workload["metadata"].get("ownerReferences") or []):
-            return workload
-    return None
 
 
 def _taint(node: Obj | None) -> str | None:
@@ -540,7 +508,7 @@ def _pods_on(kube: Kube, job: Obj, node: str) -> list[str]:
 
 def _refusal(kube: Kube, job: Obj) -> str | None:
     """Kueue's message while it keeps the pinned Job's Workload unadmitted; 'admitted' if it did."""
-    workload = _workload_of(kube, job)
+    workload = workload_of(kube, job)
     if workload is None:
         return None
     if is_true(workload, "Admitted"):

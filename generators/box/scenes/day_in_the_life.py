@@ -31,17 +31,19 @@ from typing import Any
 
 from generators.box.kube import Kube, Obj, condition, is_true, wait_for
 from generators.box.scenes.context import SceneContext
-from generators.box.scenes.gang_placement import workload_of
+from generators.box.scenes.workloads import (
+    SCENE_LABEL,
+    TRAINER_IMAGE,
+    gpu_container,
+    training_job,
+    workload_of,
+)
 from generators.box.speed import seconds_of
 from generators.components.overflow.inference import inference_pod_snippet
 from generators.model.environment import Environment
 from generators.model.overflow import InferenceService, Overflow, Provider
 from generators.model.types import Pool
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-SCENE_LABEL = "trainyard.dev/box-scene"
-RUN_FOR = "trainyard.dev/box-run-for"  # read by the box's pod-complete Stage
 INFERENCE_GPUS = 2  # per inference pod: small enough that several share a node, as vLLM replicas do
 REACT_SECONDS = 180  # any single controller reaction on 2 busy cores
 POLL_SECONDS = 1.0
@@ -119,15 +121,9 @@ def _owner(env: Environment, service: InferenceService) -> str:
 
 def deployment(p: Plan) -> Obj:
     """The serving team's Deployment, its pod spec the documented snippet plus a container."""
-    gpu = p.pool.gpu_resource
-    container = {
-        "name": "server",
-        "image": "registry.example/chat-api:1",
-        "resources": {
-            "requests": {gpu: str(INFERENCE_GPUS), "cpu": "8", "memory": "64Gi"},
-            "limits": {gpu: str(INFERENCE_GPUS)},
-        },
-    }
+    container = gpu_container(
+        p.pool, "registry.example/chat-api:1", INFERENCE_GPUS, name="server", cpu="8", memory="64Gi"
+    )
     spec = {**inference_pod_snippet(p.overflow, p.service), "containers": [container]}
     labels = dict(p.service.pod_selector)
     return {
@@ -147,31 +143,20 @@ def deployment(p: Plan) -> Obj:
 
 
 def gang_job(p: Plan, name: str) -> Obj:
-    gpu, gpus = p.pool.gpu_resource, str(p.pool.gpus_per_node)
-    container = {
-        "name": "train",
-        "image": "registry.example/trainer:1",
-        "resources": {"requests": {gpu: gpus, "cpu": "16", "memory": "128Gi"}, "limits": {gpu: gpus}},
-    }
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": p.namespace,
-            "labels": {QUEUE_LABEL: p.queue, PRIORITY_LABEL: p.tier, SCENE_LABEL: name},
-        },
-        "spec": {
-            "suspend": True,
-            "parallelism": p.gang,
-            "completions": p.gang,
-            "completionMode": "Indexed",
-            "template": {
-                "metadata": {"annotations": {RUN_FOR: f"{p.run_seconds}s"}},
-                "spec": {"priorityClassName": p.tier, "restartPolicy": "Never", "containers": [container]},
-            },
-        },
-    }
+    """The gang: whole nodes of the inference pool, Running for the plan's `run_seconds`."""
+    container = gpu_container(
+        p.pool, TRAINER_IMAGE, p.pool.gpus_per_node, name="train", cpu="16", memory="128Gi"
+    )
+    return training_job(
+        name,
+        p.namespace,
+        p.queue,
+        p.tier,
+        p.gang,
+        {"containers": [container]},
+        indexed=True,
+        run_for=f"{p.run_seconds}s",
+    )
 
 
 @dataclass

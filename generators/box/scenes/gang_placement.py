@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
 
 from generators.box.kube import Kube, Obj, is_true, wait_for
 from generators.box.nodes import HOSTNAME
+from generators.box.scenes.workloads import (
+    TRAINER_IMAGE,
+    gpu_container,
+    pool_tolerations,
+    scene_object,
+    training_job,
+    workload_of,
+)
 from generators.model.environment import Environment
 from generators.model.types import Pool
 
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-SCENE_LABEL = "trainyard.dev/box-scene"
 SECONDS = 120  # each controller reaction, on 2 busy cores
 
 
@@ -64,62 +67,22 @@ def _topology_pool(env: Environment) -> tuple[Pool, str, str]:
     raise ValueError(f"{env.name} has no topology-aware queue: the gang-placement scene needs one")
 
 
-def _gpu_container(pool: Pool, image: str) -> Obj:
-    gpus = str(pool.gpus_per_node)
-    return {
-        "name": "main",
-        "image": image,
-        "resources": {
-            "requests": {pool.gpu_resource: gpus, "cpu": "1", "memory": "1Gi"},
-            "limits": {pool.gpu_resource: gpus},
-        },
-    }
-
-
 def _job(name: str, namespace: str, queue: str, pool: Pool, pods: int, tier: str | None) -> Obj:
-    labels = {QUEUE_LABEL: queue, SCENE_LABEL: name}
-    if tier:
-        labels[PRIORITY_LABEL] = tier
-    container = _gpu_container(pool, "registry.example/trainer:1")
-    spec: dict[str, Any] = {"restartPolicy": "Never", "containers": [container]}
-    if tier:
-        spec["priorityClassName"] = tier
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "spec": {
-            "suspend": True,
-            "parallelism": pods,
-            "completions": pods,
-            "completionMode": "Indexed",
-            "template": {"spec": spec},
-        },
-    }
-
-
-def workload_of(kube: Kube, job: Obj) -> Obj | None:
-    uid = job["metadata"]["uid"]
-    for workload in kube.list(KUEUE_API, "Workload", job["metadata"]["namespace"]):
-        if any(o.get("uid") == uid for o in workload["metadata"].get("ownerReferences") or []):
-            return workload
-    return None
+    """A gang of `pods` whole nodes with no topology annotation and no node selector: Kueue's
+    flavor and topology assignment place it (the README's kind of Job)."""
+    container = gpu_container(pool, TRAINER_IMAGE, pool.gpus_per_node)
+    return training_job(name, namespace, queue, tier, pods, {"containers": [container]}, indexed=True)
 
 
 def _occupant(pool: Pool, namespace: str, host: str, name: str) -> Obj:
-    tolerations = [
-        {"key": t.key, "operator": "Equal", "value": t.value or "", "effect": t.effect} for t in pool.taints
-    ]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": {SCENE_LABEL: name}},
-        "spec": {
-            "nodeSelector": {HOSTNAME: host},
-            "tolerations": tolerations,
-            "containers": [_gpu_container(pool, "registry.example/occupant:1")],
-        },
+    """A plain pod (not Kueue's) taking a whole node `host`."""
+    container = gpu_container(pool, "registry.example/occupant:1", pool.gpus_per_node)
+    spec = {
+        "nodeSelector": {HOSTNAME: host},
+        "tolerations": pool_tolerations(pool),
+        "containers": [container],
     }
+    return scene_object("v1", "Pod", name, namespace, spec)
 
 
 def gang_placement(kube: Kube, env: Environment) -> GangPlacement:

@@ -9,10 +9,10 @@ from typing import Any
 
 from generators.box import manifests
 from generators.box.kube import FIELD_MANAGER, Kube, Obj
+from generators.box.scenes.workloads import SCENE_LABEL
 from generators.errors import format_path
 from generators.gitops import immutable
 
-SCENE_LABEL = "trainyard.dev/box-scene"
 NEW_LEVEL = "topology.trainyard.dev/zone"  # prepended to a Topology's levels (never applied)
 
 

@@ -33,7 +33,7 @@ from typing import Any
 from generators.box import manifests
 from generators.box.kube import Kube, Obj
 from generators.box.scenes.context import SceneContext
-from generators.box.scenes.immutable_api import NEW_LEVEL, SCENE_LABEL, plain_apply, table_on_api
+from generators.box.scenes.immutable_api import NEW_LEVEL, plain_apply, table_on_api
 from generators.box.scenes.immutable_migration import (
     Migration,
     check_lines,
@@ -42,6 +42,7 @@ from generators.box.scenes.immutable_migration import (
     queues_active,
     spec_copy,
 )
+from generators.box.scenes.workloads import SCENE_LABEL, scene_object
 from generators.components.priorities import PODSET_LABEL
 from generators.diff.fields import FieldChange, changed_fields
 from generators.pipeline.render import objects as objects_of
@@ -148,17 +149,12 @@ def _pod(namespace: str, name: str, tier: str) -> Obj:
     """A pod that stays Pending (no node has the label): its priority is set at admission.
     It carries Kueue's podset label as a stand-in for a pod of a Job Kueue started: only
     those may run at a training tier in a team namespace (docs/scheduling.md)."""
-    labels = {SCENE_LABEL: name, PODSET_LABEL: "main"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "spec": {
-            "priorityClassName": tier,
-            "nodeSelector": {SCENE_LABEL: "nowhere"},
-            "containers": [{"name": "main", "image": "registry.example/idle:1"}],
-        },
+    spec = {
+        "priorityClassName": tier,
+        "nodeSelector": {SCENE_LABEL: "nowhere"},
+        "containers": [{"name": "main", "image": "registry.example/idle:1"}],
     }
+    return scene_object("v1", "Pod", name, namespace, spec, **{PODSET_LABEL: "main"})
 
 
 def _live(kube: Kube, obj: Obj) -> Obj | None:

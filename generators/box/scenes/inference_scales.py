@@ -37,6 +37,7 @@ from typing import Any
 
 from generators.box import monitoring
 from generators.box.kube import Kube, Obj, condition, wait_for
+from generators.box.scenes.workloads import SCENE_LABEL
 from generators.box.series import SyntheticSeries, write_target
 from generators.components.overflow.inference import inference_pod_snippet
 from generators.k8s import quantity
@@ -44,7 +45,6 @@ from generators.model.environment import Environment
 from generators.model.overflow import InferenceService, inference_pools
 from generators.model.types import Pool
 
-SCENE_LABEL = "trainyard.dev/box-scene"
 ADAPTER_SECONDS = 180  # the adapter lists series every --metrics-relist-interval (1m)
 HPA_SECONDS = 180  # HPA sync period 15 s, a few scale-up steps
 SPILL_SECONDS = 300  # the gate's openAfterSeconds and reconcile interval, then the scheduler
