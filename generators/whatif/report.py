@@ -7,7 +7,12 @@ replay.py), so it is tested with literals (tests/whatif/test_report.py):
 - p50 / p95: nearest rank (the smallest wait with at least p% of the waits at or below it),
   so every figure is a wait that happened, not an interpolation;
 - admitted GPU-hours: GPUs x the time each admission held until its eviction or finish;
-- preemptions: one per Preempted condition Kueue set, named preemptor -> victim.
+- preemptions: one per Preempted condition Kueue set, named preemptor -> victim;
+- per-pool utilisation: GPUs x the time each of the replay's pods was bound to a node of the
+  pool (bound to Succeeded, Failed or deleted), over the pool's GPUs in the spec (every node,
+  the reserve too) x the trace seconds the replay observed;
+- quarantines: each quarantine taint the health controller put on a node during the replay,
+  and node-seconds from when it was seen until it was seen gone (or the replay ended).
 """
 
 from __future__ import annotations
@@ -26,6 +31,29 @@ class Preemption:
     preemptor: str  # job name, or "?" when Kueue named a workload the replay did not create
     reason: str  # Kueue's condition reason: InClusterQueue, InCohortReclamation, ...
     at: float  # trace seconds
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One pod of the replay on the node the scheduler bound it to, in trace seconds."""
+
+    job: str
+    pool: str  # the node's trainyard.dev/pool label
+    node: str
+    gpus: int
+    start: float  # first seen bound
+    end: float  # first seen Succeeded, Failed or deleted (else when the replay ended)
+
+
+@dataclass(frozen=True)
+class Quarantine:
+    """A quarantine taint the health controller set on a node, in trace seconds."""
+
+    node: str
+    pool: str
+    reason: str  # the taint's value
+    start: float
+    end: float  # seen gone, else when the replay ended
 
 
 @dataclass(frozen=True)
@@ -215,14 +243,75 @@ def _preemption_lines(pairs: list[tuple[str, str, int]]) -> list[str]:
 class Side:
     label: str  # "head" or "base <ref>"
     outcomes: tuple[Outcome, ...]
+    bound: tuple[Bound, ...] = ()
+    quarantines: tuple[Quarantine, ...] = ()
+    capacity: tuple[tuple[str, int], ...] = ()  # (pool, GPUs) of the side's spec
+    span: float = 0.0  # trace seconds the replay observed
+
+
+@dataclass(frozen=True)
+class PoolUse:
+    pool: str
+    gpus: int  # the pool's GPUs in the spec
+    gpu_hours: float  # GPU-hours the replay's pods were bound there
+    utilisation: float  # gpu_hours / (gpus x span), 0 to 1
+
+
+def pool_use(side: Side) -> list[PoolUse]:
+    """One row per pool of the side's spec, in the spec's order."""
+    held: dict[str, float] = {}
+    for pod in side.bound:
+        held[pod.pool] = held.get(pod.pool, 0.0) + pod.gpus * max(0.0, pod.end - pod.start)
+    return [
+        PoolUse(pool, gpus, held.get(pool, 0.0) / 3600, held.get(pool, 0.0) / (gpus * side.span))
+        if gpus and side.span > 0
+        else PoolUse(pool, gpus, held.get(pool, 0.0) / 3600, 0.0)
+        for pool, gpus in side.capacity
+    ]
+
+
+POOL_HEADER = ("pool", "GPUs", "GPU-hours bound", "utilisation")
+
+
+def _pool_rows(head: Side, base: Side | None) -> list[list[str]]:
+    heads = {u.pool: u for u in pool_use(head)}
+    if base is None:
+        return [[u.pool, str(u.gpus), f"{u.gpu_hours:.1f}", f"{u.utilisation:.1%}"] for u in heads.values()]
+    bases = {u.pool: u for u in pool_use(base)}
+    rows = []
+    for pool in [*bases, *(p for p in heads if p not in bases)]:
+        b, h = bases.get(pool), heads.get(pool)
+        gpus = f"{b.gpus if b else '-'} -> {h.gpus if h else '-'}"
+        hours = f"{f'{b.gpu_hours:.1f}' if b else '-'} -> {f'{h.gpu_hours:.1f}' if h else '-'}"
+        use = f"{f'{b.utilisation:.1%}' if b else '-'} -> {f'{h.utilisation:.1%}' if h else '-'}"
+        if b and h:
+            hours += f" ({h.gpu_hours - b.gpu_hours:+.1f})"
+            use += f" ({(h.utilisation - b.utilisation) * 100:+.1f} points)"
+        rows.append([pool, gpus, hours, use])
+    return rows
+
+
+def _quarantine_line(side: Side) -> str:
+    if not side.quarantines:
+        return f"quarantines, {side.label}: none"
+    seconds = sum(max(0.0, q.end - q.start) for q in side.quarantines)
+    nodes = len({q.node for q in side.quarantines})
+    each = ", ".join(f"{q.node} ({q.reason}, {duration(q.end - q.start)})" for q in side.quarantines)
+    return (
+        f"quarantines, {side.label}: {len(side.quarantines)} on {nodes} node{'s' if nodes != 1 else ''}, "
+        f"{duration(seconds)} of node time: {each}"
+    )
 
 
 def text(head: Side, base: Side | None, title: str) -> str:
     rows = rows_of(summary(head.outcomes), summary(base.outcomes) if base else None)
     out = [title, "", table(HEADER, rows), ""]
+    if head.capacity:
+        out += [table(POOL_HEADER, _pool_rows(head, base)), ""]
     for side in (s for s in (base, head) if s is not None):
         out.append(f"preemptions, {side.label}:")
         out.extend(f"  {line}" for line in _preemption_lines(preemptions(side.outcomes)))
+    out.extend(_quarantine_line(side) for side in (base, head) if side is not None)
     out.extend(_latency_line(side) for side in (base, head) if side is not None)
     return "\n".join(out) + "\n"
 
@@ -234,9 +323,13 @@ def markdown(head: Side, base: Side | None, title: str) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
     out = [f"### {title}", "", line(HEADER), line(["---"] * len(HEADER)), *(line(r) for r in rows), ""]
+    if head.capacity:
+        pools = _pool_rows(head, base)
+        out += [line(POOL_HEADER), line(["---"] * len(POOL_HEADER)), *(line(r) for r in pools), ""]
     for side in (s for s in (base, head) if s is not None):
         out.append(f"Preemptions, {side.label}: " + "; ".join(_preemption_lines(preemptions(side.outcomes))))
         out.append("")
+    out.extend(_quarantine_line(side) + "\n" for side in (base, head) if side is not None)
     out.extend(_latency_line(side) + "\n" for side in (base, head) if side is not None)
     return "\n".join(out)
 
@@ -246,6 +339,9 @@ def as_json(head: Side, base: Side | None, title: str) -> str:
         s.label: {
             "rows": [asdict(r) for r in summary(s.outcomes)],
             "jobs": [asdict(o) | {"wait": o.wait, "gpuHours": o.gpu_hours} for o in s.outcomes],
+            "pools": [asdict(u) for u in pool_use(s)],
+            "quarantines": [asdict(q) for q in s.quarantines],
+            "span": s.span,
         }
         for s in (base, head)
         if s is not None

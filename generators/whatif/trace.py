@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from generators.box.dcgm_fake import NVIDIA_GPU
 from generators.box.speed import SpeedError, seconds_of
 from generators.errors import Location, Problem, SpecError, format_path
 from generators.model.environment import Environment
@@ -38,7 +39,7 @@ JOB_KEYS = (
 REQUIRED = ("name", "at", "team", "pods", "perPod", "duration")
 PER_POD_KEYS = ("gpus", "cpu", "memory")
 TOPOLOGY_KEYS = ("required", "preferred")
-FAILURE_KEYS = ("after",)
+FAILURE_KEYS = ("after", "xid")
 # A job's name becomes its Job's name (with a short run suffix): a DNS-1123 label of at most
 # 40 characters leaves room for the suffix and Kueue's Workload name (job-<name>-<hash>).
 NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?")
@@ -64,6 +65,7 @@ class Job:
     topology: tuple[str, str] | None  # ("required" | "preferred", level label)
     failure_after: float | None  # one pod is killed this long after the job's pods start
     where: Location
+    failure_xid: int | None = None  # and its node's GPU reports this XID (the health controller acts)
 
     @property
     def total_gpus(self) -> int:
@@ -165,10 +167,12 @@ class _Reader:
         cpu = self.quantity(per_pod.get("cpu", DEFAULT_CPU), (*path, "perPod", "cpu"))
         memory = self.quantity(per_pod.get("memory", DEFAULT_MEMORY), (*path, "perPod", "memory"))
         topology = self.topology(value.get("topology"), (*path, "topology"))
-        failure = None
+        failure = xid = None
         if "failure" in value:
             spec = self.mapping(value["failure"], (*path, "failure"), FAILURE_KEYS)
             failure = self.seconds(spec.get("after"), (*path, "failure", "after"), positive=True)
+            if "xid" in spec:
+                xid = self.integer(spec["xid"], (*path, "failure", "xid"))
         if len(self.problems) > before or None in (at, duration, pods, gpus, cpu, memory):
             return None
         assert at is not None and duration is not None and pods is not None and gpus is not None
@@ -187,6 +191,7 @@ class _Reader:
             topology,
             failure,
             self.document.locate(path),
+            xid,
         )
 
     def resolved(self, job: Job, index: int, env: Environment) -> Job:
@@ -236,6 +241,21 @@ class _Reader:
                 f"{job.gpus} GPUs per pod fit no node of queue {name}",
                 f"its pools have {', '.join(f'{p.name}: {p.gpus_per_node}' for p in pools)} per node",
             )
+        if job.failure_xid is not None:
+            controller = env.health.controller if env.health is not None else None
+            nvidia = [p.name for p in pools if p.gpu_resource == NVIDIA_GPU]
+            if controller is None:
+                self.fail(
+                    (*path, "failure", "xid"),
+                    f"environment {env.name} runs no trainyard health controller to act on an XID",
+                    "drop xid (the pod is still killed), or set health.backend: trainyard",
+                )
+            elif not nvidia:
+                self.fail(
+                    (*path, "failure", "xid"),
+                    f"queue {name}'s pools have no {NVIDIA_GPU} GPUs to report an XID",
+                    "drop xid: the box's synthetic dcgm-exporter serves NVIDIA pools only",
+                )
         if job.topology is not None:
             levels = sorted({level for p in pools for level in p.topology_levels})
             if not queue.topology or job.topology[1] not in levels:

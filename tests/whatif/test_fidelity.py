@@ -31,6 +31,18 @@ pod is killed 30 s after its admission; the job controller starts a replacement 
 the whole 100 s, so e1 holds its quota for 30 + 100 = 130 s. (The Job's status.failed stays
 unset: KWOK's pod-delete Stage deletes the killed pod outright, so the job controller sees one
 active pod fewer, not a failed one; the replacement's creation time shows the kill.)
+The kill carries `xid: 79`: the replay sets XID 79 on the killed pod's node on the box's
+synthetic dcgm-exporter, and the real health controller (staging's policy, rendered:
+reason xid, quarantineAfterSeconds 0, reconcile 30 s / 10 = 3 s; releaseAfterSeconds 1800 /
+10 = 180 s of wall time, longer than the rest of the replay) taints exactly that node
+`trainyard.dev/gpu-health=xid` and keeps it so until the replay ends: one quarantine, on one
+node, from at most QUARANTINED_WITHIN after the kill (Prometheus scrapes the exporter every
+5 s, the controller passes every 3 s: 8 s of wall time, 20 s allowed) to the end.
+
+Per-pool utilisation of two-teams.yaml, by hand: 23 + 23 + 6 + 6 = 58 pods of 8 GPUs, each
+bound for its 300 s (within the tolerance below), all on train-h100: 58 x 8 x 300 = 139,200
+GPU-seconds = 38.7 GPU-hours, over the pool's 32 x 8 = 256 GPUs (environments/staging.yaml)
+x the trace seconds the replay observed.
 
 Tolerance, stated: a measured wait may exceed the analytic one by at most 10 s of wall time
 (100 s of trace time at speed 10) and fall short of it by at most 1 s (10 s). Early: times
@@ -53,7 +65,8 @@ import pytest
 
 from generators.model.load import load as load_env
 from generators.whatif.replay import JOB_LABEL, RUN_LABEL, Replayed, replay
-from generators.whatif.report import Outcome
+from generators.whatif.report import Outcome, Side, pool_use
+from generators.whatif.run import exporter_url
 from generators.whatif.trace import load
 from tests.support import ROOT
 from tests.support.box import module_box
@@ -65,6 +78,8 @@ HERE = Path(__file__).parent
 LATE = 10 * SPEED  # trace seconds a wait may come out late
 EARLY = 1 * SPEED  # and early
 NOISE = 6 * SPEED
+QUARANTINED_WITHIN = 20 * SPEED  # trace seconds from the XID to the taint (docstring)
+TRAIN_H100_GPUS = 32 * 8  # environments/staging.yaml: 32 nodes of 8 GPUs
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +100,7 @@ def _replay(box: object, name: str) -> Replayed:
     trace = load(HERE / name, f"tests/whatif/{name}", load_env(ROOT, ENV))
     kube = box.client()
     try:
-        return replay(kube, box.client, trace, "nvidia.com/gpu", SPEED, say=lambda _: None)
+        return replay(kube, box.client, trace, "nvidia.com/gpu", SPEED, lambda _: None, exporter_url(box))
     finally:
         kube.close()
 
@@ -96,8 +111,13 @@ def _by_job(replayed: Replayed) -> dict[str, Outcome]:
 
 
 @pytest.fixture(scope="module")
-def two_runs(box: object) -> tuple[dict[str, Outcome], dict[str, Outcome]]:
-    return _by_job(_replay(box, "two-teams.yaml")), _by_job(_replay(box, "two-teams.yaml"))
+def two_replays(box: object) -> tuple[Replayed, Replayed]:
+    return _replay(box, "two-teams.yaml"), _replay(box, "two-teams.yaml")
+
+
+@pytest.fixture(scope="module")
+def two_runs(two_replays: tuple[Replayed, Replayed]) -> tuple[dict[str, Outcome], dict[str, Outcome]]:
+    return _by_job(two_replays[0]), _by_job(two_replays[1])
 
 
 ANALYTIC_WAITS = {"r1": 0, "e1": 0, "r2": 290, "e2": 240}
@@ -132,6 +152,26 @@ def test_the_same_trace_twice_stays_within_the_noise_band(
         assert abs(first[name].gpu_hours - second[name].gpu_hours) <= first[name].gpus * NOISE / 3600
 
 
+def test_pool_utilisation_counts_the_pods_where_the_scheduler_bound_them(
+    two_replays: tuple[Replayed, Replayed],
+) -> None:
+    replayed = two_replays[0]
+    assert len(replayed.bound) == 58, replayed.bound  # every pod bound once: nothing preempted or killed
+    for pod in replayed.bound:
+        assert (pod.pool, pod.gpus) == ("train-h100", 8), pod
+        assert 300 - EARLY <= pod.end - pod.start <= 300 + LATE, pod
+    side = Side(
+        "head", replayed.outcomes, replayed.bound, (), (("train-h100", TRAIN_H100_GPUS),), replayed.span
+    )
+    [use] = pool_use(side)
+    low, high = 58 * 8 * (300 - EARLY), 58 * 8 * (300 + LATE)
+    assert low / 3600 <= use.gpu_hours <= high / 3600, use
+    assert (
+        low / (TRAIN_H100_GPUS * replayed.span) <= use.utilisation <= high / (TRAIN_H100_GPUS * replayed.span)
+    )
+    assert not replayed.quarantines, replayed.quarantines  # no fault in this trace
+
+
 def test_a_reclaim_names_the_preemptor_and_the_victim(box: object) -> None:
     replayed = _replay(box, "reclaim.yaml")
     outcomes = _by_job(replayed)
@@ -146,6 +186,13 @@ def test_a_reclaim_names_the_preemptor_and_the_victim(box: object) -> None:
     assert len(e1.admissions) == 1 and not e1.preempted, e1
     held = e1.admissions[0][1] - e1.admissions[0][0]
     assert 130 - EARLY <= held <= 130 + 2 * LATE, e1  # two pod starts and one finish of latency
+    # The XID on the killed pod's node: the health controller quarantined that node alone.
+    first_e1 = min((b for b in replayed.bound if b.job == "e1"), key=lambda b: b.start)
+    killed_at = e1.admissions[0][0] + 30
+    [quarantine] = replayed.quarantines
+    assert (quarantine.node, quarantine.pool, quarantine.reason) == (first_e1.node, "train-h100", "xid")
+    assert killed_at - EARLY <= quarantine.start <= killed_at + QUARANTINED_WITHIN, (quarantine, e1)
+    assert quarantine.end == replayed.span, quarantine  # still quarantined when the replay ended
     from generators.box.up import Box
 
     assert isinstance(box, Box)

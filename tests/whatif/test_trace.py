@@ -148,3 +148,33 @@ def test_the_cli_prints_the_line_and_starts_no_box(
     assert cli.main(["simulate", "staging", "--trace", str(path)]) == 1
     err = capsys.readouterr().err
     assert err == f"{path}:2:73: error: must be above zero, not 0 (jobs[0].duration)\n"
+
+
+def test_a_failure_with_an_xid(tmp_path: Path, staging: Environment) -> None:
+    path = tmp_path / "t.yaml"
+    path.write_text(
+        "jobs:\n  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 8}, duration: 90,"
+        " failure: {after: 30, xid: 79}}\n",
+        encoding="utf-8",
+    )
+    [job] = load(path, "t.yaml", staging).jobs
+    assert (job.failure_after, job.failure_xid) == (30.0, 79)
+    text = (
+        "jobs:\n  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 8}, duration: 9,"
+        " failure: {after: 3, xid: 0}}\n"
+    )
+    assert problems(tmp_path, text, staging) == [
+        "t.yaml:2:101: error: expected a whole number of at least 1, not 0 (jobs[0].failure.xid)"
+    ]
+
+
+def test_an_xid_needs_the_health_controller(tmp_path: Path) -> None:
+    # dev's health backend is NVSentinel (environments/dev.yaml): no trainyard controller on the box
+    text = (
+        "jobs:\n  - {name: a, at: 0, team: platform, pods: 1, perPod: {gpus: 4}, duration: 9,\n"
+        "     failure: {after: 3, xid: 79}}\n"
+    )
+    assert problems(tmp_path, text, load_env(ROOT, "dev")) == [
+        "t.yaml:3:31: error: environment dev runs no trainyard health controller to act on an XID"
+        " (jobs[0].failure.xid); drop xid (the pod is still killed), or set health.backend: trainyard"
+    ]
