@@ -35,11 +35,15 @@ import urllib.request
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from generators.box.kube import Kube, Obj
+from generators.model.environment import Environment
 from generators.model.health import TAINT_KEY
+from generators.model.overflow import PROVIDER_LABEL
 from generators.whatif.report import Bound, Outcome, Preemption, Quarantine
+from generators.whatif.serving import Serving
 from generators.whatif.trace import Job, Trace
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -379,6 +383,18 @@ class Replayed:
     span: float = 0.0  # trace seconds the replay observed
 
 
+@dataclass(frozen=True)
+class BoxParts:
+    """What of the box beyond its API server a trace may need: the synthetic dcgm-exporter's
+    URL (a failure with an XID), the box's run folder (its Prometheus' scene targets, for the
+    inference curve's load series) and the box's environment (sped up and scaled: the
+    inference service and pool)."""
+
+    exporter: str | None = None
+    folder: Path | None = None
+    env: Environment | None = None
+
+
 def replay(
     kube: Kube,
     make_client: Callable[[], Kube],
@@ -386,27 +402,36 @@ def replay(
     gpu_resource: str,
     speed: int,
     say: Callable[[str], None],
-    exporter: str | None = None,
+    parts: BoxParts = BoxParts(),
 ) -> Replayed:
-    """Submit every job at its time, wait until all finished (or the budget ran out), read back.
-    `exporter`: the URL of the box's synthetic dcgm-exporter, which a failure with an XID
-    needs (the trace loader refuses one on an environment without the health controller)."""
+    """Submit every job at its time, drive the inference curve, wait until all finished and
+    the curve ended (or the budget ran out), read back."""
     run = uuid.uuid4().hex[:6]
     recorder = Recorder(make_client, run)
     placements = Placements(make_client, run, gpu_resource)
     quarantines = Quarantines(make_client)
     watches = (recorder.watch, placements.watch, quarantines.watch)
-    faults = Exporter(exporter) if exporter else None
+    faults = Exporter(parts.exporter) if parts.exporter else None
     if faults is None and any(j.failure_xid is not None for j in trace.jobs):
         raise ValueError("the trace sets an XID but the box runs no synthetic dcgm-exporter")
+    serving = None
+    if trace.inference is not None:
+        if parts.env is None or parts.folder is None:
+            raise ValueError("the trace has an inference curve: the replay needs the box's folder and env")
+        labels = {RUN_LABEL: run, JOB_LABEL: trace.inference.service}
+        serving = Serving(kube, parts.env, trace.inference, parts.folder, labels)
     for watch in watches:
         watch.start()
-    began = time.time()
-    budget = (max(j.at for j in trace.jobs) + sum(j.duration for j in trace.jobs)) / speed + SETTLE_SECONDS
     pending = list(trace.jobs)
     kills = {j.name: j.failure_after for j in trace.jobs if j.failure_after is not None}
     complete = False
+    began = time.time()
     try:
+        if serving is not None:
+            serving.start(run, say)  # before the clock: the adapter's relist is no part of the trace
+            began = time.time()
+        jobs_budget = max(j.at for j in trace.jobs) + sum(j.duration for j in trace.jobs)
+        budget = max(jobs_budget, trace.span) / speed + SETTLE_SECONDS
         say(f"replaying {len(pending)} jobs at speed {speed} (trace span {trace.span / speed:.0f} s wall)")
         while time.time() - began < budget:
             failed = next((w.error for w in watches if w.error is not None), None)
@@ -415,10 +440,13 @@ def replay(
             now = time.time()
             while pending and began + pending[0].at / speed <= now:
                 kube.create(job_object(pending.pop(0), run, gpu_resource, speed))
+            if serving is not None:
+                serving.due((now - began) * speed)
             histories = recorder.snapshot()
             _kill_due(kube, histories, kills, trace, run, speed, now, faults)
             finished = sum(1 for h in histories.values() if h.finished is not None)
-            if not pending and finished == len(trace.jobs):
+            curve_over = trace.inference is None or now >= began + trace.inference.until / speed
+            if not pending and finished == len(trace.jobs) and curve_over:
                 complete = True
                 break
             time.sleep(POLL_SECONDS)  # the trace's own clock: the next arrival or check
@@ -428,14 +456,22 @@ def replay(
             watch.stop()
         if faults is not None:
             faults.heal()  # the box may replay again; the controller releases the node in its time
+        if serving is not None:
+            serving.stop()
 
     def trace_time(at: float) -> float:
         return (at - began) * speed
 
-    pools = _node_pools(kube)
+    nodes = _node_labels(kube)
     bound = tuple(
         Bound(
-            r.job, pools.get(r.node, "?"), r.node, r.gpus, trace_time(r.bound), trace_time(r.ended or ended)
+            r.job,
+            nodes.get(r.node, {}).get(POOL_LABEL, "?"),
+            r.node,
+            r.gpus,
+            trace_time(max(began, r.bound)),  # the curve's resting replicas were bound before the clock
+            trace_time(max(began, r.ended or ended)),
+            nodes.get(r.node, {}).get(PROVIDER_LABEL, ""),
         )
         for r in sorted(placements.snapshot(), key=lambda r: (r.bound, r.node))
     )
@@ -454,11 +490,8 @@ def replay(
     )
 
 
-def _node_pools(kube: Kube) -> dict[str, str]:
-    return {
-        n["metadata"]["name"]: n["metadata"].get("labels", {}).get(POOL_LABEL, "?")
-        for n in kube.list("v1", "Node")
-    }
+def _node_labels(kube: Kube) -> dict[str, dict[str, str]]:
+    return {n["metadata"]["name"]: dict(n["metadata"].get("labels") or {}) for n in kube.list("v1", "Node")}
 
 
 def _kill_due(

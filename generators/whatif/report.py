@@ -11,6 +11,9 @@ replay.py), so it is tested with literals (tests/whatif/test_report.py):
 - per-pool utilisation: GPUs x the time each of the replay's pods was bound to a node of the
   pool (bound to Succeeded, Failed or deleted), over the pool's GPUs in the spec (every node,
   the reserve too) x the trace seconds the replay observed;
+- spill per provider: GPUs x the time each of the replay's pods was bound to the provider's
+  virtual node (its `trainyard.dev/provider` label), and that times the spec's
+  costPerGpuHourUsd;
 - quarantines: each quarantine taint the health controller put on a node during the replay,
   and node-seconds from when it was seen until it was seen gone (or the replay ended).
 """
@@ -43,6 +46,7 @@ class Bound:
     gpus: int
     start: float  # first seen bound
     end: float  # first seen Succeeded, Failed or deleted (else when the replay ended)
+    provider: str = ""  # the node's trainyard.dev/provider label: a provider's virtual node
 
 
 @dataclass(frozen=True)
@@ -247,6 +251,45 @@ class Side:
     quarantines: tuple[Quarantine, ...] = ()
     capacity: tuple[tuple[str, int], ...] = ()  # (pool, GPUs) of the side's spec
     span: float = 0.0  # trace seconds the replay observed
+    prices: tuple[tuple[str, float], ...] = ()  # (provider, costPerGpuHourUsd) of the side's spec
+
+
+@dataclass(frozen=True)
+class Spill:
+    provider: str
+    gpu_hours: float  # GPU-hours the replay's pods were bound to the provider's virtual node
+    usd: float  # gpu_hours x the spec's costPerGpuHourUsd
+
+
+def spill(side: Side) -> list[Spill]:
+    """One row per provider of the side's spec, in the spec's order (preferred first)."""
+    held: dict[str, float] = {}
+    for pod in side.bound:
+        if pod.provider:
+            held[pod.provider] = held.get(pod.provider, 0.0) + pod.gpus * max(0.0, pod.end - pod.start)
+    return [
+        Spill(name, held.get(name, 0.0) / 3600, held.get(name, 0.0) / 3600 * usd) for name, usd in side.prices
+    ]
+
+
+SPILL_HEADER = ("provider", "spill GPU-hours", "cost USD")
+
+
+def _spill_rows(head: Side, base: Side | None) -> list[list[str]]:
+    heads = {s.provider: s for s in spill(head)}
+    if base is None:
+        return [[s.provider, f"{s.gpu_hours:.2f}", f"{s.usd:.2f}"] for s in heads.values()]
+    bases = {s.provider: s for s in spill(base)}
+    rows = []
+    for name in [*bases, *(p for p in heads if p not in bases)]:
+        b, h = bases.get(name), heads.get(name)
+        hours = f"{f'{b.gpu_hours:.2f}' if b else '-'} -> {f'{h.gpu_hours:.2f}' if h else '-'}"
+        usd = f"{f'{b.usd:.2f}' if b else '-'} -> {f'{h.usd:.2f}' if h else '-'}"
+        if b and h:
+            hours += f" ({h.gpu_hours - b.gpu_hours:+.2f})"
+            usd += f" ({h.usd - b.usd:+.2f})"
+        rows.append([name, hours, usd])
+    return rows
 
 
 @dataclass(frozen=True)
@@ -308,6 +351,8 @@ def text(head: Side, base: Side | None, title: str) -> str:
     out = [title, "", table(HEADER, rows), ""]
     if head.capacity:
         out += [table(POOL_HEADER, _pool_rows(head, base)), ""]
+    if head.prices:
+        out += [table(SPILL_HEADER, _spill_rows(head, base)), ""]
     for side in (s for s in (base, head) if s is not None):
         out.append(f"preemptions, {side.label}:")
         out.extend(f"  {line}" for line in _preemption_lines(preemptions(side.outcomes)))
@@ -326,6 +371,9 @@ def markdown(head: Side, base: Side | None, title: str) -> str:
     if head.capacity:
         pools = _pool_rows(head, base)
         out += [line(POOL_HEADER), line(["---"] * len(POOL_HEADER)), *(line(r) for r in pools), ""]
+    if head.prices:
+        spilled = _spill_rows(head, base)
+        out += [line(SPILL_HEADER), line(["---"] * len(SPILL_HEADER)), *(line(r) for r in spilled), ""]
     for side in (s for s in (base, head) if s is not None):
         out.append(f"Preemptions, {side.label}: " + "; ".join(_preemption_lines(preemptions(side.outcomes))))
         out.append("")
@@ -340,6 +388,7 @@ def as_json(head: Side, base: Side | None, title: str) -> str:
             "rows": [asdict(r) for r in summary(s.outcomes)],
             "jobs": [asdict(o) | {"wait": o.wait, "gpuHours": o.gpu_hours} for o in s.outcomes],
             "pools": [asdict(u) for u in pool_use(s)],
+            "spill": [asdict(x) for x in spill(s)],
             "quarantines": [asdict(q) for q in s.quarantines],
             "span": s.span,
         }

@@ -22,7 +22,9 @@ from generators.model.environment import Environment
 from generators.quantity import parse as parse_quantity
 from generators.spec.source import Document, load_file
 
-TOP_KEYS = ("environment", "jobs")
+TOP_KEYS = ("environment", "jobs", "inference")
+INFERENCE_KEYS = ("service", "load", "until")
+STEP_KEYS = ("at", "value")
 JOB_KEYS = (
     "name",
     "at",
@@ -73,15 +75,28 @@ class Job:
 
 
 @dataclass(frozen=True)
+class Inference:
+    """The serving load curve: the HPA metric's value of one inference service over trace time."""
+
+    service: str  # the Deployment's name ("" until resolved: the environment's first service)
+    steps: tuple[tuple[float, float], ...]  # (trace seconds, metric value), by time
+    until: float  # trace seconds the curve lasts (the replay runs at least that long)
+    where: Location
+
+
+@dataclass(frozen=True)
 class Trace:
     path: str  # as shown in errors
     environment: str | None
     jobs: tuple[Job, ...]
+    inference: Inference | None = None
 
     @property
     def span(self) -> float:
-        """Trace seconds from the first arrival to the last arrival plus its duration."""
-        return max((j.at + j.duration for j in self.jobs), default=0.0)
+        """Trace seconds from the first arrival to the last arrival plus its duration, or the
+        end of the inference curve if later."""
+        jobs = max((j.at + j.duration for j in self.jobs), default=0.0)
+        return max(jobs, self.inference.until if self.inference else 0.0)
 
 
 class _Reader:
@@ -268,6 +283,80 @@ class _Reader:
                 )
         return replace(job, namespace=namespace, queue=name, tier=tier)
 
+    def inference(self, raw: Any) -> Inference | None:
+        path: tuple[str | int, ...] = ("inference",)
+        value = self.mapping(raw, path, INFERENCE_KEYS)
+        if not isinstance(raw, dict):
+            return None
+        before = len(self.problems)
+        service = value.get("service", "")
+        if "service" in value and not (isinstance(service, str) and service):
+            self.fail((*path, "service"), f"expected a Deployment name, not {service!r}")
+        raw_steps = value.get("load")
+        if not isinstance(raw_steps, list) or not raw_steps:
+            self.fail(
+                (*path, "load") if "load" in value else path,
+                "expected a non-empty list of steps {at, value}"
+                if "load" in value
+                else "missing required key 'load'",
+                "e.g. load: [{at: 0, value: 0}, {at: 10m, value: 36}]",
+            )
+            raw_steps = []
+        steps: list[tuple[float, float]] = []
+        for index, raw_step in enumerate(raw_steps):
+            where = (*path, "load", index)
+            step = self.mapping(raw_step, where, STEP_KEYS)
+            if not step:
+                continue
+            for key in STEP_KEYS:
+                if key not in step:
+                    self.fail(
+                        where, f"missing required key '{key}'", "a step is {at: SECONDS, value: NUMBER}"
+                    )
+            at = self.seconds(step.get("at", 0), (*where, "at"), positive=False)
+            level = step.get("value", 0)
+            if isinstance(level, bool) or not isinstance(level, int | float) or level < 0:
+                self.fail((*where, "value"), f"expected a number of at least zero, not {level!r}")
+                continue
+            if at is None:
+                continue
+            if steps and at <= steps[-1][0]:
+                self.fail(
+                    (*where, "at"), f"step at {at:g} s is not after the one before ({steps[-1][0]:g} s)"
+                )
+                continue
+            steps.append((at, float(level)))
+        until = self.seconds(
+            value.get("until", steps[-1][0] if steps else 0), (*path, "until"), positive=False
+        )
+        if until is not None and steps and until < steps[-1][0]:
+            self.fail(
+                (*path, "until"), f"the curve ends ({until:g} s) before its last step ({steps[-1][0]:g} s)"
+            )
+        if len(self.problems) > before or until is None:
+            return None
+        return Inference(str(service), tuple(steps), until, self.document.locate(path))
+
+    def resolved_inference(self, inference: Inference, env: Environment) -> Inference:
+        """`inference` with its service filled in and checked against `env`'s overflow.inference."""
+        services = [s.deployment for s in env.overflow.inference] if env.overflow is not None else []
+        if not services:
+            self.fail(
+                ("inference",),
+                f"environment {env.name} declares no overflow.inference service to load",
+                "drop inference, or declare the service under overflow.inference",
+            )
+            return inference
+        name = inference.service or services[0]
+        if name not in services:
+            close = difflib.get_close_matches(name, services, n=1)
+            self.fail(
+                ("inference", "service"),
+                f"environment {env.name} has no inference service '{name}'",
+                f"did you mean '{close[0]}'?" if close else f"its services: {', '.join(services)}",
+            )
+        return replace(inference, service=name)
+
     def topology(self, raw: Any, path: tuple[str | int, ...]) -> tuple[str, str] | None:
         if raw is None:
             return None
@@ -334,6 +423,9 @@ def load(path: Path, display: str, env: Environment | None = None) -> Trace:
             )
         seen.setdefault(job.name, index)
         jobs.append(reader.resolved(job, index, env) if env is not None else job)
+    inference = reader.inference(document.value["inference"]) if "inference" in document.value else None
+    if inference is not None and env is not None:
+        inference = reader.resolved_inference(inference, env)
     if reader.problems:  # in file order, as a reader goes through the file
         raise SpecError(sorted(reader.problems, key=lambda p: (p.location.line, p.location.col)))
-    return Trace(display, environment, tuple(sorted(jobs, key=lambda j: (j.at, j.name))))
+    return Trace(display, environment, tuple(sorted(jobs, key=lambda j: (j.at, j.name))), inference)

@@ -44,6 +44,14 @@ bound for its 300 s (within the tolerance below), all on train-h100: 58 x 8 x 30
 GPU-seconds = 38.7 GPU-hours, over the pool's 32 x 8 = 256 GPUs (environments/staging.yaml)
 x the trace seconds the replay observed.
 
+Trace inference.yaml, staging's serving overflow by hand: the curve drives chat-api
+(overflow.inference[0], averageValue 4, minReplicas 2, maxReplicas 12; a replica takes a
+whole node of infer-l40s, 8 GPUs, as the inference-scales scene sizes it). Load 0, then 36
+from 100 s: the HPA asks for 36 / 4 = 9 replicas; infer-l40s's 8 nodes hold 8, so the 9th
+waits until the gate opens vk-mock (8 GPUs: room for one) and is bound there. Spill: one pod
+of 8 GPUs on provider mock, bound after the load rose, until the curve ends at 2000 s; at
+most 8 x (2000 - 100) s = 4.2 GPU-hours, at mock's $0.01 per GPU-hour.
+
 Tolerance, stated: a measured wait may exceed the analytic one by at most 10 s of wall time
 (100 s of trace time at speed 10) and fall short of it by at most 1 s (10 s). Early: times
 are when the replay's watch saw Kueue's writes (sub-second). Late: a job holds its quota
@@ -57,6 +65,7 @@ trace give waits within 6 s wall (60 s of trace time) of each other.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -65,8 +74,8 @@ import pytest
 
 from generators.model.load import load as load_env
 from generators.whatif.replay import JOB_LABEL, RUN_LABEL, Replayed, replay
-from generators.whatif.report import Outcome, Side, pool_use
-from generators.whatif.run import exporter_url
+from generators.whatif.report import Outcome, Side, pool_use, spill
+from generators.whatif.run import parts_of, side_of
 from generators.whatif.trace import load
 from tests.support import ROOT
 from tests.support.box import module_box
@@ -100,7 +109,7 @@ def _replay(box: object, name: str) -> Replayed:
     trace = load(HERE / name, f"tests/whatif/{name}", load_env(ROOT, ENV))
     kube = box.client()
     try:
-        return replay(kube, box.client, trace, "nvidia.com/gpu", SPEED, lambda _: None, exporter_url(box))
+        return replay(kube, box.client, trace, "nvidia.com/gpu", SPEED, lambda _: None, parts_of(box))
     finally:
         kube.close()
 
@@ -170,6 +179,29 @@ def test_pool_utilisation_counts_the_pods_where_the_scheduler_bound_them(
         low / (TRAIN_H100_GPUS * replayed.span) <= use.utilisation <= high / (TRAIN_H100_GPUS * replayed.span)
     )
     assert not replayed.quarantines, replayed.quarantines  # no fault in this trace
+
+
+def test_the_inference_curve_scales_the_service_and_spills_to_the_provider(box: object) -> None:
+    from generators.box.up import Box
+
+    assert isinstance(box, Box)
+    replayed = _replay(box, "inference.yaml")
+    assert replayed.complete, "the curve should end inside the replay's budget"
+    serving = [b for b in replayed.bound if b.job == "chat-api"]
+    in_cluster = {b.node for b in serving if b.pool == "infer-l40s"}
+    spilled = [b for b in serving if b.provider]
+    assert len(in_cluster) == 8, serving  # one replica per node of the pool
+    assert spilled and {(b.node, b.provider, b.gpus) for b in spilled} == {("vk-mock", "mock", 8)}, serving
+    for pod in spilled:
+        assert pod.start >= 100 - EARLY, pod  # only once the load rose
+    ordered = sorted(spilled, key=lambda b: b.start)
+    for before, after in itertools.pairwise(ordered):
+        assert after.start >= before.end - EARLY, ordered  # vk-mock holds one replica at a time
+    [mock] = [s for s in spill(side_of("head", box.env, replayed)) if s.provider == "mock"]
+    hours = sum(8 * (b.end - b.start) for b in spilled) / 3600
+    assert mock.gpu_hours == pytest.approx(hours), mock
+    assert 0 < mock.gpu_hours <= 8 * (2000 - 100) / 3600, mock
+    assert mock.usd == pytest.approx(mock.gpu_hours * 0.01), mock  # environments/staging.yaml
 
 
 def test_a_reclaim_names_the_preemptor_and_the_victim(box: object) -> None:

@@ -12,6 +12,7 @@ from generators.whatif.report import (
     Preemption,
     Quarantine,
     Side,
+    Spill,
     as_json,
     duration,
     hold_latency,
@@ -19,6 +20,7 @@ from generators.whatif.report import (
     nearest_rank,
     pool_use,
     preemptions,
+    spill,
     summary,
     text,
 )
@@ -208,3 +210,20 @@ def test_pools_and_quarantines_base_to_head() -> None:
     assert sides["head"]["quarantines"] == [
         {"node": "n-1", "pool": "train", "reason": "xid", "start": 600.0, "end": 1500.0}
     ]
+
+
+def test_spill_per_provider_is_gpu_time_on_its_virtual_node_and_its_price() -> None:
+    # mock at $0.01 per GPU-hour, lambda at $2.50: one 8-GPU replica on vk-mock for 1800 s
+    # (4.0 GPU-hours, $0.04), nothing on lambda; the base spilled nothing
+    prices = (("mock", 0.01), ("lambda", 2.5))
+    pods = (
+        Bound("chat-api", "?", "vk-mock", 8, 1800.0, 3600.0, "mock"),
+        Bound("chat-api", "infer", "n-9", 8, 0.0, 3600.0),  # in the cluster: not spill
+    )
+    head = Side("head", (A1,), pods, (), CAPACITY, 3600.0, prices)
+    base = Side("base main", (A1,), pods[1:], (), CAPACITY, 3600.0, prices)
+    assert spill(head) == [Spill("mock", 4.0, 0.04), Spill("lambda", 0.0, 0.0)]
+    lines = [" ".join(line.split()) for line in text(head, base, "t").splitlines()]
+    assert "mock 0.00 -> 4.00 (+4.00) 0.00 -> 0.04 (+0.04)" in lines
+    assert "lambda 0.00 -> 0.00 (+0.00) 0.00 -> 0.00 (+0.00)" in lines
+    assert "| mock | 0.00 -> 4.00 (+4.00) | 0.00 -> 0.04 (+0.04) |" in markdown(head, base, "t").splitlines()

@@ -178,3 +178,52 @@ def test_an_xid_needs_the_health_controller(tmp_path: Path) -> None:
         "t.yaml:3:31: error: environment dev runs no trainyard health controller to act on an XID"
         " (jobs[0].failure.xid); drop xid (the pod is still killed), or set health.backend: trainyard"
     ]
+
+
+def test_an_inference_curve(tmp_path: Path, staging: Environment) -> None:
+    path = tmp_path / "t.yaml"
+    path.write_text(
+        "jobs:\n  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 8}, duration: 90}\n"
+        "inference:\n  load: [{at: 0, value: 0}, {at: 2m, value: 36}]\n  until: 10m\n",
+        encoding="utf-8",
+    )
+    trace = load(path, "t.yaml", staging)
+    assert trace.inference is not None
+    # staging's first (only) overflow.inference service: chat-api
+    assert (trace.inference.service, trace.inference.steps, trace.inference.until) == (
+        "chat-api",
+        ((0.0, 0.0), (120.0, 36.0)),
+        600.0,
+    )
+    assert trace.span == 600  # the curve outlasts the job (90 s)
+
+
+def test_inference_curve_mistakes(tmp_path: Path, staging: Environment) -> None:
+    text = (
+        "jobs:\n  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 8}, duration: 90}\n"
+        "inference:\n"
+        "  service: chat-apj\n"
+        "  load: [{at: 60, value: 1}, {at: 30, value: 2}, {at: 90, value: -1}, {at: 99}]\n"
+        "  until: 10\n"
+    )
+    # shape first, in file order; the service is checked against the environment once the
+    # curve's shape holds (columns counted by hand on line 5)
+    assert problems(tmp_path, text, staging) == [
+        "t.yaml:5:35: error: step at 30 s is not after the one before (60 s) (inference.load[1].at)",
+        "t.yaml:5:66: error: expected a number of at least zero, not -1 (inference.load[2].value)",
+        "t.yaml:5:71: error: missing required key 'value' (inference.load[3]);"
+        " a step is {at: SECONDS, value: NUMBER}",
+        "t.yaml:6:10: error: the curve ends (10 s) before its last step (99 s) (inference.until)",
+    ]
+    assert problems(tmp_path, text.split("  load:")[0] + "  load: [{at: 0, value: 1}]\n", staging) == [
+        "t.yaml:4:12: error: environment staging has no inference service 'chat-apj' (inference.service);"
+        " did you mean 'chat-api'?"
+    ]
+    dev = (
+        "jobs:\n  - {name: a, at: 0, team: platform, pods: 1, perPod: {gpus: 4}, duration: 9}\n"
+        "inference: {load: [{at: 0, value: 1}]}\n"
+    )
+    assert problems(tmp_path, dev, load_env(ROOT, "dev")) == [
+        "t.yaml:3:12: error: environment dev declares no overflow.inference service to load (inference);"
+        " drop inference, or declare the service under overflow.inference"
+    ]
