@@ -91,25 +91,31 @@ QUARANTINED_WITHIN = 20 * SPEED  # trace seconds from the XID to the taint (docs
 TRAIN_H100_GPUS = 32 * 8  # environments/staging.yaml: 32 nodes of 8 GPUs
 
 
-@pytest.fixture(scope="module")
-def box(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """The module's own box (tests/support/box.py), as the `Box` that `up` returns."""
+def box_at(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, speed: int
+) -> Iterator[object]:
+    """A module's own box of staging at `speed` (tests/support/box.py), as the `Box` that `up` returns."""
     from generators.box.up import Box, rendered
     from generators.render import objects
 
-    with module_box(request, tmp_path_factory, ENV, speed=SPEED) as up:
+    with module_box(request, tmp_path_factory, ENV, speed=speed) as up:
         env, files = rendered(ROOT, ENV, up.state.scale, up.folder, up.state.speed)  # `up`'s sped-up copy
         yield Box(env, up.state, up.folder, objects(files))
 
 
-def _replay(box: object, name: str) -> Replayed:
+@pytest.fixture(scope="module")
+def box(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    yield from box_at(request, tmp_path_factory, SPEED)
+
+
+def _replay(box: object, name: str, speed: int = SPEED) -> Replayed:
     from generators.box.up import Box
 
     assert isinstance(box, Box)
     trace = load(HERE / name, f"tests/whatif/{name}", load_env(ROOT, ENV))
     kube = box.client()
     try:
-        return replay(kube, box.client, trace, "nvidia.com/gpu", SPEED, lambda _: None, parts_of(box))
+        return replay(kube, box.client, trace, "nvidia.com/gpu", speed, lambda _: None, parts_of(box))
     finally:
         kube.close()
 
