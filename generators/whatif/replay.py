@@ -31,7 +31,6 @@ import json
 import re
 import threading
 import time
-import urllib.request
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from generators.box.kube import Kube, Obj
+from generators.box.scenes.bad_node import Exporter
 from generators.model.environment import Environment
 from generators.model.health import TAINT_KEY
 from generators.model.overflow import PROVIDER_LABEL
@@ -342,28 +342,21 @@ class Quarantines:
             return [Taint(t.node, t.pool, t.reason, t.since, t.until) for t in self.taints]
 
 
-class Exporter:
-    """The box's synthetic dcgm-exporter's fault API (generators/box/dcgm_fake.py)."""
+class Faults:
+    """The XIDs this replay set on the box's synthetic dcgm-exporter (the bad-node scene's
+    client of its fault API), cleared when the replay ends."""
 
     def __init__(self, url: str) -> None:
-        self.url = url
+        self.exporter = Exporter(url)
         self.faulted: set[str] = set()
 
-    def _call(self, method: str, path: str, body: Obj | None = None) -> None:
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(
-            f"{self.url}{path}", data=data, method=method, headers={"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(request, timeout=10) as response:
-            response.read()
-
     def xid(self, node: str, code: int) -> None:
-        self._call("PUT", f"/faults/{node}", {"xid": code})
+        self.exporter.fault(node, xid=code)
         self.faulted.add(node)
 
     def heal(self) -> None:
         for node in sorted(self.faulted):
-            self._call("DELETE", f"/faults/{node}")
+            self.exporter.heal(node)
         self.faulted.clear()
 
 
@@ -411,7 +404,7 @@ def replay(
     placements = Placements(make_client, run, gpu_resource)
     quarantines = Quarantines(make_client)
     watches = (recorder.watch, placements.watch, quarantines.watch)
-    faults = Exporter(parts.exporter) if parts.exporter else None
+    faults = Faults(parts.exporter) if parts.exporter else None
     if faults is None and any(j.failure_xid is not None for j in trace.jobs):
         raise ValueError("the trace sets an XID but the box runs no synthetic dcgm-exporter")
     serving = None
@@ -502,7 +495,7 @@ def _kill_due(
     run: str,
     speed: int,
     now: float,
-    faults: Exporter | None,
+    faults: Faults | None,
 ) -> None:
     """Delete one running pod of each job whose failure time (after its first admission) has
     come; with an XID, first set it on that pod's node (the fault that killed it)."""

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from generators.texttable import table
 
@@ -276,20 +277,12 @@ SPILL_HEADER = ("provider", "spill GPU-hours", "cost USD")
 
 
 def _spill_rows(head: Side, base: Side | None) -> list[list[str]]:
-    heads = {s.provider: s for s in spill(head)}
-    if base is None:
-        return [[s.provider, f"{s.gpu_hours:.2f}", f"{s.usd:.2f}"] for s in heads.values()]
-    bases = {s.provider: s for s in spill(base)}
-    rows = []
-    for name in [*bases, *(p for p in heads if p not in bases)]:
-        b, h = bases.get(name), heads.get(name)
-        hours = f"{f'{b.gpu_hours:.2f}' if b else '-'} -> {f'{h.gpu_hours:.2f}' if h else '-'}"
-        usd = f"{f'{b.usd:.2f}' if b else '-'} -> {f'{h.usd:.2f}' if h else '-'}"
-        if b and h:
-            hours += f" ({h.gpu_hours - b.gpu_hours:+.2f})"
-            usd += f" ({h.usd - b.usd:+.2f})"
-        rows.append([name, hours, usd])
-    return rows
+    return _side_by_side(
+        [(s.provider, s) for s in spill(head)],
+        [(s.provider, s) for s in spill(base)] if base else None,
+        (lambda s: f"{s.gpu_hours:.2f}", lambda d: f"{d:+.2f}", lambda s: s.gpu_hours),
+        (lambda s: f"{s.usd:.2f}", lambda d: f"{d:+.2f}", lambda s: s.usd),
+    )
 
 
 @dataclass(frozen=True)
@@ -317,20 +310,38 @@ POOL_HEADER = ("pool", "GPUs", "GPU-hours bound", "utilisation")
 
 
 def _pool_rows(head: Side, base: Side | None) -> list[list[str]]:
-    heads = {u.pool: u for u in pool_use(head)}
+    return _side_by_side(
+        [(u.pool, u) for u in pool_use(head)],
+        [(u.pool, u) for u in pool_use(base)] if base else None,
+        (lambda u: str(u.gpus), None, lambda u: u.gpus),
+        (lambda u: f"{u.gpu_hours:.1f}", lambda d: f"{d:+.1f}", lambda u: u.gpu_hours),
+        (lambda u: f"{u.utilisation:.1%}", lambda d: f"{d * 100:+.1f} points", lambda u: u.utilisation),
+    )
+
+
+Column = tuple[Callable[[Any], str], Callable[[float], str] | None, Callable[[Any], float]]
+
+
+def _side_by_side(
+    head: list[tuple[str, Any]], base: list[tuple[str, Any]] | None, *columns: Column
+) -> list[list[str]]:
+    """Rows of (name, value per column): the head's figure alone, or 'base -> head (change)'
+    with '-' for a side without the row; a column without a change format shows none. The
+    base's order first, then rows only the head has."""
+    heads = dict(head)
     if base is None:
-        return [[u.pool, str(u.gpus), f"{u.gpu_hours:.1f}", f"{u.utilisation:.1%}"] for u in heads.values()]
-    bases = {u.pool: u for u in pool_use(base)}
+        return [[name, *(shown(item) for shown, _, _ in columns)] for name, item in head]
+    bases = dict(base)
     rows = []
-    for pool in [*bases, *(p for p in heads if p not in bases)]:
-        b, h = bases.get(pool), heads.get(pool)
-        gpus = f"{b.gpus if b else '-'} -> {h.gpus if h else '-'}"
-        hours = f"{f'{b.gpu_hours:.1f}' if b else '-'} -> {f'{h.gpu_hours:.1f}' if h else '-'}"
-        use = f"{f'{b.utilisation:.1%}' if b else '-'} -> {f'{h.utilisation:.1%}' if h else '-'}"
-        if b and h:
-            hours += f" ({h.gpu_hours - b.gpu_hours:+.1f})"
-            use += f" ({(h.utilisation - b.utilisation) * 100:+.1f} points)"
-        rows.append([pool, gpus, hours, use])
+    for name in [*bases, *(n for n in heads if n not in bases)]:
+        b, h = bases.get(name), heads.get(name)
+        cells = [name]
+        for shown, change, value in columns:
+            cell = f"{shown(b) if b else '-'} -> {shown(h) if h else '-'}"
+            if b and h and change is not None:
+                cell += f" ({change(value(h) - value(b))})"
+            cells.append(cell)
+        rows.append(cells)
     return rows
 
 

@@ -168,18 +168,6 @@ def test_a_failure_with_an_xid(tmp_path: Path, staging: Environment) -> None:
     ]
 
 
-def test_an_xid_needs_the_health_controller(tmp_path: Path) -> None:
-    # dev's health backend is NVSentinel (environments/dev.yaml): no trainyard controller on the box
-    text = (
-        "jobs:\n  - {name: a, at: 0, team: platform, pods: 1, perPod: {gpus: 4}, duration: 9,\n"
-        "     failure: {after: 3, xid: 79}}\n"
-    )
-    assert problems(tmp_path, text, load_env(ROOT, "dev")) == [
-        "t.yaml:3:31: error: environment dev runs no trainyard health controller to act on an XID"
-        " (jobs[0].failure.xid); drop xid (the pod is still killed), or set health.backend: trainyard"
-    ]
-
-
 def test_an_inference_curve(tmp_path: Path, staging: Environment) -> None:
     path = tmp_path / "t.yaml"
     path.write_text(
@@ -219,11 +207,27 @@ def test_inference_curve_mistakes(tmp_path: Path, staging: Environment) -> None:
         "t.yaml:4:12: error: environment staging has no inference service 'chat-apj' (inference.service);"
         " did you mean 'chat-api'?"
     ]
-    dev = (
-        "jobs:\n  - {name: a, at: 0, team: platform, pods: 1, perPod: {gpus: 4}, duration: 9}\n"
-        "inference: {load: [{at: 0, value: 1}]}\n"
-    )
-    assert problems(tmp_path, dev, load_env(ROOT, "dev")) == [
-        "t.yaml:3:12: error: environment dev declares no overflow.inference service to load (inference);"
-        " drop inference, or declare the service under overflow.inference"
-    ]
+
+
+# dev (environments/dev.yaml): its health backend is NVSentinel (no trainyard controller on
+# the box to act on an XID) and it declares no overflow.inference service.
+DEV_JOB = "jobs:\n  - {name: a, at: 0, team: platform, pods: 1, perPod: {gpus: 4}, duration: 9"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            DEV_JOB + ",\n     failure: {after: 3, xid: 79}}\n",
+            "t.yaml:3:31: error: environment dev runs no trainyard health controller to act on an XID"
+            " (jobs[0].failure.xid); drop xid (the pod is still killed), or set health.backend: trainyard",
+        ),
+        (
+            DEV_JOB + "}\ninference: {load: [{at: 0, value: 1}]}\n",
+            "t.yaml:3:12: error: environment dev declares no overflow.inference service to load (inference);"
+            " drop inference, or declare the service under overflow.inference",
+        ),
+    ],
+)
+def test_what_dev_cannot_replay(tmp_path: Path, text: str, expected: str) -> None:
+    assert problems(tmp_path, text, load_env(ROOT, "dev")) == [expected]
