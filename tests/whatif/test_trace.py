@@ -13,7 +13,7 @@ from generators import cli
 from generators.errors import SpecError
 from generators.model.environment import Environment
 from generators.model.load import load as load_env
-from generators.whatif.trace import load
+from generators.whatif.trace import Trace, load
 from tests.support import ROOT
 
 
@@ -28,6 +28,12 @@ def problems(tmp_path: Path, text: str, env: Environment | None) -> list[str]:
     with pytest.raises(SpecError) as caught:
         load(path, "t.yaml", env)
     return [p.format() for p in caught.value.problems]
+
+
+def loaded(tmp_path: Path, text: str, env: Environment) -> Trace:
+    path = tmp_path / "t.yaml"
+    path.write_text(text, encoding="utf-8")
+    return load(path, "t.yaml", env)
 
 
 def test_a_job_is_resolved_against_the_environment(tmp_path: Path, staging: Environment) -> None:
@@ -151,13 +157,11 @@ def test_the_cli_prints_the_line_and_starts_no_box(
 
 
 def test_a_failure_with_an_xid(tmp_path: Path, staging: Environment) -> None:
-    path = tmp_path / "t.yaml"
-    path.write_text(
+    text = (
         "jobs:\n  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 8}, duration: 90,"
-        " failure: {after: 30, xid: 79}}\n",
-        encoding="utf-8",
+        " failure: {after: 30, xid: 79}}\n"
     )
-    [job] = load(path, "t.yaml", staging).jobs
+    [job] = loaded(tmp_path, text, staging).jobs
     assert (job.failure_after, job.failure_xid) == (30.0, 79)
     text = (
         "jobs:\n  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 8}, duration: 9,"
@@ -169,13 +173,11 @@ def test_a_failure_with_an_xid(tmp_path: Path, staging: Environment) -> None:
 
 
 def test_an_inference_curve(tmp_path: Path, staging: Environment) -> None:
-    path = tmp_path / "t.yaml"
-    path.write_text(
+    text = (
         "jobs:\n  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 8}, duration: 90}\n"
-        "inference:\n  load: [{at: 0, value: 0}, {at: 2m, value: 36}]\n  until: 10m\n",
-        encoding="utf-8",
+        "inference:\n  load: [{at: 0, value: 0}, {at: 2m, value: 36}]\n  until: 10m\n"
     )
-    trace = load(path, "t.yaml", staging)
+    trace = loaded(tmp_path, text, staging)
     assert trace.inference is not None
     # staging's first (only) overflow.inference service: chat-api
     assert (trace.inference.service, trace.inference.steps, trace.inference.until) == (
