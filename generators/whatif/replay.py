@@ -469,7 +469,13 @@ def replay(
         for r in sorted(placements.snapshot(), key=lambda r: (r.bound, r.node))
     )
     taints = tuple(  # a node still quarantined from before the replay counts from its start
-        Quarantine(t.node, t.pool, t.reason, trace_time(max(began, t.since)), trace_time(t.until or ended))
+        Quarantine(
+            t.node,
+            t.pool,
+            t.reason,
+            trace_time(max(began, t.since)),
+            trace_time(max(began, t.until or ended)),
+        )
         for t in sorted(quarantines.snapshot(), key=lambda t: (t.since, t.node))
     )
     return Replayed(
