@@ -15,7 +15,7 @@ HELP = (
     "replay a job trace against the rendered queues on a cluster in a box (real Kueue, scheduler, "
     "controllers), for the working tree and --base REF; report waits, GPU-hours, preemptions"
 )
-DEFAULT_SPEED = 10  # docs/whatif.md "Speed": the fidelity test's speed
+DEFAULT_SPEED = 20  # docs/whatif.md "Fidelity": the highest speed the sweep showed to hold
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

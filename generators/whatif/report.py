@@ -7,15 +7,24 @@ replay.py), so it is tested with literals (tests/whatif/test_report.py):
 - p50 / p95: nearest rank (the smallest wait with at least p% of the waits at or below it),
   so every figure is a wait that happened, not an interpolation;
 - admitted GPU-hours: GPUs x the time each admission held until its eviction or finish;
-- preemptions: one per Preempted condition Kueue set, named preemptor -> victim.
+- preemptions: one per Preempted condition Kueue set, named preemptor -> victim;
+- per-pool utilisation: GPUs x the time each of the replay's pods was bound to a node of the
+  pool (bound to Succeeded, Failed or deleted), over the pool's GPUs in the spec (every node,
+  the reserve too) x the trace seconds the replay observed;
+- spill per provider: GPUs x the time each of the replay's pods was bound to the provider's
+  virtual node (its `trainyard.dev/provider` label), and that times the spec's
+  costPerGpuHourUsd;
+- quarantines: each quarantine taint the health controller put on a node during the replay,
+  and node-seconds from when it was seen until it was seen gone (or the replay ended).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from generators.output.texttable import table
 
@@ -26,6 +35,30 @@ class Preemption:
     preemptor: str  # job name, or "?" when Kueue named a workload the replay did not create
     reason: str  # Kueue's condition reason: InClusterQueue, InCohortReclamation, ...
     at: float  # trace seconds
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One pod of the replay on the node the scheduler bound it to, in trace seconds."""
+
+    job: str
+    pool: str  # the node's trainyard.dev/pool label
+    node: str
+    gpus: int
+    start: float  # first seen bound
+    end: float  # first seen Succeeded, Failed or deleted (else when the replay ended)
+    provider: str = ""  # the node's trainyard.dev/provider label: a provider's virtual node
+
+
+@dataclass(frozen=True)
+class Quarantine:
+    """A quarantine taint the health controller set on a node, in trace seconds."""
+
+    node: str
+    pool: str
+    reason: str  # the taint's value
+    start: float
+    end: float  # seen gone, else when the replay ended
 
 
 @dataclass(frozen=True)
@@ -215,14 +248,126 @@ def _preemption_lines(pairs: list[tuple[str, str, int]]) -> list[str]:
 class Side:
     label: str  # "head" or "base <ref>"
     outcomes: tuple[Outcome, ...]
+    bound: tuple[Bound, ...] = ()
+    quarantines: tuple[Quarantine, ...] = ()
+    capacity: tuple[tuple[str, int], ...] = ()  # (pool, GPUs) of the side's spec
+    span: float = 0.0  # trace seconds the replay observed
+    prices: tuple[tuple[str, float], ...] = ()  # (provider, costPerGpuHourUsd) of the side's spec
+
+
+@dataclass(frozen=True)
+class Spill:
+    provider: str
+    gpu_hours: float  # GPU-hours the replay's pods were bound to the provider's virtual node
+    usd: float  # gpu_hours x the spec's costPerGpuHourUsd
+
+
+def spill(side: Side) -> list[Spill]:
+    """One row per provider of the side's spec, in the spec's order (preferred first)."""
+    held: dict[str, float] = {}
+    for pod in side.bound:
+        if pod.provider:
+            held[pod.provider] = held.get(pod.provider, 0.0) + pod.gpus * max(0.0, pod.end - pod.start)
+    return [
+        Spill(name, held.get(name, 0.0) / 3600, held.get(name, 0.0) / 3600 * usd) for name, usd in side.prices
+    ]
+
+
+SPILL_HEADER = ("provider", "spill GPU-hours", "cost USD")
+
+
+def _spill_rows(head: Side, base: Side | None) -> list[list[str]]:
+    return _side_by_side(
+        [(s.provider, s) for s in spill(head)],
+        [(s.provider, s) for s in spill(base)] if base else None,
+        (lambda s: f"{s.gpu_hours:.2f}", lambda d: f"{d:+.2f}", lambda s: s.gpu_hours),
+        (lambda s: f"{s.usd:.2f}", lambda d: f"{d:+.2f}", lambda s: s.usd),
+    )
+
+
+@dataclass(frozen=True)
+class PoolUse:
+    pool: str
+    gpus: int  # the pool's GPUs in the spec
+    gpu_hours: float  # GPU-hours the replay's pods were bound there
+    utilisation: float  # gpu_hours / (gpus x span), 0 to 1
+
+
+def pool_use(side: Side) -> list[PoolUse]:
+    """One row per pool of the side's spec, in the spec's order."""
+    held: dict[str, float] = {}
+    for pod in side.bound:
+        held[pod.pool] = held.get(pod.pool, 0.0) + pod.gpus * max(0.0, pod.end - pod.start)
+    return [
+        PoolUse(pool, gpus, held.get(pool, 0.0) / 3600, held.get(pool, 0.0) / (gpus * side.span))
+        if gpus and side.span > 0
+        else PoolUse(pool, gpus, held.get(pool, 0.0) / 3600, 0.0)
+        for pool, gpus in side.capacity
+    ]
+
+
+POOL_HEADER = ("pool", "GPUs", "GPU-hours bound", "utilisation")
+
+
+def _pool_rows(head: Side, base: Side | None) -> list[list[str]]:
+    return _side_by_side(
+        [(u.pool, u) for u in pool_use(head)],
+        [(u.pool, u) for u in pool_use(base)] if base else None,
+        (lambda u: str(u.gpus), None, lambda u: u.gpus),
+        (lambda u: f"{u.gpu_hours:.1f}", lambda d: f"{d:+.1f}", lambda u: u.gpu_hours),
+        (lambda u: f"{u.utilisation:.1%}", lambda d: f"{d * 100:+.1f} points", lambda u: u.utilisation),
+    )
+
+
+Column = tuple[Callable[[Any], str], Callable[[float], str] | None, Callable[[Any], float]]
+
+
+def _side_by_side(
+    head: list[tuple[str, Any]], base: list[tuple[str, Any]] | None, *columns: Column
+) -> list[list[str]]:
+    """Rows of (name, value per column): the head's figure alone, or 'base -> head (change)'
+    with '-' for a side without the row; a column without a change format shows none. The
+    base's order first, then rows only the head has."""
+    heads = dict(head)
+    if base is None:
+        return [[name, *(shown(item) for shown, _, _ in columns)] for name, item in head]
+    bases = dict(base)
+    rows = []
+    for name in [*bases, *(n for n in heads if n not in bases)]:
+        b, h = bases.get(name), heads.get(name)
+        cells = [name]
+        for shown, change, value in columns:
+            cell = f"{shown(b) if b else '-'} -> {shown(h) if h else '-'}"
+            if b and h and change is not None:
+                cell += f" ({change(value(h) - value(b))})"
+            cells.append(cell)
+        rows.append(cells)
+    return rows
+
+
+def _quarantine_line(side: Side) -> str:
+    if not side.quarantines:
+        return f"quarantines, {side.label}: none"
+    seconds = sum(max(0.0, q.end - q.start) for q in side.quarantines)
+    nodes = len({q.node for q in side.quarantines})
+    each = ", ".join(f"{q.node} ({q.reason}, {duration(q.end - q.start)})" for q in side.quarantines)
+    return (
+        f"quarantines, {side.label}: {len(side.quarantines)} on {nodes} node{'s' if nodes != 1 else ''}, "
+        f"{duration(seconds)} of node time: {each}"
+    )
 
 
 def text(head: Side, base: Side | None, title: str) -> str:
     rows = rows_of(summary(head.outcomes), summary(base.outcomes) if base else None)
     out = [title, "", table(HEADER, rows), ""]
+    if head.capacity:
+        out += [table(POOL_HEADER, _pool_rows(head, base)), ""]
+    if head.prices:
+        out += [table(SPILL_HEADER, _spill_rows(head, base)), ""]
     for side in (s for s in (base, head) if s is not None):
         out.append(f"preemptions, {side.label}:")
         out.extend(f"  {line}" for line in _preemption_lines(preemptions(side.outcomes)))
+    out.extend(_quarantine_line(side) for side in (base, head) if side is not None)
     out.extend(_latency_line(side) for side in (base, head) if side is not None)
     return "\n".join(out) + "\n"
 
@@ -234,9 +379,16 @@ def markdown(head: Side, base: Side | None, title: str) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
     out = [f"### {title}", "", line(HEADER), line(["---"] * len(HEADER)), *(line(r) for r in rows), ""]
+    if head.capacity:
+        pools = _pool_rows(head, base)
+        out += [line(POOL_HEADER), line(["---"] * len(POOL_HEADER)), *(line(r) for r in pools), ""]
+    if head.prices:
+        spilled = _spill_rows(head, base)
+        out += [line(SPILL_HEADER), line(["---"] * len(SPILL_HEADER)), *(line(r) for r in spilled), ""]
     for side in (s for s in (base, head) if s is not None):
         out.append(f"Preemptions, {side.label}: " + "; ".join(_preemption_lines(preemptions(side.outcomes))))
         out.append("")
+    out.extend(_quarantine_line(side) + "\n" for side in (base, head) if side is not None)
     out.extend(_latency_line(side) + "\n" for side in (base, head) if side is not None)
     return "\n".join(out)
 
@@ -246,6 +398,10 @@ def as_json(head: Side, base: Side | None, title: str) -> str:
         s.label: {
             "rows": [asdict(r) for r in summary(s.outcomes)],
             "jobs": [asdict(o) | {"wait": o.wait, "gpuHours": o.gpu_hours} for o in s.outcomes],
+            "pools": [asdict(u) for u in pool_use(s)],
+            "spill": [asdict(x) for x in spill(s)],
+            "quarantines": [asdict(q) for q in s.quarantines],
+            "span": s.span,
         }
         for s in (base, head)
         if s is not None

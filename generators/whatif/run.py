@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from generators.box.state import BOX_DIR_ENV, run_dir
 from generators.diff import gitref
@@ -28,8 +29,11 @@ from generators.layout import ENV_DIR
 from generators.model.environment import Environment
 from generators.model.load import load
 from generators.whatif import trace as traces
-from generators.whatif.replay import Replayed, replay
+from generators.whatif.replay import BoxParts, Replayed, replay
 from generators.whatif.report import Side
+
+if TYPE_CHECKING:
+    from generators.box.up import Box
 
 
 @contextlib.contextmanager
@@ -96,7 +100,7 @@ def side(
         box = up(root, env_name, scale, speed, say)
         kube = box.client()
         try:
-            replayed = replay(kube, box.client, trace, _gpu_resource(env), speed, say)
+            replayed = replay(kube, box.client, trace, _gpu_resource(env), speed, say, parts_of(box))
         finally:
             kube.close()
         say(
@@ -105,7 +109,32 @@ def side(
         )
     finally:
         down(env_name, say=say)
-    return Side(label, replayed.outcomes), replayed
+    return side_of(label, box.env, replayed), replayed
+
+
+def side_of(label: str, env: Environment, replayed: Replayed) -> Side:
+    """The report's side: what the replay saw, with the pools' GPUs and the providers' prices
+    of `env` (the box's copy: --scale applied)."""
+    capacity = tuple((p.name, p.gpus) for p in env.pools)
+    providers = env.overflow.providers if env.overflow is not None else ()
+    prices = tuple((p.name, p.cost_per_gpu_hour_usd) for p in providers)
+    return Side(
+        label, replayed.outcomes, replayed.bound, replayed.quarantines, capacity, replayed.span, prices
+    )
+
+
+def parts_of(box: Box) -> BoxParts:
+    return BoxParts(exporter_url(box), box.folder, box.env)
+
+
+def exporter_url(box: Box) -> str | None:
+    """The box's synthetic dcgm-exporter (a trace failure with an XID sets its fault)."""
+    from generators.box import dcgm_fake
+
+    for process in box.state.processes:
+        if process.name == dcgm_fake.NAME:
+            return f"http://127.0.0.1:{process.ports[0]}"
+    return None
 
 
 def simulate(

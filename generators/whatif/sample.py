@@ -79,6 +79,22 @@ def _pool(env: Environment) -> tuple[Pool, int]:
     return pool, nominal * pool.gpus_per_node
 
 
+def _most(env: Environment, team: str) -> int:
+    """The largest job `team`'s default queue (the one the trace loader picks) can ever
+    admit: per flavor its nominal GPUs plus its borrowing limit (none: the rest of the
+    pool's schedulable GPUs), the largest flavor (Kueue puts a pod set on one)."""
+    queues = [q for q in env.cluster_queues if q.team == team]
+    queue = next((q for q in queues if q.name == team), queues[0])
+    most = 0
+    for flavor in queue.flavors:
+        pool = env.pool(flavor.pool)
+        for quota in flavor.quotas:
+            if quota.resource.name == pool.gpu_resource:
+                limit = quota.borrowing_limit
+                most = max(most, int(_held(pool) if limit is None else quota.nominal + limit))
+    return most
+
+
 def _dealt(weights: list[tuple[int, float]], count: int) -> list[int]:
     """`count` values in the proportions of `weights` (largest remainder), in weight order."""
     exact = [(value, weight * count) for value, weight in weights]
@@ -114,8 +130,12 @@ def sample(env: Environment, seed: int = SEED, scale: int = 1) -> str:
     rng.shuffle(durations)
     critical = env.training_tiers[0].name
     lines, asked, failures = [], 0.0, 0
+    most = {t: _most(env, t) for t, _ in teams}
     for index, (at, gpus, seconds) in enumerate(zip(arrivals, sizes, durations, strict=True)):
-        team = rng.choices([t for t, _ in teams], [s for _, s in teams])[0]
+        # A job only the teams whose queue can ever admit it may ask for: a larger one would
+        # wait the whole replay (prod at --scale 8: evals' most is 72 GPUs, the largest job 120).
+        able = [(t, s) for t, s in teams if most[t] >= gpus] or teams
+        team = rng.choices([t for t, _ in able], [s for _, s in able])[0]
         tier = critical if rng.random() < CRITICAL_SHARE else "training"
         pods, per_pod = (1, gpus) if gpus <= per_node else (math.ceil(gpus / per_node), per_node)
         asked += gpus * seconds / 3600

@@ -15,13 +15,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from generators.box.dcgm_fake import NVIDIA_GPU
 from generators.box.speed import SpeedError, seconds_of
 from generators.errors import Location, Problem, SpecError, format_path
 from generators.k8s.quantity import parse as parse_quantity
 from generators.model.environment import Environment
 from generators.spec.source import Document, load_file
 
-TOP_KEYS = ("environment", "jobs")
+TOP_KEYS = ("environment", "jobs", "inference")
+INFERENCE_KEYS = ("service", "load", "until")
+STEP_KEYS = ("at", "value")
 JOB_KEYS = (
     "name",
     "at",
@@ -38,7 +41,7 @@ JOB_KEYS = (
 REQUIRED = ("name", "at", "team", "pods", "perPod", "duration")
 PER_POD_KEYS = ("gpus", "cpu", "memory")
 TOPOLOGY_KEYS = ("required", "preferred")
-FAILURE_KEYS = ("after",)
+FAILURE_KEYS = ("after", "xid")
 # A job's name becomes its Job's name (with a short run suffix): a DNS-1123 label of at most
 # 40 characters leaves room for the suffix and Kueue's Workload name (job-<name>-<hash>).
 NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?")
@@ -64,6 +67,7 @@ class Job:
     topology: tuple[str, str] | None  # ("required" | "preferred", level label)
     failure_after: float | None  # one pod is killed this long after the job's pods start
     where: Location
+    failure_xid: int | None = None  # and its node's GPU reports this XID (the health controller acts)
 
     @property
     def total_gpus(self) -> int:
@@ -71,15 +75,28 @@ class Job:
 
 
 @dataclass(frozen=True)
+class Inference:
+    """The serving load curve: the HPA metric's value of one inference service over trace time."""
+
+    service: str  # the Deployment's name ("" until resolved: the environment's first service)
+    steps: tuple[tuple[float, float], ...]  # (trace seconds, metric value), by time
+    until: float  # trace seconds the curve lasts (the replay runs at least that long)
+    where: Location
+
+
+@dataclass(frozen=True)
 class Trace:
     path: str  # as shown in errors
     environment: str | None
     jobs: tuple[Job, ...]
+    inference: Inference | None = None
 
     @property
     def span(self) -> float:
-        """Trace seconds from the first arrival to the last arrival plus its duration."""
-        return max((j.at + j.duration for j in self.jobs), default=0.0)
+        """Trace seconds from the first arrival to the last arrival plus its duration, or the
+        end of the inference curve if later."""
+        jobs = max((j.at + j.duration for j in self.jobs), default=0.0)
+        return max(jobs, self.inference.until if self.inference else 0.0)
 
 
 class _Reader:
@@ -165,10 +182,12 @@ class _Reader:
         cpu = self.quantity(per_pod.get("cpu", DEFAULT_CPU), (*path, "perPod", "cpu"))
         memory = self.quantity(per_pod.get("memory", DEFAULT_MEMORY), (*path, "perPod", "memory"))
         topology = self.topology(value.get("topology"), (*path, "topology"))
-        failure = None
+        failure = xid = None
         if "failure" in value:
             spec = self.mapping(value["failure"], (*path, "failure"), FAILURE_KEYS)
             failure = self.seconds(spec.get("after"), (*path, "failure", "after"), positive=True)
+            if "xid" in spec:
+                xid = self.integer(spec["xid"], (*path, "failure", "xid"))
         if len(self.problems) > before or None in (at, duration, pods, gpus, cpu, memory):
             return None
         assert at is not None and duration is not None and pods is not None and gpus is not None
@@ -187,6 +206,7 @@ class _Reader:
             topology,
             failure,
             self.document.locate(path),
+            xid,
         )
 
     def resolved(self, job: Job, index: int, env: Environment) -> Job:
@@ -236,6 +256,21 @@ class _Reader:
                 f"{job.gpus} GPUs per pod fit no node of queue {name}",
                 f"its pools have {', '.join(f'{p.name}: {p.gpus_per_node}' for p in pools)} per node",
             )
+        if job.failure_xid is not None:
+            controller = env.health.controller if env.health is not None else None
+            nvidia = [p.name for p in pools if p.gpu_resource == NVIDIA_GPU]
+            if controller is None:
+                self.fail(
+                    (*path, "failure", "xid"),
+                    f"environment {env.name} runs no trainyard health controller to act on an XID",
+                    "drop xid (the pod is still killed), or set health.backend: trainyard",
+                )
+            elif not nvidia:
+                self.fail(
+                    (*path, "failure", "xid"),
+                    f"queue {name}'s pools have no {NVIDIA_GPU} GPUs to report an XID",
+                    "drop xid: the box's synthetic dcgm-exporter serves NVIDIA pools only",
+                )
         if job.topology is not None:
             levels = sorted({level for p in pools for level in p.topology_levels})
             if not queue.topology or job.topology[1] not in levels:
@@ -247,6 +282,80 @@ class _Reader:
                     else "the queue is not topology-aware; drop topology",
                 )
         return replace(job, namespace=namespace, queue=name, tier=tier)
+
+    def inference(self, raw: Any) -> Inference | None:
+        path: tuple[str | int, ...] = ("inference",)
+        value = self.mapping(raw, path, INFERENCE_KEYS)
+        if not isinstance(raw, dict):
+            return None
+        before = len(self.problems)
+        service = value.get("service", "")
+        if "service" in value and not (isinstance(service, str) and service):
+            self.fail((*path, "service"), f"expected a Deployment name, not {service!r}")
+        raw_steps = value.get("load")
+        if not isinstance(raw_steps, list) or not raw_steps:
+            self.fail(
+                (*path, "load") if "load" in value else path,
+                "expected a non-empty list of steps {at, value}"
+                if "load" in value
+                else "missing required key 'load'",
+                "e.g. load: [{at: 0, value: 0}, {at: 10m, value: 36}]",
+            )
+            raw_steps = []
+        steps: list[tuple[float, float]] = []
+        for index, raw_step in enumerate(raw_steps):
+            where = (*path, "load", index)
+            step = self.mapping(raw_step, where, STEP_KEYS)
+            if not step:
+                continue
+            for key in STEP_KEYS:
+                if key not in step:
+                    self.fail(
+                        where, f"missing required key '{key}'", "a step is {at: SECONDS, value: NUMBER}"
+                    )
+            at = self.seconds(step.get("at", 0), (*where, "at"), positive=False)
+            level = step.get("value", 0)
+            if isinstance(level, bool) or not isinstance(level, int | float) or level < 0:
+                self.fail((*where, "value"), f"expected a number of at least zero, not {level!r}")
+                continue
+            if at is None:
+                continue
+            if steps and at <= steps[-1][0]:
+                self.fail(
+                    (*where, "at"), f"step at {at:g} s is not after the one before ({steps[-1][0]:g} s)"
+                )
+                continue
+            steps.append((at, float(level)))
+        until = self.seconds(
+            value.get("until", steps[-1][0] if steps else 0), (*path, "until"), positive=False
+        )
+        if until is not None and steps and until < steps[-1][0]:
+            self.fail(
+                (*path, "until"), f"the curve ends ({until:g} s) before its last step ({steps[-1][0]:g} s)"
+            )
+        if len(self.problems) > before or until is None:
+            return None
+        return Inference(str(service), tuple(steps), until, self.document.locate(path))
+
+    def resolved_inference(self, inference: Inference, env: Environment) -> Inference:
+        """`inference` with its service filled in and checked against `env`'s overflow.inference."""
+        services = [s.deployment for s in env.overflow.inference] if env.overflow is not None else []
+        if not services:
+            self.fail(
+                ("inference",),
+                f"environment {env.name} declares no overflow.inference service to load",
+                "drop inference, or declare the service under overflow.inference",
+            )
+            return inference
+        name = inference.service or services[0]
+        if name not in services:
+            close = difflib.get_close_matches(name, services, n=1)
+            self.fail(
+                ("inference", "service"),
+                f"environment {env.name} has no inference service '{name}'",
+                f"did you mean '{close[0]}'?" if close else f"its services: {', '.join(services)}",
+            )
+        return replace(inference, service=name)
 
     def topology(self, raw: Any, path: tuple[str | int, ...]) -> tuple[str, str] | None:
         if raw is None:
@@ -314,6 +423,9 @@ def load(path: Path, display: str, env: Environment | None = None) -> Trace:
             )
         seen.setdefault(job.name, index)
         jobs.append(reader.resolved(job, index, env) if env is not None else job)
+    inference = reader.inference(document.value["inference"]) if "inference" in document.value else None
+    if inference is not None and env is not None:
+        inference = reader.resolved_inference(inference, env)
     if reader.problems:  # in file order, as a reader goes through the file
         raise SpecError(sorted(reader.problems, key=lambda p: (p.location.line, p.location.col)))
-    return Trace(display, environment, tuple(sorted(jobs, key=lambda j: (j.at, j.name))))
+    return Trace(display, environment, tuple(sorted(jobs, key=lambda j: (j.at, j.name))), inference)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -33,21 +32,13 @@ import pytest
 from generators.box.state import BOX_DIR_ENV
 from tests.support import ROOT, tools
 from tests.support.box import BOX_TOOLS, log_tails
+from tests.whatif.scratch import committed, shares_change
 from tests.whatif.test_readme_whatif import matches_run
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
 TIMEOUT = 1500  # two boxes up and down and two replays of ~50 s, on 2 busy cores
 LATE, EARLY = 100, 10
-
-
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-    )
 
 
 def _seconds(text: str) -> int:
@@ -59,17 +50,8 @@ def _seconds(text: str) -> int:
 
 def test_a_shares_change_shows_whose_jobs_wait_and_what_is_no_longer_preempted(tmp_path: Path) -> None:
     tools(*BOX_TOOLS)  # what the two boxes run (tests/support/box.py)
-    repo = tmp_path / "repo"
-    shutil.copytree(ROOT / "environments", repo / "environments")
-    _git(repo, "init", "-q")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-q", "-m", "base")
-    spec = repo / "environments" / "staging.yaml"
-    text = spec.read_text(encoding="utf-8")
-    assert text.count("shares: {train-h100: 50}") == 1 and text.count("shares: {train-h100: 30}") == 1
-    for before in ("shares: {train-h100: 50}", "shares: {train-h100: 30}"):
-        text = text.replace(before, "shares: {train-h100: 40}")
-    spec.write_text(text, encoding="utf-8")
+    repo = committed(tmp_path / "repo", ("environments",))
+    shares_change(repo)
     done = subprocess.run(
         [
             sys.executable,

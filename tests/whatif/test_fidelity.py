@@ -31,6 +31,26 @@ pod is killed 30 s after its admission; the job controller starts a replacement 
 the whole 100 s, so e1 holds its quota for 30 + 100 = 130 s. (The Job's status.failed stays
 unset: KWOK's pod-delete Stage deletes the killed pod outright, so the job controller sees one
 active pod fewer, not a failed one; the replacement's creation time shows the kill.)
+The kill carries `xid: 79`: the replay sets XID 79 on the killed pod's node on the box's
+synthetic dcgm-exporter, and the real health controller (staging's policy, rendered:
+reason xid, quarantineAfterSeconds 0, reconcile 30 s / 10 = 3 s; releaseAfterSeconds 1800 /
+10 = 180 s of wall time, longer than the rest of the replay) taints exactly that node
+`trainyard.dev/gpu-health=xid` and keeps it so until the replay ends: one quarantine, on one
+node, from at most QUARANTINED_WITHIN after the kill (Prometheus scrapes the exporter every
+5 s, the controller passes every 3 s: 8 s of wall time, 20 s allowed) to the end.
+
+Per-pool utilisation of two-teams.yaml, by hand: 23 + 23 + 6 + 6 = 58 pods of 8 GPUs, each
+bound for its 300 s (within the tolerance below), all on train-h100: 58 x 8 x 300 = 139,200
+GPU-seconds = 38.7 GPU-hours, over the pool's 32 x 8 = 256 GPUs (environments/staging.yaml)
+x the trace seconds the replay observed.
+
+Trace inference.yaml, staging's serving overflow by hand: the curve drives chat-api
+(overflow.inference[0], averageValue 4, minReplicas 2, maxReplicas 12; a replica takes a
+whole node of infer-l40s, 8 GPUs, as the inference-scales scene sizes it). Load 0, then 36
+from 100 s: the HPA asks for 36 / 4 = 9 replicas; infer-l40s's 8 nodes hold 8, so the 9th
+waits until the gate opens vk-mock (8 GPUs: room for one) and is bound there. Spill: one pod
+of 8 GPUs on provider mock, bound after the load rose, until the curve ends at 2000 s; at
+most 8 x (2000 - 100) s = 4.2 GPU-hours, at mock's $0.01 per GPU-hour.
 
 Tolerance, stated: a measured wait may exceed the analytic one by at most 10 s of wall time
 (100 s of trace time at speed 10) and fall short of it by at most 1 s (10 s). Early: times
@@ -45,6 +65,7 @@ trace give waits within 6 s wall (60 s of trace time) of each other.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -53,7 +74,8 @@ import pytest
 
 from generators.model.load import load as load_env
 from generators.whatif.replay import JOB_LABEL, RUN_LABEL, Replayed, replay
-from generators.whatif.report import Outcome
+from generators.whatif.report import Outcome, Side, pool_use, spill
+from generators.whatif.run import parts_of, side_of
 from generators.whatif.trace import load
 from tests.support import ROOT
 from tests.support.box import module_box
@@ -65,27 +87,35 @@ HERE = Path(__file__).parent
 LATE = 10 * SPEED  # trace seconds a wait may come out late
 EARLY = 1 * SPEED  # and early
 NOISE = 6 * SPEED
+QUARANTINED_WITHIN = 20 * SPEED  # trace seconds from the XID to the taint (docstring)
+TRAIN_H100_GPUS = 32 * 8  # environments/staging.yaml: 32 nodes of 8 GPUs
 
 
-@pytest.fixture(scope="module")
-def box(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """The module's own box (tests/support/box.py), as the `Box` that `up` returns."""
+def box_at(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, speed: int
+) -> Iterator[object]:
+    """A module's own box of staging at `speed` (tests/support/box.py), as the `Box` that `up` returns."""
     from generators.box.up import Box, rendered
     from generators.pipeline.render import objects
 
-    with module_box(request, tmp_path_factory, ENV, speed=SPEED) as up:
+    with module_box(request, tmp_path_factory, ENV, speed=speed) as up:
         env, files = rendered(ROOT, ENV, up.state.scale, up.folder, up.state.speed)  # `up`'s sped-up copy
         yield Box(env, up.state, up.folder, objects(files))
 
 
-def _replay(box: object, name: str) -> Replayed:
+@pytest.fixture(scope="module")
+def box(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    yield from box_at(request, tmp_path_factory, SPEED)
+
+
+def _replay(box: object, name: str, speed: int = SPEED) -> Replayed:
     from generators.box.up import Box
 
     assert isinstance(box, Box)
     trace = load(HERE / name, f"tests/whatif/{name}", load_env(ROOT, ENV))
     kube = box.client()
     try:
-        return replay(kube, box.client, trace, "nvidia.com/gpu", SPEED, say=lambda _: None)
+        return replay(kube, box.client, trace, "nvidia.com/gpu", speed, lambda _: None, parts_of(box))
     finally:
         kube.close()
 
@@ -96,8 +126,13 @@ def _by_job(replayed: Replayed) -> dict[str, Outcome]:
 
 
 @pytest.fixture(scope="module")
-def two_runs(box: object) -> tuple[dict[str, Outcome], dict[str, Outcome]]:
-    return _by_job(_replay(box, "two-teams.yaml")), _by_job(_replay(box, "two-teams.yaml"))
+def two_replays(box: object) -> tuple[Replayed, Replayed]:
+    return _replay(box, "two-teams.yaml"), _replay(box, "two-teams.yaml")
+
+
+@pytest.fixture(scope="module")
+def two_runs(two_replays: tuple[Replayed, Replayed]) -> tuple[dict[str, Outcome], dict[str, Outcome]]:
+    return _by_job(two_replays[0]), _by_job(two_replays[1])
 
 
 ANALYTIC_WAITS = {"r1": 0, "e1": 0, "r2": 290, "e2": 240}
@@ -132,6 +167,49 @@ def test_the_same_trace_twice_stays_within_the_noise_band(
         assert abs(first[name].gpu_hours - second[name].gpu_hours) <= first[name].gpus * NOISE / 3600
 
 
+def test_pool_utilisation_counts_the_pods_where_the_scheduler_bound_them(
+    two_replays: tuple[Replayed, Replayed],
+) -> None:
+    replayed = two_replays[0]
+    assert len(replayed.bound) == 58, replayed.bound  # every pod bound once: nothing preempted or killed
+    for pod in replayed.bound:
+        assert (pod.pool, pod.gpus) == ("train-h100", 8), pod
+        assert 300 - EARLY <= pod.end - pod.start <= 300 + LATE, pod
+    side = Side(
+        "head", replayed.outcomes, replayed.bound, (), (("train-h100", TRAIN_H100_GPUS),), replayed.span
+    )
+    [use] = pool_use(side)
+    low, high = 58 * 8 * (300 - EARLY), 58 * 8 * (300 + LATE)
+    assert low / 3600 <= use.gpu_hours <= high / 3600, use
+    assert (
+        low / (TRAIN_H100_GPUS * replayed.span) <= use.utilisation <= high / (TRAIN_H100_GPUS * replayed.span)
+    )
+    assert not replayed.quarantines, replayed.quarantines  # no fault in this trace
+
+
+def test_the_inference_curve_scales_the_service_and_spills_to_the_provider(box: object) -> None:
+    from generators.box.up import Box
+
+    assert isinstance(box, Box)
+    replayed = _replay(box, "inference.yaml")
+    assert replayed.complete, "the curve should end inside the replay's budget"
+    serving = [b for b in replayed.bound if b.job == "chat-api"]
+    in_cluster = {b.node for b in serving if b.pool == "infer-l40s"}
+    spilled = [b for b in serving if b.provider]
+    assert len(in_cluster) == 8, serving  # one replica per node of the pool
+    assert spilled and {(b.node, b.provider, b.gpus) for b in spilled} == {("vk-mock", "mock", 8)}, serving
+    for pod in spilled:
+        assert pod.start >= 100 - EARLY, pod  # only once the load rose
+    ordered = sorted(spilled, key=lambda b: b.start)
+    for before, after in itertools.pairwise(ordered):
+        assert after.start >= before.end - EARLY, ordered  # vk-mock holds one replica at a time
+    [mock] = [s for s in spill(side_of("head", box.env, replayed)) if s.provider == "mock"]
+    hours = sum(8 * (b.end - b.start) for b in spilled) / 3600
+    assert mock.gpu_hours == pytest.approx(hours), mock
+    assert 0 < mock.gpu_hours <= 8 * (2000 - 100) / 3600, mock
+    assert mock.usd == pytest.approx(mock.gpu_hours * 0.01), mock  # environments/staging.yaml
+
+
 def test_a_reclaim_names_the_preemptor_and_the_victim(box: object) -> None:
     replayed = _replay(box, "reclaim.yaml")
     outcomes = _by_job(replayed)
@@ -146,6 +224,13 @@ def test_a_reclaim_names_the_preemptor_and_the_victim(box: object) -> None:
     assert len(e1.admissions) == 1 and not e1.preempted, e1
     held = e1.admissions[0][1] - e1.admissions[0][0]
     assert 130 - EARLY <= held <= 130 + 2 * LATE, e1  # two pod starts and one finish of latency
+    # The XID on the killed pod's node: the health controller quarantined that node alone.
+    first_e1 = min((b for b in replayed.bound if b.job == "e1"), key=lambda b: b.start)
+    killed_at = e1.admissions[0][0] + 30
+    [quarantine] = replayed.quarantines
+    assert (quarantine.node, quarantine.pool, quarantine.reason) == (first_e1.node, "train-h100", "xid")
+    assert killed_at - EARLY <= quarantine.start <= killed_at + QUARANTINED_WITHIN, (quarantine, e1)
+    assert quarantine.end == replayed.span, quarantine  # still quarantined when the replay ended
     from generators.box.up import Box
 
     assert isinstance(box, Box)

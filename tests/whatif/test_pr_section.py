@@ -8,7 +8,6 @@ speed: 144}`; dev and prod configure none. The replay itself is tests/whatif/tes
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 
 from generators.diff import whatif
 from tests.support import ROOT
+from tests.whatif.scratch import committed, git, shares_change
 
 COMMAND = "python generate.py simulate staging --trace traces/staging.yaml --base {base} --speed 144"
 PLAN = (sys.executable, "-m", "generators.diff.whatif", "plan")
@@ -24,35 +24,10 @@ DIFF = (sys.executable, str(ROOT / "generate.py"))
 REPORT = "### what-if staging: traces/staging.yaml at speed 144 (times are trace time)\n\n| team | ... |\n"
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-
-
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A checkout of environments/, rendered/ and traces/ as shipped, committed once."""
-    repo = tmp_path_factory.mktemp("pr") / "repo"
-    for folder in ("environments", "rendered", "traces"):
-        shutil.copytree(ROOT / folder, repo / folder)
-    _git(repo, "init", "-q")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-q", "-m", "base")
-    return repo
-
-
-def _shares_change(repo: Path) -> None:
-    spec = repo / "environments" / "staging.yaml"
-    text = spec.read_text(encoding="utf-8")
-    assert text.count("shares: {train-h100: 50}") == 1 and text.count("shares: {train-h100: 30}") == 1
-    for before in ("shares: {train-h100: 50}", "shares: {train-h100: 30}"):
-        text = text.replace(before, "shares: {train-h100: 40}")
-    spec.write_text(text, encoding="utf-8")
+    return committed(tmp_path_factory.mktemp("pr") / "repo", ("environments", "rendered", "traces"))
 
 
 def test_only_staging_configures_a_trace() -> None:
@@ -64,7 +39,7 @@ def test_the_plan_replays_a_changed_environment_and_says_why_not_for_the_others(
 ) -> None:
     out = tmp_path / "unchanged"
     assert whatif.plan(repo, "HEAD", out) == []
-    base = _git(repo, "rev-parse", "--short=12", "HEAD")
+    base = git(repo, "rev-parse", "--short=12", "HEAD")
     assert (out / "staging.skipped").read_text(encoding="utf-8") == (
         f"its spec is the same as at HEAD ({base})\n"
     )
@@ -74,7 +49,7 @@ def test_the_plan_replays_a_changed_environment_and_says_why_not_for_the_others(
     try:
         spec.write_text(shipped.replace("speed: 144}", "speed: 72}"), encoding="utf-8")
         assert whatif.plan(repo, "HEAD", tmp_path / "speed") == []  # `whatif` itself is no change
-        _shares_change(repo)
+        shares_change(repo)
         out = tmp_path / "changed"
         done = subprocess.run(
             [*PLAN, "-C", str(repo), "--base", "HEAD", "--out", str(out)],
@@ -99,7 +74,7 @@ def _diff(repo: Path, *extra: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_diff_shows_each_outcome_of_the_whatif_job(repo: Path, tmp_path: Path) -> None:
-    base = _git(repo, "rev-parse", "--short=12", "HEAD")
+    base = git(repo, "rev-parse", "--short=12", "HEAD")
     command = COMMAND.format(base=base)
     alone = _diff(repo)
     assert alone.returncode == 0, alone.stderr
@@ -131,7 +106,7 @@ def test_the_section_is_never_cut_and_the_comment_keeps_its_limit(repo: Path, tm
     results.mkdir()
     (results / "staging.md").write_text(REPORT, encoding="utf-8")
     try:
-        _shares_change(repo)
+        shares_change(repo)
         full = _diff(repo, "--whatif", str(results))
         limit = len(full.stdout) - 200
         cut = _diff(repo, "--whatif", str(results), "--max-chars", str(limit))

@@ -55,9 +55,23 @@ def _cell(text: str) -> Cell:
     return found.group(1), found.group(2), found.group(3) or ""
 
 
+def tables(markdown: str) -> list[list[str]]:
+    """The markdown's tables, each its lines (header, rule, rows), in order."""
+    found: list[list[str]] = []
+    previous = False
+    for line in markdown.splitlines():
+        row = line.startswith("| ")
+        if row and not previous:
+            found.append([])
+        if row:
+            found[-1].append(line)
+        previous = row
+    return found
+
+
 def parsed(markdown: str) -> tuple[list[str], dict[tuple[str, str], list[Cell]], list[str]]:
     """(header cells, rows by (team, tier), the Preemptions lines with the base's commit out)."""
-    lines = [line for line in markdown.splitlines() if line.startswith("| ")]
+    lines = tables(markdown)[0]  # the teams' table; the pools' and providers' follow it
     assert len(lines) >= 3 and set(lines[1].replace("|", "").split()) == {"---"}, markdown
     header = [c.strip() for c in lines[0].strip("|").split("|")]
     rows = {}

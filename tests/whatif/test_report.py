@@ -3,15 +3,24 @@ expected figure is worked out in the comment beside it."""
 
 from __future__ import annotations
 
+import json
+
 from generators.whatif.report import (
+    Bound,
     Outcome,
+    PoolUse,
     Preemption,
+    Quarantine,
     Side,
+    Spill,
+    as_json,
     duration,
     hold_latency,
     markdown,
     nearest_rank,
+    pool_use,
     preemptions,
+    spill,
     summary,
     text,
 )
@@ -119,8 +128,11 @@ def test_base_to_head_with_the_difference() -> None:
         "preemptions, head:",
         "  b preempted a: 1",
     ]
-    # the outcomes above name no duration, so no job's latency can be told
+    # the outcomes above name no duration, so no job's latency can be told; no pool capacity
+    # given (no pool table) and no quarantine seen
     assert lines[11:] == [
+        "quarantines, base main: none",
+        "quarantines, head: none",
         "latency, base main: no job was admitted once and finished",
         "latency, head: no job was admitted once and finished",
     ]
@@ -161,3 +173,57 @@ def test_markdown_table() -> None:
     assert out[4] == "| a | training | 1 | 0 | 0s | 0s | 0s | 8.0 | 0 |"
     assert out[5] == "| b | training-critical | 1 | 1 | 1h56m | 1h56m | 1h56m | 0.0 | 0 |"  # 7000 s
     assert out[7] == "Preemptions, head: no preemptions"
+
+
+# Two pools of a made-up spec: train 2 nodes x 8 = 16 GPUs, infer 1 x 8. The replay observed
+# 3600 s of trace time.
+CAPACITY = (("train", 16), ("infer", 8))
+HEAD_PODS = (
+    Bound("a1", "train", "n-0", 8, 0.0, 1800.0),  # 8 x 1800 = 14400 GPU-s
+    Bound("a1", "train", "n-1", 8, 900.0, 2700.0),  # 14400 more: 28800 = 8.0 GPU-hours
+    Bound("a1", "?", "vk-mock", 8, 0.0, 3600.0),  # a node of no pool of the spec: not a row
+)
+BASE_PODS = (Bound("a1", "train", "n-0", 8, 0.0, 1800.0),)  # 4.0 GPU-hours
+
+
+def test_pool_utilisation_is_bound_gpu_time_over_the_pools_gpus_and_the_span() -> None:
+    rows = pool_use(Side("head", (A1,), HEAD_PODS, (), CAPACITY, 3600.0))
+    assert rows == [PoolUse("train", 16, 8.0, 0.5), PoolUse("infer", 8, 0.0, 0.0)]  # 28800 / (16 x 3600)
+
+
+def test_pools_and_quarantines_base_to_head() -> None:
+    hot = Quarantine("n-1", "train", "xid", 600.0, 1500.0)
+    head = Side("head", (A1,), HEAD_PODS, (hot,), CAPACITY, 3600.0)
+    base = Side("base main", (A1,), BASE_PODS, (), CAPACITY, 3600.0)
+    lines = text(head, base, "t").splitlines()
+    at = lines.index(next(line for line in lines if line.split()[:2] == ["pool", "GPUs"]))
+    # the text table pads its columns: compare the words
+    assert " ".join(lines[at + 2].split()) == "train 16 -> 16 4.0 -> 8.0 (+4.0) 25.0% -> 50.0% (+25.0 points)"
+    assert " ".join(lines[at + 3].split()) == "infer 8 -> 8 0.0 -> 0.0 (+0.0) 0.0% -> 0.0% (+0.0 points)"
+    assert "quarantines, base main: none" in lines
+    assert "quarantines, head: 1 on 1 node, 15m00s of node time: n-1 (xid, 15m00s)" in lines  # 1500 - 600
+    md = markdown(head, base, "t").splitlines()
+    assert "| train | 16 -> 16 | 4.0 -> 8.0 (+4.0) | 25.0% -> 50.0% (+25.0 points) |" in md
+    assert "quarantines, head: 1 on 1 node, 15m00s of node time: n-1 (xid, 15m00s)" in md
+    sides = json.loads(as_json(head, base, "t"))["sides"]
+    assert sides["head"]["pools"][0] == {"pool": "train", "gpus": 16, "gpu_hours": 8.0, "utilisation": 0.5}
+    assert sides["head"]["quarantines"] == [
+        {"node": "n-1", "pool": "train", "reason": "xid", "start": 600.0, "end": 1500.0}
+    ]
+
+
+def test_spill_per_provider_is_gpu_time_on_its_virtual_node_and_its_price() -> None:
+    # mock at $0.01 per GPU-hour, lambda at $2.50: one 8-GPU replica on vk-mock for 1800 s
+    # (4.0 GPU-hours, $0.04), nothing on lambda; the base spilled nothing
+    prices = (("mock", 0.01), ("lambda", 2.5))
+    pods = (
+        Bound("chat-api", "?", "vk-mock", 8, 1800.0, 3600.0, "mock"),
+        Bound("chat-api", "infer", "n-9", 8, 0.0, 3600.0),  # in the cluster: not spill
+    )
+    head = Side("head", (A1,), pods, (), CAPACITY, 3600.0, prices)
+    base = Side("base main", (A1,), pods[1:], (), CAPACITY, 3600.0, prices)
+    assert spill(head) == [Spill("mock", 4.0, 0.04), Spill("lambda", 0.0, 0.0)]
+    lines = [" ".join(line.split()) for line in text(head, base, "t").splitlines()]
+    assert "mock 0.00 -> 4.00 (+4.00) 0.00 -> 0.04 (+0.04)" in lines
+    assert "lambda 0.00 -> 0.00 (+0.00) 0.00 -> 0.00 (+0.00)" in lines
+    assert "| mock | 0.00 -> 4.00 (+4.00) | 0.00 -> 0.04 (+0.04) |" in markdown(head, base, "t").splitlines()

@@ -13,7 +13,7 @@ from generators import cli
 from generators.errors import SpecError
 from generators.model.environment import Environment
 from generators.model.load import load as load_env
-from generators.whatif.trace import load
+from generators.whatif.trace import Trace, load
 from tests.support import ROOT
 
 
@@ -28,6 +28,12 @@ def problems(tmp_path: Path, text: str, env: Environment | None) -> list[str]:
     with pytest.raises(SpecError) as caught:
         load(path, "t.yaml", env)
     return [p.format() for p in caught.value.problems]
+
+
+def loaded(tmp_path: Path, text: str, env: Environment) -> Trace:
+    path = tmp_path / "t.yaml"
+    path.write_text(text, encoding="utf-8")
+    return load(path, "t.yaml", env)
 
 
 def test_a_job_is_resolved_against_the_environment(tmp_path: Path, staging: Environment) -> None:
@@ -148,3 +154,82 @@ def test_the_cli_prints_the_line_and_starts_no_box(
     assert cli.main(["simulate", "staging", "--trace", str(path)]) == 1
     err = capsys.readouterr().err
     assert err == f"{path}:2:73: error: must be above zero, not 0 (jobs[0].duration)\n"
+
+
+def test_a_failure_with_an_xid(tmp_path: Path, staging: Environment) -> None:
+    text = (
+        "jobs:\n  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 8}, duration: 90,"
+        " failure: {after: 30, xid: 79}}\n"
+    )
+    [job] = loaded(tmp_path, text, staging).jobs
+    assert (job.failure_after, job.failure_xid) == (30.0, 79)
+    text = (
+        "jobs:\n  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 8}, duration: 9,"
+        " failure: {after: 3, xid: 0}}\n"
+    )
+    assert problems(tmp_path, text, staging) == [
+        "t.yaml:2:101: error: expected a whole number of at least 1, not 0 (jobs[0].failure.xid)"
+    ]
+
+
+def test_an_inference_curve(tmp_path: Path, staging: Environment) -> None:
+    text = (
+        "jobs:\n  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 8}, duration: 90}\n"
+        "inference:\n  load: [{at: 0, value: 0}, {at: 2m, value: 36}]\n  until: 10m\n"
+    )
+    trace = loaded(tmp_path, text, staging)
+    assert trace.inference is not None
+    # staging's first (only) overflow.inference service: chat-api
+    assert (trace.inference.service, trace.inference.steps, trace.inference.until) == (
+        "chat-api",
+        ((0.0, 0.0), (120.0, 36.0)),
+        600.0,
+    )
+    assert trace.span == 600  # the curve outlasts the job (90 s)
+
+
+def test_inference_curve_mistakes(tmp_path: Path, staging: Environment) -> None:
+    text = (
+        "jobs:\n  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 8}, duration: 90}\n"
+        "inference:\n"
+        "  service: chat-apj\n"
+        "  load: [{at: 60, value: 1}, {at: 30, value: 2}, {at: 90, value: -1}, {at: 99}]\n"
+        "  until: 10\n"
+    )
+    # shape first, in file order; the service is checked against the environment once the
+    # curve's shape holds (columns counted by hand on line 5)
+    assert problems(tmp_path, text, staging) == [
+        "t.yaml:5:35: error: step at 30 s is not after the one before (60 s) (inference.load[1].at)",
+        "t.yaml:5:66: error: expected a number of at least zero, not -1 (inference.load[2].value)",
+        "t.yaml:5:71: error: missing required key 'value' (inference.load[3]);"
+        " a step is {at: SECONDS, value: NUMBER}",
+        "t.yaml:6:10: error: the curve ends (10 s) before its last step (99 s) (inference.until)",
+    ]
+    assert problems(tmp_path, text.split("  load:")[0] + "  load: [{at: 0, value: 1}]\n", staging) == [
+        "t.yaml:4:12: error: environment staging has no inference service 'chat-apj' (inference.service);"
+        " did you mean 'chat-api'?"
+    ]
+
+
+# dev (environments/dev.yaml): its health backend is NVSentinel (no trainyard controller on
+# the box to act on an XID) and it declares no overflow.inference service.
+DEV_JOB = "jobs:\n  - {name: a, at: 0, team: platform, pods: 1, perPod: {gpus: 4}, duration: 9"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            DEV_JOB + ",\n     failure: {after: 3, xid: 79}}\n",
+            "t.yaml:3:31: error: environment dev runs no trainyard health controller to act on an XID"
+            " (jobs[0].failure.xid); drop xid (the pod is still killed), or set health.backend: trainyard",
+        ),
+        (
+            DEV_JOB + "}\ninference: {load: [{at: 0, value: 1}]}\n",
+            "t.yaml:3:12: error: environment dev declares no overflow.inference service to load (inference);"
+            " drop inference, or declare the service under overflow.inference",
+        ),
+    ],
+)
+def test_what_dev_cannot_replay(tmp_path: Path, text: str, expected: str) -> None:
+    assert problems(tmp_path, text, load_env(ROOT, "dev")) == [expected]
