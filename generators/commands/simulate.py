@@ -15,7 +15,6 @@ HELP = (
     "replay a job trace against the rendered queues on a cluster in a box (real Kueue, scheduler, "
     "controllers), for the working tree and --base REF; report waits, GPU-hours, preemptions"
 )
-DEFAULT_SPEED = 20  # docs/whatif.md "Fidelity": the highest speed the sweep showed to hold
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,8 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--speed",
         type=int,
         metavar="X",
-        help=f"divide the trace's arrivals and durations and the controllers' durations "
-        f"by X (default {DEFAULT_SPEED})",
+        help="divide the trace's arrivals and durations and the controllers' durations "
+        "by X (default: the spec's whatif.speed, else that key's schema default)",
     )
     parser.add_argument(
         "--scale",
@@ -54,6 +53,14 @@ def _usage(message: str) -> int:
     return 2
 
 
+def default_speed() -> int:
+    """The schema's default of whatif.speed: the highest speed the sweep showed to hold
+    (docs/whatif.md "Fidelity"), one number for the PR's replay and for the command line."""
+    from generators.spec.schema import subschema
+
+    return int(subschema(("whatif", "speed"))["default"])
+
+
 def run(args: argparse.Namespace) -> int:
     if select_environments(args.root, [args.env]) is None:
         return 2
@@ -65,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
             return _usage(f"no --trace, and environments/{args.env}.yaml has no whatif.trace")
         args.trace = args.root / spec.trace
         args.speed = spec.speed if args.speed is None else args.speed
-    args.speed = DEFAULT_SPEED if args.speed is None else args.speed
+    args.speed = default_speed() if args.speed is None else args.speed
     if args.speed < 1:
         return _usage(f"--speed must be a positive integer, not {args.speed}")
     if args.scale < 1:
