@@ -68,39 +68,26 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
-from generators.model.load import load as load_env
-from generators.whatif.replay import JOB_LABEL, RUN_LABEL, Replayed, replay
+from generators.whatif.replay import JOB_LABEL, RUN_LABEL, Replayed
 from generators.whatif.report import Outcome, Side, pool_use, spill
-from generators.whatif.run import parts_of, side_of
-from generators.whatif.trace import load
-from tests.support import ROOT
-from tests.support.box import module_box
+from generators.whatif.run import side_of
+from tests.whatif.replaying import (
+    ANALYTIC_WAITS,
+    EARLY,
+    LATE,
+    SPEED,
+    box_at,
+    by_job,
+    replay_trace,
+)
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
-ENV = "staging"
-SPEED = 10
-HERE = Path(__file__).parent
-LATE = 10 * SPEED  # trace seconds a wait may come out late
-EARLY = 1 * SPEED  # and early
 NOISE = 6 * SPEED
 QUARANTINED_WITHIN = 20 * SPEED  # trace seconds from the XID to the taint (docstring)
 TRAIN_H100_GPUS = 32 * 8  # environments/staging.yaml: 32 nodes of 8 GPUs
-
-
-def box_at(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, speed: int
-) -> Iterator[object]:
-    """A module's own box of staging at `speed` (tests/support/box.py), as the `Box` that `up` returns."""
-    from generators.box.up import Box, rendered
-    from generators.pipeline.render import objects
-
-    with module_box(request, tmp_path_factory, ENV, speed=speed) as up:
-        env, files = rendered(ROOT, ENV, up.state.scale, up.folder, up.state.speed)  # `up`'s sped-up copy
-        yield Box(env, up.state, up.folder, objects(files))
 
 
 @pytest.fixture(scope="module")
@@ -108,34 +95,14 @@ def box(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     yield from box_at(request, tmp_path_factory, SPEED)
 
 
-def _replay(box: object, name: str, speed: int = SPEED) -> Replayed:
-    from generators.box.up import Box
-
-    assert isinstance(box, Box)
-    trace = load(HERE / name, f"tests/whatif/{name}", load_env(ROOT, ENV))
-    kube = box.client()
-    try:
-        return replay(kube, box.client, trace, "nvidia.com/gpu", speed, lambda _: None, parts_of(box))
-    finally:
-        kube.close()
-
-
-def _by_job(replayed: Replayed) -> dict[str, Outcome]:
-    assert replayed.complete, "every job should finish well inside the replay's budget"
-    return {o.job: o for o in replayed.outcomes}
-
-
 @pytest.fixture(scope="module")
 def two_replays(box: object) -> tuple[Replayed, Replayed]:
-    return _replay(box, "two-teams.yaml"), _replay(box, "two-teams.yaml")
+    return replay_trace(box, "two-teams.yaml"), replay_trace(box, "two-teams.yaml")
 
 
 @pytest.fixture(scope="module")
 def two_runs(two_replays: tuple[Replayed, Replayed]) -> tuple[dict[str, Outcome], dict[str, Outcome]]:
-    return _by_job(two_replays[0]), _by_job(two_replays[1])
-
-
-ANALYTIC_WAITS = {"r1": 0, "e1": 0, "r2": 290, "e2": 240}
+    return by_job(two_replays[0]), by_job(two_replays[1])
 
 
 def test_two_teams_wait_as_worked_out_by_hand(
@@ -191,7 +158,7 @@ def test_the_inference_curve_scales_the_service_and_spills_to_the_provider(box: 
     from generators.box.up import Box
 
     assert isinstance(box, Box)
-    replayed = _replay(box, "inference.yaml")
+    replayed = replay_trace(box, "inference.yaml")
     assert replayed.complete, "the curve should end inside the replay's budget"
     serving = [b for b in replayed.bound if b.job == "chat-api"]
     in_cluster = {b.node for b in serving if b.pool == "infer-l40s"}
@@ -211,8 +178,8 @@ def test_the_inference_curve_scales_the_service_and_spills_to_the_provider(box: 
 
 
 def test_a_reclaim_names_the_preemptor_and_the_victim(box: object) -> None:
-    replayed = _replay(box, "reclaim.yaml")
-    outcomes = _by_job(replayed)
+    replayed = replay_trace(box, "reclaim.yaml")
+    outcomes = by_job(replayed)
     r1, f1 = outcomes["r1"], outcomes["f1"]
     assert [(p.victim, p.preemptor, p.reason) for p in r1.preempted] == [("r1", "f1", "InCohortReclamation")]
     assert not f1.preempted

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.whatif.test_fidelity import ANALYTIC_WAITS, EARLY, LATE, _by_job, _replay, box_at
+from tests.whatif.replaying import ANALYTIC_WAITS, EARLY, LATE, box_at, by_job, replay_trace
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 SWEEP = 20
@@ -24,7 +24,7 @@ def box(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 
 
 def test_two_teams_at_speed_20_waits_as_at_speed_10(box: object) -> None:
-    outcomes = _by_job(_replay(box, "two-teams.yaml", SWEEP))
+    outcomes = by_job(replay_trace(box, "two-teams.yaml", SWEEP))
     waits = {name: round(outcomes[name].wait) for name in ANALYTIC_WAITS}
     print(f"speed {SWEEP}: waits {waits}")  # the sweep's figures, for docs/whatif.md
     for name, expected in ANALYTIC_WAITS.items():
