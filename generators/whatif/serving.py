@@ -25,10 +25,10 @@ from generators.box.kube import Kube, Obj, wait_for
 from generators.box.scenes.inference_scales import (
     ADAPTER_SECONDS,
     HPA_SECONDS,
-    _deployment,
-    _hpa,
-    _scaling_active,
-    _served,
+    adapter_serves,
+    read_hpa,
+    scaling_active,
+    service_deployment,
 )
 from generators.box.series import SyntheticSeries, write_target
 from generators.model.environment import Environment
@@ -53,7 +53,7 @@ class Serving:
         self.next_step = 0
 
     def deployment(self, run: str) -> Obj:
-        obj = _deployment(self.env, self.service, inference_pools(self.env.pools)[0], run)
+        obj = service_deployment(self.env, self.service, inference_pools(self.env.pools)[0], run)
         obj["spec"]["template"]["metadata"]["labels"].update(self.pod_labels)
         return obj
 
@@ -69,10 +69,13 @@ class Serving:
         self.kube.create(self.deployment(run))
         self.created = True
         wait_for(
-            lambda: _served(self.kube, svc), ADAPTER_SECONDS, f"the adapter serving {svc.metric_name}", 1.0
+            lambda: adapter_serves(self.kube, svc),
+            ADAPTER_SECONDS,
+            f"the adapter serving {svc.metric_name}",
+            1.0,
         )
         wait_for(
-            lambda: _scaling_active(_hpa(self.kube, svc)), HPA_SECONDS, "the HPA reading the metric", 1.0
+            lambda: scaling_active(read_hpa(self.kube, svc)), HPA_SECONDS, "the HPA reading the metric", 1.0
         )
 
     def due(self, trace_seconds: float) -> None:

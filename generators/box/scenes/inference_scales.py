@@ -120,7 +120,7 @@ def _service(env: Environment) -> InferenceService:
     return env.overflow.inference[0]
 
 
-def _deployment(env: Environment, svc: InferenceService, pool: Pool, run: str) -> Obj:
+def service_deployment(env: Environment, svc: InferenceService, pool: Pool, run: str) -> Obj:
     assert env.overflow is not None
     spec: dict[str, Any] = inference_pod_snippet(env.overflow, svc)
     # The pool's own taints, as a pod meant for it tolerates them (docs/overflow.md).
@@ -155,7 +155,7 @@ def _deployment(env: Environment, svc: InferenceService, pool: Pool, run: str) -
     }
 
 
-def _served(kube: Kube, svc: InferenceService) -> str | None:
+def adapter_serves(kube: Kube, svc: InferenceService) -> str | None:
     """The value the aggregator returns for the HPA's request (None: not served yet)."""
     selector = ",".join(f"{k}={v}" for k, v in sorted(svc.metric_selector.items()))
     path = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{svc.namespace}/{svc.metric_name}"
@@ -169,7 +169,7 @@ def _served(kube: Kube, svc: InferenceService) -> str | None:
     return str(items[0]["value"]) if items else None
 
 
-def _hpa(kube: Kube, svc: InferenceService) -> Obj | None:
+def read_hpa(kube: Kube, svc: InferenceService) -> Obj | None:
     return kube.get("autoscaling/v2", "HorizontalPodAutoscaler", svc.deployment, svc.namespace)
 
 
@@ -220,13 +220,13 @@ def inference_scales(
             f"creating Deployment {svc.namespace}/{svc.deployment} ({svc.min_replicas} replicas), "
             f"synthetic {svc.metric_name} = 0"
         )
-        since = str(kube.create(_deployment(env, svc, pool, run))["metadata"]["creationTimestamp"])
+        since = str(kube.create(service_deployment(env, svc, pool, run))["metadata"]["creationTimestamp"])
         created = True
         try:
             _scale_and_spill(kube, svc, series, labels, result, say)
         except AssertionError as err:  # a controller did not act: report what they did, fail
             result.notes.append(str(err))
-        hpa = _hpa(kube, svc) or {}
+        hpa = read_hpa(kube, svc) or {}
         result.hpa_desired = int((hpa.get("status") or {}).get("desiredReplicas", 0))
         result.hpa_current_metric = _current_metric(hpa)
         result.rescales = [e.get("message", "").split(";")[0] for e in _events(kube, svc, since)]
@@ -271,9 +271,9 @@ def _scale_and_spill(
     `result.target` and the scheduler to bind that many pods (AssertionError when one does not)."""
     target = result.target
     serving = f"the adapter serving {svc.metric_name} through the aggregator"
-    result.served_before = wait_for(lambda: _served(kube, svc), ADAPTER_SECONDS, serving, 1.0)
+    result.served_before = wait_for(lambda: adapter_serves(kube, svc), ADAPTER_SECONDS, serving, 1.0)
     wait_for(
-        lambda: _scaling_active(_hpa(kube, svc)),
+        lambda: scaling_active(read_hpa(kube, svc)),
         HPA_SECONDS,
         "the HPA controller reading the metric (ScalingActive)",
         1.0,
@@ -282,14 +282,17 @@ def _scale_and_spill(
     series.set(svc.metric_name, labels, result.load)
     loaded = time.monotonic()
     wait_for(
-        lambda: _served(kube, svc) not in (None, result.served_before),
+        lambda: adapter_serves(kube, svc) not in (None, result.served_before),
         ADAPTER_SECONDS,
         "the adapter serving the load",
         1.0,
     )
-    result.served_after = _served(kube, svc) or ""
+    result.served_after = adapter_serves(kube, svc) or ""
     wait_for(
-        lambda: _desired(_hpa(kube, svc), target), HPA_SECONDS, f"the HPA asking for {target} replicas", 1.0
+        lambda: _desired(read_hpa(kube, svc), target),
+        HPA_SECONDS,
+        f"the HPA asking for {target} replicas",
+        1.0,
     )
     result.seconds_to_scale = time.monotonic() - loaded
 
@@ -324,7 +327,7 @@ def _stamp(event: Obj) -> str:
     return str(event.get("lastTimestamp") or event.get("eventTime") or "")
 
 
-def _scaling_active(hpa: Obj | None) -> Obj | None:
+def scaling_active(hpa: Obj | None) -> Obj | None:
     found = condition(hpa, "ScalingActive")
     return hpa if found is not None and found.get("status") == "True" else None
 
