@@ -11,16 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..runtime import reader
 from ..runtime.document import SpecPath
-from ..runtime.reader import (
-    MatchLabels,
-    PrometheusEndpoint,
-    Reader,
-    Selects,
-    Taint,
-    may_overlap,
-    read_document,
-)
 
 KIND = "NodeHealthPolicy"
 ON_UNAVAILABLE = ("hold",)  # the only mode: an outage must never drain nodes
@@ -38,9 +30,9 @@ class Condition:
 
 
 @dataclass(frozen=True)
-class Pool(Selects):
+class Pool(reader.Selects):
     name: str
-    match_labels: MatchLabels
+    match_labels: reader.MatchLabels
     max_nodes: int | None = None  # the pool's own cap in nodes; None: cap.maxPercentOfPool
 
 
@@ -64,7 +56,7 @@ class Cap:
 @dataclass(frozen=True)
 class NodeHealthPolicy:
     name: str
-    prometheus: PrometheusEndpoint
+    prometheus: reader.PrometheusEndpoint
     reconcile_interval_seconds: float
     dry_run: bool
     taint_key: str
@@ -75,8 +67,8 @@ class NodeHealthPolicy:
     pools: tuple[Pool, ...]
     cap: Cap
 
-    def taint(self, reason: str = "") -> Taint:
-        return Taint(self.taint_key, reason, "NoSchedule")
+    def taint(self, reason: str = "") -> reader.Taint:
+        return reader.Taint(self.taint_key, reason, "NoSchedule")
 
     @property
     def reasons(self) -> tuple[str, ...]:
@@ -89,11 +81,11 @@ class NodeHealthPolicy:
 
 def parse(text: str, source: str) -> NodeHealthPolicy:
     """Validate NodeHealthPolicy text; `source` names the file in error messages."""
-    data, reader = read_document(text, source, _HealthReader)
-    return reader.health_policy(data)
+    data, parsed = reader.read_document(text, source, _HealthReader)
+    return parsed.health_policy(data)
 
 
-class _HealthReader(Reader):
+class _HealthReader(reader.Reader):
     def health_policy(self, doc: Any) -> NodeHealthPolicy:
         spec_keys = (
             "taint",
@@ -170,7 +162,7 @@ class _HealthReader(Reader):
             for other in found:
                 if other.name == name:
                     raise self.fail((*where, "name"), f"duplicate pool name {name!r}")
-                if may_overlap(pool.match_labels, other.match_labels):
+                if reader.may_overlap(pool.match_labels, other.match_labels):
                     # A node in two pools would count against two caps.
                     raise self.fail(
                         (*where, "nodeSelector"),

@@ -10,17 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..runtime import reader
 from ..runtime.document import SpecPath
-from ..runtime.reader import (
-    MatchLabels,
-    PrometheusEndpoint,
-    Reader,
-    Selects,
-    Taint,
-    may_overlap,
-    read_document,
-    read_text,
-)
 from .hysteresis import OnUnavailable, Thresholds
 
 KIND = "TaintPolicy"
@@ -36,19 +27,19 @@ GATE_FIELDS = (
 
 
 @dataclass(frozen=True)
-class Gate(Selects):
+class Gate(reader.Selects):
     """One provider's gate: which virtual nodes, which taint, which band."""
 
     name: str
-    match_labels: MatchLabels
-    taint: Taint
+    match_labels: reader.MatchLabels
+    taint: reader.Taint
     thresholds: Thresholds
 
 
 @dataclass(frozen=True)
 class TaintPolicy:
     name: str
-    prometheus: PrometheusEndpoint
+    prometheus: reader.PrometheusEndpoint
     query: str  # PromQL giving the number of free in-cluster GPUs as one sample
     reconcile_interval_seconds: float
     on_prometheus_unavailable: OnUnavailable
@@ -62,16 +53,16 @@ class TaintPolicy:
 
 def load(path: Path) -> TaintPolicy:
     """Read and validate a policy file; raises PolicyError (one line) on any problem."""
-    return parse(read_text(path), str(path))
+    return parse(reader.read_text(path), str(path))
 
 
 def parse(text: str, source: str) -> TaintPolicy:
     """Validate policy text; `source` names the file in error messages."""
-    data, reader = read_document(text, source, _GateReader)
-    return reader.policy(data)
+    data, parsed = reader.read_document(text, source, _GateReader)
+    return parsed.policy(data)
 
 
-class _GateReader(Reader):
+class _GateReader(reader.Reader):
     def policy(self, doc: Any) -> TaintPolicy:
         name, spec = self.header(doc, KIND, ("query", "gates"))
         return TaintPolicy(
@@ -99,7 +90,9 @@ class _GateReader(Reader):
             for other in gates[:index]:
                 if gate.name == other.name:
                     raise self.fail((*path, index, "name"), f"duplicate gate name {gate.name!r}")
-                if gate.taint.key == other.taint.key and may_overlap(gate.match_labels, other.match_labels):
+                if gate.taint.key == other.taint.key and reader.may_overlap(
+                    gate.match_labels, other.match_labels
+                ):
                     raise self.fail(
                         (*path, index, "nodeSelector"),
                         f"gates {other.name!r} and {gate.name!r} can select the same node "
@@ -139,9 +132,9 @@ class _GateReader(Reader):
             thresholds=thresholds,
         )
 
-    def taint(self, value: Any, path: SpecPath) -> Taint:
+    def taint(self, value: Any, path: SpecPath) -> reader.Taint:
         taint = self.mapping(value, path, ("key", "value", "effect"))
         key = self.qualified(self.required(taint, "key", path), (*path, "key"), "taint key")
         text = self.label_value(taint.get("value", ""), (*path, "value"), "taint value")
         effect = self.effect(self.required(taint, "effect", path), (*path, "effect"))
-        return Taint(key=key, value=text, effect=effect)
+        return reader.Taint(key=key, value=text, effect=effect)
