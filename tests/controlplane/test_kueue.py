@@ -15,18 +15,9 @@ from collections.abc import Iterator
 import pytest
 
 from generators.box.scenes.workloads import workload_of
+from tests.controlplane import jobs
 from tests.controlplane.fixtures import KueueScene, kueue_scene
 from tests.controlplane.harness import ControlPlane
-from tests.controlplane.jobs import (
-    KUEUE_SECONDS,
-    gpu_job,
-    pods_started,
-    reread,
-    submit,
-    wait_admitted,
-    wait_pending,
-    wait_preempted,
-)
 from tests.controlplane.kube import Kube, Obj, condition, is_true, wait_true
 from tests.controlplane.manifests import apply_all, environment_objects
 from tests.support.scratch import write_environment
@@ -90,7 +81,7 @@ def clean(scenario: KueueScene) -> Iterator[KueueScene]:
 
 
 def job(team: str, priority: str, pods: int = 8) -> Obj:
-    return gpu_job(f"{team}-{priority}-{uuid.uuid4().hex[:6]}", team, team, priority, pods=pods)
+    return jobs.gpu_job(f"{team}-{priority}-{uuid.uuid4().hex[:6]}", team, team, priority, pods=pods)
 
 
 def gpu_quota(kube: Kube, queue: str) -> str:
@@ -104,20 +95,26 @@ def test_every_cluster_queue_becomes_active(clean: KueueScene) -> None:
     queues = [obj["metadata"]["name"] for obj in clean.objects if obj["kind"] == "ClusterQueue"]
     assert sorted(queues) == sorted(TEAMS)
     for name in queues:
-        wait_true(clean.kube, KUEUE_API, "ClusterQueue", name, "Active", KUEUE_SECONDS)
+        wait_true(clean.kube, KUEUE_API, "ClusterQueue", name, "Active", jobs.KUEUE_SECONDS)
     for obj in clean.objects:
         if obj["kind"] == "LocalQueue":
             meta = obj["metadata"]
             wait_true(
-                clean.kube, KUEUE_API, "LocalQueue", meta["name"], "Active", KUEUE_SECONDS, meta["namespace"]
+                clean.kube,
+                KUEUE_API,
+                "LocalQueue",
+                meta["name"],
+                "Active",
+                jobs.KUEUE_SECONDS,
+                meta["namespace"],
             )
 
 
 def test_64_gpu_job_is_admitted_within_quota_and_pends_beyond_it(clean: KueueScene) -> None:
     kube = clean.kube
     assert (gpu_quota(kube, "alpha"), gpu_quota(kube, "beta")) == ("64", "32")
-    fits = submit(kube, job("alpha", "training"))
-    workload = wait_admitted(kube, fits)
+    fits = jobs.submit(kube, job("alpha", "training"))
+    workload = jobs.wait_admitted(kube, fits)
     assert workload["spec"]["priority"] == 900000  # the rendered WorkloadPriorityClass `training`
     admission = workload["status"]["admission"]
     assert admission["clusterQueue"] == "alpha"
@@ -125,41 +122,41 @@ def test_64_gpu_job_is_admitted_within_quota_and_pends_beyond_it(clean: KueueSce
     assert pod_set["flavors"] == {"nvidia.com/gpu": "gpu", "cpu": "gpu", "memory": "gpu"}
     assert pod_set["resourceUsage"]["nvidia.com/gpu"] == "64" and pod_set["count"] == 8
     # Kueue injected the flavor's node labels, so the gang lands on the pool's nodes.
-    selector = reread(kube, fits)["spec"]["template"]["spec"].get("nodeSelector")
+    selector = jobs.reread(kube, fits)["spec"]["template"]["spec"].get("nodeSelector")
     assert selector == {"trainyard.dev/pool": "gpu"}
-    pods_started(kube, fits)  # waitForPodsReady.blockAdmission would hold everything else
+    jobs.pods_started(kube, fits)  # waitForPodsReady.blockAdmission would hold everything else
 
-    too_big = submit(kube, job("beta", "training"))
-    pending = wait_pending(kube, too_big, EXCEEDS_QUOTA)
+    too_big = jobs.submit(kube, job("beta", "training"))
+    pending = jobs.wait_pending(kube, too_big, EXCEEDS_QUOTA)
     assert "maximum capacity (32)" in condition(pending, "QuotaReserved")["message"]  # type: ignore[index]
 
 
 def test_training_critical_preempts_training_in_the_same_queue(clean: KueueScene) -> None:
     kube = clean.kube
-    low = submit(kube, job("alpha", "training"))
-    wait_admitted(kube, low)
-    pods_started(kube, low)
+    low = jobs.submit(kube, job("alpha", "training"))
+    jobs.wait_admitted(kube, low)
+    jobs.pods_started(kube, low)
 
-    high = submit(kube, job("alpha", "training-critical"))
+    high = jobs.submit(kube, job("alpha", "training-critical"))
 
-    victim = wait_preempted(kube, low)
+    victim = jobs.wait_preempted(kube, low)
     # withinClusterQueue: LowerPriority, as rendered; no cohort, so in the ClusterQueue.
     assert condition(victim, "Preempted")["reason"] == "InClusterQueue"  # type: ignore[index]
-    winner = wait_admitted(kube, high)
+    winner = jobs.wait_admitted(kube, high)
     assert winner["spec"]["priority"] == 1000000
-    pods_started(kube, high)
-    wait_pending(kube, low, QUOTA_IN_USE)
+    jobs.pods_started(kube, high)
+    jobs.wait_pending(kube, low, QUOTA_IN_USE)
 
     # LowerPriority, not LowerOrNewerEqualPriority: an equal-priority newcomer waits.
-    peer = submit(kube, job("alpha", "training-critical"))
-    wait_pending(kube, peer, QUOTA_IN_USE)
+    peer = jobs.submit(kube, job("alpha", "training-critical"))
+    jobs.wait_pending(kube, peer, QUOTA_IN_USE)
     assert not is_true(workload_of(kube, high), "Evicted")
 
 
 def test_fewer_nodes_give_smaller_quotas_that_are_enforced(clean: KueueScene) -> None:
     kube = clean.kube
-    before = submit(kube, job("alpha", "training"))
-    wait_admitted(kube, before)
+    before = jobs.submit(kube, job("alpha", "training"))
+    jobs.wait_admitted(kube, before)
     kube.delete("batch/v1", "Job", before["metadata"]["name"], "alpha")
     kube.delete("kueue.x-k8s.io/v1beta2", "Workload", workload_of(kube, before)["metadata"]["name"], "alpha")  # type: ignore[index]
 
@@ -169,10 +166,10 @@ def test_fewer_nodes_give_smaller_quotas_that_are_enforced(clean: KueueScene) ->
     try:
         apply_all(kube, shrunk)
         assert gpu_quota(kube, "alpha") == "56"
-        after = submit(kube, job("alpha", "training"))
-        workload = wait_pending(kube, after, EXCEEDS_QUOTA)
+        after = jobs.submit(kube, job("alpha", "training"))
+        workload = jobs.wait_pending(kube, after, EXCEEDS_QUOTA)
         assert "maximum capacity (56)" in condition(workload, "QuotaReserved")["message"]  # type: ignore[index]
-        smaller = submit(kube, job("alpha", "training", pods=7))  # 56 GPUs still fit
-        wait_admitted(kube, smaller)
+        smaller = jobs.submit(kube, job("alpha", "training", pods=7))  # 56 GPUs still fit
+        jobs.wait_admitted(kube, smaller)
     finally:
         apply_all(kube, clean.objects)  # back to 12 nodes for whatever runs next

@@ -33,20 +33,10 @@ import yaml
 from generators.model.environment import Environment
 from generators.model.load import load
 from generators.model.types import Pool
+from tests.controlplane import jobs
 from tests.controlplane.daemon import Daemon
 from tests.controlplane.fixtures import applied, require_tools
 from tests.controlplane.harness import ControlPlane
-from tests.controlplane.jobs import (
-    KUEUE_SECONDS,
-    PRIORITY_LABEL,
-    QUEUE_LABEL,
-    pods_started,
-    reread,
-    submit,
-    wait_admitted,
-    wait_pending,
-    wait_preempted,
-)
 from tests.controlplane.kube import Kube, Obj, refusal, wait_for, wait_true
 from tests.controlplane.kueue_controller import rendered_configuration, start_kueue
 from tests.controlplane.manifests import REPO_ROOT, environment_files, environment_objects
@@ -163,7 +153,7 @@ def shape(
             for obj in objects:
                 if obj["kind"] == "ClusterQueue":
                     wait_true(
-                        kube, KUEUE_API, "ClusterQueue", obj["metadata"]["name"], "Active", KUEUE_SECONDS
+                        kube, KUEUE_API, "ClusterQueue", obj["metadata"]["name"], "Active", jobs.KUEUE_SECONDS
                     )
             yield Shape(name, env, kube, objects, daemon, nodes)
         finally:
@@ -184,7 +174,7 @@ def clean(shape: Shape) -> Iterator[Shape]:
         for kind, version in (("Job", "batch/v1"), ("Workload", KUEUE_API)):
             for item in shape.kube.list(version, kind, namespace):
                 shape.kube.delete(version, kind, item["metadata"]["name"], namespace)
-    wait_for(lambda: _all_queues_empty(shape.kube), KUEUE_SECONDS, "every queue empty again")
+    wait_for(lambda: _all_queues_empty(shape.kube), jobs.KUEUE_SECONDS, "every queue empty again")
     assert shape.kueue.running(), shape.kueue.log_tail()
 
 
@@ -215,9 +205,9 @@ def recipe(
     if pods is not None:
         job["spec"]["parallelism"] = job["spec"]["completions"] = pods
     if queue is not None:
-        job["metadata"]["labels"][QUEUE_LABEL] = queue
+        job["metadata"]["labels"][jobs.QUEUE_LABEL] = queue
     if tier is not None:
-        job["metadata"]["labels"][PRIORITY_LABEL] = tier
+        job["metadata"]["labels"][jobs.PRIORITY_LABEL] = tier
         job["spec"]["template"]["spec"]["priorityClassName"] = tier
     return job
 
@@ -242,24 +232,24 @@ def assert_on_topology(shape: Shape, workload: Obj, pods: int) -> Obj:
 def test_the_readme_job_lands_on_h100_with_a_topology_assignment(clean: Shape) -> None:
     job = recipe("readme")
     assert job["metadata"]["namespace"] == "foundation"
-    submitted = submit(clean.kube, job)
-    workload = wait_admitted(clean.kube, submitted)
+    submitted = jobs.submit(clean.kube, job)
+    workload = jobs.wait_admitted(clean.kube, submitted)
     assert workload["status"]["admission"]["clusterQueue"] == "foundation"
     pod_set = assert_on_topology(clean, workload, job["spec"]["parallelism"])
     assert pod_set["resourceUsage"]["rdma/ib"] == str(8 * job["spec"]["parallelism"])
     # Kueue injected the flavor's node labels and the training taint's toleration
-    template = reread(clean.kube, submitted)["spec"]["template"]["spec"]
+    template = jobs.reread(clean.kube, submitted)["spec"]["template"]["spec"]
     flavor = only_flavor(workload)[0]
     assert template["nodeSelector"].items() >= clean.env.pool(flavor).node_labels.items()
     assert any(t.get("key") == "trainyard.dev/training" for t in template.get("tolerations", []))
     assert workload["spec"]["priority"] == value_of(clean.env, "training")
-    pods_started(clean.kube, submitted)
+    jobs.pods_started(clean.kube, submitted)
 
 
 def test_without_rdma_it_still_lands_on_h100(clean: Shape) -> None:
     """The job that once fell through onto borrowed L40S GPUs."""
     job = recipe("no-rdma", rdma=False)
-    workload = wait_admitted(clean.kube, submit(clean.kube, job))
+    workload = jobs.wait_admitted(clean.kube, jobs.submit(clean.kube, job))
     assert workload["status"]["admission"]["clusterQueue"] == "foundation"
     assert_on_topology(clean, workload, job["spec"]["parallelism"])
 
@@ -272,7 +262,7 @@ def test_a_required_topology_domain_is_honoured(clean: Shape) -> None:
     job["spec"]["template"].setdefault("metadata", {})["annotations"] = {
         "kueue.x-k8s.io/podset-required-topology": level
     }
-    workload = wait_admitted(clean.kube, submit(clean.kube, job))
+    workload = jobs.wait_admitted(clean.kube, jobs.submit(clean.kube, job))
     pod_set = assert_on_topology(clean, workload, pods)
     hosts = assigned_hosts(pod_set["topologyAssignment"])
     assert len(hosts) == pods, hosts  # one pod of 8 GPUs per host
@@ -302,8 +292,8 @@ def test_the_flex_queue_borrows_the_inference_pool(clean: Shape) -> None:
     job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"].update(
         {"cpu": "16", "memory": "128Gi"}
     )
-    submitted = submit(clean.kube, job)
-    workload = wait_admitted(clean.kube, submitted)
+    submitted = jobs.submit(clean.kube, job)
+    workload = jobs.wait_admitted(clean.kube, submitted)
     assert workload["status"]["admission"]["clusterQueue"] == "foundation-flex"
     flavor, pod_set = only_flavor(workload)
     assert flavor in inference and not pod_set.get("topologyAssignment")
@@ -315,7 +305,7 @@ def test_the_flex_queue_borrows_the_inference_pool(clean: Shape) -> None:
         if r["name"] == "nvidia.com/gpu"
     ]
     assert cell["nominalQuota"] == "0"
-    pods_started(clean.kube, submitted)
+    jobs.pods_started(clean.kube, submitted)
 
 
 def test_training_critical_preempts_training_of_the_same_team(clean: Shape) -> None:
@@ -325,19 +315,19 @@ def test_training_critical_preempts_training_of_the_same_team(clean: Shape) -> N
     [flavor] = [f for f in clean.env.queues["foundation"] if f.pool == pool.name]
     team = next(t for t in clean.env.teams if t.name == "foundation")
     ceiling = pool.schedulable_nodes * (team.max_usage_percent or 100) // 100
-    low = submit(clean.kube, recipe("all-of-it", pods=ceiling))  # every node the team may use
-    assert wait_admitted(clean.kube, low)["status"]["admission"]["clusterQueue"] == "foundation"
-    pods_started(clean.kube, low)
+    low = jobs.submit(clean.kube, recipe("all-of-it", pods=ceiling))  # every node the team may use
+    assert jobs.wait_admitted(clean.kube, low)["status"]["admission"]["clusterQueue"] == "foundation"
+    jobs.pods_started(clean.kube, low)
     assert flavor.nodes < ceiling  # it borrowed to get there
 
-    high = submit(clean.kube, recipe("critical", tier="training-critical"))
+    high = jobs.submit(clean.kube, recipe("critical", tier="training-critical"))
 
-    wait_preempted(clean.kube, low)
-    winner = wait_admitted(clean.kube, high)
+    jobs.wait_preempted(clean.kube, low)
+    winner = jobs.wait_admitted(clean.kube, high)
     assert winner["spec"]["priority"] == value_of(clean.env, "training-critical")
     assert_on_topology(clean, winner, readme_job()["spec"]["parallelism"])
-    pods_started(clean.kube, high)
-    wait_pending(clean.kube, low, "insufficient")
+    jobs.pods_started(clean.kube, high)
+    jobs.wait_pending(clean.kube, low, "insufficient")
 
 
 # What Kueue v0.19.2 writes on the pod template of a job it starts (jobframework

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.controlplane import jobs
 from tests.controlplane.fixtures import KueueScene, kueue_scene
 from tests.controlplane.harness import ControlPlane
-from tests.controlplane.jobs import gpu_job, reread, submit, wait_admitted
 from tests.controlplane.kube import Kube, Obj
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
@@ -66,7 +66,7 @@ def scene(
 
 
 def _job(arch: str | None, gpus_per_pod: int) -> Obj:
-    job = gpu_job(
+    job = jobs.gpu_job(
         f"gen-{arch or 'any'}-{uuid.uuid4().hex[:6]}",
         NAMESPACE,
         NAMESPACE,
@@ -80,7 +80,7 @@ def _job(arch: str | None, gpus_per_pod: int) -> Obj:
 
 
 def _flavor(kube: Kube, job: Obj) -> str:
-    workload = wait_admitted(kube, submit(kube, job))
+    workload = jobs.wait_admitted(kube, jobs.submit(kube, job))
     [pod_set] = workload["status"]["admission"]["podSetAssignments"]
     flavors = set(pod_set["flavors"].values())
     assert len(flavors) == 1, pod_set
@@ -105,7 +105,7 @@ def test_a_job_picks_its_generation_by_architecture(scene: KueueScene) -> None:
     arm = _job("arm64", 4)
     assert _flavor(kube, arm) == "train-gb200"
     # Kueue keeps the job's selector and adds the flavor's labels: the pods go to GB200 trays.
-    selector = reread(kube, arm)["spec"]["template"]["spec"]["nodeSelector"]
+    selector = jobs.reread(kube, arm)["spec"]["template"]["spec"]["nodeSelector"]
     assert selector == {"kubernetes.io/arch": "arm64", "trainyard.dev/pool": "train-gb200"}
 
 

@@ -46,16 +46,7 @@ from generators.box import dcgm_fake
 from generators.box.cluster import Cluster
 from generators.box.kube import Kube, Obj, is_true, wait_for
 from generators.box.nodes import HOSTNAME
-from generators.box.scenes.workloads import (
-    RUN_FOR,
-    SCENE_LABEL,
-    TRAINER_IMAGE,
-    gpu_container,
-    pool_tolerations,
-    scene_object,
-    training_job,
-    workload_of,
-)
+from generators.box.scenes import workloads
 from generators.model.environment import Environment
 from generators.model.health import REASON_ANNOTATION, SINCE_ANNOTATION, TAINT_KEY, Condition, Controller
 from generators.model.types import Pool
@@ -237,9 +228,9 @@ def _condition(controller: Controller, spec_key: str) -> Condition:
 
 def _pod_spec(pool: Pool, share: int) -> Obj:
     """Half a node (`share` 2) of the pool, with its node labels and tolerations."""
-    container = gpu_container(pool, TRAINER_IMAGE, pool.gpus_per_node // share)
+    container = workloads.gpu_container(pool, workloads.TRAINER_IMAGE, pool.gpus_per_node // share)
     return {
-        "tolerations": pool_tolerations(pool),
+        "tolerations": workloads.pool_tolerations(pool),
         "nodeSelector": dict(pool.node_labels),
         "containers": [container],
     }
@@ -248,7 +239,7 @@ def _pod_spec(pool: Pool, share: int) -> Obj:
 def _deployment(name: str, namespace: str, pool: Pool) -> Obj:
     """The fallback for a box whose KWOK completes Job pods at once: class-less pods (the
     rendered policy gives them the outside-Kueue tier), one per node, half a node each."""
-    labels = {SCENE_LABEL: name}
+    labels = {workloads.SCENE_LABEL: name}
     spec = _pod_spec(pool, 2)
     spec["affinity"] = {
         "podAntiAffinity": {
@@ -258,7 +249,7 @@ def _deployment(name: str, namespace: str, pool: Pool) -> Obj:
         }
     }
     template = {"metadata": {"labels": labels}, "spec": spec}
-    return scene_object(
+    return workloads.scene_object(
         "apps/v1",
         "Deployment",
         name,
@@ -275,14 +266,14 @@ def _job(
     spec = _pod_spec(pool, 2)
     if node:
         spec["nodeSelector"] = {**spec["nodeSelector"], HOSTNAME: node}
-    return training_job(name, namespace, queue, tier, pods, spec, run_for=RUN_FOR_VALUE)
+    return workloads.training_job(name, namespace, queue, tier, pods, spec, run_for=RUN_FOR_VALUE)
 
 
 def holds_job_pods(folder: Path, cluster: str) -> bool:
     """Whether the box's KWOK holds a Job pod Running for its RUN_FOR annotation: its Stages
     (the kwok-controller's configuration kwokctl wrote) read the annotation."""
     config = Cluster(cluster, folder / "kwok").folder / "kwok.yaml"
-    return config.is_file() and RUN_FOR in config.read_text(encoding="utf-8")
+    return config.is_file() and workloads.RUN_FOR in config.read_text(encoding="utf-8")
 
 
 def _taint(node: Obj | None) -> str | None:
@@ -364,9 +355,9 @@ def bad_node(
             created.append(("apps/v1", "Deployment", trainers["metadata"]["name"]))
             result.trainers_kind = (
                 f"{TRAINERS} class-less Deployment pods (this box's KWOK completes "
-                f"Job pods at once: no {RUN_FOR} Stage)"
+                f"Job pods at once: no {workloads.RUN_FOR} Stage)"
             )
-        selector = f"{SCENE_LABEL}=trainer-{run}"
+        selector = f"{workloads.SCENE_LABEL}=trainer-{run}"
 
         def all_running() -> dict[str, tuple[str, str]] | None:
             pods = _running(kube, namespace, selector)
@@ -508,7 +499,7 @@ def _pods_on(kube: Kube, job: Obj, node: str) -> list[str]:
 
 def _refusal(kube: Kube, job: Obj) -> str | None:
     """Kueue's message while it keeps the pinned Job's Workload unadmitted; 'admitted' if it did."""
-    workload = workload_of(kube, job)
+    workload = workloads.workload_of(kube, job)
     if workload is None:
         return None
     if is_true(workload, "Admitted"):

@@ -15,14 +15,7 @@ from dataclasses import dataclass, field
 
 from generators.box.kube import Kube, Obj, is_true, wait_for
 from generators.box.nodes import HOSTNAME
-from generators.box.scenes.workloads import (
-    TRAINER_IMAGE,
-    gpu_container,
-    pool_tolerations,
-    scene_object,
-    training_job,
-    workload_of,
-)
+from generators.box.scenes import workloads
 from generators.model.environment import Environment
 from generators.model.types import Pool
 
@@ -70,19 +63,21 @@ def _topology_pool(env: Environment) -> tuple[Pool, str, str]:
 def _job(name: str, namespace: str, queue: str, pool: Pool, pods: int, tier: str | None) -> Obj:
     """A gang of `pods` whole nodes with no topology annotation and no node selector: Kueue's
     flavor and topology assignment place it (the README's kind of Job)."""
-    container = gpu_container(pool, TRAINER_IMAGE, pool.gpus_per_node)
-    return training_job(name, namespace, queue, tier, pods, {"containers": [container]}, indexed=True)
+    container = workloads.gpu_container(pool, workloads.TRAINER_IMAGE, pool.gpus_per_node)
+    return workloads.training_job(
+        name, namespace, queue, tier, pods, {"containers": [container]}, indexed=True
+    )
 
 
 def _occupant(pool: Pool, namespace: str, host: str, name: str) -> Obj:
     """A plain pod (not Kueue's) taking a whole node `host`."""
-    container = gpu_container(pool, "registry.example/occupant:1", pool.gpus_per_node)
+    container = workloads.gpu_container(pool, "registry.example/occupant:1", pool.gpus_per_node)
     spec = {
         "nodeSelector": {HOSTNAME: host},
-        "tolerations": pool_tolerations(pool),
+        "tolerations": workloads.pool_tolerations(pool),
         "containers": [container],
     }
-    return scene_object("v1", "Pod", name, namespace, spec)
+    return workloads.scene_object("v1", "Pod", name, namespace, spec)
 
 
 def gang_placement(kube: Kube, env: Environment) -> GangPlacement:
@@ -116,7 +111,9 @@ def gang_placement(kube: Kube, env: Environment) -> GangPlacement:
         labels = {n["metadata"]["name"]: n["metadata"]["labels"] for n in nodes}
         classless = kube.create(_job(f"classless-{run}", namespace, queue, pool, 1, None))
         created.append(("batch/v1", "Job", classless["metadata"]["name"]))
-        workload = wait_for(lambda: workload_of(kube, classless), SECONDS, "the class-less Job's Workload")
+        workload = wait_for(
+            lambda: workloads.workload_of(kube, classless), SECONDS, "the class-less Job's Workload"
+        )
         return GangPlacement(
             pool=pool.name,
             rack_level=rack_level,
@@ -140,7 +137,7 @@ def _running(kube: Kube, namespace: str, name: str) -> bool:
 def _placed_hosts(kube: Kube, job: Obj, pods: int) -> list[str]:
     """Until Kueue admitted the gang and the scheduler bound every pod; their nodes."""
     wait_for(
-        lambda: is_true(workload_of(kube, job), "Admitted"),
+        lambda: is_true(workloads.workload_of(kube, job), "Admitted"),
         SECONDS,
         f"Kueue admitting {job['metadata']['name']}",
     )
