@@ -231,6 +231,13 @@ class Outer:
     total: int = field(metadata=derived("parts"))
 
 
+def _object(properties: dict[str, Any], overrides: dict[str, Any]) -> Node:
+    """An object schema of `properties`, each override replacing one (None: removing it)."""
+    merged = {**properties, **overrides}
+    document = {"type": "object", "properties": {k: v for k, v in merged.items() if v is not None}}
+    return Node(document, document)
+
+
 def _schema(**overrides: Any) -> Node:
     properties: dict[str, Any] = {
         "name": {"type": "string"},
@@ -241,12 +248,18 @@ def _schema(**overrides: Any) -> Node:
         "parts": {"type": "array", "items": {"type": "integer"}},
         "legacy": {"type": "boolean"},
     }
-    properties.update(overrides)
-    document = {"type": "object", "properties": {k: v for k, v in properties.items() if v is not None}}
-    return Node(document, document)
+    return _object(properties, overrides)
 
 
 OUTER_ELSEWHERE = {"outer.legacy": "kept for old files"}
+
+
+def _one_problem(problems: list[str], expected: str | None) -> None:
+    """No problem when `expected` is None, else exactly one, starting with it."""
+    if expected is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and problems[0].startswith(expected), problems
 
 
 def test_checker_accepts_a_matching_pair() -> None:
@@ -280,11 +293,7 @@ def test_checker_accepts_a_matching_pair() -> None:
     ],
 )
 def test_checker_names_each_disagreement(overrides: dict[str, Any], expected: str | None) -> None:
-    problems = mismatches(Outer, _schema(**overrides), "outer", OUTER_ELSEWHERE)
-    if expected is None:
-        assert problems == []
-    else:
-        assert len(problems) == 1 and problems[0].startswith(expected), problems
+    _one_problem(mismatches(Outer, _schema(**overrides), "outer", OUTER_ELSEWHERE), expected)
 
 
 @pytest.mark.parametrize(
@@ -349,28 +358,20 @@ def test_from_spec_gives_into_nested_classes_and_converts() -> None:
 
 
 @dataclass(frozen=True)
-class Detail:
-    limit_seconds: int
-
-
-@dataclass(frozen=True)
 class Holder:
-    """A holder whose Detail settings sit beside its own (as health's controller's do)."""
+    """A holder whose Inner settings sit beside its own (as health's controller's do)."""
 
     kind: str
-    detail: Detail | None = field(metadata=inline())
+    detail: Inner | None = field(metadata=inline())
 
 
 def _holder_schema(**overrides: Any) -> Node:
-    properties: dict[str, Any] = {"kind": {"type": "string"}, "limitSeconds": {"type": "integer"}}
-    properties.update(overrides)
-    document = {"type": "object", "properties": {k: v for k, v in properties.items() if v is not None}}
-    return Node(document, document)
+    return _object({"kind": {"type": "string"}, "limitSeconds": {"type": "integer"}}, overrides)
 
 
 def test_from_spec_maps_an_inline_class_from_the_same_section() -> None:
     raw = {"kind": "a", "limitSeconds": 3}
-    assert from_spec(Holder, raw) == Holder("a", Detail(3))
+    assert from_spec(Holder, raw) == Holder("a", Inner(3))
     assert from_spec(Holder, {"kind": "b"}, {"detail": None}) == Holder("b", None)
 
 
@@ -378,15 +379,11 @@ def test_from_spec_maps_an_inline_class_from_the_same_section() -> None:
     ("overrides", "expected"),
     [
         ({}, None),
-        ({"limitSeconds": None}, "holder: Detail.limit_seconds has no property limitSeconds"),
+        ({"limitSeconds": None}, "holder: Inner.limit_seconds has no property limitSeconds"),
         ({"graceSeconds": {"type": "integer"}}, "holder.graceSeconds: no field of Holder holds it"),
     ],
 )
 def test_checker_walks_an_inline_class_in_its_holders_section(
     overrides: dict[str, Any], expected: str | None
 ) -> None:
-    problems = mismatches(Holder, _holder_schema(**overrides), "holder", {})
-    if expected is None:
-        assert problems == []
-    else:
-        assert len(problems) == 1 and problems[0].startswith(expected), problems
+    _one_problem(mismatches(Holder, _holder_schema(**overrides), "holder", {}), expected)
