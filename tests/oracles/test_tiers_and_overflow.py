@@ -25,18 +25,8 @@ import yaml
 from generators.components.overflow.inference import inference_pod_snippet
 from generators.model.environment import Environment
 from tests.oracles.spec import Objects, environment, oracle_spec, rendered
+from tests.support.overflow_spec import INFERENCE_POOL, SERVED_API, mock_provider
 
-PROVIDER = """\
-    - name: {name}
-      type: mock
-      image: {{repository: ghcr.io/example/vk, tag: v1.13.0}}
-      credentialsSecret: {{name: {name}, key: token}}
-      config: {{cpu: "8", memory: 64Gi, pods: "110"}}
-      gpus: 8
-      gpuModel: L4
-      costPerGpuHourUsd: {cost}
-      preference: {preference}
-"""
 SPEC = oracle_spec(
     """\
 pools:
@@ -47,13 +37,9 @@ pools:
     cpu: 96
     memory: 1000Gi
     nodeLabels: {pool: train}
-  - name: serve
-    role: inference
-    gpu: {model: L4, perNode: 8}
-    nodes: 2
-    cpu: 96
-    memory: 1000Gi
-    nodeLabels: {pool: serve}
+"""
+    + INFERENCE_POOL
+    + """\
 teams:
   - name: alpha
     namespaces: [alpha, alpha-eval]
@@ -80,7 +66,7 @@ overflow:
   providers:
 """
     + "".join(
-        PROVIDER.format(name=n, cost=c, preference=p)
+        mock_provider(n, "L4", c, preference=p)
         for n, c, p in (("aaa", 2.0, 100), ("ccc", 0.5, 200), ("bbb", 1.0, 100))
     )
     + """\
@@ -97,14 +83,8 @@ overflow:
     maxPodsToEvictPerNamespace: 3
     maxPodsToEvictTotal: 5
   inference:
-    - namespace: web
-      deployment: api
-      tier: serve
-      podSelector: {app: api}
-      minReplicas: 1
-      maxReplicas: 4
-      metric: {name: queue_depth, averageValue: "5"}
 """
+    + SERVED_API
 )
 
 
