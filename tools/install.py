@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 # Run as `python tools/install.py`, sys.path[0] is tools/; the repo root makes the
 # documented `tools.toolchain` import work in both that and `python -m tools.install`.
@@ -187,40 +188,34 @@ def _tools() -> dict[str, Tool]:
         _x("helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor", "1"),
         _x("helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor", k8s_minor),
     )
+    prom_ldflags = _prometheus_ldflags(prom_release)
+    k8s_ldflags = _k8s_version_ldflags(k8s)
+
+    def command(name: str, source: str | Wrapper, version_var: str = "", **options: Any) -> Tool:
+        """The program <module>/cmd/<name>, of `source`: a Go module pinned at PINS[name], or a
+        Wrapper several programs share. `version_var` (when the program has one) is set to the
+        pin with -X, so the smoke check sees the pinned version."""
+        wrapper = source if isinstance(source, Wrapper) else simple(name, source)
+        if version_var:
+            options["ldflags"] = (_x(version_var, PINS[name]),)
+        return Tool(name, wrapper, f"{wrapper.module}/cmd/{name}", **options)
+
     tools = [
-        Tool(
-            "kubeconform",
-            simple("kubeconform", "github.com/yannh/kubeconform"),
-            "github.com/yannh/kubeconform/cmd/kubeconform",
-            ldflags=(_x("main.version", PINS["kubeconform"]),),
-            smoke=("-v",),
-        ),
-        Tool(
+        command("kubeconform", "github.com/yannh/kubeconform", "main.version", smoke=("-v",)),
+        command(
             "actionlint",
-            simple("actionlint", "github.com/rhysd/actionlint"),
-            "github.com/rhysd/actionlint/cmd/actionlint",
-            ldflags=(_x("github.com/rhysd/actionlint.version", PINS["actionlint"]),),
+            "github.com/rhysd/actionlint",
+            "github.com/rhysd/actionlint.version",
             smoke=("-version",),
         ),
-        Tool(
+        command(
             "kube-score",
-            simple("kube-score", "github.com/zegl/kube-score"),
-            "github.com/zegl/kube-score/cmd/kube-score",
+            "github.com/zegl/kube-score",
             ldflags=(_x("main.version", PINS["kube-score"].lstrip("v")),),
             smoke=("version",),
         ),
-        Tool(
-            "promtool",
-            prom,
-            "github.com/prometheus/prometheus/cmd/promtool",
-            ldflags=_prometheus_ldflags(prom_release),
-        ),
-        Tool(
-            "prometheus",
-            prom,
-            "github.com/prometheus/prometheus/cmd/prometheus",
-            ldflags=_prometheus_ldflags(prom_release),
-        ),
+        command("promtool", prom, ldflags=prom_ldflags),
+        command("prometheus", prom, ldflags=prom_ldflags),
         Tool(
             "etcd",
             Wrapper(
@@ -231,16 +226,15 @@ def _tools() -> dict[str, Tool]:
             ),
             ".",
         ),
-        Tool(
+        command(
             "kueue",
-            simple("kueue", "sigs.k8s.io/kueue"),
-            "sigs.k8s.io/kueue/cmd/kueue",
-            ldflags=(_x("sigs.k8s.io/kueue/pkg/version.GitVersion", PINS["kueue"]),),
+            "sigs.k8s.io/kueue",
+            "sigs.k8s.io/kueue/pkg/version.GitVersion",
             smoke=("--help",),
             # cmd/kueue links ginkgo, whose flags head --help; check for kueue's own flag.
             smoke_expect="-config string",
         ),
-        Tool(
+        command(
             "descheduler",
             Wrapper(
                 key=f"descheduler-{PINS['descheduler']}",
@@ -249,25 +243,18 @@ def _tools() -> dict[str, Tool]:
                 copy_versioned_replaces=True,
                 copy_godebug=True,
             ),
-            "sigs.k8s.io/descheduler/cmd/descheduler",
-            ldflags=(_x("sigs.k8s.io/descheduler/pkg/version.version", PINS["descheduler"]),),
+            "sigs.k8s.io/descheduler/pkg/version.version",
             smoke=("version",),
         ),
-        Tool(
-            "helm",
-            simple("helm", "helm.sh/helm/v3"),
-            "helm.sh/helm/v3/cmd/helm",
-            ldflags=helm_ldflags,
-            smoke=("version", "--short"),
-        ),
+        command("helm", "helm.sh/helm/v3", ldflags=helm_ldflags, smoke=("version", "--short")),
         Tool(
             "node_exporter",
             simple("node_exporter", "github.com/prometheus/node_exporter"),
             "github.com/prometheus/node_exporter",
             ldflags=_prometheus_ldflags(PINS["node_exporter"]),
         ),
-        Tool("kwok", kwok, "sigs.k8s.io/kwok/cmd/kwok", ldflags=kwok_ldflags),
-        Tool("kwokctl", kwok, "sigs.k8s.io/kwok/cmd/kwokctl", ldflags=kwok_ldflags),
+        command("kwok", kwok, ldflags=kwok_ldflags),
+        command("kwokctl", kwok, ldflags=kwok_ldflags),
         Tool(
             "interlink-vk",
             from_archive("interlink-vk", "github.com/interlink-hq/interlink", "interlink-0.6.1.tar.gz"),
@@ -306,38 +293,16 @@ def _tools() -> dict[str, Tool]:
             smoke_ok=(0, 2),  # pflag exits 2 after --help
             smoke_expect="--prometheus-url",
         ),
-        Tool(
+        command(
             "virtual-kubelet",
-            simple("virtual-kubelet", "github.com/virtual-kubelet/virtual-kubelet"),
-            "github.com/virtual-kubelet/virtual-kubelet/cmd/virtual-kubelet",
-            ldflags=(_x("main.buildVersion", PINS["virtual-kubelet"]),),
+            "github.com/virtual-kubelet/virtual-kubelet",
+            "main.buildVersion",
             smoke=("version",),
         ),
-        Tool(
-            "kube-apiserver",
-            kube,
-            "k8s.io/kubernetes/cmd/kube-apiserver",
-            ldflags=_k8s_version_ldflags(k8s),
-        ),
-        Tool(
-            "kubectl",
-            kube,
-            "k8s.io/kubernetes/cmd/kubectl",
-            ldflags=_k8s_version_ldflags(k8s),
-            smoke=("version", "--client"),
-        ),
-        Tool(
-            "kube-scheduler",
-            kube,
-            "k8s.io/kubernetes/cmd/kube-scheduler",
-            ldflags=_k8s_version_ldflags(k8s),
-        ),
-        Tool(
-            "kube-controller-manager",
-            kube,
-            "k8s.io/kubernetes/cmd/kube-controller-manager",
-            ldflags=_k8s_version_ldflags(k8s),
-        ),
+        command("kube-apiserver", kube, ldflags=k8s_ldflags),
+        command("kubectl", kube, ldflags=k8s_ldflags, smoke=("version", "--client")),
+        command("kube-scheduler", kube, ldflags=k8s_ldflags),
+        command("kube-controller-manager", kube, ldflags=k8s_ldflags),
     ]
     recipes = {t.name: t for t in tools}
     missing = set(PINS) ^ set(recipes)
