@@ -82,6 +82,12 @@ class Builder:
         self.node_host = self.mon["nodeExporterHostLabel"]
         self.window = minutes(self.alerts["errorWindow"])
 
+    def per_minute(self, limit: int) -> tuple[int, int]:
+        """Whole per-minute increases of an error counter whose errorWindow sum lands above
+        `limit` (window x above > limit) and at or below it (window x below < limit when the
+        limit is above 0, clear of float noise): the two edges of a per-window threshold."""
+        return limit // self.window + 1, max(limit - 1, 0) // self.window
+
     def gpu(self, node: str = "node-a", index: int = 0) -> dict[str, str]:
         return {
             **self.dcgm_job,

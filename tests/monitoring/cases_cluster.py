@@ -31,8 +31,7 @@ def ib_errors(b: Builder) -> list[Case]:
     limit = b.alerts["infinibandErrorsPerWindow"]
     end = b.window + 20
     symbol = series("node_infiniband_symbol_error_total", b.ib_port())
-    step = limit // b.window + 1  # errors per minute: window * step > limit
-    quiet = max(limit - 1, 0) // b.window  # window * quiet < limit: clear of float noise
+    step, quiet = b.per_minute(limit)
     return [
         Case(
             "InfiniBandLinkErrors",

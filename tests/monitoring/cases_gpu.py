@@ -136,8 +136,7 @@ def nvlink(b: Builder) -> list[Case]:
     limit = b.alerts["nvlinkErrorsPerWindow"]
     end = b.window + 20
     crc = series("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", b.gpu())
-    step = limit // b.window + 1  # errors per minute: window * step > limit
-    quiet = f"1000+{max(limit - 1, 0) // b.window}x{end}"
+    step, quiet = b.per_minute(limit)
     return [
         Case(
             "NVLinkErrors",
@@ -146,7 +145,7 @@ def nvlink(b: Builder) -> list[Case]:
             end,
             [Expect(b.gpu_alert("warning", counter="crc_flit"), humanize(step * b.window))],
         ),
-        Case("NVLinkErrors", "errors below the threshold", [(crc, quiet)], end),
+        Case("NVLinkErrors", "errors below the threshold", [(crc, f"1000+{quiet}x{end}")], end),
     ]
 
 

@@ -92,8 +92,7 @@ def nvlink(hc: Health) -> list[Case]:
     limit, hold = b.alerts["nvlinkErrorsPerWindow"], hc.after("nvlinkErrors")
     end = b.window + 20 + hold
     crc = series("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", b.gpu())
-    step = limit // b.window + 1  # errors per minute: window * step > limit
-    quiet = max(limit - 1, 0) // b.window
+    step, quiet = b.per_minute(limit)
     return [
         Case(name, "CRC errors above the limit", [(crc, f"1000+{step}x{end}")], end, hc.fired(reason)),
         Case(name, "errors at or below the limit", [(crc, f"1000+{quiet}x{end}")], end),
@@ -121,8 +120,7 @@ def ib_errors(hc: Health) -> list[Case]:
     limit, hold = b.alerts["infinibandErrorsPerWindow"], hc.after("infinibandLinkErrors")
     end = b.window + 20 + hold
     symbol = series("node_infiniband_symbol_error_total", b.ib_port())
-    step = limit // b.window + 1
-    quiet = max(limit - 1, 0) // b.window
+    step, quiet = b.per_minute(limit)
     node = b.ib_port()[b.node_host]
     return [
         Case(
