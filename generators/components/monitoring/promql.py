@@ -154,6 +154,12 @@ class Queries(Inventory):
         ns = quote(self.quarantine.namespace)
         return metric + selector(f"job={quote(HEALTH_NAME)}", f"namespace={ns}", *extra)
 
+    @property
+    def quarantined_nodes(self) -> str:
+        """The health controller's series of the nodes it holds in quarantine now (its gauge is
+        1 while the taint is on): counted by the reserve alert and the quarantine dashboard."""
+        return f"({self.health_controller('trainyard_health_quarantined')} == 1)"
+
     # --- what both controllers' own alerts share (one program, two policies) --------------
     def blind_after_seconds(self, reconcile_interval_seconds: int) -> int:
         """No successful pass for this long is blind: BLIND_PASSES reconcile intervals, at

@@ -63,7 +63,7 @@ def _not_released(q: Queries) -> str:
 
 def _exceeds_reserve(q: Queries) -> str:
     reserves = labelled_union("pool", {p.name: f"vector({p.reserve_nodes})" for p in q.quarantine.pools})
-    count = f"count by (pool) ({q.health_controller('trainyard_health_quarantined')} == 1)"
+    count = f"count by (pool) {q.quarantined_nodes}"
     return f"{count} > on (pool) ({reserves})"
 
 

@@ -9,7 +9,7 @@ from generators.components.monitoring.promql import Queries
 
 
 def quarantined(q: Queries) -> list[g.Panel]:
-    in_quarantine = f"({q.health_controller('trainyard_health_quarantined')} == 1)"
+    in_quarantine = q.quarantined_nodes
     since = q.health_controller("trainyard_health_quarantined_since_seconds")
     return [
         g.graph(
@@ -37,7 +37,7 @@ def quarantined(q: Queries) -> list[g.Panel]:
 
 
 def cap(q: Queries) -> list[g.Panel]:
-    in_quarantine = f"({q.health_controller('trainyard_health_quarantined')} == 1)"
+    in_quarantine = q.quarantined_nodes
     pool_cap = f"max by (pool) ({q.health_controller('trainyard_health_cap')})"
     fleet_cap = f"max({q.health_controller('trainyard_health_cap_fleet')})"
     used = f"(count by (pool) {in_quarantine} or {pool_cap} * 0)"
