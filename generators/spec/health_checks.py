@@ -13,7 +13,6 @@ from generators.model.fromspec import from_spec
 from generators.model.health import DEFAULT_POOL_ROLES, POOL_LABEL, TAINT_KEY, Cap
 from generators.spec.checker import Checker
 from generators.spec.source import Document
-from generators.upstream import kubernetes
 
 
 class _HealthChecker(Checker):
@@ -32,12 +31,10 @@ class _HealthChecker(Checker):
     def kubernetes_version(self) -> None:
         """Inference pods get the quarantine toleration from a MutatingAdmissionPolicy: without
         one, quarantining an inference node would also stop new inference pods there."""
-        version = self.v["cluster"]["kubernetesVersion"]
-        if self.h["backend"] != "none" and not kubernetes.has_mutating_admission(version):
-            self.add(
+        if self.h["backend"] != "none":
+            self.needs_mutating_admission(
                 ("health", "backend"),
-                f"health backend {self.h['backend']} needs Kubernetes "
-                f"{kubernetes.name(kubernetes.MUTATING_ADMISSION)} or newer, the cluster runs {version}",
+                f"health backend {self.h['backend']}",
                 "inference pods get the quarantine toleration from a MutatingAdmissionPolicy "
                 "(admissionregistration.k8s.io/v1, GA in 1.36); set backend: none until the "
                 "cluster is upgraded",

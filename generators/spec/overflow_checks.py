@@ -20,7 +20,6 @@ from generators.model.overflow import (
 from generators.providers import CONTRACTS, ProviderInput
 from generators.spec.checker import Checker, Path_
 from generators.spec.source import Document
-from generators.upstream import kubernetes
 
 
 def _contract_input(provider: dict[str, Any]) -> Any:
@@ -54,18 +53,12 @@ class _OverflowChecker(Checker):
         return self.problems
 
     def kubernetes_version(self) -> None:
-        version = self.v["cluster"]["kubernetesVersion"]
-        if not kubernetes.has_mutating_admission(version):  # virtual nodes are labelled by one
-            self.problems.append(
-                Problem(
-                    self.doc.locate(("cluster", "kubernetesVersion")),
-                    f"overflow needs Kubernetes "
-                    f"{kubernetes.name(kubernetes.MUTATING_ADMISSION)} or newer, the cluster runs {version}",
-                    "cluster.kubernetesVersion",
-                    "virtual nodes are labelled by a MutatingAdmissionPolicy "
-                    "(admissionregistration.k8s.io/v1, GA in 1.36)",
-                )
-            )
+        self.needs_mutating_admission(
+            ("cluster", "kubernetesVersion"),
+            "overflow",
+            "virtual nodes are labelled by a MutatingAdmissionPolicy "
+            "(admissionregistration.k8s.io/v1, GA in 1.36)",
+        )
 
     def digests(self) -> None:
         if not self.o.get("requireImageDigests"):
