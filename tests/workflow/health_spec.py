@@ -3,7 +3,9 @@
 the plan and diff tests, whose expected lines are literals computed by hand from it:
 3% of 36 = 1.08 -> 1 node, 3% of 32 = 0.96 -> 0 -> the floor of one node."""
 
-SMALL = """name: small
+CAP = "  cap: {maxNodes: 4, maxPercentOfPool: 3}\n"  # the line the plan and diff tests edit
+SMALL = (
+    """name: small
 example: true
 cluster: {kubernetesVersion: "1.36.2"}
 pools:
@@ -37,6 +39,6 @@ priorities:
 health:
   backend: trainyard
   image: {repository: ghcr.io/acme/trainyard-gate, tag: 0.1.0}
-  cap: {maxNodes: 4, maxPercentOfPool: 3}
 """
-CAP = "  cap: {maxNodes: 4, maxPercentOfPool: 3}\n"
+    + CAP
+)
