@@ -120,6 +120,13 @@ class Queries(Inventory):
     def virtual_nodes(self) -> str:
         return match_any("node", list(self.overflow.virtual_nodes))
 
+    def virtual_nodes_ready(self) -> str:
+        """Each provider's virtual node's Ready=true condition (1 = Ready), as kube-state-metrics
+        reports it: what VirtualNodeNotReady alerts on and the overflow dashboard draws."""
+        return self.ksm(
+            "kube_node_status_condition", 'condition="Ready"', 'status="true"', self.virtual_nodes()
+        )
+
     def provider_gpus(self, provider: Provider) -> str:
         """GPUs requested by live pods on the provider's virtual node."""
         requests = self.ksm(

@@ -23,7 +23,7 @@ def _flapping(q: Queries) -> str:
 
 
 def _virtual_node_down(q: Queries) -> str:
-    ready = q.ksm("kube_node_status_condition", 'condition="Ready"', 'status="true"', q.virtual_nodes())
+    ready = q.virtual_nodes_ready()
     return f"max by (node) ({ready}) == 0"
 
 

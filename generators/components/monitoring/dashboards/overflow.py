@@ -63,7 +63,7 @@ def gate(q: Queries) -> list[g.Panel]:
 
 
 def virtual_nodes(q: Queries) -> list[g.Panel]:
-    ready = q.ksm("kube_node_status_condition", 'condition="Ready"', 'status="true"', q.virtual_nodes())
+    ready = q.virtual_nodes_ready()
     return [
         g.graph(
             "Pods on virtual nodes by provider",
