@@ -82,11 +82,32 @@ class Builder:
         self.node_host = self.mon["nodeExporterHostLabel"]
         self.window = minutes(self.alerts["errorWindow"])
 
-    def per_minute(self, limit: int) -> tuple[int, int]:
-        """Whole per-minute increases of an error counter whose errorWindow sum lands above
-        `limit` (window x above > limit) and at or below it (window x below < limit when the
-        limit is above 0, clear of float noise): the two edges of a per-window threshold."""
-        return limit // self.window + 1, max(limit - 1, 0) // self.window
+    def over_window(
+        self,
+        alert: str,
+        counter: str,
+        limit_key: str,
+        what: str,
+        labels: dict[str, str],
+        *,
+        hold: int = 0,
+        shows_value: bool = True,
+    ) -> list[Case]:
+        """The two edges of an error counter's threshold, monitoring.alerts[`limit_key`] errors
+        per errorWindow: the counter rising by a whole number per minute whose window sum is
+        just above the limit fires with `labels` (and that sum as the value when the alert's
+        text `shows_value`); rising by one whose sum is at or below the limit (below, clear of
+        float noise, when it is above 0) stays silent. `hold`: the alert's `for`, in minutes.
+        The counter stands at 100 when the run starts (increase() does not see the start)."""
+        limit = self.alerts[limit_key]
+        end = self.window + 20 + hold
+        above = limit // self.window + 1
+        below = max(limit - 1, 0) // self.window
+        fired = Expect(labels, humanize(above * self.window) if shows_value else "")
+        return [
+            Case(alert, f"{what} above {limit_key}", [(counter, f"100+{above}x{end}")], end, [fired]),
+            Case(alert, f"{what} at or below {limit_key}", [(counter, f"100+{below}x{end}")], end),
+        ]
 
     def gpu(self, node: str = "node-a", index: int = 0) -> dict[str, str]:
         return {

@@ -28,36 +28,10 @@ def ib_port_state(b: Builder) -> list[Case]:
 
 
 def ib_errors(b: Builder) -> list[Case]:
-    limit = b.alerts["infinibandErrorsPerWindow"]
-    end = b.window + 20
     symbol = series("node_infiniband_symbol_error_total", b.ib_port())
-    step, quiet = b.per_minute(limit)
-    return [
-        Case(
-            "InfiniBandLinkErrors",
-            "symbol errors above the threshold",
-            [(symbol, f"100+{step}x{end}")],
-            end,
-            [
-                Expect(
-                    {
-                        b.node_host: "node-a",
-                        "device": "mlx5_0",
-                        "port": "1",
-                        "counter": "symbol_error",
-                        "severity": "warning",
-                    },
-                    humanize(step * b.window),
-                )
-            ],
-        ),
-        Case(
-            "InfiniBandLinkErrors",
-            "symbol errors below the threshold",
-            [(symbol, f"100+{quiet}x{end}")],
-            end,
-        ),
-    ]
+    port = {b.node_host: "node-a", "device": "mlx5_0", "port": "1"}
+    fired = {**port, "counter": "symbol_error", "severity": "warning"}
+    return b.over_window("InfiniBandLinkErrors", symbol, "infinibandErrorsPerWindow", "symbol errors", fired)
 
 
 def quota_drift(b: Builder) -> list[Case]:

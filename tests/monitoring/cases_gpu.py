@@ -133,20 +133,9 @@ def memory(b: Builder) -> list[Case]:
 
 
 def nvlink(b: Builder) -> list[Case]:
-    limit = b.alerts["nvlinkErrorsPerWindow"]
-    end = b.window + 20
     crc = series("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", b.gpu())
-    step, quiet = b.per_minute(limit)
-    return [
-        Case(
-            "NVLinkErrors",
-            "CRC flit errors above the threshold",
-            [(crc, f"1000+{step}x{end}")],
-            end,
-            [Expect(b.gpu_alert("warning", counter="crc_flit"), humanize(step * b.window))],
-        ),
-        Case("NVLinkErrors", "errors below the threshold", [(crc, f"1000+{quiet}x{end}")], end),
-    ]
+    fired = b.gpu_alert("warning", counter="crc_flit")
+    return b.over_window("NVLinkErrors", crc, "nvlinkErrorsPerWindow", "CRC flit errors", fired)
 
 
 def missing(b: Builder) -> list[Case]:

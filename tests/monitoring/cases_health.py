@@ -29,8 +29,19 @@ class Health:
     def after(self, key: str) -> int:
         return _minutes_of(self.h["conditions"][key]["quarantineAfterSeconds"])
 
+    def labels(self, reason: str, node: str = "node-a") -> dict[str, str]:
+        """The labels of a condition alert fired for `node`."""
+        return {"node": node, "reason": reason, "severity": "warning"}
+
+    def over_window(
+        self, alert: str, counter: str, limit_key: str, what: str, labels: dict[str, str], hold: int
+    ) -> list[Case]:
+        """Builder.over_window for a condition alert: its `for` is quarantineAfterSeconds, and
+        its texts show no value."""
+        return self.b.over_window(alert, counter, limit_key, what, labels, hold=hold, shows_value=False)
+
     def fired(self, reason: str, node: str = "node-a") -> list[Expect]:
-        return [Expect({"node": node, "reason": reason, "severity": "warning"})]
+        return [Expect(self.labels(reason, node))]
 
     def metric(self, name: str, **labels: str) -> str:
         return series(name, {**self.job, **labels})
@@ -88,14 +99,11 @@ def xid(hc: Health) -> list[Case]:
 
 
 def nvlink(hc: Health) -> list[Case]:
-    b, name, reason = hc.b, "GpuHealthNvlinkErrors", "nvlink"
-    limit, hold = b.alerts["nvlinkErrorsPerWindow"], hc.after("nvlinkErrors")
+    b, name, hold = hc.b, "GpuHealthNvlinkErrors", hc.after("nvlinkErrors")
     end = b.window + 20 + hold
     crc = series("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", b.gpu())
-    step, quiet = b.per_minute(limit)
     return [
-        Case(name, "CRC errors above the limit", [(crc, f"1000+{step}x{end}")], end, hc.fired(reason)),
-        Case(name, "errors at or below the limit", [(crc, f"1000+{quiet}x{end}")], end),
+        *hc.over_window(name, crc, "nvlinkErrorsPerWindow", "CRC errors", hc.labels("nvlink"), hold),
         Case(name, "a DCGM blank is not a count", [(crc, f"0 {DCGM_PLACEHOLDER}x{end}")], end),
     ]
 
@@ -116,22 +124,11 @@ def ib_port(hc: Health) -> list[Case]:
 
 
 def ib_errors(hc: Health) -> list[Case]:
-    b, name, reason = hc.b, "GpuHealthInfinibandLinkErrors", "infiniband-link-errors"
-    limit, hold = b.alerts["infinibandErrorsPerWindow"], hc.after("infinibandLinkErrors")
-    end = b.window + 20 + hold
+    b, hold = hc.b, hc.after("infinibandLinkErrors")
     symbol = series("node_infiniband_symbol_error_total", b.ib_port())
-    step, quiet = b.per_minute(limit)
-    node = b.ib_port()[b.node_host]
-    return [
-        Case(
-            name,
-            "symbol errors above the limit",
-            [(symbol, f"100+{step}x{end}")],
-            end,
-            hc.fired(reason, node),
-        ),
-        Case(name, "symbol errors below the limit", [(symbol, f"100+{quiet}x{end}")], end),
-    ]
+    fired = hc.labels("infiniband-link-errors", b.ib_port()[b.node_host])
+    limit = "infinibandErrorsPerWindow"
+    return hc.over_window("GpuHealthInfinibandLinkErrors", symbol, limit, "symbol errors", fired, hold)
 
 
 def release(hc: Health) -> list[Case]:
