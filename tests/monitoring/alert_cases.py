@@ -109,6 +109,21 @@ class Builder:
             Case(alert, f"{what} at or below {limit_key}", [(counter, f"100+{below}x{end}")], end),
         ]
 
+    @staticmethod
+    def no_leader(alert: str, metric: str, job: dict[str, str], end: int) -> list[Case]:
+        """Cases of the Lease alert both controllers share (alerts/controllers.no_leader), for
+        the controller scraped as `job` with leader gauge `metric` and two replicas: both
+        standing by fires; one leader beside one standing by stays silent."""
+
+        def leader(value: int, replica: str) -> tuple[str, str]:
+            return (series(metric, {**job, "pod": f"{job['job']}-{replica}"}), f"{value}x{end}")
+
+        fired = [Expect({"severity": "warning"})]
+        return [
+            Case(alert, "both replicas standing by", [leader(0, "a"), leader(0, "b")], end, fired),
+            Case(alert, "one leader, one standing by", [leader(1, "a"), leader(0, "b")], end),
+        ]
+
     def gpu(self, node: str = "node-a", index: int = 0) -> dict[str, str]:
         return {
             **self.dcgm_job,

@@ -249,9 +249,6 @@ def gate_faults(b: Builder) -> list[Case]:
     def matched(value: int) -> tuple[str, str]:
         return (series("trainyard_gate_matched_nodes", {**job, "gate": gate}), f"{value}x{end}")
 
-    def leader(value: int, pod: str = "overflow-gate-a") -> tuple[str, str]:
-        return (series("trainyard_gate_leader", {**job, "pod": pod}), f"{value}x{end}")
-
     # Last good query at minute 0 (promtool's time 0 is the Unix epoch), none since.
     frozen = (last_good, f"0x{end}")
     fresh = (last_good, f"0+60x{end}")
@@ -286,19 +283,7 @@ def gate_faults(b: Builder) -> list[Case]:
             [Expect({"gate": gate, "severity": "warning"})],
         ),
         Case("OverflowGateMatchesNoNode", "one virtual node matched", [matched(1)], end),
-        Case(
-            "OverflowGateNoLeader",
-            "both replicas standing by",
-            [leader(0), leader(0, "overflow-gate-b")],
-            end,
-            [Expect({"severity": "warning"})],
-        ),
-        Case(
-            "OverflowGateNoLeader",
-            "one leader, one standing by",
-            [leader(1), leader(0, "overflow-gate-b")],
-            end,
-        ),
+        *b.no_leader("OverflowGateNoLeader", "trainyard_gate_leader", job, end),
     ]
 
 

@@ -186,7 +186,6 @@ def controller(hc: Health) -> list[Case]:
     up = hc.metric("up")
     last = hc.metric("trainyard_health_last_success_timestamp_seconds")
     errors = hc.metric("trainyard_health_errors_total", stage="nodes")
-    leader = hc.metric("trainyard_health_leader", pod="gpu-health-a")
     over = {"pool": pool["name"], "severity": "warning"}
     return [
         Case(
@@ -214,14 +213,7 @@ def controller(hc: Health) -> list[Case]:
             [Expect({**hc.job, "severity": "warning"})],
         ),
         Case("GpuHealthControllerDown", "scraped", [(up, f"1x{end}")], end),
-        Case(
-            "GpuHealthNoLeader",
-            "nobody holds the Lease",
-            [(leader, f"0x{end}")],
-            end,
-            [Expect({"severity": "warning"})],
-        ),
-        Case("GpuHealthNoLeader", "a leader", [(leader, f"1x{end}")], end),
+        *b.no_leader("GpuHealthNoLeader", "trainyard_health_leader", hc.job, end),
         Case(
             "GpuHealthBlind",
             "no good pass since minute 0",
