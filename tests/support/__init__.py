@@ -10,6 +10,8 @@
 - scratch repositories and the in-process CLI: tests/support/scratch.py;
 - the pinned Prometheus, started, read and stopped: tests/support/prometheus.py;
 - commands a doc or a rendered installer header states: tests/support/recipes.py;
+- overflow spec entries a test needs only to be valid (a mock provider, the inference pool,
+  a served Deployment): tests/support/overflow_spec.py;
 - `mappings(value)`: every mapping nested in a parsed YAML/JSON document.
 
 Import from here, not from a conftest.py: a conftest holds fixtures and hooks, which pytest
