@@ -60,6 +60,8 @@ HEADER = """\
 # - Failures: about 20 unexpected interruptions per million GPU-hours (Llama 3, Dubey et al.,
 #   2024: 419 in 54 days on 16,384 GPUs); each job fails with probability 20e-6 x its
 #   GPU-hours, at a uniform point of its run: {failures} in this draw.
+# - Horizon: the replay stops at midnight (until: 86400): jobs still waiting then count as
+#   never admitted, running ones count their GPU-hours up to it (--until end: run them out).
 """
 
 
@@ -185,7 +187,8 @@ def sample(env: Environment, seed: int = SEED, scale: int = 1) -> str:
         shares=", ".join(f"{t} {s}%" for t, s in teams),
         failures=failures,
     )
-    return header + f"environment: {env.name}\njobs:\n" + "\n".join(lines) + "\n"
+    # The day is the replay's window: `until` cuts it at midnight (docs/whatif.md "The horizon").
+    return header + f"environment: {env.name}\nuntil: {DAY_SECONDS}\njobs:\n" + "\n".join(lines) + "\n"
 
 
 def main(argv: list[str]) -> int:
