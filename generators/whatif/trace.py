@@ -430,6 +430,14 @@ def load(path: Path, display: str, env: Environment | None = None) -> Trace:
     inference = reader.inference(document.value["inference"]) if "inference" in document.value else None
     if inference is not None and env is not None:
         inference = reader.resolved_inference(inference, env)
+    if inference is not None and inference.service in seen:
+        # The replay labels the service's pods with its name, as it labels a job's pods with the
+        # job's (replay.JOB_LABEL): a job of that name would be counted with the serving pods.
+        reader.fail(
+            ("jobs", seen[inference.service], "name"),
+            f"job name '{inference.service}' is the name of the trace's inference service",
+            "rename the job: its pods and the service's would be counted together",
+        )
     if reader.problems:  # in file order, as a reader goes through the file
         raise SpecError(sorted(reader.problems, key=lambda p: (p.location.line, p.location.col)))
     ordered = tuple(sorted(jobs, key=lambda j: (j.at, j.name)))

@@ -27,68 +27,45 @@ from generators.errors import SpecError
 from generators.model.load import load as load_env
 from generators.whatif import horizon
 from generators.whatif.replay import replay
-from generators.whatif.report import Bound, Cut, Outcome, Preemption, Quarantine, Side, text
+from generators.whatif.report import Bound, Cut, Quarantine, Side, text
 from generators.whatif.run import parts_of
 from generators.whatif.trace import load
 from tests.support import ROOT
+from tests.whatif.outcomes import A1, A2, B1, B2
 
-# a1 admitted at 100, still running at the horizon 1000; a2 waited from 200 and was admitted
-# only after it (at 1500: the replay's poll saw it late); b1 ran 0 to 400, was preempted at
-# 400, readmitted at 900, finished at 1200 (after the horizon); b2 was preempted at 1100.
-A1 = Outcome("a1", "a", "training", 8, 0.0, ((100.0, 1500.0),), None, 1500.0, duration=3600.0)
-A2 = Outcome("a2", "a", "training", 8, 200.0, ((1500.0, 1600.0),), None, 1600.0)
-B1 = Outcome(
-    "b1",
-    "b",
-    "training",
-    16,
-    0.0,
-    ((0.0, 400.0), (900.0, 1200.0)),
-    1200.0,
-    1600.0,
-    preempted=(Preemption("b1", "a1", "InCohortReclamation", 400.0),),
-)
-B2 = Outcome(
-    "b2",
-    "b",
-    "training",
-    16,
-    0.0,
-    ((0.0, 1100.0),),
-    None,
-    1600.0,
-    preempted=(Preemption("b2", "a2", "InClusterQueue", 1100.0),),
-)
-HORIZON = 1000.0
+# tests/whatif/outcomes.py's scenario (a1 holds 0 to 1800; a2 arrives at 0, holds 600 to
+# 1500, is preempted by b1 at 1500, holds again 1800 to 3600; b1 arrives at 1000, holds 1200
+# to 4800; b2 arrives at 2000, never admitted), cut at HORIZON = 1600 unless a test says.
+HORIZON = 1600.0
 
 
 def test_a_running_job_counts_its_gpu_hours_up_to_the_horizon() -> None:
-    cut = horizon.outcome(A1, HORIZON)
-    assert cut.admissions == ((100.0, 1000.0),)
-    assert cut.gpu_hours == 8 * 900 / 3600  # 2.0, not 8 x 1400 s
-    assert (cut.finished, cut.ended, cut.wait) == (None, 1000.0, 100.0)
+    a1 = horizon.outcome(A1, HORIZON)
+    assert a1.admissions == ((0.0, 1600.0),)
+    assert a1.gpu_hours == 16 * 1600 / 3600  # not 16 x 1800 s: its finish at 1800 is past it
+    assert (a1.finished, a1.ended, a1.wait) == (None, 1600.0, 0.0)
 
 
 def test_a_job_admitted_only_after_the_horizon_never_was_and_waits_up_to_it() -> None:
-    cut = horizon.outcome(A2, HORIZON)
-    assert cut.admissions == ()
-    assert cut.wait == 800.0  # 1000 - 200
-    assert cut.gpu_hours == 0.0
+    b1 = horizon.outcome(B1, 1100.0)  # b1 arrived at 1000, was admitted at 1200
+    assert b1.admissions == ()
+    assert b1.wait == 100.0  # 1100 - 1000
+    assert b1.gpu_hours == 0.0
 
 
-def test_a_finish_and_a_preemption_after_the_horizon_did_not_happen() -> None:
-    b1 = horizon.outcome(B1, HORIZON)
-    assert b1.admissions == ((0.0, 400.0), (900.0, 1000.0))
-    assert b1.finished is None
-    assert b1.preempted == (Preemption("b1", "a1", "InCohortReclamation", 400.0),)
-    b2 = horizon.outcome(B2, HORIZON)
-    assert b2.admissions == ((0.0, 1000.0),)
-    assert b2.preempted == ()
+def test_an_admission_and_a_preemption_after_the_horizon_did_not_happen() -> None:
+    a2 = horizon.outcome(A2, HORIZON)
+    assert a2.admissions == ((600.0, 1500.0),)  # its second admission, at 1800, is past it
+    assert a2.finished is None
+    assert a2.preempted == A2.preempted  # at 1500, before it
+    early = horizon.outcome(A2, 1400.0)
+    assert early.admissions == ((600.0, 1400.0),)
+    assert early.preempted == ()  # preempted at 1500: not yet
 
 
-def test_an_arrival_seen_after_the_horizon_waits_nothing() -> None:
-    late = Outcome("c", "a", "training", 8, 1010.0, (), None, 1100.0)
-    assert horizon.outcome(late, HORIZON).wait == 0.0
+def test_an_arrival_after_the_horizon_waits_nothing() -> None:
+    b2 = horizon.outcome(B2, HORIZON)  # arrived at 2000
+    assert (b2.arrived, b2.wait, b2.admissions) == (1600.0, 0.0, ())
 
 
 def test_pods_and_quarantines_are_cut_at_the_horizon() -> None:
@@ -98,27 +75,25 @@ def test_pods_and_quarantines_are_cut_at_the_horizon() -> None:
         Bound("b1", "p", "n3", 8, 0.0, 400.0),
     )
     taints = (Quarantine("n1", "p", "xid", 500.0, 1600.0), Quarantine("n2", "p", "xid", 1001.0, 1600.0))
-    outcomes, bound, quarantines = horizon.cut((A1,), pods, taints, HORIZON)
+    outcomes, bound, quarantines = horizon.cut((A1,), pods, taints, 1000.0)
     assert bound == (Bound("a1", "p", "n1", 8, 150.0, 1000.0), Bound("b1", "p", "n3", 8, 0.0, 400.0))
     assert quarantines == (Quarantine("n1", "p", "xid", 500.0, 1000.0),)
-    assert outcomes == (horizon.outcome(A1, HORIZON),)
+    assert outcomes == (horizon.outcome(A1, 1000.0),)
 
 
 def test_still_counts_never_admitted_and_running_at_the_horizon() -> None:
     outcomes, _, _ = horizon.cut((A1, A2, B1, B2), (), (), HORIZON)
-    # a2 never admitted; a1, b1 (readmitted at 900) and b2 hold quota at 1000
-    assert horizon.still(outcomes) == (1, 3)
-    evicted = Outcome("d", "a", "training", 8, 0.0, ((0.0, 300.0),), None, 1000.0)
-    assert horizon.still((evicted,)) == (0, 0)  # evicted and waiting again: neither
+    # b2 never admitted; a1 and b1 hold quota at 1600; a2 was evicted at 1500 and waits again
+    assert horizon.still(outcomes) == (1, 2)
 
 
 def test_the_report_says_the_replay_was_cut() -> None:
-    outcomes, _, _ = horizon.cut((A1, A2), (), (), HORIZON)
+    outcomes, _, _ = horizon.cut((A1, B2), (), (), HORIZON)
     head = Side("head", outcomes, cut=Cut(HORIZON, 1, 1, 2))
     base = Side("base main", outcomes)
     lines = text(head, base, "t").splitlines()
     assert lines[-1] == (
-        "cut, head: the replay stopped at 16m40s of trace: 1 jobs never admitted by then "
+        "cut, head: the replay stopped at 26m40s of trace: 1 jobs never admitted by then "
         "(their wait up to it), 1 running (their GPU-hours up to it); 2 arriving after it not submitted"
     )
     assert not any(line.startswith("cut, base") for line in lines)  # the base ran to its end
