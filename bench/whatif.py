@@ -7,7 +7,7 @@ at the start of each run. Never used as a test: machines are noisy; read medians
 load next to them (docs/whatif.md "Speed").
 
     .venv/bin/python bench/whatif.py [--env staging] [--trace traces/staging.yaml] [--speed 180]
-                                     [--until SECONDS] [--scale 1] [--runs 1]
+                                     [--until SECONDS] [--scale 1] [--runs 1] [--report FILE]
     .venv/bin/python bench/whatif.py --path [--speed 144]
 
 `--path`: where a job's wall time goes on the box (docs/whatif.md "Speed"). One box of
@@ -171,6 +171,7 @@ def main() -> int:
     parser.add_argument("--scale", type=int, default=1)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--path", action="store_true", help="time one job's path on the box instead")
+    parser.add_argument("--report", type=Path, metavar="FILE", help="also write the last run's report here")
     args = parser.parse_args()
     if args.path:
         return path(args.speed)
@@ -212,6 +213,8 @@ def main() -> int:
             f"run {run + 1}: load {load:.1f}; box up {up} s, replay {replay} s for {span} s of trace "
             f"({jobs} jobs, speed {args.speed}), command {wall:.0f} s"
         )
+        if args.report is not None:
+            args.report.write_text(done.stdout, encoding="utf-8")
         # what the speed cost in fidelity: the box's latency per job in trace time, and the cut
         for line in done.stdout.splitlines():
             if line.startswith(("latency, ", "cut, ")):
