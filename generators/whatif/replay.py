@@ -44,7 +44,7 @@ from generators.model.environment import Environment
 from generators.model.health import TAINT_KEY
 from generators.model.overflow import PROVIDER_LABEL
 from generators.whatif import horizon as horizons
-from generators.whatif.report import Bound, Cut, Outcome, Preemption, Quarantine
+from generators.whatif.report import Bound, Cut, Outcome, Preemption, Quarantine, jobs
 from generators.whatif.serving import Serving
 from generators.whatif.trace import Job, Trace
 
@@ -450,7 +450,7 @@ def replay(
                 if horizon is not None
                 else ""
             )
-            + (f"; {left_out} jobs arriving after it left out" if left_out else "")
+            + (f"; {jobs(left_out)} arriving after it left out" if left_out else "")
             + ")"
         )
         while time.time() - began < budget:

@@ -372,11 +372,15 @@ def _cut_line(side: Side) -> str | None:
     cut = side.cut
     if cut is None:
         return None
-    left = f"; {cut.left_out} arriving after it not submitted" if cut.left_out else ""
+    left = f"; {jobs(cut.left_out)} arriving after it not submitted" if cut.left_out else ""
     return (
-        f"cut, {side.label}: the replay stopped at {duration(cut.at)} of trace: {cut.never} jobs never "
+        f"cut, {side.label}: the replay stopped at {duration(cut.at)} of trace: {jobs(cut.never)} never "
         f"admitted by then (their wait up to it), {cut.running} running (their GPU-hours up to it){left}"
     )
+
+
+def jobs(count: int) -> str:
+    return f"{count} job" + ("" if count == 1 else "s")
 
 
 def _cut_lines(head: Side, base: Side | None) -> list[str]:

@@ -93,8 +93,8 @@ def test_the_report_says_the_replay_was_cut() -> None:
     base = Side("base main", outcomes)
     lines = text(head, base, "t").splitlines()
     assert lines[-1] == (
-        "cut, head: the replay stopped at 26m40s of trace: 1 jobs never admitted by then "
-        "(their wait up to it), 1 running (their GPU-hours up to it); 2 arriving after it not submitted"
+        "cut, head: the replay stopped at 26m40s of trace: 1 job never admitted by then "
+        "(their wait up to it), 1 running (their GPU-hours up to it); 2 jobs arriving after it not submitted"
     )
     assert not any(line.startswith("cut, base") for line in lines)  # the base ran to its end
 
