@@ -124,6 +124,11 @@ def run(args: argparse.Namespace) -> int:
         path, display
     )  # a malformed trace is refused (SpecError, file:line:col) before anything runs
     cut = trace.until if until is None else (None if until == float("inf") else until)
+    first = min(j.at for j in trace.jobs)
+    if until is not None and cut is not None and first >= cut:
+        return _usage(
+            f"--until {args.until}: no job of the trace arrives before it (the first at {first:g} s)"
+        )
     try:
         import kubernetes  # noqa: F401
     except ImportError:

@@ -427,6 +427,13 @@ def load(path: Path, display: str, env: Environment | None = None) -> Trace:
             )
         seen.setdefault(job.name, index)
         jobs.append(reader.resolved(job, index, env) if env is not None else job)
+    first = min((j.at for j in jobs), default=None)
+    if until is not None and first is not None and first >= until:
+        reader.fail(
+            ("until",),
+            f"no job arrives before the trace's horizon ({until:g} s; the first at {first:g} s)",
+            "raise until, or drop it to replay until every job finished",
+        )
     inference = reader.inference(document.value["inference"]) if "inference" in document.value else None
     if inference is not None and env is not None:
         inference = reader.resolved_inference(inference, env)

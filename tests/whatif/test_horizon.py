@@ -112,6 +112,13 @@ def test_the_trace_may_set_its_horizon(tmp_path: Path) -> None:
     assert [p.format() for p in caught.value.problems] == [
         "t.yaml:1:8: error: must be above zero, not 0 (until)"
     ]
+    path.write_text(f"until: 30\njobs:\n{job.replace('at: 0', 'at: 30')}", encoding="utf-8")
+    with pytest.raises(SpecError) as caught:
+        load(path, "t.yaml")
+    assert [p.format() for p in caught.value.problems] == [
+        "t.yaml:1:8: error: no job arrives before the trace's horizon (30 s; the first at 30 s) (until); "
+        "raise until, or drop it to replay until every job finished"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -120,13 +127,14 @@ def test_the_trace_may_set_its_horizon(tmp_path: Path) -> None:
         ("tomorrow", "--until takes trace seconds or a duration like 24h, or 'end', not 'tomorrow'"),
         ("0", "--until must be above zero, not '0'"),
         ("-5", "--until takes trace seconds or a duration like 24h, or 'end', not '-5'"),
+        ("5", "--until 5: no job of the trace arrives before it (the first at 5 s)"),
     ],
 )
 def test_a_bad_until_is_one_usage_line_and_no_box(
     value: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "t.yaml"
-    path.write_text("jobs:\n  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 1}, duration: 9}\n")
+    path.write_text("jobs:\n  - {name: a, at: 5, team: evals, pods: 1, perPod: {gpus: 1}, duration: 9}\n")
     assert cli.main(["simulate", "staging", "--trace", str(path), f"--until={value}"]) == 2
     assert capsys.readouterr().err == f"generate.py simulate: error: {message}\n"
 
