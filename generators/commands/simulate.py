@@ -1,4 +1,4 @@
-"""`simulate ENV --trace FILE [--base REF] [--speed X] [--scale N] [--format text|markdown|json]`:
+"""`simulate ENV --trace FILE [--base REF] [--speed X] [--until SECONDS] [--scale N] [--format ...]`:
 replay a job trace on the real Kueue and controllers of a cluster in a box, for the working
 tree and the base ref (docs/whatif.md)."""
 
@@ -39,6 +39,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "by X (default: the spec's whatif.speed, else that key's schema default)",
     )
     parser.add_argument(
+        "--until",
+        metavar="SECONDS",
+        help="stop the replay at this trace second (a number, or a duration like 24h); jobs still "
+        "waiting count as never admitted, running ones count their GPU-hours up to it; 'end': "
+        "until every job finished (default: the trace's until:, else 'end')",
+    )
+    parser.add_argument(
         "--scale",
         type=int,
         default=1,
@@ -51,6 +58,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _usage(message: str) -> int:
     print(f"generate.py simulate: error: {message}", file=sys.stderr)
     return 2
+
+
+def horizon(text: str | None) -> float | None:
+    """--until as trace seconds (math.inf for 'end', None when not given); ValueError with
+    the one-line reason for a bad value."""
+    import math
+
+    from generators.box.speed import SpeedError, seconds_of
+
+    if text is None:
+        return None
+    if text == "end":
+        return math.inf
+    try:
+        seconds = float(text) if text.replace(".", "", 1).isdigit() else seconds_of(text)
+    except SpeedError:
+        raise ValueError(
+            f"--until takes trace seconds or a duration like 24h, or 'end', not {text!r}"
+        ) from None
+    if not 0 < seconds < math.inf:
+        raise ValueError(f"--until must be above zero, not {text!r}")
+    return seconds
 
 
 def default_speed() -> int:
@@ -77,6 +106,10 @@ def run(args: argparse.Namespace) -> int:
         return _usage(f"--speed must be a positive integer, not {args.speed}")
     if args.scale < 1:
         return _usage(f"--scale must be a positive integer, not {args.scale}")
+    try:
+        until = horizon(args.until)
+    except ValueError as err:
+        return _usage(str(err))
     path = args.trace if args.trace.is_absolute() else Path.cwd() / args.trace
     if not path.is_file():
         return _usage(f"no trace file {args.trace}")
@@ -87,7 +120,15 @@ def run(args: argparse.Namespace) -> int:
     from generators.whatif.run import simulate
     from generators.whatif.trace import load
 
-    load(path, display)  # a malformed trace is refused (SpecError, file:line:col) before anything runs
+    trace = load(
+        path, display
+    )  # a malformed trace is refused (SpecError, file:line:col) before anything runs
+    cut = trace.until if until is None else (None if until == float("inf") else until)
+    first = min(j.at for j in trace.jobs)
+    if until is not None and cut is not None and first >= cut:
+        return _usage(
+            f"--until {args.until}: no job of the trace arrives before it (the first at {first:g} s)"
+        )
     try:
         import kubernetes  # noqa: F401
     except ImportError:
@@ -99,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr)
 
     try:
-        result = simulate(args.root, args.env, path, display, args.base, args.scale, args.speed, say)
+        result = simulate(args.root, args.env, path, display, args.base, args.scale, args.speed, say, until)
     except GitError as err:
         return _usage(str(err))
     except (BoxError, ToolNotInstalled) as err:
@@ -121,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
     title = (
         f"what-if {args.env}: {display} at speed {args.speed}"
         + (f", scale {args.scale}" if args.scale > 1 else "")
+        + (f", until {report.duration(cut)}" if cut is not None else "")
         + " (times are trace time)"
     )
     render = {"text": report.text, "markdown": report.markdown, "json": report.as_json}[args.format]

@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,8 @@ from generators.box.scenes.bad_node import Exporter
 from generators.model.environment import Environment
 from generators.model.health import TAINT_KEY
 from generators.model.overflow import PROVIDER_LABEL
-from generators.whatif.report import Bound, Outcome, Preemption, Quarantine
+from generators.whatif import horizon as horizons
+from generators.whatif.report import Bound, Cut, Outcome, Preemption, Quarantine, jobs
 from generators.whatif.serving import Serving
 from generators.whatif.trace import Job, Trace
 
@@ -369,11 +371,12 @@ def _decoded(response: Any) -> dict[str, Any]:
 class Replayed:
     outcomes: tuple[Outcome, ...]
     wall_seconds: float
-    complete: bool  # every job finished before the replay gave up
+    complete: bool  # every job finished before the replay gave up (or reached its horizon)
     run: str  # the value of RUN_LABEL on this replay's Jobs and pods
     bound: tuple[Bound, ...] = ()  # every pod the scheduler bound, trace seconds
     quarantines: tuple[Quarantine, ...] = ()  # every quarantine taint seen, trace seconds
     span: float = 0.0  # trace seconds the replay observed
+    cut: Cut | None = None  # the replay stopped at its horizon with work left (generators/whatif/horizon.py)
 
 
 @dataclass(frozen=True)
@@ -396,9 +399,22 @@ def replay(
     speed: int,
     say: Callable[[str], None],
     parts: BoxParts = BoxParts(),
+    until: float | None = None,
 ) -> Replayed:
     """Submit every job at its time, drive the inference curve, wait until all finished and
-    the curve ended (or the budget ran out), read back."""
+    the curve ended (or the budget ran out, or the horizon came), read back.
+
+    The horizon is `until` (trace seconds; math.inf: none), else the trace's `until:`; a job
+    arriving at or after it is not submitted, and every figure is cut at it (horizon.py)."""
+    limit = trace.until if until is None else until
+    horizon = None if limit is None or limit == math.inf else limit
+    left_out = 0
+    if horizon is not None:
+        kept = tuple(j for j in trace.jobs if j.at < horizon)
+        left_out = len(trace.jobs) - len(kept)
+        if not kept:
+            raise ValueError(f"no job of the trace arrives before the horizon ({horizon:g} s)")
+        trace = replace(trace, jobs=kept)
     run = uuid.uuid4().hex[:6]
     recorder = Recorder(make_client, run)
     placements = Placements(make_client, run, gpu_resource)
@@ -417,7 +433,7 @@ def replay(
         watch.start()
     pending = list(trace.jobs)
     kills = {j.name: j.failure_after for j in trace.jobs if j.failure_after is not None}
-    complete = False
+    complete = reaches = False  # reaches: the loop stops at the horizon, not at the budget
     began = time.time()
     try:
         if serving is not None:
@@ -425,7 +441,18 @@ def replay(
             began = time.time()
         jobs_budget = max(j.at for j in trace.jobs) + sum(j.duration for j in trace.jobs)
         budget = max(jobs_budget, trace.span) / speed + SETTLE_SECONDS
-        say(f"replaying {len(pending)} jobs at speed {speed} (trace span {trace.span / speed:.0f} s wall)")
+        if horizon is not None and horizon / speed <= budget:
+            budget, reaches = horizon / speed, True
+        say(
+            f"replaying {len(pending)} jobs at speed {speed} (trace span {trace.span / speed:.0f} s wall"
+            + (
+                f", cut at {horizon:g} s of trace: {horizon / speed:.0f} s wall"
+                if horizon is not None
+                else ""
+            )
+            + (f"; {jobs(left_out)} arriving after it left out" if left_out else "")
+            + ")"
+        )
         while time.time() - began < budget:
             failed = next((w.error for w in watches if w.error is not None), None)
             if failed is not None:
@@ -438,7 +465,8 @@ def replay(
             histories = recorder.snapshot()
             _kill_due(kube, histories, kills, trace, run, speed, now, faults)
             finished = sum(1 for h in histories.values() if h.finished is not None)
-            curve_over = trace.inference is None or now >= began + trace.inference.until / speed
+            curve_end = trace.inference.until if trace.inference is not None else 0.0
+            curve_over = now >= began + min(curve_end, horizon or curve_end) / speed
             if not pending and finished == len(trace.jobs) and curve_over:
                 complete = True
                 break
@@ -478,15 +506,14 @@ def replay(
         )
         for t in sorted(quarantines.snapshot(), key=lambda t: (t.since, t.node))
     )
-    return Replayed(
-        _outcomes(recorder.snapshot(), trace, bound, began, ended, speed),
-        round(ended - began, 1),
-        complete,
-        run,
-        bound,
-        taints,
-        trace_time(ended),
-    )
+    outcomes = _outcomes(recorder.snapshot(), trace, bound, began, ended, speed)
+    span, cut = trace_time(ended), None
+    if horizon is not None and reaches and not complete:  # stopped at the horizon: cut there
+        outcomes, bound, taints = horizons.cut(outcomes, bound, taints, horizon)
+        never, running = horizons.still(outcomes)
+        span, cut = horizon, Cut(horizon, never, running, left_out)
+        complete = True  # the replay ran the window it was asked to
+    return Replayed(outcomes, round(ended - began, 1), complete, run, bound, taints, span, cut)
 
 
 def _node_labels(kube: Kube) -> dict[str, dict[str, str]]:

@@ -62,6 +62,16 @@ class Quarantine:
 
 
 @dataclass(frozen=True)
+class Cut:
+    """The replay stopped at its horizon with work left (generators/whatif/horizon.py)."""
+
+    at: float  # the horizon, trace seconds
+    never: int  # jobs not admitted by then: never admitted, their wait up to it
+    running: int  # jobs holding quota then: their GPU-hours up to it
+    left_out: int  # jobs arriving at or after it: not submitted
+
+
+@dataclass(frozen=True)
 class Outcome:
     """One job as the controllers handled it, in trace seconds from the replay's start."""
 
@@ -253,6 +263,7 @@ class Side:
     capacity: tuple[tuple[str, int], ...] = ()  # (pool, GPUs) of the side's spec
     span: float = 0.0  # trace seconds the replay observed
     prices: tuple[tuple[str, float], ...] = ()  # (provider, costPerGpuHourUsd) of the side's spec
+    cut: Cut | None = None  # the replay stopped at its horizon with work left
 
 
 @dataclass(frozen=True)
@@ -357,6 +368,25 @@ def _quarantine_line(side: Side) -> str:
     )
 
 
+def _cut_line(side: Side) -> str | None:
+    cut = side.cut
+    if cut is None:
+        return None
+    left = f"; {jobs(cut.left_out)} arriving after it not submitted" if cut.left_out else ""
+    return (
+        f"cut, {side.label}: the replay stopped at {duration(cut.at)} of trace: {jobs(cut.never)} never "
+        f"admitted by then (their wait up to it), {cut.running} running (their GPU-hours up to it){left}"
+    )
+
+
+def jobs(count: int) -> str:
+    return f"{count} job" + ("" if count == 1 else "s")
+
+
+def _cut_lines(head: Side, base: Side | None) -> list[str]:
+    return [line for line in (_cut_line(s) for s in (base, head) if s is not None) if line is not None]
+
+
 def text(head: Side, base: Side | None, title: str) -> str:
     rows = rows_of(summary(head.outcomes), summary(base.outcomes) if base else None)
     out = [title, "", table(HEADER, rows), ""]
@@ -369,6 +399,7 @@ def text(head: Side, base: Side | None, title: str) -> str:
         out.extend(f"  {line}" for line in _preemption_lines(preemptions(side.outcomes)))
     out.extend(_quarantine_line(side) for side in (base, head) if side is not None)
     out.extend(_latency_line(side) for side in (base, head) if side is not None)
+    out.extend(_cut_lines(head, base))
     return "\n".join(out) + "\n"
 
 
@@ -390,6 +421,7 @@ def markdown(head: Side, base: Side | None, title: str) -> str:
         out.append("")
     out.extend(_quarantine_line(side) + "\n" for side in (base, head) if side is not None)
     out.extend(_latency_line(side) + "\n" for side in (base, head) if side is not None)
+    out.extend(line + "\n" for line in _cut_lines(head, base))
     return "\n".join(out)
 
 
@@ -402,6 +434,7 @@ def as_json(head: Side, base: Side | None, title: str) -> str:
             "spill": [asdict(x) for x in spill(s)],
             "quarantines": [asdict(q) for q in s.quarantines],
             "span": s.span,
+            "cut": asdict(s.cut) if s.cut is not None else None,
         }
         for s in (base, head)
         if s is not None

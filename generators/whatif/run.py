@@ -85,6 +85,7 @@ def side(
     speed: int,
     label: str,
     say: Callable[[str], None],
+    until: float | None = None,
 ) -> tuple[Side, Replayed]:
     """Up a box of `root`'s environment, replay the trace, down the box."""
     from generators.box.up import down, up
@@ -100,12 +101,13 @@ def side(
         box = up(root, env_name, scale, speed, say)
         kube = box.client()
         try:
-            replayed = replay(kube, box.client, trace, _gpu_resource(env), speed, say, parts_of(box))
+            replayed = replay(kube, box.client, trace, _gpu_resource(env), speed, say, parts_of(box), until)
         finally:
             kube.close()
         say(
             f"{label}: box up {box.state.up_seconds:.0f} s, replay {replayed.wall_seconds:.0f} s wall for "
-            f"{trace.span:.0f} s of trace ({len(trace.jobs)} jobs)"
+            f"{replayed.span:.0f} s of trace ({len(replayed.outcomes)} jobs)"
+            + (f", cut at {replayed.cut.at:g} s" if replayed.cut is not None else "")
         )
     finally:
         down(env_name, say=say)
@@ -119,7 +121,14 @@ def side_of(label: str, env: Environment, replayed: Replayed) -> Side:
     providers = env.overflow.providers if env.overflow is not None else ()
     prices = tuple((p.name, p.cost_per_gpu_hour_usd) for p in providers)
     return Side(
-        label, replayed.outcomes, replayed.bound, replayed.quarantines, capacity, replayed.span, prices
+        label,
+        replayed.outcomes,
+        replayed.bound,
+        replayed.quarantines,
+        capacity,
+        replayed.span,
+        prices,
+        replayed.cut,
     )
 
 
@@ -146,6 +155,7 @@ def simulate(
     scale: int,
     speed: int,
     say: Callable[[str], None],
+    until: float | None = None,
 ) -> Result:
     """Head (and base, first) replayed on fresh boxes; see the module docstring."""
     # Both sides' trace checks before any box comes up: a bad trace costs no minute.
@@ -156,6 +166,8 @@ def simulate(
         if base_ref is not None:
             base_root, label = base_checkout(root, base_ref, Path(temp) / "base")
             traces.load(trace_path, display, load(base_root, env_name))
-            base, replays[label] = side(base_root, env_name, trace_path, display, scale, speed, label, say)
-        head, replays["head"] = side(root, env_name, trace_path, display, scale, speed, "head", say)
+            base, replays[label] = side(
+                base_root, env_name, trace_path, display, scale, speed, label, say, until
+            )
+        head, replays["head"] = side(root, env_name, trace_path, display, scale, speed, "head", say, until)
     return Result(head, base, replays)

@@ -1,6 +1,6 @@
 """The shipped sample trace of an environment (traces/<env>.yaml), drawn from published figures.
 
-    python -m generators.whatif.sample staging > traces/staging.yaml
+    python -m generators.whatif.sample staging --inference > traces/staging.yaml
     python -m generators.whatif.sample prod --scale 8 > traces/prod.yaml
     python -m generators.whatif.sample dev > traces/dev.yaml
 
@@ -17,6 +17,7 @@ import random
 import sys
 from pathlib import Path
 
+from generators.k8s.quantity import parse as parse_quantity
 from generators.model.environment import Environment
 from generators.model.load import load
 from generators.model.types import Pool
@@ -32,11 +33,16 @@ SIZES = ((1, 0.55), (8, 0.11), (16, 0.05), (32, 0.07), (64, 0.09), (128, 0.13))
 SHORTEST, LONGEST = 5 * 60, 8 * 3600  # assumption: durations log-uniform between them
 FAILURES_PER_GPU_HOUR = 20e-6  # Llama 3: 419 unexpected interruptions, 54 days, 16,384 GPUs
 CRITICAL_SHARE = 0.05  # assumption: 1 job in 20 is training-critical
+# The serving curve (--inference), all assumption: a cosine day, lowest at LOW_HOUR and
+# highest twelve hours later, in hourly steps, from minReplicas to SPILL_REPLICAS past what
+# the inference pools hold (one replica a node), so the afternoon spills to a provider.
+LOW_HOUR = 4
+SPILL_REPLICAS = 2
 
 HEADER = """\
 # Sample trace for {env}{at_scale}: one day of training jobs, drawn by
 # generators/whatif/sample.py (seed {seed}; regenerate:
-#   python -m generators.whatif.sample {env}{scale_option} > traces/{env}.yaml).
+#   python -m generators.whatif.sample {env}{scale_option}{inference_option} > traces/{env}.yaml).
 # Replay it:
 #   python generate.py simulate {env} --trace traces/{env}.yaml{scale_option} [--base main] [--speed X]
 #{scaled}
@@ -60,6 +66,8 @@ HEADER = """\
 # - Failures: about 20 unexpected interruptions per million GPU-hours (Llama 3, Dubey et al.,
 #   2024: 419 in 54 days on 16,384 GPUs); each job fails with probability 20e-6 x its
 #   GPU-hours, at a uniform point of its run: {failures} in this draw.
+# - Horizon: the replay stops at midnight (until: 86400): jobs still waiting then count as
+#   never admitted, running ones count their GPU-hours up to it (--until end: run them out).
 """
 
 
@@ -105,8 +113,46 @@ def _dealt(weights: list[tuple[int, float]], count: int) -> list[int]:
     return [value for (value, _), n in zip(exact, counts, strict=True) for _ in range(n)]
 
 
-def sample(env: Environment, seed: int = SEED, scale: int = 1) -> str:
-    """The trace text of `env` (already scaled by `scale`, which the header names)."""
+INFERENCE_HEADER = """\
+# - Serving load ({service}): ASSUMPTION, no published diurnal serving-load figure is used:
+#   a cosine day from {low} replicas (minReplicas) at {low_hour:02d}:00 to {high} at {high_hour:02d}:00
+#   ({pool_nodes} nodes of {pools} hold one replica each: {spill} more at the peak, for the
+#   providers), in hourly steps; the curve is the HPA's metric, {average} per replica (the
+#   spec's averageValue), so the HPA asks for that many replicas.
+"""
+
+
+def curve(env: Environment) -> tuple[list[tuple[int, float]], str]:
+    """The serving load curve of `env`'s first inference service (hourly steps, see LOW_HOUR)
+    and its header lines."""
+    assert env.overflow is not None and env.overflow.inference, "no overflow.inference to load"
+    service = env.overflow.inference[0]
+    pools = [p for p in env.pools if p.role == "inference"]
+    nodes = sum(p.nodes for p in pools)
+    low, high = service.min_replicas, min(service.max_replicas, nodes + SPILL_REPLICAS)
+    average = float(parse_quantity(service.metric_average_value).value)
+    steps: list[tuple[int, float]] = []
+    for hour in range(24):
+        replicas = round(low + (high - low) * (1 - math.cos(2 * math.pi * (hour - LOW_HOUR) / 24)) / 2)
+        if not steps or steps[-1][1] != replicas * average:
+            steps.append((hour * 3600, replicas * average))
+    header = INFERENCE_HEADER.format(
+        service=service.deployment,
+        low=low,
+        high=high,
+        low_hour=LOW_HOUR,
+        high_hour=(LOW_HOUR + 12) % 24,
+        pool_nodes=nodes,
+        pools=", ".join(p.name for p in pools),
+        spill=high - min(high, nodes),
+        average=service.metric_average_value,
+    )
+    return steps, header
+
+
+def sample(env: Environment, seed: int = SEED, scale: int = 1, inference: bool = False) -> str:
+    """The trace text of `env` (already scaled by `scale`, which the header names); with
+    `inference`, its serving load curve too (`curve`)."""
     rng = random.Random(seed)
     pool_of, largest = _pool(env)
     held_gpus = sum(_held(p) for p in _training(env))  # jobs of a team's queue use all its pools
@@ -158,6 +204,7 @@ def sample(env: Environment, seed: int = SEED, scale: int = 1) -> str:
         env=env.name,
         at_scale=f" at --scale {scale}" if scale > 1 else "",
         scale_option=f" --scale {scale}" if scale > 1 else "",
+        inference_option=" --inference" if inference else "",
         scaled=(
             f"\n# Sized for {env.name} with its node counts divided by {scale}, as box up --scale {scale} "
             "divides them\n# (generators/box/scale.py): the pools and quotas below are the scaled ones.\n#"
@@ -185,7 +232,16 @@ def sample(env: Environment, seed: int = SEED, scale: int = 1) -> str:
         shares=", ".join(f"{t} {s}%" for t, s in teams),
         failures=failures,
     )
-    return header + f"environment: {env.name}\njobs:\n" + "\n".join(lines) + "\n"
+    served = ""
+    if inference:
+        steps, lines_of_curve = curve(env)
+        header += lines_of_curve
+        load = "".join(f"    - {{at: {at}, value: {value:g}}}\n" for at, value in steps)
+        served = f"inference:\n  load:\n{load}  until: {DAY_SECONDS}\n"
+    # The day is the replay's window: `until` cuts it at midnight (docs/whatif.md "The horizon").
+    return (
+        header + f"environment: {env.name}\nuntil: {DAY_SECONDS}\njobs:\n" + "\n".join(lines) + "\n" + served
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -197,13 +253,14 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m generators.whatif.sample")
     parser.add_argument("env", metavar="ENV")
     parser.add_argument("--scale", type=int, default=1, metavar="N", help="size it for simulate --scale N")
+    parser.add_argument("--inference", action="store_true", help="add a serving load curve (assumed)")
     args = parser.parse_args(argv)
     root = Path(__file__).resolve().parents[2]
     with tempfile.TemporaryDirectory(prefix="trainyard-sample-") as temp:
         scaled = (
             scaled_checkout(root, args.env, args.scale, Path(temp) / "checkout") if args.scale > 1 else root
         )
-        sys.stdout.write(sample(load(scaled, args.env), scale=args.scale))
+        sys.stdout.write(sample(load(scaled, args.env), scale=args.scale, inference=args.inference))
     return 0
 
 

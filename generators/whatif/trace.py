@@ -22,7 +22,7 @@ from generators.k8s.quantity import parse as parse_quantity
 from generators.model.environment import Environment
 from generators.spec.source import Document, load_file
 
-TOP_KEYS = ("environment", "jobs", "inference")
+TOP_KEYS = ("environment", "until", "jobs", "inference")
 INFERENCE_KEYS = ("service", "load", "until")
 STEP_KEYS = ("at", "value")
 JOB_KEYS = (
@@ -90,6 +90,7 @@ class Trace:
     environment: str | None
     jobs: tuple[Job, ...]
     inference: Inference | None = None
+    until: float | None = None  # the trace's horizon: the replay stops at this trace second
 
     @property
     def span(self) -> float:
@@ -405,6 +406,9 @@ def load(path: Path, display: str, env: Environment | None = None) -> Trace:
     environment = document.value.get("environment")
     if environment is not None and not isinstance(environment, str):
         reader.fail(("environment",), f"expected an environment name, not {environment!r}")
+    until = None
+    if "until" in document.value:
+        until = reader.seconds(document.value["until"], ("until",), positive=True)
     raw_jobs = document.value.get("jobs")
     if not isinstance(raw_jobs, list) or not raw_jobs:
         reader.fail(("jobs",), "expected a non-empty list of jobs", "see docs/whatif.md, The trace format")
@@ -423,9 +427,25 @@ def load(path: Path, display: str, env: Environment | None = None) -> Trace:
             )
         seen.setdefault(job.name, index)
         jobs.append(reader.resolved(job, index, env) if env is not None else job)
+    first = min((j.at for j in jobs), default=None)
+    if until is not None and first is not None and first >= until:
+        reader.fail(
+            ("until",),
+            f"no job arrives before the trace's horizon ({until:g} s; the first at {first:g} s)",
+            "raise until, or drop it to replay until every job finished",
+        )
     inference = reader.inference(document.value["inference"]) if "inference" in document.value else None
     if inference is not None and env is not None:
         inference = reader.resolved_inference(inference, env)
+    if inference is not None and inference.service in seen:
+        # The replay labels the service's pods with its name, as it labels a job's pods with the
+        # job's (replay.JOB_LABEL): a job of that name would be counted with the serving pods.
+        reader.fail(
+            ("jobs", seen[inference.service], "name"),
+            f"job name '{inference.service}' is the name of the trace's inference service",
+            "rename the job: its pods and the service's would be counted together",
+        )
     if reader.problems:  # in file order, as a reader goes through the file
         raise SpecError(sorted(reader.problems, key=lambda p: (p.location.line, p.location.col)))
-    return Trace(display, environment, tuple(sorted(jobs, key=lambda j: (j.at, j.name))), inference)
+    ordered = tuple(sorted(jobs, key=lambda j: (j.at, j.name)))
+    return Trace(display, environment, ordered, inference, until)

@@ -24,6 +24,7 @@ from generators.whatif.report import (
     summary,
     text,
 )
+from tests.whatif.outcomes import A1, A2, B1, B2
 
 
 def test_nearest_rank() -> None:
@@ -45,26 +46,6 @@ def test_durations_read_as_time() -> None:
         "1h05m",
         "25h01m",
     ]
-
-
-# Team a: a1 waits 0 and holds 16 GPUs for 1800 s (8 GPU-hours); a2 waits 600 and is preempted
-# once after 900 s (4 GPU-hours of 16 GPUs), readmitted 300 s later and holds 1800 s more
-# (8 GPU-hours). Team b: b1 arrives at 1000, waits 200, preempts a2, holds 64 GPUs for 3600 s
-# (64 GPU-hours); b2 is never admitted before the end at 9000: it waits 9000 - 2000 = 7000.
-A1 = Outcome("a1", "a", "training", 16, 0.0, ((0.0, 1800.0),), 1800.0, 9000.0)
-A2 = Outcome(
-    "a2",
-    "a",
-    "training",
-    16,
-    0.0,
-    ((600.0, 1500.0), (1800.0, 3600.0)),
-    3600.0,
-    9000.0,
-    preempted=(Preemption("a2", "b1", "InCohortReclamation", 1500.0),),
-)
-B1 = Outcome("b1", "b", "training-critical", 64, 1000.0, ((1200.0, 4800.0),), 4800.0, 9000.0)
-B2 = Outcome("b2", "b", "training-critical", 64, 2000.0, (), None, 9000.0)
 
 
 def test_waits_and_gpu_hours_per_team_and_tier() -> None:

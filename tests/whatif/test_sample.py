@@ -20,8 +20,8 @@ from tests.support import ROOT
 
 def test_the_shipped_trace_is_what_its_script_draws() -> None:
     shipped = (ROOT / "traces" / "staging.yaml").read_text(encoding="utf-8")
-    assert sample(load_env(ROOT, "staging")) == shipped, (
-        "regenerate: python -m generators.whatif.sample staging > traces/staging.yaml"
+    assert sample(load_env(ROOT, "staging"), inference=True) == shipped, (
+        "regenerate: python -m generators.whatif.sample staging --inference > traces/staging.yaml"
     )
 
 
@@ -33,6 +33,23 @@ def test_the_shipped_trace_holds_the_published_figures() -> None:
     assert max(gpus) == 128  # staging's largest nominal quota: foundation, 16 nodes x 8
     assert all(0 <= job.at < 86400 for job in trace.jobs)  # one day
     assert {job.team for job in trace.jobs} == {"foundation", "research", "evals"}
+    assert trace.until == 86400  # the replay stops at midnight
+
+
+def test_staging_serving_curve_is_the_day_its_header_states() -> None:
+    """By hand from environments/staging.yaml: chat-api, minReplicas 2, averageValue 4 (the
+    HPA asks for load / 4 replicas); infer-l40s has 8 nodes of 8 GPUs, one replica a node,
+    so the peak is 8 + 2 = 10 replicas, load 40; the low is 2 replicas, load 8, at 04:00."""
+    trace = load(ROOT / "traces" / "staging.yaml", "traces/staging.yaml", load_env(ROOT, "staging"))
+    assert trace.inference is not None
+    curve = trace.inference
+    assert (curve.service, curve.until) == ("chat-api", 86400)
+    values = dict(curve.steps)
+    assert min(values.values()) == 8 and max(values.values()) == 40
+    low = max(at for at, value in curve.steps if at <= 4 * 3600)  # the step in force at 04:00
+    high = max(at for at, value in curve.steps if at <= 16 * 3600)  # and at 16:00
+    assert (values[low], values[high]) == (8, 40)
+    assert all(at % 3600 == 0 for at in values)  # hourly steps
 
 
 # dev and prod (at --scale 8, the size the benchmark replays prod at). The largest job, by

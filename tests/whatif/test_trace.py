@@ -233,3 +233,18 @@ DEV_JOB = "jobs:\n  - {name: a, at: 0, team: platform, pods: 1, perPod: {gpus: 4
 )
 def test_what_dev_cannot_replay(tmp_path: Path, text: str, expected: str) -> None:
     assert problems(tmp_path, text, load_env(ROOT, "dev")) == [expected]
+
+
+def test_a_job_named_like_the_inference_service_is_refused(tmp_path: Path, staging: Environment) -> None:
+    text = (
+        "jobs:\n  - {name: a, at: 0, team: evals, pods: 1, perPod: {gpus: 8}, duration: 90}\n"
+        "  - {name: chat-api, at: 0, team: evals, pods: 1, perPod: {gpus: 8}, duration: 90}\n"
+        "inference:\n  load: [{at: 0, value: 0}]\n"
+    )
+    # chat-api: staging's first overflow.inference service, the curve's default
+    assert problems(tmp_path, text, staging) == [
+        "t.yaml:3:12: error: job name 'chat-api' is the name of the trace's inference service "
+        "(jobs[1].name); rename the job: its pods and the service's would be counted together"
+    ]
+    named = text.replace("inference:\n", "inference:\n  service: chat-api\n")
+    assert len(problems(tmp_path, named, None)) == 1  # named in the trace: refused without the env too
