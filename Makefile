@@ -45,8 +45,8 @@ lint: setup
 
 # The edit loop: every test that starts no server (docs/testing.md "Running the tests"), on
 # both cores of the 2-core machine (pytest-xdist; FAST_JOBS=0 runs it in one process).
-# `make test` stays in one process: its control-plane and box tests share one apiserver.
 FAST_JOBS ?= 2
+FAST := -m "not controlplane and not slow"
 # Compiled bytecode (and pytest's rewritten test modules) kept beside the tool cache, outside
 # the checkout: with PYTHONDONTWRITEBYTECODE set (as in some shells and CI images) every test
 # process and every `generate.py` a test starts compiled the whole tree again (collection
@@ -55,7 +55,12 @@ PYCACHE := $(or $(TRAINYARD_CACHE),$(HOME)/.cache/trainyard)/pycache
 test-fast test: export PYTHONDONTWRITEBYTECODE :=
 test-fast test: export PYTHONPYCACHEPREFIX := $(PYCACHE)
 test-fast: setup
-	$(PY) -m pytest -q -n $(FAST_JOBS) -m "not controlplane and not slow" --hypothesis-profile=edit-loop
+	$(PY) -m pytest -q -n $(FAST_JOBS) $(FAST) --hypothesis-profile=edit-loop
 
+# The whole suite in two runs that together select every test: the serverless tests on both
+# cores (as test-fast, at the full Hypothesis profile: 142 s in one process, about half on
+# two), then the slow and control-plane tests in one process, where they share the session's
+# apiserver and each box test has the cores its timing tolerances were measured with.
 test: tools lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(FAST_JOBS) $(FAST)
+	$(PY) -m pytest -q -m "controlplane or slow"

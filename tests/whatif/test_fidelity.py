@@ -49,8 +49,18 @@ Trace inference.yaml, staging's serving overflow by hand: the curve drives chat-
 whole node of infer-l40s, 8 GPUs, as the inference-scales scene sizes it). Load 0, then 36
 from 100 s: the HPA asks for 36 / 4 = 9 replicas; infer-l40s's 8 nodes hold 8, so the 9th
 waits until the gate opens vk-mock (8 GPUs: room for one) and is bound there. Spill: one pod
-of 8 GPUs on provider mock, bound after the load rose, until the curve ends at 2000 s; at
-most 8 x (2000 - 100) s = 4.2 GPU-hours, at mock's $0.01 per GPU-hour.
+of 8 GPUs on provider mock, bound after the load rose, until the curve ends at 1200 s; at
+most 8 x (1200 - 100) s = 2.4 GPU-hours, at mock's $0.01 per GPU-hour.
+
+Trace horizon.yaml, replayed to a horizon of 120 s (`replay(..., until=120)`, what `simulate
+--until` and a trace's `until:` do; the cut accounting has unit tests in test_horizon.py):
+research may hold at most 23 nodes (184 GPUs), so full (research, 184 GPUs, 300 s) at 0 is
+admitted at once and still running at 120: its GPU-hours are 184 x (120 - its admission) /
+3600; more (research, 8 GPUs) at 10 waits for full, which ends after the horizon: never
+admitted, its wait up to the horizon, 120 - 10 = 110 s; late (evals) at 200 arrives after the
+horizon and is never submitted. The cut itself is exact (every figure is clipped at 120). It
+runs last on this module's box and deletes its Jobs, then waits until Kueue has dropped their
+Workloads, so the box is left as the other tests found it.
 
 Tolerance, stated: a measured wait may exceed the analytic one by at most 10 s of wall time
 (100 s of trace time at speed 10) and fall short of it by at most 1 s (10 s). Early: times
@@ -71,12 +81,17 @@ from datetime import datetime
 
 import pytest
 
-from generators.whatif.replay import JOB_LABEL, RUN_LABEL, Replayed
-from generators.whatif.report import Outcome, Side, pool_use, spill
-from generators.whatif.run import side_of
+from generators.box.kube import wait_for
+from generators.model.load import load as load_env
+from generators.whatif.replay import JOB_LABEL, KUEUE_API, RUN_LABEL, Replayed, replay
+from generators.whatif.report import Cut, Outcome, Side, pool_use, spill
+from generators.whatif.run import parts_of, side_of
+from generators.whatif.trace import load
+from tests.support import ROOT
 from tests.whatif.replaying import (
     ANALYTIC_WAITS,
     EARLY,
+    HERE,
     LATE,
     SPEED,
     box_at,
@@ -168,12 +183,13 @@ def test_the_inference_curve_scales_the_service_and_spills_to_the_provider(box: 
     for pod in spilled:
         assert pod.start >= 100 - EARLY, pod  # only once the load rose
     ordered = sorted(spilled, key=lambda b: b.start)
+    print(f"first spill bound at {ordered[0].start:.0f} s of trace")  # the curve's margin, for docs/whatif.md
     for before, after in itertools.pairwise(ordered):
         assert after.start >= before.end - EARLY, ordered  # vk-mock holds one replica at a time
     [mock] = [s for s in spill(side_of("head", box.env, replayed)) if s.provider == "mock"]
     hours = sum(8 * (b.end - b.start) for b in spilled) / 3600
     assert mock.gpu_hours == pytest.approx(hours), mock
-    assert 0 < mock.gpu_hours <= 8 * (2000 - 100) / 3600, mock
+    assert 0 < mock.gpu_hours <= 8 * (1200 - 100) / 3600, mock
     assert mock.usd == pytest.approx(mock.gpu_hours * 0.01), mock  # environments/staging.yaml
 
 
@@ -216,3 +232,43 @@ def test_a_reclaim_names_the_preemptor_and_the_victim(box: object) -> None:
     created = datetime.fromisoformat(done["metadata"]["creationTimestamp"])
     assert (created - started).total_seconds() >= 2, (job["status"], done["metadata"])
     assert job["status"].get("succeeded") == 1, job["status"]
+
+
+def test_the_replay_stops_at_the_horizon(box: object) -> None:
+    from generators.box.up import Box
+
+    assert isinstance(box, Box)
+    trace = load(HERE / "horizon.yaml", "tests/whatif/horizon.yaml", load_env(ROOT, "staging"))
+    kube = box.client()
+    try:
+        parts = parts_of(box)
+        replayed = replay(kube, box.client, trace, "nvidia.com/gpu", SPEED, lambda _: None, parts, 120)
+        # full and more are still on the box: delete them, and wait until Kueue has dropped
+        # their Workloads (the garbage collector follows the Job), before any assertion
+        jobs = kube.list("batch/v1", "Job", "research", label_selector=f"{RUN_LABEL}={replayed.run}")
+        uids = {j["metadata"]["uid"] for j in jobs}
+        for job in jobs:
+            kube.delete("batch/v1", "Job", job["metadata"]["name"], "research")
+
+        def dropped() -> bool:
+            workloads = kube.list(KUEUE_API, "Workload", "research")
+            owners = {o["uid"] for w in workloads for o in w["metadata"].get("ownerReferences") or []}
+            return not owners & uids
+
+        wait_for(dropped, 60, "the horizon replay's Workloads deleted", 0.5)
+    finally:
+        kube.close()
+    assert len(uids) == 2, jobs  # full and more; late arrives after the horizon: never submitted
+    assert replayed.cut == Cut(120.0, 1, 1, 1)
+    assert replayed.span == 120.0
+    assert replayed.wall_seconds < 120 / SPEED + 5  # it stopped at the horizon, not at full's end
+    outcomes = {o.job: o for o in replayed.outcomes}
+    assert sorted(outcomes) == ["full", "more"]
+    full, more = outcomes["full"], outcomes["more"]
+    assert full.finished is None and len(full.admissions) == 1
+    start, end = full.admissions[0]
+    assert -EARLY <= start <= LATE and end == 120.0
+    assert full.gpu_hours == pytest.approx(184 * (120 - start) / 3600)
+    assert more.admissions == () and more.ended == 120.0
+    assert 110 - EARLY <= more.wait <= 110  # arrival seen at 10 s or a little after
+    assert all(pod.end <= 120.0 for pod in replayed.bound)

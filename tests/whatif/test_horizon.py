@@ -1,36 +1,21 @@
 """The horizon (`simulate --until SECONDS`, or the trace's `until:`; generators/whatif/horizon.py):
 the replay stops at that trace second and every figure is cut there. Unit tests with literals
-(no box) for the cut accounting, the trace key and the command line's one-line errors; one
-short box test that the replay stops there on the real controllers.
-
-The box test, by hand from environments/staging.yaml (as in tests/whatif/test_fidelity.py's
-docstring): research may hold at most 23 nodes of train-h100 (184 GPUs, maxUsagePercent 75
-of 31 schedulable nodes). horizon.yaml at speed 10, horizon 120 s of trace:
-- full (research, 23 x 8 = 184 GPUs, 300 s) at 0: admitted at once, still running at 120:
-  its GPU-hours are 184 x (120 - its admission) / 3600, at most 6.13;
-- more (research, 8 GPUs) at 10: research is at its 184 maximum until full finishes at 300,
-  after the horizon: never admitted, its wait up to the horizon, 120 - 10 = 110 s;
-- late (evals, 8 GPUs) at 200: after the horizon, never submitted, counted as left out.
-Tolerance: the fidelity test's (+100 / -10 s of trace at speed 10) for full's admission; the
-cut itself is exact (every figure is clipped at 120).
+(no box) for the cut accounting, the trace key and the command line's one-line errors. The box
+test that the replay stops there on the real controllers runs on test_fidelity.py's box
+(`test_the_replay_stops_at_the_horizon`, worked out by hand in its docstring): one box fewer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from generators import cli
 from generators.errors import SpecError
-from generators.model.load import load as load_env
 from generators.whatif import horizon
-from generators.whatif.replay import replay
 from generators.whatif.report import Bound, Cut, Quarantine, Side, text
-from generators.whatif.run import parts_of
 from generators.whatif.trace import load
-from tests.support import ROOT
 from tests.whatif.outcomes import A1, A2, B1, B2
 
 # tests/whatif/outcomes.py's scenario (a1 holds 0 to 1800; a2 arrives at 0, holds 600 to
@@ -137,45 +122,3 @@ def test_a_bad_until_is_one_usage_line_and_no_box(
     path.write_text("jobs:\n  - {name: a, at: 5, team: evals, pods: 1, perPod: {gpus: 1}, duration: 9}\n")
     assert cli.main(["simulate", "staging", "--trace", str(path), f"--until={value}"]) == 2
     assert capsys.readouterr().err == f"generate.py simulate: error: {message}\n"
-
-
-# The one box test: the replay on the real controllers stops at the horizon.
-SPEED = 10
-LATE, EARLY = 10 * SPEED, 1 * SPEED  # trace seconds, test_fidelity.py's tolerance
-HERE = Path(__file__).parent
-
-
-@pytest.fixture(scope="module")
-def box(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from tests.whatif.replaying import box_at
-
-    yield from box_at(request, tmp_path_factory, SPEED)
-
-
-@pytest.mark.controlplane
-@pytest.mark.slow
-def test_the_replay_stops_at_the_horizon_on_the_box(box: object) -> None:
-    from generators.box.up import Box
-
-    assert isinstance(box, Box)
-    trace = load(HERE / "horizon.yaml", "tests/whatif/horizon.yaml", load_env(ROOT, "staging"))
-    kube = box.client()
-    try:
-        replayed = replay(
-            kube, box.client, trace, "nvidia.com/gpu", SPEED, lambda _: None, parts_of(box), 120
-        )
-    finally:
-        kube.close()
-    assert replayed.cut == Cut(120.0, 1, 1, 1)
-    assert replayed.span == 120.0
-    assert replayed.wall_seconds < 120 / SPEED + 5  # it stopped at the horizon, not at full's end
-    outcomes = {o.job: o for o in replayed.outcomes}
-    assert sorted(outcomes) == ["full", "more"]  # late arrives after the horizon: not submitted
-    full, more = outcomes["full"], outcomes["more"]
-    assert full.finished is None and len(full.admissions) == 1
-    start, end = full.admissions[0]
-    assert -EARLY <= start <= LATE and end == 120.0
-    assert full.gpu_hours == pytest.approx(184 * (120 - start) / 3600)
-    assert more.admissions == () and more.ended == 120.0
-    assert 110 - EARLY <= more.wait <= 110  # arrival seen at 10 s or a little after
-    assert all(pod.end <= 120.0 for pod in replayed.bound)
