@@ -2,7 +2,7 @@
 calculation says.
 
 The README block (between BEGIN and END) is the markdown `generate.py simulate staging --base
-HEAD --speed 10 --format markdown` printed in a run of tests/whatif/test_cli.py (the base:
+HEAD --speed 20 --format markdown` printed in a run of tests/whatif/test_cli.py (the base:
 staging as shipped; the head: train-h100 shares 50/30/20 -> 40/40/20; trace
 tests/whatif/shares.yaml), copied by hand. Checked here without a box:
 - the block is a report of that shape: the report's header, one row per team and tier of the
@@ -117,11 +117,19 @@ def test_the_readme_block_says_what_the_hand_calculation_says() -> None:
     assert preemptions[0].startswith("Preemptions, base HEAD (COMMIT)")
 
 
+def title(markdown: str) -> str:
+    """The report's `### what-if ...` line."""
+    [line] = [line for line in markdown.splitlines() if line.startswith("### what-if ")]
+    return line
+
+
 def matches_run(stdout: str) -> None:
     """The README block against a fresh run of tests/whatif/test_cli.py (its stdout)."""
     header, rows, preemptions = parsed(block())
     fresh_header, fresh_rows, fresh_preemptions = parsed(stdout)
     assert (header, sorted(rows), preemptions) == (fresh_header, sorted(fresh_rows), fresh_preemptions)
+    # the title names the trace and the speed: the README says the speed the run used
+    assert title(block()) == title(stdout.replace(f"{ROOT}/", "")), (title(block()), title(stdout))
     for key, cells in rows.items():
         fresh = fresh_rows[key]
         assert (cells[0], cells[1], cells[-1]) == (fresh[0], fresh[1], fresh[-1]), key
