@@ -117,15 +117,16 @@ def run(args: argparse.Namespace) -> int:
     from generators.diff.gitref import GitError
     from generators.errors import SpecError
     from generators.whatif import report
+    from generators.whatif.horizon import first_arrival_if_none_before, resolve
     from generators.whatif.run import simulate
     from generators.whatif.trace import load
 
-    trace = load(
-        path, display
-    )  # a malformed trace is refused (SpecError, file:line:col) before anything runs
-    cut = trace.until if until is None else (None if until == float("inf") else until)
-    first = min(j.at for j in trace.jobs)
-    if until is not None and cut is not None and first >= cut:
+    # a malformed trace is refused (SpecError, file:line:col) before anything runs; the trace's
+    # own until: is checked there, --until here
+    trace = load(path, display)
+    cut = resolve(until, trace.until)
+    first = first_arrival_if_none_before((j.at for j in trace.jobs), cut) if until and cut else None
+    if first is not None:
         return _usage(
             f"--until {args.until}: no job of the trace arrives before it (the first at {first:g} s)"
         )

@@ -18,9 +18,24 @@ Pure functions of trace seconds, tested with literals (tests/whatif/test_horizon
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from dataclasses import replace
 
 from generators.whatif.report import Bound, Outcome, Quarantine
+
+
+def resolve(until: float | None, trace_until: float | None) -> float | None:
+    """The replay's horizon in trace seconds, or None to run until every job finished:
+    `until` (simulate's --until; math.inf for 'end') wins over the trace's `until:`."""
+    chosen = trace_until if until is None else until
+    return None if chosen is None or chosen == math.inf else chosen
+
+
+def first_arrival_if_none_before(arrivals: Iterable[float], horizon: float) -> float | None:
+    """The first arrival when no job arrives before `horizon` (nothing to replay), else None."""
+    first = min(arrivals, default=None)
+    return first if first is not None and first >= horizon else None
 
 
 def outcome(job: Outcome, horizon: float) -> Outcome:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import re
 import threading
 import time
@@ -406,14 +405,13 @@ def replay(
 
     The horizon is `until` (trace seconds; math.inf: none), else the trace's `until:`; a job
     arriving at or after it is not submitted, and every figure is cut at it (horizon.py)."""
-    limit = trace.until if until is None else until
-    horizon = None if limit is None or limit == math.inf else limit
+    horizon = horizons.resolve(until, trace.until)
     left_out = 0
     if horizon is not None:
+        if horizons.first_arrival_if_none_before((j.at for j in trace.jobs), horizon) is not None:
+            raise ValueError(f"no job of the trace arrives before the horizon ({horizon:g} s)")
         kept = tuple(j for j in trace.jobs if j.at < horizon)
         left_out = len(trace.jobs) - len(kept)
-        if not kept:
-            raise ValueError(f"no job of the trace arrives before the horizon ({horizon:g} s)")
         trace = replace(trace, jobs=kept)
     run = uuid.uuid4().hex[:6]
     recorder = Recorder(make_client, run)

@@ -20,6 +20,7 @@ from pathlib import Path
 from generators.k8s.quantity import parse as parse_quantity
 from generators.model.environment import Environment
 from generators.model.load import load
+from generators.model.overflow import inference_pools
 from generators.model.types import Pool
 
 SEED = 23  # issue 23
@@ -127,7 +128,7 @@ def curve(env: Environment) -> tuple[list[tuple[int, float]], str]:
     and its header lines."""
     assert env.overflow is not None and env.overflow.inference, "no overflow.inference to load"
     service = env.overflow.inference[0]
-    pools = [p for p in env.pools if p.role == "inference"]
+    pools = inference_pools(env.pools)[:1]  # where the replay's Serving puts the replicas (serving.py)
     nodes = sum(p.nodes for p in pools)
     low, high = service.min_replicas, min(service.max_replicas, nodes + SPILL_REPLICAS)
     average = float(parse_quantity(service.metric_average_value).value)

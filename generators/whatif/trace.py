@@ -21,6 +21,7 @@ from generators.errors import Location, Problem, SpecError, format_path
 from generators.k8s.quantity import parse as parse_quantity
 from generators.model.environment import Environment
 from generators.spec.source import Document, load_file
+from generators.whatif.horizon import first_arrival_if_none_before
 
 TOP_KEYS = ("environment", "until", "jobs", "inference")
 INFERENCE_KEYS = ("service", "load", "until")
@@ -427,8 +428,8 @@ def load(path: Path, display: str, env: Environment | None = None) -> Trace:
             )
         seen.setdefault(job.name, index)
         jobs.append(reader.resolved(job, index, env) if env is not None else job)
-    first = min((j.at for j in jobs), default=None)
-    if until is not None and first is not None and first >= until:
+    first = first_arrival_if_none_before((j.at for j in jobs), until) if until is not None else None
+    if first is not None:
         reader.fail(
             ("until",),
             f"no job arrives before the trace's horizon ({until:g} s; the first at {first:g} s)",
