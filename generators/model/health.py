@@ -29,7 +29,7 @@ are the ones its own rule-sets set, written in `health.nvsentinel.taints`; the c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -154,36 +154,49 @@ class Health:
         return tuple(t.key for t in self.tolerations)
 
 
-# spec key -> (reason, alert, what "bad" means, query builder); spec order = reason precedence
-CONDITIONS: tuple[tuple[str, str, str, str], ...] = (
-    ("gpuTemperature", "gpu-temperature", "GpuHealthGpuTemperature", "a GPU above the temperature limit"),
-    ("xid", "xid", "GpuHealthXid", "an XID that means replace"),
-    ("nvlinkErrors", "nvlink", "GpuHealthNvlinkErrors", "NVLink errors above the limit"),
-    (
+@dataclass(frozen=True)
+class ConditionKind:
+    """A quarantine condition the controller knows: what the spec calls it, the reason it
+    writes, what "bad" means in words, and its per-node predicate (promql.py's vocabulary)."""
+
+    spec_key: str  # health.conditions.<this>
+    reason: str  # taint value and alert label
+    summary: str
+    query: Callable[[ExporterQueries], str]
+
+    @property
+    def alert(self) -> str:
+        """Each condition's alert is GpuHealth<SpecKey> (docs/health.md's runbooks)."""
+        return "GpuHealth" + self.spec_key[0].upper() + self.spec_key[1:]
+
+
+# spec order = reason precedence
+CONDITIONS: tuple[ConditionKind, ...] = (
+    ConditionKind(
+        "gpuTemperature",
+        "gpu-temperature",
+        "a GPU above the temperature limit",
+        lambda q: q.gpu_too_hot(q.gpu_node),
+    ),
+    ConditionKind(
+        "xid", "xid", "an XID that means replace", lambda q: q.xid_requires_replacement(q.gpu_node)
+    ),
+    ConditionKind(
+        "nvlinkErrors", "nvlink", "NVLink errors above the limit", lambda q: q.nvlink_errors(q.gpu_node)
+    ),
+    ConditionKind(
         "infinibandPortDown",
         "infiniband-port-down",
-        "GpuHealthInfinibandPortDown",
         "an InfiniBand port not active",
+        lambda q: q.ports_not_active(q.port_node),
     ),
-    (
+    ConditionKind(
         "infinibandLinkErrors",
         "infiniband-link-errors",
-        "GpuHealthInfinibandLinkErrors",
         "InfiniBand link errors above the limit",
+        lambda q: q.ib_link_errors(q.port_node),
     ),
 )
-
-
-def condition_query(q: ExporterQueries, spec_key: str) -> str:
-    """The alerts' predicate of the condition, per node (promql.py has every definition)."""
-    builders = {
-        "gpuTemperature": lambda: q.gpu_too_hot(q.gpu_node),
-        "xid": lambda: q.xid_requires_replacement(q.gpu_node),
-        "nvlinkErrors": lambda: q.nvlink_errors(q.gpu_node),
-        "infinibandPortDown": lambda: q.ports_not_active(q.port_node),
-        "infinibandLinkErrors": lambda: q.ib_link_errors(q.port_node),
-    }
-    return builders[spec_key]()
 
 
 def health_pools(raw: dict[str, Any], pools: tuple[Pool, ...]) -> tuple[Pool, ...]:
@@ -199,16 +212,16 @@ def _controller(raw: dict[str, Any], pools: tuple[Pool, ...], m: Monitoring) -> 
     conditions = tuple(
         from_spec(
             Condition,
-            raw["conditions"][key],
+            raw["conditions"][kind.spec_key],
             {
-                "reason": reason,
-                "spec_key": key,
-                "alert": alert,
-                "query": condition_query(q, key),
-                "summary": summary,
+                "reason": kind.reason,
+                "spec_key": kind.spec_key,
+                "alert": kind.alert,
+                "query": kind.query(q),
+                "summary": kind.summary,
             },
         )
-        for key, reason, alert, summary in CONDITIONS
+        for kind in CONDITIONS
     )
     return from_spec(
         Controller,

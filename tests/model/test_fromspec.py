@@ -204,7 +204,7 @@ def test_every_health_condition_setting_is_declared_once() -> None:
     condition = Node(health.schema["$defs"]["condition"], health.document)
     assert mismatches(Condition, condition, "health.$defs.condition", {}) == []
     entries = resolve(lookup(health, ("conditions",)) or health).schema["properties"]
-    assert [key for key, _, _, _ in CONDITIONS] == list(entries)
+    assert [kind.spec_key for kind in CONDITIONS] == list(entries)
     assert all(e["$ref"] == "#/$defs/condition" for e in entries.values())
 
 

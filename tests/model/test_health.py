@@ -43,7 +43,7 @@ def test_conditions_follow_the_monitoring_thresholds() -> None:
     assert env.health is not None and env.health.controller is not None
     m = env.monitoring
     queries = {c.reason: c.query for c in env.health.controller.conditions}
-    assert [c.reason for c in env.health.controller.conditions] == [r for _, r, _, _ in CONDITIONS]
+    assert [c.reason for c in env.health.controller.conditions] == [kind.reason for kind in CONDITIONS]
     assert queries["gpu-temperature"].endswith(f"> {m.gpu_temp_limit_celsius}")
     assert f'"node", "$1", "{m.host_label}"' in queries["gpu-temperature"]
     assert "|".join(map(str, m.xid_replace_codes)) in queries["xid"]
@@ -52,6 +52,19 @@ def test_conditions_follow_the_monitoring_thresholds() -> None:
     assert queries["infiniband-link-errors"].endswith(f"> {m.alerts.infiniband_errors_per_window}")
     windowed = ("xid", "nvlink", "infiniband-link-errors")
     assert all(f"[{m.alerts.error_window}]" in queries[r] for r in windowed)
+
+
+def test_each_condition_names_its_alert_and_reason() -> None:
+    """The alert and reason each condition renders (docs/health.md's runbooks), as literals."""
+    prod = load(ROOT, "prod").health
+    assert prod is not None and prod.controller is not None
+    assert [(c.spec_key, c.reason, c.alert) for c in prod.controller.conditions] == [
+        ("gpuTemperature", "gpu-temperature", "GpuHealthGpuTemperature"),
+        ("xid", "xid", "GpuHealthXid"),
+        ("nvlinkErrors", "nvlink", "GpuHealthNvlinkErrors"),
+        ("infinibandPortDown", "infiniband-port-down", "GpuHealthInfinibandPortDown"),
+        ("infinibandLinkErrors", "infiniband-link-errors", "GpuHealthInfinibandLinkErrors"),
+    ]
 
 
 def test_tolerations_per_backend() -> None:
