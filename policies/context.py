@@ -40,16 +40,6 @@ class Finding:
         where = f"{self.kind}/{self.name}: " if self.kind or self.name else ""
         return f"{self.file}: {where}{self.policy}: {self.message}"
 
-    def as_json(self) -> dict[str, str]:
-        return {
-            "file": self.file,
-            "kind": self.kind,
-            "name": self.name,
-            "policy": self.policy,
-            "severity": self.severity,
-            "message": self.message,
-        }
-
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     """`value` if it is a mapping, else empty: a policy must not crash on a malformed object

@@ -4,6 +4,7 @@ promtool over rendered/<env>/. Exit 0 clean (warnings allowed), 1 on any error f
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -89,7 +90,7 @@ def _document(reports: list[EnvironmentReport], findings: list[Finding], seconds
             }
             for r in reports
         ],
-        "findings": [f.as_json() for f in findings],
+        "findings": [dataclasses.asdict(f) for f in findings],  # its fields, in order
     }
 
 
