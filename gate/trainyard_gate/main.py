@@ -13,7 +13,6 @@ With --lease-namespace only the holder of a coordination.k8s.io Lease acts
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import signal
 import socket
@@ -27,7 +26,6 @@ from kubernetes import config
 from . import kinds
 from .runtime import log
 from .runtime.election import LEASE_SECONDS, RENEW_SECONDS, RETRY_SECONDS, elected
-from .runtime.log import LOG, event
 from .runtime.metrics import Liveness
 from .runtime.nodes import KUBE_REQUEST_SECONDS, KubeNodes, core_api
 from .runtime.program import Options
@@ -166,9 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         api.api_client.close()
         print(f"cannot serve metrics on {args.metrics_address}:{args.metrics_port}: {err}", file=sys.stderr)
         return 1
-    event(
-        LOG,
-        logging.INFO,
+    log.info(
         "starting",
         policy=policy.name,
         dry_run=dry_run,
@@ -187,4 +183,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         api.api_client.close()
         if server is not None:
             server[0].shutdown()
-        event(LOG, logging.INFO, "stopped")
+        log.info("stopped")

@@ -10,8 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..runtime import loop
-from ..runtime.log import LOG, event
+from ..runtime import log, loop
 from ..runtime.loop import Clock
 from ..runtime.metrics import Liveness
 from ..runtime.nodes import NodeGateway, NodePatcher
@@ -79,9 +78,7 @@ class HealthController:
                 failed = True
                 self._metrics.errors.labels(stage="query").inc()
                 error = str(err) if isinstance(err, QueryFailed) else f"{type(err).__name__}: {err}"
-                event(
-                    LOG,
-                    logging.WARNING,
+                log.warning(
                     "health query failed; holding every node as it is",
                     reason=condition.reason,
                     error=error.splitlines()[0] if error else "",
@@ -115,9 +112,7 @@ class HealthController:
     def _log(self, outcome: Outcome) -> None:
         cap = self.policy.cap
         for node, entry, held in outcome.released:
-            event(
-                LOG,
-                logging.INFO,
+            log.info(
                 "node released",
                 node=node,
                 pool=entry.pool,
@@ -126,8 +121,7 @@ class HealthController:
                 release_after_seconds=self.policy.release_after_seconds,
             )
         for candidate in outcome.candidates:
-            event(
-                LOG,
+            log.event(
                 logging.INFO if candidate.admitted else logging.WARNING,
                 "node quarantined" if candidate.admitted else "quarantine held back by the cap",
                 node=candidate.node,

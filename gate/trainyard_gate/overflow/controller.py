@@ -10,14 +10,12 @@ was recreated while the gate was closed.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..runtime import loop
-from ..runtime.log import LOG, event
+from ..runtime import log, loop
 from ..runtime.loop import Clock
 from ..runtime.metrics import Liveness
 from ..runtime.nodes import NodeGateway, NodePatcher, NodeTaints, Want, carries, is_converged
@@ -71,10 +69,10 @@ class GateEvaluator:
             free = self._query()
         except QueryFailed as err:
             free, error = None, str(err)
-            event(LOG, logging.WARNING, "free-GPU query failed", error=error)
+            log.warning("free-GPU query failed", error=error)
         except Exception as err:  # a bug or a surprise in the client: still just no value
             free, error = None, f"{type(err).__name__}: {err}".splitlines()[0]
-            event(LOG, logging.ERROR, "free-GPU query failed unexpectedly", error=error)
+            log.error("free-GPU query failed unexpectedly", error=error)
         now = self._clock()
         self._metrics.record_query(free, self._wall_clock())
         decisions = {}
@@ -94,9 +92,7 @@ class GateEvaluator:
 
     def _log_transition(self, gate: Gate, decision: Decision) -> None:
         limits = gate.thresholds
-        event(
-            LOG,
-            logging.INFO,
+        log.info(
             "gate transition",
             gate=gate.name,
             **{"from": decision.previous.value, "to": decision.state.value},
@@ -129,9 +125,7 @@ class TaintEnforcer:
         for gate in gates:
             nodes = self._nodes.list(gate.label_selector)
             states[gate.name] = state_of(nodes, gate.taint)
-            event(
-                LOG,
-                logging.INFO,
+            log.info(
                 "initial state from nodes",
                 gate=gate.name,
                 state=states[gate.name].value,
@@ -154,9 +148,7 @@ class TaintEnforcer:
         if not nodes and self._warned.get(gate.name) is not state:
             # Nothing to guard: say so once per state, the metric and its alert say it on.
             self._warned[gate.name] = state
-            event(
-                LOG,
-                logging.WARNING,
+            log.warning(
                 "gate selector matches no node",
                 gate=gate.name,
                 selector=gate.label_selector,

@@ -15,7 +15,7 @@ from kubernetes import client
 from kubernetes.leaderelection import electionconfig, leaderelection
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
-from .log import LOG, event
+from . import log
 from .metrics import ControllerMetrics, Liveness
 from .nodes import api_error
 
@@ -47,7 +47,7 @@ class _Elector(leaderelection.LeaderElection):
             ok = bool(super().try_acquire_or_renew())  # type: ignore[no-untyped-call]
         except Exception as err:
             self._metrics.errors.labels(stage="election").inc()
-            event(LOG, logging.ERROR, "lease attempt failed", error=api_error(err))
+            log.error("lease attempt failed", error=api_error(err))
             ok = False
         if not self._leading.is_set():
             self._liveness.beat()
@@ -71,7 +71,7 @@ def elected(
         leading.set()
         metrics.leader.set(1)
         liveness.beat()
-        event(LOG, logging.INFO, "leading", identity=args.identity)
+        log.info("leading", identity=args.identity)
         result.append(work(halt))
         halt.set()
 
@@ -87,7 +87,7 @@ def elected(
     )
     logging.getLogger("leaderelection").setLevel(logging.WARNING)  # it logs every attempt at info
     metrics.leader.set(0)
-    event(LOG, logging.INFO, "standing by for the lease", identity=args.identity)
+    log.info("standing by for the lease", identity=args.identity)
     threading.Thread(
         target=_Elector(cfg, metrics, liveness, leading).run, name="leader-election", daemon=True
     ).start()
@@ -95,7 +95,7 @@ def elected(
         pass
     halt.set()
     if lost.is_set() and not stop.is_set():
-        event(LOG, logging.ERROR, "lost the lease; exiting so a restart stands by", identity=args.identity)
+        log.error("lost the lease; exiting so a restart stands by", identity=args.identity)
         return 1
     deadline = time.monotonic() + RENEW_SECONDS
     while leading.is_set() and not result and time.monotonic() < deadline:

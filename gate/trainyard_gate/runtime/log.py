@@ -12,9 +12,21 @@ _FIELDS = "trainyard_fields"
 LOG = logging.getLogger("trainyard_gate")  # one logger: the program is one, whatever the kind
 
 
-def event(logger: logging.Logger, level: int, message: str, **fields: Any) -> None:
-    """Log `message` with structured fields (kept apart from the text)."""
-    logger.log(level, message, extra={_FIELDS: fields})
+def event(level: int, message: str, **fields: Any) -> None:
+    """Log `message` on the program's logger with structured fields (kept apart from the text)."""
+    LOG.log(level, message, extra={_FIELDS: fields})
+
+
+def info(message: str, **fields: Any) -> None:
+    event(logging.INFO, message, **fields)
+
+
+def warning(message: str, **fields: Any) -> None:
+    event(logging.WARNING, message, **fields)
+
+
+def error(message: str, **fields: Any) -> None:
+    event(logging.ERROR, message, **fields)
 
 
 class JsonFormatter(logging.Formatter):

@@ -9,14 +9,13 @@ counted (errors_total{stage="pass"}) and the next pass runs as usual.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable
 
 from prometheus_client import Counter
 
-from .log import LOG, event
+from . import log
 
 Clock = Callable[[], float]
 
@@ -30,7 +29,7 @@ def guarded(work: Callable[[], bool], errors: Counter) -> bool:
     except Exception as err:
         errors.labels(stage="pass").inc()
         error = f"{type(err).__name__}: {err}".splitlines()[0]
-        event(LOG, logging.ERROR, "reconcile pass failed", error=error)
+        log.error("reconcile pass failed", error=error)
         return False
 
 

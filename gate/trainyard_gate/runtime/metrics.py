@@ -4,7 +4,6 @@ extend with its own series), /metrics and /healthz (`serve`), and liveness (`Liv
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -14,7 +13,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, make_wsgi_app
 
-from .log import LOG, event
+from . import log
 from .nodes import api_error
 
 STAGES = ("query", "nodes", "pass", "election")
@@ -37,7 +36,7 @@ class ControllerMetrics:
         """A Kubernetes API call failed (retried next pass): counted under stage `nodes` and
         logged as `message` with the API server's own words (`api_error`)."""
         self.errors.labels(stage="nodes").inc()
-        event(LOG, logging.ERROR, message, **fields, error=api_error(err))
+        log.error(message, **fields, error=api_error(err))
 
     def gauge(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Gauge:
         """`{prefix}_{name}` on this controller's registry."""

@@ -16,7 +16,6 @@ read instead of overwriting the other writer's taint.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any, Protocol
 
 from kubernetes import client, config
 
-from .log import LOG, event
+from . import log
 from .reader import Taint
 
 # RFC 7386: lists are replaced wholesale, which is what the full taint list needs.
@@ -221,9 +220,7 @@ class NodePatcher:
             if self._reported.get(key) != want:
                 self._reported[key] = want
                 count(True)
-                event(
-                    LOG,
-                    logging.INFO,
+                log.info(
                     "node patch skipped (dry run)",
                     **context,
                     node=node.name,
@@ -237,7 +234,7 @@ class NodePatcher:
             return err
         if patched:
             count(False)
-            event(LOG, logging.INFO, "node patched", **context, node=node.name, action=action, **detail)
+            log.info("node patched", **context, node=node.name, action=action, **detail)
         return None
 
 
