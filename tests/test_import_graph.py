@@ -224,10 +224,14 @@ def test_no_import_cycle_in_generators() -> None:
 
 
 def _tree(tmp_path: Path, files: Mapping[str, str]) -> dict[str, dict[str, Import]]:
+    """The files under tmp_path; every folder is a regular package: an empty __init__.py is
+    written where `files` gives none (as in generators/, where every folder has one)."""
     for rel, text in files.items():
         path = tmp_path / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
+    for folder in (tmp_path / "pkg", *(tmp_path / "pkg").rglob("*/")):
+        (folder / "__init__.py").touch()
     return graph(modules(tmp_path, "pkg"))
 
 
@@ -235,13 +239,12 @@ def _tree(tmp_path: Path, files: Mapping[str, str]) -> dict[str, dict[str, Impor
     ("files", "loop"),
     [
         pytest.param(
-            {"pkg/__init__.py": "", "pkg/a.py": "import pkg.b\n", "pkg/b.py": "from pkg import a\n"},
+            {"pkg/a.py": "import pkg.b\n", "pkg/b.py": "from pkg import a\n"},
             ["pkg.a", "pkg.b", "pkg.a"],
             id="module-level, from-package-import-submodule",
         ),
         pytest.param(
             {
-                "pkg/__init__.py": "",
                 "pkg/a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.b import B\n",
                 "pkg/b.py": "from pkg.a import A\n",
             },
@@ -250,7 +253,6 @@ def _tree(tmp_path: Path, files: Mapping[str, str]) -> dict[str, dict[str, Impor
         ),
         pytest.param(
             {
-                "pkg/__init__.py": "",
                 "pkg/a.py": "def f():\n    from . import b\n",
                 "pkg/b.py": "from .a import x\n",
             },
@@ -259,10 +261,8 @@ def _tree(tmp_path: Path, files: Mapping[str, str]) -> dict[str, dict[str, Impor
         ),
         pytest.param(
             {
-                "pkg/__init__.py": "",
                 "pkg/m/__init__.py": "from pkg.s.load import load\n",
                 "pkg/m/rules.py": "",
-                "pkg/s/__init__.py": "",
                 "pkg/s/load.py": "from pkg.m.rules import r\n",
             },
             ["pkg.m", "pkg.s.load", "pkg.m"],
@@ -278,11 +278,8 @@ def test_walker_accepts_a_layered_tree(tmp_path: Path) -> None:
     g = _tree(
         tmp_path,
         {
-            "pkg/__init__.py": "",
-            "pkg/m/__init__.py": "",
             "pkg/m/rules.py": "import json\n",
             "pkg/m/load.py": "from pkg.s.load import load\n",
-            "pkg/s/__init__.py": "",
             "pkg/s/load.py": "from pkg.m.rules import r\nfrom ..m import rules\n",
         },
     )
