@@ -26,35 +26,36 @@ def infiniband(q: Queries) -> list[g.Panel]:
         g.graph(
             "Transmit throughput per port",
             "Bytes/s sent.",
-            "Bps",
             [g.Query(rate("node_infiniband_port_data_transmitted_bytes_total"), port)],
+            unit="Bps",
         ),
-        g.graph("Receive throughput per port", "Bytes/s received.", "Bps", [g.Query(rate(RX_BYTES), port)]),
+        g.graph(
+            "Receive throughput per port", "Bytes/s received.", [g.Query(rate(RX_BYTES), port)], unit="Bps"
+        ),
         g.graph(
             "Transmit wait (congestion)",
             "Ticks per second a port had data but could not send: the fabric is congested or a peer is slow.",
-            "short",
             [g.Query(rate("node_infiniband_port_transmit_wait_total"), port)],
+            unit="short",
         ),
         g.graph(
             "Transmit discards",
             "Packets dropped on send (port down or congestion).",
-            "pps",
             [g.Query(rate("node_infiniband_port_discards_transmitted_total"), port)],
+            unit="pps",
         ),
         g.graph(
             "Packets",
             "Packets per second by direction.",
-            "pps",
             [
                 g.Query(rate("node_infiniband_port_packets_transmitted_total"), port + " tx"),
                 g.Query(rate("node_infiniband_port_packets_received_total"), port + " rx"),
             ],
+            unit="pps",
         ),
         g.single(
             "Ports not active",
             "Watched ports not ACTIVE now (InfiniBandPortNotActive).",
-            "none",
             g.Query(not_active),
             limit=1,
             span=12,
@@ -63,7 +64,6 @@ def infiniband(q: Queries) -> list[g.Panel]:
             f"Error counters in range (top {TOP_ROWS})",
             "Increase over the selected range per port and counter: symbol, link recovery, link "
             "downed, receive errors, buffer overrun, link integrity, VL15 drops.",
-            "none",
             [g.Query(f"topk({TOP_ROWS}, sum by ({nh}, device, port, counter) ({errors}))")],
             ["Errors"],
             span=24,
@@ -80,7 +80,6 @@ def nvlink(q: Queries) -> list[g.Panel]:
         g.graph(
             "NVLink throughput per host",
             "Bytes/s over NVLink (profiling metrics), all GPUs of a host.",
-            "Bps",
             [
                 g.Query(
                     f"sum by ({h}) ({q.dcgm('DCGM_FI_PROF_NVLINK_TX_BYTES', host)})", g.legend(h) + " tx"
@@ -89,12 +88,12 @@ def nvlink(q: Queries) -> list[g.Panel]:
                     f"sum by ({h}) ({q.dcgm('DCGM_FI_PROF_NVLINK_RX_BYTES', host)})", g.legend(h) + " rx"
                 ),
             ],
+            unit="Bps",
         ),
         g.graph(
             "NVLink errors",
             "Error counter increases per GPU (NVLinkErrors). A healthy-looking node "
             "with NVLink errors should be replaced.",
-            "none",
             [
                 g.Query(
                     f"sum by ({h}, gpu, counter) ({q.increases_unless_blank(errors, '$__rate_interval')})",
@@ -105,7 +104,6 @@ def nvlink(q: Queries) -> list[g.Panel]:
         g.grid(
             f"NVLink errors in range (top {TOP_ROWS})",
             "Increase over the selected range per GPU and counter.",
-            "none",
             [g.Query(f"topk({TOP_ROWS}, sum by ({h}, gpu, counter) ({in_range}))")],
             ["Errors"],
             span=24,

@@ -34,28 +34,24 @@ def gate(q: Queries) -> list[g.Panel]:
             "Free in-cluster GPUs vs gate thresholds",
             "A gate opens (taint removed) after free GPUs "
             "stay below its open line, and closes after they stay at or above its close line.",
-            "none",
             _free_gpus(q),
             span=24,
         ),
         g.graph(
             "Gate state (1 = closed)",
             "Closed: the provider's virtual node carries the NoSchedule taint.",
-            "none",
             [g.per("max", closed, "gate")],
             span=9,
         ),
         g.graph(
             "Gate transitions",
             "Opens and closes per interval (OverflowGateFlapping).",
-            "none",
             [g.per_interval(transitions, "gate", "direction")],
             span=9,
         ),
         g.single(
             "Gates open now",
             "Providers inference may spill to right now.",
-            "none",
             g.Query(f"count({closed} == 0) or vector(0)"),
             span=6,
         ),
@@ -68,21 +64,18 @@ def virtual_nodes(q: Queries) -> list[g.Panel]:
         g.graph(
             "Pods on virtual nodes by provider",
             "Pending or Running pods bound to each provider's virtual node.",
-            "none",
             [g.Query(q.per_provider(q.provider_pods), "{{provider}}")],
             stacked=True,
         ),
         g.graph(
             "GPUs in use by provider",
             "GPUs requested by those pods.",
-            "none",
             [g.Query(q.per_provider(q.provider_gpus), "{{provider}}")],
             stacked=True,
         ),
         g.graph(
             "Virtual node ready",
             "1 = Ready (VirtualNodeNotReady).",
-            "none",
             [g.per("max", ready, "node")],
             span=24,
         ),
@@ -96,24 +89,26 @@ def spend(q: Queries) -> list[g.Panel]:
         g.graph(
             "Estimated spend rate",
             "GPUs in use x costPerGpuHourUsd, per provider (USD per hour).",
-            "currencyUSD",
             [g.Query(per_provider, "{{provider}}")],
+            unit="currencyUSD",
             stacked=True,
             span=12,
         ),
-        g.single("Spend rate now", "USD per hour, all providers.", "currencyUSD", g.Query(total), span=4),
+        g.single(
+            "Spend rate now", "USD per hour, all providers.", g.Query(total), unit="currencyUSD", span=4
+        ),
         g.single(
             "Estimated spend in range",
             "Average spend rate over the range x its length (USD).",
-            "currencyUSD",
             g.Query(f"avg_over_time(({total})[$__range:{SPEND_STEP}]) * $__range_s / 3600"),
+            unit="currencyUSD",
             span=4,
         ),
         g.single(
             "Worst case per hour",
             "Every advertised provider GPU busy (USD per hour).",
-            "currencyUSD",
             g.Query(f"vector({num(q.overflow.max_usd_per_hour)})"),
+            unit="currencyUSD",
             span=4,
         ),
     ]

@@ -26,6 +26,9 @@ from generators.model.monitoring import Monitoring
 
 DATASOURCE = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
 TAG = "trainyard"
+# Grafana's unit for plain numbers (counts, 0/1 states, nodes): what most panels show, so the
+# panel builders default to it and a panel names its unit only when it has one.
+PLAIN = "none"
 Panel = timeseries.Panel | stat.Panel | table.Panel
 PanelT = TypeVar("PanelT", timeseries.Panel, stat.Panel, table.Panel)
 
@@ -88,9 +91,9 @@ def _steps(limit: float | None, color: str = "red") -> dash.ThresholdsConfig:
 def graph(
     title: str,
     description: str,
-    unit: str,
     queries: list[Query],
     *,
+    unit: str = PLAIN,
     limit: float | None = None,
     span: int = 12,
     height: int = 8,
@@ -125,9 +128,9 @@ def graph(
 def single(
     title: str,
     description: str,
-    unit: str,
     query: Query,
     *,
+    unit: str = PLAIN,
     limit: float | None = None,
     calc: str = "lastNotNull",
     span: int = 6,
@@ -145,10 +148,10 @@ def single(
 def grid(
     title: str,
     description: str,
-    unit: str,
     queries: list[Query],
     columns: list[str],
     *,
+    unit: str = PLAIN,
     descending: bool = True,
     span: int = 12,
     height: int = 8,
