@@ -32,7 +32,6 @@ def temperature(q: Queries) -> list[g.Panel]:
     limit = q.m.gpu_temp_limit_celsius
     temp = q.temp_plausible("DCGM_FI_DEV_GPU_TEMP", s.host)
     too_hot = q.gpu_too_hot(lambda plausible: plausible, s.host)
-    missing = f"count({q.nodes_missing_gpus()}) or vector(0)"
     return [
         g.graph(
             "GPU temperature",
@@ -41,10 +40,10 @@ def temperature(q: Queries) -> list[g.Panel]:
             unit="celsius",
             limit=limit,
         ),
-        g.single(
+        g.count(
             f"GPUs above {limit} °C",
             "Count of GPUs over the limit now; each one should be drained.",
-            g.Query(f"count({too_hot}) or vector(0)"),
+            too_hot,
             limit=1,
             span=4,
         ),
@@ -56,10 +55,10 @@ def temperature(q: Queries) -> list[g.Panel]:
             limit=limit,
             span=4,
         ),
-        g.single(
+        g.count(
             "Nodes missing GPUs",
             "Nodes showing fewer GPUs than their pool's perNode (GPUMissing).",
-            g.Query(missing),
+            q.nodes_missing_gpus(),
             limit=1,
             span=4,
         ),

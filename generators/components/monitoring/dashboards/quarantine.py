@@ -20,7 +20,7 @@ def quarantined(q: Queries) -> list[g.Panel]:
             stacked=True,
             span=18,
         ),
-        g.single("Quarantined now", "All pools.", g.Query(f"count({in_quarantine}) or vector(0)"), span=6),
+        g.count("Quarantined now", "All pools.", in_quarantine),
         g.grid(
             "Time in quarantine",
             "Per quarantined node: time since its quarantine (the "
@@ -52,16 +52,18 @@ def cap(q: Queries) -> list[g.Panel]:
             ],
             span=12,
         ),
-        g.graph(
+        g.gauge_by(
             "Held back by the cap",
             "Nodes that qualify for quarantine now but the cap refused (GpuHealthCapHoldsBack).",
-            [g.per("max", held, "pool")],
+            held,
+            "pool",
             span=12,
         ),
-        g.graph(
+        g.gauge_by(
             "Bad nodes per condition",
             "Pool nodes each condition query returned on the last good pass, quarantined or not.",
-            [g.per("max", bad, "reason")],
+            bad,
+            "reason",
             span=24,
         ),
     ]
@@ -71,18 +73,14 @@ def controller(q: Queries) -> list[g.Panel]:
     patches = q.health_controller("trainyard_health_node_patches_total")
     errors = q.health_controller("trainyard_health_errors_total")
     return [
-        g.graph(
+        g.increase_by(
             "Node patches",
             "Quarantines, releases and rewrites of the taint value.",
-            [g.per_interval(patches, "action")],
+            patches,
+            "action",
             span=8,
         ),
-        g.graph(
-            "Errors by stage",
-            "GpuHealthErrors.",
-            [g.per_interval(errors, "stage")],
-            span=8,
-        ),
+        g.increase_by("Errors by stage", "GpuHealthErrors.", errors, "stage", span=8),
         g.graph(
             "Queries succeeding and leader",
             "1 = the last pass had every condition query succeed; 1 = this pod holds the Lease.",

@@ -83,17 +83,20 @@ def preemption(q: Queries) -> list[g.Panel]:
     preempted = q.kueue("kueue_preempted_workloads_total")
     timeouts = q.kueue("kueue_evicted_workloads_total", CQ, TIMEOUT)
     return [
-        g.graph(
+        g.increase_by(
             "Evictions by reason",
             "PodsReadyTimeout: admitted gangs whose pods never all became Ready.",
-            [g.per_interval(evictions, "reason")],
+            evictions,
+            "reason",
             stacked=True,
             span=9,
         ),
-        g.graph(
+        g.increase_by(
             "Preemptions by reason",
             "Workloads preempted, by the preempting ClusterQueue and reason.",
-            [g.per_interval(preempted, "preempting_cluster_queue", "reason")],
+            preempted,
+            "preempting_cluster_queue",
+            "reason",
             stacked=True,
             span=9,
         ),

@@ -53,10 +53,11 @@ def jobs(q: Queries) -> list[g.Panel]:
             [g.per("avg", q.dcgm("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", namespaces), "namespace")],
             unit="percentunit",
         ),
-        g.graph(
+        g.increase_by(
             "Container restarts in training namespaces",
             "Restarts per interval: each one is a job resuming from its last checkpoint.",
-            [g.per_interval(q.ksm("kube_pod_container_status_restarts_total", namespaces), "namespace")],
+            q.ksm("kube_pod_container_status_restarts_total", namespaces),
+            "namespace",
         ),
     ]
 
