@@ -88,7 +88,7 @@ def spend(q: Queries) -> list[g.Panel]:
             per_provider,
             unit=USD,
         ),
-        # three stats in USD sharing the row's other half, each a line of (title, description, query)
+        # the row's other half: three USD stats, alike but for their title, description and query
         *(
             g.single(title, description, g.Query(expr), unit=USD, span=4)
             for title, description, expr in (
