@@ -3,9 +3,10 @@ UID, title, description, variables, rows of panel functions) over the builders o
 imported as `g` the way grafonnet dashboards import `g.libsonnet`.
 
 A panel function returns the panels of one row, each line of a panel a fact of it (title,
-description, unit, queries, size); the repeated shapes (a per-label aggregation legended by
-its labels, a counter's increase per interval, the dashboard and row skeleton, ids) are in
-panels.py. The queries come from promql (the one vocabulary).
+description, queries, unit where it has one, size); the repeated shapes (a per-label
+aggregation legended by its labels, the panel kinds several dashboards draw alike: a gauge or
+a counter's increase per label set, a count that reads 0 when nothing matches; the dashboard
+and row skeleton, ids) are in panels.py. The queries come from promql (the one vocabulary).
 """
 
 from __future__ import annotations

@@ -11,6 +11,18 @@ RX_BYTES = "node_infiniband_port_data_received_bytes_total"
 VL15_DROPPED = "node_infiniband_vl15_dropped_total"  # in the table, not an alert's counter
 
 
+def _top_errors(title: str, description: str, labels: str, increases: str) -> g.Panel:
+    """A full-width table of the TOP_ROWS largest error counter increases, per `labels` and
+    counter (`increases` told apart by the label counter, as Queries builds them)."""
+    return g.grid(
+        title,
+        description,
+        [g.Query(f"topk({TOP_ROWS}, sum by ({labels}, counter) ({increases}))")],
+        ["Errors"],
+        span=24,
+    )
+
+
 def infiniband(q: Queries) -> list[g.Panel]:
     nh = q.m.node_exporter_host_label
     host = g.matches(nh, "host")
@@ -19,54 +31,53 @@ def infiniband(q: Queries) -> list[g.Panel]:
     def rate(metric: str) -> str:
         return f"rate({q.ib(metric, host)}[$__rate_interval])"
 
+    def per_port(title: str, description: str, metric: str, unit: str) -> g.Panel:
+        """One counter's rate, a line per port."""
+        return g.graph(title, description, [g.Query(rate(metric), port)], unit=unit)
+
     counters = {**q.ib_error_counters(host), "vl15_dropped": q.ib(VL15_DROPPED, host)}
-    errors = q.counter_increases(counters, "$__range")
-    not_active = q.ports_not_active(lambda bad: f"count({bad}) or vector(0)", host)
     return [
-        g.graph(
+        per_port(
             "Transmit throughput per port",
             "Bytes/s sent.",
+            "node_infiniband_port_data_transmitted_bytes_total",
             "Bps",
-            [g.Query(rate("node_infiniband_port_data_transmitted_bytes_total"), port)],
         ),
-        g.graph("Receive throughput per port", "Bytes/s received.", "Bps", [g.Query(rate(RX_BYTES), port)]),
-        g.graph(
+        per_port("Receive throughput per port", "Bytes/s received.", RX_BYTES, "Bps"),
+        per_port(
             "Transmit wait (congestion)",
             "Ticks per second a port had data but could not send: the fabric is congested or a peer is slow.",
+            "node_infiniband_port_transmit_wait_total",
             "short",
-            [g.Query(rate("node_infiniband_port_transmit_wait_total"), port)],
         ),
-        g.graph(
+        per_port(
             "Transmit discards",
             "Packets dropped on send (port down or congestion).",
+            "node_infiniband_port_discards_transmitted_total",
             "pps",
-            [g.Query(rate("node_infiniband_port_discards_transmitted_total"), port)],
         ),
         g.graph(
             "Packets",
             "Packets per second by direction.",
-            "pps",
             [
                 g.Query(rate("node_infiniband_port_packets_transmitted_total"), port + " tx"),
                 g.Query(rate("node_infiniband_port_packets_received_total"), port + " rx"),
             ],
+            unit="pps",
         ),
-        g.single(
+        g.count(
             "Ports not active",
             "Watched ports not ACTIVE now (InfiniBandPortNotActive).",
-            "none",
-            g.Query(not_active),
+            q.ports_not_active(lambda bad: bad, host),
             limit=1,
             span=12,
         ),
-        g.grid(
+        _top_errors(
             f"Error counters in range (top {TOP_ROWS})",
             "Increase over the selected range per port and counter: symbol, link recovery, link "
             "downed, receive errors, buffer overrun, link integrity, VL15 drops.",
-            "none",
-            [g.Query(f"topk({TOP_ROWS}, sum by ({nh}, device, port, counter) ({errors}))")],
-            ["Errors"],
-            span=24,
+            f"{nh}, device, port",
+            q.counter_increases(counters, "$__range"),
         ),
     ]
 
@@ -75,12 +86,10 @@ def nvlink(q: Queries) -> list[g.Panel]:
     h = q.m.host_label
     host = g.matches(h, "host")
     errors = q.nvlink_counters(host)
-    in_range = q.increases_unless_blank(errors, "$__range")
     return [
         g.graph(
             "NVLink throughput per host",
             "Bytes/s over NVLink (profiling metrics), all GPUs of a host.",
-            "Bps",
             [
                 g.Query(
                     f"sum by ({h}) ({q.dcgm('DCGM_FI_PROF_NVLINK_TX_BYTES', host)})", g.legend(h) + " tx"
@@ -89,12 +98,12 @@ def nvlink(q: Queries) -> list[g.Panel]:
                     f"sum by ({h}) ({q.dcgm('DCGM_FI_PROF_NVLINK_RX_BYTES', host)})", g.legend(h) + " rx"
                 ),
             ],
+            unit="Bps",
         ),
         g.graph(
             "NVLink errors",
             "Error counter increases per GPU (NVLinkErrors). A healthy-looking node "
             "with NVLink errors should be replaced.",
-            "none",
             [
                 g.Query(
                     f"sum by ({h}, gpu, counter) ({q.increases_unless_blank(errors, '$__rate_interval')})",
@@ -102,13 +111,11 @@ def nvlink(q: Queries) -> list[g.Panel]:
                 )
             ],
         ),
-        g.grid(
+        _top_errors(
             f"NVLink errors in range (top {TOP_ROWS})",
             "Increase over the selected range per GPU and counter.",
-            "none",
-            [g.Query(f"topk({TOP_ROWS}, sum by ({h}, gpu, counter) ({in_range}))")],
-            ["Errors"],
-            span=24,
+            f"{h}, gpu",
+            q.increases_unless_blank(errors, "$__range"),
         ),
     ]
 

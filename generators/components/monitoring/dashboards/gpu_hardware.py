@@ -32,44 +32,41 @@ def temperature(q: Queries) -> list[g.Panel]:
     limit = q.m.gpu_temp_limit_celsius
     temp = q.temp_plausible("DCGM_FI_DEV_GPU_TEMP", s.host)
     too_hot = q.gpu_too_hot(lambda plausible: plausible, s.host)
-    missing = f"count({q.nodes_missing_gpus()}) or vector(0)"
     return [
         g.graph(
             "GPU temperature",
             f"Per GPU; the red line is the {limit} °C limit (GPUTemperatureHigh).",
-            "celsius",
             [g.Query(f"max by ({s.by_gpu}) ({temp})", s.legend)],
+            unit="celsius",
             limit=limit,
         ),
-        g.single(
+        g.count(
             f"GPUs above {limit} °C",
             "Count of GPUs over the limit now; each one should be drained.",
-            "none",
-            g.Query(f"count({too_hot}) or vector(0)"),
+            too_hot,
             limit=1,
             span=4,
         ),
         g.single(
             "Hottest GPU",
             "Highest GPU temperature now.",
-            "celsius",
             g.Query(f"max({temp})"),
+            unit="celsius",
             limit=limit,
             span=4,
         ),
-        g.single(
+        g.count(
             "Nodes missing GPUs",
             "Nodes showing fewer GPUs than their pool's perNode (GPUMissing).",
-            "none",
-            g.Query(missing),
+            q.nodes_missing_gpus(),
             limit=1,
             span=4,
         ),
         g.graph(
             "HBM temperature",
             "Memory (HBM) temperature per GPU.",
-            "celsius",
             [g.Query(f"max by ({s.by_gpu}) {q.temp_plausible('DCGM_FI_DEV_MEMORY_TEMP', s.host)}", s.legend)],
+            unit="celsius",
         ),
     ]
 
@@ -83,27 +80,28 @@ def power_and_clocks(q: Queries) -> list[g.Panel]:
 
     events = f"sum by ({s.h}, clock_event) ({q.dcgm('DCGM_EXP_CLOCK_EVENTS_COUNT', s.host, NOT_IDLE)})"
     return [
-        g.graph("Power draw", "Per GPU.", "watt", [g.Query(s.per_gpu("DCGM_FI_DEV_POWER_USAGE"), s.legend)]),
+        g.graph(
+            "Power draw", "Per GPU.", [g.Query(s.per_gpu("DCGM_FI_DEV_POWER_USAGE"), s.legend)], unit="watt"
+        ),
         g.graph(
             "SM clock",
             "Per GPU; a drop under load means throttling.",
-            "hertz",
             [g.Query(f"{s.per_gpu('DCGM_FI_DEV_SM_CLOCK')} * 1e6", s.legend)],
+            unit="hertz",
         ),
         g.graph(
             "Time throttled",
             "Share of time throttled by temperature or power (DCGM violation counters).",
-            "percentunit",
             [
                 g.Query(throttled("DCGM_FI_DEV_THERMAL_VIOLATION"), s.legend + " thermal"),
                 g.Query(throttled("DCGM_FI_DEV_POWER_VIOLATION"), s.legend + " power"),
             ],
+            unit="percentunit",
             limit=q.m.alerts.thermal_throttle_percent / 100,
         ),
         g.graph(
             "Throttle reasons",
             "Clock events per host and reason within dcgm-exporter's count window.",
-            "none",
             [g.Query(events, g.legend(s.h) + " {{clock_event}}")],
         ),
     ]
@@ -120,14 +118,12 @@ def errors(q: Queries) -> list[g.Panel]:
         g.grid(
             "XID errors in range",
             f"XIDs per GPU in the selected range; replace codes: {codes}.",
-            "none",
             [g.Query(xids)],
             ["Count"],
         ),
         g.graph(
             "Row remapping",
             "Remapped rows (uncorrectable errors mean a reset, failure means replace).",
-            "none",
             [
                 g.Query(f"max by ({s.by_gpu}) ({below_blank(q.dcgm(metric, s.host))})", f"{s.legend} {name}")
                 for name, metric in REMAP_SERIES

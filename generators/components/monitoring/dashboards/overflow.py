@@ -8,6 +8,7 @@ from generators.components.monitoring.dashboards import panels as g
 from generators.components.monitoring.promql import Queries, num
 
 SPEND_STEP = "5m"  # subquery resolution of the spend-in-range estimate
+USD = "currencyUSD"  # the unit of every spend panel
 
 
 def _free_gpus(q: Queries) -> list[g.Query]:
@@ -26,6 +27,11 @@ def _free_gpus(q: Queries) -> list[g.Query]:
     return lines
 
 
+def _by_provider(title: str, description: str, series: str, *, unit: str = g.PLAIN) -> g.Panel:
+    """A Queries.per_provider series, one line per provider, stacked: the top is the total."""
+    return g.graph(title, description, [g.Query(series, g.legend("provider"))], unit=unit, stacked=True)
+
+
 def gate(q: Queries) -> list[g.Panel]:
     transitions = q.gate("trainyard_gate_transitions_total")
     closed = q.gate("trainyard_gate_closed")
@@ -34,57 +40,40 @@ def gate(q: Queries) -> list[g.Panel]:
             "Free in-cluster GPUs vs gate thresholds",
             "A gate opens (taint removed) after free GPUs "
             "stay below its open line, and closes after they stay at or above its close line.",
-            "none",
             _free_gpus(q),
             span=24,
         ),
-        g.graph(
+        g.gauge_by(
             "Gate state (1 = closed)",
             "Closed: the provider's virtual node carries the NoSchedule taint.",
-            "none",
-            [g.per("max", closed, "gate")],
+            closed,
+            "gate",
             span=9,
         ),
-        g.graph(
+        g.increase_by(
             "Gate transitions",
             "Opens and closes per interval (OverflowGateFlapping).",
-            "none",
-            [g.per_interval(transitions, "gate", "direction")],
+            transitions,
+            "gate",
+            "direction",
             span=9,
         ),
-        g.single(
-            "Gates open now",
-            "Providers inference may spill to right now.",
-            "none",
-            g.Query(f"count({closed} == 0) or vector(0)"),
-            span=6,
-        ),
+        g.count("Gates open now", "Providers inference may spill to right now.", f"{closed} == 0"),
     ]
 
 
 def virtual_nodes(q: Queries) -> list[g.Panel]:
-    ready = q.virtual_nodes_ready()
     return [
-        g.graph(
+        _by_provider(
             "Pods on virtual nodes by provider",
             "Pending or Running pods bound to each provider's virtual node.",
-            "none",
-            [g.Query(q.per_provider(q.provider_pods), "{{provider}}")],
-            stacked=True,
+            q.per_provider(q.provider_pods),
         ),
-        g.graph(
-            "GPUs in use by provider",
-            "GPUs requested by those pods.",
-            "none",
-            [g.Query(q.per_provider(q.provider_gpus), "{{provider}}")],
-            stacked=True,
+        _by_provider(
+            "GPUs in use by provider", "GPUs requested by those pods.", q.per_provider(q.provider_gpus)
         ),
-        g.graph(
-            "Virtual node ready",
-            "1 = Ready (VirtualNodeNotReady).",
-            "none",
-            [g.per("max", ready, "node")],
-            span=24,
+        g.gauge_by(
+            "Virtual node ready", "1 = Ready (VirtualNodeNotReady).", q.virtual_nodes_ready(), "node", span=24
         ),
     ]
 
@@ -93,28 +82,28 @@ def spend(q: Queries) -> list[g.Panel]:
     per_provider = q.per_provider(q.spend_usd_per_hour)
     total = f"sum({per_provider})"
     return [
-        g.graph(
+        _by_provider(
             "Estimated spend rate",
             "GPUs in use x costPerGpuHourUsd, per provider (USD per hour).",
-            "currencyUSD",
-            [g.Query(per_provider, "{{provider}}")],
-            stacked=True,
-            span=12,
+            per_provider,
+            unit=USD,
         ),
-        g.single("Spend rate now", "USD per hour, all providers.", "currencyUSD", g.Query(total), span=4),
-        g.single(
-            "Estimated spend in range",
-            "Average spend rate over the range x its length (USD).",
-            "currencyUSD",
-            g.Query(f"avg_over_time(({total})[$__range:{SPEND_STEP}]) * $__range_s / 3600"),
-            span=4,
-        ),
-        g.single(
-            "Worst case per hour",
-            "Every advertised provider GPU busy (USD per hour).",
-            "currencyUSD",
-            g.Query(f"vector({num(q.overflow.max_usd_per_hour)})"),
-            span=4,
+        # the row's other half: three USD stats, alike but for their title, description and query
+        *(
+            g.single(title, description, g.Query(expr), unit=USD, span=4)
+            for title, description, expr in (
+                ("Spend rate now", "USD per hour, all providers.", total),
+                (
+                    "Estimated spend in range",
+                    "Average spend rate over the range x its length (USD).",
+                    f"avg_over_time(({total})[$__range:{SPEND_STEP}]) * $__range_s / 3600",
+                ),
+                (
+                    "Worst case per hour",
+                    "Every advertised provider GPU busy (USD per hour).",
+                    f"vector({num(q.overflow.max_usd_per_hour)})",
+                ),
+            )
         ),
     ]
 

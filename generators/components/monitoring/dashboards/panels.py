@@ -26,6 +26,9 @@ from generators.model.monitoring import Monitoring
 
 DATASOURCE = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
 TAG = "trainyard"
+# Grafana's unit for plain numbers (counts, 0/1 states, nodes): what most panels show, so the
+# panel builders default to it and a panel names its unit only when it has one.
+PLAIN = "none"
 Panel = timeseries.Panel | stat.Panel | table.Panel
 PanelT = TypeVar("PanelT", timeseries.Panel, stat.Panel, table.Panel)
 
@@ -88,9 +91,9 @@ def _steps(limit: float | None, color: str = "red") -> dash.ThresholdsConfig:
 def graph(
     title: str,
     description: str,
-    unit: str,
     queries: list[Query],
     *,
+    unit: str = PLAIN,
     limit: float | None = None,
     span: int = 12,
     height: int = 8,
@@ -125,9 +128,9 @@ def graph(
 def single(
     title: str,
     description: str,
-    unit: str,
     query: Query,
     *,
+    unit: str = PLAIN,
     limit: float | None = None,
     calc: str = "lastNotNull",
     span: int = 6,
@@ -142,13 +145,34 @@ def single(
     return _targets(panel, [query])
 
 
+def gauge_by(title: str, description: str, gauge: str, *labels: str, span: int = 12) -> timeseries.Panel:
+    """A gauge drawn per label set, one line each (`max` by `labels`: a series that two pods
+    export, such as a controller's replicas, is still one line)."""
+    return graph(title, description, [per("max", gauge, *labels)], span=span)
+
+
+def increase_by(
+    title: str, description: str, counter: str, *labels: str, span: int = 12, stacked: bool = False
+) -> timeseries.Panel:
+    """Events per graph interval: a counter's increase summed by `labels`, one line each."""
+    return graph(title, description, [per_interval(counter, *labels)], span=span, stacked=stacked)
+
+
+def count(
+    title: str, description: str, selection: str, *, limit: float | None = None, span: int = 6
+) -> stat.Panel:
+    """How many series `selection` returns now, as a stat that reads 0 when there are none
+    (count() over no series returns none, which Grafana would show as 'No data', not 0)."""
+    return single(title, description, Query(f"count({selection}) or vector(0)"), limit=limit, span=span)
+
+
 def grid(
     title: str,
     description: str,
-    unit: str,
     queries: list[Query],
     columns: list[str],
     *,
+    unit: str = PLAIN,
     descending: bool = True,
     span: int = 12,
     height: int = 8,

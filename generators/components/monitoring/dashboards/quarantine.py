@@ -16,21 +16,18 @@ def quarantined(q: Queries) -> list[g.Panel]:
             "Quarantined nodes per pool and reason",
             "Nodes carrying trainyard.dev/gpu-health, by pool and by the taint value (the first "
             "reason in spec order). Training stays off them; inference may use them.",
-            "none",
             [g.Query(f"count by (pool, reason) {in_quarantine}", "{{pool}} {{reason}}")],
             stacked=True,
             span=18,
         ),
-        g.single(
-            "Quarantined now", "All pools.", "none", g.Query(f"count({in_quarantine}) or vector(0)"), span=6
-        ),
+        g.count("Quarantined now", "All pools.", in_quarantine),
         g.grid(
             "Time in quarantine",
             "Per quarantined node: time since its quarantine (the "
             "trainyard.dev/gpu-health-since annotation). A node out for days needs its repair chased.",
-            "s",
             [g.Query(f"time() - max by (node, pool, reason) ({since})")],
             ["in quarantine"],
+            unit="s",
             span=24,
         ),
     ]
@@ -49,25 +46,24 @@ def cap(q: Queries) -> list[g.Panel]:
             "Nodes each pool may still lose to quarantine (floor(maxPercentOfPool x nodes / 100) minus "
             "quarantined), and the fleet's (maxNodes minus all quarantined). At 0 the next bad node "
             "is held back.",
-            "none",
             [
                 g.Query(f"{pool_cap} - on (pool) {used}", "{{pool}}"),
                 g.Query(f"{fleet_cap} - (count{in_quarantine} or vector(0))", "fleet"),
             ],
             span=12,
         ),
-        g.graph(
+        g.gauge_by(
             "Held back by the cap",
             "Nodes that qualify for quarantine now but the cap refused (GpuHealthCapHoldsBack).",
-            "none",
-            [g.per("max", held, "pool")],
+            held,
+            "pool",
             span=12,
         ),
-        g.graph(
+        g.gauge_by(
             "Bad nodes per condition",
             "Pool nodes each condition query returned on the last good pass, quarantined or not.",
-            "none",
-            [g.per("max", bad, "reason")],
+            bad,
+            "reason",
             span=24,
         ),
     ]
@@ -77,24 +73,17 @@ def controller(q: Queries) -> list[g.Panel]:
     patches = q.health_controller("trainyard_health_node_patches_total")
     errors = q.health_controller("trainyard_health_errors_total")
     return [
-        g.graph(
+        g.increase_by(
             "Node patches",
             "Quarantines, releases and rewrites of the taint value.",
-            "none",
-            [g.per_interval(patches, "action")],
+            patches,
+            "action",
             span=8,
         ),
-        g.graph(
-            "Errors by stage",
-            "GpuHealthErrors.",
-            "none",
-            [g.per_interval(errors, "stage")],
-            span=8,
-        ),
+        g.increase_by("Errors by stage", "GpuHealthErrors.", errors, "stage", span=8),
         g.graph(
             "Queries succeeding and leader",
             "1 = the last pass had every condition query succeed; 1 = this pod holds the Lease.",
-            "none",
             [
                 g.Query(f"min({q.health_controller('trainyard_health_query_success')})", "queries ok"),
                 g.Query(f"sum({q.health_controller('trainyard_health_leader')})", "leaders"),

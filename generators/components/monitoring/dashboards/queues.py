@@ -20,21 +20,18 @@ def workloads(q: Queries) -> list[g.Panel]:
         g.graph(
             "Pending workloads",
             "Per ClusterQueue; inadmissible ones cannot fit even when borrowing.",
-            "none",
             [g.per("sum", q.kueue("kueue_pending_workloads", CQ), "cluster_queue", "status")],
             stacked=True,
         ),
         g.graph(
             "Admitted active workloads",
             "Per ClusterQueue.",
-            "none",
             [g.per("sum", q.kueue("kueue_admitted_active_workloads", CQ), "cluster_queue")],
             stacked=True,
         ),
         g.graph(
             "Admission wait (p50, p90)",
             "Time from creation or requeue to admission.",
-            "s",
             [
                 g.Query(
                     f"histogram_quantile({quantile}, {buckets})",
@@ -42,6 +39,7 @@ def workloads(q: Queries) -> list[g.Panel]:
                 )
                 for quantile in (0.5, 0.9)
             ],
+            unit="s",
             span=24,
         ),
     ]
@@ -55,7 +53,6 @@ def quota(q: Queries) -> list[g.Panel]:
         g.graph(
             "GPU quota vs usage",
             "Nominal quota and usage per ClusterQueue and flavor.",
-            "none",
             [
                 g.Query(nominal, "{{cluster_queue}}/{{flavor}} quota"),
                 g.Query(usage, "{{cluster_queue}}/{{flavor}} usage"),
@@ -64,7 +61,6 @@ def quota(q: Queries) -> list[g.Panel]:
         g.grid(
             "Quota and usage now",
             "Usage above quota is borrowed from the cohort.",
-            "none",
             [g.Query(nominal), g.Query(usage)],
             ["Nominal quota", "Usage"],
         ),
@@ -73,7 +69,6 @@ def quota(q: Queries) -> list[g.Panel]:
             "Per flavor: quota summed over "
             "ClusterQueues against allocatable GPUs of Ready, uncordoned nodes. Quota above capacity "
             "admits gangs that never run (KueueQuotaDrift).",
-            "none",
             [
                 g.Query(q.nominal_gpus_by_flavor(), "{{flavor}} nominal quota"),
                 g.Query(q.allocatable_gpus_by_flavor(), "{{flavor}} allocatable"),
@@ -88,26 +83,26 @@ def preemption(q: Queries) -> list[g.Panel]:
     preempted = q.kueue("kueue_preempted_workloads_total")
     timeouts = q.kueue("kueue_evicted_workloads_total", CQ, TIMEOUT)
     return [
-        g.graph(
+        g.increase_by(
             "Evictions by reason",
             "PodsReadyTimeout: admitted gangs whose pods never all became Ready.",
-            "none",
-            [g.per_interval(evictions, "reason")],
+            evictions,
+            "reason",
             stacked=True,
             span=9,
         ),
-        g.graph(
+        g.increase_by(
             "Preemptions by reason",
             "Workloads preempted, by the preempting ClusterQueue and reason.",
-            "none",
-            [g.per_interval(preempted, "preempting_cluster_queue", "reason")],
+            preempted,
+            "preempting_cluster_queue",
+            "reason",
             stacked=True,
             span=9,
         ),
         g.single(
             "Gang timeouts in range",
             "PodsReadyTimeout evictions in the selected range.",
-            "none",
             g.Query(f"sum(increase({timeouts}[$__range])) or vector(0)"),
             limit=1,
             span=6,

@@ -28,15 +28,15 @@ def checkpoints(q: Queries) -> list[g.Panel]:
         g.graph(
             "Checkpoint write throughput",
             "From monitoring.checkpointWriteQuery (filesystem-specific).",
-            "Bps",
             [g.Query(checkpoint, "write")],
+            unit="Bps",
             span=16,
         ),
         g.single(
             "Peak checkpoint write",
             "Highest total write rate in the selected range.",
-            "Bps",
             g.Query(f"sum({checkpoint})"),
+            unit="Bps",
             calc="max",
             span=8,
         ),
@@ -50,14 +50,14 @@ def jobs(q: Queries) -> list[g.Panel]:
             "Tensor-core activity of training namespaces",
             "Rises with resolution (128 px -> 1024 px); "
             "a drop across a whole job often means a hang or a slow rank.",
-            "percentunit",
             [g.per("avg", q.dcgm("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", namespaces), "namespace")],
+            unit="percentunit",
         ),
-        g.graph(
+        g.increase_by(
             "Container restarts in training namespaces",
             "Restarts per interval: each one is a job resuming from its last checkpoint.",
-            "none",
-            [g.per_interval(q.ksm("kube_pod_container_status_restarts_total", namespaces), "namespace")],
+            q.ksm("kube_pod_container_status_restarts_total", namespaces),
+            "namespace",
         ),
     ]
 

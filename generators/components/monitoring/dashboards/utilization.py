@@ -31,16 +31,16 @@ def fleet(q: Queries) -> list[g.Panel]:
         g.graph(
             "Busy vs working (fleet average)",
             "GPU_UTIL near 100% with low tensor activity: GPUs wait on data, the fabric or stragglers.",
-            "percentunit",
             [
                 g.Query(f"avg({s.util})", "GPU_UTIL (busy)"),
                 g.Query(f"avg({s.sm})", "SM active"),
                 g.Query(f"avg({s.tensor})", "Tensor-core active"),
             ],
+            unit="percentunit",
             span=24,
         ),
         *(
-            g.single(title, f"Fleet average of {field}.", "percentunit", g.Query(f"avg({expr})"), span=8)
+            g.single(title, f"Fleet average of {field}.", g.Query(f"avg({expr})"), unit="percentunit", span=8)
             for title, field, expr in (
                 ("GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL", s.util),
                 ("SM active", "DCGM_FI_PROF_SM_ACTIVE", s.sm),
@@ -58,33 +58,33 @@ def per_job(q: Queries) -> list[g.Panel]:
         g.graph(
             "Tensor-core activity by namespace",
             "Average over the GPUs of each namespace's pods.",
-            "percentunit",
             [g.per("avg", s.tensor, "namespace")],
+            unit="percentunit",
         ),
         g.graph(
             "SM active by namespace",
             "Average over the GPUs of each namespace's pods.",
-            "percentunit",
             [g.per("avg", s.sm, "namespace")],
+            unit="percentunit",
         ),
         g.grid(
             "Jobs: busy vs working",
             "Per pod, averaged over its GPUs.",
-            "percentunit",
             [
                 g.Query(f"avg by ({BY_JOB}) ({s.util})"),
                 g.Query(f"avg by ({BY_JOB}) ({s.sm})"),
                 g.Query(f"avg by ({BY_JOB}) ({s.tensor})"),
             ],
             ["GPU_UTIL", "SM active", "Tensor active"],
+            unit="percentunit",
         ),
         g.grid(
             f"Stragglers: {STRAGGLERS} GPUs with the lowest tensor activity",
             "A gang runs at the speed of its slowest GPU: a low one among busy peers is a suspect "
             "(thermal throttling, a bad link, a noisy neighbour).",
-            "percentunit",
             [g.Query(stragglers)],
             ["Tensor active"],
+            unit="percentunit",
             descending=False,
         ),
     ]
