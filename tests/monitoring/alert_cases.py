@@ -4,13 +4,15 @@ selector or label drifts from the spec fails here.
 
 Each alert gets at least one case that fires above its threshold (checking labels and
 expanded annotations) and one that stays silent at or below it. This module holds the case
-types, the Builder (spec values and series helpers) and the promtool file; the cases are in
-cases_gpu.py and cases_cluster.py.
+types, the Builder (spec values, series helpers and the cases every alert of a kind has),
+the Controller (the cases both controllers' own alerts share) and the promtool file; the
+cases are in cases_gpu.py, cases_cluster.py and cases_health.py.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,18 +112,56 @@ class Builder:
         ]
 
     @staticmethod
-    def no_leader(alert: str, metric: str, job: dict[str, str], end: int) -> list[Case]:
-        """Cases of the Lease alert both controllers share (alerts/controllers.no_leader), for
-        the controller scraped as `job` with leader gauge `metric` and two replicas: both
-        standing by fires; one leader beside one standing by stays silent."""
+    def dcgm_blank(
+        alert: str, what: str, reading: str, end: int, *, counter: bool = False, hold: int = 0
+    ) -> Case:
+        """DCGM_PLACEHOLDER, what old dcgm-exporters report for "no value", is not `what`: the
+        DCGM series `reading` at it stays silent, a gauge for the whole run, a counter that
+        stood at 3 from `hold` + 1 minutes before `end` on (`hold`: the alert's `for`, in
+        minutes), so that the jump lies in the window and, were the rule not to drop the
+        placeholder, its huge increase would have lasted the `for`."""
+        values = (
+            f"3x{end - hold - 1} {DCGM_PLACEHOLDER}x{hold + 1}" if counter else f"{DCGM_PLACEHOLDER}x{end}"
+        )
+        return Case(alert, f"a DCGM placeholder is not {what}", [(reading, values)], end)
 
-        def leader(value: int, replica: str) -> tuple[str, str]:
-            return (series(metric, {**job, "pod": f"{job['job']}-{replica}"}), f"{value}x{end}")
-
-        fired = [Expect({"severity": "warning"})]
+    @staticmethod
+    def at_zero(
+        alert: str, what: str, gauge: Callable[[int], tuple[str, str]], end: int, labels: dict[str, str]
+    ) -> list[Case]:
+        """The two edges of an alert on `max by (...) (gauge) == 0` (no `what` left): `gauge`
+        (its series at a value) at 0 fires with `labels`, at 1 stays silent."""
         return [
-            Case(alert, "both replicas standing by", [leader(0, "a"), leader(0, "b")], end, fired),
-            Case(alert, "one leader, one standing by", [leader(1, "a"), leader(0, "b")], end),
+            Case(alert, f"{what}: 0", [gauge(0)], end, [Expect(labels)]),
+            Case(alert, f"{what}: 1", [gauge(1)], end),
+        ]
+
+    @staticmethod
+    def down(
+        alert: str,
+        what: str,
+        job: dict[str, str],
+        end: int,
+        labels: dict[str, str],
+        *,
+        healthy: tuple[tuple[str, str], ...] = (),
+    ) -> list[Case]:
+        """Cases of a target_down alert ((up == 0) or absent(up), model/promql.target_down) on
+        the target `what` scraped as `job`: failing its scrapes fires with the target's labels,
+        gone from discovery with the job's (what absent() keeps); up stays silent. `labels`: the
+        alert's own (severity included); `healthy`: the up series of other targets, in each."""
+        target = {**job, "instance": "10.0.0.2:9400"}
+        up = series("up", target)
+        return [
+            Case(
+                alert,
+                f"{what} fails its scrapes",
+                [*healthy, (up, f"0x{end}")],
+                end,
+                [Expect({**target, **labels})],
+            ),
+            Case(alert, f"{what} vanished from discovery", [*healthy], end, [Expect({**job, **labels})]),
+            Case(alert, f"{what} up", [*healthy, (up, f"1x{end}")], end),
         ]
 
     def gpu(self, node: str = "node-a", index: int = 0) -> dict[str, str]:
@@ -173,16 +213,77 @@ class Builder:
                 f"{per_node}x{end}",
             ),
             (series("kube_node_spec_unschedulable", base), f"{unschedulable}x{end}"),
-            (
-                series("kube_node_status_condition", {**base, "condition": "Ready", "status": "true"}),
-                f"{ready}x{end}",
-            ),
+            self.node_ready(node, ready, end),
         ]
+
+    def node_ready(self, node: str, value: str | int, end: int) -> tuple[str, str]:
+        """kube-state-metrics' Ready condition of `node` (status "true": 1 Ready, 0 not)."""
+        labels = {**self.ksm_job, "node": node, "condition": "Ready", "status": "true"}
+        return (series("kube_node_status_condition", labels), f"{value}x{end}")
 
     def all(self) -> list[Case]:
         from tests.monitoring import cases_cluster, cases_gpu, cases_health  # they import this module
 
         return [*cases_gpu.cases(self), *cases_cluster.cases(self), *cases_health.cases(self)]
+
+
+class Controller:
+    """Cases of what both controllers' own alerts share (one program, two policies:
+    alerts/controllers.py, Queries.no_leader, .failing and .blind_after_seconds), for the
+    controller scraped as `job` that reconciles every `reconcile_interval_seconds`."""
+
+    def __init__(self, b: Builder, job: dict[str, str], reconcile_interval_seconds: int) -> None:
+        self.job = job
+        # Blind: ten reconcile intervals without a good pass, at least
+        # monitoring.alerts.controllerBlindMinSeconds (its schema description).
+        self.blind_after = max(b.alerts["controllerBlindMinSeconds"], 10 * reconcile_interval_seconds)
+        self.end = self.blind_after // 60 + 10  # every case runs well past blind
+        self.error_window = minutes(b.alerts["controllerErrorWindow"])
+
+    def metric(self, name: str, **labels: str) -> str:
+        return series(name, {**self.job, **labels})
+
+    def no_leader(self, alert: str, metric: str) -> list[Case]:
+        """The Lease alert (alerts/controllers.no_leader), leader gauge `metric`, two replicas:
+        both standing by fires; one leader beside one standing by stays silent."""
+        end = self.end
+
+        def leader(value: int, replica: str) -> tuple[str, str]:
+            return (self.metric(metric, pod=f"{self.job['job']}-{replica}"), f"{value}x{end}")
+
+        fired = [Expect({"severity": "warning"})]
+        return [
+            Case(alert, "both replicas standing by", [leader(0, "a"), leader(0, "b")], end, fired),
+            Case(alert, "one leader, one standing by", [leader(1, "a"), leader(0, "b")], end),
+        ]
+
+    def blind(self, alert: str, metric: str, labels: dict[str, str], *beside: tuple[str, str]) -> list[Case]:
+        """The blind alert (time() - max(`metric`) > blind_after): the last good pass at minute
+        0 (promtool's time 0 is the Unix epoch) and none since fires with `labels`; a good pass
+        every minute stays silent. `beside`: the other series the alert reads (the gate's open
+        state), the same in both."""
+        end, last = self.end, self.metric(metric)
+        return [
+            Case(alert, "no good pass since minute 0", [*beside, (last, f"0x{end}")], end, [Expect(labels)]),
+            Case(alert, "a good pass every minute", [*beside, (last, f"0+60x{end}")], end),
+        ]
+
+    def failing(self, alert: str, metric: str) -> list[Case]:
+        """The error alert (Queries.failing: failures per stage within
+        monitoring.alerts.controllerErrorWindow, above 0): a failed node patch every minute
+        fires with stage nodes and the window's count as the value; none stays silent."""
+        end = self.end
+        fired = [Expect({"stage": "nodes", "severity": "warning"}, humanize(self.error_window))]
+        return [
+            Case(
+                alert,
+                "node patches failing",
+                [(self.metric(metric, stage="nodes"), f"0+1x{end}")],
+                end,
+                fired,
+            ),
+            Case(alert, "no failures", [(self.metric(metric, stage="nodes"), f"0x{end}")], end),
+        ]
 
 
 def expand(template: str, labels: dict[str, str], value: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tests.monitoring.alert_cases import Builder, Case, Expect, humanize, minutes, series
+from tests.monitoring.alert_cases import Builder, Case, Controller, Expect, humanize, minutes, series
 
 
 def ib_port_state(b: Builder) -> list[Case]:
@@ -158,29 +158,13 @@ def exporters(b: Builder) -> list[Case]:
         jobs["overflow-gate"] = {"job": "overflow-gate", "namespace": b.spec["overflow"]["namespace"]}
     cases = []
     for exporter, job in jobs.items():
-        healthy = [
+        healthy = tuple(
             (series("up", {**other, "instance": "10.0.0.1:9100"}), f"1x{end}")
             for name, other in jobs.items()
             if name != exporter
-        ]
-        mine = series("up", {**job, "instance": "10.0.0.2:9400"})
-        cases += [
-            Case(
-                "ExporterDown",
-                f"{exporter} fails its scrapes",
-                [*healthy, (mine, f"0x{end}")],
-                end,
-                [Expect({**job, "instance": "10.0.0.2:9400", "exporter": exporter, "severity": "warning"})],
-            ),
-            Case(
-                "ExporterDown",
-                f"{exporter} vanished from discovery",
-                healthy,
-                end,
-                [Expect({**job, "exporter": exporter, "severity": "warning"})],
-            ),
-            Case("ExporterDown", f"{exporter} up", [*healthy, (mine, f"1x{end}")], end),
-        ]
+        )
+        fired = {"exporter": exporter, "severity": "warning"}
+        cases += b.down("ExporterDown", exporter, job, end, fired, healthy=healthy)
     return cases
 
 
@@ -214,21 +198,20 @@ def gate_flapping(b: Builder) -> list[Case]:
 def virtual_node(b: Builder) -> list[Case]:
     end = minutes(b.alerts["virtualNodeNotReadyFor"]) + 5
     node = "vk-" + next(p["name"] for p in b.spec["overflow"]["providers"])
-
-    def ready(value: int, name: str = node) -> tuple[str, str]:
-        labels = {**b.ksm_job, "node": name, "condition": "Ready", "status": "true"}
-        return (series("kube_node_status_condition", labels), f"{value}x{end}")
-
     return [
+        *b.at_zero(
+            "VirtualNodeNotReady",
+            "virtual node Ready",
+            lambda ready: b.node_ready(node, ready, end),
+            end,
+            {"node": node, "severity": "warning"},
+        ),
         Case(
             "VirtualNodeNotReady",
-            "virtual node NotReady",
-            [ready(0)],
+            "a real node NotReady is not a virtual node",
+            [b.node_ready("gpu-1", 0, end)],
             end,
-            [Expect({"node": node, "severity": "warning"})],
         ),
-        Case("VirtualNodeNotReady", "virtual node Ready", [ready(1)], end),
-        Case("VirtualNodeNotReady", "a real node NotReady is not a virtual node", [ready(0, "gpu-1")], end),
     ]
 
 
@@ -236,54 +219,33 @@ def gate_faults(b: Builder) -> list[Case]:
     """The gate's own failure alerts (generators/components/monitoring/alerts/overflow.py)."""
     gate = next(p["name"] for p in b.spec["overflow"]["providers"])
     job = {"job": "overflow-gate", "namespace": b.spec["overflow"]["namespace"]}
-    blind = max(300, 10 * b.spec["overflow"]["gate"]["reconcileIntervalSeconds"])
-    end = blind // 60 + 10
-    last_good = series("trainyard_gate_last_successful_query_timestamp_seconds", job)
+    ctl = Controller(b, job, b.spec["overflow"]["gate"]["reconcileIntervalSeconds"])
+    end = ctl.end
 
     def closed(value: int) -> tuple[str, str]:
-        return (series("trainyard_gate_closed", {**job, "gate": gate}), f"{value}x{end}")
-
-    def errors(stage: str, per_minute: int) -> tuple[str, str]:
-        return (series("trainyard_gate_errors_total", {**job, "stage": stage}), f"0+{per_minute}x{end}")
+        return (ctl.metric("trainyard_gate_closed", gate=gate), f"{value}x{end}")
 
     def matched(value: int) -> tuple[str, str]:
-        return (series("trainyard_gate_matched_nodes", {**job, "gate": gate}), f"{value}x{end}")
+        return (ctl.metric("trainyard_gate_matched_nodes", gate=gate), f"{value}x{end}")
 
-    # Last good query at minute 0 (promtool's time 0 is the Unix epoch), none since.
-    frozen = (last_good, f"0x{end}")
-    fresh = (last_good, f"0+60x{end}")
+    last_good = "trainyard_gate_last_successful_query_timestamp_seconds"
+    frozen = (ctl.metric(last_good), f"0x{end}")  # as in Controller.blind: no good query since minute 0
     return [
-        Case(
-            "OverflowGateBlindWhileOpen",
-            "open, no good query since minute 0",
-            [closed(0), frozen],
-            end,
-            [Expect({"gate": gate, "severity": "critical"})],
+        *ctl.blind(
+            "OverflowGateBlindWhileOpen", last_good, {"gate": gate, "severity": "critical"}, closed(0)
         ),
         Case("OverflowGateBlindWhileOpen", "closed and blind: nothing is spent", [closed(1), frozen], end),
-        Case("OverflowGateBlindWhileOpen", "open and seeing", [closed(0), fresh], end),
-        Case(
-            "OverflowGateErrors",
-            "node patches failing",
-            [errors("nodes", 1), errors("query", 0)],
-            end,
-            [Expect({"stage": "nodes", "severity": "warning"}, humanize(10))],
-        ),
+        *ctl.failing("OverflowGateErrors", "trainyard_gate_errors_total"),
         Case(
             "OverflowGateErrors",
             "query failures are the blind alert's business",
-            [errors("nodes", 0), errors("query", 5)],
+            [(ctl.metric("trainyard_gate_errors_total", stage="query"), f"0+5x{end}")],
             end,
         ),
-        Case(
-            "OverflowGateMatchesNoNode",
-            "selector matches nothing",
-            [matched(0)],
-            end,
-            [Expect({"gate": gate, "severity": "warning"})],
+        *b.at_zero(
+            "OverflowGateMatchesNoNode", "nodes matched", matched, end, {"gate": gate, "severity": "warning"}
         ),
-        Case("OverflowGateMatchesNoNode", "one virtual node matched", [matched(1)], end),
-        *b.no_leader("OverflowGateNoLeader", "trainyard_gate_leader", job, end),
+        *ctl.no_leader("OverflowGateNoLeader", "trainyard_gate_leader"),
     ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tests.monitoring.alert_cases import DCGM_PLACEHOLDER, Builder, Case, Expect, humanize, minutes, series
+from tests.monitoring.alert_cases import Builder, Case, Expect, humanize, minutes, series
 
 
 def temperature(b: Builder) -> list[Case]:
@@ -34,12 +34,7 @@ def temperature(b: Builder) -> list[Case]:
             10 + hold,
             [Expect(b.gpu_alert("critical"), humanize(limit + 1))],
         ),
-        Case(
-            "GPUTemperatureHigh",
-            "a DCGM placeholder is not a temperature",
-            [(temp, f"{DCGM_PLACEHOLDER}x{end}")],
-            end,
-        ),
+        b.dcgm_blank("GPUTemperatureHigh", "a temperature", temp, end),
     ]
 
 
@@ -123,19 +118,17 @@ def memory(b: Builder) -> list[Case]:
             [(dbe, f"3x{end}"), (failure, f"0x{end}")],
             end,
         ),
-        Case(
-            "GPUUncorrectableMemoryErrors",
-            "a DCGM placeholder is not an error count",
-            [(dbe, f"3x15 {DCGM_PLACEHOLDER}x{end - 15}")],
-            end,
-        ),
+        b.dcgm_blank("GPUUncorrectableMemoryErrors", "an error count", dbe, end, counter=True),
     ]
 
 
 def nvlink(b: Builder) -> list[Case]:
     crc = series("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", b.gpu())
     fired = b.gpu_alert("warning", counter="crc_flit")
-    return b.over_window("NVLinkErrors", crc, "nvlinkErrorsPerWindow", "CRC flit errors", fired)
+    return [
+        *b.over_window("NVLinkErrors", crc, "nvlinkErrorsPerWindow", "CRC flit errors", fired),
+        b.dcgm_blank("NVLinkErrors", "an error count", crc, b.window + 20, counter=True),
+    ]
 
 
 def missing(b: Builder) -> list[Case]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.monitoring.alert_cases import DCGM_PLACEHOLDER, Builder, Case, Expect, humanize, series
+from tests.monitoring.alert_cases import Builder, Case, Controller, Expect, humanize, series
 
 
 def _minutes_of(seconds: int) -> int:
@@ -23,8 +23,11 @@ class Health:
     def __init__(self, b: Builder) -> None:
         self.b = b
         self.h: dict[str, Any] = b.spec["health"]
-        self.job = {"job": "gpu-health", "namespace": self.h["namespace"]}
         self.interval = self.h["reconcileIntervalSeconds"]
+        self.controller = Controller(
+            b, {"job": "gpu-health", "namespace": self.h["namespace"]}, self.interval
+        )
+        self.metric = self.controller.metric
 
     def after(self, key: str) -> int:
         return _minutes_of(self.h["conditions"][key]["quarantineAfterSeconds"])
@@ -42,9 +45,6 @@ class Health:
 
     def fired(self, reason: str, node: str = "node-a") -> list[Expect]:
         return [Expect(self.labels(reason, node))]
-
-    def metric(self, name: str, **labels: str) -> str:
-        return series(name, {**self.job, **labels})
 
 
 def temperature(hc: Health) -> list[Case]:
@@ -75,7 +75,7 @@ def temperature(hc: Health) -> list[Case]:
             [(hot, f"{limit + 1}x{hold - 1} {limit} {limit + 1}x{hold + 5}")],
             hold + hold,
         ),
-        Case(name, "a DCGM placeholder is not a temperature", [(hot, f"{DCGM_PLACEHOLDER}x{end}")], end),
+        b.dcgm_blank(name, "a temperature", hot, end),
     ]
 
 
@@ -104,7 +104,7 @@ def nvlink(hc: Health) -> list[Case]:
     crc = series("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", b.gpu())
     return [
         *hc.over_window(name, crc, "nvlinkErrorsPerWindow", "CRC errors", hc.labels("nvlink"), hold),
-        Case(name, "a DCGM blank is not a count", [(crc, f"0 {DCGM_PLACEHOLDER}x{end}")], end),
+        b.dcgm_blank(name, "an error count", crc, end, counter=True, hold=hold),
     ]
 
 
@@ -170,8 +170,8 @@ def controller(hc: Health) -> list[Case]:
     pool = next(p for p in pools if p["name"] == watched[0])
     reserve = pool["reserveNodes"]
     hold = -(-2 * hc.interval // 60)
-    blind = max(300, 10 * hc.interval)
-    end = max(hold, blind // 60) + 10
+    ctl = hc.controller
+    end = max(hold + 10, ctl.end)
 
     def quarantined(count: int) -> list[tuple[str, str]]:
         return [
@@ -183,9 +183,6 @@ def controller(hc: Health) -> list[Case]:
         ]
 
     held = hc.metric("trainyard_health_held_back", pool=pool["name"])
-    up = hc.metric("up")
-    last = hc.metric("trainyard_health_last_success_timestamp_seconds")
-    errors = hc.metric("trainyard_health_errors_total", stage="nodes")
     over = {"pool": pool["name"], "severity": "warning"}
     return [
         Case(
@@ -205,31 +202,12 @@ def controller(hc: Health) -> list[Case]:
             [Expect(over, humanize(reserve + 1))],
         ),
         Case("GpuHealthQuarantineExceedsReserve", "exactly the reserve", quarantined(reserve), end),
-        Case(
-            "GpuHealthControllerDown",
-            "scrapes fail",
-            [(up, f"0x{end}")],
-            end,
-            [Expect({**hc.job, "severity": "warning"})],
+        *b.down("GpuHealthControllerDown", "gpu-health", ctl.job, end, {"severity": "warning"}),
+        *ctl.no_leader("GpuHealthNoLeader", "trainyard_health_leader"),
+        *ctl.blind(
+            "GpuHealthBlind", "trainyard_health_last_success_timestamp_seconds", {"severity": "warning"}
         ),
-        Case("GpuHealthControllerDown", "scraped", [(up, f"1x{end}")], end),
-        *b.no_leader("GpuHealthNoLeader", "trainyard_health_leader", hc.job, end),
-        Case(
-            "GpuHealthBlind",
-            "no good pass since minute 0",
-            [(last, f"0x{end}")],
-            end,
-            [Expect({"severity": "warning"})],
-        ),
-        Case("GpuHealthBlind", "a good pass every minute", [(last, f"0+60x{end}")], end),
-        Case(
-            "GpuHealthErrors",
-            "node patches failing",
-            [(errors, f"0+1x{end}")],
-            end,
-            [Expect({"stage": "nodes", "severity": "warning"}, humanize(10))],
-        ),
-        Case("GpuHealthErrors", "no failures", [(errors, f"0x{end}")], end),
+        *ctl.failing("GpuHealthErrors", "trainyard_health_errors_total"),
     ]
 
 

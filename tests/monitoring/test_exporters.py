@@ -1,8 +1,9 @@
 """Exporter versions (generators/model/exporters.py): a version is accepted by the label contract
 its range shares (both ends read upstream, cited in that module's docstring), refused
-outside every range with the ranges and the override named, and an environment may state
-the contract of a version no range covers (monitoring.exporters.labelContract), which then
-decides the rendered label names. Expected values are literals or the spec."""
+outside every range with the ranges and the override named (through the CLI at line and
+column: a row of test_refusals.py), and an environment may state the contract of a version
+no range covers (monitoring.exporters.labelContract), which then decides the rendered label
+names. Expected values are literals or the spec."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from generators.components.monitoring.alerts import groups
 from generators.model import exporters
 from generators.model.promql import ksm_label
 from tests.monitoring.conftest import Shipped
-from tests.monitoring.minimal import first_refusal, with_section
+from tests.monitoring.minimal import with_section
 from tests.support import ROOT
 from tests.support.scratch import run_cli
 
@@ -109,16 +110,6 @@ def _render(tmp_path: Path, monitoring: str) -> tuple[Path, int, str, str]:
     root = with_section(tmp_path, monitoring)
     code, out, err = run_cli(root, "render", "bad")
     return root, code, out, err
-
-
-def test_an_uncovered_version_is_refused_at_line_and_column_with_the_override(tmp_path: Path) -> None:
-    line, first = first_refusal(tmp_path, "monitoring:\n  exporters:\n    dcgmExporter: 4.9.0\n")
-    assert first.startswith(
-        f"environments/bad.yaml:{line + 2}:19: error: dcgm-exporter '4.9.0' is "
-        "outside the versions whose label contract this project has read "
-        "(4.5.0 to 4.8.2)"
-    ), first
-    assert "monitoring.exporters.labelContract.dcgmExporter.hostLabel" in first, first
 
 
 def test_a_stated_contract_renders_into_the_label_names(tmp_path: Path) -> None:

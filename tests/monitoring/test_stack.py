@@ -1,7 +1,7 @@
-"""monitoring.stack: the supported stack renders; kube-prometheus is refused at the spot, with
-its reason, nothing written (issue 20 item 8, docs/monitoring.md "Supported monitoring stacks").
-Also the independent evaluators test_charts.py reads the charts with (kubeselect.py), on
-literal cases, so they cannot pass by accident."""
+"""monitoring.stack: the supported stack renders (kube-prometheus is refused at the spot, with
+its reason, nothing written: a row of test_refusals.py, issue 20 item 8). Also the
+independent evaluators test_charts.py reads the charts with (kubeselect.py), on literal
+cases, so they cannot pass by accident."""
 
 from __future__ import annotations
 
@@ -10,18 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.monitoring import kubeselect
-from tests.monitoring.minimal import first_refusal, with_section
+from tests.monitoring.minimal import with_section
 from tests.support.scratch import run_cli, tree_digest
-
-
-def test_kube_prometheus_is_refused_at_line_and_column(tmp_path: Path) -> None:
-    line, first = first_refusal(tmp_path, "monitoring:\n  stack: kube-prometheus\n")
-    assert first.startswith(
-        f"environments/bad.yaml:{line + 1}:10: error: monitoring stack "
-        "'kube-prometheus' is not supported yet: its Prometheus may discover "
-        "targets only in default, kube-system and monitoring"
-    ), first
-    assert "(monitoring.stack)" in first and "use stack: kube-prometheus-stack" in first, first
 
 
 def test_kube_prometheus_stack_is_the_default_and_renders(tmp_path: Path) -> None:
