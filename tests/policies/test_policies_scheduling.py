@@ -7,72 +7,93 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from .conftest import DEV, STAGING, Repo, Validate, expect, hardened_deployment
+
+Change = Callable[[dict[str, Any]], None]
 
 # quota-conservation ----------------------------------------------------------------------
 
 
-def test_quota_above_pool_capacity(repo: Repo, validate: Validate) -> None:
-    def grow(cq: dict[str, Any]) -> None:
-        cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "10"
+def _platform_gpus_above_capacity(cq: dict[str, Any]) -> None:
+    cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "10"
 
-    repo.edit(f"{DEV}/kueue/clusterqueue-platform.yaml", grow)
+
+def _cohort_lends_cpu(cohort: dict[str, Any]) -> None:
+    cohort["spec"] = {
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [{"name": "dev-a100", "resources": [{"name": "cpu", "nominalQuota": "1"}]}],
+            }
+        ]
+    }
+
+
+@pytest.mark.parametrize(
+    ("rel", "change", "finding"),
+    [
+        pytest.param(
+            f"{DEV}/kueue/clusterqueue-platform.yaml",
+            _platform_gpus_above_capacity,
+            "nvidia.com/gpu: nominal quotas sum to 18, above the 16 that 4 schedulable nodes of pool "
+            "dev-a100 back (ClusterQueue platform 10, ClusterQueue sandbox 8)",
+            id="quota-above-pool-capacity",
+        ),
+        pytest.param(
+            f"{DEV}/kueue/cohort-dev.yaml",
+            _cohort_lends_cpu,
+            "cpu: nominal quotas sum to 385, above the 384 that 4 schedulable nodes of pool dev-a100 "
+            "back (ClusterQueue platform 192, ClusterQueue sandbox 192, Cohort dev 1)",
+            id="cohort-quota-counts",
+        ),
+    ],
+)
+def test_quota_conservation(repo: Repo, validate: Validate, rel: str, change: Change, finding: str) -> None:
+    """A queue's quota and a cohort's both count against the pool: the sum is found on the
+    pool's flavor (dev-a100's 4 schedulable nodes)."""
+    repo.edit(rel, change)
     expect(
         validate(repo.root, "dev"),
-        f"{DEV}/kueue/resourceflavor-dev-a100.yaml: ResourceFlavor/dev-a100: quota-conservation: "
-        "nvidia.com/gpu: nominal quotas sum to 18, above the 16 that 4 schedulable nodes of pool "
-        "dev-a100 back (ClusterQueue platform 10, ClusterQueue sandbox 8)",
-    )
-
-
-def test_cohort_quota_counts(repo: Repo, validate: Validate) -> None:
-    def lend(cohort: dict[str, Any]) -> None:
-        cohort["spec"] = {
-            "resourceGroups": [
-                {
-                    "coveredResources": ["cpu"],
-                    "flavors": [{"name": "dev-a100", "resources": [{"name": "cpu", "nominalQuota": "1"}]}],
-                }
-            ]
-        }
-
-    repo.edit(f"{DEV}/kueue/cohort-dev.yaml", lend)
-    expect(
-        validate(repo.root, "dev"),
-        f"{DEV}/kueue/resourceflavor-dev-a100.yaml: ResourceFlavor/dev-a100: quota-conservation: "
-        "cpu: nominal quotas sum to 385, above the 384 that 4 schedulable nodes of pool dev-a100 "
-        "back (ClusterQueue platform 192, ClusterQueue sandbox 192, Cohort dev 1)",
+        f"{DEV}/kueue/resourceflavor-dev-a100.yaml: ResourceFlavor/dev-a100: quota-conservation: {finding}",
     )
 
 
 # references ------------------------------------------------------------------------------
 
 
-def test_local_queue_names_missing_cluster_queue(repo: Repo, validate: Validate) -> None:
-    repo.edit(
-        f"{DEV}/kueue/sandbox/localqueue-sandbox.yaml", lambda lq: lq["spec"].update(clusterQueue="sandbx")
-    )
-    expect(
-        validate(repo.root, "dev"),
-        f"{DEV}/kueue/sandbox/localqueue-sandbox.yaml: LocalQueue/sandbox: references: "
-        "spec.clusterQueue names ClusterQueue 'sandbx', which this environment does not render "
-        "(known: platform, sandbox)",
-    )
+def _swap_memory_and_cpu(cq: dict[str, Any]) -> None:
+    resources = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+    resources[1], resources[2] = resources[2], resources[1]
 
 
-def test_covered_resources_order(repo: Repo, validate: Validate) -> None:
-    def swap(cq: dict[str, Any]) -> None:
-        resources = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
-        resources[1], resources[2] = resources[2], resources[1]
-
-    repo.edit(f"{DEV}/kueue/clusterqueue-platform.yaml", swap)
-    expect(
-        validate(repo.root, "dev"),
-        f"{DEV}/kueue/clusterqueue-platform.yaml: ClusterQueue/platform: references: "
-        "spec.resourceGroups[0].flavors[0].resources lists ['nvidia.com/gpu', 'memory', 'cpu'] "
-        "but coveredResources is ['nvidia.com/gpu', 'cpu', 'memory']: Kueue requires the same "
-        "resources in the same order",
-    )
+@pytest.mark.parametrize(
+    ("rel", "change", "finding"),
+    [
+        pytest.param(
+            f"{DEV}/kueue/sandbox/localqueue-sandbox.yaml",
+            lambda lq: lq["spec"].update(clusterQueue="sandbx"),
+            "LocalQueue/sandbox: references: spec.clusterQueue names ClusterQueue 'sandbx', which "
+            "this environment does not render (known: platform, sandbox)",
+            id="local-queue-names-missing-cluster-queue",
+        ),
+        pytest.param(
+            f"{DEV}/kueue/clusterqueue-platform.yaml",
+            _swap_memory_and_cpu,
+            "ClusterQueue/platform: references: spec.resourceGroups[0].flavors[0].resources lists "
+            "['nvidia.com/gpu', 'memory', 'cpu'] but coveredResources is ['nvidia.com/gpu', 'cpu', "
+            "'memory']: Kueue requires the same resources in the same order",
+            id="covered-resources-order",
+        ),
+    ],
+)
+def test_references_of_one_object(
+    repo: Repo, validate: Validate, rel: str, change: Change, finding: str
+) -> None:
+    """A broken reference is found on the object that holds it, the file the test edited."""
+    repo.edit(rel, change)
+    expect(validate(repo.root, "dev"), f"{rel}: {finding}")
 
 
 def test_missing_flavor_and_priority_classes(repo: Repo, validate: Validate) -> None:
@@ -259,38 +280,48 @@ def test_topology_levels(repo: Repo, validate: Validate) -> None:
 # placement -------------------------------------------------------------------------------
 
 
-def test_queue_mixing_topology_and_plain_flavors(repo: Repo, validate: Validate) -> None:
+def _mix_in_the_flex_flavors(cq: dict[str, Any], repo: Repo) -> None:
     """Staging's queues as they were once rendered: foundation listed train-h100 (topology)
     and infer-l40s (plain), and the real Kueue put training jobs on the L40S flavor."""
     flex = repo.load(f"{STAGING}/kueue/clusterqueue-foundation-flex.yaml")
+    cq["spec"]["resourceGroups"][0]["flavors"] += flex["spec"]["resourceGroups"][0]["flavors"]
 
-    def mix(cq: dict[str, Any]) -> None:
-        cq["spec"]["resourceGroups"][0]["flavors"] += flex["spec"]["resourceGroups"][0]["flavors"]
 
-    repo.edit(f"{STAGING}/kueue/clusterqueue-foundation.yaml", mix)
+def _topology_over_inference(rf: dict[str, Any], repo: Repo) -> None:
+    rf["spec"].update(topologyName="train-h100")
+
+
+@pytest.mark.parametrize(
+    ("rel", "change", "finding"),
+    [
+        pytest.param(
+            f"{STAGING}/kueue/clusterqueue-foundation.yaml",
+            _mix_in_the_flex_flavors,
+            "ClusterQueue/foundation: placement: flavors ['train-h100'] have a topology and "
+            "['infer-l40s'] do not: Kueue applies topology-aware scheduling only when every flavor "
+            "of a queue has one, so jobs without topology annotations are refused on 'train-h100' "
+            "and land on 'infer-l40s'; split them into two ClusterQueues",
+            id="queue-mixing-topology-and-plain-flavors",
+        ),
+        pytest.param(
+            f"{STAGING}/kueue/resourceflavor-infer-l40s.yaml",
+            _topology_over_inference,
+            "ResourceFlavor/infer-l40s: placement: topology 'train-h100' on a pool of role inference: "
+            "Kueue counts pods it does not manage (inference) as used capacity there, so training "
+            "could never preempt them; drop the topology or make the pool role training",
+            id="topology-over-inference-nodes",
+        ),
+    ],
+)
+def test_placement(
+    repo: Repo, validate: Validate, rel: str, change: Callable[[dict[str, Any], Repo], None], finding: str
+) -> None:
+    """A staging queue or flavor broken so training and inference meet under one topology: the
+    one placement finding is on the object the test edited."""
+    repo.edit(rel, lambda obj: change(obj, repo))
     run = validate(repo.root, "staging")
     assert run.code == 1
-    assert run.findings("placement") == [
-        f"{STAGING}/kueue/clusterqueue-foundation.yaml: ClusterQueue/foundation: placement: flavors "
-        "['train-h100'] have a topology and ['infer-l40s'] do not: Kueue applies topology-aware "
-        "scheduling only when every flavor of a queue has one, so jobs without topology annotations "
-        "are refused on 'train-h100' and land on 'infer-l40s'; split them into two ClusterQueues"
-    ]
-
-
-def test_topology_over_inference_nodes(repo: Repo, validate: Validate) -> None:
-    repo.edit(
-        f"{STAGING}/kueue/resourceflavor-infer-l40s.yaml",
-        lambda rf: rf["spec"].update(topologyName="train-h100"),
-    )
-    run = validate(repo.root, "staging")
-    assert run.code == 1
-    assert run.findings("placement") == [
-        f"{STAGING}/kueue/resourceflavor-infer-l40s.yaml: ResourceFlavor/infer-l40s: placement: "
-        "topology 'train-h100' on a pool of role inference: Kueue counts pods it does not manage "
-        "(inference) as used capacity there, so training could never preempt them; drop the "
-        "topology or make the pool role training"
-    ]
+    assert run.findings("placement") == [f"{rel}: {finding}"]
 
 
 # quantities ------------------------------------------------------------------------------
