@@ -13,11 +13,22 @@ from .conftest import DEV, STAGING, Repo, Validate, expect, hardened_deployment
 
 Change = Callable[[dict[str, Any]], None]
 
+# A ClusterQueue's resource cells (its first flavor's; dev's: gpu, cpu, memory): where the
+# tests break a quota, and how a finding names it.
+CELLS = "spec.resourceGroups[0].flavors[0].resources"
+
+
+def cells(cq: dict[str, Any]) -> list[dict[str, Any]]:
+    """The cells CELLS names, in a loaded ClusterQueue."""
+    resources: list[dict[str, Any]] = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+    return resources
+
+
 # quota-conservation ----------------------------------------------------------------------
 
 
 def _platform_gpus_above_capacity(cq: dict[str, Any]) -> None:
-    cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "10"
+    cells(cq)[0]["nominalQuota"] = "10"
 
 
 def _cohort_lends_cpu(cohort: dict[str, Any]) -> None:
@@ -64,7 +75,7 @@ def test_quota_conservation(repo: Repo, validate: Validate, rel: str, change: Ch
 
 
 def _swap_memory_and_cpu(cq: dict[str, Any]) -> None:
-    resources = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+    resources = cells(cq)
     resources[1], resources[2] = resources[2], resources[1]
 
 
@@ -81,7 +92,7 @@ def _swap_memory_and_cpu(cq: dict[str, Any]) -> None:
         pytest.param(
             f"{DEV}/kueue/clusterqueue-platform.yaml",
             _swap_memory_and_cpu,
-            "ClusterQueue/platform: references: spec.resourceGroups[0].flavors[0].resources lists "
+            f"ClusterQueue/platform: references: {CELLS} lists "
             "['nvidia.com/gpu', 'memory', 'cpu'] but coveredResources is ['nvidia.com/gpu', 'cpu', "
             "'memory']: Kueue requires the same resources in the same order",
             id="covered-resources-order",
@@ -238,7 +249,7 @@ def test_kueue_cel_rules(repo: Repo, validate: Validate) -> None:
     repo.edit(f"{DEV}/kueue/clusterqueue-sandbox.yaml", break_queue)
     repo.edit(
         f"{DEV}/kueue/clusterqueue-platform.yaml",
-        lambda cq: cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0].update(lendingLimit="9"),
+        lambda cq: cells(cq)[0].update(lendingLimit="9"),
     )
     repo.edit(
         f"{DEV}/kueue/resourceflavor-dev-a100.yaml",
@@ -246,17 +257,16 @@ def test_kueue_cel_rules(repo: Repo, validate: Validate) -> None:
             tolerations=[{"operator": "Equal", "effect": "NoSchedule", "tolerationSeconds": 5}]
         ),
     )
-    cells = "spec.resourceGroups[0].flavors[0].resources"
     sandbox = f"{DEV}/kueue/clusterqueue-sandbox.yaml: ClusterQueue/sandbox: kueue-rules: "
     flavor = f"{DEV}/kueue/resourceflavor-dev-a100.yaml: ResourceFlavor/dev-a100: kueue-rules: "
     expect(
         validate(repo.root, "dev"),
         *(
-            f"{sandbox}{cells}[{i}].borrowingLimit needs spec.cohortName: limits only apply within a cohort"
+            f"{sandbox}{CELLS}[{i}].borrowingLimit needs spec.cohortName: limits only apply within a cohort"
             for i in range(3)
         ),
         f"{sandbox}preemption.reclaimWithinCohort Never forbids borrowWithinCohort.policy LowerPriority",
-        f"{DEV}/kueue/clusterqueue-platform.yaml: ClusterQueue/platform: kueue-rules: {cells}[0]"
+        f"{DEV}/kueue/clusterqueue-platform.yaml: ClusterQueue/platform: kueue-rules: {CELLS}[0]"
         ".lendingLimit 9 is above nominalQuota 8",
         f"{flavor}spec.tolerations[0]: an empty key needs operator Exists",
         f"{flavor}spec.tolerations[0]: tolerationSeconds needs effect NoExecute",
@@ -333,10 +343,8 @@ def test_quantities_past_int64_or_fractional(repo: Repo, validate: Validate) -> 
     them through."""
 
     def inflate(cq: dict[str, Any]) -> None:
-        memory = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]
-        memory["borrowingLimit"] = "201600Pi"
-        cpu = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][1]
-        cpu["borrowingLimit"] = "9223372036854776"  # cores: past int64 only in millicores
+        cells(cq)[2]["borrowingLimit"] = "201600Pi"  # memory
+        cells(cq)[1]["borrowingLimit"] = "9223372036854776"  # cpu cores: past int64 only in millicores
 
     repo.edit(f"{DEV}/kueue/clusterqueue-sandbox.yaml", inflate)
     server = hardened_deployment("server", "sandbox")
@@ -345,12 +353,11 @@ def test_quantities_past_int64_or_fractional(repo: Repo, validate: Validate) -> 
     )
     repo.write(f"{DEV}/fixture/sandbox/deployment-server.yaml", server)
     queue = f"{DEV}/kueue/clusterqueue-sandbox.yaml: ClusterQueue/sandbox: quantities: "
-    flavor = "spec.resourceGroups[0].flavors[0].resources"
     expect(
         validate(repo.root, "dev"),
-        f"{queue}{flavor}[1].borrowingLimit: 9223372036854776 is 9.223e+18 millicores, past "
+        f"{queue}{CELLS}[1].borrowingLimit: 9223372036854776 is 9.223e+18 millicores, past "
         "Kubernetes' int64 limit (2^63-1 millicores); the apiserver would cap it",
-        f"{queue}{flavor}[2].borrowingLimit: 201600Pi is 2.270e+20 units, past Kubernetes' "
+        f"{queue}{CELLS}[2].borrowingLimit: 201600Pi is 2.270e+20 units, past Kubernetes' "
         "int64 limit (2^63-1 units); the apiserver would cap it",
         f"{DEV}/fixture/sandbox/deployment-server.yaml: Deployment/server: quantities: "
         "spec.template.spec.containers[0].resources.limits.memory: 221661544159641600m is not a "
