@@ -16,10 +16,9 @@ from trainyard_gate.runtime.reader import PolicyError
 from tests.support import GATE_DIR
 
 from ..health_example import EXAMPLE
-from ..overflow.test_policy import EXAMPLE as TAINT_EXAMPLE
-from ..program import gate_command
+from ..program import gate_command, write_inputs
 from ..refusals import refusal, refusal_of_edit
-from ..test_cli import write_inputs
+from ..taint_example import EXAMPLE as TAINT_EXAMPLE
 
 
 def error(text: str) -> str:
