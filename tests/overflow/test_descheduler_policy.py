@@ -34,6 +34,9 @@ def _load(policy_text: str, tmp_path: Path) -> str:
             f"--policy-config-file={policy}",
             f"--kubeconfig={kubeconfig}",
             "--descheduling-interval=0",
+            # No HTTPS (metrics, health): its default 0.0.0.0:10258 is one port for every
+            # descheduler on the machine, and two of these runs at once (-n 2) collided on it.
+            "--secure-port=0",
             "--v=2",
         ],
         capture_output=True,
