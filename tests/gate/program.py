@@ -1,6 +1,8 @@
 """The controller program as the tests run it, `python -m trainyard_gate` from gate/ (the
 image's entry point, gate/Dockerfile), and what its /metrics says.
 
+- `write_inputs(tmp_path, policy_text)`: its two files, the policy (the TaintPolicy example
+  unless told) and a kubeconfig whose API server nobody serves;
 - `gate_command(policy, kubeconfig, *args)`: the command line, for a one-shot subprocess;
 - `gate_program(name, policy, kubeconfig, log, *args)`: the long-running process (a Daemon,
   not started) serving /metrics on a free loopback port, and `sample()` to read it.
@@ -19,6 +21,16 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from generators.box.daemon import Daemon
 from tests.support import GATE_DIR, free_port
+from tests.support.kubeconfig import unreachable_kubeconfig
+
+from .taint_example import EXAMPLE
+
+
+def write_inputs(tmp_path: Path, policy_text: str = EXAMPLE) -> tuple[Path, Path]:
+    """`policy.yaml` holding `policy_text` and `kubeconfig` (unreachable) in `tmp_path`."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(policy_text, encoding="utf-8")
+    return policy, unreachable_kubeconfig(tmp_path / "kubeconfig")
 
 
 def gate_command(policy: Path, kubeconfig: Path, *args: str) -> list[str]:

@@ -9,6 +9,8 @@ from collections.abc import Callable
 import pytest
 from trainyard_gate.runtime.reader import PolicyError
 
+from tests.support.edits import edited
+
 ONE_LINE_ERROR = re.compile(r"^policy\.yaml:\d+:\d+: error: [^\n]+ \([^\n)]+\)$")
 Parse = Callable[[str, str], object]  # trainyard_gate.<kind>.policy.parse
 
@@ -23,7 +25,6 @@ def refusal(parse: Parse, text: str) -> str:
 
 
 def refusal_of_edit(parse: Parse, example: str, old: str, new: str) -> str:
-    """The refusal of `example` with its first `old` replaced by `new`. `old` must be in the
-    example: a case whose `old` drifted away would test the unedited, valid file."""
-    assert old in example
-    return refusal(parse, example.replace(old, new, 1))
+    """The refusal of `example` with its first `old` replaced by `new` (`edited`: `old` must
+    be in the example)."""
+    return refusal(parse, edited(example, old, new))

@@ -18,28 +18,8 @@ import requests
 
 from tests.support import GATE_DIR, free_port
 
-from .overflow.test_policy import EXAMPLE
-from .program import gate_command
-
-
-def write_inputs(tmp_path: Path, policy_text: str = EXAMPLE) -> tuple[Path, Path]:
-    policy = tmp_path / "policy.yaml"
-    policy.write_text(policy_text, encoding="utf-8")
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{free_port()}"}}],
-                "users": [{"name": "u", "user": {"token": "unused"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        ),
-        encoding="utf-8",
-    )
-    return policy, kubeconfig
+from .program import gate_command, write_inputs
+from .taint_example import EXAMPLE
 
 
 def test_invalid_policy_exits_1_with_one_line(tmp_path: Path) -> None:

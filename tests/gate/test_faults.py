@@ -29,8 +29,7 @@ from trainyard_gate.runtime.reader import PrometheusEndpoint, Taint
 from tests.support import GATE_DIR, free_port
 
 from .conftest import METRIC, Exporter
-from .program import gate_command
-from .test_cli import write_inputs
+from .program import gate_command, write_inputs
 
 TAINT = Taint("trainyard.dev/overflow-gate", "closed", "NoSchedule")
 GOOD_BODY = json.dumps(

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import free_port, tool
+from tests.support import tool
+from tests.support.edits import edited
+from tests.support.kubeconfig import unreachable_kubeconfig
 
 from .conftest import one, overflow_envs
 
@@ -25,21 +27,16 @@ def _load(policy_text: str, tmp_path: Path) -> str:
     descheduler = tool("descheduler")
     policy = tmp_path / "policy.yaml"
     policy.write_text(policy_text, encoding="utf-8")
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: none\n"
-        f"clusters: [{{name: none, cluster: {{server: 'https://127.0.0.1:{free_port()}', "
-        "insecure-skip-tls-verify: true}}]\n"
-        "users: [{name: none, user: {token: unused}}]\n"
-        "contexts: [{name: none, context: {cluster: none, user: none}}]\n",
-        encoding="utf-8",
-    )
+    kubeconfig = unreachable_kubeconfig(tmp_path / "kubeconfig")
     done = subprocess.run(
         [
             str(descheduler),
             f"--policy-config-file={policy}",
             f"--kubeconfig={kubeconfig}",
             "--descheduling-interval=0",
+            # No HTTPS (metrics, health): its default 0.0.0.0:10258 is one port for every
+            # descheduler on the machine, and two of these runs at once (-n 2) collided on it.
+            "--secure-port=0",
             "--v=2",
         ],
         capture_output=True,
@@ -75,8 +72,6 @@ def test_rendered_policy_passes_the_descheduler_own_validation(env: str, tmp_pat
     ids=["unknown-protection", "include-and-exclude-namespaces", "threshold-value-and-name"],
 )
 def test_a_broken_policy_is_refused_before_the_api(old: str, new: str, refusal: str, tmp_path: Path) -> None:
-    text = one("prod", "ConfigMap", "descheduler")["data"]["policy.yaml"]
-    assert old in text
-    output = _load(text.replace(old, new), tmp_path)
+    output = _load(edited(one("prod", "ConfigMap", "descheduler")["data"]["policy.yaml"], old, new), tmp_path)
     assert REACHED_THE_API not in output, output[-3000:]
     assert refusal in output, output[-3000:]

@@ -7,72 +7,104 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from .conftest import DEV, STAGING, Repo, Validate, expect, hardened_deployment
+
+Change = Callable[[dict[str, Any]], None]
+
+# A ClusterQueue's resource cells (its first flavor's; dev's: gpu, cpu, memory): where the
+# tests break a quota, and how a finding names it.
+CELLS = "spec.resourceGroups[0].flavors[0].resources"
+
+
+def cells(cq: dict[str, Any]) -> list[dict[str, Any]]:
+    """The cells CELLS names, in a loaded ClusterQueue."""
+    resources: list[dict[str, Any]] = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+    return resources
+
 
 # quota-conservation ----------------------------------------------------------------------
 
 
-def test_quota_above_pool_capacity(repo: Repo, validate: Validate) -> None:
-    def grow(cq: dict[str, Any]) -> None:
-        cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "10"
+def _platform_gpus_above_capacity(cq: dict[str, Any]) -> None:
+    cells(cq)[0]["nominalQuota"] = "10"
 
-    repo.edit(f"{DEV}/kueue/clusterqueue-platform.yaml", grow)
+
+def _cohort_lends_cpu(cohort: dict[str, Any]) -> None:
+    cohort["spec"] = {
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [{"name": "dev-a100", "resources": [{"name": "cpu", "nominalQuota": "1"}]}],
+            }
+        ]
+    }
+
+
+@pytest.mark.parametrize(
+    ("rel", "change", "finding"),
+    [
+        pytest.param(
+            f"{DEV}/kueue/clusterqueue-platform.yaml",
+            _platform_gpus_above_capacity,
+            "nvidia.com/gpu: nominal quotas sum to 18, above the 16 that 4 schedulable nodes of pool "
+            "dev-a100 back (ClusterQueue platform 10, ClusterQueue sandbox 8)",
+            id="quota-above-pool-capacity",
+        ),
+        pytest.param(
+            f"{DEV}/kueue/cohort-dev.yaml",
+            _cohort_lends_cpu,
+            "cpu: nominal quotas sum to 385, above the 384 that 4 schedulable nodes of pool dev-a100 "
+            "back (ClusterQueue platform 192, ClusterQueue sandbox 192, Cohort dev 1)",
+            id="cohort-quota-counts",
+        ),
+    ],
+)
+def test_quota_conservation(repo: Repo, validate: Validate, rel: str, change: Change, finding: str) -> None:
+    """A queue's quota and a cohort's both count against the pool: the sum is found on the
+    pool's flavor (dev-a100's 4 schedulable nodes)."""
+    repo.edit(rel, change)
     expect(
         validate(repo.root, "dev"),
-        f"{DEV}/kueue/resourceflavor-dev-a100.yaml: ResourceFlavor/dev-a100: quota-conservation: "
-        "nvidia.com/gpu: nominal quotas sum to 18, above the 16 that 4 schedulable nodes of pool "
-        "dev-a100 back (ClusterQueue platform 10, ClusterQueue sandbox 8)",
-    )
-
-
-def test_cohort_quota_counts(repo: Repo, validate: Validate) -> None:
-    def lend(cohort: dict[str, Any]) -> None:
-        cohort["spec"] = {
-            "resourceGroups": [
-                {
-                    "coveredResources": ["cpu"],
-                    "flavors": [{"name": "dev-a100", "resources": [{"name": "cpu", "nominalQuota": "1"}]}],
-                }
-            ]
-        }
-
-    repo.edit(f"{DEV}/kueue/cohort-dev.yaml", lend)
-    expect(
-        validate(repo.root, "dev"),
-        f"{DEV}/kueue/resourceflavor-dev-a100.yaml: ResourceFlavor/dev-a100: quota-conservation: "
-        "cpu: nominal quotas sum to 385, above the 384 that 4 schedulable nodes of pool dev-a100 "
-        "back (ClusterQueue platform 192, ClusterQueue sandbox 192, Cohort dev 1)",
+        f"{DEV}/kueue/resourceflavor-dev-a100.yaml: ResourceFlavor/dev-a100: quota-conservation: {finding}",
     )
 
 
 # references ------------------------------------------------------------------------------
 
 
-def test_local_queue_names_missing_cluster_queue(repo: Repo, validate: Validate) -> None:
-    repo.edit(
-        f"{DEV}/kueue/sandbox/localqueue-sandbox.yaml", lambda lq: lq["spec"].update(clusterQueue="sandbx")
-    )
-    expect(
-        validate(repo.root, "dev"),
-        f"{DEV}/kueue/sandbox/localqueue-sandbox.yaml: LocalQueue/sandbox: references: "
-        "spec.clusterQueue names ClusterQueue 'sandbx', which this environment does not render "
-        "(known: platform, sandbox)",
-    )
+def _swap_memory_and_cpu(cq: dict[str, Any]) -> None:
+    resources = cells(cq)
+    resources[1], resources[2] = resources[2], resources[1]
 
 
-def test_covered_resources_order(repo: Repo, validate: Validate) -> None:
-    def swap(cq: dict[str, Any]) -> None:
-        resources = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
-        resources[1], resources[2] = resources[2], resources[1]
-
-    repo.edit(f"{DEV}/kueue/clusterqueue-platform.yaml", swap)
-    expect(
-        validate(repo.root, "dev"),
-        f"{DEV}/kueue/clusterqueue-platform.yaml: ClusterQueue/platform: references: "
-        "spec.resourceGroups[0].flavors[0].resources lists ['nvidia.com/gpu', 'memory', 'cpu'] "
-        "but coveredResources is ['nvidia.com/gpu', 'cpu', 'memory']: Kueue requires the same "
-        "resources in the same order",
-    )
+@pytest.mark.parametrize(
+    ("rel", "change", "finding"),
+    [
+        pytest.param(
+            f"{DEV}/kueue/sandbox/localqueue-sandbox.yaml",
+            lambda lq: lq["spec"].update(clusterQueue="sandbx"),
+            "LocalQueue/sandbox: references: spec.clusterQueue names ClusterQueue 'sandbx', which "
+            "this environment does not render (known: platform, sandbox)",
+            id="local-queue-names-missing-cluster-queue",
+        ),
+        pytest.param(
+            f"{DEV}/kueue/clusterqueue-platform.yaml",
+            _swap_memory_and_cpu,
+            f"ClusterQueue/platform: references: {CELLS} lists "
+            "['nvidia.com/gpu', 'memory', 'cpu'] but coveredResources is ['nvidia.com/gpu', 'cpu', "
+            "'memory']: Kueue requires the same resources in the same order",
+            id="covered-resources-order",
+        ),
+    ],
+)
+def test_references_of_one_object(
+    repo: Repo, validate: Validate, rel: str, change: Change, finding: str
+) -> None:
+    """A broken reference is found on the object that holds it, the file the test edited."""
+    repo.edit(rel, change)
+    expect(validate(repo.root, "dev"), f"{rel}: {finding}")
 
 
 def test_missing_flavor_and_priority_classes(repo: Repo, validate: Validate) -> None:
@@ -217,7 +249,7 @@ def test_kueue_cel_rules(repo: Repo, validate: Validate) -> None:
     repo.edit(f"{DEV}/kueue/clusterqueue-sandbox.yaml", break_queue)
     repo.edit(
         f"{DEV}/kueue/clusterqueue-platform.yaml",
-        lambda cq: cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0].update(lendingLimit="9"),
+        lambda cq: cells(cq)[0].update(lendingLimit="9"),
     )
     repo.edit(
         f"{DEV}/kueue/resourceflavor-dev-a100.yaml",
@@ -225,17 +257,16 @@ def test_kueue_cel_rules(repo: Repo, validate: Validate) -> None:
             tolerations=[{"operator": "Equal", "effect": "NoSchedule", "tolerationSeconds": 5}]
         ),
     )
-    cells = "spec.resourceGroups[0].flavors[0].resources"
     sandbox = f"{DEV}/kueue/clusterqueue-sandbox.yaml: ClusterQueue/sandbox: kueue-rules: "
     flavor = f"{DEV}/kueue/resourceflavor-dev-a100.yaml: ResourceFlavor/dev-a100: kueue-rules: "
     expect(
         validate(repo.root, "dev"),
         *(
-            f"{sandbox}{cells}[{i}].borrowingLimit needs spec.cohortName: limits only apply within a cohort"
+            f"{sandbox}{CELLS}[{i}].borrowingLimit needs spec.cohortName: limits only apply within a cohort"
             for i in range(3)
         ),
         f"{sandbox}preemption.reclaimWithinCohort Never forbids borrowWithinCohort.policy LowerPriority",
-        f"{DEV}/kueue/clusterqueue-platform.yaml: ClusterQueue/platform: kueue-rules: {cells}[0]"
+        f"{DEV}/kueue/clusterqueue-platform.yaml: ClusterQueue/platform: kueue-rules: {CELLS}[0]"
         ".lendingLimit 9 is above nominalQuota 8",
         f"{flavor}spec.tolerations[0]: an empty key needs operator Exists",
         f"{flavor}spec.tolerations[0]: tolerationSeconds needs effect NoExecute",
@@ -259,38 +290,48 @@ def test_topology_levels(repo: Repo, validate: Validate) -> None:
 # placement -------------------------------------------------------------------------------
 
 
-def test_queue_mixing_topology_and_plain_flavors(repo: Repo, validate: Validate) -> None:
+def _mix_in_the_flex_flavors(cq: dict[str, Any], repo: Repo) -> None:
     """Staging's queues as they were once rendered: foundation listed train-h100 (topology)
     and infer-l40s (plain), and the real Kueue put training jobs on the L40S flavor."""
     flex = repo.load(f"{STAGING}/kueue/clusterqueue-foundation-flex.yaml")
+    cq["spec"]["resourceGroups"][0]["flavors"] += flex["spec"]["resourceGroups"][0]["flavors"]
 
-    def mix(cq: dict[str, Any]) -> None:
-        cq["spec"]["resourceGroups"][0]["flavors"] += flex["spec"]["resourceGroups"][0]["flavors"]
 
-    repo.edit(f"{STAGING}/kueue/clusterqueue-foundation.yaml", mix)
+def _topology_over_inference(rf: dict[str, Any], repo: Repo) -> None:
+    rf["spec"].update(topologyName="train-h100")
+
+
+@pytest.mark.parametrize(
+    ("rel", "change", "finding"),
+    [
+        pytest.param(
+            f"{STAGING}/kueue/clusterqueue-foundation.yaml",
+            _mix_in_the_flex_flavors,
+            "ClusterQueue/foundation: placement: flavors ['train-h100'] have a topology and "
+            "['infer-l40s'] do not: Kueue applies topology-aware scheduling only when every flavor "
+            "of a queue has one, so jobs without topology annotations are refused on 'train-h100' "
+            "and land on 'infer-l40s'; split them into two ClusterQueues",
+            id="queue-mixing-topology-and-plain-flavors",
+        ),
+        pytest.param(
+            f"{STAGING}/kueue/resourceflavor-infer-l40s.yaml",
+            _topology_over_inference,
+            "ResourceFlavor/infer-l40s: placement: topology 'train-h100' on a pool of role inference: "
+            "Kueue counts pods it does not manage (inference) as used capacity there, so training "
+            "could never preempt them; drop the topology or make the pool role training",
+            id="topology-over-inference-nodes",
+        ),
+    ],
+)
+def test_placement(
+    repo: Repo, validate: Validate, rel: str, change: Callable[[dict[str, Any], Repo], None], finding: str
+) -> None:
+    """A staging queue or flavor broken so training and inference meet under one topology: the
+    one placement finding is on the object the test edited."""
+    repo.edit(rel, lambda obj: change(obj, repo))
     run = validate(repo.root, "staging")
     assert run.code == 1
-    assert run.findings("placement") == [
-        f"{STAGING}/kueue/clusterqueue-foundation.yaml: ClusterQueue/foundation: placement: flavors "
-        "['train-h100'] have a topology and ['infer-l40s'] do not: Kueue applies topology-aware "
-        "scheduling only when every flavor of a queue has one, so jobs without topology annotations "
-        "are refused on 'train-h100' and land on 'infer-l40s'; split them into two ClusterQueues"
-    ]
-
-
-def test_topology_over_inference_nodes(repo: Repo, validate: Validate) -> None:
-    repo.edit(
-        f"{STAGING}/kueue/resourceflavor-infer-l40s.yaml",
-        lambda rf: rf["spec"].update(topologyName="train-h100"),
-    )
-    run = validate(repo.root, "staging")
-    assert run.code == 1
-    assert run.findings("placement") == [
-        f"{STAGING}/kueue/resourceflavor-infer-l40s.yaml: ResourceFlavor/infer-l40s: placement: "
-        "topology 'train-h100' on a pool of role inference: Kueue counts pods it does not manage "
-        "(inference) as used capacity there, so training could never preempt them; drop the "
-        "topology or make the pool role training"
-    ]
+    assert run.findings("placement") == [f"{rel}: {finding}"]
 
 
 # quantities ------------------------------------------------------------------------------
@@ -302,10 +343,8 @@ def test_quantities_past_int64_or_fractional(repo: Repo, validate: Validate) -> 
     them through."""
 
     def inflate(cq: dict[str, Any]) -> None:
-        memory = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]
-        memory["borrowingLimit"] = "201600Pi"
-        cpu = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][1]
-        cpu["borrowingLimit"] = "9223372036854776"  # cores: past int64 only in millicores
+        cells(cq)[2]["borrowingLimit"] = "201600Pi"  # memory
+        cells(cq)[1]["borrowingLimit"] = "9223372036854776"  # cpu cores: past int64 only in millicores
 
     repo.edit(f"{DEV}/kueue/clusterqueue-sandbox.yaml", inflate)
     server = hardened_deployment("server", "sandbox")
@@ -314,12 +353,11 @@ def test_quantities_past_int64_or_fractional(repo: Repo, validate: Validate) -> 
     )
     repo.write(f"{DEV}/fixture/sandbox/deployment-server.yaml", server)
     queue = f"{DEV}/kueue/clusterqueue-sandbox.yaml: ClusterQueue/sandbox: quantities: "
-    flavor = "spec.resourceGroups[0].flavors[0].resources"
     expect(
         validate(repo.root, "dev"),
-        f"{queue}{flavor}[1].borrowingLimit: 9223372036854776 is 9.223e+18 millicores, past "
+        f"{queue}{CELLS}[1].borrowingLimit: 9223372036854776 is 9.223e+18 millicores, past "
         "Kubernetes' int64 limit (2^63-1 millicores); the apiserver would cap it",
-        f"{queue}{flavor}[2].borrowingLimit: 201600Pi is 2.270e+20 units, past Kubernetes' "
+        f"{queue}{CELLS}[2].borrowingLimit: 201600Pi is 2.270e+20 units, past Kubernetes' "
         "int64 limit (2^63-1 units); the apiserver would cap it",
         f"{DEV}/fixture/sandbox/deployment-server.yaml: Deployment/server: quantities: "
         "spec.template.spec.containers[0].resources.limits.memory: 221661544159641600m is not a "

@@ -13,6 +13,8 @@
 - overflow spec entries a test needs only to be valid (a mock provider, the inference pool,
   a served Deployment): tests/support/overflow_spec.py;
 - `mappings(value)`: every mapping nested in a parsed YAML/JSON document.
+- a kubeconfig whose API server nobody serves: tests/support/kubeconfig.py;
+- a valid text broken by one edit, the edit checked to apply: tests/support/edits.py.
 
 Import from here, not from a conftest.py: a conftest holds fixtures and hooks, which pytest
 finds by itself (its docs advise against importing conftest modules).

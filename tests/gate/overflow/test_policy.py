@@ -11,39 +11,7 @@ from trainyard_gate.overflow.policy import load, parse
 from trainyard_gate.runtime.reader import PolicyError, Taint
 
 from ..refusals import refusal, refusal_of_edit
-
-# The contract, as the overflow generator renders it into ConfigMap key policy.yaml.
-EXAMPLE = """\
-apiVersion: trainyard.dev/v1alpha1
-kind: TaintPolicy
-metadata:
-  name: overflow-gate
-spec:
-  prometheus:
-    url: http://prometheus-operated.monitoring.svc:9090
-    timeoutSeconds: 5
-  query: 'sum(kube_node_status_allocatable{resource="nvidia_com_gpu",node!~"vk-.*"}) - sum(kube_pod_container_resource_requests{resource="nvidia_com_gpu",node!~"vk-.*"})'
-  reconcileIntervalSeconds: 30
-  onPrometheusUnavailable: hold        # hold | close | open
-  dryRun: false
-  gates:                               # one per provider, preferred (cheapest) first
-    - name: lambda                     # provider name
-      nodeSelector:                    # label selector (matchLabels only)
-        matchLabels: {type: virtual-kubelet, trainyard.dev/provider: lambda}
-      taint: {key: trainyard.dev/overflow-gate, value: closed, effect: NoSchedule}
-      closeWhenFreeGpusAtLeast: 64
-      closeAfterSeconds: 600
-      openWhenFreeGpusBelow: 16
-      openAfterSeconds: 60
-    - name: salad
-      nodeSelector:
-        matchLabels: {type: virtual-kubelet, trainyard.dev/provider: salad}
-      taint: {key: trainyard.dev/overflow-gate, value: closed, effect: NoSchedule}
-      closeWhenFreeGpusAtLeast: 64
-      closeAfterSeconds: 600
-      openWhenFreeGpusBelow: 8
-      openAfterSeconds: 120
-"""  # noqa: E501
+from ..taint_example import EXAMPLE
 
 
 def test_contract_example_loads(tmp_path: Path) -> None:
