@@ -105,6 +105,15 @@ def _is_test_module(name: str) -> bool:
     return name.startswith("tests.") and name.rsplit(".", 1)[-1].startswith("test_")
 
 
+def _absolute(rel: str, node: ast.ImportFrom) -> str:
+    """The module a `from ... import` names, a relative one resolved against the file's own
+    package (tests/gate/a.py: `from .b import x` is tests.gate.b, `from . import b` tests.gate)."""
+    if node.level == 0:
+        return node.module or ""
+    package = rel.removesuffix(".py").split("/")[: -node.level]
+    return ".".join([*package, *([node.module] if node.module else [])])
+
+
 def imported_test_modules(root: Path) -> dict[str, list[str]]:
     """Test module imported -> the test files importing it (read with ast, not imported)."""
     found: dict[str, list[str]] = {}
@@ -114,8 +123,8 @@ def imported_test_modules(root: Path) -> dict[str, list[str]]:
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            elif isinstance(node, ast.ImportFrom) and (module := _absolute(rel, node)):
+                names = [module, *(f"{module}.{alias.name}" for alias in node.names)]
             for name in filter(_is_test_module, names):
                 found.setdefault(name, []).append(rel)
     return found
@@ -151,12 +160,16 @@ def test_an_imported_test_module_is_found(tmp_path: Path) -> None:
     root = tmp_path
     (root / "tests" / "output").mkdir(parents=True)
     (root / "tests" / "output" / "test_a.py").write_text(
-        "from tests.output.test_b import helper\nfrom tests.output import test_c\nimport tests.support\n",
+        "from tests.output.test_b import helper\nfrom tests.output import test_c\nimport tests.support\n"
+        "from .test_d import fixture\nfrom . import test_e\nfrom ..support import test_f\nfrom .g import h\n",
         encoding="utf-8",
     )
     assert imported_test_modules(root) == {
         "tests.output.test_b": ["tests/output/test_a.py"],
         "tests.output.test_c": ["tests/output/test_a.py"],
+        "tests.output.test_d": ["tests/output/test_a.py"],
+        "tests.output.test_e": ["tests/output/test_a.py"],
+        "tests.support.test_f": ["tests/output/test_a.py"],
     }
 
 

@@ -1,4 +1,4 @@
-# ruff: noqa: F811  (pytest fixtures imported from test_nodes_controlplane are parameters here)
+# ruff: noqa: F811  (pytest fixtures imported from fleet.py are parameters here)
 """Node-side faults against the REAL kube-apiserver: each ends closed (nothing spills that
 should not) and a metric shows it.
 
@@ -34,8 +34,8 @@ from tests.controlplane.kube import Kube, wait_for
 from tests.controlplane.manifests import REPO_ROOT, environment_objects
 
 from .conftest import METRIC, Exporter
+from .fleet import TAINT, Fleet, api, fleet, patches  # noqa: F401 (fixtures)
 from .program import gate_program
-from .test_nodes_controlplane import TAINT, Fleet, api, fleet, patches  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.controlplane
 

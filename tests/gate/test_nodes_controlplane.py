@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (pytest fixtures imported from fleet.py are parameters here)
 """Taint add/remove against a REAL kube-apiserver (no fake API).
 
 The apiserver comes from the `kubeconfig` fixture of the control-plane harness (issue 7,
@@ -10,114 +11,20 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
-from collections.abc import Iterator
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
 
 import pytest
-from kubernetes import client
 from trainyard_gate.overflow.controller import TaintEnforcer, run
-from trainyard_gate.overflow.hysteresis import GateState, OnUnavailable, Thresholds
+from trainyard_gate.overflow.hysteresis import GateState, OnUnavailable
 from trainyard_gate.overflow.metrics import GateMetrics
-from trainyard_gate.overflow.policy import Gate, TaintPolicy
-from trainyard_gate.runtime.nodes import KubeNodes, Want, core_api, owns
+from trainyard_gate.overflow.policy import TaintPolicy
+from trainyard_gate.runtime.nodes import KubeNodes, Want
 from trainyard_gate.runtime.prometheus import PrometheusClient, QueryFailed
-from trainyard_gate.runtime.reader import PrometheusEndpoint, Taint
+from trainyard_gate.runtime.reader import PrometheusEndpoint
 
 from .conftest import METRIC, Exporter
+from .fleet import TAINT, Fleet, api, fleet, patches  # noqa: F401 (api, fleet: fixtures)
 
 pytestmark = pytest.mark.controlplane
-
-SKIP_REASON = "control-plane harness not available yet (issue 7)"
-TAINT = Taint("trainyard.dev/overflow-gate", "closed", "NoSchedule")
-# Taints other writers own: virtual-kubelet's provider taint and a node-lifecycle one whose
-# timeAdded must survive our patches byte for byte.
-PROVIDER_TAINT = client.V1Taint(key="virtual-kubelet.io/provider", value="mock", effect="NoSchedule")
-UNREACHABLE_TAINT = client.V1Taint(
-    key="node.kubernetes.io/unreachable",
-    effect="NoExecute",
-    time_added=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
-)
-
-
-@pytest.fixture
-def api(request: pytest.FixtureRequest) -> Iterator[client.CoreV1Api]:
-    try:
-        kubeconfig = request.getfixturevalue("kubeconfig")
-    except pytest.FixtureLookupError:
-        pytest.skip(SKIP_REASON)
-    core = core_api(Path(kubeconfig))
-    yield core
-    core.api_client.close()
-
-
-class Fleet:
-    """Virtual-kubelet-like Node objects for one test, labelled so only they match."""
-
-    def __init__(self, api: client.CoreV1Api) -> None:
-        self.api = api
-        self.provider = f"gate-test-{uuid.uuid4().hex[:8]}"
-        self.gate = Gate(
-            self.provider,
-            (("trainyard.dev/provider", self.provider), ("type", "virtual-kubelet")),
-            TAINT,
-            Thresholds(64, 0, 16, 0),
-        )
-        self.names: list[str] = []
-
-    def create(self, index: int) -> str:
-        name = f"{self.provider}-{index}"
-        body = client.V1Node(
-            metadata=client.V1ObjectMeta(name=name, labels=dict(self.gate.match_labels)),
-            spec=client.V1NodeSpec(taints=[PROVIDER_TAINT, UNREACHABLE_TAINT]),
-        )
-        self.api.create_node(body)
-        if name not in self.names:
-            self.names.append(name)
-        return name
-
-    def delete(self, name: str) -> None:
-        self.api.delete_node(name, grace_period_seconds=0)
-
-    def taints(self, name: str) -> list[dict[str, Any]]:
-        spec = self.api.read_node(name).spec
-        raw = self.api.api_client.sanitize_for_serialization((spec and spec.taints) or [])
-        return list(raw)
-
-    def version(self, name: str) -> str:
-        meta = self.api.read_node(name).metadata
-        assert meta is not None and meta.resource_version
-        return meta.resource_version
-
-    def others(self, name: str) -> list[dict[str, Any]]:
-        return [entry for entry in self.taints(name) if not owns(entry, TAINT)]
-
-    def gated(self, name: str) -> bool:
-        return any(owns(entry, TAINT) and entry.get("value") == "closed" for entry in self.taints(name))
-
-    def cleanup(self) -> None:
-        for name in self.names:
-            try:
-                self.delete(name)
-            except client.ApiException as err:
-                if err.status != 404:
-                    raise
-
-
-@pytest.fixture
-def fleet(api: client.CoreV1Api) -> Iterator[Fleet]:
-    nodes = Fleet(api)
-    try:
-        yield nodes
-    finally:
-        nodes.cleanup()
-
-
-def patches(metrics: GateMetrics, gate: str, action: str, dry_run: bool = False) -> float:
-    labels = {"gate": gate, "action": action, "dry_run": str(dry_run).lower()}
-    return metrics.registry.get_sample_value("trainyard_gate_node_patches_total", labels) or 0
 
 
 def test_close_and_open_touch_only_the_gate_taint(fleet: Fleet) -> None:
