@@ -1,5 +1,6 @@
-"""Fixtures for the gate controller: a real Prometheus and a test exporter (gate/ is on
-sys.path through pytest's `pythonpath`, pyproject.toml)."""
+"""Fixtures for the gate controller: a real Prometheus and a test exporter, and on the
+session's real kube-apiserver a CoreV1Api (`api`) and a node fleet one test owns (`fleet`,
+tests/gate/fleet.py) (gate/ is on sys.path through pytest's `pythonpath`, pyproject.toml)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,18 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import requests
+from kubernetes import client
+from trainyard_gate.runtime.nodes import core_api
 
 from generators.box.httpd import Background, exposition_handler
 from tests.support.httpserver import QuietHTTPServer
 from tests.support.prometheus import prometheus_server
+
+from .fleet import Fleet
 
 METRIC = "trainyard_test_free_gpus"
 
@@ -92,3 +98,24 @@ def _wait_first_scrape(url: str) -> None:
                 return
         time.sleep(0.1)
     pytest.fail(f"prometheus at {url} did not scrape the test exporter within 20s")
+
+
+@pytest.fixture
+def api(request: pytest.FixtureRequest) -> Iterator[client.CoreV1Api]:
+    """A CoreV1Api on the control-plane harness's apiserver; skips without the harness."""
+    try:
+        kubeconfig = request.getfixturevalue("kubeconfig")
+    except pytest.FixtureLookupError:
+        pytest.skip("control-plane harness not available yet (issue 7)")
+    core = core_api(Path(kubeconfig))
+    yield core
+    core.api_client.close()
+
+
+@pytest.fixture
+def fleet(api: client.CoreV1Api) -> Iterator[Fleet]:
+    nodes = Fleet(api)
+    try:
+        yield nodes
+    finally:
+        nodes.cleanup()

@@ -1,25 +1,21 @@
-"""The gate's node fleet on the session's real kube-apiserver: an `api` fixture (skips
-without the control-plane harness), virtual-kubelet-like Node objects one test owns
-(`Fleet`, `fleet`), and the gate's node-patch counter. Used by test_nodes_controlplane.py and
+"""The gate's node fleet on the session's real kube-apiserver: virtual-kubelet-like Node
+objects one test owns (`Fleet`; conftest.py's `fleet` fixture gives one per test, on its
+`api`), and the gate's node-patch counter. Used by test_nodes_controlplane.py and
 test_faults_controlplane.py, so neither imports the other (docs/testing.md rule 4)."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-import pytest
 from kubernetes import client
 from trainyard_gate.overflow.hysteresis import Thresholds
 from trainyard_gate.overflow.metrics import GateMetrics
 from trainyard_gate.overflow.policy import Gate
-from trainyard_gate.runtime.nodes import core_api, owns
+from trainyard_gate.runtime.nodes import owns
 from trainyard_gate.runtime.reader import Taint
 
-SKIP_REASON = "control-plane harness not available yet (issue 7)"
 TAINT = Taint("trainyard.dev/overflow-gate", "closed", "NoSchedule")
 # Taints other writers own: virtual-kubelet's provider taint and a node-lifecycle one whose
 # timeAdded must survive our patches byte for byte.
@@ -29,17 +25,6 @@ UNREACHABLE_TAINT = client.V1Taint(
     effect="NoExecute",
     time_added=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
 )
-
-
-@pytest.fixture
-def api(request: pytest.FixtureRequest) -> Iterator[client.CoreV1Api]:
-    try:
-        kubeconfig = request.getfixturevalue("kubeconfig")
-    except pytest.FixtureLookupError:
-        pytest.skip(SKIP_REASON)
-    core = core_api(Path(kubeconfig))
-    yield core
-    core.api_client.close()
 
 
 class Fleet:
@@ -93,15 +78,6 @@ class Fleet:
             except client.ApiException as err:
                 if err.status != 404:
                     raise
-
-
-@pytest.fixture
-def fleet(api: client.CoreV1Api) -> Iterator[Fleet]:
-    nodes = Fleet(api)
-    try:
-        yield nodes
-    finally:
-        nodes.cleanup()
 
 
 def patches(metrics: GateMetrics, gate: str, action: str, dry_run: bool = False) -> float:

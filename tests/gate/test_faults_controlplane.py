@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from fleet.py are parameters here)
 """Node-side faults against the REAL kube-apiserver: each ends closed (nothing spills that
 should not) and a metric shows it.
 
@@ -34,7 +33,7 @@ from tests.controlplane.kube import Kube, wait_for
 from tests.controlplane.manifests import REPO_ROOT, environment_objects
 
 from .conftest import METRIC, Exporter
-from .fleet import TAINT, Fleet, api, fleet, patches  # noqa: F401 (fixtures)
+from .fleet import TAINT, Fleet, patches
 from .program import gate_program
 
 pytestmark = pytest.mark.controlplane

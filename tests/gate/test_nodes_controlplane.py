@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from fleet.py are parameters here)
 """Taint add/remove against a REAL kube-apiserver (no fake API).
 
 The apiserver comes from the `kubeconfig` fixture of the control-plane harness (issue 7,
@@ -22,7 +21,7 @@ from trainyard_gate.runtime.prometheus import PrometheusClient, QueryFailed
 from trainyard_gate.runtime.reader import PrometheusEndpoint
 
 from .conftest import METRIC, Exporter
-from .fleet import TAINT, Fleet, api, fleet, patches  # noqa: F401 (api, fleet: fixtures)
+from .fleet import TAINT, Fleet, patches
 
 pytestmark = pytest.mark.controlplane
 
