@@ -1,7 +1,10 @@
 """Command line: `python generate.py <command> ...`. Exit 0 ok, 1 findings, 2 usage.
 
-Each command lives in generators/commands/<command>.py with `HELP`, `add_arguments(parser)`
-and `run(args) -> int`. Command modules import heavy libraries inside run(), so that
+Each command is a module with `HELP`, `add_arguments(parser)` and `run(args) -> int`: the
+renderer's in generators/commands/<command>.py, the cluster in a box's and the what-if's in
+their own top-level packages (box/, whatif/). Those are named here as strings and loaded only
+when the parser is built, so nothing under generators/ imports the box or the what-if
+(tests/test_import_graph.py). Command modules import heavy libraries inside run(), so that
 `generate.py --help` stays fast.
 """
 
@@ -15,18 +18,18 @@ from pathlib import Path
 
 from generators.errors import SpecError
 
-COMMANDS: tuple[str, ...] = (
-    "render",
-    "validate",
-    "diff",
-    "plan",
-    "sync-inventory",
-    "doctor",
-    "fetch-crds",
-    "box",
-    "simulate",
-    "trace",
-)
+COMMANDS: dict[str, str] = {
+    "render": "generators.commands.render",
+    "validate": "generators.commands.validate",
+    "diff": "generators.commands.diff",
+    "plan": "generators.commands.plan",
+    "sync-inventory": "generators.commands.sync_inventory",
+    "doctor": "generators.commands.doctor",
+    "fetch-crds": "generators.commands.fetch_crds",
+    "box": "box.command",
+    "simulate": "whatif.simulate_command",
+    "trace": "whatif.trace_command",
+}
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -45,8 +48,8 @@ def parser() -> argparse.ArgumentParser:
         help="run as if started in DIR (a checkout with environments/ and rendered/)",
     )
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
-        module = importlib.import_module(f"generators.commands.{name.replace('-', '_')}")
+    for name, path in COMMANDS.items():
+        module = importlib.import_module(path)
         command = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(command)
         command.set_defaults(run=module.run, command_parser=command)

@@ -41,6 +41,7 @@ import pytest
 from tests.support import ROOT
 
 PACKAGE = "generators"
+PACKAGES = (PACKAGE, "box", "whatif")
 
 
 @dataclass(frozen=True)
@@ -209,7 +210,9 @@ def describe(g: Mapping[str, Mapping[str, Import]], loop: list[str], known: Mapp
 
 
 def test_no_import_cycle_in_generators() -> None:
-    known = modules()
+    # The box and the what-if left generators/ for packages of their own; they import the
+    # renderer, so a loop through them would be one through generators/ too.
+    known = {name: path for package in PACKAGES for name, path in modules(ROOT, package).items()}
     g = graph(known)
     loops = cycles(g)
     components = _components(g)
@@ -217,7 +220,7 @@ def test_no_import_cycle_in_generators() -> None:
         f"cycle {i} ({len(c)} modules in its component):\n{describe(g, loop, known)}"
         for i, (c, loop) in enumerate(zip(components, loops, strict=True), start=1)
     )
-    assert not loops, f"{len(loops)} import cycle(s) inside {PACKAGE}/:\n{report}"
+    assert not loops, f"{len(loops)} import cycle(s) inside {', '.join(f'{p}/' for p in PACKAGES)}:\n{report}"
 
 
 # --- the walker is tried on small trees, so it is known to find what it must ------------

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from generators.box.kube import is_true
+from box.kube import is_true
 from tests.support import ROOT
 from tests.support.box import box_up
 from tools.toolchain import tool_path

@@ -23,13 +23,13 @@ from typing import Any
 import pytest
 import yaml
 
-from generators.box import monitoring
-from generators.box.cluster import Cluster
-from generators.box.daemon import group_alive, port_open
-from generators.box.kube import Obj, condition, is_true, wait_for
-from generators.box.scenes import gang_placement
-from generators.box.scenes.workloads import job_pods, workload_of
-from generators.box.state import State
+from box import monitoring
+from box.cluster import Cluster
+from box.daemon import group_alive, port_open
+from box.kube import Obj, condition, is_true, wait_for
+from box.scenes import gang_placement
+from box.scenes.workloads import job_pods, workload_of
+from box.state import State
 from generators.model.load import load
 from tests.support import ROOT
 from tests.support.box import UpBox, run_cli

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from generators.box.kube import Kube, Obj, is_true, wait_for
-from generators.box.scenes.workloads import job_pods, workload_of
+from box.kube import Kube, Obj, is_true, wait_for
+from box.scenes.workloads import job_pods, workload_of
 from tests.box.test_box_up import CONTROLLER_SECONDS, readme_job
 from tests.support.box import UpBox
 

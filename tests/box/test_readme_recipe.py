@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from generators.box.state import BOX_DIR_ENV
+from box.state import BOX_DIR_ENV
 from tests.support import ROOT, tools
 from tests.support.box import BOX_TOOLS, UP_SECONDS, log_tails
 

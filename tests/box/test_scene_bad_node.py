@@ -4,7 +4,7 @@ Real here: the health controller (gate/trainyard_gate with the rendered NodeHeal
 ServiceAccount gpu-health, holding its Lease), Prometheus v3.16.0 evaluating the rendered
 condition queries, Kueue v0.19.2's topology-aware admission, kube-scheduler v1.36.5, the
 descheduler (evicting) and kube-controller-manager. Synthetic: the DCGM series, served by the
-box's fake dcgm-exporter (generators/box/dcgm_fake.py, declared so) with the names of the
+box's fake dcgm-exporter (box/dcgm_fake.py, declared so) with the names of the
 rendered counters CSV and dcgm-exporter's GPU labels.
 
 The scene runs through the CLI as a user runs it. While it runs, this module watches the
@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 import pytest
 import yaml
 
-from generators.box import monitoring
-from generators.box.dcgm_fake import scrape_job
-from generators.box.kube import Kube
-from generators.box.scenes.bad_node import health_metrics
+from box import monitoring
+from box.dcgm_fake import scrape_job
+from box.kube import Kube
+from box.scenes.bad_node import health_metrics
 from tests.support import ROOT
 from tests.support.box import UpBox, run_cli
 

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from generators.box.kube import Kube, Obj, wait_for
-from generators.box.scenes.context import SceneContext
-from generators.box.scenes.day_in_the_life import DayInTheLife, day_in_the_life
-from generators.box.state import BOX_DIR_ENV, State
-from generators.box.up import rendered
+from box.kube import Kube, Obj, wait_for
+from box.scenes.context import SceneContext
+from box.scenes.day_in_the_life import DayInTheLife, day_in_the_life
+from box.state import BOX_DIR_ENV, State
+from box.up import rendered
 from tests.support import ROOT
 from tests.support.box import UpBox
 

@@ -4,7 +4,7 @@ The refusals are the real kube-apiserver v1.36.5's (PriorityClass: pkg/apis/sche
 validation/validation.go, RBAC and apps validation) and the pinned Kueue v0.19.2 CRDs' CEL
 rules and webhooks; the expected messages below are theirs, copied as literals. The values
 are staging's spec: tier `training` is 900000 (environments/_defaults.yaml), and the scene
-raises it by one. The box's sync is generators/box/manifests.py apply_all (sync-wave order,
+raises it by one. The box's sync is box/manifests.py apply_all (sync-wave order,
 Force=true,Replace=true honoured as Argo CD does).
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from generators.box.kube import is_true
+from box.kube import is_true
 from tests.support import ROOT
 from tests.support.box import SceneRun
 

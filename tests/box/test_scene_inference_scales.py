@@ -5,7 +5,7 @@ through the CLI. Every actor is the real one: the rendered prometheus-adapter v0
 rendered arguments and ConfigMap, as its ServiceAccount, registered with the kube-apiserver's
 aggregator by the rendered APIService), kube-controller-manager's HPA, Deployment and
 ReplicaSet controllers, kube-scheduler, the overflow gate and KWOK. The load series is
-synthetic (generators/box/series.py). Expected numbers are staging's spec, worked by hand
+synthetic (box/series.py). Expected numbers are staging's spec, worked by hand
 (environments/staging.yaml): chat-api min 2 / max 12, averageValue 4; pool infer-l40s 8
 nodes of 8 GPUs; provider mock 8 GPUs. A replica takes a whole node (8 GPUs), so the pool
 holds 8, the mock 1: the scene asks for 9 = min(12, 8 + 1) with a load of 9 x 4 = 36.
@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from generators.box.kube import wait_for
+from box.kube import wait_for
 from tests.support.box import SceneRun
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]

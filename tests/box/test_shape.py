@@ -1,7 +1,7 @@
 """What `box up` builds before any process starts: the scaled spec and the KWOK nodes.
 
 Expected values are the spec's numbers (environments/*.yaml) and the placement rule of
-generators/box/nodes.py (racks of 4 hosts, 2 racks per IB block), written here as literals.
+box/nodes.py (racks of 4 hosts, 2 racks per IB block), written here as literals.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from generators.box.nodes import BOX_LABEL, KWOK_ANNOTATION, environment_nodes
-from generators.box.scale import ScaleError, scaled_checkout
-from generators.box.state import BOX_DIR_ENV
+from box.nodes import BOX_LABEL, KWOK_ANNOTATION, environment_nodes
+from box.scale import ScaleError, scaled_checkout
+from box.state import BOX_DIR_ENV
 from generators.model.load import load
 from generators.pipeline.render import objects, render_tree
 from tests.support import ROOT

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from generators.box.scale import scaled_checkout
-from generators.box.speed import SpeedError, seconds_of
+from box.scale import scaled_checkout
+from box.speed import SpeedError, seconds_of
 from generators.model.load import load
 from generators.pipeline.render import objects, render_tree
 from tests.support import ROOT
@@ -78,7 +78,7 @@ def test_the_cli_refuses_a_speed_below_one(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from generators.box.state import BOX_DIR_ENV
+    from box.state import BOX_DIR_ENV
 
     done = subprocess.run(
         [sys.executable, str(ROOT / "generate.py"), "box", "up", "staging", "--speed", "0"],

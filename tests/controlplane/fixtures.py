@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from generators.box.daemon import Daemon
-from generators.box.kueue import rendered_configuration, start_kueue
-from generators.box.manifests import (
+from box.daemon import Daemon
+from box.kube import Kube, Obj
+from box.kueue import rendered_configuration, start_kueue
+from box.manifests import (
     apply_all,
     ensure_external_namespaces,
     environment_files,
@@ -30,7 +31,6 @@ from generators.box.manifests import (
     remove_all,
 )
 from tests.controlplane.harness import ControlPlane
-from tests.controlplane.kube import Kube, Obj
 from tests.support import tools
 from tests.support.scratch import write_environment
 

@@ -15,8 +15,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from generators.box import pki
-from generators.box.daemon import Daemon, free_port
+from box import pki
+from box.daemon import Daemon, free_port
 from tools.toolchain import tool_path
 
 ETCD_READY_SECONDS = 60

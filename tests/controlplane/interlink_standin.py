@@ -33,7 +33,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from generators.box.httpd import Background
+from box.httpd import Background
 
 Obj = dict[str, Any]
 

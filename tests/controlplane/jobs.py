@@ -12,8 +12,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from generators.box.scenes.workloads import workload_of
-from tests.controlplane.kube import Kube, Obj, condition, is_true, wait_for
+from box.kube import Kube, Obj, condition, is_true, wait_for
+from box.scenes.workloads import workload_of
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from tests.controlplane.kube import Kube, Obj, wait_for
+from box.kube import Kube, Obj, wait_for
 
 GPU = "nvidia.com/gpu"
 CONTAINER = {"name": "server", "image": "registry.example/vllm:1"}

@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from generators.layout import environment_names
-from tests.controlplane.kube import Kube, Obj
-from tests.controlplane.manifests import (
+from box.kube import Kube, Obj
+from box.manifests import (
     REPO_ROOT,
     apply_all,
     ensure_external_namespaces,
@@ -23,6 +22,7 @@ from tests.controlplane.manifests import (
     in_sync_wave_order,
     remove_all,
 )
+from generators.layout import environment_names
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 

@@ -24,13 +24,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from box.daemon import Daemon
+from box.kube import Kube, Obj, refusal, wait_for
+from box.manifests import REPO_ROOT, environment_objects
 from generators.layout import environment_names
 from generators.model.load import load
-from tests.controlplane.daemon import Daemon
 from tests.controlplane.fixtures import applied, require_tools
 from tests.controlplane.harness import ControlPlane
-from tests.controlplane.kube import Kube, Obj, refusal, wait_for
-from tests.controlplane.manifests import REPO_ROOT, environment_objects
 from tests.controlplane.overflow_scene import (
     OLD_ENOUGH,
     PodSpec,

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
+from box.kube import Kube, wait_for
+from box.manifests import REPO_ROOT, environment_objects
 from tests.controlplane.harness import ControlPlane
-from tests.controlplane.kube import Kube, wait_for
-from tests.controlplane.manifests import REPO_ROOT, environment_objects
 from tests.controlplane.overflow_scene import Gate, gates, make_ready_node
 from tests.gate.conftest import METRIC, Exporter, exporter, prometheus_url  # noqa: F401 (fixtures)
 from tests.gate.program import GateProgram, gate_program

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.controlplane.daemon import port_open
+from box.daemon import port_open
+from box.kube import Kube, is_true, purge_namespaces
+from box.manifests import crd_documents
 from tests.controlplane.fixtures import CONTROL_PLANE_TOOLS, require_tools
 from tests.controlplane.harness import ControlPlane
-from tests.controlplane.kube import Kube, is_true, purge_namespaces
-from tests.controlplane.manifests import crd_documents
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 

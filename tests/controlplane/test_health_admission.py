@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
+from box.kube import Kube, Obj, refusal, wait_for
+from box.manifests import REPO_ROOT, environment_objects
 from generators.components.priorities import inference_namespaces
 from generators.model.environment import Environment
 from generators.model.health import POOL_LABEL, REASON_ANNOTATION, SINCE_ANNOTATION, TAINT_KEY
 from generators.model.load import load
 from tests.controlplane.fixtures import applied
-from tests.controlplane.kube import Kube, Obj, refusal, wait_for
-from tests.controlplane.manifests import REPO_ROOT, environment_objects
 from tests.controlplane.overflow_scene import make_ready_node
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]

@@ -58,12 +58,12 @@ import yaml
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-from tests.controlplane.daemon import Daemon, free_port
+from box.daemon import Daemon, free_port
+from box.kube import Kube, Obj, is_true, wait_for
+from box.manifests import REPO_ROOT, environment_objects
 from tests.controlplane.fixtures import applied, require_tools
 from tests.controlplane.harness import ControlPlane
 from tests.controlplane.interlink_standin import InterLinkStandIn
-from tests.controlplane.kube import Kube, Obj, is_true, wait_for
-from tests.controlplane.manifests import REPO_ROOT, environment_objects
 from tests.controlplane.overflow_scene import wait_node_labelled
 from tests.gate.conftest import METRIC, Exporter, exporter, prometheus_url  # noqa: F401 (fixtures)
 from tests.support import GATE_DIR

@@ -14,12 +14,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from generators.box.scenes.workloads import workload_of
+from box.kube import Kube, Obj, condition, is_true, wait_true
+from box.manifests import apply_all, environment_objects
+from box.scenes.workloads import workload_of
 from tests.controlplane import jobs
 from tests.controlplane.fixtures import KueueScene, kueue_scene
 from tests.controlplane.harness import ControlPlane
-from tests.controlplane.kube import Kube, Obj, condition, is_true, wait_true
-from tests.controlplane.manifests import apply_all, environment_objects
 from tests.support.scratch import write_environment
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]

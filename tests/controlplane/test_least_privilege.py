@@ -31,9 +31,9 @@ from trainyard_gate.overflow.policy import Gate
 from trainyard_gate.runtime.nodes import KubeNodes, Want
 from trainyard_gate.runtime.reader import Taint
 
+from box.kube import Kube, Obj, wait_for
+from box.manifests import REPO_ROOT, environment_objects
 from tests.controlplane.fixtures import applied
-from tests.controlplane.kube import Kube, Obj, wait_for
-from tests.controlplane.manifests import REPO_ROOT, environment_objects
 from tests.controlplane.overflow_scene import make_ready_node, virtual_node_names, wait_node_labelled
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]

@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.controlplane import pki
-from tests.controlplane.daemon import Daemon, free_port
+from box import pki
+from box.daemon import Daemon, free_port
+from box.kube import Kube, Obj, is_true
+from box.manifests import REPO_ROOT, environment_objects
 from tests.controlplane.fixtures import applied
 from tests.controlplane.harness import ControlPlane
-from tests.controlplane.kube import Kube, Obj, is_true
-from tests.controlplane.manifests import REPO_ROOT, environment_objects
 from tests.controlplane.overflow_scene import wait_node_labelled
 from tests.controlplane.test_interlink_vk import rendered, service_account_kubeconfig, with_flags
 from tests.support import tool

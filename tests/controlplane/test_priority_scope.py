@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 
+from box.kube import Kube, Obj, refusal, wait_for
+from box.manifests import REPO_ROOT, environment_objects
 from tests.controlplane.fixtures import applied
-from tests.controlplane.kube import Kube, Obj, refusal, wait_for
-from tests.controlplane.manifests import REPO_ROOT, environment_objects
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 

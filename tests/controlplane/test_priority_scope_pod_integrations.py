@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 
+from box.kube import Kube, Obj, wait_for
+from box.manifests import REPO_ROOT
 from generators.model.load import load
 from generators.pipeline.render import objects as objects_of
 from generators.pipeline.render import render_tree
 from tests.controlplane.fixtures import applied
-from tests.controlplane.kube import Kube, Obj, wait_for
-from tests.controlplane.manifests import REPO_ROOT
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 

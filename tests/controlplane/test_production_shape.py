@@ -30,16 +30,16 @@ from typing import Any
 import pytest
 import yaml
 
+from box.daemon import Daemon
+from box.kube import Kube, Obj, refusal, wait_for, wait_true
+from box.kueue import rendered_configuration, start_kueue
+from box.manifests import REPO_ROOT, environment_files, environment_objects
 from generators.model.environment import Environment
 from generators.model.load import load
 from generators.model.types import Pool
 from tests.controlplane import jobs
-from tests.controlplane.daemon import Daemon
 from tests.controlplane.fixtures import applied, require_tools
 from tests.controlplane.harness import ControlPlane
-from tests.controlplane.kube import Kube, Obj, refusal, wait_for, wait_true
-from tests.controlplane.kueue_controller import rendered_configuration, start_kueue
-from tests.controlplane.manifests import REPO_ROOT, environment_files, environment_objects
 from tests.controlplane.overflow_scene import make_ready_node
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]

@@ -6,7 +6,7 @@ it: the pinned build (tools/install.py, from ../shared/src/prometheus-adapter-v0
 runs with the committed rendered/staging/monitoring/ Deployment's arguments and ConfigMap,
 as the rendered ServiceAccount (a TokenRequest token; the rendered auth-delegator and
 auth-reader bindings applied to a real kube-apiserver), against the pinned Prometheus
-scraping a synthetic exporter (generators/box/series.py; values are literals of this test).
+scraping a synthetic exporter (box/series.py; values are literals of this test).
 The request is the one the HPA controller makes (the rendered HPA's metric name, namespace
 and selector) and the expected values are this test's literals: the series that match the
 HPA's namespace and selector summed, nothing else (a series of another Deployment and one of
@@ -25,11 +25,11 @@ from typing import Any
 import pytest
 import yaml
 
-from generators.box import adapter as box_adapter
-from generators.box.daemon import Daemon
-from generators.box.kube import Kube
-from generators.box.monitoring import query
-from generators.box.series import SyntheticSeries
+from box import adapter as box_adapter
+from box.daemon import Daemon
+from box.kube import Kube
+from box.monitoring import query
+from box.series import SyntheticSeries
 from tests.controlplane.harness import ControlPlane
 from tests.support import ROOT, tools
 from tests.support.prometheus import prometheus_server

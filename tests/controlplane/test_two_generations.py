@@ -16,10 +16,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from box.kube import Kube, Obj
 from tests.controlplane import jobs
 from tests.controlplane.fixtures import KueueScene, kueue_scene
 from tests.controlplane.harness import ControlPlane
-from tests.controlplane.kube import Kube, Obj
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 

@@ -15,7 +15,7 @@ import requests
 from kubernetes import client
 from trainyard_gate.runtime.nodes import core_api
 
-from generators.box.httpd import Background, exposition_handler
+from box.httpd import Background, exposition_handler
 from tests.support.httpserver import QuietHTTPServer
 from tests.support.prometheus import prometheus_server
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from generators.box.daemon import Daemon
+from box.daemon import Daemon
 from tests.support import GATE_DIR, free_port
 from tests.support.kubeconfig import unreachable_kubeconfig
 

@@ -29,8 +29,8 @@ from trainyard_gate.overflow.metrics import GateMetrics
 from trainyard_gate.overflow.policy import Gate, parse
 from trainyard_gate.runtime.nodes import KubeNodes
 
-from tests.controlplane.kube import Kube, wait_for
-from tests.controlplane.manifests import REPO_ROOT, environment_objects
+from box.kube import Kube, wait_for
+from box.manifests import REPO_ROOT, environment_objects
 
 from .conftest import METRIC, Exporter
 from .fleet import TAINT, Fleet, patches

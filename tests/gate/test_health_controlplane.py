@@ -31,8 +31,8 @@ from typing import Any
 import pytest
 import yaml
 
+from box.kube import Kube, wait_for
 from tests.controlplane.harness import ControlPlane
-from tests.controlplane.kube import Kube, wait_for
 from tests.support import ROOT
 from tests.support.prometheus import Prometheus, prometheus_server
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from generators.box.manifests import crd_documents
+from box.manifests import crd_documents
 from generators.gitops import immutable
 from generators.gitops.syncoptions import ANNOTATION
 from generators.validation.pinned_crds import resolve_crd_dir

@@ -24,9 +24,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from box.kube import Kube, Obj, wait_for
 from generators.model.environment import Environment
 from generators.model.types import Pool
-from tests.controlplane.kube import Kube, Obj, wait_for
 from tests.controlplane.overflow_scene import make_ready_node, timestamp
 
 SUBNET = "192.0.2."  # TEST-NET-1: node .10 and up, kube-state-metrics' pod .200

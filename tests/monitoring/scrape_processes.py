@@ -39,8 +39,8 @@ from typing import Any
 import requests
 import yaml
 
-from generators.box.httpd import Background
-from tests.controlplane.daemon import Daemon, free_port
+from box.daemon import Daemon, free_port
+from box.httpd import Background
 from tests.monitoring import servicemonitor
 from tests.monitoring.scrape_cluster import NodePlan
 from tests.support import tool

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from box.daemon import Daemon
+from box.kube import Kube, wait_for
 from generators.model.environment import Environment
 from generators.model.load import load
 from generators.model.types import Pool
-from tests.controlplane.daemon import Daemon
-from tests.controlplane.kube import Kube, wait_for
 from tests.monitoring import scrape_cluster as cluster
 from tests.monitoring import scrape_processes as procs
 from tests.monitoring.stack_chart import KSM_SOURCE, NODE_EXPORTER_SOURCE, Rendered, render, values_file

@@ -47,9 +47,9 @@ from trainyard_gate.overflow.policy import parse as parse_gate
 from trainyard_gate.runtime.prometheus import PrometheusClient
 from trainyard_gate.runtime.reader import PrometheusEndpoint
 
+from box.kube import Kube
 from generators.layout import environment_names
 from generators.validation.promql_ast import parse, selectors
-from tests.controlplane.kube import Kube
 from tests.monitoring import scrape_stack, servicemonitor
 from tests.monitoring.scrape_cluster import GPU_POD_REQUEST
 from tests.monitoring.scrape_processes import container_port

@@ -3,7 +3,7 @@
 - where things are: `ROOT` (the repository), `CORPUS` (tests/corpus), `GATE_DIR` (gate/,
   the controller's own program; pytest puts it on sys.path through `pythonpath` in
   pyproject.toml, so `import trainyard_gate` works in any test without a sys.path edit);
-- `free_port()`: the cluster in a box's (generators/box/daemon.py), one definition;
+- `free_port()`: the cluster in a box's (box/daemon.py), one definition;
 - a pinned tool or archive: `tool("helm")`, `tools("etcd", "kube-apiserver")`,
   `archive("kueue-0.19.2.tgz")`. A missing one FAILS the test with the install command
   (ToolNotInstalled's message), never skips: CI and `make test` provision every pin;
@@ -28,7 +28,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from generators.box.daemon import free_port
+from box.daemon import free_port
 from tools.toolchain import ToolNotInstalled, archive_path, tool_path
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from generators.box.kube import Kube
-from generators.box.state import BOX_DIR_ENV, State
+from box.kube import Kube
+from box.state import BOX_DIR_ENV, State
 from tests.support import ROOT, tools
 
-# Every pinned build `box up` may run (generators/box/up.py; the adapter and the
+# Every pinned build `box up` may run (box/up.py; the adapter and the
 # descheduler only for an environment that renders them): a missing one fails the module
 # before a box starts, with the install command.
 BOX_TOOLS = (
@@ -76,7 +76,7 @@ class UpBox:
 
     @property
     def folder(self) -> Path:
-        """The run directory (generators/box/state.py run_dir)."""
+        """The run directory (box/state.py run_dir)."""
         return self.box_dir / self.env
 
     @functools.cached_property

@@ -15,7 +15,7 @@ from typing import Any
 
 import requests
 
-from generators.box.daemon import Daemon
+from box.daemon import Daemon
 from tests.support import free_port, tool
 
 READY_SECONDS = 60  # a margin for a machine whose cores other work keeps busy

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from generators.box.httpd import Background
+from box.httpd import Background
 from generators.validation.pinned_crds import (
     CRDS_ENV,
     FETCH_COMMAND,

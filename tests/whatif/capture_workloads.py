@@ -20,12 +20,12 @@ import sys
 import time
 from pathlib import Path
 
-from generators.box.up import down, up
+from box.up import down, up
 from generators.model.load import load as load_env
-from generators.whatif.replay import KUEUE_API, RUN_LABEL, job_object, replay
-from generators.whatif.trace import load
 from tests.support import ROOT
 from tools.toolchain import tool_path
+from whatif.replay import KUEUE_API, RUN_LABEL, job_object, replay
+from whatif.trace import load
 
 ENV = "staging"
 SPEED = 10

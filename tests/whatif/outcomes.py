@@ -4,7 +4,7 @@ figures from the comment below."""
 
 from __future__ import annotations
 
-from generators.whatif.report import Outcome, Preemption
+from whatif.report import Outcome, Preemption
 
 # Team a: a1 waits 0 and holds 16 GPUs for 1800 s (8 GPU-hours); a2 waits 600 and is preempted
 # once after 900 s (4 GPU-hours of 16 GPUs), readmitted 300 s later and holds 1800 s more

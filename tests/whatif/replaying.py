@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from generators.model.load import load as load_env
-from generators.whatif.replay import Replayed, replay
-from generators.whatif.report import Outcome
-from generators.whatif.run import parts_of
-from generators.whatif.trace import load
 from tests.support import ROOT
 from tests.support.box import module_box
+from whatif.replay import Replayed, replay
+from whatif.report import Outcome
+from whatif.run import parts_of
+from whatif.trace import load
 
 ENV = "staging"
 SPEED = 10
@@ -30,7 +30,7 @@ def box_at(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, speed: int
 ) -> Iterator[object]:
     """A module's own box of staging at `speed` (tests/support/box.py), as the `Box` that `up` returns."""
-    from generators.box.up import Box, rendered
+    from box.up import Box, rendered
     from generators.pipeline.render import objects
 
     with module_box(request, tmp_path_factory, ENV, speed=speed) as up:
@@ -39,7 +39,7 @@ def box_at(
 
 
 def replay_trace(box: object, name: str, speed: int = SPEED) -> Replayed:
-    from generators.box.up import Box
+    from box.up import Box
 
     assert isinstance(box, Box)
     trace = load(HERE / name, f"tests/whatif/{name}", load_env(ROOT, ENV))

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from generators.box.state import BOX_DIR_ENV
+from box.state import BOX_DIR_ENV
 from tests.support import ROOT, tools
 from tests.support.box import BOX_TOOLS, log_tails
 from tests.whatif.scratch import committed, shares_change
@@ -78,7 +78,7 @@ def test_a_shares_change_shows_whose_jobs_wait_and_what_is_no_longer_preempted(t
         check=False,
     )
     print(done.stdout)
-    # a failed `up` keeps its box's logs (generators/box/up.py); the tmp folder keeps them
+    # a failed `up` keeps its box's logs (box/up.py); the tmp folder keeps them
     assert done.returncode == 0, done.stderr[-5000:] + log_tails(tmp_path / "boxes")
     rows = {
         line.split(" | ")[0].strip("| "): [c.strip(" |") for c in line.split(" | ")]

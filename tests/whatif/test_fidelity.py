@@ -1,4 +1,4 @@
-"""Fidelity of the replay (generators/whatif/replay.py) on the real controllers: a trace whose
+"""Fidelity of the replay (whatif/replay.py) on the real controllers: a trace whose
 waits can be worked out by hand gives those waits, the same trace twice gives the same
 figures, and a reclaim shows who preempted whom.
 
@@ -81,12 +81,8 @@ from datetime import datetime
 
 import pytest
 
-from generators.box.kube import wait_for
+from box.kube import wait_for
 from generators.model.load import load as load_env
-from generators.whatif.replay import JOB_LABEL, KUEUE_API, RUN_LABEL, Replayed, replay
-from generators.whatif.report import Cut, Outcome, Side, pool_use, spill
-from generators.whatif.run import parts_of, side_of
-from generators.whatif.trace import load
 from tests.support import ROOT
 from tests.whatif.replaying import (
     ANALYTIC_WAITS,
@@ -98,6 +94,10 @@ from tests.whatif.replaying import (
     by_job,
     replay_trace,
 )
+from whatif.replay import JOB_LABEL, KUEUE_API, RUN_LABEL, Replayed, replay
+from whatif.report import Cut, Outcome, Side, pool_use, spill
+from whatif.run import parts_of, side_of
+from whatif.trace import load
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 NOISE = 6 * SPEED
@@ -170,7 +170,7 @@ def test_pool_utilisation_counts_the_pods_where_the_scheduler_bound_them(
 
 
 def test_the_inference_curve_scales_the_service_and_spills_to_the_provider(box: object) -> None:
-    from generators.box.up import Box
+    from box.up import Box
 
     assert isinstance(box, Box)
     replayed = replay_trace(box, "inference.yaml")
@@ -214,7 +214,7 @@ def test_a_reclaim_names_the_preemptor_and_the_victim(box: object) -> None:
     assert (quarantine.node, quarantine.pool, quarantine.reason) == (first_e1.node, "train-h100", "xid")
     assert killed_at - EARLY <= quarantine.start <= killed_at + QUARANTINED_WITHIN, (quarantine, e1)
     assert quarantine.end == replayed.span, quarantine  # still quarantined when the replay ended
-    from generators.box.up import Box
+    from box.up import Box
 
     assert isinstance(box, Box)
     kube = box.client()
@@ -235,7 +235,7 @@ def test_a_reclaim_names_the_preemptor_and_the_victim(box: object) -> None:
 
 
 def test_the_replay_stops_at_the_horizon(box: object) -> None:
-    from generators.box.up import Box
+    from box.up import Box
 
     assert isinstance(box, Box)
     trace = load(HERE / "horizon.yaml", "tests/whatif/horizon.yaml", load_env(ROOT, "staging"))

@@ -29,8 +29,8 @@ import pytest
 
 from generators.cli import main
 from generators.model.load import load as load_env
-from generators.whatif.trace import Job, load
 from tests.support import ROOT
+from whatif.trace import Job, load
 
 HERE = Path(__file__).parent
 WORKLOADS = HERE / "fixtures" / "workloads.json"

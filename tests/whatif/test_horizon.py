@@ -1,4 +1,4 @@
-"""The horizon (`simulate --until SECONDS`, or the trace's `until:`; generators/whatif/horizon.py):
+"""The horizon (`simulate --until SECONDS`, or the trace's `until:`; whatif/horizon.py):
 the replay stops at that trace second and every figure is cut there. Unit tests with literals
 (no box) for the cut accounting, the trace key and the command line's one-line errors. The box
 test that the replay stops there on the real controllers runs on test_fidelity.py's box
@@ -13,10 +13,10 @@ import pytest
 
 from generators import cli
 from generators.errors import SpecError
-from generators.whatif import horizon
-from generators.whatif.report import Bound, Cut, Quarantine, Side, text
-from generators.whatif.trace import load
 from tests.whatif.outcomes import A1, A2, B1, B2
+from whatif import horizon
+from whatif.report import Bound, Cut, Quarantine, Side, text
+from whatif.trace import load
 
 # tests/whatif/outcomes.py's scenario (a1 holds 0 to 1800; a2 arrives at 0, holds 600 to
 # 1500, is preempted by b1 at 1500, holds again 1800 to 3600; b1 arrives at 1000, holds 1200

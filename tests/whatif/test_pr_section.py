@@ -131,7 +131,7 @@ def test_simulate_without_a_trace_takes_the_specs_or_refuses(capsys: pytest.Capt
 def test_a_trace_without_a_speed_replays_at_the_documented_default(tmp_path: Path) -> None:
     """docs/whatif.md "Fidelity": 20, the highest speed the sweep held, for the PR's replay and
     for `simulate` alike (one number: the schema's default of whatif.speed)."""
-    from generators.commands.simulate import default_speed
+    from whatif.simulate_command import default_speed
 
     repo = committed(tmp_path / "repo", ("environments", "traces"))
     spec = repo / "environments" / "staging.yaml"

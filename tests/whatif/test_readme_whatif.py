@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import re
 
-from generators.whatif.report import HEADER
 from tests.support import ROOT
+from whatif.report import HEADER
 
 BEGIN = "<!-- readme-whatif: a run's output, checked by tests/whatif/test_readme_whatif.py -->"
 END = "<!-- /readme-whatif -->"
@@ -39,7 +39,7 @@ def block() -> str:
 
 
 def seconds(text: str) -> int:
-    """42s, 4m05s, 1h05m (generators/whatif/report.py duration) in seconds."""
+    """42s, 4m05s, 1h05m (whatif/report.py duration) in seconds."""
     parts = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", text)
     assert parts is not None and text, text
     hours, minutes, secs = (int(p or 0) for p in parts.groups())

@@ -1,11 +1,12 @@
-"""The report's arithmetic (generators/whatif/report.py) on outcomes written by hand; every
+"""The report's arithmetic (whatif/report.py) on outcomes written by hand; every
 expected figure is worked out in the comment beside it."""
 
 from __future__ import annotations
 
 import json
 
-from generators.whatif.report import (
+from tests.whatif.outcomes import A1, A2, B1, B2
+from whatif.report import (
     Bound,
     Outcome,
     PoolUse,
@@ -24,7 +25,6 @@ from generators.whatif.report import (
     summary,
     text,
 )
-from tests.whatif.outcomes import A1, A2, B1, B2
 
 
 def test_nearest_rank() -> None:

@@ -1,4 +1,4 @@
-"""The base side of `simulate --base REF` (generators/whatif/run.py): environments/ as git
+"""The base side of `simulate --base REF` (whatif/run.py): environments/ as git
 holds it at REF, written into a checkout the box renders; checked against `git show`."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 
 from generators.diff.gitref import GitError
 from generators.model.load import load
-from generators.whatif.run import base_checkout
 from tests.support import ROOT
+from whatif.run import base_checkout
 
 
 def test_the_base_checkout_holds_environments_as_committed(tmp_path: Path) -> None:

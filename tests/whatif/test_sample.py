@@ -11,17 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from generators.box.scale import scaled_checkout
+from box.scale import scaled_checkout
 from generators.model.load import load as load_env
-from generators.whatif.sample import sample
-from generators.whatif.trace import load
 from tests.support import ROOT
+from whatif.sample import sample
+from whatif.trace import load
 
 
 def test_the_shipped_trace_is_what_its_script_draws() -> None:
     shipped = (ROOT / "traces" / "staging.yaml").read_text(encoding="utf-8")
     assert sample(load_env(ROOT, "staging"), inference=True) == shipped, (
-        "regenerate: python -m generators.whatif.sample staging --inference > traces/staging.yaml"
+        "regenerate: python -m whatif.sample staging --inference > traces/staging.yaml"
     )
 
 
@@ -68,7 +68,7 @@ def test_dev_and_prod_traces_are_what_the_script_draws_and_hold_the_figures(name
         root = scaled_checkout(ROOT, name, scale, Path(temp) / "c") if scale > 1 else ROOT
         env = load_env(root, name)
         assert sample(env, scale=scale) == shipped.read_text(encoding="utf-8"), (
-            f"regenerate: python -m generators.whatif.sample {name}"
+            f"regenerate: python -m whatif.sample {name}"
             + (f" --scale {scale}" if scale > 1 else "")
             + f" > traces/{name}.yaml"
         )

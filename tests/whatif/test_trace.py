@@ -1,4 +1,4 @@
-"""The trace loader (generators/whatif/trace.py): what it accepts, and the one line it prints
+"""The trace loader (whatif/trace.py): what it accepts, and the one line it prints
 for each mistake (file:line:col: error: what (trace path); hint), checked as literals. The
 environment is the shipped staging (teams foundation, research, evals; tiers
 training-critical and training; train-h100 with 8 GPUs per node and a rack level)."""
@@ -13,8 +13,8 @@ from generators import cli
 from generators.errors import SpecError
 from generators.model.environment import Environment
 from generators.model.load import load as load_env
-from generators.whatif.trace import Trace, load
 from tests.support import ROOT
+from whatif.trace import Trace, load
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,145 @@
+"""etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK, started by kwokctl.
+
+kwokctl's binary runtime (sigs.k8s.io/kwok v0.8.0) runs every component as a plain process
+from the binaries it is given: a local path is symlinked into the cluster's folder
+(pkg/utils/file/download.go, getCacheOrDownload: a source with no http(s) scheme is used as
+is), so with all five `--*-binary` flags pointing at the pinned builds of tools/install.py it
+never touches the network. It also writes the PKI, the components' kubeconfigs and the
+kwok-controller's configuration, which is the wiring a hand-written harness would have to
+copy. Its Stages are given (kwok-stages.yaml beside this file: its defaults, with a
+pod-complete that can hold a Job pod Running for a set time), since kwokctl keeps none of its
+defaults once its configuration holds one (pkg/kwokctl/runtime/cluster.go). Decided over
+extending tests/controlplane/harness.py for that reason (docs/controlplane.md, "Cluster in a
+box").
+
+Everything lives under the run directory (KWOK_WORKDIR), never in ~/.kwok; `--kubeconfig=`
+keeps ~/.kube/config untouched; every listener binds 127.0.0.1 (kwokctl's default is
+0.0.0.0, wrong on a shared machine).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from box.daemon import group_alive, stop_group
+from tools.toolchain import tool_path
+
+# KWOK's Stages (its defaults, pod-complete holding a Job pod for its annotation's time).
+STAGES = Path(__file__).with_name("kwok-stages.yaml")
+CREATE_SECONDS = 600  # a cold apiserver start on 2 busy cores installs ~100 built-in types
+BINARY_FLAGS = {
+    "etcd": "--etcd-binary",
+    "kube-apiserver": "--kube-apiserver-binary",
+    "kube-controller-manager": "--kube-controller-manager-binary",
+    "kube-scheduler": "--kube-scheduler-binary",
+    "kwok": "--kwok-controller-binary",
+}
+
+
+class ClusterError(RuntimeError):
+    """kwokctl failed; the message ends with its output."""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """One kwokctl cluster named `name` whose state lives in `workdir` (KWOK_WORKDIR)."""
+
+    name: str
+    workdir: Path
+
+    @property
+    def folder(self) -> Path:
+        return self.workdir / "clusters" / self.name
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.folder / "kubeconfig.yaml"
+
+    @property
+    def config_path(self) -> Path:
+        return self.workdir / "kwokctl.yaml"
+
+    def _run(self, *args: str, timeout: float) -> str:
+        env = {**os.environ, "KWOK_WORKDIR": str(self.workdir)}
+        argv = [str(tool_path("kwokctl")), "--name", self.name, "--config", str(self.config_path), *args]
+        done = subprocess.run(
+            argv,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+        if done.returncode != 0:
+            raise ClusterError(
+                f"kwokctl {' '.join(args[:2])} failed ({done.returncode}):\n"
+                f"{(done.stdout + done.stderr)[-4000:]}"
+            )
+        return done.stdout + done.stderr
+
+    def create(self, apiserver_args: dict[str, str] | None = None) -> None:
+        """Create and start the cluster, and wait until kwokctl reports it ready."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        patches = [
+            {
+                "name": "kube-apiserver",
+                "extraArgs": [{"key": k, "value": v} for k, v in sorted((apiserver_args or {}).items())],
+            }
+        ]
+        config = {
+            "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+            "kind": "KwokctlConfiguration",
+            # kubectl: kwokctl's readiness check (`--wait`) runs `kubectl get --raw /healthz`,
+            # and would download one from dl.k8s.io without this.
+            "options": {
+                "bindAddress": "127.0.0.1",
+                "runtime": "binary",
+                "kubectlBinary": str(tool_path("kubectl")),
+            },
+            "componentsPatches": patches if apiserver_args else [],
+        }
+        # One file, several documents: kwokctl reads the Stages beside its configuration.
+        self.config_path.write_text(
+            yaml.safe_dump(config) + "---\n" + STAGES.read_text(encoding="utf-8"), encoding="utf-8"
+        )
+        binaries = [f"{flag}={tool_path(tool)}" for tool, flag in BINARY_FLAGS.items()]
+        self._run(
+            "create",
+            "cluster",
+            "--runtime",
+            "binary",
+            "--kubeconfig=",
+            "--quiet-pull",
+            f"--wait={CREATE_SECONDS}s",
+            *binaries,
+            timeout=CREATE_SECONDS + 60,
+        )
+
+    def component_pids(self) -> dict[str, int]:
+        """Component -> pid, from the pid files kwokctl writes (each is its own session)."""
+        pids = {}
+        for path in sorted((self.folder / "pids").glob("*.pid")):
+            text = path.read_text(encoding="utf-8").strip()
+            if text.isdigit():
+                pids[path.stem] = int(text)
+        return pids
+
+    def delete(self) -> None:
+        """Stop every component and remove the cluster's folder; verify no process is left.
+
+        kwokctl's own `delete cluster` stops the components; whatever it leaves (it signals
+        and does not wait) is stopped here by its session, which kwokctl gave each one."""
+        pids = self.component_pids()
+        if self.folder.exists():
+            with contextlib.suppress(ClusterError):  # the processes are stopped below by pid anyway
+                self._run("delete", "cluster", timeout=120)
+        for component, pid in pids.items():
+            if group_alive(pid):
+                stop_group(component, pid)
