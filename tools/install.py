@@ -306,6 +306,14 @@ def _tools() -> dict[str, Tool]:
             "main.buildVersion",
             smoke=("version",),
         ),
+        Tool(
+            "jobset",
+            simple("jobset", "sigs.k8s.io/jobset"),
+            "sigs.k8s.io/jobset",  # its main package is the module root (main.go)
+            smoke=("--help",),
+            smoke_ok=(0, 2),  # Go's flag package exits 2 after -help
+            smoke_expect="-metrics-bind-address",
+        ),
         command("kube-apiserver", kube, ldflags=k8s_ldflags),
         command("kubectl", kube, ldflags=k8s_ldflags, smoke=("version", "--client")),
         command("kube-scheduler", kube, ldflags=k8s_ldflags),

@@ -55,6 +55,9 @@ PINS: Final[MappingProxyType[str, str]] = MappingProxyType(
         "prometheus-adapter": "v0.12.0",
         # The reference virtual-kubelet with its mock provider (staging's overflow provider).
         "virtual-kubelet": "v1.14.1",
+        # JobSet's controller, the version Kueue v0.19.2 builds against (its go.mod): the box
+        # runs JobSets (and TrainJobs' JobSets) through it.
+        "jobset": "v0.12.0",
     }
 )
 

@@ -27,7 +27,8 @@ from generators.model.environment import Environment
 from generators.model.types import ClusterQueue, FlavorQuota, ResourceKind
 from generators.output import yamlemit
 from generators.output.templating import render
-from generators.upstream import charts, kubernetes
+from generators.upstream import charts, job_kinds, kubernetes
+from generators.upstream.kubernetes import Feature, Mechanism
 
 
 def _weight(weight: float | None) -> str | None:
@@ -166,44 +167,150 @@ def default_level(env: Environment, queue: ClusterQueue) -> str | None:
     return shared[0] if shared and shared[0] != HOSTNAME else None
 
 
+def _escaped(key: str) -> str:
+    """A map key as a JSON Pointer segment (RFC 6901)."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _template_patch(template: str, path: str, level: str) -> str:
+    """CEL: the one JSONPatch giving the pod template at CEL `template` (at the JSON Pointer
+    that the CEL string `path` evaluates to) the preferred-topology annotation, whatever of
+    metadata/annotations it has (a JSONPatch add needs the parent to exist)."""
+    annotation = {PREFERRED_TOPOLOGY: level}
+    key = json.dumps(_escaped(PREFERRED_TOPOLOGY))
+    return (
+        f"(!has({template}.metadata) ? JSONPatch{{op: 'add', path: {path} + '/metadata', "
+        f"value: {{'annotations': {json.dumps(annotation)}}}}} : "
+        f"!has({template}.metadata.annotations) ? JSONPatch{{op: 'add', path: {path} + "
+        f"'/metadata/annotations', value: {json.dumps(annotation)}}} : "
+        f"JSONPatch{{op: 'add', path: {path} + '/metadata/annotations/' + {key}, "
+        f"value: {json.dumps(level)}}})"
+    )
+
+
+def _untopological(template: str) -> str:
+    """CEL: the pod template at `template` names no topology annotation."""
+    annotations = "[" + ", ".join(json.dumps(a) for a in TOPOLOGY_ANNOTATIONS) + "]"
+    return (
+        f"(!has({template}.metadata) || !has({template}.metadata.annotations) || "
+        f"!{annotations}.exists(k, k in {template}.metadata.annotations))"
+    )
+
+
+def _patch_expression(kind: job_kinds.JobKind, level: str) -> str:
+    """CEL: JSONPatches annotating each of `kind`'s pod templates that names no topology
+    (JobSet: each replicated job's; RayJob, RayCluster: the head's and each worker group's)."""
+    if kind is job_kinds.JOBSET:
+        each = "object.spec.replicatedJobs"
+        at = f"'/spec/replicatedJobs/' + string({each}.indexOf(r)) + '/template/spec/template'"
+        template = "r.template.spec.template"
+        return f"{each}.filter(r, {_untopological(template)}).map(r, {_template_patch(template, at, level)})"
+    spec = "object.spec.rayClusterSpec" if kind is job_kinds.RAYJOB else "object.spec"
+    base = "/spec/rayClusterSpec" if kind is job_kinds.RAYJOB else "/spec"
+    head = f"{spec}.headGroupSpec.template"
+    workers = f"{spec}.workerGroupSpecs"
+    at = f"'{base}/workerGroupSpecs/' + string({workers}.indexOf(w)) + '/template'"
+    head_path = json.dumps(f"{base}/headGroupSpec/template")
+    head_patch = f"({_untopological(head)} ? [{_template_patch(head, head_path, level)}] : [])"
+    worker_patches = (
+        f"(has({workers}) ? {workers}.filter(w, {_untopological('w.template')}).map(w, "
+        f"{_template_patch('w.template', at, level)}) : [])"
+    )
+    return f"{head_patch} + {worker_patches}"
+
+
 def default_topology(env: Environment) -> list[Obj]:
-    """Per topology queue, a MutatingAdmissionPolicy giving its Jobs without a topology
-    annotation the queue's preferred level (issue 21 finding 1). From Kubernetes 1.36 only
-    (generators/upstream/kubernetes.py): before, a Job has to ask for a level itself (docs/kueue.md)."""
-    if not kubernetes.has_mutating_admission(env.kubernetes_version):
+    """Per topology queue and enabled job kind (batch Job, JobSet, RayJob, RayCluster: those
+    whose pod templates Kueue reads the topology annotations from, upstream/job_kinds.py), the
+    queue's preferred level for a gang that names no topology (Feature.DEFAULT_TOPOLOGY):
+    from Kubernetes 1.36 a MutatingAdmissionPolicy writes it; below, a ValidatingAdmissionPolicy
+    bound with validationActions [Warn] admits the job with a warning naming the annotation to
+    add. Only integrations the spec enables: Kueue ignores the others."""
+    kinds = job_kinds.enabled(env.kueue.integrations)
+    levels = {q.name: lvl for q in env.cluster_queues if (lvl := default_level(env, q)) is not None}
+    if not kinds or not levels:
         return []
+    mechanism = kubernetes.mechanism(Feature.DEFAULT_TOPOLOGY, env.kubernetes_version)
+    if mechanism is Mechanism.WARN:
+        return warn_topology(env, kinds, levels)
     teams = {t.name: t for t in env.teams}
     objects: list[Obj] = []
     for queue in env.cluster_queues:
-        level = default_level(env, queue)
+        level = levels.get(queue.name)
         if level is None:
             continue
-        name = f"trainyard-default-topology-{queue.name}"
-        annotations = "[" + ", ".join(json.dumps(a) for a in TOPOLOGY_ANNOTATIONS) + "]"
-        template = "object.spec.template"
-        objects += [
-            render(
-                "kueue/default-topology-mutatingadmissionpolicy.yaml.j2",
-                name=name,
-                to_queue=(
-                    f"has(object.metadata.labels) && {json.dumps(QUEUE_LABEL)} in "
-                    f"object.metadata.labels && object.metadata.labels[{json.dumps(QUEUE_LABEL)}]"
-                    f" == {json.dumps(queue.name)}"
-                ),
-                no_topology=(
-                    f"!has({template}.metadata) || !has({template}.metadata.annotations) || "
-                    f"!{annotations}.exists(k, k in {template}.metadata.annotations)"
-                ),
-                apply_expression=(
+        to_queue = (
+            f"has(object.metadata.labels) && {json.dumps(QUEUE_LABEL)} in "
+            f"object.metadata.labels && object.metadata.labels[{json.dumps(QUEUE_LABEL)}]"
+            f" == {json.dumps(queue.name)}"
+        )
+        for kind in kinds:
+            name = f"trainyard-default-topology-{queue.name}"
+            if kind is job_kinds.JOB:
+                # An ApplyConfiguration: a Job has one template, at a typed path.
+                patch_type, expression, no_topology = (
+                    "ApplyConfiguration",
                     "Object{spec: Object.spec{template: Object.spec.template{metadata: "
                     "Object.spec.template.metadata{annotations: "
-                    f"{{{json.dumps(PREFERRED_TOPOLOGY)}: {json.dumps(level)}}}}}}}}}}}"
+                    f"{{{json.dumps(PREFERRED_TOPOLOGY)}: {json.dumps(level)}}}}}}}}}}}",
+                    _untopological("object.spec.template")[1:-1],
+                )
+            else:
+                name += f"-{kind.kind.lower()}"
+                patch_type, expression = "JSONPatch", _patch_expression(kind, level)
+                no_topology = f"variables.templates.exists(t, {_untopological('t')})"
+            objects += [
+                render(
+                    "kueue/default-topology-mutatingadmissionpolicy.yaml.j2",
+                    name=name,
+                    kind=kind,
+                    templates=kind.templates,
+                    to_queue=to_queue,
+                    no_topology=no_topology,
+                    patch_type=patch_type,
+                    expression=expression,
                 ),
-            ),
+                render(
+                    "kueue/mutatingadmissionpolicybinding.yaml.j2",
+                    name=name,
+                    namespaces=teams[queue.team].namespaces,
+                ),
+            ]
+    return objects
+
+
+def warn_topology(env: Environment, kinds: list[job_kinds.JobKind], levels: dict[str, str]) -> list[Obj]:
+    """Below 1.36: per kind, a warning (not a refusal) for a gang sent to a topology queue
+    whose pod templates name no topology, naming the annotation and level to add."""
+    teams = {t.name: t for t in env.teams}
+    namespaces = sorted(
+        {ns for q in env.cluster_queues if q.name in levels for ns in teams[q.team].namespaces}
+    )
+    queue = f"object.metadata.labels[{json.dumps(QUEUE_LABEL)}]"
+    level_of = (
+        "{" + ", ".join(f"{json.dumps(q)}: {json.dumps(lvl)}" for q, lvl in sorted(levels.items())) + "}"
+    )
+    objects: list[Obj] = []
+    for kind in kinds:
+        name = f"trainyard-default-topology-{kind.kind.lower()}"
+        message = (
+            f"'{kind.kind} ' + object.metadata.name + ' names no topology, so Kueue places it host by "
+            f"host: add the annotation {PREFERRED_TOPOLOGY}: ' + {level_of}[{queue}] + ' to its pod "
+            f"templates ({', '.join(kind.paths)}) to keep the gang on as few ' + {level_of}[{queue}] + "
+            f"' domains as fit (Kubernetes {env.kubernetes_version} has no MutatingAdmissionPolicy to "
+            "add it)'"
+        )
+        objects += [
             render(
-                "kueue/mutatingadmissionpolicybinding.yaml.j2",
+                "kueue/default-topology-validatingadmissionpolicy.yaml.j2",
                 name=name,
-                namespaces=teams[queue.team].namespaces,
+                kind=kind,
+                templates=kind.templates,
+                to_queue=f"has(object.metadata.labels) && {json.dumps(QUEUE_LABEL)} in "
+                f"object.metadata.labels && {queue} in {level_of}",
+                expression=f"variables.templates.all(t, !{_untopological('t')})",
+                message=message,
             ),
+            render("kueue/warn-validatingadmissionpolicybinding.yaml.j2", name=name, namespaces=namespaces),
         ]
     return objects

@@ -38,7 +38,8 @@ from generators.model.environment import Environment
 from generators.model.health import Toleration
 from generators.model.types import Tier
 from generators.output.templating import render
-from generators.upstream import kubernetes
+from generators.upstream import job_kinds, kubernetes
+from generators.upstream.kubernetes import Feature, Mechanism
 
 POLICY = "trainyard-training-priority"
 # Class-less training Jobs get the default tier's WorkloadPriorityClass (issue 21 finding 2).
@@ -57,6 +58,8 @@ MANAGED_LABEL = "kueue.x-k8s.io/managed"  # pkg/constants/constants.go:52
 POD_INTEGRATIONS = ("pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset")
 QUARANTINE_TOLERATED = "trainyard-inference-quarantine-tolerations"
 QUARANTINE_REFUSED = "trainyard-training-no-quarantine-tolerations"
+# Below 1.36: inference pods must carry the quarantine tolerations themselves.
+QUARANTINE_REQUIRED = "trainyard-inference-quarantine-tolerations-required"
 
 
 def _cel(value: str) -> str:
@@ -104,7 +107,8 @@ def admission(env: Environment) -> list[Obj]:
     allowed = [t.name for t in env.training_tiers]
     names = "[" + ", ".join(_cel(n) for n in allowed) + "]"
     managed = managed_by_kueue(env)
-    mutating = kubernetes.has_mutating_admission(env.kubernetes_version)
+    require = kubernetes.mechanism(Feature.TRAINING_PRIORITY, env.kubernetes_version) is Mechanism.REQUIRE
+    mutating = not require
     no_mutation = f"(Kubernetes {env.kubernetes_version} has no MutatingAdmissionPolicy to default it)"
     fix = (
         f"remove priorityClassName to get {tier.name}"
@@ -163,21 +167,10 @@ def admission(env: Environment) -> list[Obj]:
                 namespaces=namespaces,
             ),
         ]
-    label = _cel(PRIORITY_CLASS_LABEL)
-    template = "object.spec.template.spec"
-    job_checks = [
-        {
-            "expression": f"!has(object.metadata.labels) || !({label} in object.metadata.labels) || "
-            f"object.metadata.labels[{label}] in {names}",
-            "message": f"'jobs in training namespaces run at a training tier ({', '.join(allowed)}); "
-            f"the label {PRIORITY_CLASS_LABEL} names ' + object.metadata.labels[{label}]",
-        },
-        {
-            "expression": f"!has({template}.priorityClassName) || {template}.priorityClassName == '' || "
-            f"{template}.priorityClassName in {names}",
-            "message": f"'jobs in training namespaces run at a training tier ({', '.join(allowed)}); "
-            f"the pod template names ' + {template}.priorityClassName",
-        },
+    job_policies = [
+        obj
+        for kind in job_kinds.enabled(env.kueue.integrations)
+        for obj in job_policy(env, kind, allowed, names, require)
     ]
     owner = (
         "(has(object.metadata.ownerReferences) && size(object.metadata.ownerReferences) > 0 ? "
@@ -205,12 +198,20 @@ def admission(env: Environment) -> list[Obj]:
             ".template.spec.priorityClassName",
         },
     ]
+    if require:
+        workload_checks.append(
+            {
+                "expression": f"object.spec.podSets.all(p, has({pod_class}) && {pod_class} != '')",
+                "message": f"'workloads in training namespaces name a training tier on every pod template; "
+                f"the pod templates of ' + {owner} + ' name none: set priorityClassName: {tier.name} "
+                f"{no_mutation}, else its pods are refused after it is admitted'",
+            }
+        )
     low_names = _cel_list([low.name])
     low_expression = f"has(object.spec.priorityClassName) && object.spec.priorityClassName in {low_names}"
     return [
         *objects,
-        render("priorities/job-validatingadmissionpolicy.yaml.j2", name=JOB_POLICY, validations=job_checks),
-        render("priorities/validatingadmissionpolicybinding.yaml.j2", name=JOB_POLICY, namespaces=namespaces),
+        *job_policies,
         render(
             "priorities/workload-validatingadmissionpolicy.yaml.j2",
             name=WORKLOAD_TIER_POLICY,
@@ -238,6 +239,70 @@ def admission(env: Environment) -> list[Obj]:
         ),
         render(
             "priorities/validatingadmissionpolicybinding.yaml.j2", name=OUTSIDE_POLICY, namespaces=namespaces
+        ),
+    ]
+
+
+def job_policy_name(kind: job_kinds.JobKind) -> str:
+    return JOB_POLICY if kind is job_kinds.JOB else f"trainyard-training-{kind.kind.lower()}-priority"
+
+
+def sent_to_a_queue(env: Environment) -> str:
+    """CEL: Kueue manages the job (it names a queue, or every job is managed)."""
+    if env.kueue.manage_jobs_without_queue_name:
+        return "true"
+    return f"has(object.metadata.labels) && {_cel(QUEUE_LABEL)} in object.metadata.labels"
+
+
+def job_policy(
+    env: Environment, kind: job_kinds.JobKind, allowed: list[str], names: str, require: bool
+) -> list[Obj]:
+    """A job of `kind` in a training namespace that names an inference class (label or pod
+    template) is refused when it is created; below 1.36 (REQUIRE) so is one sent to a queue
+    whose pod templates name no class: Kueue would admit it, then every pod would be refused
+    while the Workload held its quota until waitForPodsReady evicted it."""
+    label = _cel(PRIORITY_CLASS_LABEL)
+    tiers = ", ".join(allowed)
+    what = f"{kind.kind.lower()}s in training namespaces run at a training tier ({tiers})"
+    klass = "t.spec.priorityClassName"
+    checks = [
+        {
+            "expression": f"!has(object.metadata.labels) || !({label} in object.metadata.labels) || "
+            f"object.metadata.labels[{label}] in {names}",
+            "message": f"'{what}; the label {PRIORITY_CLASS_LABEL} names ' + object.metadata.labels[{label}]",
+        },
+        {
+            "expression": f"variables.templates.all(t, !has({klass}) || {klass} == '' || {klass} in {names})",
+            "message": f"'{what}; the pod template names ' + variables.templates.filter(t, has({klass}) && "
+            f"{klass} != '' && !({klass} in {names}))[0].spec.priorityClassName",
+        },
+    ]
+    if require:
+        tier = env.default_training_tier.name
+        paths = ", ".join(kind.paths)
+        checks.append(
+            {
+                "expression": f"!({sent_to_a_queue(env)}) || "
+                f"variables.templates.all(t, has({klass}) && {klass} != '')",
+                "message": f"'{what}; a pod template of ' + object.metadata.name + ' names no class: set "
+                f"priorityClassName: {tier} on every pod template ({paths}): Kubernetes "
+                f"{env.kubernetes_version} has no MutatingAdmissionPolicy to default it, and Kueue "
+                "would admit the job with pods that are all refused'",
+            }
+        )
+    name = job_policy_name(kind)
+    return [
+        render(
+            "priorities/job-validatingadmissionpolicy.yaml.j2",
+            name=name,
+            kind=kind,
+            templates=kind.templates,
+            validations=checks,
+        ),
+        render(
+            "priorities/validatingadmissionpolicybinding.yaml.j2",
+            name=name,
+            namespaces=env.training_namespaces,
         ),
     ]
 
@@ -287,6 +352,31 @@ def refusal_validations(tolerations: tuple[Toleration, ...]) -> list[dict[str, s
     ]
 
 
+def toleration_yaml(t: Toleration) -> str:
+    return f"{{key: {t.key}, operator: Exists, effect: {t.effect}}}"
+
+
+def required_validations(tolerations: tuple[Toleration, ...], version: str) -> list[dict[str, str]]:
+    """Below 1.36 (REQUIRE): an inference pod, or the template of a Deployment, StatefulSet
+    or Job in an inference namespace, must tolerate each quarantine taint itself; without
+    it a quarantined node would stop taking new inference pods too (docs/health.md)."""
+    checks = []
+    for t in tolerations:
+        key, effect = _cel(t.key), _cel(t.effect)
+        checks.append(
+            {
+                "expression": f"variables.tolerations.exists(t, has(t.key) && t.key == {key} && "
+                "has(t.operator) && t.operator == 'Exists' && "
+                f"(!has(t.effect) || t.effect == '' || t.effect == {effect}))",
+                "message": f"inference pods tolerate the GPU quarantine taint {t.key}: add the toleration "
+                f"{toleration_yaml(t)} to the pod template (Kubernetes {version} has no "
+                "MutatingAdmissionPolicy to add it); a quarantined node then still takes inference",
+                "reason": "Invalid",
+            }
+        )
+    return checks
+
+
 def _cel_list(values: list[str]) -> str:
     return "[" + ", ".join(_cel(v) for v in values) + "]"
 
@@ -298,7 +388,21 @@ def quarantine(env: Environment) -> list[Obj]:
         return []
     objects: list[Obj] = []
     inference = inference_namespaces(env)
-    if inference:
+    require = kubernetes.mechanism(Feature.QUARANTINE_TOLERATION, env.kubernetes_version) is Mechanism.REQUIRE
+    if inference and require:
+        objects += [
+            render(
+                "priorities/tolerations-required-validatingadmissionpolicy.yaml.j2",
+                name=QUARANTINE_REQUIRED,
+                validations=required_validations(tolerations, env.kubernetes_version),
+            ),
+            render(
+                "priorities/validatingadmissionpolicybinding.yaml.j2",
+                name=QUARANTINE_REQUIRED,
+                namespaces=inference,
+            ),
+        ]
+    elif inference:
         objects += [
             render(
                 "priorities/tolerations-mutatingadmissionpolicy.yaml.j2",

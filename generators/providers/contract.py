@@ -51,6 +51,9 @@ class ProviderInput:
     config: Mapping[str, Any]  # the environment's free-form `config`, as written
     credentials_key: str  # file name of the credential inside CREDENTIALS_DIR
     provider_label: str  # the label key gates and affinities select a provider's node by
+    # Taints the program must register its node with besides its own (the closed overflow
+    # gate below Kubernetes 1.36, where no admission policy can add it: upstream/kubernetes.py).
+    born_with: tuple[NodeTaint, ...] = ()
 
     @property
     def credentials_file(self) -> str:
@@ -138,6 +141,9 @@ class Contract(ABC):
     # (with the provider label) is what the gate selects the node by.
     virtual_node_labels: ClassVar[Mapping[str, str]]
     pod_input_scope: ClassVar[PodInputScope]
+    # Whether the program registers its node with the provider label and extra taints of its
+    # own configuration (ProviderInput.born_with): what overflow needs below Kubernetes 1.36.
+    registers_labels_and_taints: ClassVar[bool] = False
 
     @abstractmethod
     def taint(self, p: ProviderInput) -> NodeTaint: ...
@@ -206,6 +212,9 @@ class NodeUtilContract(Contract):
     virtual-kubelet.io/provider), its InternalIP from VKUBELET_POD_IP."""
 
     taint_key = "virtual-kubelet.io/provider"
+    # One taint (getTaint, commands/root/node.go:25-60, appended at root.go:121-124) and the
+    # library's fixed labels (controller.go NewNode): no extra label, no second taint.
+    registers_labels_and_taints: ClassVar[bool] = False
     needs_serving_certificate = True
     virtual_node_labels: ClassVar[Mapping[str, str]] = {"type": "virtual-kubelet"}
     pod_input_scope: ClassVar[PodInputScope] = "cluster"

@@ -192,6 +192,8 @@ class InterLink(Contract):
     case_sensitive_keys = True
     virtual_node_labels: ClassVar[Mapping[str, str]] = {"virtual-node.interlink/type": "virtual-kubelet"}
     pod_input_scope: ClassVar[PodInputScope] = "namespaces"
+    # NodeLabels (virtualkubelet.go:428-437) and NodeTaints (:452-474, added after its own taint)
+    registers_labels_and_taints: ClassVar[bool] = True
 
     def taint(self, p: ProviderInput) -> NodeTaint:
         return NodeTaint(self.taint_key, "true")
@@ -256,7 +258,15 @@ class InterLink(Contract):
             RESOURCES_KEY: resources,
             "NodeLabels": [f"{p.provider_label}={p.name}"],
             **DECIDED,
+            **self.node_taints(p),
         }
+
+    def node_taints(self, p: ProviderInput) -> dict[str, Any]:
+        """NodeTaints: the environment's, then the ones the node must be born with
+        (config.go:109-116 TaintSpec {Key, Value, Effect})."""
+        own = list(p.config.get("NodeTaints") or [])
+        born = [{"Key": t.key, "Value": t.value, "Effect": t.effect} for t in p.born_with]
+        return {"NodeTaints": own + born} if own or born else {}
 
     def launch(self, p: ProviderInput) -> Launch:
         text = yaml.safe_dump(self.config(p), sort_keys=True, default_flow_style=False)

@@ -7,7 +7,6 @@ from typing import Any
 
 from generators.errors import Problem, format_path
 from generators.spec.source import Document
-from generators.upstream import kubernetes
 
 Path_ = tuple[str | int, ...]
 
@@ -29,19 +28,3 @@ class Checker:
         self.problems.append(
             Problem(self.doc.locate(full), message, format_path(full), hint, severity="warning")
         )
-
-    def needs_mutating_admission(self, at: Path_, feature: str, why: str) -> None:
-        """`feature` works through a MutatingAdmissionPolicy (admissionregistration.k8s.io/v1,
-        GA in 1.36): on an older cluster it is refused at `at` (a path from the file's root, not
-        the section), with `why` as the hint. One rule for health and overflow."""
-        version = self.v["cluster"]["kubernetesVersion"]
-        if not kubernetes.has_mutating_admission(version):
-            self.problems.append(
-                Problem(
-                    self.doc.locate(at),
-                    f"{feature} needs Kubernetes {kubernetes.name(kubernetes.MUTATING_ADMISSION)} "
-                    f"or newer, the cluster runs {version}",
-                    format_path(at),
-                    why,
-                )
-            )

@@ -21,24 +21,11 @@ class _HealthChecker(Checker):
         self.h: dict[str, Any] = value["health"]
 
     def run(self) -> list[Problem]:
-        self.kubernetes_version()
         self.pool_taints()
         if self.h["backend"] == "trainyard":
             watched = self.pools()
             self.caps(watched)
         return self.problems
-
-    def kubernetes_version(self) -> None:
-        """Inference pods get the quarantine toleration from a MutatingAdmissionPolicy: without
-        one, quarantining an inference node would also stop new inference pods there."""
-        if self.h["backend"] != "none":
-            self.needs_mutating_admission(
-                ("health", "backend"),
-                f"health backend {self.h['backend']}",
-                "inference pods get the quarantine toleration from a MutatingAdmissionPolicy "
-                "(admissionregistration.k8s.io/v1, GA in 1.36); set backend: none until the "
-                "cluster is upgraded",
-            )
 
     def pool_taints(self) -> None:
         """A pool that declares a quarantine taint gives its flavor the toleration: training

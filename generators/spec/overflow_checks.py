@@ -20,6 +20,8 @@ from generators.model.overflow import (
 from generators.providers import CONTRACTS, ProviderInput
 from generators.spec.checker import Checker, Path_
 from generators.spec.source import Document
+from generators.upstream import kubernetes
+from generators.upstream.kubernetes import Feature, Mechanism
 
 
 def _contract_input(provider: dict[str, Any]) -> Any:
@@ -53,12 +55,26 @@ class _OverflowChecker(Checker):
         return self.problems
 
     def kubernetes_version(self) -> None:
-        self.needs_mutating_admission(
-            ("cluster", "kubernetesVersion"),
-            "overflow",
-            "virtual nodes are labelled by a MutatingAdmissionPolicy "
-            "(admissionregistration.k8s.io/v1, GA in 1.36)",
-        )
+        """Below 1.36 a virtual node is born labelled and closed by its own program
+        (Feature.VIRTUAL_NODE, Mechanism.PROVIDER): a provider whose program cannot register
+        the provider label and the gate taint would come up open and unselectable."""
+        version = self.v["cluster"]["kubernetesVersion"]
+        if kubernetes.mechanism(Feature.VIRTUAL_NODE, version) is not Mechanism.PROVIDER:
+            return
+        capable = sorted(t for t, c in CONTRACTS.items() if c.registers_labels_and_taints)
+        for i, provider in enumerate(self.o["providers"]):
+            contract = CONTRACTS.get(provider["type"])
+            if contract is None or contract.registers_labels_and_taints:
+                continue
+            self.add(
+                ("providers", i, "type"),
+                f"provider {provider['name']!r} of type {provider['type']} cannot come up closed on "
+                f"Kubernetes {version}: its program registers one taint and no extra label, and "
+                f"{kubernetes.name(kubernetes.MUTATING_ADMISSION)} is the first minor whose "
+                "MutatingAdmissionPolicy can add the gate taint and the provider label",
+                f"use type {' or '.join(capable)} (it registers them from its config), or set "
+                f"cluster.kubernetesVersion to {kubernetes.name(kubernetes.MUTATING_ADMISSION)} or newer",
+            )
 
     def digests(self) -> None:
         if not self.o.get("requireImageDigests"):

@@ -75,7 +75,15 @@ CASES = [
         "4\n    image",
         "provider 'dear' would open only below 0 free GPUs",
     ),
-    ("kubernetes-too-old", '"1.36.2"', '"1.35.4"', '"1.35.4"', "overflow needs Kubernetes 1.36 or newer"),
+    # Below 1.36 overflow works when the provider's program registers its node closed and
+    # labelled (interLink); node-cli's mock cannot, and is refused at its type with the fix.
+    (
+        "kubernetes-too-old-for-mock",
+        '"1.36.2"',
+        '"1.35.4"',
+        "mock\n",
+        "provider 'cheap' of type mock cannot come up closed on Kubernetes 1.35.4",
+    ),
     (
         "mock-without-capacity",
         'config: {cpu: "8", memory: 64Gi, pods: "110"}',

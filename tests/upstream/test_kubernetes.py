@@ -11,6 +11,7 @@ Expected values are literals of the small spec below.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -26,7 +27,7 @@ def _at(version: str) -> str:
     return MINIMAL.replace('"1.36.2"', f'"{version}"')
 
 
-def _priorities(root: Path) -> dict[str, dict[str, object]]:
+def _priorities(root: Path) -> dict[str, dict[str, Any]]:
     folder = root / "rendered" / "bad" / "priorities"
     return {p.name: yaml.safe_load(p.read_text()) for p in sorted(folder.glob("*.yaml"))}
 
@@ -38,7 +39,7 @@ def test_below_1_36_the_priority_policy_validates_only(tmp_path: Path) -> None:
     files = _priorities(root)
     assert not [name for name in files if name.startswith("mutatingadmissionpolicy")], sorted(files)
     policy = files["validatingadmissionpolicy-trainyard-training-priority.yaml"]
-    validation = policy["spec"]["validations"][0]  # type: ignore[index]
+    validation = policy["spec"]["validations"][0]
     assert validation["expression"] == (
         'has(object.spec.priorityClassName) && object.spec.priorityClassName in ["train"]'
     )
@@ -55,7 +56,7 @@ def test_from_1_36_a_classless_training_pod_is_defaulted(tmp_path: Path) -> None
     assert code == 0, err
     files = _priorities(root)
     mutating = files["mutatingadmissionpolicy-trainyard-training-priority.yaml"]
-    expression = mutating["spec"]["mutations"][0]["applyConfiguration"]["expression"]  # type: ignore[index]
+    expression = mutating["spec"]["mutations"][0]["applyConfiguration"]["expression"]
     assert expression == (
         'Object{spec: Object.spec{priorityClassName: "train", priority: 1000, '
         'preemptionPolicy: "PreemptLowerPriority"}}'
@@ -86,18 +87,146 @@ def _without_block(text: str, key: str) -> str:
     return "".join(lines[:start] + lines[end:])
 
 
-def test_health_quarantine_below_1_36_is_refused_with_the_reason(tmp_path: Path) -> None:
+MOCK_PROVIDER = (
+    """      type: mock
+      image: {repository: ghcr.io/example/virtual-kubelet, tag: v1.14.1}  # the version tools/ pins and """
+    + """tests run
+      credentialsSecret: {name: mock-provider, key: token}
+      config: {cpu: "64", memory: 512Gi, pods: "110"}
+"""
+)
+INTERLINK_PROVIDER = """      type: interlink
+      image: {repository: ghcr.io/example/virtual-kubelet-interlink, tag: 0.6.1}
+      credentialsSecret: {name: mock-provider, key: token}
+      config: {InterlinkURL: "https://interlink.example.org", InterlinkPort: "443"}
+"""
+
+
+def _staging_at(version: str, *, interlink: bool) -> str:
+    """staging (overflow with one provider, trainyard health) renamed `bad`, at `version`."""
     staging = (ROOT / "environments" / "staging.yaml").read_text()
-    assert "backend: trainyard" in staging and 'kubernetesVersion: "1.36.2"' in staging
-    # Without overflow (refused below 1.36 on its own), so the health rule is what answers.
-    text = _without_block(staging.replace("name: staging", "name: bad", 1), "overflow")
-    root = repo_with(tmp_path, text.replace('kubernetesVersion: "1.36.2"', 'kubernetesVersion: "1.35.4"'))
+    assert 'kubernetesVersion: "1.36.2"' in staging and "backend: trainyard" in staging
+    assert MOCK_PROVIDER in staging
+    text = staging.replace("name: staging", "name: bad", 1).replace(
+        'kubernetesVersion: "1.36.2"', f'kubernetesVersion: "{version}"'
+    )
+    return text.replace(MOCK_PROVIDER, INTERLINK_PROVIDER) if interlink else text
+
+
+def _rendered(root: Path, folder: str) -> dict[str, dict[str, Any]]:
+    path = root / "rendered" / "bad" / folder
+    return {p.name: yaml.safe_load(p.read_text()) for p in sorted(path.rglob("*.yaml"))}
+
+
+def test_overflow_and_quarantine_render_below_1_36_born_closed_and_required(tmp_path: Path) -> None:
+    """Finding 1: overflow and health quarantine were refused below 1.36. Now the interLink
+    node registers itself labelled and closed (NodeLabels/NodeTaints, no mutating policy),
+    and inference pods without the quarantine toleration are refused, naming it."""
+    root = repo_with(tmp_path, _staging_at("1.35.4", interlink=True))
+    code, _, err = run_cli(root, "render", "bad")
+    assert code == 0, err
+    overflow = _rendered(root, "overflow")
+    assert not [n for n in overflow if n.startswith("mutatingadmissionpolicy")], sorted(overflow)
+    config_map = overflow["configmap-vk-mock.yaml"]
+    config = yaml.safe_load(config_map["data"]["InterLinkConfig.yaml"])
+    assert config["NodeLabels"] == ["trainyard.dev/provider=mock"]
+    assert config["NodeTaints"] == [
+        {"Key": "trainyard.dev/overflow-gate", "Value": "closed", "Effect": "NoSchedule"}
+    ]
+    priorities = _rendered(root, "priorities")
+    assert "mutatingadmissionpolicy-trainyard-inference-quarantine-tolerations.yaml" not in priorities
+    required = priorities[
+        "validatingadmissionpolicy-trainyard-inference-quarantine-tolerations-required.yaml"
+    ]
+    (check,) = required["spec"]["validations"]
+    assert "trainyard.dev/gpu-health" in check["expression"]
+    assert check["message"].startswith(
+        "inference pods tolerate the GPU quarantine taint trainyard.dev/gpu-health: add the toleration "
+        "{key: trainyard.dev/gpu-health, operator: Exists, effect: NoSchedule} to the pod template"
+    )
+    binding = priorities[
+        "validatingadmissionpolicybinding-trainyard-inference-quarantine-tolerations-required.yaml"
+    ]
+    assert binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"][0]["values"] == [
+        "serving-staging"
+    ]
+
+
+def test_from_1_36_the_virtual_node_is_closed_by_policy_not_by_its_config(tmp_path: Path) -> None:
+    root = repo_with(tmp_path, _staging_at("1.36.2", interlink=True))
+    code, _, err = run_cli(root, "render", "bad")
+    assert code == 0, err
+    overflow = _rendered(root, "overflow")
+    assert "mutatingadmissionpolicy-trainyard-virtual-node-labels.yaml" in overflow
+    config = yaml.safe_load(overflow["configmap-vk-mock.yaml"]["data"]["InterLinkConfig.yaml"])
+    assert "NodeTaints" not in config
+
+
+def test_a_node_cli_provider_below_1_36_is_refused_at_its_type_with_a_fix(tmp_path: Path) -> None:
+    """virtual-kubelet's node-cli (mock, azure-aci) registers one taint and no extra label
+    (cmd/virtual-kubelet/internal/commands/root/root.go), so it cannot come up closed."""
+    text = _staging_at("1.35.4", interlink=False)
+    lines = text.splitlines()
+    line = next(i for i, t in enumerate(lines) if t == "      type: mock") + 1
+    root = repo_with(tmp_path, text)
     code, _, err = run_cli(root, "render", "bad")
     assert code == 1
-    assert (
-        "error: health backend trainyard needs Kubernetes 1.36 or newer, the cluster runs 1.35.4 "
-        "(health.backend)" in err
+    assert err.splitlines()[0] == (
+        f"environments/bad.yaml:{line}:13: error: provider 'mock' of type mock cannot come up closed on "
+        "Kubernetes 1.35.4: its program registers one taint and no extra label, and 1.36 is the first "
+        "minor whose MutatingAdmissionPolicy can add the gate taint and the provider label "
+        "(overflow.providers[0].type); use type interlink (it registers them from its config), or set "
+        "cluster.kubernetesVersion to 1.36 or newer"
     ), err
+
+
+def _job_policy(root: Path, kind: str) -> dict[str, Any]:
+    return _priorities(root)[f"validatingadmissionpolicy-trainyard-training-{kind}-priority.yaml"]
+
+
+def test_below_1_36_a_classless_training_job_is_refused_at_every_kind(tmp_path: Path) -> None:
+    """Finding 2: below 1.36 the job policies let a class-less pod template through, Kueue
+    admitted the job, and every pod was refused. Each enabled kind now requires the class on
+    every pod template of a job sent to a queue, and so does the Workload."""
+    text = _at("1.35.4").replace(
+        "teams:", "kueue: {integrations: [batch/job, jobset.x-k8s.io/jobset, ray.io/rayjob]}\nteams:"
+    )
+    root = repo_with(tmp_path, text)
+    code, _, err = run_cli(root, "render", "bad")
+    assert code == 0, err
+    names = sorted(_priorities(root))
+    assert [n for n in names if n.startswith("validatingadmissionpolicy-trainyard-training-")] == [
+        "validatingadmissionpolicy-trainyard-training-job-priority.yaml",
+        "validatingadmissionpolicy-trainyard-training-jobset-priority.yaml",
+        "validatingadmissionpolicy-trainyard-training-priority.yaml",
+        "validatingadmissionpolicy-trainyard-training-rayjob-priority.yaml",
+        "validatingadmissionpolicy-trainyard-training-workload-tier.yaml",
+    ]
+    for kind, templates in (
+        ("job", "[object.spec.template]"),
+        ("jobset", "object.spec.replicatedJobs.map(r, r.template.spec.template)"),
+    ):
+        policy = _job_policy(root, kind)
+        assert policy["spec"]["variables"] == [{"name": "templates", "expression": templates}]
+        required = policy["spec"]["validations"][2]
+        assert required["expression"] == (
+            '!(has(object.metadata.labels) && "kueue.x-k8s.io/queue-name" in object.metadata.labels) || '
+            "variables.templates.all(t, has(t.spec.priorityClassName) && t.spec.priorityClassName != '')"
+        )
+        assert "set priorityClassName: train on every pod template" in required["messageExpression"]
+    workload = _priorities(root)["validatingadmissionpolicy-trainyard-training-workload-tier.yaml"]
+    assert workload["spec"]["validations"][2]["expression"] == (
+        "object.spec.podSets.all(p, has(p.template.spec.priorityClassName) && "
+        "p.template.spec.priorityClassName != '')"
+    )
+
+
+def test_from_1_36_a_classless_job_is_not_refused(tmp_path: Path) -> None:
+    root = repo_with(tmp_path, _at("1.36.2"))
+    assert run_cli(root, "render", "bad")[0] == 0
+    assert len(_job_policy(root, "job")["spec"]["validations"]) == 2
+    workload = _priorities(root)["validatingadmissionpolicy-trainyard-training-workload-tier.yaml"]
+    assert len(workload["spec"]["validations"]) == 2
 
 
 @pytest.mark.slow

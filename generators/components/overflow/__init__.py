@@ -21,19 +21,22 @@ from generators.components.overflow.network import network_policies
 from generators.components.overflow.virtual_kubelets import provider_objects
 from generators.k8s.objects import namespace
 from generators.model.environment import Environment
+from generators.upstream import kubernetes
 
 
 def generate(env: Environment, earlier: Sequence[Obj] = ()) -> list[Obj]:
     ov = env.overflow
     if ov is None:
         return []
+    # How a virtual node is born closed and labelled on this minor (upstream/kubernetes.py).
+    virtual_node = kubernetes.mechanism(kubernetes.Feature.VIRTUAL_NODE, env.kubernetes_version)
     objects: list[Obj] = [namespace(ov.namespace, "infrastructure")]
     objects += [namespace(ns, "inference") for ns in ov.extra_namespaces]
     for provider in ov.providers:
-        objects += provider_objects(ov, provider)
+        objects += provider_objects(ov, provider, virtual_node)
     objects += gate_objects(ov)
     objects += descheduler_objects(ov)
     objects += inference_objects(ov)
-    objects += admission_objects(ov)
+    objects += admission_objects(ov, virtual_node)
     objects += network_policies(ov, env.monitoring.namespace)
     return objects

@@ -1,9 +1,11 @@
 """The overflow admission policies (CEL; the fragments shared with other components are in
 generators/k8s/cel.py, the node guard's objects in generators/k8s/admission.py).
 
-- MutatingAdmissionPolicy: labels node vk-<p> with trainyard.dev/provider=<p> (virtual-kubelet
-  has no flag for extra node labels), so gates and affinities select providers by label, and
-  gives a newly created vk-<p> the closed gate taint (fail safe while the gate is down).
+- MutatingAdmissionPolicy (Kubernetes 1.36+, upstream/kubernetes.py Feature.VIRTUAL_NODE):
+  labels node vk-<p> with trainyard.dev/provider=<p> (virtual-kubelet's node-cli has no flag
+  for extra node labels), so gates and affinities select providers by label, and gives a
+  newly created vk-<p> the closed gate taint (fail safe while the gate is down). Below 1.36
+  the provider's program registers its node so itself (virtual_kubelets.born_with).
 - ValidatingAdmissionPolicy: in the inference namespaces, refuses pods that tolerate the gate
   taint (directly or through a key-less Exists toleration) or carry a NoExecute toleration
   other than the two the API server adds to every pod itself.
@@ -20,6 +22,7 @@ from generators.k8s.admission import binding, node_guard
 from generators.k8s.cel import field, literal, same_map_except, taints
 from generators.model.overflow import GATE, GATE_TAINT_VALUE, PROVIDER_LABEL, Overflow
 from generators.output.templating import render
+from generators.upstream.kubernetes import Mechanism
 
 NODE_LABEL_POLICY = "trainyard-virtual-node-labels"
 TOLERATION_POLICY = "trainyard-inference-tolerations"
@@ -190,5 +193,6 @@ def node_guard_policies(ov: Overflow) -> list[Obj]:
     return objects
 
 
-def admission_objects(ov: Overflow) -> list[Obj]:
-    return [*node_label_policy(ov), *toleration_policy(ov), *node_guard_policies(ov)]
+def admission_objects(ov: Overflow, virtual_node: Mechanism = Mechanism.POLICY) -> list[Obj]:
+    labelled = node_label_policy(ov) if virtual_node is Mechanism.POLICY else []
+    return [*labelled, *toleration_policy(ov), *node_guard_policies(ov)]
