@@ -12,6 +12,13 @@ defaults once its configuration holds one (pkg/kwokctl/runtime/cluster.go). Deci
 extending tests/controlplane/harness.py for that reason (docs/controlplane.md, "Cluster in a
 box").
 
+An older Kubernetes minor is the same binaries run at a compatibility version: kube-apiserver,
+kube-controller-manager and kube-scheduler v1.36.5 take `--emulated-version=kube=1.3X`
+(Kubernetes compatibility versions, KEP-4330) and then serve that minor's APIs with its
+feature gates' defaults, so a 1.35 box serves no admissionregistration.k8s.io/v1
+MutatingAdmissionPolicy. Emulation reaches back three minors (EMULATED); 1.32 would need
+binaries of its own and is checked by kubeconform schemas only (docs/controlplane.md).
+
 Everything lives under the run directory (KWOK_WORKDIR), never in ~/.kwok; `--kubeconfig=`
 keeps ~/.kube/config untouched; every listener binds 127.0.0.1 (kwokctl's default is
 0.0.0.0, wrong on a shared machine).
@@ -28,11 +35,40 @@ from pathlib import Path
 import yaml
 
 from box.daemon import group_alive, stop_group
-from tools.toolchain import tool_path
+from tools.toolchain import PINS, tool_path
 
 # KWOK's Stages (its defaults, pod-complete holding a Job pod for its annotation's time).
 STAGES = Path(__file__).with_name("kwok-stages.yaml")
 CREATE_SECONDS = 600  # a cold apiserver start on 2 busy cores installs ~100 built-in types
+# The components that take --emulated-version (KWOK and etcd do not).
+EMULATING = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+
+
+def _binary_minor() -> tuple[int, int]:
+    major, minor, *_ = PINS["kube-apiserver"].lstrip("v").split(".")
+    return int(major), int(minor)
+
+
+# The minors the pinned binaries emulate: their own and the three before it.
+EMULATED: tuple[tuple[int, int], ...] = tuple(
+    (_binary_minor()[0], _binary_minor()[1] - n) for n in (3, 2, 1, 0)
+)
+
+
+def emulation_args(minor: tuple[int, int]) -> dict[str, dict[str, str]]:
+    """Component -> extra flags running the pinned binaries as Kubernetes `minor`; none at
+    their own minor. Raises ValueError outside EMULATED."""
+    if minor not in EMULATED:
+        oldest, newest = (f"{m[0]}.{m[1]}" for m in (EMULATED[0], EMULATED[-1]))
+        raise ValueError(
+            f"the box runs Kubernetes {oldest} to {newest} (the pinned {PINS['kube-apiserver']} "
+            f"binaries emulate three minors back), not {minor[0]}.{minor[1]}"
+        )
+    if minor == _binary_minor():
+        return {}
+    return {name: {"--emulated-version": f"kube={minor[0]}.{minor[1]}"} for name in EMULATING}
+
+
 BINARY_FLAGS = {
     "etcd": "--etcd-binary",
     "kube-apiserver": "--kube-apiserver-binary",
@@ -84,14 +120,21 @@ class Cluster:
             )
         return done.stdout + done.stderr
 
-    def create(self, apiserver_args: dict[str, str] | None = None) -> None:
-        """Create and start the cluster, and wait until kwokctl reports it ready."""
+    def create(
+        self, apiserver_args: dict[str, str] | None = None, minor: tuple[int, int] | None = None
+    ) -> None:
+        """Create and start the cluster, and wait until kwokctl reports it ready. `minor`:
+        the Kubernetes minor to emulate (emulation_args; default the binaries' own)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
+        args = emulation_args(minor) if minor else {}
+        args.setdefault("kube-apiserver", {}).update(apiserver_args or {})
         patches = [
             {
-                "name": "kube-apiserver",
-                "extraArgs": [{"key": k, "value": v} for k, v in sorted((apiserver_args or {}).items())],
+                "name": name,
+                "extraArgs": [{"key": k.removeprefix("--"), "value": v} for k, v in sorted(flags.items())],
             }
+            for name, flags in sorted(args.items())
+            if flags
         ]
         config = {
             "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
@@ -103,7 +146,7 @@ class Cluster:
                 "runtime": "binary",
                 "kubectlBinary": str(tool_path("kubectl")),
             },
-            "componentsPatches": patches if apiserver_args else [],
+            "componentsPatches": patches,
         }
         # One file, several documents: kwokctl reads the Stages beside its configuration.
         self.config_path.write_text(

@@ -5,6 +5,7 @@ box")."""
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from box.scenes import SCENES
@@ -48,6 +49,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "a sped-up copy of the spec is rendered)",
     )
 
+    parser.add_argument(
+        "--kubernetes",
+        default="",
+        metavar="MINOR",
+        help="up only: run the box as Kubernetes MINOR (1.33 to 1.36: the pinned binaries at that "
+        "compatibility version, --emulated-version) and render the environment for it; default: "
+        "the environment's cluster.kubernetesVersion",
+    )
+
 
 def _usage(message: str) -> int:
     print(f"generate.py box: error: {message}", file=sys.stderr)
@@ -70,6 +80,12 @@ def run(args: argparse.Namespace) -> int:
         return _usage(f"--speed must be a positive integer, not {args.speed}")
     if args.speed != 1 and args.action != "up":
         return _usage("--speed applies to `box up` only (a scene runs at the speed the box came up with)")
+    if args.kubernetes and args.action != "up":
+        return _usage(
+            "--kubernetes applies to `box up` only (a scene runs on the minor the box came up with)"
+        )
+    if args.kubernetes and not re.fullmatch(r"1\.[0-9]+", args.kubernetes):
+        return _usage(f"--kubernetes takes a minor such as 1.35, not {args.kubernetes!r}")
     try:
         import cryptography  # noqa: F401
         import kubernetes  # noqa: F401
@@ -97,7 +113,14 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if scene is not None:
             return _scene(args, scene)
-        box = up(args.root, args.env, args.scale, args.speed, say=lambda line: print(line, file=sys.stderr))
+        box = up(
+            args.root,
+            args.env,
+            args.scale,
+            args.speed,
+            say=lambda line: print(line, file=sys.stderr),
+            kubernetes=args.kubernetes,
+        )
     except (BoxError, ToolNotInstalled) as err:
         print(f"generate.py box: error: {err}", file=sys.stderr)
         return 1
@@ -129,7 +152,7 @@ def _scene(args: argparse.Namespace, name: str) -> int:
     state = State.load(folder)
     assert state is not None  # kubeconfig() below refuses a box that is not up
     path = kubeconfig(args.env)
-    env, _ = rendered(args.root, args.env, state.scale, folder, state.speed)
+    env, _ = rendered(args.root, args.env, state.scale, folder, state.speed, state.kubernetes)
     kube = Kube(path, folder / "scene-discovery.json")
     try:
         context = SceneContext(kube, env, state, folder, lambda line: print(line, file=sys.stderr))

@@ -69,14 +69,13 @@ def pool_nodes(pool: Pool) -> list[dict[str, Any]]:
     return nodes
 
 
-VIRTUAL_LABELS = {"type": "virtual-kubelet", "kubernetes.io/role": "agent"}  # virtual-kubelet's own
-PROVIDER_TAINT = "virtual-kubelet.io/provider"
-
-
 def virtual_nodes(env: Environment) -> list[tuple[str, dict[str, Any], dict[str, str]]]:
     """(provider, Node, capacity) for each overflow provider, as its virtual-kubelet registers
-    it: virtual-kubelet's labels and provider taint, the provider's advertised capacity. The
-    rendered admission policies add the provider label and close the gate on creation."""
+    it: its program's own labels and taint (the provider's contract: node-cli's
+    type=virtual-kubelet and virtual-kubelet.io/provider, interLink's virtual-node.interlink/*),
+    the provider's advertised capacity. From Kubernetes 1.36 the rendered admission policies
+    add the provider label and close the gate on creation; below, box/up.py registers it with
+    both, as the provider's rendered config tells its program to."""
     if env.overflow is None:
         return []
     found = []
@@ -94,10 +93,23 @@ def virtual_nodes(env: Environment) -> list[tuple[str, dict[str, Any], dict[str,
             "kind": "Node",
             "metadata": {
                 "name": name,
-                "labels": {**VIRTUAL_LABELS, HOSTNAME: name, BOX_LABEL: "true"},
+                "labels": {
+                    **provider.contract.virtual_node_labels,
+                    "kubernetes.io/role": "agent",  # both programs set it
+                    HOSTNAME: name,
+                    BOX_LABEL: "true",
+                },
                 "annotations": {KWOK_ANNOTATION: KWOK_VALUE},
             },
-            "spec": {"taints": [{"key": PROVIDER_TAINT, "value": provider.name, "effect": "NoSchedule"}]},
+            "spec": {
+                "taints": [
+                    {
+                        "key": provider.node_taint.key,
+                        "value": provider.node_taint.value,
+                        "effect": "NoSchedule",
+                    }
+                ]
+            },
         }
         found.append((provider.name, node, capacity))
     return found

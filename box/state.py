@@ -40,6 +40,7 @@ class State:
     scale: int
     cluster: str  # kwokctl cluster name
     speed: int = 1  # controller durations divided by this (box/speed.py)
+    kubernetes: str = ""  # `--kubernetes` minor, e.g. "1.35"; empty: the environment's own
     kubeconfig: str = ""
     prometheus: str = ""  # its URL, once it runs
     processes: list[Process] = field(default_factory=list)

@@ -31,8 +31,10 @@ Any failure stops whatever was started (`down`), so a failed `up` leaves nothing
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import os
+import re
 import shutil
 import signal
 import ssl
@@ -53,7 +55,7 @@ from box import (
     manifests,
     monitoring,
 )
-from box.cluster import Cluster
+from box.cluster import EMULATED, Cluster, emulation_args
 from box.daemon import Daemon, free_port, group_alive, stop_group
 from box.kube import Kube, Obj, condition, is_true, wait_for, wait_true
 from box.nodes import environment_nodes, virtual_nodes
@@ -61,12 +63,14 @@ from box.scale import scaled_checkout
 from box.state import Process, State, run_dir
 from generators.components import kueue as kueue_component
 from generators.components.monitoring.installers import GPU_OPERATOR_VALUES
+from generators.components.overflow.virtual_kubelets import born_with
 from generators.layout import INSTALLERS
 from generators.model.environment import Environment
 from generators.model.load import load
-from generators.model.overflow import PROVIDER_LABEL
+from generators.model.overflow import PROVIDER_LABEL, Overflow
 from generators.pipeline.render import RenderedFile, render_tree
 from generators.pipeline.render import objects as objects_of
+from generators.upstream import kubernetes as kubernetes_versions
 from tools.toolchain import tool_path
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -110,17 +114,47 @@ def cluster_of(env_name: str, folder: Path) -> Cluster:
 
 
 def rendered(
-    root: Path, env_name: str, scale: int, folder: Path, speed: int = 1
+    root: Path, env_name: str, scale: int, folder: Path, speed: int = 1, kubernetes: str = ""
 ) -> tuple[Environment, list[RenderedFile]]:
-    """The environment and every file `generate.py render` writes for it (scaled or sped up:
-    of the copy, box/scale.py)."""
-    copied = scale > 1 or speed > 1
+    """The environment and every file `generate.py render` writes for it (scaled, sped up or
+    at another Kubernetes minor: of the copy, box/scale.py and at_minor)."""
+    copied = scale > 1 or speed > 1 or bool(kubernetes)
     source = scaled_checkout(root, env_name, scale, folder / "scaled", speed) if copied else root
+    if kubernetes:
+        at_minor(source / "environments" / f"{env_name}.yaml", kubernetes)
     env = load(source, env_name)
     return env, render_tree(env)
 
 
-def up(root: Path, env_name: str, scale: int = 1, speed: int = 1, say: Say = print) -> Box:
+KUBERNETES_VERSION = re.compile(r'^(  kubernetesVersion: )"?([0-9.]+)"?', re.MULTILINE)
+
+
+def at_minor(path: Path, minor: str) -> None:
+    """Rewrite the copy's cluster.kubernetesVersion to `minor`.0 (`--kubernetes`), so it renders
+    the mechanisms of that minor (generators/upstream/kubernetes.py)."""
+    text = path.read_text(encoding="utf-8")
+    if not KUBERNETES_VERSION.search(text):
+        raise BoxError(f"{path.name}: no cluster.kubernetesVersion line to set to {minor} for --kubernetes")
+    path.write_text(KUBERNETES_VERSION.sub(rf'\g<1>"{minor}.0"', text, count=1), encoding="utf-8")
+
+
+def box_minor(env: Environment) -> tuple[int, int]:
+    """The minor the box runs: the environment's cluster.kubernetesVersion (with --kubernetes,
+    the copy's); refused when the pinned binaries cannot emulate it (box/cluster.py)."""
+    minor = kubernetes_versions.minor(env.kubernetes_version)
+    try:
+        emulation_args(minor)
+    except ValueError as err:
+        raise BoxError(
+            f"{err}; cluster.kubernetesVersion is {env.kubernetes_version}: run with --kubernetes "
+            f"{kubernetes_versions.name(EMULATED[0])} to {kubernetes_versions.name(EMULATED[-1])}"
+        ) from None
+    return minor
+
+
+def up(
+    root: Path, env_name: str, scale: int = 1, speed: int = 1, say: Say = print, kubernetes: str = ""
+) -> Box:
     """Bring the box of `env_name` up (see the module docstring); `down` it on any failure."""
     folder = run_dir(env_name)
     existing = State.load(folder)
@@ -130,12 +164,13 @@ def up(root: Path, env_name: str, scale: int = 1, speed: int = 1, say: Say = pri
             f"run: generate.py box down {env_name}"
         )
     began = time.monotonic()
-    env, files = rendered(root, env_name, scale, folder, speed)
+    env, files = rendered(root, env_name, scale, folder, speed, kubernetes)
+    minor = box_minor(env)
     cluster = cluster_of(env_name, folder)
-    state = State(env=env_name, scale=scale, cluster=cluster.name, speed=speed)
+    state = State(env=env_name, scale=scale, cluster=cluster.name, speed=speed, kubernetes=kubernetes)
     state.save(folder)
     try:
-        box = _build(env, files, cluster, state, folder, say)
+        box = _build(env, files, cluster, state, folder, say, minor)
     except BaseException:
         say(f"box up {env_name} failed; stopping what was started (logs stay in {folder})")
         try:
@@ -186,11 +221,18 @@ class _Build:
 
 
 def _build(
-    env: Environment, files: list[RenderedFile], cluster: Cluster, state: State, folder: Path, say: Say
+    env: Environment,
+    files: list[RenderedFile],
+    cluster: Cluster,
+    state: State,
+    folder: Path,
+    say: Say,
+    minor: tuple[int, int] | None = None,
 ) -> Box:
     objects = objects_of(files)
-    say(f"starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK in {folder}")
-    cluster.create()
+    at = f" as Kubernetes {kubernetes_versions.name(minor)}" if minor else ""
+    say(f"starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler{at} and KWOK in {folder}")
+    cluster.create(minor=minor)
     state.kubeconfig = str(cluster.kubeconfig)
     state.save(folder)
     kube = Kube(cluster.kubeconfig, folder / "discovery.json")
@@ -242,15 +284,29 @@ def _register_virtual_nodes(build: _Build) -> None:
         build.say(f"registering virtual node {node['metadata']['name']} as ServiceAccount {account}")
         vk = Kube(token, folder / f"discovery-{account}.json")
         name = node["metadata"]["name"]
+        mechanism = kubernetes_versions.mechanism(
+            kubernetes_versions.Feature.VIRTUAL_NODE, env.kubernetes_version
+        )
+        if mechanism is kubernetes_versions.Mechanism.PROVIDER:
+            # Below 1.36 the program registers its node labelled and closed from its rendered
+            # config (the same born_with the generator writes there): no policy to wait for.
+            node = born_labelled_and_closed(node, provider, env.overflow)
         try:
-            # A policy acts seconds after it is created (more on a loaded machine); a node
-            # registered before misses the provider label and the closed taint, and is fixed
-            # only by a later spec update, which nothing guarantees. Up waits for the policy's
-            # effect on a dry run instead (docs/controlplane.md, "A day in the life").
-            closed = functools.partial(
-                _closed_by_policy, vk, _with_capacity(node, capacity), provider, env.overflow.gate.taint_key
-            )
-            wait_for(closed, POLICY_SECONDS, f"the rendered admission policy labelling and closing {name}")
+            if mechanism is not kubernetes_versions.Mechanism.PROVIDER:
+                # A policy acts seconds after it is created (more on a loaded machine); a node
+                # registered before misses the provider label and the closed taint, and is
+                # fixed only by a later spec update, which nothing guarantees. Up waits for
+                # the policy's effect on a dry run instead (docs/controlplane.md).
+                closed = functools.partial(
+                    _closed_by_policy,
+                    vk,
+                    _with_capacity(node, capacity),
+                    provider,
+                    env.overflow.gate.taint_key,
+                )
+                wait_for(
+                    closed, POLICY_SECONDS, f"the rendered admission policy labelling and closing {name}"
+                )
             vk.create(_with_capacity(node, capacity))
         finally:
             vk.close()
@@ -260,6 +316,18 @@ def _register_virtual_nodes(build: _Build) -> None:
             return found is not None and _schedulable(found, capacity)
 
         wait_for(ready, NODES_READY_SECONDS, f"virtual node {name} Ready with its capacity")
+
+
+def born_labelled_and_closed(node: Obj, provider: str, overflow: Overflow) -> Obj:
+    """`node` as a program told by its config (virtual_kubelets.born_with) registers it: with
+    the provider label and the closed gate taint."""
+    born = copy.deepcopy(node)
+    born["metadata"]["labels"][PROVIDER_LABEL] = provider
+    born["spec"]["taints"] += [
+        {"key": t.key, "value": t.value, "effect": t.effect}
+        for t in born_with(overflow, kubernetes_versions.Mechanism.PROVIDER)
+    ]
+    return born
 
 
 def _closed_by_policy(vk: Kube, node: Obj, provider: str, taint_key: str) -> bool:
