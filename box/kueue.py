@@ -63,15 +63,21 @@ def rendered_configuration(files: Sequence[RenderedFile]) -> dict[str, Any]:
     return configuration
 
 
-def out_of_cluster(configuration: dict[str, Any], ports: dict[str, int], cert_dir: Path) -> dict[str, Any]:
-    """`configuration` with the out-of-cluster overrides (see the module docstring)."""
+def out_of_cluster(
+    configuration: dict[str, Any],
+    ports: dict[str, int],
+    cert_dir: Path,
+    frameworks: Sequence[str] = ("batch/job",),
+) -> dict[str, Any]:
+    """`configuration` with the out-of-cluster overrides (see the module docstring);
+    `frameworks`: the integrations whose CRDs and controllers are there (the box adds JobSet)."""
     changed = dict(configuration)
     changed["leaderElection"] = {"leaderElect": False}
     changed["internalCertManagement"] = {"enable": False}
     changed["health"] = {"healthProbeBindAddress": f"127.0.0.1:{ports['health']}"}
     changed["metrics"] = {**configuration.get("metrics", {}), "bindAddress": f"127.0.0.1:{ports['metrics']}"}
     changed["webhook"] = {"port": ports["webhook"], "host": "127.0.0.1", "certDir": str(cert_dir)}
-    changed["integrations"] = {**configuration.get("integrations", {}), "frameworks": ["batch/job"]}
+    changed["integrations"] = {**configuration.get("integrations", {}), "frameworks": list(frameworks)}
     return changed
 
 
@@ -112,6 +118,7 @@ def start_kueue(
     configuration: dict[str, Any],
     workdir: Path,
     ports: dict[str, int] | None = None,
+    frameworks: Sequence[str] = ("batch/job",),
 ) -> Daemon:
     """Start Kueue with `configuration` (out_of_cluster applied here) and wait for /readyz.
 
@@ -120,7 +127,9 @@ def start_kueue(
     ports = ports or {name: free_port() for name in ("health", "metrics", "webhook")}
     cert_dir = _serving_certs(workdir / "certs")
     config_path = workdir / "kueue-config.yaml"
-    config_path.write_text(yaml.safe_dump(out_of_cluster(configuration, ports, cert_dir)), encoding="utf-8")
+    config_path.write_text(
+        yaml.safe_dump(out_of_cluster(configuration, ports, cert_dir, frameworks)), encoding="utf-8"
+    )
     scratch = workdir / "private-etc"
     scratch.mkdir(exist_ok=True)
     argv = [

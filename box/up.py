@@ -50,6 +50,7 @@ from box import (
     adapter,
     controllers,
     dcgm_fake,
+    jobset,
     kueue,
     kueue_chart,
     manifests,
@@ -244,9 +245,10 @@ def _build(
         say(f"creating {len(nodes)} KWOK nodes")
         _create_nodes(kube, nodes)
         say("installing the pinned CRDs the rendered tree uses")
-        _install_foreign_crds(kube)
+        _install_foreign_crds(kube, env)
         say("installing Kueue from its pinned chart, with webhooks")
         _install_kueue(build)
+        _start_jobset(build)
         say(f"waiting for the {len(nodes)} KWOK nodes to be Ready")
         _wait_nodes_ready(kube, nodes)
         say(f"applying {len(objects)} rendered objects in sync-wave order")
@@ -340,10 +342,26 @@ def _closed_by_policy(vk: Kube, node: Obj, provider: str, taint_key: str) -> boo
     )
 
 
-def _install_foreign_crds(kube: Kube) -> None:
-    """Every pinned CRD but Kueue's (the chart brings those, with their conversion webhook)."""
+def _install_foreign_crds(kube: Kube, env: Environment) -> None:
+    """Every pinned CRD but Kueue's (the chart brings those, with their conversion webhook),
+    and JobSet's when the environment enables it (before Kueue, which sets up its JobSet
+    integration only when the CRD is there)."""
     crds = [crd for crd in manifests.crd_documents() if crd["spec"]["group"] != KUEUE_GROUP]
+    if jobset.INTEGRATION in env.kueue.integrations:
+        crds += jobset.crds()
     manifests.install_crds(kube, crds)
+
+
+def _start_jobset(build: _Build) -> None:
+    """JobSet's controller and its webhooks, when the environment enables JobSet (box/jobset.py)."""
+    if jobset.INTEGRATION not in build.env.kueue.integrations:
+        return
+    daemon, url, ca_pem = jobset.start_jobset(
+        tool_path("jobset"), build.cluster.kubeconfig, build.folder / "jobset"
+    )
+    build.record(daemon)
+    for obj in jobset.webhooks(url, ca_pem):
+        build.kube.apply(obj)
 
 
 def _install_kueue(build: _Build) -> None:
@@ -366,7 +384,9 @@ def _install_kueue(build: _Build) -> None:
         chart, objects, kueue_component.CONFIG_MAP_NAME, kueue_component.CONFIG_KEY
     )
     token = build.token(namespace, kueue_chart.SERVICE_ACCOUNT, workdir / "kubeconfig")
-    daemon = kueue.start_kueue(tool_path("kueue"), token, configuration, workdir, ports)
+    # batch/job always (up's webhook probe is a Job), JobSet when enabled (box/jobset.py).
+    frameworks = ["batch/job", *(f for f in (jobset.INTEGRATION,) if f in build.env.kueue.integrations)]
+    daemon = kueue.start_kueue(tool_path("kueue"), token, configuration, workdir, ports, frameworks)
     build.record(daemon)
     for obj in webhooks:
         kube.apply(obj)

@@ -248,6 +248,11 @@ def test_scene_gang_placement_runs_from_the_cli(box: UpBox) -> None:
     assert done.returncode == 0, done.stdout
     gang = re.search(r"landed on (.*)$", done.stdout, re.MULTILINE)
     assert gang is not None and len(gang.group(1).split(", ")) == 4  # a rack's worth: 4 hosts
+    # staging enables JobSet: the same gang as a JobSet, through JobSet's real controller, got
+    # the default topology too (before, only batch/jobs did, and it scattered).
+    assert re.search(r"^JobSet racks \(.*\): [^,]*; fewest that fit: 1  OK$", done.stdout, re.MULTILINE), (
+        done.stdout
+    )
     # The scene removed what it created (the garbage collector takes the Jobs' pods after).
     wait_for(
         lambda: (
@@ -281,6 +286,7 @@ def test_box_down_leaves_no_process_and_no_listener(box: UpBox) -> None:
         "kube-scheduler",
         "kwok-controller",
         "kueue",
+        "jobset",
         "descheduler",
         "prometheus",
         "kube-prometheus-stack-kube-state-metrics",

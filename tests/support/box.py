@@ -43,6 +43,7 @@ BOX_TOOLS = (
     "kube-state-metrics",
     "prometheus-adapter",
     "descheduler",
+    "jobset",  # the environments enable JobSet: the box runs its controller (box/jobset.py)
 )
 UP_SECONDS = 900  # a cold start on 2 cores shared by several sessions
 DOWN_SECONDS = 300
@@ -146,6 +147,8 @@ def box_up(
     failed: Callable[[], bool] = lambda: False,
     say: Say = to_stderr,
     down_must_succeed: bool = True,
+    kubernetes: str = "",
+    root: Path | None = None,
 ) -> Iterator[UpBox]:
     """`box up ENV [--speed X] [--scale N]` in `box_dir`; yields the UpBox, then `box down`.
 
@@ -154,7 +157,10 @@ def box_up(
     `box down` removes them. `box down` runs whatever happened; with `down_must_succeed` a
     failing `down` fails the module (unless the box is already down: a test may `down` it)."""
     tools(*BOX_TOOLS)
-    argv = ["box", "up", env]
+    checkout = ["-C", str(root)] if root else []  # another checkout's environments/
+    argv = [*checkout, "box", "up", env]
+    if kubernetes:
+        argv += ["--kubernetes", kubernetes]
     if speed != 1:
         argv += ["--speed", str(speed)]
     if scale != 1:
@@ -165,7 +171,7 @@ def box_up(
         try:
             done = run_cli(*argv, box_dir=box_dir)
         except subprocess.TimeoutExpired:
-            _report(say, f"`box {' '.join(argv[1:])}` took over {UP_SECONDS}s", folder)
+            _report(say, f"`{' '.join(argv)}` took over {UP_SECONDS}s", folder)
             raise
         state = State.load(folder)
         if done.returncode != 0 or state is None or not state.ready:
@@ -185,7 +191,7 @@ def box_up(
     finally:
         for kube in upbox._clients if upbox else []:
             kube.close()
-        down = run_cli("box", "down", env, box_dir=box_dir, timeout=DOWN_SECONDS)
+        down = run_cli(*checkout, "box", "down", env, box_dir=box_dir, timeout=DOWN_SECONDS)
         if down_must_succeed:
             assert down.returncode == 0, down.stderr[-3000:]
 

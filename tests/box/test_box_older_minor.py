@@ -1,0 +1,106 @@
+"""`generate.py box up trial --kubernetes 1.35 --scale 4`: the cluster people run today.
+
+`trial` is staging with its overflow provider an interLink one (node-cli's mock cannot come up
+closed below 1.36), written to a scratch checkout; `--kubernetes 1.35` renders it for 1.35 and
+runs the pinned v1.36.5 control plane at compatibility version 1.35 (box/cluster.py). What
+the generators choose for that minor (generators/upstream/kubernetes.py) is then shown by the
+real controllers: no MutatingAdmissionPolicy API at all, the virtual node registered labelled
+and closed as its config says, an inference pod without the quarantine toleration refused
+naming it, and the gang-placement scene (a Job and a JobSet gang each on one rack, a
+class-less Job refused at creation naming the class to set).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes.dynamic.exceptions import ForbiddenError, UnprocessibleEntityError
+
+from tests.support import ROOT
+from tests.support.box import UpBox, box_up, run_cli, to_stderr
+
+pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
+
+ENV = "trial"
+MINOR = "1.35"
+MOCK = "      type: mock\n"
+MOCK_CONFIG = 'config: {cpu: "64", memory: 512Gi, pods: "110"}'
+INTERLINK_CONFIG = 'config: {InterlinkURL: "https://interlink.example.org", InterlinkPort: "443"}'
+
+
+def _checkout(folder: Path) -> Path:
+    """A checkout holding environments/ with trial.yaml (staging, interLink provider)."""
+    shutil.copytree(ROOT / "environments", folder / "environments")
+    staging = (ROOT / "environments" / "staging.yaml").read_text()
+    assert MOCK in staging and MOCK_CONFIG in staging
+    trial = staging.replace("name: staging", f"name: {ENV}", 1).replace(MOCK, "      type: interlink\n")
+    (folder / "environments" / f"{ENV}.yaml").write_text(trial.replace(MOCK_CONFIG, INTERLINK_CONFIG))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _checkout(tmp_path_factory.mktemp("trial"))
+
+
+@pytest.fixture(scope="module")
+def box(checkout: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpBox]:
+    with box_up(
+        tmp_path_factory.mktemp("box"), ENV, scale=4, kubernetes=MINOR, root=checkout, say=to_stderr
+    ) as up:
+        yield up
+
+
+def test_the_apiserver_serves_1_35_without_mutating_admission_policies(box: UpBox) -> None:
+    resources = box.kube.raw_get("/apis/admissionregistration.k8s.io/v1")["resources"]
+    names = {r["name"] for r in resources}
+    assert "validatingadmissionpolicies" in names
+    assert "mutatingadmissionpolicies" not in names, sorted(names)
+    assert box.state.kubernetes == MINOR
+
+
+def test_the_virtual_node_is_born_labelled_and_closed(box: UpBox) -> None:
+    node = box.kube.get("v1", "Node", "vk-mock")
+    assert node is not None
+    assert node["metadata"]["labels"]["trainyard.dev/provider"] == "mock"
+    assert node["metadata"]["labels"]["virtual-node.interlink/type"] == "virtual-kubelet"
+    taints = {(t["key"], t.get("value"), t["effect"]) for t in node["spec"]["taints"]}
+    assert ("trainyard.dev/overflow-gate", "closed", "NoSchedule") in taints, taints
+
+
+def _inference_pod(tolerations: list[dict[str, str]]) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "quarantine-probe", "namespace": "serving-staging"},
+        "spec": {
+            "priorityClassName": "inference-prod",
+            "tolerations": tolerations,
+            "containers": [{"name": "main", "image": "registry.example/serve:1"}],
+        },
+    }
+
+
+def test_an_inference_pod_without_the_quarantine_toleration_is_refused_naming_it(box: UpBox) -> None:
+    with pytest.raises((ForbiddenError, UnprocessibleEntityError)) as refused:
+        box.kube.create(_inference_pod([]), dry_run=True)
+    assert "add the toleration {key: trainyard.dev/gpu-health, operator: Exists, effect: NoSchedule}" in str(
+        refused.value.body
+    )
+    toleration = {"key": "trainyard.dev/gpu-health", "operator": "Exists", "effect": "NoSchedule"}
+    assert (
+        box.kube.create(_inference_pod([toleration]), dry_run=True)["metadata"]["name"] == "quarantine-probe"
+    )
+
+
+def test_gang_placement_with_a_jobset_on_1_35(box: UpBox, checkout: Path) -> None:
+    done = run_cli(
+        "-C", str(checkout), "box", "scene", "gang-placement", ENV, box_dir=box.box_dir, timeout=900
+    )
+    out = done.stdout
+    assert "JobSet racks" in out and "refused:" in out, out + done.stderr[-3000:]
+    assert "set priorityClassName: training on every pod template" in out, out
+    assert done.returncode == 0, out + done.stderr[-3000:]
