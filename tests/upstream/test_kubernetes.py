@@ -244,3 +244,17 @@ def test_the_readme_states_the_range_the_code_enforces() -> None:
     row = next(line for line in readme.splitlines() if line.startswith("| Kubernetes |"))
     assert (kubernetes.OLDEST, kubernetes.NEWEST) == ((1, 32), (1, 37))
     assert "| 1.32 to 1.37 (" in row
+
+
+def test_the_scheduling_docs_version_table_is_the_mechanism_table() -> None:
+    """docs/scheduling.md says which mechanism each minor gets; it must be what the code does."""
+    from generators.upstream.kubernetes import Feature, mechanism, minors, name
+
+    text = (ROOT / "docs" / "scheduling.md").read_text()
+    table = text[text.index("<!-- mechanisms -->") :].split("\n\n", 1)[0].splitlines()[1:]
+    header = [cell.strip() for cell in table[0].strip("|").split("|")]
+    assert header == ["minor", *(f.value for f in Feature)]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table[2:]]
+    expected = [[name(m), *(mechanism(f, f"{name(m)}.0").name for f in Feature)] for m in minors()]
+    assert rows == expected
+    assert rows[0][0] == "1.32" and rows[-1][0] == "1.37"
