@@ -12,7 +12,9 @@ class-less Job refused at creation naming the class to set).
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,6 +96,53 @@ def test_an_inference_pod_without_the_quarantine_toleration_is_refused_naming_it
     assert (
         box.kube.create(_inference_pod([toleration]), dry_run=True)["metadata"]["name"] == "quarantine-probe"
     )
+
+
+def test_a_gang_without_topology_is_admitted_with_a_warning_naming_the_annotation(box: UpBox) -> None:
+    """Below 1.36 the default topology is a warning (validationActions [Warn]): `kubectl`
+    prints it, and the Job is still created."""
+    from tools.toolchain import tool_path
+
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "warn-probe",
+            "namespace": "foundation",
+            "labels": {"kueue.x-k8s.io/queue-name": "foundation"},
+        },
+        "spec": {
+            "suspend": True,
+            "template": {
+                "spec": {
+                    "priorityClassName": "training",
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "registry.example/trainer:1"}],
+                }
+            },
+        },
+    }
+    done = subprocess.run(
+        [
+            str(tool_path("kubectl")),
+            f"--kubeconfig={box.kubeconfig}",
+            "create",
+            "--dry-run=server",
+            "-f",
+            "-",
+        ],
+        input=json.dumps(job),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "job.batch/warn-probe created (server dry run)" in done.stdout
+    assert (
+        "Warning: Job warn-probe names no topology, so Kueue places it host by host: add the annotation "
+        "kueue.x-k8s.io/podset-preferred-topology: topology.trainyard.dev/rack to its pod templates"
+    ) in done.stderr, done.stderr
 
 
 def test_gang_placement_with_a_jobset_on_1_35(box: UpBox, checkout: Path) -> None:
