@@ -26,6 +26,7 @@ from box.kube import Kube, Obj, is_true, wait_for
 from box.nodes import HOSTNAME
 from box.scenes import workloads
 from generators.components import kueue as kueue_component
+from generators.components import priorities
 from generators.model.environment import Environment
 from generators.model.types import Pool
 from generators.upstream import kubernetes
@@ -144,10 +145,13 @@ def _asked_level(env: Environment, queue: str) -> str | None:
     return kueue_component.default_level(env, next(q for q in env.cluster_queues if q.name == queue))
 
 
-def _occupant(pool: Pool, namespace: str, host: str, name: str) -> Obj:
-    """A plain pod (not Kueue's) taking a whole node `host`."""
+def _occupant(pool: Pool, namespace: str, host: str, name: str, tier: str) -> Obj:
+    """A plain pod (not Kueue's) taking a whole node `host`, at `tier`: the lowest tier, the
+    only one a pod outside Kueue may name in a training namespace (named, not left to the
+    policy: below 1.36 nothing defaults it)."""
     container = workloads.gpu_container(pool, "registry.example/occupant:1", pool.gpus_per_node)
     spec = {
+        "priorityClassName": tier,
         "nodeSelector": {HOSTNAME: host},
         "tolerations": workloads.pool_tolerations(pool),
         "containers": [container],
@@ -173,7 +177,8 @@ def gang_placement(kube: Kube, env: Environment) -> GangPlacement:
     created: list[tuple[str, str, str]] = []
     try:
         for index, host in enumerate(occupied):
-            pod = kube.create(_occupant(pool, namespace, host, f"occupant-{run}-{index}"))
+            low = priorities.lowest_tier(env).name
+            pod = kube.create(_occupant(pool, namespace, host, f"occupant-{run}-{index}", low))
             created.append(("v1", "Pod", pod["metadata"]["name"]))
         wait_for(
             lambda: all(_running(kube, namespace, name) for _, _, name in created),
