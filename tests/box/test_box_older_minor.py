@@ -139,8 +139,9 @@ def test_a_gang_without_topology_is_admitted_with_a_warning_naming_the_annotatio
     )
     assert done.returncode == 0, done.stderr
     assert "job.batch/warn-probe created (server dry run)" in done.stdout
+    assert done.stderr.startswith("Warning: "), done.stderr
     assert (
-        "Warning: Job warn-probe names no topology, so Kueue places it host by host: add the annotation "
+        "Job warn-probe names no topology, so Kueue places it host by host: add the annotation "
         "kueue.x-k8s.io/podset-preferred-topology: topology.trainyard.dev/rack to its pod templates"
     ) in done.stderr, done.stderr
 
