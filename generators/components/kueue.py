@@ -258,7 +258,8 @@ def default_topology(env: Environment) -> list[Obj]:
             else:
                 name += f"-{kind.kind.lower()}"
                 patch_type, expression = "JSONPatch", _patch_expression(kind, level)
-                no_topology = f"variables.templates.exists(t, {_untopological('t')})"
+                # matchConditions cannot read variables: the template list is written out.
+                no_topology = f"({kind.templates}).exists(t, {_untopological('t')})"
             objects += [
                 render(
                     "kueue/default-topology-mutatingadmissionpolicy.yaml.j2",
