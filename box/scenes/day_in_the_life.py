@@ -39,6 +39,7 @@ from box.scenes.workloads import (
     workload_of,
 )
 from box.speed import seconds_of
+from generators.components import priorities
 from generators.components.overflow.inference import inference_pod_snippet
 from generators.model.environment import Environment
 from generators.model.overflow import InferenceService, Overflow, Provider
@@ -63,6 +64,8 @@ class Plan:
     replicas: int
     gang: int  # pods, a whole node each
     run_seconds: int  # how long KWOK holds each gang pod Running
+    # Below 1.36 the quarantine tolerations inference must write itself (none from 1.36).
+    quarantine_tolerations: tuple[Obj, ...] = ()
 
     @property
     def spilled(self) -> int:
@@ -112,6 +115,7 @@ def plan(env: Environment) -> Plan:
         replicas,
         pool.nodes - 1,
         run,
+        tuple(priorities.tolerations_inference_carries(env)),
     )
 
 
@@ -125,6 +129,7 @@ def deployment(p: Plan) -> Obj:
         p.pool, "registry.example/chat-api:1", INFERENCE_GPUS, name="server", cpu="8", memory="64Gi"
     )
     spec = {**inference_pod_snippet(p.overflow, p.service), "containers": [container]}
+    spec["tolerations"] = [*spec["tolerations"], *p.quarantine_tolerations]
     labels = dict(p.service.pod_selector)
     return {
         "apiVersion": "apps/v1",

@@ -356,6 +356,15 @@ def toleration_yaml(t: Toleration) -> str:
     return f"{{key: {t.key}, operator: Exists, effect: {t.effect}}}"
 
 
+def tolerations_inference_carries(env: Environment) -> list[dict[str, str]]:
+    """The quarantine tolerations an inference pod must carry itself: below 1.36 (REQUIRE) those
+    the rendered policy requires, from 1.36 none (the mutating policy adds them)."""
+    tolerations = env.health.tolerations if env.health else ()
+    if kubernetes.mechanism(Feature.QUARANTINE_TOLERATION, env.kubernetes_version) is not Mechanism.REQUIRE:
+        return []
+    return [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in tolerations]
+
+
 def required_validations(tolerations: tuple[Toleration, ...], version: str) -> list[dict[str, str]]:
     """Below 1.36 (REQUIRE): an inference pod, or the template of a Deployment, StatefulSet
     or Job in an inference namespace, must tolerate each quarantine taint itself; without
