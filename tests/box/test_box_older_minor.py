@@ -1,4 +1,4 @@
-"""`generate.py box up trial --kubernetes 1.35 --scale 4`: the cluster people run today.
+"""`generate.py box up trial --kubernetes 1.35 --speed 30`: the cluster people run today.
 
 `trial` is staging with its overflow provider an interLink one (node-cli's mock cannot come up
 closed below 1.36), written to a scratch checkout; `--kubernetes 1.35` renders it for 1.35 and
@@ -7,7 +7,10 @@ the generators choose for that minor (generators/upstream/kubernetes.py) is then
 real controllers: no MutatingAdmissionPolicy API at all, the virtual node registered labelled
 and closed as its config says, an inference pod without the quarantine toleration refused
 naming it, and the gang-placement scene (a Job and a JobSet gang each on one rack, a
-class-less Job refused at creation naming the class to set).
+class-less Job refused at creation naming the class to set), and the day-in-the-life scene
+(inference spilling to the virtual node born closed, and back). Full size (the scene needs
+staging's inference pool whole; --scale would leave it no free GPUs), at --speed 30 for the
+scene's controller durations.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def box(checkout: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpBox]:
     with box_up(
-        tmp_path_factory.mktemp("box"), ENV, scale=4, kubernetes=MINOR, root=checkout, say=to_stderr
+        tmp_path_factory.mktemp("box"), ENV, speed=30, kubernetes=MINOR, root=checkout, say=to_stderr
     ) as up:
         yield up
 
@@ -153,4 +156,15 @@ def test_gang_placement_with_a_jobset_on_1_35(box: UpBox, checkout: Path) -> Non
     out = done.stdout
     assert "JobSet racks" in out and "refused:" in out, out + done.stderr[-3000:]
     assert "set priorityClassName: training on every pod template" in out, out
+    assert done.returncode == 0, out + done.stderr[-3000:]
+
+
+def test_day_in_the_life_on_1_35(box: UpBox, checkout: Path) -> None:
+    """Inference spills to vk-mock (opened by the gate, though nothing but its own config
+    closed it at birth) while a training gang borrows its pool, and comes back."""
+    done = run_cli(
+        "-C", str(checkout), "box", "scene", "day-in-the-life", ENV, box_dir=box.box_dir, timeout=900
+    )
+    out = done.stdout
+    assert "the gate opened vk-mock" in out and "steady again" in out, out + done.stderr[-3000:]
     assert done.returncode == 0, out + done.stderr[-3000:]
