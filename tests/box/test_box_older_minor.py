@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from kubernetes.dynamic.exceptions import ForbiddenError, UnprocessibleEntityError
 
+from box.kube import Obj
 from tests.support import ROOT
 from tests.support.box import UpBox, box_up, run_cli, to_stderr
 
@@ -147,6 +148,43 @@ def test_a_gang_without_topology_is_admitted_with_a_warning_naming_the_annotatio
         "Job warn-probe names no topology, so Kueue places it host by host: add the annotation "
         "kueue.x-k8s.io/podset-preferred-topology: topology.trainyard.dev/rack to its pod templates"
     ) in done.stderr, done.stderr
+
+
+def _refusal(obj: Obj, box: UpBox) -> str:
+    with pytest.raises((ForbiddenError, UnprocessibleEntityError)) as refused:
+        box.kube.create(obj, dry_run=True)
+    return str(refused.value.body)
+
+
+def test_a_classless_jobset_and_workload_are_refused_naming_the_class(box: UpBox) -> None:
+    """Finding 2: below 1.36 a class-less training job held quota while none of its pods could
+    exist. The JobSet is refused at creation, and so is a Workload (what Kueue creates for a
+    TrainJob, whose class lives in its runtime)."""
+    container = {"name": "main", "image": "registry.example/trainer:1"}
+    template = {"spec": {"restartPolicy": "Never", "containers": [container]}}
+    jobset: Obj = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {
+            "name": "classless",
+            "namespace": "foundation",
+            "labels": {
+                "kueue.x-k8s.io/queue-name": "foundation",
+                "kueue.x-k8s.io/priority-class": "training",
+            },
+        },
+        "spec": {
+            "replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {"template": template}}}]
+        },
+    }
+    assert "set priorityClassName: training on every pod template" in _refusal(jobset, box)
+    workload: Obj = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "classless", "namespace": "foundation"},
+        "spec": {"queueName": "foundation", "podSets": [{"name": "main", "count": 1, "template": template}]},
+    }
+    assert "name none: set priorityClassName: training" in _refusal(workload, box)
 
 
 def test_gang_placement_with_a_jobset_on_1_35(box: UpBox, checkout: Path) -> None:
