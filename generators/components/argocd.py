@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from generators.components import Obj
+from generators.gitops.argoglob import literal
 from generators.gitops.syncoptions import ANNOTATION as SYNC_OPTIONS
 from generators.layout import INSTALLERS, RENDERED
 from generators.model.environment import Environment
@@ -154,14 +155,17 @@ def _argo(template: str, env: Environment, name: str, **fields: Any) -> Obj:
 def _project(
     env: Environment, name: str, destination: tuple[str, str], description: str, objects: list[Obj]
 ) -> Obj:
-    """`destination` is (server, namespace glob); kinds are exactly those of `objects`."""
+    """`destination` is (server, namespace glob); kinds are exactly those of `objects`. Argo CD
+    matches a destination's server as a glob (app_project_types.go:507-527), so the server is
+    escaped: an IPv6 URL's brackets would otherwise be a character class that does not match
+    the URL itself, and every object of the environment would be refused."""
     cluster_kinds, namespaced_kinds = group_kinds(objects)
     return _argo(
         "argocd/appproject.yaml.j2",
         env,
         name,
         description=description,
-        server=destination[0],
+        server=literal(destination[0]),
         destination_namespace=destination[1],
         cluster_kinds=cluster_kinds,
         namespaced_kinds=namespaced_kinds,
@@ -242,7 +246,7 @@ def generate(env: Environment, earlier: Sequence[Obj]) -> list[Obj]:
     bootstrap_project = _project(
         env,
         bootstrap_name,
-        (IN_CLUSTER, env.argocd.namespace),
+        (IN_CLUSTER, literal(env.argocd.namespace)),
         f"{env.display_name}: the Argo CD objects in {RENDERED}/{env.name}/{COMPONENT}/",
         [env_project, env_app, bootstrap_app],
     )
