@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from generators.components import Obj
+from generators.gitops import health
 from generators.gitops.argoglob import literal
 from generators.gitops.syncoptions import ANNOTATION as SYNC_OPTIONS
 from generators.layout import INSTALLERS, RENDERED
@@ -251,3 +252,25 @@ def generate(env: Environment, earlier: Sequence[Obj]) -> list[Obj]:
         [env_project, env_app, bootstrap_app],
     )
     return [env_project, env_app, bootstrap_project, bootstrap_app]
+
+
+HEALTH_INPUT = "argo-cd-values.yaml"
+
+
+def installer_inputs(env: Environment) -> dict[str, tuple[str, Obj]]:
+    """rendered/<env>/installers/argo-cd-values.yaml: the argocd-cm health overrides of
+    generators/gitops/health.py, as values of the argo-cd Helm chart (`configs.cm` is merged
+    into argocd-cm's data). Not a ConfigMap: applied by mistake, a partial argocd-cm would
+    replace the whole of the installed one. The same data for every environment, so several
+    sharing one Argo CD merge the same keys."""
+    header = (
+        f"Health overrides for Argo CD's argocd-cm, environment {env.name}: rendered from\n"
+        f"{env.source_file} by generators/components/argocd.py; do not edit. Argo CD does not\n"
+        "apply this folder. Helm values for the argo-cd chart of the Argo CD that syncs this\n"
+        "environment (-f this file, beside your own values); installed another way, copy the\n"
+        "keys under configs.cm into the data of its argocd-cm ConfigMap. Objects annotated\n"
+        "argocd.argoproj.io/ignore-healthcheck=true (HPAs, grafana-operator objects) then read\n"
+        "Healthy, so no sync waits on them; every other object keeps Argo CD's own check.\n"
+        "See docs/gitops.md, Health."
+    )
+    return {HEALTH_INPUT: (header, {"configs": {"cm": health.customizations()}})}
