@@ -254,11 +254,11 @@ def generate(env: Environment, earlier: Sequence[Obj]) -> list[Obj]:
     return [env_project, env_app, bootstrap_project, bootstrap_app]
 
 
-HEALTH_INPUT = "argo-cd-values.yaml"
+HEALTH_INPUT = "argocd-cm-health.yaml"
 
 
 def installer_inputs(env: Environment) -> dict[str, tuple[str, Obj]]:
-    """rendered/<env>/installers/argo-cd-values.yaml: the argocd-cm health overrides of
+    """rendered/<env>/installers/argocd-cm-health.yaml: the argocd-cm health overrides of
     generators/gitops/health.py, as values of the argo-cd Helm chart (`configs.cm` is merged
     into argocd-cm's data). Not a ConfigMap: applied by mistake, a partial argocd-cm would
     replace the whole of the installed one. The same data for every environment, so several

@@ -28,7 +28,7 @@ from .conftest import Obj, rendered_objects
 
 HPA = "overflow/serving-staging/horizontalpodautoscaler-chat-api.yaml"
 DASHBOARD = "monitoring/monitoring/grafanadashboard-trainyard-fabric.yaml"
-VALUES = ROOT / "rendered" / "staging" / "installers" / "argo-cd-values.yaml"
+VALUES = ROOT / "rendered" / "staging" / "installers" / "argocd-cm-health.yaml"
 NOT_FOUND = (
     'the HPA controller was unable to get the target\'s current scale: deployments.apps "chat-api" not found'
 )
