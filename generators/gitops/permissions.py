@@ -15,6 +15,9 @@ written. The rules are Argo CD's own (../shared/src/argo-cd-3.5.1.tar.gz; file:l
   (util/argo/argo.go:686-689) by IsSourcePermitted (app_project_types.go:461-480: both sides
   lower-cased and stripped of `.git` by git.NormalizeGitURL, util/git/git.go:63-80, then
   matched as a glob with `/` as separator);
+- a kind Argo CD excludes by default (events.k8s.io, metrics.k8s.io, core Event,
+  coordination.k8s.io Lease: util/settings/resources_filter.go:7-11): dropped from the target
+  objects with only a warning condition (controller/state.go:753-761), so it is never applied;
 - an Application whose source applies no rendered file: the repo server finds no manifest
   there (generators/gitops/sources.py), so an automated Application with prune would delete
   everything it applied before.
@@ -37,6 +40,13 @@ from generators.gitops.sources import applied
 from generators.layout import RENDERED
 
 Obj = dict[str, Any]
+# util/settings/resources_filter.go:7-11: (group, kind), "*" for every kind of the group.
+CORE_EXCLUDED = {
+    ("events.k8s.io", "*"),
+    ("metrics.k8s.io", "*"),
+    ("", "Event"),
+    ("coordination.k8s.io", "Lease"),
+}
 HINT = "a generator rendered what its own Argo CD objects do not allow: report it (docs/gitops.md)"
 
 
@@ -176,8 +186,15 @@ def refusals(env: str, files: Sequence[File]) -> list[Problem]:
                 continue
             meta = obj.get("metadata", {})
             namespace = meta.get("namespace") or spec["destination"].get("namespace", "")
-            if not kind_permitted(project, _group(obj), obj["kind"], meta.get("name", ""), bool(namespace)):
-                kind = f"{_group(obj) or 'core'}/{obj['kind']}"
+            group = _group(obj)
+            if (group, "*") in CORE_EXCLUDED or (group, obj["kind"]) in CORE_EXCLUDED:
+                refuse(
+                    path,
+                    f"{group or 'core'}/{obj['kind']} is excluded by Argo CD's defaults: "
+                    "it would never apply it",
+                )
+            elif not kind_permitted(project, group, obj["kind"], meta.get("name", ""), bool(namespace)):
+                kind = f"{group or 'core'}/{obj['kind']}"
                 refuse(
                     path, f"{kind} is not in project {spec['project']}'s whitelist: Argo CD would not sync it"
                 )

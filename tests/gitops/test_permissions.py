@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from generators.components import argocd
-from generators.gitops import permissions
+from generators.components import argocd, registry
+from generators.errors import SpecError
+from generators.gitops import permissions, syncwaves
 from generators.gitops.argoglob import literal, matches
 from generators.model.load import load
 from generators.pipeline import render
@@ -143,3 +144,27 @@ def test_an_ipv6_destination_renders_with_its_server_escaped_in_the_project(tmp_
     assert code == 0, err
     project = (root / "rendered" / "bad" / "argocd" / "argocd" / "appproject-trainyard-bad.yaml").read_text()
     assert '- server: "https://\\\\[fd00::1\\\\]:6443"\n' in project  # YAML for https://\[fd00::1\]:6443
+
+
+def test_a_kind_argo_cd_excludes_by_default_stops_the_render(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Lease is dropped from the targets with a warning (util/settings/resources_filter.go:10,
+    controller/state.go:756-761): rendered, it would never be applied. Through the real
+    pipeline (the whitelist derived from it as usual), so only the exclusion refuses it."""
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "held", "namespace": "ops"},
+        "spec": {"holderIdentity": "x"},
+    }
+    components = tuple(
+        registry.Component(c.name, lambda _env, _earlier: [lease]) if c.name == "namespaces" else c
+        for c in registry.COMPONENTS
+    )
+    monkeypatch.setattr(render, "COMPONENTS", components)
+    monkeypatch.setitem(syncwaves.WAVES, "Lease", 4)  # a wave, so that only the exclusion stops it
+    with pytest.raises(SpecError) as caught:
+        render.render_tree(load(ROOT, "dev"))
+    assert [p.format() for p in caught.value.problems] == [
+        "rendered/dev/namespaces/ops/lease-held.yaml:1:1: error: coordination.k8s.io/Lease is excluded by "
+        "Argo CD's defaults: it would never apply it; " + permissions.HINT
+    ]
