@@ -165,3 +165,11 @@ def test_a_dashboard_without_the_annotation_keeps_argo_cds_own_health(
 ) -> None:
     obj = _with(_staging(DASHBOARD), conditions, annotated=False)
     assert _health(obj, _overrides(tmp_path), tmp_path) == _health(obj, _empty_cm(tmp_path), tmp_path)
+
+
+def test_the_lua_templates_hold_no_jinja_delimiters() -> None:
+    """Every file under templates/ is compiled as Jinja once per fleet (generators/pipeline/
+    fleet.py), the Lua too: a `{{`, `{%` or `{#` in it would break every render."""
+    for script in set(health.SCRIPTS.values()):
+        text = (ROOT / "templates" / "argocd" / script).read_text(encoding="utf-8")
+        assert not {"{{", "{%", "{#"} & {text[i : i + 2] for i in range(len(text) - 1)}, script
