@@ -21,14 +21,21 @@ Two things keep a sync from waiting on them:
   while the inference Deployments do not exist. The annotation does not reach the sync: the
   wave wait reads health.GetResourceHealth alone (sync_context.go:555), hence the wave.
 
-What Argo CD cannot be kept from: with `PruneLast=true` a sync that prunes moves the prunes
-to a wave after the last (sync_context.go:1127-1143), so the last wave is then waited on
-(docs/gitops.md, "Health").
+What the wave cannot cover: with `PruneLast=true` a sync that prunes moves the prunes to a
+wave after the last (sync_context.go:1127-1143), so the last wave is then waited on. For that,
+`customizations()` gives argocd-cm health overrides (rendered as an installer input by
+generators/components/argocd.py): an object of these kinds carrying the annotation reads
+Healthy, every other one keeps Argo CD's built-in check, restated in Lua. Argo CD reads an
+argocd-cm health script before its built-in one (util/lua/lua.go:169-205) and the sync asks
+the same function (sync_context.go:555), so with them no wave waits on these objects.
 """
 
 from __future__ import annotations
 
+from string import Template
 from typing import Any
+
+from generators.output.templating import TEMPLATE_DIR
 
 IGNORE_HEALTHCHECK = "argocd.argoproj.io/ignore-healthcheck"
 
@@ -42,6 +49,12 @@ HEALTH_FROM_ELSEWHERE: dict[tuple[str, str], str] = {
     ("grafana.integreatly.org", "GrafanaFolder"): "a grafana-operator and a Grafana it matches",
 }
 KINDS = frozenset(kind for _, kind in HEALTH_FROM_ELSEWHERE)
+# The Lua that overrides each kind's health in argocd-cm (templates/argocd/).
+SCRIPTS = {
+    ("autoscaling", "HorizontalPodAutoscaler"): "health-hpa.lua",
+    ("grafana.integreatly.org", "GrafanaDashboard"): "health-grafana.lua",
+    ("grafana.integreatly.org", "GrafanaFolder"): "health-grafana.lua",
+}
 
 
 def health_from_elsewhere(obj: dict[str, Any]) -> bool:
@@ -52,3 +65,14 @@ def mark(obj: dict[str, Any]) -> None:
     """Leave `obj` out of the Application's health if its health is not the Application's."""
     if health_from_elsewhere(obj):
         obj.setdefault("metadata", {}).setdefault("annotations", {})[IGNORE_HEALTHCHECK] = "true"
+
+
+def customizations() -> dict[str, str]:
+    """argocd-cm data: `resource.customizations.health.<group>_<kind>` -> Lua script, the key
+    form util/lua/lua.go:476-484 (GetConfigMapKey) looks up and argocd-cm documents."""
+    return {
+        f"resource.customizations.health.{group}_{kind}": Template(
+            (TEMPLATE_DIR / "argocd" / SCRIPTS[(group, kind)]).read_text(encoding="utf-8")
+        ).substitute(annotation=IGNORE_HEALTHCHECK)
+        for group, kind in sorted(HEALTH_FROM_ELSEWHERE)
+    }

@@ -18,7 +18,8 @@ from typing import Any
 
 from generators.components import Obj
 from generators.components.registry import COMPONENTS
-from generators.gitops import health, syncoptions
+from generators.errors import SpecError
+from generators.gitops import health, permissions, syncoptions
 from generators.gitops.syncwaves import wave
 from generators.layout import INSTALLERS, RENDERED, is_installer_input
 from generators.model.environment import Environment
@@ -99,6 +100,10 @@ def render_tree(env: Environment) -> list[RenderedFile]:
                 raise ValueError(f"two installer inputs render to {RENDERED}/{env.name}/{path}")
             comment = "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines())
             files[path] = RenderedFile(path, document, comment + yamlemit.dump(document))
+    # What Argo CD would refuse stops the render here, before anything is written.
+    refused = permissions.refusals(env.name, [permissions.File(p, f.obj) for p, f in files.items()])
+    if refused:
+        raise SpecError(refused)
     return [files[p] for p in sorted(files)]
 
 

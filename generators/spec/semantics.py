@@ -14,7 +14,14 @@ from typing import Any
 from generators.errors import Problem
 from generators.model import exporters
 from generators.model.teams import TRAINING_ROLES, flex_queue, trains
-from generators.spec import example_checks, health_checks, monitoring_checks, overflow_checks, quantities
+from generators.spec import (
+    argocd_checks,
+    example_checks,
+    health_checks,
+    monitoring_checks,
+    overflow_checks,
+    quantities,
+)
 from generators.spec.checker import Checker, Path_
 from generators.spec.source import Document
 from generators.upstream import kubernetes
@@ -89,6 +96,7 @@ class _Checker(Checker):
         self.problems += health_checks.check(self.doc, v)
         self.problems += monitoring_checks.check(self.doc, v)
         self.problems += example_checks.check(self.doc, v)
+        self.problems += argocd_checks.check(self.doc, v)
         return self.problems
 
     def kubernetes_version(self) -> None:

@@ -3,7 +3,7 @@ rules (the source is ../shared/src/argo-cd-3.5.1.tar.gz; file:line below are ins
 
 - after each sync wave it waits for the wave's objects to be Healthy, fails the operation on a
   Degraded one and waits on a Progressing one (gitops-engine/pkg/sync/sync_context.go:555-567,
-  :576-595); only the operation's last wave is never waited on (:701-711);
+  :576-595); only the operation's last wave is never waited on (:703-712);
 - an HPA reads Degraded while its target cannot be read (`AbleToScale` `FailedGetScale`) or its
   External metric cannot (`ScalingActive` `FailedGetExternalMetric`)
   (gitops-engine/pkg/health/health_hpa.go:108-118);
