@@ -57,7 +57,9 @@ def test_a_kept_item_is_compared_with_the_item_of_its_name() -> None:
 def test_order_alone_is_one_change_listing_the_names() -> None:
     before = flavors(("a", 1), ("b", 2), ("c", 3))
     after = flavors(("c", 3), ("a", 1), ("b", 2))
-    assert shown(before, after) == [("flavors", ["name=a", "name=b", "name=c"], ["name=c", "name=a", "name=b"])]
+    assert shown(before, after) == [
+        ("flavors", ["name=a", "name=b", "name=c"], ["name=c", "name=a", "name=b"])
+    ]
 
 
 def test_a_repeated_name_is_compared_by_index() -> None:
@@ -99,7 +101,11 @@ def test_keyed_lists_match_the_set_oracle(lists: tuple[list[dict[str, Any]], lis
     expected = set()
     if kept_in_old_order != kept_in_new_order:
         expected.add(
-            ("l", tuple(f"name={n}" for n in kept_in_old_order), tuple(f"name={n}" for n in kept_in_new_order))
+            (
+                "l",
+                tuple(f"name={n}" for n in kept_in_old_order),
+                tuple(f"name={n}" for n in kept_in_new_order),
+            )
         )
     expected |= {(f"l[{i}]", repr(item), repr(MISSING)) for n, (i, item) in old.items() if n not in new}
     expected |= {(f"l[{i}]", repr(MISSING), repr(item)) for n, (i, item) in new.items() if n not in old}
