@@ -98,7 +98,8 @@ def test_keyed_lists_match_the_set_oracle(lists: tuple[list[dict[str, Any]], lis
     new = {item["name"]: (i, item) for i, item in enumerate(after)}
     kept_in_old_order = [item["name"] for item in before if item["name"] in new]
     kept_in_new_order = [item["name"] for item in after if item["name"] in old]
-    expected = set()
+    Shown = tuple[str, object, object]  # (path, before, after), lists as tuples, else repr
+    expected: set[Shown] = set()
     if kept_in_old_order != kept_in_new_order:
         expected.add(
             (
