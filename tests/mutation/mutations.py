@@ -3,8 +3,10 @@
 Each is one plausible bug: a named, exact edit of one source file (`old` must occur exactly
 once, so a list that drifted from the code fails loudly instead of testing nothing), and the
 promise it breaks. They cover the model, components, templates, gate, policies, the YAML
-emitter and sync-inventory; the first five are the ones issue 25 found escaping every
-behavioural test.
+emitter, sync-inventory, the diff engine and the spec's cross-field checks; the first five
+are the ones issue 25 found escaping every behavioural test, the last 27 were written before
+the tests of the seven areas where one-line bugs had passed the whole suite
+(docs/testing.md, "The seven areas").
 """
 
 from __future__ import annotations
