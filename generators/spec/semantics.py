@@ -211,7 +211,10 @@ class _Checker(Checker):
             seen = {cohort["name"]}
             while parent is not None and parent in parents:
                 if parent in seen:
-                    self.add(("cohorts", i, "parent"), f"cohort {cohort['name']!r} is its own ancestor")
+                    # A cohort that only leads into a loop of others is not its own ancestor:
+                    # the loop is reported on the cohorts that are on it.
+                    if parent == cohort["name"]:
+                        self.add(("cohorts", i, "parent"), f"cohort {cohort['name']!r} is its own ancestor")
                     break
                 seen.add(parent)
                 parent = parents[parent]
