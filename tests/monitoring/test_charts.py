@@ -22,7 +22,7 @@ their expectations from the environment file or literals:
 The gpu-operator controller, which turns the ClusterPolicy into dcgm-exporter's DaemonSet and
 ServiceMonitor, cannot run here (it needs GPU nodes and their driver state). Its contract is
 pinned at NVIDIA/gpu-operator v26.7.0 (commit 10ee5b3638b89e11e949412aafa5ba99279c3721) and
-modelled by `dcgm_service_monitor` below:
+modelled by `dcgm_service_monitor` (tests/monitoring/gpu_operator.py):
 - assets/state-dcgm-exporter/0500_service_monitor.yaml: ServiceMonitor nvidia-dcgm-exporter,
   labels {app: nvidia-dcgm-exporter}, jobLabel app; 0400_service.yaml: Service
   nvidia-dcgm-exporter labelled app: nvidia-dcgm-exporter, port gpu-metrics 9400.
@@ -55,6 +55,7 @@ import yaml
 from generators.upstream import charts
 from tests.monitoring import kubeselect, stack_chart
 from tests.monitoring.conftest import ENVIRONMENTS
+from tests.monitoring.gpu_operator import dcgm_service_monitor
 from tests.support import ROOT, archive, recipes
 from tests.support.recipes import header_command, helm_commands
 
@@ -137,27 +138,6 @@ def env(request: pytest.FixtureRequest) -> Env:
             pytrace=False,
         )
     return e
-
-
-def dcgm_service_monitor(cluster_policy: Obj, operator_namespace: str) -> Obj | None:
-    """The ServiceMonitor gpu-operator v26.7.0 makes from a ClusterPolicy (module docstring)."""
-    wanted = (cluster_policy["spec"].get("dcgmExporter") or {}).get("serviceMonitor") or {}
-    if not wanted.get("enabled"):
-        return None
-    labels = {"app": "nvidia-dcgm-exporter", **(wanted.get("additionalLabels") or {})}
-    endpoint = {"port": "gpu-metrics", "path": "/metrics"}
-    if "honorLabels" in wanted:
-        endpoint["honorLabels"] = wanted["honorLabels"]
-    return {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "ServiceMonitor",
-        "metadata": {"name": "nvidia-dcgm-exporter", "namespace": operator_namespace, "labels": labels},
-        "spec": {
-            "jobLabel": "app",
-            "endpoints": [endpoint],
-            "selector": {"matchLabels": {"app": "nvidia-dcgm-exporter"}},
-        },
-    }
 
 
 def dcgm_of(env: Env, ours: bool = True) -> Obj:
