@@ -58,6 +58,11 @@ def _helm_home() -> Path:
     return Path(tempfile.mkdtemp(prefix="trainyard-helm-"))
 
 
+def scratch_file(name: str) -> Path:
+    """A path in this session's scratch folder (beside helm's empty homes)."""
+    return _helm_home() / name
+
+
 def helm_template(chart: Chart, namespace: str, values: Path | None) -> str:
     """`helm template` of pinned chart `chart` as its release in `namespace` with `values`: the
     documents, each with its `# Source:` line. Helm runs with empty homes: no repository,
