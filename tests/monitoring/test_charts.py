@@ -185,14 +185,18 @@ def chart_kueue_monitor_enabled(env: Env) -> Obj:
     return one(helm_template(charts.KUEUE, env.spec["kueue"]["namespace"], path), "ServiceMonitor")
 
 
-def kueue_monitor(env: Env) -> Obj:
-    """The ServiceMonitor of Kueue's metrics we render (in Kueue's namespace)."""
+def kueue_monitor_of(objects: list[Obj], env: Env) -> Obj:
+    """The ServiceMonitor of Kueue's metrics among our rendered objects (in Kueue's namespace)."""
     [monitor] = [
         o
-        for o in env.rendered()
+        for o in objects
         if o["kind"] == "ServiceMonitor" and o["metadata"]["namespace"] == env.spec["kueue"]["namespace"]
     ]
     return monitor
+
+
+def kueue_monitor(env: Env) -> Obj:
+    return kueue_monitor_of(list(env.rendered()), env)
 
 
 def ours_to_scrape(env: Env) -> list[Obj]:
@@ -383,7 +387,8 @@ def test_grafana_sidecar_files_our_dashboards_into_their_folder(env: Env) -> Non
         assert not dashboards  # GrafanaDashboards instead: docs/monitoring.md, "Grafana"
         return
     objects = env.kps()
-    grafana = one(objects, "Deployment", "kube-prometheus-stack-grafana")
+    # the grafana subchart's fullname: <release>-grafana
+    grafana = one(objects, "Deployment", f"{env.m['release']}-grafana")
     sidecar = next(
         c for c in grafana["spec"]["template"]["spec"]["containers"] if c["name"] == "grafana-sc-dashboard"
     )
@@ -394,7 +399,7 @@ def test_grafana_sidecar_files_our_dashboards_into_their_folder(env: Env) -> Non
         assert (meta.get("labels") or {}).get(settings["LABEL"]) == settings["LABEL_VALUE"], meta["name"]
         assert settings["NAMESPACE"] == "ALL" or meta["namespace"] in settings["NAMESPACE"].split(",")
         assert meta["annotations"][settings["FOLDER_ANNOTATION"]] == env.m["dashboards"]["folder"]
-    provider = one(objects, "ConfigMap", "kube-prometheus-stack-grafana-config-dashboards")
+    provider = one(objects, "ConfigMap", f"{env.m['release']}-grafana-config-dashboards")
     providers = yaml.safe_load(provider["data"]["provider.yaml"])["providers"]
     assert [p["options"]["foldersFromFilesStructure"] for p in providers] == [True]
 
@@ -489,7 +494,8 @@ def test_prometheus_can_reach_every_target_we_render(env: Env) -> None:
     the overflow namespace) admit the Prometheus' namespace on that port."""
     prometheus_ns = one(env.kps(), "Prometheus")["metadata"]["namespace"]
     objects = list(env.rendered())
-    monitors = of_kind(objects, "ServiceMonitor")
+    # Kueue's targets the chart's Service (test_kueue_metrics_servicemonitor_targets_...)
+    monitors = [m for m in of_kind(objects, "ServiceMonitor") if m is not kueue_monitor_of(objects, env)]
     scraped = env.spec.get("overflow") is not None or env.spec["health"]["backend"] == "trainyard"
     assert bool(monitors) == scraped  # the gate's and the health controller's
     for monitor in monitors:
