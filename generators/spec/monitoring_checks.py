@@ -22,6 +22,8 @@ The mismatches with the stack's release and namespace that the file itself shows
   than `namespace`, or a kube-prometheus-stack Prometheus Service of another release than
   `release` (the chart names it `<fullname>-prometheus`, templates/prometheus/service.yaml):
   the controller would ask a Prometheus that is not the stack's, or none (warning);
+- a pool of another vendor's GPUs (amd.com/gpu): no GPU dashboard or GPU alert shows it
+  (they read dcgm-exporter; warning);
 - a dcgm-exporter named by version, not image tag, or not in generators/model/exporters.py's
   table: the GPU operator values then cannot pin the image the labels were read from (the
   operator runs its chart's default image instead; warning).
@@ -35,6 +37,7 @@ from typing import Any
 from generators.errors import Problem, format_path
 from generators.model import exporters
 from generators.spec.checker import Checker
+from generators.spec.health_checks import NVIDIA_PREFIX
 from generators.spec.source import Document
 from generators.upstream import charts
 
@@ -149,6 +152,22 @@ class _Monitoring(Checker):
                 f"write the image tag {_tag(release)} (or -ubuntu22.04)",
             )
 
+    def other_gpus(self) -> None:
+        """A pool of another vendor's GPUs (amd.com/gpu) is on no GPU dashboard: the hardware,
+        utilization and training dashboards and the GPU alerts read dcgm-exporter series."""
+        for i, pool in enumerate(self.v["pools"]):
+            resource = pool["gpu"]["resource"]
+            if resource.startswith(NVIDIA_PREFIX):
+                continue
+            self._warn_at(
+                ("pools", i, "gpu", "resource"),
+                f"pool {pool['name']!r} ({resource}) shows on no panel of the GPU hardware, "
+                "utilization and training dashboards and in no GPU hardware alert: they read "
+                "dcgm-exporter, which sees NVIDIA GPUs only",
+                "its quotas, placement, GPUMissing, KueueQuotaDrift and sync-inventory do count it "
+                "(docs/adopting.md, 'Pools of other GPUs')",
+            )
+
 
 def _key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
@@ -164,4 +183,5 @@ def check(doc: Document, value: dict[str, Any]) -> list[Problem]:
     checker.release_label()
     checker.prometheus_urls()
     checker.dcgm_image()
+    checker.other_gpus()
     return checker.problems
