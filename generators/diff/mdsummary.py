@@ -177,6 +177,9 @@ def _queue_label(env: Environment, queue: ClusterQueue, summary: EnvSummary | No
                 parts.append(f"{flavor.pool}: {'new ' if was is None else f'{was} {ARROW} '}{now} {unit}")
             elif q.nominal:
                 parts.append(f"{flavor.pool}: {now} {unit}")
+            elif q.borrowing_limit is None or q.borrowing_limit:  # a borrowFrom flavor: no quota of its own
+                limit = "" if q.borrowing_limit is None else f" up to {q.resource.show(q.borrowing_limit)}"
+                parts.append(f"{flavor.pool}: borrows{limit} {unit}")
     title = f"{queue.name} (topology)" if queue.topology else queue.name
     return "<br/>".join([title, *parts]), changed
 
