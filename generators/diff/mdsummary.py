@@ -196,8 +196,9 @@ def diagram(env: Environment, summary: EnvSummary | None) -> str:
     for queue in env.cluster_queues:
         label, changed = _queue_label(env, queue, summary)
         lines.append(f'  {_id("q", queue.name)}["{label}"]')
-        if cohorts.get(queue.team):
-            lines.append(f"  {_id('c', cohorts[queue.team])} --> {_id('q', queue.name)}")
+        parent = cohorts.get(queue.team)
+        if parent:
+            lines.append(f"  {_id('c', parent)} --> {_id('q', queue.name)}")
         if changed:
             changed_ids.append(_id("q", queue.name))
     if changed_ids:

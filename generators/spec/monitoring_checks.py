@@ -36,7 +36,7 @@ from typing import Any
 
 from generators.errors import Problem, format_path
 from generators.model import exporters
-from generators.spec.checker import Checker
+from generators.spec.checker import Checker, Path_
 from generators.spec.health_checks import NVIDIA_PREFIX
 from generators.spec.source import Document
 from generators.upstream import charts
@@ -122,7 +122,7 @@ class _Monitoring(Checker):
                     default,
                 )
 
-    def _warn_at(self, path: tuple[str, ...], message: str, hint: str) -> None:
+    def _warn_at(self, path: Path_, message: str, hint: str) -> None:
         self.problems.append(
             Problem(self.doc.locate(path), message, format_path(path), hint, severity="warning")
         )

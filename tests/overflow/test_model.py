@@ -129,4 +129,5 @@ def test_a_provider_without_a_price_fills_first(tmp_path: Path) -> None:
         "costPerGpuHourUsd: 3.5", "costPerGpuHourUsd: 0"
     )
     ov = _overflow(tmp_path, BASE.replace("  gate:\n", SECOND_PROVIDER + free + "  gate:\n", 1))
-    assert [(p.name, p.cost_per_gpu_hour_usd) for p in ov.providers][0] == ("hpc", 0.0)
+    first = ov.providers[0]
+    assert (first.name, first.cost_per_gpu_hour_usd) == ("hpc", 0.0)

@@ -170,7 +170,7 @@ def _kps_install(env: Environment) -> str:
     if not owned_elsewhere(env):
         return (
             "Argo CD does not apply this folder. Install it first (its CRDs come before the\n"
-            "ServiceMonitors of the GPU operator and Kueue):\n"
+            "ServiceMonitors of the GPU operator and of trainyard):\n"
             f"  {command}\n"
             "These lists replace the release's own (Helm merges maps, not lists); a platform that\n"
             f"sets them merges its entries into ours:{lists}"
