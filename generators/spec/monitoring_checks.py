@@ -97,7 +97,11 @@ class _Monitoring(Checker):
             )
 
     def prometheus_urls(self) -> None:
+        """A controller's in-cluster Prometheus URL names the stack's namespace, and, when it
+        names a kube-prometheus-stack Prometheus Service, the stack's release's."""
         m = self.v["monitoring"]
+        ours = (OPERATED, prometheus_service(m["release"]))
+        default = f"remove it: the default is http://{OPERATED}.{m['namespace']}.svc:9090"
         for path in _CONTROLLERS:
             section: Any = self.v
             for part in path[:-1]:
@@ -106,21 +110,17 @@ class _Monitoring(Checker):
             found = _IN_CLUSTER.match(url) if isinstance(url, str) else None
             if found is None:
                 continue
-            default = f"remove it: the default is http://{OPERATED}.{m['namespace']}.svc:9090"
-            where = f"{path[0]} asks Prometheus {found['service']} in namespace {found['namespace']}"
-            if found["namespace"] != m["namespace"]:
-                self._warn_at(
-                    path, f"{where}, but the stack runs in monitoring.namespace {m['namespace']!r}", default
-                )
-            elif found["service"] not in (OPERATED, prometheus_service(m["release"])) and found[
-                "service"
-            ].endswith("-prometheus"):
-                self._warn_at(
-                    path,
+            service, namespace = found["service"], found["namespace"]
+            where = f"{path[0]} asks Prometheus {service} in namespace {namespace}"
+            if namespace != m["namespace"]:
+                message = f"{where}, but the stack runs in monitoring.namespace {m['namespace']!r}"
+                self._warn_at(path, message, default)
+            elif service not in ours and service.endswith("-prometheus"):
+                message = (
                     f"{where}: release {m['release']} (monitoring.release) names its Prometheus "
-                    f"Service {prometheus_service(m['release'])}",
-                    default,
+                    f"Service {ours[1]}"
                 )
+                self._warn_at(path, message, default)
 
     def _warn_at(self, path: Path_, message: str, hint: str) -> None:
         self.problems.append(
