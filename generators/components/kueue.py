@@ -116,7 +116,7 @@ def installer_inputs(env: Environment) -> dict[str, tuple[str, Obj]]:
         f"  {chart.command(env.kueue.namespace, f'rendered/{env.name}/installers/{HELM_VALUES}')}\n"
         "The chart owns ConfigMap kueue-manager-config and restarts the controller when this\n"
         "changes (Kueue reads its Configuration only at start-up). Prometheus scrapes the\n"
-        "controller through trainyard's ServiceMonitor (rendered/<env>/monitoring/), not the\n"
+        f"controller through trainyard's ServiceMonitor (rendered/{env.name}/monitoring/), not the\n"
         "chart's (enablePrometheus: false). See docs/kueue.md."
     )
     return {HELM_VALUES: (header, helm_values(env))}
