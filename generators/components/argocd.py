@@ -82,7 +82,10 @@ def group_kinds(objects: Iterable[Obj]) -> tuple[list[dict[str, str]], list[dict
 
 def ignore_differences(objects: list[Obj]) -> list[dict[str, Any]]:
     """Fields controllers own on the rendered objects, which Argo CD must neither report nor
-    revert: Kueue's finalizer, CRD-defaulted Kueue fields, replicas of HPA targets."""
+    revert: Kueue's finalizer, CRD-defaulted Kueue fields, replicas of HPA targets. Each entry
+    names objects among `objects`: Argo CD applies ignoreDifferences only to the objects the
+    Application manages (controller/state.go:774, GetManagedLiveObjs), so an entry for
+    anything else would protect nothing."""
     set_fields: dict[tuple[str, str], set[str]] = {}  # (group, kind) -> spec fields any object sets
     for o in objects:
         set_fields.setdefault((group_of(o["apiVersion"]), o["kind"]), set()).update(o.get("spec", {}))
@@ -103,11 +106,22 @@ def ignore_differences(objects: list[Obj]) -> list[dict[str, Any]]:
             if expressions:
                 entry["jqPathExpressions"] = expressions
             entries.append(entry)
-    return entries + _hpa_targets(objects)
+    present = {
+        (group_of(o["apiVersion"]), o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
+        for o in objects
+    }
+    managed = [
+        e
+        for e in hpa_target_replicas(objects)
+        if (e["group"], e["kind"], e["namespace"], e["name"]) in present
+    ]
+    return entries + managed
 
 
-def _hpa_targets(objects: list[Obj]) -> list[dict[str, Any]]:
-    """The HPA, not git, owns spec.replicas of what it scales."""
+def hpa_target_replicas(objects: Iterable[Obj]) -> list[dict[str, Any]]:
+    """An ignoreDifferences entry for `/spec/replicas` of every object an HPA among `objects`
+    scales: the HPA, not git, owns that field. Only the Application that manages the target
+    may carry the entry (docs/overflow.md gives the inference owners theirs)."""
     entries = []
     for obj in objects:
         if obj["kind"] != "HorizontalPodAutoscaler":

@@ -16,7 +16,7 @@ kube_node_status_condition{node, condition, status}, kube_node_spec_unschedulabl
 kube_node_spec_taint{node, key, value, effect} (one series per taint; none for an untainted
 node), kube_pod_container_resource_requests{namespace, pod, container, node, resource},
 kube_pod_status_phase{namespace, pod, phase}. dcgm-exporter and node_exporter series, and
-what their values mean, are tabled in generators/exporters.py.
+what their values mean, are tabled in generators/model/exporters.py.
 """
 
 from __future__ import annotations
