@@ -220,12 +220,25 @@ def unit(
     }
 
 
+def merged(out: Path, label: str | None) -> dict[tuple[str, tuple[str, ...]], dict[str, Any]]:
+    """(path, layers in effect) -> every run of it in `out` (with `label`), runs appended."""
+    by: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
+    for line in out.read_text().splitlines():
+        row = json.loads(line) if line.strip() else None
+        if row is None or (label and row.get("label") != label):
+            continue
+        key = (row["path"], tuple(row["layers"]))
+        if key in by:
+            by[key]["instructions"] += row["instructions"]
+            by[key]["cpu_s"] += row["cpu_s"]
+        else:
+            by[key] = row
+    return by
+
+
 def report(out: Path, label: str | None) -> None:
     """Medians per path and configuration, from every row of `out` (with `label`)."""
-    rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
-    if label:
-        rows = [r for r in rows if r.get("label") == label]
-    by = {(r["path"], tuple(r["layers"])): r for r in rows}
+    by = merged(out, label)
     configs = configurations()
     for name in PATHS:
         path = PATHS[name]
@@ -246,8 +259,7 @@ def report(out: Path, label: str | None) -> None:
 
 def markdown(out: Path, label: str | None) -> None:
     """One table: a row per configuration, a column per path, "M instructions / CPU s"."""
-    rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
-    by = {(r["path"], tuple(r["layers"])): r for r in rows if not label or r.get("label") == label}
+    by = merged(out, label)
     paths = [name for name in PATHS if any(k[0] == name for k in by)]
     print("| configuration | " + " | ".join(f"`{name}`" for name in paths) + " |")
     print("|---|" + "---|" * len(paths))
