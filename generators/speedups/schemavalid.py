@@ -1,8 +1,8 @@
 """Successes of the schema check, remembered on disk (layer `schema`).
 
-Importing jsonschema and checking costs ~220 M instructions of `validate` on the shipped
-environments (6 %; docs/performance.md, "Speed-ups"); a document that passed with the same
-code, schemas and libraries passes again. A marker file per success, keyed
+Importing jsonschema and checking costs `validate` of the shipped environments ~220 M
+instructions (6 % more; diff 11 %; docs/performance.md, "Speed-ups"); a document that passed
+with the same code, schemas and libraries passes again. A marker file per success, keyed
 with keys.code_fingerprint() and the pickled document (exact: types included, unlike JSON).
 Failures are never recorded: their messages are always computed afresh. Off with $CI set.
 """
