@@ -9,7 +9,8 @@ Paths (a temporary checkout with a copy of the shipped environments and rendered
 - `ci-check`, `ci-render`: `render --check` / `render` with `CI=1` and an empty cache, as a
   fresh CI runner starts;
 - `validate`, `diff`: caches warm; diff of a one-line change (`nodes: 256` -> `250` in prod)
-  against the commit of the shipped tree;
+  against the commit of the shipped tree; `ci-validate`, `ci-diff`: the same with `CI=1` and
+  the cache the job's first command left (compiled templates);
 - `fleet10-render`, `fleet10-check`, `fleet10-ci-check`: the same on 10 copies of prod.
 
 Configurations: all on, all off, each layer alone on, each layer alone off. A configuration
@@ -78,6 +79,7 @@ class UserPath:
     reached: frozenset[str]
     ci: bool
     prepare: Callable[[Path, dict[str, str]], None] | None = None  # before each measured run
+    warm: bool = False  # with CI=1: the cache an earlier step of the same job left
 
 
 def _render_first(repo: Path, env: dict[str, str]) -> None:
@@ -92,6 +94,8 @@ PATHS = {
         UserPath("ci-render", 0, ("render",), RENDER_LAYERS, True),
         UserPath("validate", 0, ("validate",), CHECK_LAYERS, False),
         UserPath("diff", 0, ("diff", "--base", "HEAD"), CHECK_LAYERS, False),
+        UserPath("ci-validate", 0, ("validate",), CHECK_LAYERS, True, warm=True),
+        UserPath("ci-diff", 0, ("diff", "--base", "HEAD"), CHECK_LAYERS, True, warm=True),
         UserPath("fleet10-render", 10, ("render",), RENDER_LAYERS, False),
         UserPath("fleet10-check", 10, ("render", "--check"), RENDER_LAYERS, False, _render_first),
         UserPath("fleet10-ci-check", 10, ("render", "--check"), RENDER_LAYERS, True),
@@ -174,7 +178,7 @@ def unit(
         prod.write_text(prod.read_text().replace("    nodes: 256\n", "    nodes: 250\n", 1))
 
     def before(env: dict[str, str]) -> None:
-        if path.ci:  # a fresh runner: nothing in the cache
+        if path.ci and not path.warm:  # a fresh runner: nothing in the cache
             env["TRAINYARD_CACHE"] = str(fresh_cache(work))
         if path.name.endswith("-render") and path.fleet:
             set_aside(repo, work)
