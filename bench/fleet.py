@@ -10,7 +10,8 @@ alone, and `kubectl kustomize` reading and re-emitting them.
 Never used as a test: machines are noisy; compare medians and ratios, and read the load
 average printed next to each number (the 1-minute load when that measurement started).
 The speed-ups (generators/speedups) follow TRAINYARD_SPEEDUPS as every command does: run
-once as is and once with TRAINYARD_SPEEDUPS=0 to see what they save.
+once as is and once with TRAINYARD_SPEEDUPS=0 to see what they save together;
+bench/speedups.py counts what each layer saves, path by path, in instructions.
 
     .venv/bin/python bench/fleet.py [--sizes 1,10,50] [--runs 5] [--out build/bench.json]
 """
@@ -44,7 +45,7 @@ from tools.toolchain import ToolNotInstalled, tool_path  # noqa: E402
 PY = sys.executable
 TEMPLATE_ENV = "prod"
 KUBERNETES_VERSION = "1.36.2"
-# The issue's targets (medians on the 2-core machine), for the largest fleet.
+# The targets of docs/performance.md (medians on the 2-core machine), for the largest fleet.
 TARGETS_S = {
     "render (cold)": 3.0,
     "render --check (no change)": 1.5,

@@ -125,6 +125,76 @@ def _prometheus_ldflags(release: str) -> tuple[str, ...]:
     )
 
 
+ARGOCD_ARCHIVE = "argo-cd-3.5.1.tar.gz"
+# The commit of tag v3.5.1 (`git get-tar-commit-id` of the archive; ../shared/src/SOURCES.txt).
+ARGOCD_COMMIT = "109ca7ca71139e514114499d294a492e7910a965"
+
+
+MINIREDIS_MAIN = """\
+// A Redis server for Argo CD in the box: miniredis (the Go Redis server Argo CD runs
+// in-process as its own Redis for `argocd --core`) listening on -addr until SIGTERM.
+package main
+
+import (
+\t"flag"
+\t"fmt"
+\t"os"
+\t"os/signal"
+\t"syscall"
+\t"time"
+
+\t"github.com/alicebob/miniredis/v2"
+)
+
+var version = "unknown"
+
+func main() {
+\taddr := flag.String("addr", "127.0.0.1:6379", "host:port to listen on")
+\tshowVersion := flag.Bool("version", false, "print the version and exit")
+\tflag.Parse()
+\tif *showVersion {
+\t\tfmt.Println("miniredis", version)
+\t\treturn
+\t}
+\tserver := miniredis.NewMiniRedis()
+\tif err := server.StartAddr(*addr); err != nil {
+\t\tfmt.Fprintln(os.Stderr, "miniredis:", err)
+\t\tos.Exit(1)
+\t}
+\tfmt.Printf("miniredis %s listening on %s\\n", version, server.Addr())
+\t// miniredis moves its clock (and expires keys with a TTL) only when told; Argo CD
+\t// sets TTLs on its cache entries and locks, so the clock follows the wall clock.
+\tticker := time.NewTicker(time.Second)
+\tstop := make(chan os.Signal, 1)
+\tsignal.Notify(stop, syscall.SIGTERM, os.Interrupt)
+\tfor {
+\t\tselect {
+\t\tcase <-ticker.C:
+\t\t\tserver.FastForward(time.Second)
+\t\tcase <-stop:
+\t\t\tserver.Close()
+\t\t\treturn
+\t\t}
+\t}
+}
+"""
+
+
+def _argocd_ldflags(release: str) -> tuple[str, ...]:
+    # The variables upstream's Makefile sets (LDFLAGS, lines 186-200 of v3.5.1): with a
+    # commit, a tag and a clean tree, common.GetVersion reports the tag itself (v3.5.1), as
+    # the release images do. kubectlVersion is the client-go version its go.mod requires.
+    base = "github.com/argoproj/argo-cd/v3/common"
+    return (
+        _x(f"{base}.version", release.lstrip("v")),
+        _x(f"{base}.buildDate", "1970-01-01T00:00:00Z"),
+        _x(f"{base}.gitCommit", ARGOCD_COMMIT),
+        _x(f"{base}.gitTag", release),
+        _x(f"{base}.gitTreeState", "clean"),
+        _x(f"{base}.kubectlVersion", "v0.36.1"),
+    )
+
+
 ETCD_MAIN = """\
 // Wrapper for etcd's server binary: go.etcd.io/etcd/server/v3 replaces its sibling
 // modules with relative paths, so it cannot be `go install`ed; requiring it from this
@@ -313,6 +383,26 @@ def _tools() -> dict[str, Tool]:
             smoke=("--help",),
             smoke_ok=(0, 2),  # Go's flag package exits 2 after -help
             smoke_expect="-metrics-bind-address",
+        ),
+        Tool(
+            "argocd",
+            from_archive("argocd", "github.com/argoproj/argo-cd/v3", ARGOCD_ARCHIVE),
+            # One multi-call binary: argv[0] or $ARGOCD_BINARY_NAME picks the component
+            # (cmd/main.go), so the box runs the controller and repo server from this file.
+            "./cmd",
+            ldflags=_argocd_ldflags(PINS["argocd"]),
+            smoke=("version", "--client"),
+        ),
+        Tool(
+            "miniredis",
+            Wrapper(
+                key=f"miniredis-{PINS['miniredis']}",
+                module="github.com/alicebob/miniredis/v2",
+                version=PINS["miniredis"],
+                files=(("main.go", MINIREDIS_MAIN),),
+            ),
+            ".",
+            ldflags=(_x("main.version", PINS["miniredis"]),),
         ),
         command("kube-apiserver", kube, ldflags=k8s_ldflags),
         command("kubectl", kube, ldflags=k8s_ldflags, smoke=("version", "--client")),

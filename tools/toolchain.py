@@ -58,6 +58,14 @@ PINS: Final[MappingProxyType[str, str]] = MappingProxyType(
         # JobSet's controller, the version Kueue v0.19.2 builds against (its go.mod): the box
         # runs JobSets (and TrainJobs' JobSets) through it.
         "jobset": "v0.12.0",
+        # Argo CD's application controller and repo server for the box (one multi-call binary,
+        # built from a source archive: the proxy cannot serve its nested gitops-engine module).
+        # The release our pinned Argo CD CRDs (../shared/crds/argo-cd-v3.5.1) come from.
+        "argocd": "v3.5.1",
+        # Argo CD's Redis in the box: the Go Redis server Argo CD v3.5.1 itself runs in-process
+        # as its Redis for `argocd --core` (cmd/argocd/commands/headless/headless.go:264), at
+        # the version its go.mod requires. A wrapper main serves it on a port (tools/README.md).
+        "miniredis": "v2.38.0",
     }
 )
 
@@ -78,6 +86,7 @@ ARCHIVES: Final[MappingProxyType[str, tuple[str, str]]] = MappingProxyType(
             "src",
             "3f6f6f54422d02aea906a3a254dcd77bd1e02548b5dfe761d82d6f3bb7fefc28",
         ),
+        "argo-cd-3.5.1.tar.gz": ("src", "338aabbdadbf56594d2e6fbe609b741db001c46847283054a73ec669baf3b0ee"),
         "kueue-0.19.2.tgz": ("charts", "9241254b8f4f10600daea9d5c119fdc1ef74db2fd57cd4aaaa2436fa85b30f0e"),
         "kube-prometheus-stack-88.5.3.tgz": (
             "charts",

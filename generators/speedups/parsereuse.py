@@ -1,11 +1,11 @@
 """validate and diff take a fresh render's objects instead of parsing committed files
 (layer `reuse`).
 
-Both commands render every environment anyway; a committed file whose text is exactly what
-the render made holds exactly the object the render made (the emitter's round trip is
-tested), so parsing it again (~30 ms per environment) is skipped. Only plain data qualifies
-(yamlemit.is_plain), as a parse would give: a tuple, say, would hide its items from the
-policies' walk. In memory only, nothing on disk: on in CI.
+Both commands render every environment anyway; a committed file whose text is exactly what the
+render made holds exactly the object the render made (the emitter's round trip is tested), so
+parsing it again (~170 M instructions, ~30 ms, per environment) is skipped. Only plain data
+qualifies (yamlemit.is_plain), as a parse would give: a tuple, say, would hide its items from
+the policies' walk. In memory only, nothing on disk: on in CI.
 """
 
 from __future__ import annotations

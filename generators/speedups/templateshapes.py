@@ -16,8 +16,8 @@ guaranteed, `NoShape` is raised and the caller parses the classic text instead:
   comment), used twice (YAML aliases), or carrying a tag (`!!str "⟦y0⟧"`);
 - anything else failing (e.g. a token as the key of a mapping that holds a list).
 Layer `shapes` decides whether templating uses this module at all. Parsed shapes live in
-memory only: keeping them on disk for the next process (layer `shape-files`, until issue 24)
-saved nothing measurable (docs/performance.md, "Speed-ups").
+memory only: keeping them on disk for the next process (a layer `shape-files` once did)
+saved nothing measurable (docs/performance.md, "Trim").
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from tests.support import ROOT
 @pytest.fixture(autouse=True)
 def speedups_on(monkeypatch: pytest.MonkeyPatch) -> None:
     """Reuse is what these tests check: the caller's TRAINYARD_SPEEDUPS (`0` in a run that
-    measures without speed-ups) must not switch it off under them (issue 25)."""
+    measures without speed-ups) must not switch it off under them."""
     monkeypatch.delenv("TRAINYARD_SPEEDUPS", raising=False)
 
 
