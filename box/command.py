@@ -39,6 +39,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "the spec is rendered; quotas follow)",
     )
     parser.add_argument(
+        "--argocd",
+        action="store_true",
+        help="up only: deploy rendered/ENV with the real Argo CD v3.5.1 (application "
+        "controller, repo server, Redis) from a git repository the box serves, instead of "
+        "the box's own applier",
+    )
+    parser.add_argument(
         "--speed",
         type=int,
         default=1,
@@ -68,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
         return _usage("--scale applies to `box up` only")
     if args.speed < 1:
         return _usage(f"--speed must be a positive integer, not {args.speed}")
+    if args.argocd and args.action != "up":
+        return _usage("--argocd applies to `box up` only (a scene finds Argo CD in the box it runs on)")
     if args.speed != 1 and args.action != "up":
         return _usage("--speed applies to `box up` only (a scene runs at the speed the box came up with)")
     try:
@@ -97,7 +106,14 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if scene is not None:
             return _scene(args, scene)
-        box = up(args.root, args.env, args.scale, args.speed, say=lambda line: print(line, file=sys.stderr))
+        box = up(
+            args.root,
+            args.env,
+            args.scale,
+            args.speed,
+            say=lambda line: print(line, file=sys.stderr),
+            argocd=args.argocd,
+        )
     except (BoxError, ToolNotInstalled) as err:
         print(f"generate.py box: error: {err}", file=sys.stderr)
         return 1

@@ -120,8 +120,11 @@ def rendered(
     return env, render_tree(env)
 
 
-def up(root: Path, env_name: str, scale: int = 1, speed: int = 1, say: Say = print) -> Box:
-    """Bring the box of `env_name` up (see the module docstring); `down` it on any failure."""
+def up(
+    root: Path, env_name: str, scale: int = 1, speed: int = 1, say: Say = print, argocd: bool = False
+) -> Box:
+    """Bring the box of `env_name` up (see the module docstring); `down` it on any failure.
+    With `argocd`, the real Argo CD deploys rendered/ (box/argocd_up.py) instead of step 5."""
     folder = run_dir(env_name)
     existing = State.load(folder)
     if existing is not None:
@@ -135,7 +138,9 @@ def up(root: Path, env_name: str, scale: int = 1, speed: int = 1, say: Say = pri
     state = State(env=env_name, scale=scale, cluster=cluster.name, speed=speed)
     state.save(folder)
     try:
-        box = _build(env, files, cluster, state, folder, say)
+        box = _build(
+            env, files, cluster, state, folder, say, ArgoSource(root, scale, speed) if argocd else None
+        )
     except BaseException:
         say(f"box up {env_name} failed; stopping what was started (logs stay in {folder})")
         try:
@@ -147,6 +152,16 @@ def up(root: Path, env_name: str, scale: int = 1, speed: int = 1, say: Say = pri
     state.up_seconds = round(time.monotonic() - began, 1)
     state.save(folder)
     return box
+
+
+@dataclass(frozen=True)
+class ArgoSource:
+    """What the box's git repository is made from (box/argocd_repo.py): the checkout and
+    the --scale and --speed its environment is rendered with."""
+
+    root: Path
+    scale: int
+    speed: int
 
 
 @dataclass
@@ -186,7 +201,13 @@ class _Build:
 
 
 def _build(
-    env: Environment, files: list[RenderedFile], cluster: Cluster, state: State, folder: Path, say: Say
+    env: Environment,
+    files: list[RenderedFile],
+    cluster: Cluster,
+    state: State,
+    folder: Path,
+    say: Say,
+    argocd: ArgoSource | None = None,
 ) -> Box:
     objects = objects_of(files)
     say(f"starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK in {folder}")
@@ -207,22 +228,48 @@ def _build(
         _install_kueue(build)
         say(f"waiting for the {len(nodes)} KWOK nodes to be Ready")
         _wait_nodes_ready(kube, nodes)
-        say(f"applying {len(objects)} rendered objects in sync-wave order")
         manifests.ensure_external_namespaces(kube, objects)
-        manifests.apply_all(kube, [o for o in objects if not adapter.deferred(o)])  # adapter: step 7
+        if argocd is None:
+            say(f"applying {len(objects)} rendered objects in sync-wave order")
+            manifests.apply_all(kube, [o for o in objects if not adapter.deferred(o)])  # adapter: step 7
+        else:
+            # Prometheus first: the adapter Argo CD's sync waits on queries it.
+            say("starting kube-state-metrics (the chart's) and Prometheus")
+            _start_monitoring(build, len(nodes))
+            _deploy_with_argocd(build, argocd)
         _register_virtual_nodes(build)
         for obj in objects:
             if obj["kind"] == "ClusterQueue":
                 wait_true(
                     kube, KUEUE_API, "ClusterQueue", obj["metadata"]["name"], "Active", QUEUES_ACTIVE_SECONDS
                 )
-        say("starting kube-state-metrics (the chart's) and Prometheus")
-        _start_monitoring(build, len(nodes))
-        _start_adapter(build)
+        if argocd is None:
+            say("starting kube-state-metrics (the chart's) and Prometheus")
+            _start_monitoring(build, len(nodes))
+            _start_adapter(build)
         _start_controllers(build)
     finally:
         kube.close()
     return Box(env, state, folder, objects)
+
+
+def _deploy_with_argocd(build: _Build, source: ArgoSource) -> None:
+    """Step 5 by the real Argo CD (box/argocd_up.py), the adapter wired during its sync."""
+    from box import argocd_up  # imports this module's readiness checks; only with --argocd
+
+    argocd_up.deploy(
+        build.kube,
+        build.cluster.kubeconfig,
+        source.root,
+        build.env,
+        source.scale,
+        source.speed,
+        build.objects,
+        build.folder,
+        build.state.prometheus,
+        build.record,
+        build.say,
+    )
 
 
 def _register_virtual_nodes(build: _Build) -> None:
