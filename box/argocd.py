@@ -37,7 +37,7 @@ import secrets
 import subprocess
 import tarfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -323,16 +323,18 @@ def wait_settled(
     namespace: str,
     name: str,
     timeout: float,
-    tick: Callable[[Obj | None], None] = lambda _: None,
+    ticks: Sequence[Callable[[Obj | None], None]] = (),
     interval: float = 2.0,
 ) -> Obj:
-    """Poll the Application until settled(); `tick` sees every read (the box wires the
-    adapter from it). Raises TimeoutError with what Argo CD reported last."""
+    """Poll the Application until settled(); each of `ticks` sees every read (the box wires
+    the adapter and records the timeline from them). Raises TimeoutError with what Argo CD
+    reported last."""
     deadline = time.monotonic() + timeout
     app: Obj | None = None
     while True:
         app = application(kube, namespace, name)
-        tick(app)
+        for tick in ticks:
+            tick(app)
         if app is not None and settled(app):
             return app
         if time.monotonic() > deadline:
@@ -356,3 +358,54 @@ def describe(app: Obj | None) -> str:
         f"sync {sync_status(app)}, health {health_status(app)}, operation {operation.get('phase', 'none')}"
         f" ({operation.get('message', '')}); not done: {', '.join(pending[:10]) or 'none'}"
     )
+
+
+class Timeline:
+    """What Argo CD reported about one Application at each read, as transitions: a JSON line
+    per change of the Application's sync, health or operation, or of one object's sync or
+    health, with the seconds since the recording began. `box up --argocd` records the first
+    sync in argocd/first-sync.jsonl; the first-sync scene reads it back."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.began = time.time()
+        self.last: dict[str, tuple[str, ...]] = {}
+        path.write_text(json.dumps({"began": self.began}) + "\n", encoding="utf-8")
+
+    def __call__(self, app: Obj | None) -> None:
+        if app is None:
+            return
+        operation = operation_state(app)
+        now: dict[str, tuple[str, ...]] = {
+            "": (
+                sync_status(app),
+                health_status(app),
+                str(operation.get("phase", "")),
+                str(operation.get("retryCount", 0)),
+                str(operation.get("message", "")),
+            )
+        }
+        for resource in resources(app):
+            health = resource.get("health") or {}
+            now[resource_name(resource)] = (
+                str(resource.get("status", "")),
+                str(health.get("status", "")),
+                str(health.get("message", "")),
+            )
+        changed = {key: value for key, value in now.items() if self.last.get(key) != value}
+        if changed:
+            record = {"t": round(time.time() - self.began, 1), "changed": changed}
+            with self.path.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record) + "\n")
+        self.last.update(now)
+
+
+def read_timeline(path: Path) -> tuple[float, list[tuple[float, dict[str, list[str]]]]]:
+    """A Timeline file: when it began (epoch seconds), and its records (seconds since then,
+    {object, or "" for the Application: its reported state})."""
+    header, *lines = path.read_text(encoding="utf-8").splitlines()
+    records = []
+    for line in lines:
+        record = json.loads(line)
+        records.append((float(record["t"]), record["changed"]))
+    return float(json.loads(header)["began"]), records

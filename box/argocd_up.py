@@ -74,6 +74,17 @@ class Deployed:
         return argocd_repo.Repo(Path(self.repo_folder), self.branch)
 
 
+def first_sync_path(folder: Path) -> Path:
+    """Where `box up --argocd` records what Argo CD reported during the first sync."""
+    return folder / "argocd" / "first-sync.jsonl"
+
+
+def first_sync_application(folder: Path) -> Path:
+    """The environment Application as Argo CD reported it when the first sync settled (its
+    operationState is that sync's; a later sync replaces it in the cluster)."""
+    return folder / "argocd" / "first-sync-application.json"
+
+
 def wiring_settings(objects: list[Obj]) -> dict[str, str]:
     """argocd-cm keys ignoring the fields the box rewires (box/adapter.py register): the
     adapter Service's spec (an ExternalName to the loopback) and its APIService's port."""
@@ -197,14 +208,16 @@ def deploy(
     deployed.save(folder)
     bootstrap_folder = repo.checkout / RENDERED / env.name / COMPONENT
     say(f"kubectl apply -R -f {RENDERED}/{env.name}/{COMPONENT}/ (the bootstrap, as docs/adopting.md says)")
+    timeline = argocd.Timeline(first_sync_path(folder))
     argocd.kubectl_apply(admin_kubeconfig, bootstrap_folder)
     wiring = AdapterWiring(
         kube, admin_kubeconfig, objects, folder / "monitoring" / "prometheus-adapter", prometheus, record, say
     )
     began = time.monotonic()
     say(f"waiting for Argo CD to sync {namespace}/{bootstrap} and {namespace}/{application}")
+    settled = argocd.wait_settled(kube, namespace, application, SYNC_SECONDS, ticks=(timeline, wiring))
+    first_sync_application(folder).write_text(json.dumps(settled, indent=1) + "\n", encoding="utf-8")
     argocd.wait_settled(kube, namespace, bootstrap, SYNC_SECONDS)
-    argocd.wait_settled(kube, namespace, application, SYNC_SECONDS, tick=wiring)
     deployed.sync_seconds = round(time.monotonic() - began, 1)
     deployed.save(folder)
     if not wiring.wired:

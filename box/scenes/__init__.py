@@ -54,6 +54,12 @@ def _immutable_change(context: SceneContext) -> SceneResult:
     return immutable_change.run(context)
 
 
+def _first_sync(context: SceneContext) -> SceneResult:
+    from box.scenes import first_sync
+
+    return first_sync.first_sync(context)
+
+
 # name -> scene; the CLI's `box scene NAME` choices, in this order.
 SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "day-in-the-life": _day_in_the_life,
@@ -61,4 +67,5 @@ SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "bad-node": _bad_node,
     "inference-scales": _inference_scales,
     "immutable-change": _immutable_change,
+    "first-sync": _first_sync,
 }
