@@ -60,6 +60,12 @@ def _first_sync(context: SceneContext) -> SceneResult:
     return first_sync.first_sync(context)
 
 
+def _pull_request(context: SceneContext) -> SceneResult:
+    from box.scenes import pull_request
+
+    return pull_request.pull_request(context)
+
+
 # name -> scene; the CLI's `box scene NAME` choices, in this order.
 SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "day-in-the-life": _day_in_the_life,
@@ -68,4 +74,5 @@ SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "inference-scales": _inference_scales,
     "immutable-change": _immutable_change,
     "first-sync": _first_sync,
+    "pull-request": _pull_request,
 }
