@@ -66,6 +66,12 @@ def _pull_request(context: SceneContext) -> SceneResult:
     return pull_request.pull_request(context)
 
 
+def _no_drift(context: SceneContext) -> SceneResult:
+    from box.scenes import no_drift
+
+    return no_drift.no_drift(context)
+
+
 # name -> scene; the CLI's `box scene NAME` choices, in this order.
 SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "day-in-the-life": _day_in_the_life,
@@ -74,5 +80,6 @@ SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "inference-scales": _inference_scales,
     "immutable-change": _immutable_change,
     "first-sync": _first_sync,
+    "no-drift": _no_drift,
     "pull-request": _pull_request,
 }
