@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from box import argocd
+from box.kube import Obj
 from tools.toolchain import ToolNotInstalled
 
 
 @pytest.fixture(scope="module")
-def upstream() -> list[dict[str, object]]:
+def upstream() -> list[Obj]:
     try:
         return argocd.upstream_objects("gitops", {"timeout.reconciliation": "60s"})
     except ToolNotInstalled as err:
@@ -23,9 +24,9 @@ def upstream() -> list[dict[str, object]]:
 
 
 def test_only_the_controller_and_repo_server_rbac_and_the_shared_config_are_kept(
-    upstream: list[dict[str, object]],
+    upstream: list[Obj],
 ) -> None:
-    kept = sorted((o["kind"], o["metadata"]["name"]) for o in upstream)  # type: ignore[index]
+    kept = sorted((o["kind"], o["metadata"]["name"]) for o in upstream)
     assert kept == [
         ("ClusterRole", "argocd-application-controller"),
         ("ClusterRoleBinding", "argocd-application-controller"),
@@ -44,20 +45,20 @@ def test_only_the_controller_and_repo_server_rbac_and_the_shared_config_are_kept
 
 
 def test_objects_are_placed_in_the_namespace_and_settings_reach_argocd_cm(
-    upstream: list[dict[str, object]],
+    upstream: list[Obj],
 ) -> None:
-    by_name = {(o["kind"], o["metadata"]["name"]): o for o in upstream}  # type: ignore[index]
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in upstream}
     binding = by_name[("ClusterRoleBinding", "argocd-application-controller")]
-    assert binding["subjects"] == [  # type: ignore[index]
+    assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "argocd-application-controller", "namespace": "gitops"}
     ]
-    assert "namespace" not in binding["metadata"]  # type: ignore[operator]
-    assert by_name[("Role", "argocd-application-controller")]["metadata"]["namespace"] == "gitops"  # type: ignore[index]
-    cm = by_name[("ConfigMap", "argocd-cm")]["data"]  # type: ignore[index]
-    assert cm["timeout.reconciliation"] == "60s"  # type: ignore[index]
+    assert "namespace" not in binding["metadata"]
+    assert by_name[("Role", "argocd-application-controller")]["metadata"]["namespace"] == "gitops"
+    cm = by_name[("ConfigMap", "argocd-cm")]["data"]
+    assert cm["timeout.reconciliation"] == "60s"
     # upstream's own data stays (its resource exclusions, e.g. Endpoints)
-    assert "EndpointSlice" in cm["resource.exclusions"]  # type: ignore[index]
-    assert set(by_name[("Secret", "argocd-secret")]["stringData"]) == {"server.secretkey"}  # type: ignore[arg-type]
+    assert "EndpointSlice" in cm["resource.exclusions"]
+    assert set(by_name[("Secret", "argocd-secret")]["stringData"]) == {"server.secretkey"}
 
 
 def test_the_cluster_secret_is_argo_cds_declarative_format() -> None:
