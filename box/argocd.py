@@ -337,6 +337,9 @@ def wait_settled(
             tick(app)
         if app is not None and settled(app):
             return app
+        if app is not None and operation_state(app).get("phase") in ("Failed", "Error"):
+            # Terminal: a failed attempt with retries left is reported Running (retrying).
+            raise RuntimeError(f"Argo CD's sync of {namespace}/{name} failed: {describe(app)}")
         if time.monotonic() > deadline:
             raise TimeoutError(
                 f"Application {namespace}/{name} not Synced and Healthy after {timeout:.0f}s: {describe(app)}"
