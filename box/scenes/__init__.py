@@ -72,6 +72,12 @@ def _no_drift(context: SceneContext) -> SceneResult:
     return no_drift.no_drift(context)
 
 
+def _replace_and_prune(context: SceneContext) -> SceneResult:
+    from box.scenes import replace_and_prune
+
+    return replace_and_prune.replace_and_prune(context)
+
+
 # name -> scene; the CLI's `box scene NAME` choices, in this order.
 SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "day-in-the-life": _day_in_the_life,
@@ -82,4 +88,5 @@ SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "first-sync": _first_sync,
     "no-drift": _no_drift,
     "pull-request": _pull_request,
+    "replace-and-prune": _replace_and_prune,
 }

@@ -1,12 +1,12 @@
-"""The Argo CD scenes on one `box up staging --argocd --scale 4` (docs/controlplane.md, "Argo
-CD in the box"; docs/gitops.md, "On the box: what the real Argo CD did").
+"""The Argo CD scenes on one `box up staging --argocd --speed 30` (docs/controlplane.md, "Argo
+CD in the box (`box up ENV --argocd`)"; docs/gitops.md, "On the box: what the real Argo CD
+did").
 
 One module for every scene about deploying with the real Argo CD v3.5.1, so they share one
 box: bringing a box up with Argo CD costs minutes (the first sync is part of `box up`), and
 CI's budget is tight. Each scene leaves the box as it found it (or changes nothing), and the
 scenes run in the order written here, first-sync first, since it reads the first sync's own
-report. `--scale 4` shrinks staging's fleet (8 H100 nodes, not 32): the objects Argo CD
-syncs are the same kinds in the same waves; only node counts and quotas follow.
+report. `--speed 30` as the day-in-the-life module: no-drift runs that scene's controllers.
 
 Expected values are the spec's and Argo CD's documented vocabulary (sync Synced, health
 Healthy, operation Succeeded), and the sync waves rendered/staging/ carries.
@@ -26,7 +26,7 @@ from tests.support.box import SceneRun, UpBox, run_scene
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
 BOX_ENV = "staging"  # a box of its own (tests/box/conftest.py), deployed by Argo CD
-BOX_SCALE = 4
+BOX_SPEED = 30
 BOX_ARGOCD = True
 SCENE_SECONDS = 600
 
@@ -85,3 +85,68 @@ def test_the_box_repository_differs_from_rendered_only_in_the_two_urls(box: UpBo
     }
     assert ours == theirs
     assert Path(box.folder / "argocd" / "deployed.json").is_file()
+
+
+@pytest.fixture(scope="module")
+def no_drift(box: UpBox, first_sync: SceneRun) -> SceneRun:
+    return run_scene(box, "no-drift", SCENE_SECONDS)
+
+
+def test_no_drift_argo_cd_reports_synced_at_every_refresh_while_controllers_act(no_drift: SceneRun) -> None:
+    out = no_drift.done.stdout
+    assert no_drift.done.returncode == 0, out + no_drift.done.stderr[-4000:]
+    lines = out.splitlines()
+    assert lines[-1] == "OK"
+    refreshes = [line for line in lines if line.startswith("refresh +")]
+    assert len(refreshes) >= 3, out
+    assert all(line.endswith(": Synced") for line in refreshes), refreshes
+    history = next(line for line in lines if line.startswith("sync history "))
+    before, after = re.match(r"sync history (\d+) -> (\d+) entries", history).groups()  # type: ignore[union-attr]
+    assert before == after, history  # selfHeal never started a sync
+
+
+@pytest.fixture(scope="module")
+def pull_request(box: UpBox, no_drift: SceneRun) -> SceneRun:
+    return run_scene(box, "pull-request", SCENE_SECONDS)
+
+
+def test_pull_request_kueue_reports_the_quotas_generate_py_diff_printed(pull_request: SceneRun) -> None:
+    out = pull_request.done.stdout
+    assert pull_request.done.returncode == 0, out + pull_request.done.stderr[-4000:]
+    lines = out.splitlines()
+    assert lines[-1] == "OK"
+    assert "change: train-h100 share foundation 50 -> 60, research 30 -> 20; merged as " in out
+    # staging: 32 H100 nodes, 1 in reserve: 31 x 8 GPUs shared 60/20 in whole nodes
+    # (environments/staging.yaml), as `generate.py diff` printed it for this change.
+    assert (
+        "quota foundation [train-h100] nvidia.com/gpu: diff 128 -> 152; "
+        "Kueue after sync 152, after revert 128"
+    ) in lines
+    assert (
+        "quota research [train-h100] nvidia.com/gpu: diff 72 -> 48; Kueue after sync 48, after revert 72"
+    ) in lines
+
+
+@pytest.fixture(scope="module")
+def replace_and_prune(box: UpBox, pull_request: SceneRun) -> SceneRun:
+    return run_scene(box, "replace-and-prune", 900)
+
+
+def test_replace_and_prune_recreates_the_priority_class_and_prunes_last(replace_and_prune: SceneRun) -> None:
+    out = replace_and_prune.done.stdout
+    assert replace_and_prune.done.returncode == 0, out + replace_and_prune.done.stderr[-4000:]
+    lines = out.splitlines()
+    assert lines[-1] == "OK"
+    # tier `training` is 900000 (environments/_defaults.yaml)
+    assert lines[0] == (
+        "tier training: PriorityClass 900000 -> 900001, recreated (new uid): True; "
+        "WorkloadPriorityClass 900001"
+    )
+    pruned = next(line for line in lines if line.startswith("sync 2: "))
+    for name in (
+        "kueue.x-k8s.io/ResourceFlavor train-h100",
+        "kueue.x-k8s.io/Topology train-h100",
+        "kueue.x-k8s.io/ClusterQueue serving",
+    ):
+        assert name in pruned, pruned
+    assert "restored: PriorityClass training 900000" in lines
