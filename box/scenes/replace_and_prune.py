@@ -7,7 +7,8 @@ refreshed (box/scenes/pull_request.py `land`):
    rendered with `Force=true,Replace=true`) must be deleted and recreated by Argo CD (a new
    uid, the new value), its WorkloadPriorityClass updated in place;
 2. the first training pool is renamed `<pool>-v2` with hostname-only levels (the documented
-   migration for a Topology `levels` change), and the last team is removed: Argo CD creates
+   migration for a Topology `levels` change), and a team is removed (`removable_team`, its
+   shares given to a team sharing the same pool): Argo CD creates
    the new ResourceFlavor and Topology, moves the ClusterQueues to them, and prunes the old
    flavor, the old topology and the removed team's objects last (`PruneLast=true`), once
    Kueue lifts its `resource-in-use` finalizers;
@@ -122,9 +123,24 @@ def _edit_tier(document: Obj, merged: Obj, tier: str) -> None:
     document.setdefault("priorities", {})["tiers"] = tiers
 
 
+def removable_team(merged: Obj) -> str:
+    """The last team whose removal leaves a valid spec: no inference service lives in its
+    namespaces, and another team shares each of its flavors (and takes its share)."""
+    serving = {s.get("namespace") for s in (merged.get("overflow") or {}).get("inference") or []}
+    teams = merged["teams"]
+    for team in reversed(teams):
+        others = [t for t in teams if t is not team]
+        if set(team.get("namespaces") or []) & serving:
+            continue
+        if all(any(f in (t.get("shares") or {}) for t in others) for f in team.get("shares") or {}):
+            return str(team["name"])
+    raise RuntimeError("no team can be removed with the shares still adding up")
+
+
 def _rename_and_remove(merged: Obj, pool: str, team: str) -> Obj:
     """The merged spec with every mention of `pool` renamed `<pool>-v2` (its nodeLabels kept:
-    the nodes are labelled so), its levels hostname-only, and team `team` removed."""
+    the nodes are labelled so), its levels hostname-only, and team `team` removed, its share
+    of each flavor given to the first other team sharing it (shares add up to 100)."""
     renamed = f"{pool}-v2"
 
     def rename(value: Any, under_labels: bool = False) -> Any:
@@ -143,7 +159,11 @@ def _rename_and_remove(merged: Obj, pool: str, team: str) -> Obj:
     for entry in whole["pools"]:
         if entry["name"] == renamed:
             entry["topology"] = {**(entry.get("topology") or {}), "levels": [HOSTNAME]}
-    whole["teams"] = [t for t in whole["teams"] if t["name"] != team]
+    gone = next(t for t in whole["teams"] if t["name"] == team)
+    whole["teams"] = [t for t in whole["teams"] if t is not gone]
+    for flavor, share in (gone.get("shares") or {}).items():
+        heir = next(t for t in whole["teams"] if flavor in (t.get("shares") or {}))
+        heir["shares"][flavor] += share
     return whole
 
 
@@ -202,7 +222,7 @@ def replace_and_prune(context: SceneContext) -> ReplaceAndPrune:
     merged = load_document(repo.checkout, env_name).value
     tier = context.env.default_training_tier.name
     pool = next(p["name"] for p in merged["pools"] if p.get("role") == "training" and p.get("topology"))
-    team = merged["teams"][-1]["name"]
+    team = removable_team(merged)
     result = ReplaceAndPrune(tier, pool, team)
     before = kube.get("scheduling.k8s.io/v1", "PriorityClass", tier) or {}
     old_value, old_uid = int(before.get("value", 0)), before.get("metadata", {}).get("uid")

@@ -146,7 +146,7 @@ def test_replace_and_prune_recreates_the_priority_class_and_prunes_last(replace_
     for name in (
         "kueue.x-k8s.io/ResourceFlavor train-h100",
         "kueue.x-k8s.io/Topology train-h100",
-        "kueue.x-k8s.io/ClusterQueue serving",
+        "kueue.x-k8s.io/ClusterQueue evals",
     ):
         assert name in pruned, pruned
     assert "restored: PriorityClass training 900000" in lines
