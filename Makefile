@@ -60,7 +60,8 @@ test-fast: setup
 # The whole suite in two runs that together select every test: the serverless tests on both
 # cores (as test-fast, at the full Hypothesis profile: 142 s in one process, about half on
 # two), then the slow and control-plane tests in one process, where they share the session's
-# apiserver and each box test has the cores its timing tolerances were measured with.
+# apiserver and each box test has the cores its timing tolerances were measured with. The
+# serial run prints its 25 slowest steps: where CI's time budget goes, in every CI log.
 test: tools lint
 	$(PY) -m pytest -q -n $(FAST_JOBS) $(FAST)
-	$(PY) -m pytest -q -m "controlplane or slow"
+	$(PY) -m pytest -q -m "controlplane or slow" --durations=25

@@ -59,54 +59,68 @@ PATH_STEPS = (
 )
 
 
+class _Marks:
+    """When each Job of the path run first reached each step, from three watches' events
+    (a pod step: when its first pod reached it; the table prints the last pod's)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.seen: dict[tuple[str, str], float] = {}  # (Job name, state) -> first seen
+        self.pods: dict[tuple[str, str], dict[str, float]] = {}  # (Job name, state) -> pod -> first seen
+        self.lock = threading.Lock()
+
+    def mark(self, job: str, state: str, at: float, pod: str = "") -> None:
+        with self.lock:
+            if pod:
+                self.pods.setdefault((job, state), {}).setdefault(pod, at)
+            else:
+                self.seen.setdefault((job, state), at)
+
+    def on_job(self, obj: dict[str, Any], at: float, deleted: bool) -> None:
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "Complete" and c.get("status") == "True" for c in conditions):
+            self.mark(obj["metadata"]["name"], "job complete", at)
+
+    def on_workload(self, obj: dict[str, Any], at: float, deleted: bool) -> None:
+        owners = [o["name"] for o in obj["metadata"].get("ownerReferences") or [] if o.get("kind") == "Job"]
+        if not owners:
+            return
+        self.mark(owners[0], "workload", at)
+        for c in (obj.get("status") or {}).get("conditions") or []:
+            if c.get("status") == "True" and c.get("type") in ("Admitted", "Finished"):
+                self.mark(owners[0], c["type"].lower(), at)
+
+    def on_pod(self, obj: dict[str, Any], at: float, deleted: bool) -> None:
+        job, name = obj["metadata"]["labels"].get("batch.kubernetes.io/job-name", ""), obj["metadata"]["name"]
+        phase = (obj.get("status") or {}).get("phase")
+        self.mark(job, "pods created", at, name)
+        if not obj["spec"].get("schedulingGates"):
+            self.mark(job, "ungated", at, name)
+        if obj["spec"].get("nodeName"):
+            self.mark(job, "bound", at, name)
+        if phase in ("Running", "Succeeded"):
+            self.mark(job, "running", at, name)
+        if phase == "Succeeded":
+            self.mark(job, "succeeded", at, name)
+
+    def stamps(self, name: str, created: float) -> list[float]:
+        with self.lock:
+            return [created] + [
+                self.seen[(name, s)] if (name, s) in self.seen else max(self.pods[(name, s)].values())
+                for s in PATH_STEPS
+            ]
+
+
 def path(speed: int) -> int:
     """See the module docstring (`--path`)."""
-    import threading
-
     sys.path.insert(0, str(ROOT))
     from box.up import down, up
     from generators.model.load import load as load_env
     from whatif.replay import KUEUE_API, RUN_LABEL, Watch, job_object
     from whatif.trace import load
 
-    seen: dict[tuple[str, str], float] = {}  # (Job name, state) -> first seen
-    pods: dict[tuple[str, str], dict[str, float]] = {}  # (Job name, state) -> pod -> first seen
-    lock = threading.Lock()
-
-    def mark(job: str, state: str, at: float, pod: str = "") -> None:
-        with lock:
-            if pod:
-                pods.setdefault((job, state), {}).setdefault(pod, at)
-            else:
-                seen.setdefault((job, state), at)
-
-    def on_job(obj: dict[str, Any], at: float, deleted: bool) -> None:
-        conditions = (obj.get("status") or {}).get("conditions") or []
-        if any(c.get("type") == "Complete" and c.get("status") == "True" for c in conditions):
-            mark(obj["metadata"]["name"], "job complete", at)
-
-    def on_workload(obj: dict[str, Any], at: float, deleted: bool) -> None:
-        owners = [o["name"] for o in obj["metadata"].get("ownerReferences") or [] if o.get("kind") == "Job"]
-        if not owners:
-            return
-        mark(owners[0], "workload", at)
-        for c in (obj.get("status") or {}).get("conditions") or []:
-            if c.get("status") == "True" and c.get("type") in ("Admitted", "Finished"):
-                mark(owners[0], c["type"].lower(), at)
-
-    def on_pod(obj: dict[str, Any], at: float, deleted: bool) -> None:
-        job, name = obj["metadata"]["labels"].get("batch.kubernetes.io/job-name", ""), obj["metadata"]["name"]
-        phase = (obj.get("status") or {}).get("phase")
-        mark(job, "pods created", at, name)
-        if not obj["spec"].get("schedulingGates"):
-            mark(job, "ungated", at, name)
-        if obj["spec"].get("nodeName"):
-            mark(job, "bound", at, name)
-        if phase in ("Running", "Succeeded"):
-            mark(job, "running", at, name)
-        if phase == "Succeeded":
-            mark(job, "succeeded", at, name)
-
+    marks = _Marks()
     env_name, run = "staging", "path"
     lines = [f"environment: {env_name}", "jobs:"] + [
         f"  - {{name: {n}, at: 0, team: {t}, pods: {p}, perPod: {{gpus: {g}}}, duration: {2 * speed}}}"
@@ -122,9 +136,9 @@ def path(speed: int) -> int:
             kube = box.client()
             label = f"{RUN_LABEL}={run}"
             watches = (
-                Watch(box.client, "batch/v1", "Job", on_job, None, label),
-                Watch(box.client, KUEUE_API, "Workload", on_workload),
-                Watch(box.client, "v1", "Pod", on_pod, None, label),
+                Watch(box.client, "batch/v1", "Job", marks.on_job, None, label),
+                Watch(box.client, KUEUE_API, "Workload", marks.on_workload),
+                Watch(box.client, "v1", "Pod", marks.on_pod, None, label),
             )
             for watch in watches:
                 watch.start()
@@ -135,16 +149,12 @@ def path(speed: int) -> int:
                 name = obj["metadata"]["name"]
                 created = time.time()
                 kube.create(obj)
-                while (name, "finished") not in seen and time.time() < created + 120:
+                while (name, "finished") not in marks.seen and time.time() < created + 120:
                     time.sleep(0.05)
-                if (name, "finished") not in seen:
+                if (name, "finished") not in marks.seen:
                     print(f"{job.name}: not Finished within 120 s", file=sys.stderr)
                     return 1
-                with lock:
-                    stamps = [created] + [
-                        seen[(name, s)] if (name, s) in seen else max(pods[(name, s)].values())
-                        for s in PATH_STEPS
-                    ]
+                stamps = marks.stamps(name, created)
                 gaps = [b - a for a, b in itertools.pairwise(stamps)]
                 held = stamps[-1] - stamps[2] - 2.0  # admitted to finished, less the pods' 2 s
                 print(

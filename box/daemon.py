@@ -116,17 +116,6 @@ class Daemon:
                 raise DaemonFailed(f"{self.name}: no {what} after {timeout:.0f}s:\n{self.log_tail()}")
             time.sleep(0.2)
 
-    def wait_exit(self, timeout: float) -> int:
-        """Wait for a run-to-completion process (e.g. one descheduler pass)."""
-        assert self.process is not None
-        try:
-            return self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.stop()
-            raise DaemonFailed(
-                f"{self.name} still running after {timeout:.0f}s:\n{self.log_tail()}"
-            ) from None
-
     def stop(self) -> None:
         """SIGTERM the group, SIGKILL after the grace period, then verify nothing is left."""
         if self.process is None:

@@ -1,6 +1,7 @@
 """docs/adopting.md is a contract (issue 22 item 11): its environment snippets, joined in
-order, are a heterogeneous environment (two training GPU generations, an inference pool
-with the usual GPU taint, interLink overflow, health on) that renders and validates clean
+order, are a heterogeneous environment (two tainted training GPU generations, an inference
+pool with the usual GPU taint, interLink overflow, health on, the stack another team owns as
+release `monitoring` in `observability`) that renders and validates clean
 with real kubeconform, promtool and the policies; its helm commands are the ones the
 rendered installer headers carry, in the README's order."""
 
@@ -48,6 +49,11 @@ def test_the_guides_environment_has_the_shape_it_promises() -> None:
     assert usual in pools["infer-h200"]["taints"]
     assert [p["type"] for p in env["overflow"]["providers"]] == ["interlink"]
     assert env["health"]["backend"] == "trainyard"
+    # the platform team's stack, and no hard-coded Prometheus URL (the default follows it)
+    assert (env["monitoring"]["release"], env["monitoring"]["namespace"]) == ("monitoring", "observability")
+    assert "prometheusUrl" not in env["overflow"]["gate"]
+    training_taint = {"key": "trainyard.dev/training", "value": "true", "effect": "NoSchedule"}
+    assert all(training_taint in p["taints"] for p in training)  # GPU pods outside Kueue stay off
 
 
 @pytest.mark.slow

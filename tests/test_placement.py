@@ -221,11 +221,11 @@ def test_misplaced_files_and_folders_are_each_named(tmp_path: Path) -> None:
         "a unit test of generators/<package>/<module>.py is tests/<package>/test_<module>.py "
         '(docs/testing.md "Where a test goes")',
         'tests/output/quoting/: holds tests but has no __init__.py (docs/testing.md "Where a test goes")',
-        "tests/policies/: neither a generators/ package, a program (box, gate, policies, whatif), a component "
-        "nor a special folder (controlplane, corpus, mutation, oracles, support, workflow); "
+        "tests/policies/: neither a generators/ package, a program (box, gate, policies, whatif), "
+        "a component nor a special folder (controlplane, corpus, mutation, oracles, support, workflow); "
         'docs/testing.md "Where a test goes"',
         'tests/policies/: holds tests but has no __init__.py (docs/testing.md "Where a test goes")',
-        "tests/widgets/: neither a generators/ package, a program (box, gate, policies, whatif), a component "
-        "nor a special folder (controlplane, corpus, mutation, oracles, support, workflow); "
+        "tests/widgets/: neither a generators/ package, a program (box, gate, policies, whatif), "
+        "a component nor a special folder (controlplane, corpus, mutation, oracles, support, workflow); "
         'docs/testing.md "Where a test goes"',
     ]

@@ -297,7 +297,9 @@ class Placements:
 
 
 @dataclass
-class Taint:
+class Episode:
+    """One quarantine of one node as watched, in wall-clock seconds (until: still open)."""
+
     node: str
     pool: str
     reason: str  # the taint's value, the controller's reason
@@ -309,12 +311,12 @@ class Quarantines:
     """Watches the nodes for the health controller's quarantine taint (TAINT_KEY)."""
 
     def __init__(self, make_client: Callable[[], Kube]) -> None:
-        self.taints: list[Taint] = []
+        self.episodes: list[Episode] = []
         self.lock = threading.Lock()
         self.watch = Watch(make_client, "v1", "Node", self._seen, self._listed)
 
-    def _open(self, node: str) -> Taint | None:
-        return next((t for t in self.taints if t.node == node and t.until is None), None)
+    def _open(self, node: str) -> Episode | None:
+        return next((t for t in self.episodes if t.node == node and t.until is None), None)
 
     def _seen(self, node: Obj, now: float, deleted: bool) -> None:
         name = node["metadata"]["name"]
@@ -329,18 +331,18 @@ class Quarantines:
                 current.until = now
             elif current is None and value is not None:
                 pool = node["metadata"].get("labels", {}).get(POOL_LABEL, "?")
-                self.taints.append(Taint(name, pool, value, now))
+                self.episodes.append(Episode(name, pool, value, now))
 
     def _listed(self, items: list[Obj], now: float) -> None:
         present = {i["metadata"]["name"] for i in items}
         with self.lock:
-            for taint in self.taints:
+            for taint in self.episodes:
                 if taint.until is None and taint.node not in present:
                     taint.until = now
 
-    def snapshot(self) -> list[Taint]:
+    def snapshot(self) -> list[Episode]:
         with self.lock:
-            return [Taint(t.node, t.pool, t.reason, t.since, t.until) for t in self.taints]
+            return [Episode(t.node, t.pool, t.reason, t.since, t.until) for t in self.episodes]
 
 
 class Faults:
@@ -405,44 +407,111 @@ def replay(
 
     The horizon is `until` (trace seconds; math.inf: none), else the trace's `until:`; a job
     arriving at or after it is not submitted, and every figure is cut at it (horizon.py)."""
-    horizon = horizons.resolve(until, trace.until)
-    left_out = 0
-    if horizon is not None:
-        if horizons.first_arrival_if_none_before((j.at for j in trace.jobs), horizon) is not None:
-            raise ValueError(f"no job of the trace arrives before the horizon ({horizon:g} s)")
-        kept = tuple(j for j in trace.jobs if j.at < horizon)
-        left_out = len(trace.jobs) - len(kept)
-        trace = replace(trace, jobs=kept)
+    trace, window = _windowed(trace, until)
     run = uuid.uuid4().hex[:6]
-    recorder = Recorder(make_client, run)
-    placements = Placements(make_client, run, gpu_resource)
-    quarantines = Quarantines(make_client)
-    watches = (recorder.watch, placements.watch, quarantines.watch)
+    watched = _Watched(
+        Recorder(make_client, run), Placements(make_client, run, gpu_resource), Quarantines(make_client)
+    )
     faults = Faults(parts.exporter) if parts.exporter else None
     if faults is None and any(j.failure_xid is not None for j in trace.jobs):
         raise ValueError("the trace sets an XID but the box runs no synthetic dcgm-exporter")
-    serving = None
-    if trace.inference is not None:
-        if parts.env is None or parts.folder is None:
-            raise ValueError("the trace has an inference curve: the replay needs the box's folder and env")
-        labels = {RUN_LABEL: run, JOB_LABEL: trace.inference.service}
-        serving = Serving(kube, parts.env, trace.inference, parts.folder, labels)
-    for watch in watches:
+    serving = _serving(kube, trace, parts, run)
+    for watch in watched.all:
         watch.start()
-    pending = list(trace.jobs)
-    kills = {j.name: j.failure_after for j in trace.jobs if j.failure_after is not None}
-    complete = reaches = False  # reaches: the loop stops at the horizon, not at the budget
-    began = time.time()
+    drive = _Drive(kube, trace, run, gpu_resource, speed, window, faults, serving)
     try:
         if serving is not None:
             serving.start(run, say)  # before the clock: the adapter's relist is no part of the trace
-            began = time.time()
-        jobs_budget = max(j.at for j in trace.jobs) + sum(j.duration for j in trace.jobs)
-        budget = max(jobs_budget, trace.span) / speed + SETTLE_SECONDS
-        if horizon is not None and horizon / speed <= budget:
-            budget, reaches = horizon / speed, True
+        drive.loop(watched, say)
+    finally:
+        drive.ended = time.time()
+        for watch in watched.all:
+            watch.stop()
+        if faults is not None:
+            faults.heal()  # the box may replay again; the controller releases the node in its time
+        if serving is not None:
+            serving.stop()
+    return _read_back(kube, trace, watched, drive)
+
+
+@dataclass(frozen=True)
+class _Window:
+    """The horizon a replay stops at (trace seconds; None: none) and how many jobs of the
+    trace arrive at or after it and are left out."""
+
+    horizon: float | None
+    left_out: int
+
+
+def _windowed(trace: Trace, until: float | None) -> tuple[Trace, _Window]:
+    """The trace without the jobs arriving at or after the horizon, and that window."""
+    horizon = horizons.resolve(until, trace.until)
+    if horizon is None:
+        return trace, _Window(None, 0)
+    if horizons.first_arrival_if_none_before((j.at for j in trace.jobs), horizon) is not None:
+        raise ValueError(f"no job of the trace arrives before the horizon ({horizon:g} s)")
+    kept = tuple(j for j in trace.jobs if j.at < horizon)
+    return replace(trace, jobs=kept), _Window(horizon, len(trace.jobs) - len(kept))
+
+
+@dataclass(frozen=True)
+class _Watched:
+    """The three watches a replay reads its figures from."""
+
+    recorder: Recorder
+    placements: Placements
+    quarantines: Quarantines
+
+    @property
+    def all(self) -> tuple[Watch, ...]:
+        return (self.recorder.watch, self.placements.watch, self.quarantines.watch)
+
+
+def _serving(kube: Kube, trace: Trace, parts: BoxParts, run: str) -> Serving | None:
+    """The inference curve's driver, when the trace has one."""
+    if trace.inference is None:
+        return None
+    if parts.env is None or parts.folder is None:
+        raise ValueError("the trace has an inference curve: the replay needs the box's folder and env")
+    labels = {RUN_LABEL: run, JOB_LABEL: trace.inference.service}
+    return Serving(kube, parts.env, trace.inference, parts.folder, labels)
+
+
+@dataclass
+class _Drive:
+    """The replay's clock: submits each job at its time, kills the ones the trace fails,
+    moves the inference curve, and stops when everything finished (complete), at the horizon
+    (reaches) or when the budget ran out."""
+
+    kube: Kube
+    trace: Trace
+    run: str
+    gpu_resource: str
+    speed: int
+    window: _Window
+    faults: Faults | None
+    serving: Serving | None
+    began: float = field(default_factory=time.time)
+    ended: float = 0.0
+    complete: bool = False
+    reaches: bool = False  # the loop stops at the horizon, not at the budget
+
+    def budget(self) -> float:
+        """Wall seconds the loop may take: every job run back to back after the last arrival,
+        or the trace's span, plus settling; the horizon's instead when it comes first."""
+        jobs_budget = max(j.at for j in self.trace.jobs) + sum(j.duration for j in self.trace.jobs)
+        budget = max(jobs_budget, self.trace.span) / self.speed + SETTLE_SECONDS
+        horizon = self.window.horizon
+        if horizon is not None and horizon / self.speed <= budget:
+            self.reaches = True
+            return horizon / self.speed
+        return budget
+
+    def announce(self, say: Callable[[str], None]) -> None:
+        speed, horizon, left_out = self.speed, self.window.horizon, self.window.left_out
         say(
-            f"replaying {len(pending)} jobs at speed {speed} (trace span {trace.span / speed:.0f} s wall"
+            f"replaying {len(self.trace.jobs)} jobs at speed {speed} "
+            f"(trace span {self.trace.span / speed:.0f} s wall"
             + (
                 f", cut at {horizon:g} s of trace: {horizon / speed:.0f} s wall"
                 if horizon is not None
@@ -451,36 +520,40 @@ def replay(
             + (f"; {jobs(left_out)} arriving after it left out" if left_out else "")
             + ")"
         )
-        while time.time() - began < budget:
-            failed = next((w.error for w in watches if w.error is not None), None)
+
+    def loop(self, watched: _Watched, say: Callable[[str], None]) -> None:
+        self.began = time.time()
+        budget = self.budget()
+        self.announce(say)
+        pending = list(self.trace.jobs)
+        kills = {j.name: j.failure_after for j in self.trace.jobs if j.failure_after is not None}
+        curve_end = self.trace.inference.until if self.trace.inference is not None else 0.0
+        horizon = self.window.horizon
+        while time.time() - self.began < budget:
+            failed = next((w.error for w in watched.all if w.error is not None), None)
             if failed is not None:
                 raise RuntimeError(f"watching the box failed: {failed}")
             now = time.time()
-            while pending and began + pending[0].at / speed <= now:
-                kube.create(job_object(pending.pop(0), run, gpu_resource, speed))
-            if serving is not None:
-                serving.due((now - began) * speed)
-            histories = recorder.snapshot()
-            _kill_due(kube, histories, kills, trace, run, speed, now, faults)
+            while pending and self.began + pending[0].at / self.speed <= now:
+                self.kube.create(job_object(pending.pop(0), self.run, self.gpu_resource, self.speed))
+            if self.serving is not None:
+                self.serving.due((now - self.began) * self.speed)
+            histories = watched.recorder.snapshot()
+            _kill_due(self.kube, histories, kills, self.trace, self.run, self.speed, now, self.faults)
             finished = sum(1 for h in histories.values() if h.finished is not None)
-            curve_end = trace.inference.until if trace.inference is not None else 0.0
-            curve_over = now >= began + min(curve_end, horizon or curve_end) / speed
-            if not pending and finished == len(trace.jobs) and curve_over:
-                complete = True
-                break
+            curve_over = now >= self.began + min(curve_end, horizon or curve_end) / self.speed
+            if not pending and finished == len(self.trace.jobs) and curve_over:
+                self.complete = True
+                return
             time.sleep(POLL_SECONDS)  # the trace's own clock: the next arrival or check
-    finally:
-        ended = time.time()
-        for watch in watches:
-            watch.stop()
-        if faults is not None:
-            faults.heal()  # the box may replay again; the controller releases the node in its time
-        if serving is not None:
-            serving.stop()
 
-    def trace_time(at: float) -> float:
-        return (at - began) * speed
+    def trace_time(self, at: float) -> float:
+        return (at - self.began) * self.speed
 
+
+def _read_back(kube: Kube, trace: Trace, watched: _Watched, drive: _Drive) -> Replayed:
+    """What the replay observed, in trace seconds, cut at the horizon if it stopped there."""
+    began, ended, at = drive.began, drive.ended, drive.trace_time
     nodes = _node_labels(kube)
     bound = tuple(
         Bound(
@@ -488,30 +561,24 @@ def replay(
             nodes.get(r.node, {}).get(POOL_LABEL, "?"),
             r.node,
             r.gpus,
-            trace_time(max(began, r.bound)),  # the curve's resting replicas were bound before the clock
-            trace_time(max(began, r.ended or ended)),
+            at(max(began, r.bound)),  # the curve's resting replicas were bound before the clock
+            at(max(began, r.ended or ended)),
             nodes.get(r.node, {}).get(PROVIDER_LABEL, ""),
         )
-        for r in sorted(placements.snapshot(), key=lambda r: (r.bound, r.node))
+        for r in sorted(watched.placements.snapshot(), key=lambda r: (r.bound, r.node))
     )
     taints = tuple(  # a node still quarantined from before the replay counts from its start
-        Quarantine(
-            t.node,
-            t.pool,
-            t.reason,
-            trace_time(max(began, t.since)),
-            trace_time(max(began, t.until or ended)),
-        )
-        for t in sorted(quarantines.snapshot(), key=lambda t: (t.since, t.node))
+        Quarantine(t.node, t.pool, t.reason, at(max(began, t.since)), at(max(began, t.until or ended)))
+        for t in sorted(watched.quarantines.snapshot(), key=lambda t: (t.since, t.node))
     )
-    outcomes = _outcomes(recorder.snapshot(), trace, bound, began, ended, speed)
-    span, cut = trace_time(ended), None
-    if horizon is not None and reaches and not complete:  # stopped at the horizon: cut there
+    outcomes = _outcomes(watched.recorder.snapshot(), trace, bound, began, ended, drive.speed)
+    span, cut, complete, horizon = at(ended), None, drive.complete, drive.window.horizon
+    if horizon is not None and drive.reaches and not complete:  # stopped at the horizon: cut there
         outcomes, bound, taints = horizons.cut(outcomes, bound, taints, horizon)
         never, running = horizons.still(outcomes)
-        span, cut = horizon, Cut(horizon, never, running, left_out)
+        span, cut = horizon, Cut(horizon, never, running, drive.window.left_out)
         complete = True  # the replay ran the window it was asked to
-    return Replayed(outcomes, round(ended - began, 1), complete, run, bound, taints, span, cut)
+    return Replayed(outcomes, round(ended - began, 1), complete, drive.run, bound, taints, span, cut)
 
 
 def _node_labels(kube: Kube) -> dict[str, dict[str, str]]:

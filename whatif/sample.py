@@ -151,6 +151,40 @@ def curve(env: Environment) -> tuple[list[tuple[int, float]], str]:
     return steps, header
 
 
+def _job_lines(
+    rng: random.Random, env: Environment, teams: list[tuple[str, int]], jobs: list[tuple[float, int, int]]
+) -> tuple[list[str], float, int]:
+    """One trace line per (arrival, GPUs, seconds), drawing team, tier and failure from `rng`
+    in a fixed order (the shipped traces depend on it); with the GPU-hours asked and how many
+    jobs fail."""
+    per_node = _pool(env)[0].gpus_per_node
+    critical = env.training_tiers[0].name
+    lines, asked, failures = [], 0.0, 0
+    most = {t: _most(env, t) for t, _ in teams}
+    for index, (at, gpus, seconds) in enumerate(jobs):
+        # A job only the teams whose queue can ever admit it may ask for: a larger one would
+        # wait the whole replay (prod at --scale 8: evals' most is 72 GPUs, the largest job 120).
+        able = [(t, s) for t, s in teams if most[t] >= gpus] or teams
+        team = rng.choices([t for t, _ in able], [s for _, s in able])[0]
+        tier = critical if rng.random() < CRITICAL_SHARE else "training"
+        pods, per_pod = (1, gpus) if gpus <= per_node else (math.ceil(gpus / per_node), per_node)
+        asked += gpus * seconds / 3600
+        fields = [
+            f"name: j{index + 1:04d}",
+            f"at: {round(at)}",
+            f"team: {team}",
+            f"tier: {tier}",
+            f"pods: {pods}",
+            f"perPod: {{gpus: {per_pod}}}",
+            f"duration: {seconds}",
+        ]
+        if rng.random() < FAILURES_PER_GPU_HOUR * gpus * seconds / 3600:
+            failures += 1
+            fields.append(f"failure: {{after: {round(rng.uniform(1, seconds))}}}")
+        lines.append("  - {" + ", ".join(fields) + "}")
+    return lines, asked, failures
+
+
 def sample(env: Environment, seed: int = SEED, scale: int = 1, inference: bool = False) -> str:
     """The trace text of `env` (already scaled by `scale`, which the header names); with
     `inference`, its serving load curve too (`curve`)."""
@@ -175,30 +209,7 @@ def sample(env: Environment, seed: int = SEED, scale: int = 1, inference: bool =
     span = math.log(LONGEST / SHORTEST)
     durations = [round(SHORTEST * math.exp(span * (i + 0.5) / count)) for i in range(count)]
     rng.shuffle(durations)
-    critical = env.training_tiers[0].name
-    lines, asked, failures = [], 0.0, 0
-    most = {t: _most(env, t) for t, _ in teams}
-    for index, (at, gpus, seconds) in enumerate(zip(arrivals, sizes, durations, strict=True)):
-        # A job only the teams whose queue can ever admit it may ask for: a larger one would
-        # wait the whole replay (prod at --scale 8: evals' most is 72 GPUs, the largest job 120).
-        able = [(t, s) for t, s in teams if most[t] >= gpus] or teams
-        team = rng.choices([t for t, _ in able], [s for _, s in able])[0]
-        tier = critical if rng.random() < CRITICAL_SHARE else "training"
-        pods, per_pod = (1, gpus) if gpus <= per_node else (math.ceil(gpus / per_node), per_node)
-        asked += gpus * seconds / 3600
-        fields = [
-            f"name: j{index + 1:04d}",
-            f"at: {round(at)}",
-            f"team: {team}",
-            f"tier: {tier}",
-            f"pods: {pods}",
-            f"perPod: {{gpus: {per_pod}}}",
-            f"duration: {seconds}",
-        ]
-        if rng.random() < FAILURES_PER_GPU_HOUR * gpus * seconds / 3600:
-            failures += 1
-            fields.append(f"failure: {{after: {round(rng.uniform(1, seconds))}}}")
-        lines.append("  - {" + ", ".join(fields) + "}")
+    lines, asked, failures = _job_lines(rng, env, teams, list(zip(arrivals, sizes, durations, strict=True)))
     ordered = sorted(sizes)
     pools = _training(env)
     header = HEADER.format(

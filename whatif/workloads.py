@@ -426,27 +426,10 @@ def _job(
     if team is None:
         return None, f"in a namespace of no team of {env_name}", 0
     pod_sets = _get(workload, ("spec", "podSets"), base, list)
-    if not pod_sets:
-        raise _Bad((*base, "spec", "podSets"), "expected at least one pod set")
-    shapes, count = [], 0
-    for i, pod_set in enumerate(pod_sets):
-        where = (*base, "spec", "podSets", i)
-        count += _get(pod_set, ("count",), where, int)
-        shapes.append(
-            _shape(
-                _get(pod_set, ("template", "spec"), where, dict), (*where, "template", "spec"), gpu_resource
-            )
-        )
-    if any(s != shapes[0] for s in shapes):
-        return None, "with pod sets of different shapes (a trace job has one)", 0
-    shape = shapes[0]
-    if shape.gpus <= 0:
-        return None, f"asking no {gpu_resource}", 0
-    if shape.gpus.denominator != 1:
-        raise _Bad(
-            (*base, "spec", "podSets", 0, "template", "spec", "containers"),
-            f"{gpu_resource} is not whole: {shape.gpus}",
-        )
+    shaped = _one_shape(pod_sets, base, gpu_resource)
+    if isinstance(shaped, str):
+        return None, shaped, 0
+    shape, count = shaped
     # v1beta2 (Kueue v0.19.2) names it in priorityClassRef; v1beta1, which kubectl shows for an
     # older Kueue, in priorityClassName
     tier = (
@@ -460,18 +443,10 @@ def _job(
         o for o in meta.get("ownerReferences") or [] if isinstance(o, dict) and isinstance(o.get("name"), str)
     ]
     job_name = _label(owners[0]["name"] if owners else name)
-    durations = runs.succeeded.get((namespace, name))
-    by_conditions = 0
-    if durations:
-        duration = _seconds(max(durations))
-    else:
-        by_conditions = int(with_pods)
-        started = conditions.get("PodsReady")
-        if started is None or started[0] != "True":
-            started = conditions.get("Admitted")
-        if started is None or started[0] != "True":
-            return None, "Finished with no Admitted=True condition", 0
-        duration = _seconds((finished[1] - started[1]).total_seconds())
+    timed = _duration(runs.succeeded.get((namespace, name)), conditions, finished, with_pods)
+    if isinstance(timed, str):
+        return None, timed, 0
+    duration, by_conditions = timed
     fields: dict[str, str] = {"team": team.name}
     if namespace != team.namespaces[0]:
         fields["namespace"] = namespace
@@ -482,12 +457,7 @@ def _job(
         fields["queue"] = queue
     fields["tier"] = tier
     fields["pods"] = str(count)
-    per_pod = [f"gpus: {shape.gpus.numerator}"]
-    if shape.cpu and _cpu(shape.cpu) != DEFAULT_CPU:
-        per_pod.append(f'cpu: "{_cpu(shape.cpu)}"')
-    if shape.memory and _memory(shape.memory) != DEFAULT_MEMORY:
-        per_pod.append(f"memory: {_memory(shape.memory)}")
-    fields["perPod"] = "{" + ", ".join(per_pod) + "}"
+    fields["perPod"] = _per_pod(shape)
     fields["duration"] = str(duration)
     request = (
         _get(pod_sets[0], ("topologyRequest",), (*base, "spec", "podSets", 0), dict, required=False) or {}
@@ -500,6 +470,58 @@ def _job(
     if failed:
         fields["failure"] = f"{{after: {_seconds(min(failed))}}}"
     return _Job(job_name, created, fields), "", by_conditions
+
+
+def _one_shape(pod_sets: list[Any], base: Path_, gpu_resource: str) -> tuple[Shape, int] | str:
+    """The one pod shape of the Workload's pod sets and their pod count, or why it has none
+    a trace job can take."""
+    if not pod_sets:
+        raise _Bad((*base, "spec", "podSets"), "expected at least one pod set")
+    shapes, count = [], 0
+    for i, pod_set in enumerate(pod_sets):
+        where = (*base, "spec", "podSets", i)
+        count += _get(pod_set, ("count",), where, int)
+        spec = _get(pod_set, ("template", "spec"), where, dict)
+        shapes.append(_shape(spec, (*where, "template", "spec"), gpu_resource))
+    if any(s != shapes[0] for s in shapes):
+        return "with pod sets of different shapes (a trace job has one)"
+    shape = shapes[0]
+    if shape.gpus <= 0:
+        return f"asking no {gpu_resource}"
+    if shape.gpus.denominator != 1:
+        raise _Bad(
+            (*base, "spec", "podSets", 0, "template", "spec", "containers"),
+            f"{gpu_resource} is not whole: {shape.gpus}",
+        )
+    return shape, count
+
+
+def _duration(
+    succeeded: list[float] | None,
+    conditions: dict[str, tuple[str, datetime, Path_]],
+    finished: tuple[str, datetime, Path_],
+    with_pods: bool,
+) -> tuple[int, int] | str:
+    """(seconds the job ran, 1 if that came from its conditions despite --pods), or why it has
+    no duration: the longest succeeded pod's run, else Finished minus PodsReady (or Admitted)."""
+    if succeeded:
+        return _seconds(max(succeeded)), 0
+    started = conditions.get("PodsReady")
+    if started is None or started[0] != "True":
+        started = conditions.get("Admitted")
+    if started is None or started[0] != "True":
+        return "Finished with no Admitted=True condition"
+    return _seconds((finished[1] - started[1]).total_seconds()), int(with_pods)
+
+
+def _per_pod(shape: Shape) -> str:
+    """A trace job's perPod: GPUs always, CPU and memory where not the trace's defaults."""
+    per_pod = [f"gpus: {shape.gpus.numerator}"]
+    if shape.cpu and _cpu(shape.cpu) != DEFAULT_CPU:
+        per_pod.append(f'cpu: "{_cpu(shape.cpu)}"')
+    if shape.memory and _memory(shape.memory) != DEFAULT_MEMORY:
+        per_pod.append(f"memory: {_memory(shape.memory)}")
+    return "{" + ", ".join(per_pod) + "}"
 
 
 def notes(converted: Converted, display: str) -> Iterator[str]:

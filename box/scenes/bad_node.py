@@ -90,7 +90,6 @@ class BadNode:
     spike_bad: int = 0
     spike_quarantined: int = 0
     spike_held_back: float = 0.0  # trainyard_health_held_back{pool}
-    spike_bad_metric: float = 0.0  # trainyard_health_bad_nodes{reason}
     spike_reason: str = ""
     spike_expected: str = ""  # oldest bad first, ties by name: the first of the spike's nodes
     spike_taints: dict[str, str] = field(default_factory=dict)  # node -> taint value
@@ -321,6 +320,32 @@ def firing(prometheus: str, alert: str) -> list[str]:
     )
 
 
+@dataclass
+class _Run:
+    """What every step of one run of the scene reads: the box, the watched pool and its queue,
+    the synthetic exporter, the objects created so far (deleted at the end) and the result."""
+
+    kube: Kube
+    env: Environment
+    controller: Controller
+    prometheus: str
+    exporter: Exporter
+    metrics_url: str
+    pool: Pool
+    namespace: str
+    queue: str
+    tier: str
+    tag: str  # a fresh suffix for this run's object names
+    result: BadNode
+    say: Say
+    created: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def create(self, obj: Obj) -> Obj:
+        made = self.kube.create(obj)
+        self.created.append((obj["apiVersion"], obj["kind"], made["metadata"]["name"]))
+        return made
+
+
 def bad_node(
     kube: Kube, env: Environment, processes: list[Any], prometheus: str, folder: Path, cluster: str, say: Say
 ) -> BadNode:
@@ -328,7 +353,7 @@ def bad_node(
     assert env.health is not None and env.health.controller is not None, "backend trainyard only"
     controller = env.health.controller
     pool, namespace, queue = _watched_pool(env, controller)
-    temperature, xid = _condition(controller, "gpuTemperature"), _condition(controller, "xid")
+    temperature = _condition(controller, "gpuTemperature")
     result = BadNode(
         pool.name,
         temperature.reason,
@@ -337,142 +362,171 @@ def bad_node(
         controller.cap.pool_cap(pool),
         controller.cap.max_nodes,
     )
-    exporter = Exporter(_process_url(processes, dcgm_fake.NAME))
-    metrics_url = _process_url(processes, HEALTH_PROCESS)
-    tier = env.default_training_tier.name
-    run = uuid.uuid4().hex[:6]
+    run = _Run(
+        kube,
+        env,
+        controller,
+        prometheus,
+        Exporter(_process_url(processes, dcgm_fake.NAME)),
+        _process_url(processes, HEALTH_PROCESS),
+        pool,
+        namespace,
+        queue,
+        env.default_training_tier.name,
+        uuid.uuid4().hex[:6],
+        result,
+        say,
+    )
     cool = controller.release_after_seconds + xid_window(env) + SLACK_SECONDS
-    created: list[tuple[str, str, str]] = []
     try:
-        exporter.heal()
+        run.exporter.heal()
         wait_for(lambda: not _quarantined(kube, pool), cool, f"no node of {pool.name} quarantined before")
-        if holds_job_pods(folder, cluster):
-            trainers = kube.create(_job(f"trainer-{run}", namespace, queue, pool, tier, TRAINERS))
-            created.append(("batch/v1", "Job", trainers["metadata"]["name"]))
-            result.trainers_kind = f"a training Job through queue {queue} ({TRAINERS} pods of half a node)"
-        else:
-            trainers = kube.create(_deployment(f"trainer-{run}", namespace, pool))
-            created.append(("apps/v1", "Deployment", trainers["metadata"]["name"]))
-            result.trainers_kind = (
-                f"{TRAINERS} class-less Deployment pods (this box's KWOK completes "
-                f"Job pods at once: no {workloads.RUN_FOR} Stage)"
-            )
-        selector = f"{workloads.SCENE_LABEL}=trainer-{run}"
-
-        def all_running() -> dict[str, tuple[str, str]] | None:
-            pods = _running(kube, namespace, selector)
-            ok = len(pods) == TRAINERS and all(node and phase == "Running" for node, phase in pods.values())
-            return pods if ok else None
-
-        before = wait_for(all_running, SLACK_SECONDS, f"{TRAINERS} training pods running")
-        result.trainers = sorted(node for node, _ in before.values())
-        # a node with one trainer: half of it is free, for the pinned Job below
-        result.node = node = next(n for n in result.trainers if result.trainers.count(n) == 1)
-        on_node = {uid for uid, (where, _) in before.items() if where == node}
-        say(f"training pods on {', '.join(result.trainers)}; {node} goes bad")
-
-        # 1. One GPU above the limit: quarantined once bad for quarantineAfterSeconds.
-        hot = env.monitoring.gpu_temp_limit_celsius + HOT_ABOVE_LIMIT
-        began = time.time()
-        exporter.fault(node, gpuTemperature=hot)
-        quarantined = wait_for(
-            lambda: _with_taint(kube, node),
-            temperature.quarantine_after_seconds + SLACK_SECONDS,
-            f"{node} quarantined",
-        )
-        result.seconds_to_quarantine = time.time() - began
-        result.taint = _taint(quarantined) or ""
-        notes = quarantined["metadata"].get("annotations") or {}
-        result.reasons_annotation = notes.get(REASON_ANNOTATION, "")
-        since = datetime.fromisoformat(notes.get(SINCE_ANNOTATION, "1970-01-01T00:00:00+00:00")).timestamp()
-        # the annotation has whole seconds: allow the one it truncates
-        result.since_after_duration = since >= int(began) + temperature.quarantine_after_seconds - 1
-        key = f'{QUARANTINED}{{node="{node}",pool="{pool.name}",reason="{temperature.reason}"}}'
-        result.metric_quarantined = health_metrics(metrics_url).get(key, 0.0)
-        say(f"{node} quarantined after {result.seconds_to_quarantine:.1f}s")
-        result.alert = temperature.alert
-        wait_for(
-            lambda: node in firing(prometheus, temperature.alert),
-            SLACK_SECONDS,
-            f"{temperature.alert} firing for {node}",
-            0.5,
-        )
-        result.seconds_to_alert = time.time() - began
-
-        # 2. A training Job pinned to the node does not run there; the training pods stay.
-        job = kube.create(_job(f"pinned-{run}", namespace, queue, pool, tier, 1, node))
-        created.append(("batch/v1", "Job", job["metadata"]["name"]))
-        result.pinned_refused = wait_for(
-            lambda: _refusal(kube, job), SLACK_SECONDS, "Kueue's verdict on the pinned Job"
-        )
-        _passes_after(metrics_url, time.time(), 2, SLACK_SECONDS)  # the controller and friends had their go
-        result.pinned_pods_on_node_while_bad = len(_pods_on(kube, job, node))
-        result.kept_running = _kept(kube, namespace, selector, on_node, node)
-
-        # 3. Healthy again: released once good for releaseAfterSeconds.
-        healed = time.time()
-        exporter.heal(node)
-        wait_for(
-            lambda: _without_taint(kube, node),
-            controller.release_after_seconds + SLACK_SECONDS,
-            f"{node} released",
-        )
-        result.seconds_to_release = time.time() - healed
-        released = kube.get("v1", "Node", node) or {}
-        left = set(released["metadata"].get("annotations") or {}) & {REASON_ANNOTATION, SINCE_ANNOTATION}
-        result.released_clean = _taint(released) is None and not left
-        say(f"{node} released after {result.seconds_to_release:.1f}s")
-        released_at = time.time()
-        landed = wait_for(
-            lambda: _pods_on(kube, job, node) or None,
-            SLACK_SECONDS,
-            "the pinned Job's pod on the released node",
-            0.5,
-        )
-        result.pinned_landed_after_release = bool(landed)
-        result.seconds_to_land = time.time() - released_at
-        result.kept_running_after_release = _kept(kube, namespace, selector, on_node, node)
-
-        # 4. A fleet-wide spike: more nodes bad than the cap allows.
-        pool_nodes = kube.list("v1", "Node", label_selector=f"trainyard.dev/pool={pool.name}")
-        names = sorted(n["metadata"]["name"] for n in pool_nodes)
-        spike = names[: result.cap + 2]
-        result.spike_bad, result.spike_reason = len(spike), xid.reason
-        for name in spike:
-            exporter.fault(name, xid=SPIKE_XID)
-        held = f'trainyard_health_held_back{{pool="{pool.name}"}}'
-        bad_metric = f'trainyard_health_bad_nodes{{reason="{xid.reason}"}}'
-
-        def spiked() -> dict[str, float] | None:
-            found = health_metrics(metrics_url)
-            return found if found.get(bad_metric) == len(spike) and _quarantined(kube, pool) else None
-
-        wait_for(spiked, xid.quarantine_after_seconds + SLACK_SECONDS, "the spike seen and acted on", 0.5)
-        _passes_after(metrics_url, time.time(), 2, SLACK_SECONDS)  # it keeps holding: not a race won once
-        found = health_metrics(metrics_url)
-        result.spike_held_back, result.spike_bad_metric = found.get(held, -1.0), found.get(bad_metric, -1.0)
-        tainted = _quarantined(kube, pool)
-        result.spike_quarantined, result.spike_expected = len(tainted), spike[0]
-        result.spike_taints = {name: _taint(kube.get("v1", "Node", name)) or "" for name in tainted}
-        result.spike_alert = xid.alert
-
-        def alerted() -> list[str] | None:
-            nodes = firing(prometheus, xid.alert)
-            return nodes if set(nodes) >= set(spike) else None
-
-        result.spike_alerted = wait_for(alerted, SLACK_SECONDS, f"{xid.alert} firing for the spike", 0.5)
-        say(
-            f"spike: {len(spike)} bad, {result.spike_quarantined} quarantined, "
-            f"held back {result.spike_held_back:g}"
-        )
+        selector, on_node = _start_trainers(run, holds_job_pods(folder, cluster))
+        job = _go_bad(run, temperature, selector, on_node)
+        _heal(run, job, selector, on_node)
+        _spike(run, _condition(controller, "xid"))
         return result
     finally:
         with contextlib.suppress(Exception):
-            exporter.heal()
-        for api_version, kind, name in reversed(created):
+            run.exporter.heal()
+        for api_version, kind, name in reversed(run.created):
             kube.delete(api_version, kind, name, namespace)
         say(f"healing: waiting for the controller to release every node of {pool.name}")
         wait_for(lambda: not _quarantined(kube, pool), cool, f"every node of {pool.name} released")
+
+
+def _start_trainers(run: _Run, job_pods_held: bool) -> tuple[str, set[str]]:
+    """The running training, on two or three nodes; picks the bad node (one holding a single
+    trainer, so half of it is free). Returns the trainers' selector and their UIDs on it."""
+    result, name = run.result, f"trainer-{run.tag}"
+    if job_pods_held:
+        run.create(_job(name, run.namespace, run.queue, run.pool, run.tier, TRAINERS))
+        result.trainers_kind = f"a training Job through queue {run.queue} ({TRAINERS} pods of half a node)"
+    else:
+        run.create(_deployment(name, run.namespace, run.pool))
+        result.trainers_kind = (
+            f"{TRAINERS} class-less Deployment pods (this box's KWOK completes "
+            f"Job pods at once: no {workloads.RUN_FOR} Stage)"
+        )
+    selector = f"{workloads.SCENE_LABEL}={name}"
+
+    def all_running() -> dict[str, tuple[str, str]] | None:
+        pods = _running(run.kube, run.namespace, selector)
+        ok = len(pods) == TRAINERS and all(node and phase == "Running" for node, phase in pods.values())
+        return pods if ok else None
+
+    before = wait_for(all_running, SLACK_SECONDS, f"{TRAINERS} training pods running")
+    result.trainers = sorted(node for node, _ in before.values())
+    # a node with one trainer: half of it is free, for the pinned Job of _go_bad
+    result.node = node = next(n for n in result.trainers if result.trainers.count(n) == 1)
+    run.say(f"training pods on {', '.join(result.trainers)}; {node} goes bad")
+    return selector, {uid for uid, (where, _) in before.items() if where == node}
+
+
+def _go_bad(run: _Run, temperature: Condition, selector: str, on_node: set[str]) -> Obj:
+    """Steps 1 and 2: one GPU above the limit gets its node quarantined once bad for
+    quarantineAfterSeconds; a training Job pinned to it does not run there while the training
+    pods stay. Returns the pinned Job."""
+    kube, result, node = run.kube, run.result, run.result.node
+    hot = run.env.monitoring.gpu_temp_limit_celsius + HOT_ABOVE_LIMIT
+    began = time.time()
+    run.exporter.fault(node, gpuTemperature=hot)
+    quarantined = wait_for(
+        lambda: _with_taint(kube, node),
+        temperature.quarantine_after_seconds + SLACK_SECONDS,
+        f"{node} quarantined",
+    )
+    result.seconds_to_quarantine = time.time() - began
+    result.taint = _taint(quarantined) or ""
+    notes = quarantined["metadata"].get("annotations") or {}
+    result.reasons_annotation = notes.get(REASON_ANNOTATION, "")
+    since = datetime.fromisoformat(notes.get(SINCE_ANNOTATION, "1970-01-01T00:00:00+00:00")).timestamp()
+    # the annotation has whole seconds: allow the one it truncates
+    result.since_after_duration = since >= int(began) + temperature.quarantine_after_seconds - 1
+    key = f'{QUARANTINED}{{node="{node}",pool="{run.pool.name}",reason="{temperature.reason}"}}'
+    result.metric_quarantined = health_metrics(run.metrics_url).get(key, 0.0)
+    run.say(f"{node} quarantined after {result.seconds_to_quarantine:.1f}s")
+    result.alert = temperature.alert
+    wait_for(
+        lambda: node in firing(run.prometheus, temperature.alert),
+        SLACK_SECONDS,
+        f"{temperature.alert} firing for {node}",
+        0.5,
+    )
+    result.seconds_to_alert = time.time() - began
+
+    job = run.create(_job(f"pinned-{run.tag}", run.namespace, run.queue, run.pool, run.tier, 1, node))
+    result.pinned_refused = wait_for(
+        lambda: _refusal(kube, job), SLACK_SECONDS, "Kueue's verdict on the pinned Job"
+    )
+    _passes_after(run.metrics_url, time.time(), 2, SLACK_SECONDS)  # the controller and friends had their go
+    result.pinned_pods_on_node_while_bad = len(_pods_on(kube, job, node))
+    result.kept_running = _kept(kube, run.namespace, selector, on_node, node)
+    return job
+
+
+def _heal(run: _Run, job: Obj, selector: str, on_node: set[str]) -> None:
+    """Step 3: healthy again, the node is released once good for releaseAfterSeconds, clean,
+    and the pinned Job's pod lands there (which shows it was the taint that kept it off)."""
+    kube, result, node = run.kube, run.result, run.result.node
+    healed = time.time()
+    run.exporter.heal(node)
+    wait_for(
+        lambda: _without_taint(kube, node),
+        run.controller.release_after_seconds + SLACK_SECONDS,
+        f"{node} released",
+    )
+    result.seconds_to_release = time.time() - healed
+    released = kube.get("v1", "Node", node) or {}
+    left = set(released["metadata"].get("annotations") or {}) & {REASON_ANNOTATION, SINCE_ANNOTATION}
+    result.released_clean = _taint(released) is None and not left
+    run.say(f"{node} released after {result.seconds_to_release:.1f}s")
+    released_at = time.time()
+    landed = wait_for(
+        lambda: _pods_on(kube, job, node) or None,
+        SLACK_SECONDS,
+        "the pinned Job's pod on the released node",
+        0.5,
+    )
+    result.pinned_landed_after_release = bool(landed)
+    result.seconds_to_land = time.time() - released_at
+    result.kept_running_after_release = _kept(kube, run.namespace, selector, on_node, node)
+
+
+def _spike(run: _Run, xid: Condition) -> None:
+    """Step 4: a fleet-wide spike, more nodes bad than the cap allows: the cap holds, and keeps
+    holding over two more passes (not a race won once); the XID alert fires for every one."""
+    kube, result, pool = run.kube, run.result, run.pool
+    pool_nodes = kube.list("v1", "Node", label_selector=f"trainyard.dev/pool={pool.name}")
+    spike = sorted(n["metadata"]["name"] for n in pool_nodes)[: result.cap + 2]
+    result.spike_bad, result.spike_reason = len(spike), xid.reason
+    for name in spike:
+        run.exporter.fault(name, xid=SPIKE_XID)
+    held = f'trainyard_health_held_back{{pool="{pool.name}"}}'
+    bad_metric = f'trainyard_health_bad_nodes{{reason="{xid.reason}"}}'
+
+    def spiked() -> dict[str, float] | None:
+        found = health_metrics(run.metrics_url)
+        return found if found.get(bad_metric) == len(spike) and _quarantined(kube, pool) else None
+
+    wait_for(spiked, xid.quarantine_after_seconds + SLACK_SECONDS, "the spike seen and acted on", 0.5)
+    _passes_after(run.metrics_url, time.time(), 2, SLACK_SECONDS)
+    found = health_metrics(run.metrics_url)
+    result.spike_held_back = found.get(held, -1.0)
+    tainted = _quarantined(kube, pool)
+    result.spike_quarantined, result.spike_expected = len(tainted), spike[0]
+    result.spike_taints = {name: _taint(kube.get("v1", "Node", name)) or "" for name in tainted}
+    result.spike_alert = xid.alert
+
+    def alerted() -> list[str] | None:
+        nodes = firing(run.prometheus, xid.alert)
+        return nodes if set(nodes) >= set(spike) else None
+
+    result.spike_alerted = wait_for(alerted, SLACK_SECONDS, f"{xid.alert} firing for the spike", 0.5)
+    run.say(
+        f"spike: {len(spike)} bad, {result.spike_quarantined} quarantined, "
+        f"held back {result.spike_held_back:g}"
+    )
 
 
 def xid_window(env: Environment) -> int:

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from generators.components import Obj
+from generators.gitops import health
+from generators.gitops.argoglob import literal
 from generators.gitops.syncoptions import ANNOTATION as SYNC_OPTIONS
 from generators.layout import INSTALLERS, RENDERED
 from generators.model.environment import Environment
@@ -82,7 +84,10 @@ def group_kinds(objects: Iterable[Obj]) -> tuple[list[dict[str, str]], list[dict
 
 def ignore_differences(objects: list[Obj]) -> list[dict[str, Any]]:
     """Fields controllers own on the rendered objects, which Argo CD must neither report nor
-    revert: Kueue's finalizer, CRD-defaulted Kueue fields, replicas of HPA targets."""
+    revert: Kueue's finalizer, CRD-defaulted Kueue fields, replicas of HPA targets. Each entry
+    names objects among `objects`: Argo CD applies ignoreDifferences only to the objects the
+    Application manages (controller/state.go:774, GetManagedLiveObjs), so an entry for
+    anything else would protect nothing."""
     set_fields: dict[tuple[str, str], set[str]] = {}  # (group, kind) -> spec fields any object sets
     for o in objects:
         set_fields.setdefault((group_of(o["apiVersion"]), o["kind"]), set()).update(o.get("spec", {}))
@@ -103,11 +108,22 @@ def ignore_differences(objects: list[Obj]) -> list[dict[str, Any]]:
             if expressions:
                 entry["jqPathExpressions"] = expressions
             entries.append(entry)
-    return entries + _hpa_targets(objects)
+    present = {
+        (group_of(o["apiVersion"]), o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
+        for o in objects
+    }
+    managed = [
+        e
+        for e in hpa_target_replicas(objects)
+        if (e["group"], e["kind"], e["namespace"], e["name"]) in present
+    ]
+    return entries + managed
 
 
-def _hpa_targets(objects: list[Obj]) -> list[dict[str, Any]]:
-    """The HPA, not git, owns spec.replicas of what it scales."""
+def hpa_target_replicas(objects: Iterable[Obj]) -> list[dict[str, Any]]:
+    """An ignoreDifferences entry for `/spec/replicas` of every object an HPA among `objects`
+    scales: the HPA, not git, owns that field. Only the Application that manages the target
+    may carry the entry (docs/overflow.md gives the inference owners theirs)."""
     entries = []
     for obj in objects:
         if obj["kind"] != "HorizontalPodAutoscaler":
@@ -140,14 +156,17 @@ def _argo(template: str, env: Environment, name: str, **fields: Any) -> Obj:
 def _project(
     env: Environment, name: str, destination: tuple[str, str], description: str, objects: list[Obj]
 ) -> Obj:
-    """`destination` is (server, namespace glob); kinds are exactly those of `objects`."""
+    """`destination` is (server, namespace glob); kinds are exactly those of `objects`. Argo CD
+    matches a destination's server as a glob (app_project_types.go:507-527), so the server is
+    escaped: an IPv6 URL's brackets would otherwise be a character class that does not match
+    the URL itself, and every object of the environment would be refused."""
     cluster_kinds, namespaced_kinds = group_kinds(objects)
     return _argo(
         "argocd/appproject.yaml.j2",
         env,
         name,
         description=description,
-        server=destination[0],
+        server=literal(destination[0]),
         destination_namespace=destination[1],
         cluster_kinds=cluster_kinds,
         namespaced_kinds=namespaced_kinds,
@@ -228,8 +247,30 @@ def generate(env: Environment, earlier: Sequence[Obj]) -> list[Obj]:
     bootstrap_project = _project(
         env,
         bootstrap_name,
-        (IN_CLUSTER, env.argocd.namespace),
+        (IN_CLUSTER, literal(env.argocd.namespace)),
         f"{env.display_name}: the Argo CD objects in {RENDERED}/{env.name}/{COMPONENT}/",
         [env_project, env_app, bootstrap_app],
     )
     return [env_project, env_app, bootstrap_project, bootstrap_app]
+
+
+HEALTH_INPUT = "argocd-cm-health.yaml"
+
+
+def installer_inputs(env: Environment) -> dict[str, tuple[str, Obj]]:
+    """rendered/<env>/installers/argocd-cm-health.yaml: the argocd-cm health overrides of
+    generators/gitops/health.py, as values of the argo-cd Helm chart (`configs.cm` is merged
+    into argocd-cm's data). Not a ConfigMap: applied by mistake, a partial argocd-cm would
+    replace the whole of the installed one. The same data for every environment, so several
+    sharing one Argo CD merge the same keys."""
+    header = (
+        f"Health overrides for Argo CD's argocd-cm, environment {env.name}: rendered from\n"
+        f"{env.source_file} by generators/components/argocd.py; do not edit. Argo CD does not\n"
+        "apply this folder. Helm values for the argo-cd chart of the Argo CD that syncs this\n"
+        "environment (-f this file, beside your own values); installed another way, copy the\n"
+        "keys under configs.cm into the data of its argocd-cm ConfigMap. Objects annotated\n"
+        "argocd.argoproj.io/ignore-healthcheck=true (HPAs, grafana-operator objects) then read\n"
+        "Healthy, so no sync waits on them; every other object keeps Argo CD's own check.\n"
+        "See docs/gitops.md, Health."
+    )
+    return {HEALTH_INPUT: (header, {"configs": {"cm": health.customizations()}})}

@@ -110,7 +110,7 @@ def scraping(env: Environment, c: Controller, own_namespace: bool) -> list[Obj]:
     """Prometheus reaches /metrics (ServiceMonitor + an ingress allow). The namespace's
     default-deny is the overflow component's when it renders the namespace, else ours."""
     objects = [
-        service_monitor(NAME, c.namespace, dict(env.monitoring.rule_labels)),
+        service_monitor(NAME, c.namespace, env.monitoring.selection_labels),
         network.prometheus_ingress(
             f"{NAME}-metrics",
             c.namespace,

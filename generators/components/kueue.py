@@ -99,7 +99,6 @@ def helm_values(env: Environment) -> Obj:
     values: Obj = render(
         "kueue/helm-values.yaml.j2",
         config=yamlemit.dump(configuration(env)),
-        prometheus_namespace=env.monitoring.namespace,
     )
     return values
 
@@ -113,12 +112,12 @@ def installer_inputs(env: Environment) -> dict[str, tuple[str, Obj]]:
     header = (
         f"Helm values for the Kueue chart v{chart.version}, environment {env.name}: rendered from\n"
         f"{env.source_file} by generators/components/kueue.py; do not edit. Argo CD does not\n"
-        "apply this folder. Pass it to the chart (installed in the Configuration's namespace),\n"
-        "after kube-prometheus-stack (the chart's metrics ServiceMonitor needs its CRD):\n"
+        "apply this folder. Pass it to the chart (installed in the Configuration's namespace):\n"
         f"  {chart.command(env.kueue.namespace, f'rendered/{env.name}/installers/{HELM_VALUES}')}\n"
         "The chart owns ConfigMap kueue-manager-config and restarts the controller when this\n"
-        "changes (Kueue reads its Configuration only at start-up); enablePrometheus gives\n"
-        "Prometheus the controller's metrics. See docs/kueue.md."
+        "changes (Kueue reads its Configuration only at start-up). Prometheus scrapes the\n"
+        f"controller through trainyard's ServiceMonitor (rendered/{env.name}/monitoring/), not the\n"
+        "chart's (enablePrometheus: false). See docs/kueue.md."
     )
     return {HELM_VALUES: (header, helm_values(env))}
 

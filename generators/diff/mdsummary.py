@@ -1,5 +1,7 @@
 """The top of one environment's part of the PR comment: its summary tables in markdown, and
-the Mermaid diagram of its cohort -> ClusterQueue tree with GPU quotas (after the change).
+the Mermaid diagram of its cohort -> ClusterQueue tree with GPU quotas (after the change):
+one box per ClusterQueue, so a team's `-flex` queue shows the pools a job reaches only by
+naming it.
 
 GitHub renders ```mermaid blocks in PR comments. Queues whose GPU quota changed are
 outlined and show `old → new`.
@@ -14,6 +16,7 @@ from typing import Any
 from generators.diff import wording
 from generators.diff.summary import Delta, EnvSummary
 from generators.model.environment import Environment
+from generators.model.types import ClusterQueue
 
 ARROW = "→"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
@@ -148,17 +151,20 @@ def _id(prefix: str, name: str) -> str:
     return f"{prefix}_{_UNSAFE.sub('_', name)}"  # names are DNS labels: '-' -> '_' is one-to-one
 
 
-def _queue_label(env: Environment, team: str, summary: EnvSummary | None) -> tuple[str, bool]:
+def _queue_label(env: Environment, queue: ClusterQueue, summary: EnvSummary | None) -> tuple[str, bool]:
+    """One ClusterQueue's box: its name (a topology queue says so) and the GPU quota of each
+    of its flavors, where a job naming that queue finds it: a team with topology pools keeps
+    its plain pools in `<team>-flex`, and a job must name that queue to use them."""
     gpu_resources = {p.gpu_resource for p in env.pools}
     # A cell that is new with quota 0 (a borrowFrom flavor) did not change the quota: "0 → 0"
     # outlined as a change was noise. A new cell with quota is `new N`, not `0 → N`.
     before = {
         (q.flavor, q.resource): q.nominal.before
         for q in (summary.quotas if summary else ())
-        if q.team == team and q.nominal.changed and (q.nominal.before or "0") != q.nominal.after
+        if q.team == queue.team and q.nominal.changed and (q.nominal.before or "0") != q.nominal.after
     }
     parts, changed = [], False
-    for flavor in env.queues[team]:
+    for flavor in queue.flavors:
         for q in flavor.quotas:
             if q.resource.name not in gpu_resources:
                 continue
@@ -171,7 +177,11 @@ def _queue_label(env: Environment, team: str, summary: EnvSummary | None) -> tup
                 parts.append(f"{flavor.pool}: {'new ' if was is None else f'{was} {ARROW} '}{now} {unit}")
             elif q.nominal:
                 parts.append(f"{flavor.pool}: {now} {unit}")
-    return "<br/>".join([team, *parts]), changed
+            elif q.borrowing_limit is None or q.borrowing_limit:  # a borrowFrom flavor: no quota of its own
+                limit = "" if q.borrowing_limit is None else f" up to {q.resource.show(q.borrowing_limit)}"
+                parts.append(f"{flavor.pool}: borrows{limit} {unit}")
+    title = f"{queue.name} (topology)" if queue.topology else queue.name
+    return "<br/>".join([title, *parts]), changed
 
 
 def diagram(env: Environment, summary: EnvSummary | None) -> str:
@@ -181,14 +191,16 @@ def diagram(env: Environment, summary: EnvSummary | None) -> str:
     for cohort in env.cohorts:
         if cohort.parent:
             lines.append(f"  {_id('c', cohort.parent)} --> {_id('c', cohort.name)}")
+    cohorts = {t.name: t.cohort for t in env.teams}
     changed_ids = []
-    for team in env.teams:
-        label, changed = _queue_label(env, team.name, summary)
-        lines.append(f'  {_id("q", team.name)}["{label}"]')
-        if team.cohort:
-            lines.append(f"  {_id('c', team.cohort)} --> {_id('q', team.name)}")
+    for queue in env.cluster_queues:
+        label, changed = _queue_label(env, queue, summary)
+        lines.append(f'  {_id("q", queue.name)}["{label}"]')
+        parent = cohorts.get(queue.team)
+        if parent:
+            lines.append(f"  {_id('c', parent)} --> {_id('q', queue.name)}")
         if changed:
-            changed_ids.append(_id("q", team.name))
+            changed_ids.append(_id("q", queue.name))
     if changed_ids:
         lines.append("  classDef changed stroke:#d97706,stroke-width:3px")
         lines.append(f"  class {','.join(changed_ids)} changed")

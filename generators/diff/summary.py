@@ -209,8 +209,16 @@ def _quotas(before: Environment | None, after: Environment | None) -> list[Quota
     old, new = _cells(before), _cells(after)
     held_before, held_after = _holdings(before), _holdings(after)
     gpu_resources = {p.gpu_resource for env in (before, after) if env for p in env.pools}
+    # A ClusterQueue covers every resource of its resource group on every flavor, so a pool
+    # without a resource (an NVIDIA flavor in a queue that also holds amd.com/gpu) carries a
+    # cell of 0 for it: it holds nothing there on either side, whatever else moved.
+    offered = {
+        (p.name, r) for env in (before, after) if env for p in env.pools for r, n in p.per_node.items() if n
+    }
     out = []
     for key in _after_then_removed(old, new):
+        if key[1:] not in offered:
+            continue
         b, a = old.get(key), new.get(key)
         row = QuotaSummary(
             *key,

@@ -2,8 +2,10 @@
 
 Namespaces and priorities first; then flavors, topologies and cohorts (a ClusterQueue
 naming a missing flavor goes inactive); then ClusterQueues; then LocalQueues (they name a
-ClusterQueue); then configuration and RBAC; then workloads and monitoring. Argo CD waits
-for each wave to be healthy before the next, and prunes in reverse.
+ClusterQueue); then configuration and RBAC; then workloads and monitoring; then the
+prometheus-adapter's APIService; last what Argo CD must not wait on (generators/gitops/health.py).
+Argo CD waits for each wave to be healthy before the next, never for the last one, and prunes
+in reverse.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ WAVES: dict[str, int] = {
     "NetworkPolicy": 4,  # before the pods it admits traffic to
     "Deployment": 5,
     "DaemonSet": 5,
-    "HorizontalPodAutoscaler": 5,
     "PodDisruptionBudget": 5,
     "MutatingAdmissionPolicy": 3,  # labels virtual nodes: must exist before virtual-kubelets start
     "MutatingAdmissionPolicyBinding": 4,
@@ -37,11 +38,15 @@ WAVES: dict[str, int] = {
     "PrometheusRule": 5,
     "ServiceMonitor": 5,
     "PodMonitor": 5,
-    "GrafanaDashboard": 5,
-    "GrafanaFolder": 4,
     # After the adapter's Deployment (5) is healthy: an APIService with no backend makes
     # discovery of its group fail for every client until it answers.
     "APIService": 6,
+    # Last, a wave Argo CD never waits on: kinds whose health comes from outside the
+    # Application (generators/gitops/health.py). An HPA on an External metric also comes
+    # after the APIService serving it, so its first read of the metric can succeed.
+    "HorizontalPodAutoscaler": 7,
+    "GrafanaFolder": 7,
+    "GrafanaDashboard": 7,
     "AppProject": 0,
     "Application": 1,
 }

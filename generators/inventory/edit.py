@@ -151,7 +151,11 @@ def _prove(original: str, edited: str, counts: dict[str, int], display: str) -> 
     for pool in expected["pools"]:
         if pool.get("name") in counts:
             pool["nodes"] = counts[pool["name"]]
-    if yaml.load(edited, Loader=yaml.CSafeLoader) != expected:
+    try:
+        meant = yaml.load(edited, Loader=yaml.CSafeLoader)
+    except yaml.YAMLError:  # a splice that broke the syntax is refused like any other
+        meant = None
+    if meant != expected:
         raise EditRefused(
             f"{display}: error: replacing the node counts would change more than them; edit nodes: by hand"
         )

@@ -84,8 +84,9 @@ def _sorted_codes(codes: Iterable[int]) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class Monitoring:
-    namespace: str
+    namespace: str  # the stack's: its Prometheus, Grafana, and where rules and dashboards go
     stack: Stack
+    release: str  # the stack's Helm release: its Prometheus selects `release: <this>`
     external_metrics_adapter: ExternalMetricsAdapter
     # the versions the environment runs; label names follow from them
     exporters: Exporters = field(metadata=setting(convert=build_exporters))
@@ -108,6 +109,16 @@ class Monitoring:
     def host_label(self) -> str:
         """dcgm-exporter's node-name label, as the release the spec names emits it."""
         return self.exporters.dcgm.release.host_label
+
+    @property
+    def selection_labels(self) -> dict[str, str]:
+        """Labels of every ServiceMonitor and PrometheusRule trainyard renders or configures:
+        `release: <release>`, what kube-prometheus-stack's Prometheus selects with the chart's
+        default values (88.5.3 templates/prometheus/prometheus.yaml: serviceMonitorSelector and
+        ruleSelector `matchLabels: {release: <Release.Name>}` while *SelectorNilUsesHelmValues
+        is true, the default), then rules.labels (a release key there other than this one is
+        refused by generators/spec/monitoring_checks.py)."""
+        return {"release": self.release, **self.rule_labels}
 
     @property
     def prometheus_url(self) -> str:

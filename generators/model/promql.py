@@ -16,7 +16,7 @@ kube_node_status_condition{node, condition, status}, kube_node_spec_unschedulabl
 kube_node_spec_taint{node, key, value, effect} (one series per taint; none for an untainted
 node), kube_pod_container_resource_requests{namespace, pod, container, node, resource},
 kube_pod_status_phase{namespace, pod, phase}. dcgm-exporter and node_exporter series, and
-what their values mean, are tabled in generators/exporters.py.
+what their values mean, are tabled in generators/model/exporters.py.
 """
 
 from __future__ import annotations
@@ -137,6 +137,21 @@ class ExporterQueries:
 
     def dcgm(self, metric: str, *extra: str) -> str:
         return metric + selector(self.m.selectors.dcgm, *extra)
+
+    def held_by_pod(self) -> str:
+        """Matchers keeping only the GPUs a pod holds (dcgm-exporter series).
+
+        dcgm-exporter writes `namespace`, `pod` and `container` only on a GPU the kubelet's
+        pod-resources API assigns to a container (internal/pkg/transformation/kubernetes.go,
+        Process: :265-274 at 4.4.1-4.5.2, :426-436 at 4.5.3-4.8.2); an idle GPU has none. With
+        `honorLabels: true` (the operator's ServiceMonitor, rendered gpu-operator values)
+        Prometheus then gives the idle GPU the target's own labels, which prometheus-operator
+        always writes: `namespace` = the Service's namespace, `pod` the exporter pod. So
+        `namespace!=""` keeps idle GPUs; the exporter's namespace tells them apart (the
+        operator creates the Service and ServiceMonitor in it). `pod_uid`, which only a held
+        GPU carries, would be exact, but it is empty unless --kubernetes-enable-pod-uid is on
+        (createPodInfo, :747-779 at 4.4.1-4.5.2), and the operator does not set it."""
+        return f'namespace!="", namespace!={quote(self.m.dcgm_namespace)}'
 
     def node(self, metric: str, *extra: str) -> str:
         return metric + selector(self.m.selectors.node_exporter, *extra)

@@ -71,16 +71,20 @@ def pools(env: Environment) -> str:
 
 
 def teams(env: Environment) -> str:
-    shares = {t.name: t.shares for t in env.teams}
+    """One row per flavor of each ClusterQueue, under the queue's name: the LocalQueue a job
+    names (`kueue.x-k8s.io/queue-name`) is the same, so the row says which name reaches the
+    pool (a team's plain pools are in `<team>-flex` when it also has topology pools)."""
+    by_team = {t.name: t for t in env.teams}
     rows = []
-    for team in env.teams:
-        for flavor in env.queues[team.name]:
+    for queue in env.cluster_queues:
+        team = by_team[queue.team]
+        for flavor in queue.flavors:
             pool = env.pool(flavor.pool)
             cells = {q.resource.name: q for q in flavor.quotas}
-            share = shares[team.name].get(flavor.pool)
+            share = team.shares.get(flavor.pool)
             rows.append(
                 (
-                    team.name,
+                    queue.name,
                     team.cohort or NO_LIMIT,
                     flavor.pool,
                     f"{share}%" if share is not None else "borrow",
@@ -91,7 +95,7 @@ def teams(env: Environment) -> str:
                 )
             )
     return table(
-        ("team", "cohort", "flavor", "share", "nodes", "GPUs quota/borrow/lend", "CPU (cores)", "mem (Gi)"),
+        ("queue", "cohort", "flavor", "share", "nodes", "GPU quota/borrow/lend", "CPU (cores)", "mem (Gi)"),
         rows,
     )
 
@@ -212,8 +216,10 @@ def plan(env: Environment) -> str:
         f"{env.schedulable_gpus} schedulable",
         "Pools (usable = nodes - reserve: what quotas are made of; per node: CPU cores, memory Gi, "
         "GPUs)\n" + pools(env),
-        f"Teams: share of each pool, the schedulable nodes it became, GPU quota ('{NO_LIMIT}': no "
-        "limit;\n'borrow': borrowFrom, no share) and nominal CPU and memory, which follow the nodes"
+        "Queues: the name a job gives as kueue.x-k8s.io/queue-name (a team's ClusterQueue and\n"
+        "LocalQueue; its plain pools are in <team>-flex when it has topology pools), its share of\n"
+        f"each pool, the schedulable nodes it became, GPU quota ('{NO_LIMIT}': no limit; 'borrow':\n"
+        "borrowFrom, no share) and nominal CPU and memory, which follow the nodes"
         + (f" ({', '.join(extras)} too)" if extras else "")
         + "\n"
         + teams(env),

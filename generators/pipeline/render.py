@@ -18,7 +18,8 @@ from typing import Any
 
 from generators.components import Obj
 from generators.components.registry import COMPONENTS
-from generators.gitops import syncoptions
+from generators.errors import SpecError
+from generators.gitops import health, permissions, syncoptions
 from generators.gitops.syncwaves import wave
 from generators.layout import INSTALLERS, RENDERED, is_installer_input
 from generators.model.environment import Environment
@@ -46,7 +47,8 @@ def objects(files: Sequence[RenderedFile]) -> list[Obj]:
 
 
 def _decorate(obj: Obj, env: Environment, component: str) -> Obj:
-    """Common labels and the sync-wave annotation, added in one place for every object."""
+    """Common labels, the sync-wave annotation and (generators/gitops/health.py) the
+    ignore-healthcheck one, added in one place for every object."""
     meta: dict[str, Any] = obj.setdefault("metadata", {})
     meta["labels"] = {
         "app.kubernetes.io/managed-by": MANAGED_BY,
@@ -57,6 +59,7 @@ def _decorate(obj: Obj, env: Environment, component: str) -> Obj:
     annotations = meta.get("annotations", {})
     annotations.setdefault("argocd.argoproj.io/sync-wave", str(wave(obj["kind"])))
     meta["annotations"] = annotations
+    health.mark(obj)
     return obj
 
 
@@ -97,6 +100,10 @@ def render_tree(env: Environment) -> list[RenderedFile]:
                 raise ValueError(f"two installer inputs render to {RENDERED}/{env.name}/{path}")
             comment = "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines())
             files[path] = RenderedFile(path, document, comment + yamlemit.dump(document))
+    # What Argo CD would refuse stops the render here, before anything is written.
+    refused = permissions.refusals(env.name, [permissions.File(p, f.obj) for p, f in files.items()])
+    if refused:
+        raise SpecError(refused)
     return [files[p] for p in sorted(files)]
 
 

@@ -14,6 +14,8 @@ from generators.model.health import DEFAULT_POOL_ROLES, POOL_LABEL, TAINT_KEY, C
 from generators.spec.checker import Checker
 from generators.spec.source import Document
 
+NVIDIA_PREFIX = "nvidia.com/"  # nvidia.com/gpu and the MIG resources nvidia.com/mig-*
+
 
 class _HealthChecker(Checker):
     def __init__(self, doc: Document, value: dict[str, Any]) -> None:
@@ -84,6 +86,7 @@ class _HealthChecker(Checker):
                     f"unknown pool {name!r}",
                     f"did you mean {close[0]!r}?" if close else known,
                 )
+        self.non_nvidia(watched, explicit=names is not None)
         for i, pool in watched:
             if POOL_LABEL not in pool["nodeLabels"]:
                 self.add(
@@ -94,6 +97,36 @@ class _HealthChecker(Checker):
                     f"add {POOL_LABEL}: {pool['name']}",
                 )
         return watched
+
+    def non_nvidia(self, watched: list[tuple[int, dict[str, Any]]], explicit: bool) -> None:
+        """A watched pool of another vendor's GPUs (amd.com/gpu) is refused: every GPU
+        condition reads dcgm-exporter series (NVIDIA's DCGM; generators/model/health.py), so
+        its GPUs would never be checked and only the InfiniBand conditions could quarantine
+        a node. Reported at its entry of health.pools, or, when the pools come by role, at
+        the pool's gpu.resource."""
+        names = self.h.get("pools") or []
+        for i, pool in watched:
+            resource = pool["gpu"]["resource"]
+            if resource.startswith(NVIDIA_PREFIX):
+                continue
+            at = (
+                ("health", "pools", names.index(pool["name"]))
+                if explicit
+                else ("pools", i, "gpu", "resource")
+            )
+            how = "listed in health.pools" if explicit else f"watched by default (role {pool['role']})"
+            nvidia = [p["name"] for _, p in watched if p["gpu"]["resource"].startswith(NVIDIA_PREFIX)]
+            self.add(
+                at,
+                f"pool {pool['name']!r} ({resource}) is {how}, but every GPU health condition reads "
+                "dcgm-exporter, which sees NVIDIA GPUs only: its GPUs would never be checked",
+                (
+                    f"list only {', '.join(nvidia)} under health.pools"
+                    if nvidia
+                    else "set health.backend: none"
+                )
+                + " (docs/adopting.md, 'Pools of other GPUs')",
+            )
 
     def caps(self, watched: list[tuple[int, dict[str, Any]]]) -> None:
         """Per-pool caps exist and fit their pool; the fleet cap fits the watched pools; a cap

@@ -14,14 +14,32 @@ the gate fails closed and the health controller is blind; and its kube-state-met
 and node_exporter v1.11.1 (inside generators/model/exporters.py's ranges) take their
 arguments (the node-label allowlist, mountstats) as jsonnet, not values. docs/monitoring.md
 ("Supported monitoring stacks") lists each piece a later change must render.
+
+The mismatches with the stack's release and namespace that the file itself shows:
+- `rules.labels.release` other than `release`: the stack's Prometheus selects `release:
+  <release>` (its chart's default), so it would select none of our objects (error);
+- a `prometheusUrl` (overflow gate, health controller) naming a Service in a namespace other
+  than `namespace`, or a kube-prometheus-stack Prometheus Service of another release than
+  `release` (the chart names it `<fullname>-prometheus`, templates/prometheus/service.yaml):
+  the controller would ask a Prometheus that is not the stack's, or none (warning);
+- a pool of another vendor's GPUs (amd.com/gpu): no GPU dashboard or GPU alert shows it
+  (they read dcgm-exporter; warning);
+- a dcgm-exporter named by version, not image tag, or not in generators/model/exporters.py's
+  table: the GPU operator values then cannot pin the image the labels were read from (the
+  operator runs its chart's default image instead; warning).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from generators.errors import Problem, format_path
+from generators.model import exporters
+from generators.spec.checker import Checker, Path_
+from generators.spec.health_checks import NVIDIA_PREFIX
 from generators.spec.source import Document
+from generators.upstream import charts
 
 SUPPORTED = ("kube-prometheus-stack",)
 
@@ -35,12 +53,135 @@ _REASONS = {
         "what kube-prometheus would need)",
     ),
 }
+# http://<service>.<namespace>.svc[.<cluster domain>][:port][/path]
+_IN_CLUSTER = re.compile(
+    r"^https?://(?P<service>[a-z0-9-]+)\.(?P<namespace>[a-z0-9-]+)\.svc(\.[^/:]*)?(:\d+)?(/.*)?$"
+)
+OPERATED = "prometheus-operated"  # the Service prometheus-operator creates beside every Prometheus
+_CONTROLLERS = (("overflow", "gate", "prometheusUrl"), ("health", "prometheusUrl"))
+
+
+def stack_fullname(release: str) -> str:
+    """kube-prometheus-stack's `kube-prometheus-stack.fullname` (templates/_helpers.tpl, no
+    fullnameOverride): the release if it contains the chart's name, else
+    `<release>-kube-prometheus-stack`, cut to 26 characters, trailing `-` dropped."""
+    name = charts.KUBE_PROMETHEUS_STACK.name
+    full = release if name in release else f"{release}-{name}"
+    return full[:26].rstrip("-")
+
+
+def prometheus_service(release: str) -> str:
+    """The Service the chart puts in front of its Prometheus (templates/prometheus/service.yaml)."""
+    return f"{stack_fullname(release)}-prometheus"
+
+
+class _Monitoring(Checker):
+    section = ("monitoring",)
+
+    def stack(self) -> None:
+        stack = self.v["monitoring"]["stack"]
+        if stack not in SUPPORTED:
+            message, hint = _REASONS[stack]
+            self.add(("stack",), message, hint)
+
+    def release_label(self) -> None:
+        m = self.v["monitoring"]
+        labelled = m["rules"]["labels"].get("release")
+        if labelled is not None and labelled != m["release"]:
+            self.add(
+                ("rules", "labels", "release"),
+                f"release label {labelled!r} is not monitoring.release {m['release']!r}: the stack's "
+                f"Prometheus selects release: {m['release']} and would select none of trainyard's "
+                "ServiceMonitors and rules",
+                "remove it, or set monitoring.release to the stack's Helm release (docs/adopting.md)",
+            )
+
+    def prometheus_urls(self) -> None:
+        """A controller's in-cluster Prometheus URL names the stack's namespace, and, when it
+        names a kube-prometheus-stack Prometheus Service, the stack's release's."""
+        m = self.v["monitoring"]
+        ours = (OPERATED, prometheus_service(m["release"]))
+        default = f"remove it: the default is http://{OPERATED}.{m['namespace']}.svc:9090"
+        for path in _CONTROLLERS:
+            section: Any = self.v
+            for part in path[:-1]:
+                section = (section or {}).get(part)
+            url = (section or {}).get(path[-1])
+            found = _IN_CLUSTER.match(url) if isinstance(url, str) else None
+            if found is None:
+                continue
+            service, namespace = found["service"], found["namespace"]
+            where = f"{path[0]} asks Prometheus {service} in namespace {namespace}"
+            if namespace != m["namespace"]:
+                message = f"{where}, but the stack runs in monitoring.namespace {m['namespace']!r}"
+                self._warn_at(path, message, default)
+            elif service not in ours and service.endswith("-prometheus"):
+                message = (
+                    f"{where}: release {m['release']} (monitoring.release) names its Prometheus "
+                    f"Service {ours[1]}"
+                )
+                self._warn_at(path, message, default)
+
+    def _warn_at(self, path: Path_, message: str, hint: str) -> None:
+        self.problems.append(
+            Problem(self.doc.locate(path), message, format_path(path), hint, severity="warning")
+        )
+
+    def dcgm_image(self) -> None:
+        named = self.v["monitoring"]["exporters"]
+        stated = named.get("labelContract", {}).get("dcgmExporter")
+        try:
+            choice = exporters.dcgm_exporter(named["dcgmExporter"], stated)
+        except exporters.UnknownVersion:
+            return  # refused by semantics.exporter_versions
+        release = choice.release
+        if release.dcgm is None:
+            self.warn(
+                ("exporters", "dcgmExporter"),
+                f"dcgm-exporter {release.version} is not in the table of releases this project has "
+                "read (generators/model/exporters.py): its image tag's DCGM part is not checked",
+                "name a tabled release, e.g. "
+                + _tag(exporters.DCGM_EXPORTER[max(exporters.DCGM_EXPORTER, key=_key)]),
+            )
+        elif choice.image_tag is None:
+            self.warn(
+                ("exporters", "dcgmExporter"),
+                f"dcgm-exporter {release.version} names no image: the GPU operator values cannot pin "
+                "it, so the operator runs its chart's default image, a release whose labels were not "
+                "read for this environment",
+                f"write the image tag {_tag(release)} (or -ubuntu22.04)",
+            )
+
+    def other_gpus(self) -> None:
+        """A pool of another vendor's GPUs (amd.com/gpu) is on no GPU dashboard: the hardware,
+        utilization and training dashboards and the GPU alerts read dcgm-exporter series."""
+        for i, pool in enumerate(self.v["pools"]):
+            resource = pool["gpu"]["resource"]
+            if resource.startswith(NVIDIA_PREFIX):
+                continue
+            self._warn_at(
+                ("pools", i, "gpu", "resource"),
+                f"pool {pool['name']!r} ({resource}) shows on no panel of the GPU hardware, "
+                "utilization and training dashboards and in no GPU hardware alert: they read "
+                "dcgm-exporter, which sees NVIDIA GPUs only",
+                "its quotas, placement, GPUMissing, KueueQuotaDrift and sync-inventory do count it "
+                "(docs/adopting.md, 'Pools of other GPUs')",
+            )
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def _tag(release: exporters.DcgmExporterRelease) -> str:
+    return f"{release.release_tag}-distroless"
 
 
 def check(doc: Document, value: dict[str, Any]) -> list[Problem]:
-    stack = value["monitoring"]["stack"]
-    if stack in SUPPORTED:
-        return []
-    message, hint = _REASONS[stack]
-    path = ("monitoring", "stack")
-    return [Problem(doc.locate(path), message, format_path(path), hint)]
+    checker = _Monitoring(doc, value)
+    checker.stack()
+    checker.release_label()
+    checker.prometheus_urls()
+    checker.dcgm_image()
+    checker.other_gpus()
+    return checker.problems

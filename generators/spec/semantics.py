@@ -14,7 +14,14 @@ from typing import Any
 from generators.errors import Problem
 from generators.model import exporters
 from generators.model.teams import TRAINING_ROLES, flex_queue, trains
-from generators.spec import example_checks, health_checks, monitoring_checks, overflow_checks, quantities
+from generators.spec import (
+    argocd_checks,
+    example_checks,
+    health_checks,
+    monitoring_checks,
+    overflow_checks,
+    quantities,
+)
 from generators.spec.checker import Checker, Path_
 from generators.spec.source import Document
 from generators.upstream import kubernetes
@@ -89,6 +96,7 @@ class _Checker(Checker):
         self.problems += health_checks.check(self.doc, v)
         self.problems += monitoring_checks.check(self.doc, v)
         self.problems += example_checks.check(self.doc, v)
+        self.problems += argocd_checks.check(self.doc, v)
         return self.problems
 
     def kubernetes_version(self) -> None:
@@ -203,7 +211,10 @@ class _Checker(Checker):
             seen = {cohort["name"]}
             while parent is not None and parent in parents:
                 if parent in seen:
-                    self.add(("cohorts", i, "parent"), f"cohort {cohort['name']!r} is its own ancestor")
+                    # A cohort that only leads into a loop of others is not its own ancestor:
+                    # the loop is reported on the cohorts that are on it.
+                    if parent == cohort["name"]:
+                        self.add(("cohorts", i, "parent"), f"cohort {cohort['name']!r} is its own ancestor")
                     break
                 seen.add(parent)
                 parent = parents[parent]

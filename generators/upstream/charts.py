@@ -39,11 +39,18 @@ class Chart:
         """The archive name in ../shared/charts and tools/toolchain.py ARCHIVES."""
         return f"{self.name}-{self.version}.tgz"
 
-    def command(self, namespace: str, values: str) -> str:
+    def command(self, namespace: str, values: str, release: str | None = None) -> str:
         """The install/upgrade command, as it goes into a header or a doc (continuation lines
-        indented by four spaces)."""
+        indented by four spaces). `release`: a release of this chart someone else installed
+        (not ours): then `helm upgrade` without `--install` and `--create-namespace`, which
+        fails when no such release exists instead of installing a second one."""
         source = f"{self.reference} --repo {self.repo}" if self.repo else self.reference
         keep = " --reset-then-reuse-values" if self.reuse else ""
+        if release is not None and release != self.release:
+            return (
+                f"helm upgrade {release} {source} --version {self.version} \\\n"
+                f"    --namespace {namespace}{keep} -f {values}"
+            )
         return (
             f"helm upgrade --install {self.release} {source} --version {self.version} \\\n"
             f"    --namespace {namespace} --create-namespace{keep} -f {values}"

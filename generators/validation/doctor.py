@@ -346,7 +346,9 @@ class Doctor:
         where = f"monitoring.selectors.{key}" if key else "its ServiceMonitor"
         return Gap(
             f"no {target} target",
-            f"nothing Prometheus scrapes matches {{{matchers}}} ({where}): deploy it or fix the selector",
+            f"nothing Prometheus scrapes matches {{{matchers}}} ({where}): deploy it, label its "
+            f"ServiceMonitor release: {self.env.monitoring.release} (what the stack's Prometheus "
+            "selects; monitoring.release), or fix the selector",
         )
 
     def _honor_labels(self, fams: list[Family], present: dict[Family, bool]) -> list[Gap]:

@@ -61,6 +61,20 @@ def test_hpa_target_replicas_are_ignored() -> None:
     ]
 
 
+def test_replicas_of_a_target_another_application_manages_are_not_ignored_here() -> None:
+    """Argo CD would not apply the entry (controller/state.go:774): the target's owner must."""
+    hpa = _obj(
+        "autoscaling/v2",
+        "HorizontalPodAutoscaler",
+        "chat-api",
+        "serving",
+        scaleTargetRef={"apiVersion": "apps/v1", "kind": "Deployment", "name": "chat-api"},
+    )
+    elsewhere = _obj("apps/v1", "Deployment", "chat-api", "other-namespace")
+    assert argocd.ignore_differences([hpa, elsewhere]) == []
+    assert [e["name"] for e in argocd.hpa_target_replicas([hpa])] == ["chat-api"]
+
+
 def test_a_defaulted_field_we_render_stays_enforced() -> None:
     held = _obj("kueue.x-k8s.io/v1beta2", "ClusterQueue", "a", stopPolicy="Hold")
     plain = _obj("kueue.x-k8s.io/v1beta2", "ClusterQueue", "b", queueingStrategy="StrictFIFO")

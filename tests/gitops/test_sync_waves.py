@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from generators.components import registry
-from generators.gitops import syncwaves
+from generators.gitops import health, syncwaves
 from generators.model.load import load
 from generators.pipeline import render
 from tests.support import ROOT
@@ -32,3 +32,11 @@ def test_a_kind_without_a_wave_stops_the_render(monkeypatch: pytest.MonkeyPatch)
     expected = r"^kind Gadget has no Argo CD sync wave: add it to generators/gitops/syncwaves\.py"
     with pytest.raises(ValueError, match=expected):
         render.render_environment(load(ROOT, "dev"))
+
+
+def test_the_last_wave_holds_exactly_the_kinds_argo_cd_must_not_wait_on() -> None:
+    """Argo CD never waits on an operation's last wave (gitops-engine sync_context.go:703-712):
+    only kinds whose health comes from outside the Application may go there, and all do."""
+    last = max(syncwaves.WAVES.values())
+    assert {k for k, w in syncwaves.WAVES.items() if w == last} == health.KINDS
+    assert syncwaves.WAVES["HorizontalPodAutoscaler"] > syncwaves.WAVES["APIService"]

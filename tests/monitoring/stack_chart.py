@@ -1,9 +1,10 @@
 """kube-prometheus-stack as `helm template` renders it with an environment's values.
 
-The chart, its version and release name are generators/upstream/charts.py's KUBE_PROMETHEUS_STACK
-(the archive in ../shared/charts, verified by tools.toolchain.archive_path), the namespace
-is the spec's `monitoring.namespace`: the same release the header command of
-rendered/<env>/installers/kube-prometheus-stack-values.yaml installs, so object names
+The chart and its version are generators/upstream/charts.py's KUBE_PROMETHEUS_STACK (the
+archive in ../shared/charts, verified by tools.toolchain.archive_path), the release and
+namespace the spec's `monitoring.release` and `monitoring.namespace`: the same release the
+header command of rendered/<env>/installers/kube-prometheus-stack-values.yaml upgrades, so
+object names
 (`<release>-kube-state-metrics`, ...) are the cluster's.
 """
 
@@ -13,7 +14,7 @@ import os
 import re
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,11 @@ def _helm_home() -> Path:
     return Path(tempfile.mkdtemp(prefix="trainyard-helm-"))
 
 
+def scratch_file(name: str) -> Path:
+    """A path in this session's scratch folder (beside helm's empty homes)."""
+    return _helm_home() / name
+
+
 def helm_template(chart: Chart, namespace: str, values: Path | None) -> str:
     """`helm template` of pinned chart `chart` as its release in `namespace` with `values`: the
     documents, each with its `# Source:` line. Helm runs with empty homes: no repository,
@@ -72,12 +78,13 @@ def helm_template(chart: Chart, namespace: str, values: Path | None) -> str:
 
 def render(env: str, values: Path | None = None) -> Rendered:
     """`helm template` of the pinned chart with `values` (default: rendered/<env>/installers')."""
-    namespace = load_environment(ROOT, env)[1]["monitoring"]["namespace"]
-    text = helm_template(KUBE_PROMETHEUS_STACK, namespace, values or values_file(env))
+    monitoring = load_environment(ROOT, env)[1]["monitoring"]
+    namespace, chart = monitoring["namespace"], replace(KUBE_PROMETHEUS_STACK, release=monitoring["release"])
+    text = helm_template(chart, namespace, values or values_file(env))
     objects = []
     for document in text.split("\n---"):
         source = re.search(r"^# Source: (\S+)", document, re.MULTILINE)
         body = yaml.safe_load(document)
         if isinstance(body, dict) and source:
             objects.append((source[1], body))
-    return Rendered(KUBE_PROMETHEUS_STACK.release, namespace, objects)
+    return Rendered(chart.release, namespace, objects)

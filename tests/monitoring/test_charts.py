@@ -22,7 +22,7 @@ their expectations from the environment file or literals:
 The gpu-operator controller, which turns the ClusterPolicy into dcgm-exporter's DaemonSet and
 ServiceMonitor, cannot run here (it needs GPU nodes and their driver state). Its contract is
 pinned at NVIDIA/gpu-operator v26.7.0 (commit 10ee5b3638b89e11e949412aafa5ba99279c3721) and
-modelled by `dcgm_service_monitor` below:
+modelled by `dcgm_service_monitor` (tests/monitoring/gpu_operator.py):
 - assets/state-dcgm-exporter/0500_service_monitor.yaml: ServiceMonitor nvidia-dcgm-exporter,
   labels {app: nvidia-dcgm-exporter}, jobLabel app; 0400_service.yaml: Service
   nvidia-dcgm-exporter labelled app: nvidia-dcgm-exporter, port gpu-metrics 9400.
@@ -42,6 +42,7 @@ InstallOrder (ConfigMap at :42), kinds it does not know last (:151).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from collections.abc import Iterator
@@ -55,8 +56,11 @@ import yaml
 from generators.upstream import charts
 from tests.monitoring import kubeselect, stack_chart
 from tests.monitoring.conftest import ENVIRONMENTS
+from tests.monitoring.gpu_operator import dcgm_service_monitor
 from tests.support import ROOT, archive, recipes
+from tests.support.edits import edited
 from tests.support.recipes import header_command, helm_commands
+from tests.support.scratch import run_cli, write_environment
 
 Obj = dict[str, Any]
 KUEUE_CONFIG_KEY = "controller_manager_config.yaml"
@@ -80,15 +84,16 @@ def one(objects: tuple[Obj, ...] | list[Obj], kind: str, name: str | None = None
 
 
 class Env:
-    """One environment: its spec (the file, defaulted), its installer values, its rendered objects."""
+    """One environment: its spec (the file, defaulted), its installer values, its rendered
+    objects; under `root` (the checkout, or a scratch repository the test rendered)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, root: Path = ROOT) -> None:
         from generators.spec.load import load_environment
 
-        self.name = name
-        _, self.spec = load_environment(ROOT, name)
+        self.name, self.root = name, root
+        _, self.spec = load_environment(root, name)
         self.m = self.spec["monitoring"]
-        self.installers = ROOT / "rendered" / name / "installers"
+        self.installers = root / "rendered" / name / "installers"
 
     def values(self, file: str) -> Path:
         path = self.installers / file
@@ -96,8 +101,8 @@ class Env:
         return path
 
     def rendered(self) -> Iterator[Obj]:
-        for path in sorted((ROOT / "rendered" / self.name).rglob("*.yaml")):
-            if "installers" not in path.relative_to(ROOT / "rendered" / self.name).parts:
+        for path in sorted((self.root / "rendered" / self.name).rglob("*.yaml")):
+            if "installers" not in path.relative_to(self.root / "rendered" / self.name).parts:
                 yield yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
 
     def namespace_labels(self) -> dict[str, dict[str, str]]:
@@ -115,8 +120,11 @@ class Env:
 
     # the three installs, with our values (or the charts' defaults)
     def kps(self, ours: bool = True) -> tuple[Obj, ...]:
+        """The stack as the release and namespace the spec names (monitoring.release,
+        monitoring.namespace)."""
         values = self.values("kube-prometheus-stack-values.yaml") if ours else None
-        return helm_template(charts.KUBE_PROMETHEUS_STACK, self.m["namespace"], values)
+        chart = dataclasses.replace(charts.KUBE_PROMETHEUS_STACK, release=self.m["release"])
+        return helm_template(chart, self.m["namespace"], values)
 
     def gpu_operator(self, ours: bool = True) -> tuple[Obj, ...]:
         values = self.values("gpu-operator-values.yaml") if ours else None
@@ -127,9 +135,25 @@ class Env:
         return helm_template(charts.KUEUE, self.spec["kueue"]["namespace"], values)
 
 
-@pytest.fixture(scope="module", params=ENVIRONMENTS)
-def env(request: pytest.FixtureRequest) -> Env:
-    e = Env(request.param)
+# A stack another team installed: prod's spec naming release `monitoring` in `observability`.
+ADOPTED = "prod-observability"
+
+
+def adopted(root: Path) -> Env:
+    """prod, rendered in a scratch repository, with the stack another team runs."""
+    text = (ROOT / "environments" / "prod.yaml").read_text(encoding="utf-8")
+    text = edited(text, "name: prod\n", f"name: {ADOPTED}\n")
+    text = edited(text, "monitoring:\n", "monitoring:\n  release: monitoring\n  namespace: observability\n")
+    write_environment(root, ADOPTED, text)
+    (root / "rendered").mkdir()
+    code, out, err = run_cli(root, "render", ADOPTED)
+    assert code == 0, out + err
+    return Env(ADOPTED, root)
+
+
+@pytest.fixture(scope="module", params=[*ENVIRONMENTS, ADOPTED])
+def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Env:
+    e = adopted(tmp_path_factory.mktemp("adopted")) if request.param == ADOPTED else Env(request.param)
     if e.spec["kueue"]["configurationDelivery"] != "helmValues":
         pytest.fail(
             f"{e.name}: Kueue from plain manifests: its ServiceMonitor is Kueue's prometheus "
@@ -139,27 +163,6 @@ def env(request: pytest.FixtureRequest) -> Env:
     return e
 
 
-def dcgm_service_monitor(cluster_policy: Obj, operator_namespace: str) -> Obj | None:
-    """The ServiceMonitor gpu-operator v26.7.0 makes from a ClusterPolicy (module docstring)."""
-    wanted = (cluster_policy["spec"].get("dcgmExporter") or {}).get("serviceMonitor") or {}
-    if not wanted.get("enabled"):
-        return None
-    labels = {"app": "nvidia-dcgm-exporter", **(wanted.get("additionalLabels") or {})}
-    endpoint = {"port": "gpu-metrics", "path": "/metrics"}
-    if "honorLabels" in wanted:
-        endpoint["honorLabels"] = wanted["honorLabels"]
-    return {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "ServiceMonitor",
-        "metadata": {"name": "nvidia-dcgm-exporter", "namespace": operator_namespace, "labels": labels},
-        "spec": {
-            "jobLabel": "app",
-            "endpoints": [endpoint],
-            "selector": {"matchLabels": {"app": "nvidia-dcgm-exporter"}},
-        },
-    }
-
-
 def dcgm_of(env: Env, ours: bool = True) -> Obj:
     policy = one(env.gpu_operator(ours), "ClusterPolicy")
     sm = dcgm_service_monitor(policy, env.m["dcgmExporter"]["namespace"])
@@ -167,17 +170,40 @@ def dcgm_of(env: Env, ours: bool = True) -> Obj:
     return sm
 
 
-def kueue_monitor(env: Env, ours: bool = True) -> Obj | None:
+def chart_kueue_monitor(env: Env, ours: bool = True) -> Obj | None:
+    """The ServiceMonitor Kueue's chart renders itself, if any."""
     found = of_kind(env.kueue(ours), "ServiceMonitor")
     return found[0] if found else None
+
+
+def chart_kueue_monitor_enabled(env: Env) -> Obj:
+    """The ServiceMonitor Kueue's chart renders with our values but enablePrometheus: true
+    (what the values set before trainyard rendered its own)."""
+    values = yaml.safe_load(env.values("kueue-values.yaml").read_text(encoding="utf-8"))
+    path = stack_chart.scratch_file(f"kueue-values-{env.name}-prometheus.yaml")
+    path.write_text(yaml.safe_dump({**values, "enablePrometheus": True}), encoding="utf-8")
+    return one(helm_template(charts.KUEUE, env.spec["kueue"]["namespace"], path), "ServiceMonitor")
+
+
+def kueue_monitor_of(objects: list[Obj], env: Env) -> Obj:
+    """The ServiceMonitor of Kueue's metrics among our rendered objects (in Kueue's namespace)."""
+    [monitor] = [
+        o
+        for o in objects
+        if o["kind"] == "ServiceMonitor" and o["metadata"]["namespace"] == env.spec["kueue"]["namespace"]
+    ]
+    return monitor
+
+
+def kueue_monitor(env: Env) -> Obj:
+    return kueue_monitor_of(list(env.rendered()), env)
 
 
 def ours_to_scrape(env: Env) -> list[Obj]:
     """Every ServiceMonitor and PrometheusRule we render or configure."""
     rendered = [o for o in env.rendered() if o["kind"] in ("ServiceMonitor", "PrometheusRule")]
-    monitor = kueue_monitor(env)
-    assert monitor is not None, "Kueue's chart renders no metrics ServiceMonitor"
-    return [*rendered, monitor, dcgm_of(env)]
+    assert kueue_monitor(env) in rendered
+    return [*rendered, dcgm_of(env)]
 
 
 # --- Kueue ------------------------------------------------------------------------------------
@@ -199,9 +225,10 @@ def test_kueue_chart_holds_our_configuration(env: Env) -> None:
 
 
 def test_kueue_metrics_servicemonitor_targets_the_metrics_service_as_our_job(env: Env) -> None:
+    """Ours selects the chart's metrics Service, names a port it has, copies the chart's own
+    endpoint (enablePrometheus: true, rendered for the comparison), and gives our job."""
     objects = env.kueue()
     monitor = kueue_monitor(env)
-    assert monitor is not None
     services = [
         s
         for s in of_kind(objects, "Service")
@@ -211,16 +238,32 @@ def test_kueue_metrics_servicemonitor_targets_the_metrics_service_as_our_job(env
     ports = {p["name"] for p in services[0]["spec"]["ports"]}
     assert {e["port"] for e in monitor["spec"]["endpoints"]} <= ports
     assert kubeselect.job_label(monitor, services[0]) == env.job("kueue")
+    charts_own = chart_kueue_monitor_enabled(env)
+    assert monitor["spec"]["endpoints"] == charts_own["spec"]["endpoints"]
+    assert monitor["spec"]["selector"] == {
+        "matchLabels": {
+            k: v
+            for k, v in charts_own["spec"]["selector"]["matchLabels"].items()
+            if k.startswith("app.kubernetes.io/")
+            and k not in ("app.kubernetes.io/version", "app.kubernetes.io/managed-by")
+        }
+    }
 
 
-def test_kueue_chart_default_renders_no_servicemonitor(env: Env) -> None:
-    """Issue 20 item 4: `enablePrometheus` defaults to false, so without our values no metrics."""
-    assert kueue_monitor(env, ours=False) is None
+def test_kueue_chart_renders_no_servicemonitor_of_its_own(env: Env) -> None:
+    """Ours replaces it: two would scrape Kueue twice as one job where a Prometheus selects both."""
+    assert chart_kueue_monitor(env) is None
 
 
 # --- kube-prometheus-stack: selection -----------------------------------------------------------
-def test_prometheus_selects_everything_we_render_or_configure(env: Env) -> None:
-    prometheus = one(env.kps(), "Prometheus")
+@pytest.mark.parametrize("ours", [True, False], ids=["our-values", "chart-defaults"])
+def test_prometheus_selects_everything_we_render_or_configure(env: Env, ours: bool) -> None:
+    """The stack as the spec's release in the spec's namespace, with our values or with none
+    at all (a stack someone else installed with the chart's defaults): the same selection."""
+    prometheus = one(env.kps(ours), "Prometheus")
+    assert prometheus["metadata"]["namespace"] == env.m["namespace"]
+    release = {"matchLabels": {"release": env.m["release"]}}
+    assert prometheus["spec"]["serviceMonitorSelector"] == prometheus["spec"]["ruleSelector"] == release
     labels = env.namespace_labels()
     wanted = ours_to_scrape(env)
     kinds = {o["kind"] for o in wanted}
@@ -233,17 +276,16 @@ def test_prometheus_selects_everything_we_render_or_configure(env: Env) -> None:
     assert not missed, missed
 
 
-def test_the_charts_defaults_leave_kueue_and_dcgm_unscraped(env: Env) -> None:
-    """What the issue found (items 2, 4), by the same evaluator: the stack's default selects
-    `release: <release>` only; neither the operator's nor Kueue's ServiceMonitor carries it."""
+def test_the_charts_own_monitors_are_not_selected(env: Env) -> None:
+    """Why Kueue's is ours and the operator's carries additionalLabels, by the same
+    evaluator: Kueue's chart's own ServiceMonitor (enablePrometheus: true with the chart's
+    defaults) and the operator's without additionalLabels are not selected by the stack."""
     prometheus = one(env.kps(ours=False), "Prometheus")
-    release = {"matchLabels": {"release": "kube-prometheus-stack"}}
-    assert prometheus["spec"]["serviceMonitorSelector"] == release
     labels = env.namespace_labels()
-    monitor = kueue_monitor(env)
-    assert monitor is not None
-    assert not kubeselect.selected(prometheus, monitor, labels)
-    assert not kubeselect.selected(prometheus, dcgm_of(env, ours=False), labels)
+    assert not kubeselect.selected(prometheus, chart_kueue_monitor_enabled(env), labels)
+    bare = dcgm_of(env)
+    bare["metadata"]["labels"] = {"app": "nvidia-dcgm-exporter"}
+    assert not kubeselect.selected(prometheus, bare, labels)
 
 
 def test_dcgm_servicemonitor_keeps_pod_labels_and_names_our_job(env: Env) -> None:
@@ -345,7 +387,8 @@ def test_grafana_sidecar_files_our_dashboards_into_their_folder(env: Env) -> Non
         assert not dashboards  # GrafanaDashboards instead: docs/monitoring.md, "Grafana"
         return
     objects = env.kps()
-    grafana = one(objects, "Deployment", "kube-prometheus-stack-grafana")
+    # the grafana subchart's fullname: <release>-grafana
+    grafana = one(objects, "Deployment", f"{env.m['release']}-grafana")
     sidecar = next(
         c for c in grafana["spec"]["template"]["spec"]["containers"] if c["name"] == "grafana-sc-dashboard"
     )
@@ -356,7 +399,7 @@ def test_grafana_sidecar_files_our_dashboards_into_their_folder(env: Env) -> Non
         assert (meta.get("labels") or {}).get(settings["LABEL"]) == settings["LABEL_VALUE"], meta["name"]
         assert settings["NAMESPACE"] == "ALL" or meta["namespace"] in settings["NAMESPACE"].split(",")
         assert meta["annotations"][settings["FOLDER_ANNOTATION"]] == env.m["dashboards"]["folder"]
-    provider = one(objects, "ConfigMap", "kube-prometheus-stack-grafana-config-dashboards")
+    provider = one(objects, "ConfigMap", f"{env.m['release']}-grafana-config-dashboards")
     providers = yaml.safe_load(provider["data"]["provider.yaml"])["providers"]
     assert [p["options"]["foldersFromFilesStructure"] for p in providers] == [True]
 
@@ -398,14 +441,18 @@ def test_gpu_operator_default_has_no_counters_configmap(env: Env) -> None:
 def test_install_commands_pin_the_chart_and_never_reuse_values(env: Env) -> None:
     for path in sorted(env.installers.glob("*-values.yaml")):
         header = recipes.header(path)
-        commands = re.findall(r"helm upgrade --install (\S+) (?:.|\\\n)*?-f (\S+)", header)
-        assert commands, path
-        for release, values in commands:
-            chart = next(c for c in charts.CHARTS if c.release == release)
-            assert f"--version {chart.version}" in header
-            assert values == f"rendered/{env.name}/installers/{path.name}"
+        commands = re.findall(r"helm upgrade (--install )?(\S+) (\S+)(?:.|\\\n)*?-f (\S+)", header)
+        assert len(commands) == 1, path
+        [(install, release, reference, values)] = commands
+        chart = next(c for c in charts.CHARTS if c.reference == reference)
+        assert f"--version {chart.version}" in header
+        assert values == f"rendered/{env.name}/installers/{path.name}"
         assert "--reuse-values" not in header
-        archive(next(c for c in charts.CHARTS if c.release == commands[0][0]).archive)
+        archive(chart.archive)
+        if chart is charts.KUBE_PROMETHEUS_STACK:  # the spec's release, never a second stack
+            assert release == env.m["release"]
+            assert f"--namespace {env.m['namespace']} " in header
+            assert bool(install) == (release == "kube-prometheus-stack"), header
 
 
 def test_readme_and_docs_install_order_is_the_rendered_commands_in_order() -> None:
@@ -447,7 +494,8 @@ def test_prometheus_can_reach_every_target_we_render(env: Env) -> None:
     the overflow namespace) admit the Prometheus' namespace on that port."""
     prometheus_ns = one(env.kps(), "Prometheus")["metadata"]["namespace"]
     objects = list(env.rendered())
-    monitors = of_kind(objects, "ServiceMonitor")
+    # Kueue's targets the chart's Service (test_kueue_metrics_servicemonitor_targets_...)
+    monitors = [m for m in of_kind(objects, "ServiceMonitor") if m is not kueue_monitor_of(objects, env)]
     scraped = env.spec.get("overflow") is not None or env.spec["health"]["backend"] == "trainyard"
     assert bool(monitors) == scraped  # the gate's and the health controller's
     for monitor in monitors:

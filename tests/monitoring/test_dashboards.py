@@ -136,3 +136,29 @@ def test_docs_list_every_panel() -> None:
                 title = re.sub(r"\d+ °C", "78 °C", panel["title"])  # the docs show the default
                 title = re.sub(r" \([^)]*\)$", "", title.split(":")[0])
                 assert title in docs, (board["uid"], panel["title"])
+
+
+def test_per_job_panels_leave_out_the_exporters_own_pod(shipped: Shipped) -> None:
+    """Every query of the utilization dashboard's per-job row and its namespace picker keeps
+    only GPUs a pod holds: with honorLabels an idle GPU carries the exporter pod's namespace
+    (monitoring.dcgmExporter.namespace), so that namespace is excluded as well as the empty one
+    (tests/monitoring/test_utilization_live.py scrapes it)."""
+    operator = shipped.spec["monitoring"]["dcgmExporter"]["namespace"]
+    held = f'namespace!="", namespace!="{operator}"'
+    [board] = [b for b in dashboards(shipped) if b["uid"].endswith("-utilization")]
+    titles = (
+        "Tensor-core activity by namespace",
+        "SM active by namespace",
+        "Jobs: busy vs working",
+        "Stragglers",
+    )
+    per_job = [p for p in panels(board) if p["title"].startswith(titles)]
+    assert len(per_job) == len(titles)
+    for panel in per_job:
+        for target in panel["targets"]:
+            assert target["expr"].count("DCGM_") == target["expr"].count(held), (
+                panel["title"],
+                target["expr"],
+            )
+    [picker] = [v for v in board["templating"]["list"] if v["name"] == "namespace"]
+    assert held in picker["query"]

@@ -210,6 +210,8 @@ def test_a_scene_is_invisible_at_another_scenes_time(
     lines = capsys.readouterr().out.splitlines()
     assert code == 1
     assert lines and all(line.startswith("no ") and " target: " in line for line in lines), lines
+    # what the stack's Prometheus selects, with its chart's defaults (dev: the default release)
+    assert all("label its ServiceMonitor release: kube-prometheus-stack" in line for line in lines), lines
 
 
 def test_kube_state_metrics_without_the_allowlist_names_the_flag(

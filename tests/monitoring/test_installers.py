@@ -78,12 +78,10 @@ def test_gpu_operator_values_carry_the_counters_and_honor_labels(shipped: Shippe
         "trainyard.dev/dcgm-counters-sha256": hashlib.sha256(config["data"].encode()).hexdigest()
     }
     assert "env" not in dcgm  # the operator sets DCGM_EXPORTER_COLLECTORS itself (test_charts.py)
-    extra = shipped.spec["monitoring"]["rules"]["labels"]
-    assert dcgm["serviceMonitor"] == {
-        "enabled": True,
-        "honorLabels": True,
-        **({"additionalLabels": extra} if extra else {}),
-    }
+    monitoring_spec = shipped.spec["monitoring"]
+    # the stack's Prometheus selects release: <monitoring.release> (its chart's default)
+    labels = {"release": monitoring_spec["release"], **monitoring_spec["rules"]["labels"]}
+    assert dcgm["serviceMonitor"] == {"enabled": True, "honorLabels": True, "additionalLabels": labels}
     named = shipped.spec["monitoring"]["exporters"]["dcgmExporter"]
     assert dcgm.get("version") == (named if "-" in named else None)  # pinned only from an image tag
     assert not [o for o in shipped.of_kind("ConfigMap") if "dcgm-metrics.csv" in o.get("data", {})]

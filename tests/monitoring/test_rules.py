@@ -45,8 +45,9 @@ def test_prometheusrule_and_rules_file_hold_the_same_groups(shipped: Shipped) ->
     rule = shipped.named("PrometheusRule", RULES_NAME)
     assert rule["spec"]["groups"] == yaml.safe_load(rules_file_text(shipped))["groups"]
     labels = rule["metadata"]["labels"]
+    assert labels["release"] == shipped.spec["monitoring"]["release"]  # the stack's default ruleSelector
     for key, value in shipped.spec["monitoring"]["rules"]["labels"].items():
-        assert labels[key] == value  # what Prometheus' ruleSelector matches
+        assert labels[key] == value
 
 
 def test_promtool_check_rules(shipped: Shipped, promtool: Path, tmp_path: Path) -> None:

@@ -3,8 +3,10 @@
 Each is one plausible bug: a named, exact edit of one source file (`old` must occur exactly
 once, so a list that drifted from the code fails loudly instead of testing nothing), and the
 promise it breaks. They cover the model, components, templates, gate, policies, the YAML
-emitter and sync-inventory; the first five are the ones issue 25 found escaping every
-behavioural test.
+emitter, sync-inventory, the diff engine and the spec's cross-field checks; the first five
+are the ones issue 25 found escaping every behavioural test, the last 27 were written before
+the tests of the seven areas where one-line bugs had passed the whole suite
+(docs/testing.md, "The seven areas").
 """
 
 from __future__ import annotations
@@ -503,5 +505,202 @@ MUTATIONS: tuple[Mutation, ...] = (
         "return min(env.tiers, key=lambda t: t.value)",
         "return max(env.tiers, key=lambda t: t.value)",
         "a pod outside Kueue in a training namespace runs at the spec's lowest tier",
+    ),
+    # --- where one-line bugs still passed the whole suite (written before their tests) ------
+    # the diff engine on lists keyed by name
+    Mutation(
+        "diff-keyed-removed-item-lost",
+        "generators/diff/fields.py",
+        "        if key not in new:\n            out.append(FieldChange((*path, i), item, MISSING))",
+        "        if key not in old:\n            out.append(FieldChange((*path, i), item, MISSING))",
+        "an item removed from a keyed list (a flavor, a taint, a rule) is reported removed",
+    ),
+    Mutation(
+        "diff-keyed-duplicates-collapse",
+        "generators/diff/fields.py",
+        "if present and all(len({_key(i, fields) for i in side}) == len(side) for side in (before, after)):",
+        "if present:",
+        "a list whose key repeats is compared by index, not collapsed to one item per key",
+    ),
+    Mutation(
+        "diff-keyed-matched-by-index",
+        "generators/diff/fields.py",
+        "out += changed_fields(old[key][1] if key in old else MISSING, item, (*path, i))",
+        "out += changed_fields(before[i] if i < len(before) else MISSING, item, (*path, i))",
+        "a kept item of a keyed list is compared with the item of the same key, not index",
+    ),
+    Mutation(
+        "diff-keyed-order-ignored",
+        "generators/diff/fields.py",
+        "kept_new = [k for k in new if k in old]",
+        "kept_new = [k for k in old if k in new]",
+        "a keyed list whose order alone changed (Kueue tries flavors in order) is a change",
+    ),
+    Mutation(
+        "diff-bool-equals-int",
+        "generators/diff/fields.py",
+        "    if type(before) is type(after) and before == after:\n        return []",
+        "    if before == after:\n        return []",
+        "a value changing type (1 -> true, 1 -> 1.0) is a change",
+    ),
+    # the YAML emitter's block scalars
+    Mutation(
+        "yaml-block-blank-lines-indented",
+        "generators/output/yamlemit.py",
+        'lines = [f"{indent}{line}" if line else "" for line in body.split("\\n")]',
+        'lines = [f"{indent}{line}" for line in body.split("\\n")]',
+        "no emitted line ends in a blank (an empty line of a literal block is empty)",
+    ),
+    Mutation(
+        "yaml-block-leading-space",
+        "generators/output/yamlemit.py",
+        'or text.startswith((" ", "\\n")):',
+        'or text.startswith("\\n"):',
+        "a multi-line string whose first line starts with a blank is read back exactly",
+    ),
+    Mutation(
+        "yaml-block-chomp-swapped",
+        "generators/output/yamlemit.py",
+        'chomp = "" if value.endswith("\\n") else "-"',
+        'chomp = "-" if value.endswith("\\n") else ""',
+        "a literal block keeps exactly the string's final newline, or none",
+    ),
+    Mutation(
+        "yaml-block-not-indented",
+        "generators/output/yamlemit.py",
+        "return _block(item, indent + _INDENT)",
+        "return _block(item, indent)",
+        "a literal block's lines are indented under their key or dash",
+    ),
+    # the spec's cross-field checks: the cohort graph, the share sums
+    Mutation(
+        "spec-shares-under-100-accepted",
+        "generators/spec/semantics.py",
+        "            if total != 100:",
+        "            if total > 100:",
+        "team shares of a pool summing under 100% are refused (quota below capacity)",
+    ),
+    Mutation(
+        "spec-shares-last-team-wins",
+        "generators/spec/semantics.py",
+        "totals[pool] += int(share)",
+        "totals[pool] = int(share)",
+        "the share sum of a pool adds every team's share",
+    ),
+    Mutation(
+        "spec-cohort-root-one-step",
+        "generators/spec/semantics.py",
+        "        while cohort is not None and parents.get(cohort) is not None and cohort not in seen:",
+        "        if cohort is not None and parents.get(cohort) is not None and cohort not in seen:",
+        "borrowing works across a cohort tree of any depth (the root, not the parent)",
+    ),
+    Mutation(
+        "spec-cohort-cycle-only-through-self",
+        "generators/spec/semantics.py",
+        "                if parent in seen:",
+        "                if parent == cohort['name']:",
+        "a cohort whose ancestors loop is refused (not an endless check)",
+    ),
+    Mutation(
+        "spec-usage-cap-smallest-share",
+        "generators/spec/semantics.py",
+        "pool, share = max(partial.items(), key=lambda item: (item[1], item[0]))",
+        "pool, share = min(partial.items(), key=lambda item: (item[1], item[0]))",
+        "maxUsagePercent below the team's LARGEST partial share is refused",
+    ),
+    # sync-inventory's in-place edit of the environment file
+    Mutation(
+        "sync-edit-mode-lost",
+        "generators/inventory/edit.py",
+        "        os.chmod(tmp, mode)\n",
+        "",
+        "the edited environment file keeps its permissions",
+    ),
+    Mutation(
+        "sync-edit-splice-front-to-back",
+        "generators/inventory/edit.py",
+        "for start, end, count in sorted(spans, reverse=True):",
+        "for start, end, count in sorted(spans):",
+        "several counts of different widths are replaced in one edit",
+    ),
+    Mutation(
+        "sync-edit-proof-off",
+        "generators/inventory/edit.py",
+        "    if meant != expected:",
+        "    if False:",
+        "an edit that would change more than the counts is refused",
+    ),
+    Mutation(
+        "sync-validates-the-original",
+        "generators/inventory/sync.py",
+        '(copy / ENV_DIR / planned.path.name).write_text(planned.edited, encoding="utf-8")',
+        '(copy / ENV_DIR / planned.path.name).write_text(planned.original, encoding="utf-8")',
+        "an edited environment that no longer validates is refused, nothing written",
+    ),
+    # the DCGM counters generator's quoting guard
+    Mutation(
+        "dcgm-guard-quote-allowed",
+        "generators/components/monitoring/dcgm_counters.py",
+        'FORBIDDEN = (",", \'"\', "\\n", "\\r")',
+        'FORBIDDEN = (",", "\\n", "\\r")',
+        "a help text with a double quote (Go's csv: bare quote) is refused",
+    ),
+    Mutation(
+        "dcgm-guard-line-break-allowed",
+        "generators/components/monitoring/dcgm_counters.py",
+        'FORBIDDEN = (",", \'"\', "\\n", "\\r")',
+        'FORBIDDEN = (",", \'"\')',
+        "a help text with a line break (a record end) is refused",
+    ),
+    Mutation(
+        "dcgm-guard-blanks-allowed",
+        "generators/components/monitoring/dcgm_counters.py",
+        "if bad or text != text.strip() or not text:",
+        "if bad or not text:",
+        "a field or help text with surrounding blanks (trimmed by the reader) is refused",
+    ),
+    Mutation(
+        "dcgm-guard-field-unchecked",
+        "generators/components/monitoring/dcgm_counters.py",
+        'for part, text in (("field", field), ("help text", help_text)):',
+        'for part, text in (("help text", help_text),):',
+        "a field name with a comma or quote is refused too",
+    ),
+    # the gate's free-GPU query on an over-committed node
+    Mutation(
+        "gate-query-overcommit-negative",
+        "generators/model/overflow.py",
+        'free = f"clamp_min({capacity} - on (node) ({used} or on (node) {capacity} * 0), 0)"',
+        'free = f"({capacity} - on (node) ({used} or on (node) {capacity} * 0))"',
+        "an over-committed node (requests above allocatable) adds 0 free GPUs, not a negative number",
+    ),
+    Mutation(
+        "gate-query-requests-summed-across-replicas",
+        "generators/model/overflow.py",
+        'f"sum by (node) (max by (namespace, pod, container, node, resource) ({requests})"',
+        'f"sum by (node) (sum by (namespace, pod, container, node, resource) ({requests})"',
+        "two kube-state-metrics replicas count a pod's GPU request once",
+    ),
+    # health conditions a spec turns off
+    Mutation(
+        "health-disabled-condition-quarantines",
+        "generators/model/health.py",
+        "        return tuple(c for c in self.conditions if c.enabled)",
+        "        return tuple(c for c in self.conditions)",
+        "a condition the spec disables quarantines nothing (not in the NodeHealthPolicy)",
+    ),
+    Mutation(
+        "health-disabled-alert-says-quarantines",
+        "generators/components/monitoring/alerts/health.py",
+        "                if cond.enabled\n",
+        "                if True\n",
+        "the alert of a disabled condition says nobody quarantines the node",
+    ),
+    Mutation(
+        "health-not-released-counts-disabled",
+        "generators/components/monitoring/alerts/health.py",
+        'bad = " or ".join(f"({c.query})" for c in q.quarantine.active_conditions)',
+        'bad = " or ".join(f"({c.query})" for c in q.quarantine.conditions)',
+        "GpuHealthNotReleased fires for a node bad only by a disabled condition",
     ),
 )

@@ -5,6 +5,7 @@ behavioural tests, report killed/survived (docs/testing.md).
     .venv/bin/python -m tests.mutation.run --list          # names and what each breaks
     .venv/bin/python -m tests.mutation.run --only NAME ... # some of them
     .venv/bin/python -m tests.mutation.run --all-suites    # control-plane and slow tests too
+    .venv/bin/python -m tests.mutation.run --only NAME --tests tests/diff  # only these tests
 
 Nothing in the checkout is ever edited: the working tree (tracked and untracked files, not
 ignored ones) is copied once into a temporary directory, and each mutation is applied there,
@@ -158,11 +159,12 @@ def mutate(
     work: Path,
     pristine_rendered: Path,
     mutation: Mutation,
-    commands: tuple[list[str], list[str]],
+    commands: tuple[list[str] | None, list[str]],
     timeout: float,
 ) -> Result:
     """Stage 1: the oracles (they render in-process, so rendered/ need not be re-rendered);
-    stage 2, only if they pass: re-render, then every selected test."""
+    stage 2, only if they pass: re-render, then every selected test. Without stage 1 (a
+    selection of its own, --tests), re-render, then the selection."""
     start = time.monotonic()
     path = work / mutation.path
     original = path.read_text(encoding="utf-8")
@@ -179,7 +181,7 @@ def mutate(
     rendered = False
     try:
         path.write_text(original.replace(mutation.old, mutation.new), encoding="utf-8")
-        code, out = run(oracles, work, timeout)
+        code, out = run(oracles, work, timeout) if oracles is not None else (0, "")
         if code == 0:
             if renders:
                 # A generator that crashes under the mutation leaves rendered/ as it was; the
@@ -226,6 +228,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="include the controlplane and slow tests (real apiserver, Kueue, Prometheus)",
     )
+    parser.add_argument(
+        "--tests",
+        nargs="+",
+        metavar="PATH",
+        help="run only these test paths (no oracle stage first), e.g. to show which test kills a mutation",
+    )
     parser.add_argument("--skip-baseline", action="store_true", help="do not run the unmutated suite first")
     parser.add_argument("--timeout", type=float, default=1200.0, help="seconds per test run (default 1200)")
     parser.add_argument(
@@ -244,8 +252,13 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(args.only or ()) - {m.name for m in MUTATIONS}
     if unknown:
         parser.error(f"unknown mutation(s): {', '.join(sorted(unknown))} (see --list)")
-    command = pytest_command(args.all_suites, args.pytest_args)
-    commands = (pytest_command(args.all_suites, args.pytest_args, ("tests/oracles",)), command)
+    commands: tuple[list[str] | None, list[str]]
+    if args.tests:
+        command = pytest_command(args.all_suites, args.pytest_args, tuple(args.tests))
+        commands = (None, command)
+    else:
+        command = pytest_command(args.all_suites, args.pytest_args)
+        commands = (pytest_command(args.all_suites, args.pytest_args, ("tests/oracles",)), command)
     results: list[Result] = []
     signal.signal(signal.SIGTERM, _interrupt)  # `kill PID` cleans up as Ctrl-C does
     with tempfile.TemporaryDirectory(prefix="trainyard-mutate-") as tmp:

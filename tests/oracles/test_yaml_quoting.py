@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -55,13 +56,18 @@ def test_values_that_are_not_strings() -> None:
 def _kinds_as_helm_reads(values: list[str], tmp_path: Path) -> dict[str, str]:
     """Go's kind of each value, as the pinned helm reads the emitted values file (helm, kubectl
     and Argo CD read YAML through sigs.k8s.io/yaml: YAML 1.1 rules, Go's own resolver)."""
+    return _as_helm_reads(values, "kindOf", tmp_path)
+
+
+def _as_helm_reads(values: list[Any], function: str, tmp_path: Path) -> dict[str, Any]:
+    """`function` (a helm template function) of each value of the emitted values file."""
     helm = tool("helm")
     chart = tmp_path / "chart"
     (chart / "templates").mkdir(parents=True)
     (chart / "Chart.yaml").write_text("apiVersion: v2\nname: oracle\nversion: 0.1.0\n")
     keys = [f"k{i}" for i in range(len(values))]
     (chart / "templates" / "kinds.yaml").write_text(
-        "".join(f"{k}: {{{{ kindOf .Values.{k} }}}}\n" for k in keys)
+        "".join(f"{k}: {{{{ {function} .Values.{k} }}}}\n" for k in keys)
     )
     (tmp_path / "values.yaml").write_text(dump(dict(zip(keys, values, strict=True))))
     done = subprocess.run(
@@ -72,16 +78,43 @@ def _kinds_as_helm_reads(values: list[str], tmp_path: Path) -> dict[str, str]:
     )
     assert done.returncode == 0, done.stderr
     read = yaml.safe_load(done.stdout.split("\n", 2)[2])  # after '---' and '# Source:'
-    return {text: read[k] for k, text in zip(keys, values, strict=True)}
+    return {k: read[k] for k in keys}
 
 
 def test_go_readers_read_every_emitted_string_back_as_a_string(tmp_path: Path) -> None:
     texts = [*QUOTED, *PLAIN]
-    assert _kinds_as_helm_reads(texts, tmp_path) == dict.fromkeys(texts, "string")
+    assert list(_kinds_as_helm_reads(texts, tmp_path).values()) == ["string"] * len(texts)
 
 
 def test_y_and_n_are_read_back_as_strings(tmp_path: Path) -> None:
     """YAML 1.1 and sigs.k8s.io/yaml read plain y/n as booleans, PyYAML's resolver does not:
     the emitter printed them plain until it quoted them explicitly."""
     texts = ["y", "n", "Y", "N"]
-    assert _kinds_as_helm_reads(texts, tmp_path) == dict.fromkeys(texts, "string")
+    assert list(_kinds_as_helm_reads(texts, tmp_path).values()) == ["string"] * len(texts)
+
+
+# Multi-line strings as the renders carry them (dashboards, CSV, embedded configs), with the
+# lines a block scalar can get wrong: empty lines, a more-indented line, YAML's own markers.
+MULTILINE = [
+    "a,b\nc,d\n",
+    "no final newline\nsecond",
+    "p\n\nq\n",
+    "one\n  indented two\n    three\n",
+    "key: value\n- item\n# not a comment\n---\n...\n",
+    '{\n  "json": [1, 2]\n}\n',
+    "unicode °C é\nend",
+    " leading blank\nsecond",
+    "trailing blank \nsecond",
+    "two final newlines\n\n",
+]
+
+
+def test_go_readers_read_every_multiline_string_back_exactly(tmp_path: Path) -> None:
+    """The emitted literal blocks (and the double-quoted strings a block cannot carry), read
+    by the pinned helm (sigs.k8s.io/yaml) and printed back as JSON: each is the string
+    written, at the top level, in a list and in a list of mappings."""
+    values: list[Any] = [*MULTILINE, list(MULTILINE), [{"d": text} for text in MULTILINE]]
+    emitted = dump(values)
+    assert emitted.count("|\n") + emitted.count("|-\n") == 3 * 7  # seven of ten are literal blocks
+    read = _as_helm_reads(values, "toJson", tmp_path)
+    assert list(read.values()) == values  # toJson's output is YAML too: read as Go held it

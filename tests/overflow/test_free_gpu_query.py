@@ -132,3 +132,55 @@ def test_free_gpus_counts_only_bound_unfinished_pods_on_real_nodes(env: str, tmp
     )  # on a provider: not in-cluster
     idle = _capacity(pool, virtual) + _pod("done-1", "gpu-1", [8], "Succeeded")  # no live GPU pod
     _promtool_test(tmp_path, ov.gate.free_gpus_query, [(busy, 16 - 8 - 3 - 1), (idle, 16)])
+
+
+def _allocatable(series: list[dict[str, str]], node: str, gpus: int) -> list[dict[str, str]]:
+    """`series` with `node`'s allocatable GPUs set to `gpus` (the device plugin reports fewer
+    when GPUs fail; pods already bound keep running on them)."""
+    prefix = f'kube_node_status_allocatable{{{KSM},node="{node}",resource="{GPU}"'
+    return [{**s, "values": f"{gpus}x10"} if s["series"].startswith(prefix) else s for s in series]
+
+
+@pytest.mark.parametrize("env", overflow_envs())
+def test_an_over_committed_node_adds_nothing_and_takes_nothing(env: str, tmp_path: Path) -> None:
+    """A node whose bound pods request more GPUs than it has allocatable adds 0 free GPUs,
+    never a negative number that would eat the free GPUs of the other nodes (and open the
+    gate early, or keep it open while GPUs are free elsewhere).
+
+    gpu-1: allocatable 6 (two GPUs failed), serve-0 requests 8: free max(6 - 8, 0) = 0, not -2.
+    gpu-2: allocatable 8, serve-1 requests 3: free 5. Sum: 5 (unclamped it would be 3).
+    Both nodes over-committed (gpu-2 also at 2 of 3 requested): 0, not -3."""
+    environment = load(ROOT, env)
+    ov = environment.overflow
+    assert ov is not None
+    pool = inference_pools(environment.pools)[0]
+    virtual = list(ov.virtual_nodes)
+    one_over = _allocatable(_capacity(pool, virtual), "gpu-1", 6) + (
+        _pod("serve-0", "gpu-1", [8], "Running") + _pod("serve-1", "gpu-2", [3], "Running")
+    )
+    both_over = _allocatable(_allocatable(_capacity(pool, virtual), "gpu-1", 6), "gpu-2", 2) + (
+        _pod("serve-0", "gpu-1", [8], "Running") + _pod("serve-1", "gpu-2", [3], "Running")
+    )
+    _promtool_test(tmp_path, ov.gate.free_gpus_query, [(one_over, 5), (both_over, 0)])
+
+
+@pytest.mark.parametrize("env", overflow_envs())
+def test_two_kube_state_metrics_replicas_count_once(env: str, tmp_path: Path) -> None:
+    """Every series exported twice (two kube-state-metrics replicas, told apart by
+    `instance`): the same 16 - 8 - 3 = 5 free GPUs as from one replica, not 16 - 22."""
+    environment = load(ROOT, env)
+    ov = environment.overflow
+    assert ov is not None
+    pool = inference_pools(environment.pools)[0]
+    one = (
+        _capacity(pool, list(ov.virtual_nodes))
+        + _pod("serve-0", "gpu-1", [8], "Running")
+        + _pod("serve-1", "gpu-2", [2, 1], "Running")
+    )
+    twice = [
+        {**s, "series": s["series"].replace(f"{{{KSM}", f'{{{KSM},instance="{replica}"', 1)}
+        for replica in ("ksm-a:8080", "ksm-b:8080")
+        for s in one
+        if not s["series"].startswith("up{")
+    ] + [s for s in one if s["series"].startswith("up{")]
+    _promtool_test(tmp_path, ov.gate.free_gpus_query, [(one, 5), (twice, 5)])

@@ -120,3 +120,14 @@ def test_only_pools_inference_can_use_count() -> None:
     assert 'key!="k"' not in query  # PreferNoSchedule never blocks, so it is not a matcher
     with pytest.raises(ValueError, match="no pool inference can use"):
         _query(pools[:1], ("vk-a",))
+
+
+def test_a_provider_without_a_price_fills_first(tmp_path: Path) -> None:
+    """An HPC allocation has no price: `costPerGpuHourUsd: 0` is accepted (it was refused by
+    the schema's exclusiveMinimum) and, at equal preference, fills before every paid one."""
+    free = SECOND_PROVIDER.replace("name: dear", "name: hpc").replace(
+        "costPerGpuHourUsd: 3.5", "costPerGpuHourUsd: 0"
+    )
+    ov = _overflow(tmp_path, BASE.replace("  gate:\n", SECOND_PROVIDER + free + "  gate:\n", 1))
+    first = ov.providers[0]
+    assert (first.name, first.cost_per_gpu_hour_usd) == ("hpc", 0.0)

@@ -121,3 +121,89 @@ def test_a_small_pool_is_no_longer_refused_for_rounding_to_zero(tmp_path: Path) 
     configmap = root / "rendered" / "bad" / "health" / "trainyard-system" / "configmap-gpu-health-policy.yaml"
     policy = yaml.safe_load(yaml.safe_load(configmap.read_text())["data"]["policy.yaml"])
     assert policy["spec"]["cap"] == {"maxNodes": 4, "maxPercentOfPool": 10}  # the schema defaults
+
+
+# --- pools of other GPUs ----------------------------------------------------------------------
+# The trial's cluster: H200 training nodes beside MI300X ones (amd.com/gpu). Every GPU health
+# condition reads dcgm-exporter (NVIDIA only), so a MI300X pool the controller watches would
+# never have its GPUs checked: refused where the spec puts it under watch.
+AMD_SPEC = """\
+extends: _defaults.yaml
+name: bad
+example: true
+cluster: {kubernetesVersion: "1.36.2"}
+pools:
+  - name: train-h200
+    role: training
+    gpu: {model: H200, perNode: 8}
+    nodes: 12
+    reserveNodes: 1
+    cpu: 192
+    memory: 2000Gi
+    nodeLabels: {trainyard.dev/pool: train-h200}
+  - name: train-mi300x
+    role: training
+    gpu: {model: MI300X, perNode: 8, resource: amd.com/gpu}
+    nodes: 8
+    reserveNodes: 1
+    cpu: 192
+    memory: 2000Gi
+    nodeLabels: {trainyard.dev/pool: train-mi300x}
+teams:
+  - name: research
+    namespaces: [research]
+    shares: {train-h200: 100, train-mi300x: 100}
+health:
+  backend: trainyard
+  image: {repository: ghcr.io/example/trainyard-gate, tag: 0.1.0}
+  cap: {maxNodes: 1, maxPercentOfPool: 5}
+"""
+
+
+def _amd(tmp_path: Path, health_pools: str | None) -> tuple[int, str, str]:
+    text = AMD_SPEC if health_pools is None else AMD_SPEC + f"  pools: {health_pools}\n"
+    root = repo_with(tmp_path, text)
+    before = tree_digest(root / "rendered")
+    code, _, err = run_cli(root, "render", "bad")
+    if code:
+        assert tree_digest(root / "rendered") == before
+    return code, err, text
+
+
+def test_an_amd_pool_listed_in_health_pools_is_refused(tmp_path: Path) -> None:
+    code, err, text = _amd(tmp_path, "[train-h200, train-mi300x]")
+    assert code == 1, err
+    at = _position(text, "train-mi300x]")
+    assert (
+        f"environments/bad.yaml:{at}: error: pool 'train-mi300x' (amd.com/gpu) is listed in "
+        "health.pools, but every GPU health condition reads dcgm-exporter, which sees NVIDIA GPUs "
+        "only: its GPUs would never be checked (health.pools[1]); list only train-h200 under "
+        "health.pools (docs/adopting.md, 'Pools of other GPUs')"
+    ) in err.splitlines(), err
+
+
+def test_an_amd_pool_watched_by_its_role_is_refused_at_its_resource(tmp_path: Path) -> None:
+    code, err, text = _amd(tmp_path, None)
+    assert code == 1, err
+    at = _position(text, "amd.com/gpu")
+    assert (
+        f"environments/bad.yaml:{at}: error: pool 'train-mi300x' (amd.com/gpu) is watched by "
+        "default (role training), but every GPU health condition reads dcgm-exporter, which sees "
+        "NVIDIA GPUs only: its GPUs would never be checked (pools[1].gpu.resource); list only "
+        "train-h200 under health.pools (docs/adopting.md, 'Pools of other GPUs')"
+    ) in err.splitlines(), err
+
+
+def test_the_nvidia_pools_alone_render_with_a_dashboard_warning(tmp_path: Path) -> None:
+    """Watching only the H200 pool renders; the MI300X pool gets the warning that no GPU
+    dashboard shows it (generators/spec/monitoring_checks.py)."""
+    code, err, text = _amd(tmp_path, "[train-h200]")
+    assert code == 0, err
+    at = _position(text, "amd.com/gpu")
+    assert (
+        f"environments/bad.yaml:{at}: warning: pool 'train-mi300x' (amd.com/gpu) shows on no panel "
+        "of the GPU hardware, utilization and training dashboards and in no GPU hardware alert: "
+        "they read dcgm-exporter, which sees NVIDIA GPUs only (pools[1].gpu.resource); its quotas, "
+        "placement, GPUMissing, KueueQuotaDrift and sync-inventory do count it (docs/adopting.md, "
+        "'Pools of other GPUs')"
+    ) in err.splitlines(), err

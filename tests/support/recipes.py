@@ -1,5 +1,5 @@
 """Commands a document or a rendered installer header states, read the way a reader copies
-them: `helm upgrade --install ...` with its `\\` continuation lines joined, spaces collapsed."""
+them: `helm upgrade [--install] ...` with its `\\` continuation lines joined, spaces collapsed."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from pathlib import Path
 
 
 def helm_commands(text: str) -> list[str]:
-    """Every `helm upgrade --install` command in `text`, continuation lines joined."""
+    """Every `helm upgrade [--install]` command in `text`, continuation lines joined."""
     joined = re.sub(r"\\\n\s*", " ", text)
-    return [" ".join(c.split()) for c in re.findall(r"helm upgrade --install [^\n]*", joined)]
+    found = re.findall(r"helm upgrade (?:--install )?\S+ \S+ (?:--repo \S+ )?--version [^\n]*", joined)
+    return [" ".join(c.split()) for c in found]
 
 
 def header(path: Path) -> str:

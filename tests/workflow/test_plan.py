@@ -39,8 +39,10 @@ def test_plan_lists_every_pool_team_and_tier(name: str) -> None:
             p.schedulable_nodes,
             p.schedulable_gpus,
         ), p.name
-    for team in env.teams:
-        for flavor in env.queues[team.name]:
+    teams = {t.name: t for t in env.teams}
+    for queue in env.cluster_queues:
+        team = teams[queue.team]
+        for flavor in queue.flavors:
             gpu = next(q for q in flavor.quotas if q.resource.name == env.pool(flavor.pool).gpu_resource)
             limits = [
                 gpu.resource.show(v) if v is not None else "-"
@@ -49,14 +51,14 @@ def test_plan_lists_every_pool_team_and_tier(name: str) -> None:
             share = team.shares.get(flavor.pool)
             assert _row(
                 out,
-                team.name,
+                queue.name,  # the name a job gives (kueue.x-k8s.io/queue-name)
                 team.cohort or "-",
                 flavor.pool,
                 "borrow" if share is None else f"{share}%",
                 flavor.nodes,
                 " / ".join(limits),
             ), (
-                team.name,
+                queue.name,
                 flavor.pool,
             )
     for tier in env.tiers:
@@ -75,7 +77,7 @@ def test_plan_fits_100_columns_and_names_units(name: str) -> None:
     out = generate(ROOT, "plan", name).stdout
     assert max(len(line) for line in out.splitlines()) <= 100, out
     assert "in bytes" not in out
-    header = next(line for line in out.splitlines() if line.startswith("team "))
+    header = next(line for line in out.splitlines() if line.startswith("queue "))
     assert "CPU (cores)" in header and "mem (Gi)" in header
     assert not re.search(r"\b\d+k\b", out), "CPU in cores, no k suffix"
 
@@ -128,3 +130,13 @@ def test_plan_of_dev_names_nvsentinel_and_the_taints_inference_tolerates() -> No
         "Health quarantine\nbackend nvsentinel (installed on its own); inference tolerates "
         "its taints:\n  nvidia.com/gpu-xid-error, nvidia.com/gpu-nvlink-error\n"
     ), out
+
+
+def test_plan_names_the_queue_that_reaches_each_pool() -> None:
+    """A job asking for prod's L40S GPUs on evals' share must name evals-flex: evals has
+    topology pools, so its plain pool is in the -flex queue (the trial's RayJob named evals
+    and was never admitted)."""
+    out = generate(ROOT, "plan", "prod").stdout
+    assert _row(out, "evals-flex", "training", "infer-l40s", "20%", 12, "96 / 48 / -")
+    assert _row(out, "evals", "training", "train-h100-a", "5%", 12, "96 / 496 / -")
+    assert not _row(out, "evals", "training", "infer-l40s")

@@ -31,6 +31,7 @@ from generators.k8s.objects import service_monitor
 from generators.model.environment import Environment
 from generators.output import yamlemit
 from generators.output.templating import render
+from generators.upstream import charts
 
 # What other modules (doctor, tests) name the installer inputs by.
 GPU_OPERATOR_VALUES = installers.GPU_OPERATOR_VALUES
@@ -43,6 +44,10 @@ node_label_keys = installers.node_label_keys
 installer_inputs = installers.installer_inputs
 
 RULES_NAME = "trainyard-alerts"
+# Not the chart's name for its own (kueue-controller-manager-metrics-monitor): a helm upgrade
+# that turns the chart's off deletes the object of that name, whoever applied it last.
+KUEUE_MONITOR = "trainyard-kueue-metrics"
+KUEUE_HELM = "helmValues"  # kueue.configurationDelivery: Kueue installed by its chart
 RULES_KEY = "trainyard-alerts.rules.yaml"
 CONFIGMAP_LIMIT_BYTES = 1024 * 1024  # etcd refuses larger ConfigMaps
 
@@ -103,7 +108,7 @@ def rule_objects(env: Environment) -> list[Obj]:
         "monitoring/prometheusrule.yaml.j2",
         name=RULES_NAME,
         namespace=m.namespace,
-        labels=dict(m.rule_labels),
+        labels=m.selection_labels,
         groups=rule_groups,
     )
     plain = render(
@@ -116,11 +121,30 @@ def rule_objects(env: Environment) -> list[Obj]:
     return [_sized(rule), _sized(plain)]
 
 
+def kueue_service_monitor(env: Environment) -> Obj:
+    """Kueue's controller metrics, scraped through the Service its chart renders (release
+    charts.KUEUE.release: app.kubernetes.io/name is the chart's name, instance the release)."""
+    return render(
+        "monitoring/kueue-servicemonitor.yaml.j2",
+        name=KUEUE_MONITOR,
+        namespace=env.kueue.namespace,
+        labels=env.monitoring.selection_labels,
+        service_labels={
+            "app.kubernetes.io/component": "metrics-service",
+            "app.kubernetes.io/instance": charts.KUEUE.release,
+            "app.kubernetes.io/name": charts.KUEUE.name,
+        },
+    )
+
+
 def scrape_objects(env: Environment) -> list[Obj]:
-    """A ServiceMonitor for the overflow gate, whose metrics the overflow alerts and panels use."""
+    """ServiceMonitors: Kueue's controller (when its chart installs Kueue: the Service this
+    selects is the chart's), and the overflow gate, whose metrics the overflow alerts and
+    panels use."""
+    kueue = [kueue_service_monitor(env)] if env.kueue.configuration_delivery == KUEUE_HELM else []
     if env.overflow is None:
-        return []
-    return [service_monitor(GATE_JOB, env.overflow.namespace, dict(env.monitoring.rule_labels))]
+        return kueue
+    return [*kueue, service_monitor(GATE_JOB, env.overflow.namespace, env.monitoring.selection_labels)]
 
 
 def generate(env: Environment, earlier: Sequence[Obj] = ()) -> list[Obj]:

@@ -4,13 +4,15 @@ the versions generators/upstream/charts.py pins, Prometheus scrapes what the das
 and health queries read (issue 20; docs/monitoring.md, "What the cluster must provide").
 
 Decisions, each checked against the chart's templates by tests/monitoring/test_charts.py:
-- Selection (item 2, 4): the stack's Prometheus selects every ServiceMonitor and
-  PrometheusRule (`serviceMonitorSelectorNilUsesHelmValues: false`,
-  `ruleSelectorNilUsesHelmValues: false`; the namespace selectors stay the chart's `{}`).
-  Labelling ours `release: <release>` cannot work for all: Kueue's chart gives its
-  ServiceMonitor only its fixed labels (kueue 0.19.2 templates/prometheus/monitor.yaml), and a
-  label selector cannot OR two labels. So the stack's values are the one home, and no object
-  depends on the release name (monitoring.rules.labels only adds labels for other setups).
+- Selection: nothing here changes what the stack's Prometheus selects. Its chart's default
+  (`release: <release>`, every namespace) is what a stack someone else owns keeps, so every
+  ServiceMonitor and PrometheusRule trainyard renders or configures carries that label
+  (Monitoring.selection_labels): dcgm-exporter's through the operator's
+  serviceMonitor.additionalLabels, Kueue's by rendering our own (its chart cannot label its
+  own: kueue 0.19.2 templates/prometheus/monitor.yaml), the gate's, the health controller's.
+- The release (monitoring.release): the default is the one trainyard's command installs; any
+  other name is someone else's stack, which the command upgrades (never `--install`) and the
+  header says what to merge into its values instead.
 - The node name (item 3): node_exporter's ServiceMonitor relabels
   `__meta_kubernetes_pod_node_name` into monitoring.nodeExporterHostLabel (default
   `instance`, as kube-prometheus does), the label the queries take the node from
@@ -89,7 +91,7 @@ def gpu_operator_values(env: Environment) -> Obj:
         csv=dcgm_counters.csv_text(),
         image_tag=m.exporters.dcgm.image_tag,
         annotations={COUNTERS_SHA_ANNOTATION: counters_sha256()},
-        service_monitor_labels=dict(m.rule_labels),
+        service_monitor_labels=m.selection_labels,
     )
     return values
 
@@ -146,6 +148,46 @@ def _gpu_header(env: Environment) -> str:
     )
 
 
+def owned_elsewhere(env: Environment) -> bool:
+    """The spec names a kube-prometheus-stack release other than the one trainyard's command
+    installs: someone else's stack, which trainyard upgrades or merges into, never beside."""
+    return env.monitoring.release != charts.KUBE_PROMETHEUS_STACK.release
+
+
+# Values whose lists replace the release's own lists (Helm merges maps, not lists).
+REPLACED_LISTS = (
+    "kube-state-metrics.metricLabelsAllowlist",
+    "prometheus-node-exporter.extraArgs",
+    "prometheus-node-exporter.prometheus.monitor.relabelings",
+)
+
+
+def _kps_install(env: Environment) -> str:
+    m = env.monitoring
+    chart = charts.KUBE_PROMETHEUS_STACK
+    command = chart.command(m.namespace, installer_path(env, KUBE_PROMETHEUS_STACK_VALUES), m.release)
+    lists = "".join(f"\n    {name}" for name in REPLACED_LISTS)
+    if not owned_elsewhere(env):
+        return (
+            "Argo CD does not apply this folder. Install it first (its CRDs come before the\n"
+            "ServiceMonitors of the GPU operator and of trainyard):\n"
+            f"  {command}\n"
+            "These lists replace the release's own (Helm merges maps, not lists); a platform that\n"
+            f"sets them merges its entries into ours:{lists}"
+        )
+    return (
+        f"Argo CD does not apply this folder. The stack is release {m.release} in {m.namespace},\n"
+        "installed by its owner (monitoring.release, monitoring.namespace); trainyard installs no\n"
+        "second one. Upgrade that release with these values on top of its own, first:\n"
+        f"  {command}\n"
+        "(without --install: it fails, rather than installs a stack, if the release is not there).\n"
+        f"--version moves {m.release} to the chart these values are checked against. If its owner\n"
+        "keeps another version or passes values of their own, merge these keys into theirs\n"
+        f"instead (helm get values {m.release} -n {m.namespace}). Lists replace theirs (Helm merges\n"
+        f"maps, not lists), so append our entries to their lists:{lists}"
+    )
+
+
 def _kps_header(env: Environment) -> str:
     m = env.monitoring
     ne = m.exporters.node_exporter
@@ -161,15 +203,13 @@ def _kps_header(env: Environment) -> str:
     return (
         f"Helm values for the kube-prometheus-stack chart {chart.version}, environment {env.name}:\n"
         f"rendered from {env.source_file} by generators/components/monitoring/; do not edit.\n"
-        "Argo CD does not apply this folder. Install it first (its CRDs come before the\n"
-        "ServiceMonitors of the GPU operator and Kueue):\n"
-        f"  {chart.command(m.namespace, installer_path(env, KUBE_PROMETHEUS_STACK_VALUES))}\n"
-        "Prometheus selects every ServiceMonitor and PrometheusRule (Kueue's cannot carry a\n"
-        "release label). node_exporter's ServiceMonitor copies the node name into\n"
+        f"{_kps_install(env)}\n"
+        f"Its Prometheus selects release: {m.release} (the chart's default), which every\n"
+        "ServiceMonitor and PrometheusRule trainyard renders or configures carries.\n"
+        "node_exporter's ServiceMonitor copies the node name into\n"
         f"{m.node_exporter_host_label}, the label the queries join on.\n"
         "kube-state-metrics.metricLabelsAllowlist exports exactly the node label keys the pools\n"
-        "use (as label_* on kube_node_labels); it replaces the chart's list (empty by default):\n"
-        "add other resources' entries here if you need them.\n"
+        "use (as label_* on kube_node_labels); the chart's list is empty by default.\n"
         f"{mountstats}\nSee docs/monitoring.md."
     )
 

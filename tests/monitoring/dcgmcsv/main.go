@@ -2,10 +2,12 @@
 // internal/pkg/counters/counter_config.go: ReadCSVFile and the checks of ExtractCounters that
 // need no GPU): encoding/csv with Comment '#', fields trimmed of spaces, exactly three fields
 // per record, a Prometheus type dcgm-exporter knows. Exit 1 with its error text otherwise.
+// With -records, each record as dcgm-exporter holds it is printed too, one JSON array a line.
 package main
 
 import (
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -15,7 +17,11 @@ import (
 var promMetricType = map[string]bool{"gauge": true, "counter": true, "histogram": true, "summary": true, "label": true}
 
 func main() {
-	file, err := os.Open(os.Args[1])
+	path, records := os.Args[1], false
+	if path == "-records" {
+		path, records = os.Args[2], true
+	}
+	file, err := os.Open(path)
 	if err != nil {
 		fmt.Println(err)
 		os.Exit(2)
@@ -23,12 +29,12 @@ func main() {
 	defer file.Close()
 	r := csv.NewReader(file)
 	r.Comment = '#'
-	records, err := r.ReadAll()
+	all, err := r.ReadAll()
 	if err != nil {
 		fmt.Println(err)
 		os.Exit(1)
 	}
-	for i, record := range records {
+	for i, record := range all {
 		if len(record) == 0 {
 			continue
 		}
@@ -43,6 +49,10 @@ func main() {
 			fmt.Printf("could not find Prometheus metric type '%s'\n", record[1])
 			os.Exit(1)
 		}
+		if records {
+			line, _ := json.Marshal(record)
+			fmt.Println(string(line))
+		}
 	}
-	fmt.Printf("%d counters\n", len(records))
+	fmt.Printf("%d counters\n", len(all))
 }

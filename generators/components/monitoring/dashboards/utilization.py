@@ -10,16 +10,17 @@ from generators.components.monitoring.promql import Queries
 STRAGGLERS = 20
 
 
-ON_PODS = 'namespace!=""'  # GPUs that dcgm-exporter maps to a pod
 BY_JOB = "namespace, pod"
 
 
 class _Signals:
-    """The three signals, filtered by the host and namespace variables."""
+    """The three signals, filtered by the host and namespace variables; `held=True` keeps only
+    GPUs a pod holds (Queries.held_by_pod: idle GPUs carry the exporter pod's labels)."""
 
-    def __init__(self, q: Queries) -> None:
+    def __init__(self, q: Queries, held: bool = False) -> None:
         self.q, self.h = q, q.m.host_label
-        self.filters = (g.matches(self.h, "host"), g.matches("namespace", "namespace"))
+        on_pods = (q.held_by_pod(),) if held else ()
+        self.filters = (g.matches(self.h, "host"), g.matches("namespace", "namespace"), *on_pods)
         self.util = f"{q.dcgm('DCGM_FI_DEV_GPU_UTIL', *self.filters)} / 100"
         self.sm = q.dcgm("DCGM_FI_PROF_SM_ACTIVE", *self.filters)
         self.tensor = q.dcgm("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", *self.filters)
@@ -51,9 +52,8 @@ def fleet(q: Queries) -> list[g.Panel]:
 
 
 def per_job(q: Queries) -> list[g.Panel]:
-    s = _Signals(q)
-    on_pods = q.dcgm("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", *s.filters, ON_PODS)
-    stragglers = f"bottomk({STRAGGLERS}, avg by ({BY_JOB}, {s.h}, gpu) ({on_pods}))"
+    s = _Signals(q, held=True)
+    stragglers = f"bottomk({STRAGGLERS}, avg by ({BY_JOB}, {s.h}, gpu) ({s.tensor}))"
     return [
         g.graph(
             "Tensor-core activity by namespace",
@@ -99,7 +99,7 @@ DASHBOARD = g.Dashboard(
     variables=lambda q: [
         g.query_variable("host", "Host", q.dcgm("DCGM_FI_DEV_GPU_UTIL"), q.m.host_label),
         g.query_variable(
-            "namespace", "Namespace", q.dcgm("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", ON_PODS), "namespace"
+            "namespace", "Namespace", q.dcgm("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", q.held_by_pod()), "namespace"
         ),
     ],
 )
