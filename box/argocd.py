@@ -262,10 +262,11 @@ def processes(folder: Path, namespace: str, controller_kubeconfig: Path) -> Proc
     return Processes(redis, repo_server, controller)
 
 
-def kubectl_apply(kubeconfig: Path, path: Path) -> str:
-    """`kubectl apply -R -f path`, as docs/adopting.md tells a user to apply the bootstrap."""
+def kubectl_apply(kubeconfig: Path, *paths: Path) -> str:
+    """`kubectl apply -R -f PATH...`, as docs/adopting.md tells a user to apply the bootstrap."""
+    files = [argument for path in paths for argument in ("-f", str(path))]
     done = subprocess.run(
-        [str(tool_path("kubectl")), f"--kubeconfig={kubeconfig}", "apply", "-R", "-f", str(path)],
+        [str(tool_path("kubectl")), f"--kubeconfig={kubeconfig}", "apply", "-R", *files],
         capture_output=True,
         text=True,
         check=False,

@@ -207,8 +207,16 @@ def deploy(
     deployed = Deployed(namespace, application, bootstrap, str(repo.folder), repo.branch, server)
     deployed.save(folder)
     bootstrap_folder = repo.checkout / RENDERED / env.name / COMPONENT
-    say(f"kubectl apply -R -f {RENDERED}/{env.name}/{COMPONENT}/ (the bootstrap, as docs/adopting.md says)")
+    # The AppProjects first: `kubectl apply -R` alone goes in file-name order, application-*
+    # before appproject-*, and Argo CD's first attempt at the environment Application then
+    # fails (InvalidSpecError: its project does not exist yet) and is retried.
+    projects = sorted(p for p in bootstrap_folder.rglob("*.yaml") if _kind(p) == "AppProject")
+    shown = f"{RENDERED}/{env.name}/{COMPONENT}/"
+    say(
+        f"kubectl apply the {len(projects)} AppProjects, then -R -f {shown} (the bootstrap, docs/adopting.md)"
+    )
     timeline = argocd.Timeline(first_sync_path(folder))
+    argocd.kubectl_apply(admin_kubeconfig, *projects)
     argocd.kubectl_apply(admin_kubeconfig, bootstrap_folder)
     wiring = AdapterWiring(
         kube, admin_kubeconfig, objects, folder / "monitoring" / "prometheus-adapter", prometheus, record, say
@@ -223,3 +231,7 @@ def deploy(
     if not wiring.wired:
         raise RuntimeError("Argo CD reported the Application Healthy before the prometheus-adapter was wired")
     return deployed
+
+
+def _kind(path: Path) -> str:
+    return str((yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("kind", ""))
