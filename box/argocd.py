@@ -274,7 +274,7 @@ def kubectl_apply(kubeconfig: Path, *paths: Path) -> str:
     )
     if done.returncode != 0:
         raise RuntimeError(
-            f"kubectl apply -R -f {path} failed ({done.returncode}):\n{done.stdout}{done.stderr}"
+            f"kubectl apply -R {' '.join(files)} failed ({done.returncode}):\n{done.stdout}{done.stderr}"
         )
     return done.stdout
 
