@@ -6,7 +6,7 @@ is: Kueue admits a gang that borrows the inference pool and preempts inference p
 and the scheduler move replicas, the overflow gate opens and closes the virtual node, the
 descheduler evicts the spill back. Meanwhile the scene asks Argo CD for a hard refresh
 (`argocd.argoproj.io/refresh: hard`, manifests regenerated and the live state compared
-again) every REFRESH_SECONDS and, after each one Argo CD finished (its status.reconciledAt
+again) every REFRESH_SECONDS, and once more when the controllers are done, and after each one Argo CD finished (its status.reconciledAt
 moved), records the sync status it reports and every object it reports OutOfSync.
 
 It reads back only what Argo CD reports: the Application's sync status at each refresh, and
@@ -30,7 +30,7 @@ from box.argocd_up import Deployed
 from box.kube import Kube, Obj
 from box.scenes.context import SceneContext
 
-REFRESH_SECONDS = 15.0
+REFRESH_SECONDS = 10.0
 REFRESHED_SECONDS = 120.0  # Argo CD finishing one hard refresh on a busy machine
 
 
@@ -162,6 +162,13 @@ def no_drift(context: SceneContext) -> NoDrift:
     finally:
         refresher.stopping.set()
         refresher.join(timeout=REFRESHED_SECONDS + 30)
+    # One more once every controller is done: what they left is what Argo CD keeps seeing.
+    last = Refresher(Path(context.state.kubeconfig), context.folder, deployed, result)
+    last.began = refresher.began
+    try:
+        last.refresh_once()
+    finally:
+        last.kube.close()
     app = argocd.application(kube, deployed.namespace, deployed.application)
     assert app is not None
     result.history_after = _history(app)
