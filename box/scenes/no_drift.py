@@ -6,8 +6,9 @@ is: Kueue admits a gang that borrows the inference pool and preempts inference p
 and the scheduler move replicas, the overflow gate opens and closes the virtual node, the
 descheduler evicts the spill back. Meanwhile the scene asks Argo CD for a hard refresh
 (`argocd.argoproj.io/refresh: hard`, manifests regenerated and the live state compared
-again) every REFRESH_SECONDS, and once more when the controllers are done, and after each one Argo CD finished (its status.reconciledAt
-moved), records the sync status it reports and every object it reports OutOfSync.
+again) every REFRESH_SECONDS and once more when the controllers are done, and after each
+one Argo CD finished (its status.reconciledAt moved) records the sync status it reports and
+every object it reports OutOfSync.
 
 It reads back only what Argo CD reports: the Application's sync status at each refresh, and
 its sync history and last operation, before and after. selfHeal reverts a drift by running a
