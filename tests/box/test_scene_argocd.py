@@ -3,12 +3,13 @@ CD in the box (`box up ENV --argocd`)"; docs/gitops.md, "On the box: what the re
 did").
 
 One module for every scene about deploying with the real Argo CD v3.5.1, so they share one
-box: bringing a box up with Argo CD costs minutes (the first sync is part of `box up`), and
-CI's budget is tight. Each scene leaves the box as it found it (or changes nothing), and the
+box: bringing a box up with Argo CD costs 80 to 110 s (the first sync is part of `box up`),
+and CI's budget is tight. Each scene leaves the box as it found it (or changes nothing), and the
 scenes run in the order written here, first-sync first, since it reads the first sync's own
 report. The replace-and-prune scene has no test here: on the box its pruning sync waits
 forever on the GrafanaDashboards' health (no grafana-operator; docs/gitops.md, "On the box:
-what the real Argo CD did"), which would hold CI for its whole timeout. `--speed 30` as the day-in-the-life module: no-drift runs that scene's controllers.
+what the real Argo CD did"), which would hold CI for its whole timeout. `--speed 30` as in
+the day-in-the-life module: no-drift runs that scene's controllers.
 
 Expected values are the spec's and Argo CD's documented vocabulary (sync Synced, health
 Healthy, operation Succeeded), and the sync waves rendered/staging/ carries.
