@@ -67,6 +67,7 @@ MANAGER_ROLE = "argocd-manager-role"
 CLUSTER_SECRET_TYPE = "argocd.argoproj.io/secret-type"
 READY_SECONDS = 180  # a cold start of the 280 MB binary on a busy machine
 IN_CLUSTER = "https://kubernetes.default.svc"
+FINISHED = ("Succeeded", "Failed", "Error")  # an operation's terminal phases
 
 Say = Callable[[str], None]
 
@@ -338,7 +339,7 @@ def wait_settled(
             tick(app)
         if app is not None and settled(app):
             return app
-        if app is not None and operation_state(app).get("phase") in ("Failed", "Error"):
+        if app is not None and operation_state(app).get("phase") in FINISHED[1:]:
             # Terminal: a failed attempt with retries left is reported Running (retrying).
             raise RuntimeError(f"Argo CD's sync of {namespace}/{name} failed: {describe(app)}")
         if time.monotonic() > deadline:

@@ -7,7 +7,7 @@ as docs/adopting.md says and records what Argo CD reports about the environment 
 at every read (argocd/first-sync.jsonl). The scene reads back only what Argo CD and the
 cluster report:
 - the Application's sync status and health now, its first operation (phase, retries,
-  message: as Argo CD reported it when the sync settled, argocd/first-sync-application.json) and the
+  message: as Argo CD reported it when it finished, argocd/first-sync-application.json) and the
   Events Argo CD wrote about it (a failed operation is a Warning `OperationCompleted`;
   a failed attempt that is retried shows as a retry count, controller/appcontroller.go
   1620-1631 of v3.5.1);
@@ -70,7 +70,7 @@ class FirstSync:
 
     def lines(self) -> list[str]:
         return [
-            f"application {self.application}: sync {self.sync}, health {self.health}; last operation "
+            f"application {self.application}: sync {self.sync}, health {self.health}; first operation "
             f"{self.phase}, {self.retries} retries: {self.message}",
             f"first sync took {self.seconds:.0f}s; {self.applied} objects in its result",
             *(f"timeline: {line}" for line in self.transitions),
@@ -187,8 +187,8 @@ def first_sync(context: SceneContext) -> FirstSync:
     kube = context.kube
     app = argocd.application(kube, deployed.namespace, deployed.application)
     assert app is not None, f"Application {deployed.namespace}/{deployed.application} is gone"
-    # The first sync's operation as Argo CD reported it when it settled (a later sync, by
-    # selfHeal or another scene, replaces operationState in the cluster).
+    # The first operation as Argo CD reported it when it finished (a later one, by selfHeal
+    # or another scene, replaces operationState in the cluster).
     settled = json.loads(first_sync_application(context.folder).read_text(encoding="utf-8"))
     operation = argocd.operation_state(settled)
     result = list((operation.get("syncResult") or {}).get("resources") or [])

@@ -59,7 +59,7 @@ def test_first_sync_ends_synced_and_healthy_without_a_failed_operation(first_syn
     assert lines[-1] == "OK"
     assert lines[0].startswith(
         "application argocd/trainyard-staging: sync Synced, health Healthy; "
-        "last operation Succeeded, 0 retries: "
+        "first operation Succeeded, 0 retries: "
     ), lines[0]
     assert not [line for line in lines if line.startswith(("FAILED OPERATION", "LINGERED", "OUT OF ORDER"))]
 
