@@ -79,12 +79,6 @@ def first_sync_path(folder: Path) -> Path:
     return folder / "argocd" / "first-sync.jsonl"
 
 
-def first_sync_application(folder: Path) -> Path:
-    """The environment Application as Argo CD reported it when its first operation finished
-    (its operationState is that sync's; a later one replaces it in the cluster)."""
-    return folder / "argocd" / "first-sync-application.json"
-
-
 def wiring_settings(objects: list[Obj]) -> dict[str, str]:
     """argocd-cm keys ignoring the fields the box rewires (box/adapter.py register): the
     adapter Service's spec (an ExternalName to the loopback) and its APIService's port."""
@@ -107,24 +101,6 @@ def wiring_settings(objects: list[Obj]) -> dict[str, str]:
         f"resource.customizations.ignoreDifferences.{key}": yaml.safe_dump({"jqPathExpressions": found})
         for key, found in sorted(expressions.items())
     }
-
-
-@dataclass
-class FirstOperation:
-    """Keeps the Application as Argo CD reported it when its first operation finished: the
-    operation that applied the tree. (Seen on the box: selfHeal started a second one, with no
-    task, 2 s later, while the status still read OutOfSync; it replaces operationState.)"""
-
-    path: Path
-    started: str = ""
-
-    def __call__(self, app: Obj | None) -> None:
-        operation = argocd.operation_state(app or {})
-        if self.path.is_file() or not operation:
-            return
-        self.started = self.started or str(operation.get("startedAt", ""))
-        if operation.get("startedAt") == self.started and operation.get("phase") in argocd.FINISHED:
-            self.path.write_text(json.dumps(app, indent=1) + "\n", encoding="utf-8")
 
 
 @dataclass
@@ -241,10 +217,7 @@ def deploy(
     )
     began = time.monotonic()
     say(f"waiting for Argo CD to sync {namespace}/{bootstrap} and {namespace}/{application}")
-    first = FirstOperation(first_sync_application(folder))
-    argocd.wait_settled(kube, namespace, application, SYNC_SECONDS, ticks=(timeline, wiring, first))
-    if not first.path.is_file():
-        raise RuntimeError("Argo CD reported the Application settled without a finished operation")
+    argocd.wait_settled(kube, namespace, application, SYNC_SECONDS, ticks=(timeline, wiring))
     argocd.wait_settled(kube, namespace, bootstrap, SYNC_SECONDS)
     deployed.sync_seconds = round(time.monotonic() - began, 1)
     deployed.save(folder)

@@ -6,9 +6,9 @@ The sync is `box up ENV --argocd`'s own (box/argocd_up.py): the box applies the 
 as docs/adopting.md says and records what Argo CD reports about the environment Application
 at every read (argocd/first-sync.jsonl). The scene reads back only what Argo CD and the
 cluster report:
-- the Application's sync status and health now, its first operation (phase, retries,
-  message: as Argo CD reported it when it finished, argocd/first-sync-application.json) and the
-  Events Argo CD wrote about it (a failed operation is a Warning `OperationCompleted`;
+- the Application's sync status and health now, the objects it manages (status.resources),
+  its first operation as recorded (phase, retries, message) and the Events Argo CD wrote
+  about it (a failed operation is a Warning `OperationCompleted`;
   a failed attempt that is retried shows as a retry count, controller/appcontroller.go
   1620-1631 of v3.5.1);
 - per sync wave (the annotation on the live objects), when the cluster created its objects:
@@ -22,12 +22,11 @@ Argo CD scene runs on.
 from __future__ import annotations
 
 import datetime
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from box import argocd
-from box.argocd_up import Deployed, first_sync_application, first_sync_path
+from box.argocd_up import Deployed, first_sync_path
 from box.kube import Kube, Obj
 from box.manifests import SYNC_WAVE
 from box.scenes.context import SceneContext
@@ -48,7 +47,7 @@ class FirstSync:
     message: str
     seconds: float  # from the bootstrap applied to the Application settled
     failed_events: list[str] = field(default_factory=list)
-    applied: int = 0  # objects in the operation's result
+    applied: int = 0  # objects the Application manages
     waves: list[str] = field(default_factory=list)
     out_of_order: list[str] = field(default_factory=list)
     existed_before: list[str] = field(default_factory=list)
@@ -72,7 +71,7 @@ class FirstSync:
         return [
             f"application {self.application}: sync {self.sync}, health {self.health}; first operation "
             f"{self.phase}, {self.retries} retries: {self.message}",
-            f"first sync took {self.seconds:.0f}s; {self.applied} objects in its result",
+            f"first sync took {self.seconds:.0f}s; {self.applied} objects managed",
             *(f"timeline: {line}" for line in self.transitions),
             *(f"wave {line}" for line in self.waves),
             *(f"existed before the sync (adopted, not created): {name}" for name in self.existed_before),
@@ -180,6 +179,24 @@ def lingering(
     return found, transitions
 
 
+def first_operation(records: list[tuple[float, dict[str, list[str]]]]) -> tuple[float, str, int, str]:
+    """From the recording: when the first operation started (seconds), how it ended (phase,
+    the most retries it reported, its message). A later operation (selfHeal may start one
+    with no task right after) is not the first sync."""
+    started, retries = -1.0, 0
+    for t, changed in records:
+        if "" not in changed:
+            continue
+        _, _, phase, tries, message = changed[""]
+        if phase == "Running" and started < 0:
+            started = t
+        if started >= 0:
+            retries = max(retries, int(tries or 0))
+            if phase in argocd.FINISHED:
+                return started, phase, retries, message
+    return started, "", retries, ""
+
+
 def first_sync(context: SceneContext) -> FirstSync:
     deployed = Deployed.load(context.folder)
     if deployed is None:
@@ -187,26 +204,22 @@ def first_sync(context: SceneContext) -> FirstSync:
     kube = context.kube
     app = argocd.application(kube, deployed.namespace, deployed.application)
     assert app is not None, f"Application {deployed.namespace}/{deployed.application} is gone"
-    # The first operation as Argo CD reported it when it finished (a later one, by selfHeal
-    # or another scene, replaces operationState in the cluster).
-    settled = json.loads(first_sync_application(context.folder).read_text(encoding="utf-8"))
-    operation = argocd.operation_state(settled)
-    result = list((operation.get("syncResult") or {}).get("resources") or [])
     began, records = argocd.read_timeline(first_sync_path(context.folder))
-    started = _epoch(operation["startedAt"]) if operation.get("startedAt") else began
-    waves, violations, before, wave_start = wave_order(kube, result, started)
+    started, phase, retries, message = first_operation(records)
+    managed = argocd.resources(app)  # every object Argo CD manages for the Application
+    waves, violations, before, wave_start = wave_order(kube, managed, began + max(started, 0.0))
     linger, transitions = lingering(records, began, wave_start)
-    context.say(f"read {len(records)} recorded transitions and {len(result)} synced objects")
+    context.say(f"read {len(records)} recorded transitions and {len(managed)} managed objects")
     return FirstSync(
         application=f"{deployed.namespace}/{deployed.application}",
         sync=argocd.sync_status(app),
         health=argocd.health_status(app),
-        phase=str(operation.get("phase", "")),
-        retries=int(operation.get("retryCount") or 0),
-        message=str(operation.get("message", "")),
+        phase=phase,
+        retries=retries,
+        message=message,
         seconds=deployed.sync_seconds,
         failed_events=failed_operations(kube, deployed.namespace, deployed.application),
-        applied=len(result),
+        applied=len(managed),
         waves=waves,
         out_of_order=violations,
         existed_before=before,
