@@ -43,6 +43,10 @@ SYNC_SECONDS = 1200  # the first sync of staging is ~110 objects in 8 waves, hea
 APISERVICE_GROUP = "apiregistration.k8s.io"
 
 
+class NotDeployedByArgoCD(RuntimeError):
+    """A scene about deploying ran on a box `box up` deployed without --argocd."""
+
+
 @dataclass
 class Deployed:
     """What the box records about its Argo CD (argocd/deployed.json in the run folder), for
@@ -69,6 +73,17 @@ class Deployed:
             return cls(**json.loads(cls.path(folder).read_text(encoding="utf-8")))
         except FileNotFoundError:
             return None
+
+    @classmethod
+    def require(cls, folder: Path) -> Deployed:
+        """What the box recorded, or NotDeployedByArgoCD (a scene about deploying needs it)."""
+        deployed = cls.load(folder)
+        if deployed is None:
+            raise NotDeployedByArgoCD(
+                f"the box in {folder} was not deployed by Argo CD; bring it up with: "
+                "generate.py box down ENV && generate.py box up ENV --argocd"
+            )
+        return deployed
 
     def repo(self) -> argocd_repo.Repo:
         return argocd_repo.Repo(Path(self.repo_folder), self.branch)

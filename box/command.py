@@ -1,6 +1,6 @@
-"""`box up ENV [--scale N] [--speed X]`, `box down ENV`, `box kubeconfig ENV`, `box scene NAME ENV`: the
-environment on a local cluster whose controllers are real (docs/controlplane.md, "Cluster in a
-box")."""
+"""`box up ENV [--scale N] [--speed X] [--argocd]`, `box down ENV`, `box kubeconfig ENV`,
+`box scene NAME ENV`: the environment on a local cluster whose controllers are real
+(docs/controlplane.md, "Cluster in a box")."""
 
 from __future__ import annotations
 
@@ -147,9 +147,14 @@ def _scene(args: argparse.Namespace, name: str) -> int:
     path = kubeconfig(args.env)
     env, _ = rendered(args.root, args.env, state.scale, folder, state.speed)
     kube = Kube(path, folder / "scene-discovery.json")
+    from box.argocd_up import NotDeployedByArgoCD
+
     try:
         context = SceneContext(kube, env, state, folder, lambda line: print(line, file=sys.stderr))
         result = SCENES[name](context)
+    except NotDeployedByArgoCD as err:
+        print(f"generate.py box: error: scene {name}: {err}", file=sys.stderr)
+        return 1
     finally:
         kube.close()
     for line in result.lines():

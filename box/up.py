@@ -25,6 +25,8 @@ Up, in order (each step waits on the real effect of the one before, never on a s
    overflow gate and the health controller, querying that Prometheus) as host processes
    with their rendered arguments, configuration and ServiceAccounts
    (box/controllers.py).
+With `--argocd`, step 5 is the real Argo CD's sync instead (box/argocd_up.py), and step 6
+comes before it (the adapter Argo CD waits on queries that Prometheus).
 Any failure stops whatever was started (`down`), so a failed `up` leaves nothing running.
 """
 

@@ -198,9 +198,7 @@ def first_operation(records: list[tuple[float, dict[str, list[str]]]]) -> tuple[
 
 
 def first_sync(context: SceneContext) -> FirstSync:
-    deployed = Deployed.load(context.folder)
-    if deployed is None:
-        raise RuntimeError("this box was not deployed by Argo CD; run: generate.py box up ENV --argocd")
+    deployed = Deployed.require(context.folder)
     kube = context.kube
     app = argocd.application(kube, deployed.namespace, deployed.application)
     assert app is not None, f"Application {deployed.namespace}/{deployed.application} is gone"

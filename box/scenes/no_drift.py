@@ -144,9 +144,7 @@ class Refresher(threading.Thread):
 def no_drift(context: SceneContext) -> NoDrift:
     from box.scenes.day_in_the_life import day_in_the_life
 
-    deployed = Deployed.load(context.folder)
-    if deployed is None:
-        raise RuntimeError("this box was not deployed by Argo CD; run: generate.py box up ENV --argocd")
+    deployed = Deployed.require(context.folder)
     kube = context.kube
     app = argocd.application(kube, deployed.namespace, deployed.application)
     assert app is not None

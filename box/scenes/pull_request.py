@@ -178,9 +178,7 @@ def wait_synced_at(kube: Kube, deployed: Deployed, commit: str) -> None:
 
 
 def pull_request(context: SceneContext) -> PullRequest:
-    deployed = Deployed.load(context.folder)
-    if deployed is None:
-        raise RuntimeError("this box was not deployed by Argo CD; run: generate.py box up ENV --argocd")
+    deployed = Deployed.require(context.folder)
     repo = deployed.repo()
     env_name = context.env.name
     path = repo.checkout / ENV_DIR / f"{env_name}.yaml"

@@ -212,9 +212,7 @@ def _flavors(queue: Obj | None) -> list[str]:
 
 
 def replace_and_prune(context: SceneContext) -> ReplaceAndPrune:
-    deployed = Deployed.load(context.folder)
-    if deployed is None:
-        raise RuntimeError("this box was not deployed by Argo CD; run: generate.py box up ENV --argocd")
+    deployed = Deployed.require(context.folder)
     kube, env_name = context.kube, context.env.name
     repo = deployed.repo()
     path = repo.checkout / ENV_DIR / f"{env_name}.yaml"
