@@ -1,6 +1,6 @@
-"""`box up ENV [--scale N] [--speed X]`, `box down ENV`, `box kubeconfig ENV`, `box scene NAME ENV`: the
-environment on a local cluster whose controllers are real (docs/controlplane.md, "Cluster in a
-box")."""
+"""`box up ENV [--scale N] [--speed X] [--argocd]`, `box down ENV`, `box kubeconfig ENV`,
+`box scene NAME ENV`: the environment on a local cluster whose controllers are real
+(docs/controlplane.md, "Cluster in a box")."""
 
 from __future__ import annotations
 
@@ -38,6 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="up only: divide the environment's node counts by N (a scaled copy of "
         "the spec is rendered; quotas follow)",
+    )
+    parser.add_argument(
+        "--argocd",
+        action="store_true",
+        help="up only: deploy rendered/ENV with the real Argo CD v3.5.1 (application "
+        "controller, repo server, Redis) from a git repository the box serves, instead of "
+        "the box's own applier",
     )
     parser.add_argument(
         "--speed",
@@ -78,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         return _usage("--scale applies to `box up` only")
     if args.speed < 1:
         return _usage(f"--speed must be a positive integer, not {args.speed}")
+    if args.argocd and args.action != "up":
+        return _usage("--argocd applies to `box up` only (a scene finds Argo CD in the box it runs on)")
     if args.speed != 1 and args.action != "up":
         return _usage("--speed applies to `box up` only (a scene runs at the speed the box came up with)")
     if args.kubernetes and args.action != "up":
@@ -120,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
             args.speed,
             say=lambda line: print(line, file=sys.stderr),
             kubernetes=args.kubernetes,
+            argocd=args.argocd,
         )
     except (BoxError, ToolNotInstalled) as err:
         print(f"generate.py box: error: {err}", file=sys.stderr)
@@ -154,9 +164,14 @@ def _scene(args: argparse.Namespace, name: str) -> int:
     path = kubeconfig(args.env)
     env, _ = rendered(args.root, args.env, state.scale, folder, state.speed, state.kubernetes)
     kube = Kube(path, folder / "scene-discovery.json")
+    from box.argocd_up import NotDeployedByArgoCD
+
     try:
         context = SceneContext(kube, env, state, folder, lambda line: print(line, file=sys.stderr))
         result = SCENES[name](context)
+    except NotDeployedByArgoCD as err:
+        print(f"generate.py box: error: scene {name}: {err}", file=sys.stderr)
+        return 1
     finally:
         kube.close()
     for line in result.lines():

@@ -25,6 +25,8 @@ Up, in order (each step waits on the real effect of the one before, never on a s
    overflow gate and the health controller, querying that Prometheus) as host processes
    with their rendered arguments, configuration and ServiceAccounts
    (box/controllers.py).
+With `--argocd`, step 5 is the real Argo CD's sync instead (box/argocd_up.py), and step 6
+comes before it (the adapter Argo CD waits on queries that Prometheus).
 Any failure stops whatever was started (`down`), so a failed `up` leaves nothing running.
 """
 
@@ -154,9 +156,16 @@ def box_minor(env: Environment) -> tuple[int, int]:
 
 
 def up(
-    root: Path, env_name: str, scale: int = 1, speed: int = 1, say: Say = print, kubernetes: str = ""
+    root: Path,
+    env_name: str,
+    scale: int = 1,
+    speed: int = 1,
+    say: Say = print,
+    kubernetes: str = "",
+    argocd: bool = False,
 ) -> Box:
-    """Bring the box of `env_name` up (see the module docstring); `down` it on any failure."""
+    """Bring the box of `env_name` up (see the module docstring); `down` it on any failure.
+    With `argocd`, the real Argo CD deploys rendered/ (box/argocd_up.py) instead of step 5."""
     folder = run_dir(env_name)
     existing = State.load(folder)
     if existing is not None:
@@ -171,7 +180,16 @@ def up(
     state = State(env=env_name, scale=scale, cluster=cluster.name, speed=speed, kubernetes=kubernetes)
     state.save(folder)
     try:
-        box = _build(env, files, cluster, state, folder, say, minor)
+        box = _build(
+            env,
+            files,
+            cluster,
+            state,
+            folder,
+            say,
+            minor,
+            ArgoSource(root, scale, speed) if argocd else None,
+        )
     except BaseException:
         say(f"box up {env_name} failed; stopping what was started (logs stay in {folder})")
         try:
@@ -183,6 +201,16 @@ def up(
     state.up_seconds = round(time.monotonic() - began, 1)
     state.save(folder)
     return box
+
+
+@dataclass(frozen=True)
+class ArgoSource:
+    """What the box's git repository is made from (box/argocd_repo.py): the checkout and
+    the --scale and --speed its environment is rendered with."""
+
+    root: Path
+    scale: int
+    speed: int
 
 
 @dataclass
@@ -229,6 +257,7 @@ def _build(
     folder: Path,
     say: Say,
     minor: tuple[int, int] | None = None,
+    argocd: ArgoSource | None = None,
 ) -> Box:
     objects = objects_of(files)
     at = f" as Kubernetes {kubernetes_versions.name(minor)}" if minor else ""
@@ -251,22 +280,48 @@ def _build(
         _start_jobset(build)
         say(f"waiting for the {len(nodes)} KWOK nodes to be Ready")
         _wait_nodes_ready(kube, nodes)
-        say(f"applying {len(objects)} rendered objects in sync-wave order")
         manifests.ensure_external_namespaces(kube, objects)
-        manifests.apply_all(kube, [o for o in objects if not adapter.deferred(o)])  # adapter: step 7
+        if argocd is None:
+            say(f"applying {len(objects)} rendered objects in sync-wave order")
+            manifests.apply_all(kube, [o for o in objects if not adapter.deferred(o)])  # adapter: step 7
+        else:
+            # Prometheus first: the adapter Argo CD's sync waits on queries it.
+            say("starting kube-state-metrics (the chart's) and Prometheus")
+            _start_monitoring(build, len(nodes))
+            _deploy_with_argocd(build, argocd)
         _register_virtual_nodes(build)
         for obj in objects:
             if obj["kind"] == "ClusterQueue":
                 wait_true(
                     kube, KUEUE_API, "ClusterQueue", obj["metadata"]["name"], "Active", QUEUES_ACTIVE_SECONDS
                 )
-        say("starting kube-state-metrics (the chart's) and Prometheus")
-        _start_monitoring(build, len(nodes))
-        _start_adapter(build)
+        if argocd is None:
+            say("starting kube-state-metrics (the chart's) and Prometheus")
+            _start_monitoring(build, len(nodes))
+            _start_adapter(build)
         _start_controllers(build)
     finally:
         kube.close()
     return Box(env, state, folder, objects)
+
+
+def _deploy_with_argocd(build: _Build, source: ArgoSource) -> None:
+    """Step 5 by the real Argo CD (box/argocd_up.py), the adapter wired during its sync."""
+    from box import argocd_up  # imports this module's readiness checks; only with --argocd
+
+    argocd_up.deploy(
+        build.kube,
+        build.cluster.kubeconfig,
+        source.root,
+        build.env,
+        source.scale,
+        source.speed,
+        build.objects,
+        build.folder,
+        build.state.prometheus,
+        build.record,
+        build.say,
+    )
 
 
 def _register_virtual_nodes(build: _Build) -> None:

@@ -54,6 +54,30 @@ def _immutable_change(context: SceneContext) -> SceneResult:
     return immutable_change.run(context)
 
 
+def _first_sync(context: SceneContext) -> SceneResult:
+    from box.scenes import first_sync
+
+    return first_sync.first_sync(context)
+
+
+def _pull_request(context: SceneContext) -> SceneResult:
+    from box.scenes import pull_request
+
+    return pull_request.pull_request(context)
+
+
+def _no_drift(context: SceneContext) -> SceneResult:
+    from box.scenes import no_drift
+
+    return no_drift.no_drift(context)
+
+
+def _replace_and_prune(context: SceneContext) -> SceneResult:
+    from box.scenes import replace_and_prune
+
+    return replace_and_prune.replace_and_prune(context)
+
+
 # name -> scene; the CLI's `box scene NAME` choices, in this order.
 SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "day-in-the-life": _day_in_the_life,
@@ -61,4 +85,8 @@ SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "bad-node": _bad_node,
     "inference-scales": _inference_scales,
     "immutable-change": _immutable_change,
+    "first-sync": _first_sync,
+    "no-drift": _no_drift,
+    "pull-request": _pull_request,
+    "replace-and-prune": _replace_and_prune,
 }

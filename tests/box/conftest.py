@@ -3,6 +3,8 @@
 
     BOX_ENV = "staging"        # required
     BOX_SPEED = 30             # optional, default 1 (`box up --speed`)
+    BOX_SCALE = 4              # optional, default 1 (`box up --scale`)
+    BOX_ARGOCD = True          # optional, default False (`box up --argocd`)
 
 and the `scene` fixture: the module's SCENE run once on that box through the CLI, as a
 user runs it (`box scene SCENE BOX_ENV`), allowed SCENE_SECONDS:
@@ -31,6 +33,8 @@ def box(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         tmp_path_factory,
         module.BOX_ENV,
         speed=getattr(module, "BOX_SPEED", 1),
+        scale=getattr(module, "BOX_SCALE", 1),
+        argocd=getattr(module, "BOX_ARGOCD", False),
     ) as up:
         yield up
 

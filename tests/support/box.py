@@ -45,6 +45,8 @@ BOX_TOOLS = (
     "descheduler",
     "jobset",  # the environments enable JobSet: the box runs its controller (box/jobset.py)
 )
+# `box up --argocd` runs these too (box/argocd.py).
+ARGOCD_TOOLS = ("argocd", "miniredis")
 UP_SECONDS = 900  # a cold start on 2 cores shared by several sessions
 DOWN_SECONDS = 300
 LOG_LINES = 40  # of each component's log, printed on a failure
@@ -149,18 +151,22 @@ def box_up(
     down_must_succeed: bool = True,
     kubernetes: str = "",
     root: Path | None = None,
+    argocd: bool = False,
 ) -> Iterator[UpBox]:
-    """`box up ENV [--speed X] [--scale N]` in `box_dir`; yields the UpBox, then `box down`.
+    """`box up ENV [--speed X] [--scale N] [--argocd]` in `box_dir`; yields the UpBox, then
+    `box down`.
 
     On a failed `up` the logs are printed and the test fails with `up`'s own message; when
     `failed()` is true at the end (a test on this box failed) they are printed too, before
     `box down` removes them. `box down` runs whatever happened; with `down_must_succeed` a
     failing `down` fails the module (unless the box is already down: a test may `down` it)."""
-    tools(*BOX_TOOLS)
+    tools(*BOX_TOOLS, *(ARGOCD_TOOLS if argocd else ()))
     checkout = ["-C", str(root)] if root else []  # another checkout's environments/
     argv = [*checkout, "box", "up", env]
     if kubernetes:
         argv += ["--kubernetes", kubernetes]
+    if argocd:
+        argv.append("--argocd")
     if speed != 1:
         argv += ["--speed", str(speed)]
     if scale != 1:
@@ -202,6 +208,8 @@ def module_box(
     env: str,
     *,
     speed: int = 1,
+    scale: int = 1,
+    argocd: bool = False,
 ) -> contextlib.AbstractContextManager[UpBox]:
     """`box_up` for a module-scoped fixture: its own temporary $TRAINYARD_BOX_DIR, and the
     logs printed if any test of the session failed while the box was up."""
@@ -220,4 +228,6 @@ def module_box(
         failed=lambda: request.session.testsfailed > failures,
         say=say,
         speed=speed,
+        scale=scale,
+        argocd=argocd,
     )

@@ -1,0 +1,90 @@
+"""box/argocd.py without a cluster: what the box takes from upstream's install manifests, the
+cluster Secret it declares, the Timeline it records. Expected values are upstream's
+manifests/core-install.yaml of v3.5.1 (names and labels, as literals) and Argo CD's
+declarative-setup format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from box import argocd
+from box.kube import Obj
+from tools.toolchain import ToolNotInstalled
+
+
+@pytest.fixture(scope="module")
+def upstream() -> list[Obj]:
+    try:
+        return argocd.upstream_objects("gitops", {"timeout.reconciliation": "60s"})
+    except ToolNotInstalled as err:
+        pytest.skip(str(err))
+
+
+def test_only_the_controller_and_repo_server_rbac_and_the_shared_config_are_kept(
+    upstream: list[Obj],
+) -> None:
+    kept = sorted((o["kind"], o["metadata"]["name"]) for o in upstream)
+    assert kept == [
+        ("ClusterRole", "argocd-application-controller"),
+        ("ClusterRoleBinding", "argocd-application-controller"),
+        ("ConfigMap", "argocd-cm"),
+        ("ConfigMap", "argocd-cmd-params-cm"),
+        ("ConfigMap", "argocd-gpg-keys-cm"),
+        ("ConfigMap", "argocd-rbac-cm"),
+        ("ConfigMap", "argocd-ssh-known-hosts-cm"),
+        ("ConfigMap", "argocd-tls-certs-cm"),
+        ("Role", "argocd-application-controller"),
+        ("RoleBinding", "argocd-application-controller"),
+        ("Secret", "argocd-secret"),
+        ("ServiceAccount", "argocd-application-controller"),
+        ("ServiceAccount", "argocd-repo-server"),
+    ]
+
+
+def test_objects_are_placed_in_the_namespace_and_settings_reach_argocd_cm(
+    upstream: list[Obj],
+) -> None:
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in upstream}
+    binding = by_name[("ClusterRoleBinding", "argocd-application-controller")]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "argocd-application-controller", "namespace": "gitops"}
+    ]
+    assert "namespace" not in binding["metadata"]
+    assert by_name[("Role", "argocd-application-controller")]["metadata"]["namespace"] == "gitops"
+    cm = by_name[("ConfigMap", "argocd-cm")]["data"]
+    assert cm["timeout.reconciliation"] == "60s"
+    # upstream's own data stays (its resource exclusions, e.g. Endpoints)
+    assert "EndpointSlice" in cm["resource.exclusions"]
+    assert set(by_name[("Secret", "argocd-secret")]["stringData"]) == {"server.secretkey"}
+
+
+def test_the_cluster_secret_is_argo_cds_declarative_format() -> None:
+    secret = argocd.cluster_secret("argocd", "staging", "https://127.0.0.1:6443", "tok", b"PEM")
+    assert secret["metadata"]["labels"] == {"argocd.argoproj.io/secret-type": "cluster"}
+    assert secret["stringData"]["server"] == "https://127.0.0.1:6443"
+    assert json.loads(secret["stringData"]["config"]) == {
+        "bearerToken": "tok",
+        "tlsClientConfig": {"caData": "UEVN"},  # base64 of PEM
+    }
+
+
+def test_a_timeline_records_transitions_only(tmp_path: Path) -> None:
+    timeline = argocd.Timeline(tmp_path / "t.jsonl")
+    resource = {"group": "kueue.x-k8s.io", "kind": "ClusterQueue", "name": "evals", "status": "OutOfSync"}
+    app = {
+        "status": {"sync": {"status": "OutOfSync"}, "health": {"status": "Missing"}, "resources": [resource]}
+    }
+    timeline(app)
+    timeline(app)  # nothing changed: no record
+    resource["status"] = "Synced"
+    timeline(app)
+    began, records = argocd.read_timeline(tmp_path / "t.jsonl")
+    assert began > 0
+    assert [sorted(changed) for _, changed in records] == [
+        ["", "kueue.x-k8s.io/ClusterQueue evals"],
+        ["kueue.x-k8s.io/ClusterQueue evals"],
+    ]
+    assert records[1][1]["kueue.x-k8s.io/ClusterQueue evals"] == ["Synced", "", ""]
