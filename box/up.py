@@ -307,7 +307,7 @@ def _build(
 
 def _deploy_with_argocd(build: _Build, source: ArgoSource) -> None:
     """Step 5 by the real Argo CD (box/argocd_up.py), the adapter wired during its sync."""
-    from box import argocd_up  # imports this module's readiness checks; only with --argocd
+    from box import argocd_up  # only with --argocd: Argo CD's modules load nothing otherwise
 
     argocd_up.deploy(
         build.kube,
@@ -321,6 +321,7 @@ def _deploy_with_argocd(build: _Build, source: ArgoSource) -> None:
         build.state.prometheus,
         build.record,
         build.say,
+        argocd_up.Checks(_http_ok, _https_ok, CONTROLLER_READY_SECONDS),
     )
 
 

@@ -141,13 +141,15 @@ def live_quotas(kube: Kube, cells: list[Cell]) -> dict[Cell, str]:
     return found
 
 
-def land(kube: Kube, deployed: Deployed, repo: Repo, env_name: str, message: str) -> tuple[str, float]:
+def land(
+    kube: Kube, deployed: Deployed, repo: Repo, env_name: str, message: str, seconds: float = SYNC_SECONDS
+) -> tuple[str, float]:
     """Render, commit, push, refresh; wait until Argo CD reports the commit synced."""
     repo.render(env_name)
     commit = repo.commit(message)
     began = time.monotonic()
     refresh(kube, deployed)
-    wait_synced_at(kube, deployed, commit)
+    wait_synced_at(kube, deployed, commit, seconds)
     return commit, time.monotonic() - began
 
 
@@ -161,10 +163,10 @@ def refresh(kube: Kube, deployed: Deployed) -> None:
     )
 
 
-def wait_synced_at(kube: Kube, deployed: Deployed, commit: str) -> None:
+def wait_synced_at(kube: Kube, deployed: Deployed, commit: str, seconds: float = SYNC_SECONDS) -> None:
     """Until Argo CD reports the Application settled (box/argocd.py) at `commit`: its sync
     status compared at it and its last operation synced it."""
-    deadline = time.monotonic() + SYNC_SECONDS
+    deadline = time.monotonic() + seconds
     while True:
         app = argocd.application(kube, deployed.namespace, deployed.application)
         if app is not None and argocd.settled(app):

@@ -41,6 +41,7 @@ from generators.spec.load import load_document
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 GONE_SECONDS = 180  # Kueue lifting a finalizer, then the garbage collector
+STEP_SECONDS = 240  # one sync of a few objects; a stall is reported with Argo CD's message
 
 
 @dataclass
@@ -171,7 +172,7 @@ def _sync(context: SceneContext, deployed: Deployed, change: str, expect_gone: l
     step = Step(change)
     repo = deployed.repo()
     try:
-        step.commit, step.seconds = land(context.kube, deployed, repo, context.env.name, change)
+        step.commit, step.seconds = land(context.kube, deployed, repo, context.env.name, change, STEP_SECONDS)
     except TimeoutError as err:
         step.notes.append(str(err))
         return step
