@@ -69,6 +69,8 @@ def check(counters: tuple[tuple[str, str, str], ...]) -> None:
     for field, kind, help_text in counters:
         if kind not in PROM_TYPES:
             raise ValueError(f"{field}: type {kind!r} is not one of {sorted(PROM_TYPES)}")
+        if field.startswith("#"):  # Go's csv reader (Comment '#') would skip the whole line
+            raise ValueError(f"field {field!r} starts with '#': dcgm-exporter reads the line as a comment")
         for part, text in (("field", field), ("help text", help_text)):
             bad = [c for c in FORBIDDEN if c in text]
             if bad or text != text.strip() or not text:
