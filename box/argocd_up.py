@@ -14,7 +14,8 @@ In place of the box's own applier (box/manifests.py apply_all), in order:
    (box/adapter.py): once Argo CD has created the adapter's Deployment, Service and
    APIService, the adapter runs as a host process and the Service and the APIService's port
    are pointed at it; argocd-cm tells Argo CD to ignore exactly those two wired fields
-   (`wiring_settings`), the only setting the box adds to upstream's.
+   (`wiring_settings`). Beside those, argocd-cm gets the rendered health overrides
+   (`health_settings`), as docs/gitops.md tells a user to install them.
 """
 
 from __future__ import annotations
@@ -88,6 +89,17 @@ class Deployed:
 def first_sync_path(folder: Path) -> Path:
     """Where `box up --argocd` records what Argo CD reported during the first sync."""
     return folder / "argocd" / "first-sync.jsonl"
+
+
+def health_settings(checkout: Path, env_name: str) -> dict[str, str]:
+    """The rendered argocd-cm health overrides (rendered/ENV/installers/argocd-cm-health.yaml,
+    `configs.cm`), as docs/gitops.md tells a user to install them: without them a sync that
+    prunes waits for ever on the dashboards' health where no grafana-operator runs."""
+    path = checkout / RENDERED / env_name / "installers" / "argocd-cm-health.yaml"
+    if not path.is_file():
+        return {}
+    values = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return {str(k): str(v) for k, v in ((values.get("configs") or {}).get("cm") or {}).items()}
 
 
 def wiring_settings(objects: list[Obj]) -> dict[str, str]:
@@ -195,7 +207,8 @@ def deploy(
     )
     say(f"serving the box's repository {repo.url} ({env.argocd.target_revision} at {repo.head()[:12]})")
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    for obj in [*argocd.upstream_objects(namespace, wiring_settings(objects)), *argocd.manager_objects()]:
+    settings = {**health_settings(repo.checkout, env.name), **wiring_settings(objects)}
+    for obj in [*argocd.upstream_objects(namespace, settings), *argocd.manager_objects()]:
         kube.apply(obj)
     manager = accounts.token_kubeconfig(
         kube,
