@@ -103,25 +103,28 @@ def queues_active(kube: Kube, objects: list[Obj]) -> bool:
     return True
 
 
+def rename_pool(value: Any, pool: str, renamed: str, under_labels: bool = False) -> Any:
+    """`value` (a spec, or part of one) with every mention of `pool` renamed, as a key or a
+    value, except under nodeLabels (the nodes are labelled so)."""
+    if isinstance(value, dict):
+        return {
+            (renamed if k == pool and not under_labels else k): rename_pool(
+                v, pool, renamed, under_labels or k == "nodeLabels"
+            )
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [rename_pool(v, pool, renamed, under_labels) for v in value]
+    return renamed if value == pool and not under_labels else value
+
+
 def _rename(pool: str, renamed: str, levels: list[str]) -> Any:
     """Every mention of the pool in the spec (its name, shares keys, borrowFrom, health pools)
     renamed, its nodeLabels kept (the nodes are labelled so), its levels replaced; the merged
     spec written whole, so mentions in the base file are renamed too."""
 
-    def rename(value: Any, under_labels: bool = False) -> Any:
-        if isinstance(value, dict):
-            return {
-                (renamed if k == pool and not under_labels else k): rename(
-                    v, under_labels or k == "nodeLabels"
-                )
-                for k, v in value.items()
-            }
-        if isinstance(value, list):
-            return [rename(v, under_labels) for v in value]
-        return renamed if value == pool and not under_labels else value
-
     def edit(document: Obj, merged: Obj) -> None:
-        whole = rename(copy.deepcopy(merged))
+        whole = rename_pool(copy.deepcopy(merged), pool, renamed)
         for entry in whole["pools"]:
             if entry["name"] == renamed:
                 entry["topology"]["levels"] = levels

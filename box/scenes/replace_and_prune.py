@@ -26,7 +26,6 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import yaml
 
@@ -35,6 +34,7 @@ from box.argocd_up import Deployed
 from box.kube import Kube, Obj, is_true
 from box.nodes import HOSTNAME
 from box.scenes.context import SceneContext
+from box.scenes.immutable_migration import rename_pool
 from box.scenes.pull_request import land
 from generators.layout import ENV_DIR
 from generators.spec.load import load_document
@@ -144,19 +144,7 @@ def _rename_and_remove(merged: Obj, pool: str, team: str) -> Obj:
     of each flavor given to the first other team sharing it (shares add up to 100)."""
     renamed = f"{pool}-v2"
 
-    def rename(value: Any, under_labels: bool = False) -> Any:
-        if isinstance(value, dict):
-            return {
-                (renamed if k == pool and not under_labels else k): rename(
-                    v, under_labels or k == "nodeLabels"
-                )
-                for k, v in value.items()
-            }
-        if isinstance(value, list):
-            return [rename(v, under_labels) for v in value]
-        return renamed if value == pool and not under_labels else value
-
-    whole: Obj = rename(copy.deepcopy(merged))
+    whole: Obj = rename_pool(copy.deepcopy(merged), pool, renamed)
     for entry in whole["pools"]:
         if entry["name"] == renamed:
             entry["topology"] = {**(entry.get("topology") or {}), "levels": [HOSTNAME]}

@@ -3,6 +3,9 @@ monitoring objects, and the pinned promtool / prometheus binaries."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,3 +57,21 @@ def promtool() -> Path:
 @pytest.fixture(scope="session")
 def prometheus_binary() -> Path:
     return tool("prometheus")
+
+
+DCGM_CSV_READER = Path(__file__).parent / "dcgmcsv" / "main.go"
+
+
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The dcgm-exporter CSV reader (tests/monitoring/dcgmcsv: its parsing, in Go), built."""
+    go = shutil.which("go")
+    assert go, "Go is needed to build the dcgm-exporter CSV reader (it builds the pinned tools too)"
+    binary = tmp_path_factory.mktemp("dcgmcsv") / "dcgmcsv"
+    subprocess.run(
+        [go, "build", "-o", str(binary), str(DCGM_CSV_READER)],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "GO111MODULE": "off"},
+    )
+    return binary

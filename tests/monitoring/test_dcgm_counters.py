@@ -10,16 +10,12 @@ here, each the kind a person adding a counter writes.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from generators.components.monitoring.dcgm_counters import check
-
-READER = Path(__file__).parent / "dcgmcsv" / "main.go"
 
 ACCEPTED = [
     ("DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz)."),
@@ -41,20 +37,6 @@ BROKEN = [
     ('DCGM_FI_"Q"', "Help.", "a quote in the field: a parse error"),
     (" DCGM_FI_X", "Help.", "trimmed: another field"),
 ]
-
-
-@pytest.fixture(scope="module")
-def reader(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    go = shutil.which("go")
-    assert go, "Go is needed to build the dcgm-exporter CSV reader (it builds the pinned tools too)"
-    binary = tmp_path_factory.mktemp("dcgmcsv") / "dcgmcsv"
-    subprocess.run(
-        [go, "build", "-o", str(binary), str(READER)],
-        check=True,
-        capture_output=True,
-        env={**os.environ, "GO111MODULE": "off"},
-    )
-    return binary
 
 
 def read_back(reader: Path, tmp_path: Path, field: str, help_text: str) -> list[str] | None:

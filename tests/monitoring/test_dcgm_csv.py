@@ -10,8 +10,6 @@ pinned chart, tests/monitoring/test_charts.py).
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -19,22 +17,6 @@ import pytest
 
 from generators.components.monitoring import dcgm_counters
 from tests.monitoring.conftest import ENVIRONMENTS
-
-READER = Path(__file__).parent / "dcgmcsv" / "main.go"
-
-
-@pytest.fixture(scope="module")
-def reader(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    go = shutil.which("go")
-    assert go, "Go is needed to build the dcgm-exporter CSV reader (it builds the pinned tools too)"
-    binary = tmp_path_factory.mktemp("dcgmcsv") / "dcgmcsv"
-    subprocess.run(
-        [go, "build", "-o", str(binary), str(READER)],
-        check=True,
-        capture_output=True,
-        env={**os.environ, "GO111MODULE": "off"},
-    )
-    return binary
 
 
 def read(reader: Path, text: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
