@@ -72,6 +72,8 @@ class GateLimits:
     open_after_seconds: float
     close_after_seconds: float
     reconcile_seconds: float
+    # onPrometheusUnavailable: with "hold" a blind pass resets the gate's timers
+    on_unavailable: str = "hold"
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,7 @@ class GateReading:
 
     free_gpus: float | None  # at its last successful query
     desired_closed: Mapping[str, float]  # provider node -> 1 closed / 0 open (its state machine)
+    query_success: float | None = None  # 0: its last query failed (it is blind)
 
 
 @dataclass
@@ -152,6 +155,7 @@ class Memory:
     pdb_held_at: dict[str, float] = field(default_factory=dict)  # deployment -> last sample at floor
     pods: dict[str, _PodSeen] = field(default_factory=dict)  # uid -> what was seen
     reported: set[str] = field(default_factory=set)  # uids already reported without a cause
+    by_scene: set[str] = field(default_factory=set)  # namespace/name of pods the scene deleted
 
 
 def quantity(text: str | int | float) -> Fraction:
@@ -285,7 +289,12 @@ def check_gate(limits: Limits, memory: Memory, snapshot: Snapshot) -> list[Viola
     for gate in limits.gates:
         mem = memory.gates.setdefault(gate.node, _GateMemory())
         free = reading.free_gpus if reading else None
-        if free is not None and free == free:  # NaN: no successful query yet
+        if reading is not None and reading.query_success == 0 and gate.on_unavailable == "hold":
+            # blind under `hold`: its timers restart (overflow/hysteresis.py), so do these
+            mem.at_or_above_close_since = None
+            if not mem.open_seen:
+                mem.below_open_since = None
+        elif free is not None and free == free:  # NaN: no successful query yet
             if free < gate.open_below:
                 mem.below_open_since = (
                     mem.below_open_since if mem.below_open_since is not None else snapshot.at
@@ -459,7 +468,8 @@ def check_pod_causes(
             continue
         if seen.phase == "Succeeded" or (seen.phase == "Failed" and seen.reason):
             continue
-        if uid in causes or f"{seen.namespace}/{seen.name}" in causes:
+        named = f"{seen.namespace}/{seen.name}"
+        if uid in causes or named in causes or named in memory.by_scene:
             continue
         if final or snapshot.at - seen.ended_at >= limits.cause_grace_seconds:
             memory.reported.add(uid)
@@ -481,6 +491,11 @@ class Invariants:
         self.limits = limits
         self.memory = Memory()
         self.samples = 0
+
+    def deleted_by_scene(self, namespace: str, names: Iterable[str]) -> None:
+        """Record the scene's own deletion as the cause of these pods' end (the scene's
+        timeline says it)."""
+        self.memory.by_scene |= {f"{namespace}/{name}" for name in names}
 
     def check(self, snapshot: Snapshot, final: bool = False) -> list[Violation]:
         self.samples += 1
@@ -511,6 +526,7 @@ def limits_of(env: Environment, sample_seconds: float = 1.0) -> Limits:
                 p.band.open_after_seconds,
                 p.band.close_after_seconds,
                 overflow.gate.reconcile_interval_seconds,
+                str(overflow.gate.on_prometheus_unavailable),
             )
             for p in overflow.providers
         )
@@ -537,7 +553,9 @@ def gate_reading(metrics: Mapping[str, float], gates: Iterable[GateLimits]) -> G
         value = metrics.get(f'trainyard_gate_desired_closed{{gate="{provider}"}}')
         if value is not None:
             desired[gate.node] = value
-    return GateReading(metrics.get("trainyard_gate_free_gpus"), desired)
+    return GateReading(
+        metrics.get("trainyard_gate_free_gpus"), desired, metrics.get("trainyard_gate_query_success")
+    )
 
 
 def take(kube: Kube, at: float, wall: float, namespaces: Iterable[str], gate: GateReading | None) -> Snapshot:

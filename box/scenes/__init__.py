@@ -78,6 +78,12 @@ def _replace_and_prune(context: SceneContext) -> SceneResult:
     return replace_and_prune.replace_and_prune(context)
 
 
+def _prometheus_down(context: SceneContext) -> SceneResult:
+    from box.scenes import fault_prometheus_down
+
+    return fault_prometheus_down.prometheus_down(context)
+
+
 # name -> scene; the CLI's `box scene NAME` choices, in this order.
 SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "day-in-the-life": _day_in_the_life,
@@ -89,4 +95,5 @@ SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "no-drift": _no_drift,
     "pull-request": _pull_request,
     "replace-and-prune": _replace_and_prune,
+    "prometheus-down": _prometheus_down,
 }

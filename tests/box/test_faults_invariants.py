@@ -156,6 +156,29 @@ def test_gate_open_long_after_reading_the_close_line_fails() -> None:
     assert "still open 14.0s after the gate read 20 free GPUs" in found.text
 
 
+def test_gate_blind_under_hold_restarts_the_close_hold() -> None:
+    """onPrometheusUnavailable hold: blind passes reset the gate's timers, so staying open
+    through an outage is no violation; the close hold counts again from the next reading."""
+    checks = Invariants(LIMITS)
+    found = []
+    for at, success, open_ in [
+        (0, 1, False),
+        (3, 1, True),
+        (4, 1, True),
+        (5, 0, True),
+        (30, 0, True),
+        (31, 1, True),
+    ]:
+        free = 0 if at < 4 else 20
+        reading = GateReading(free, {"vk-mock": 0}, success)
+        snapshot = Snapshot(at, at, nodes=[vk(open_)], gate=reading)
+        found += invariants.check_gate(LIMITS, checks.memory, snapshot)
+    assert found == []
+    late = Snapshot(45, 45, nodes=[vk(True)], gate=GateReading(20, {"vk-mock": 0}, 1))
+    [violation] = invariants.check_gate(LIMITS, checks.memory, late)
+    assert "still open 14.0s after" in violation.text
+
+
 def test_gate_open_against_its_recorded_state_for_two_samples_fails() -> None:
     one = gate_run([(0, 0, 1, False), (3, 0, 0, True), (4, 0, 1, True), (5, 0, 1, False)])
     assert one == []  # one sample between the decision and the patch is allowed

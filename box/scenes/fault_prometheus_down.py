@@ -1,0 +1,298 @@
+"""Fault scene prometheus-down: Prometheus stops for two hold periods in the middle of a
+spill, and comes back.
+
+The loop first runs as in day-in-the-life (box/scenes/day_in_the_life.py, whose plan and
+objects it reuses): the serving Deployment steady on the inference pool, a training gang
+borrowing all but one node of it, the gate opening the virtual node and the displaced
+replicas running there. Then the training ends (the scene deletes the Job); once the gate
+reads the freed GPUs its close hold runs, and inside that hold the box's Prometheus is
+stopped (SIGTERM, its TSDB kept) for two holds (2 x closeAfterSeconds): a gate that counted
+blind time toward its hold would close blind. Then Prometheus is started again exactly as it
+ran.
+
+What must hold (docs/overflow.md, "When Prometheus fails"; docs/health.md): the gate neither
+opens nor closes blind (`onPrometheusUnavailable: hold`: the virtual node stays open, no
+transition is counted), the health controller quarantines nothing and releases nothing, the
+outage is visible in Prometheus once it is back (the gate's and the health controller's
+failed queries, `trainyard_*_errors_total{stage="query"}`, scraped here as their
+ServiceMonitors' jobs), and the loop resumes without a person: the gate reads the free GPUs
+again, closes after its hold, and the descheduler brings the replicas home. The invariants
+of box/invariants.py are sampled at every step from the steady state until then. The blind
+alerts (OverflowGateBlindWhileOpen, GpuHealthBlind) are reported, not required: they fire
+only while a controller is still blind when Prometheus evaluates them, and both read again
+within seconds of its return (docs/overflow.md, "Faults on the whole loop").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import urllib.request
+import uuid
+
+from box.kube import Kube, is_true
+from box.monitoring import query, scene_targets
+from box.scenes import day_in_the_life as day
+from box.scenes.context import SceneContext
+from box.scenes.faults import (
+    REACT_SECONDS,
+    FaultResult,
+    InvariantBroken,
+    Sampler,
+    fired_between,
+    metrics_of,
+    process_url,
+    start_again,
+    stop_process,
+    write_scrape_target,
+)
+from box.scenes.workloads import workload_of
+from box.speed import seconds_of
+from generators.model.health import TAINT_KEY
+
+NAME = "prometheus-down"
+GATE_PROCESS = "overflow-gate"  # the rendered Deployments' names: the box's process names
+HEALTH_PROCESS = "gpu-health"
+PROMETHEUS = "prometheus"
+BLIND_ALERTS = ("OverflowGateBlindWhileOpen", "GpuHealthBlind")
+
+
+def _quarantined(kube: Kube) -> set[str]:
+    return {
+        n["metadata"]["name"]
+        for n in kube.list("v1", "Node")
+        if any(t.get("key") == TAINT_KEY for t in (n.get("spec") or {}).get("taints") or [])
+    }
+
+
+def _transitions(url: str, provider: str) -> tuple[float, float]:
+    found = metrics_of(url, "trainyard_gate_transitions_total")
+    return tuple(  # type: ignore[return-value]
+        next((v for k, v in found.items() if f'gate="{provider}"' in k and f'direction="{d}"' in k), 0.0)
+        for d in ("open", "close")
+    )
+
+
+def _ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def prometheus_down(context: SceneContext) -> FaultResult:
+    """Run the scene (module docstring); remove what it created, whatever happened."""
+    env, kube, state = context.env, context.kube, context.state
+    p = dataclasses.replace(day.plan(env), run_seconds=3600)  # the scene ends it itself
+    assert env.overflow is not None and env.health is not None and env.health.controller is not None
+    hold = p.provider.band.close_after_seconds
+    outage = 2 * hold
+    result = FaultResult(NAME)
+    gate_url = process_url(state, GATE_PROCESS)
+    health_url = process_url(state, HEALTH_PROCESS)
+    if gate_url is None or health_url is None or not state.prometheus:
+        result.problems.append("the box runs no gate, health controller or Prometheus: nothing to fault")
+        return result
+    sampler = Sampler(context, result, [p.service.namespace, p.namespace], lambda: gate_url)
+    created: list[tuple[str, str, str, str]] = []
+    targets = scene_targets(context.folder)
+    scraped = [
+        write_scrape_target(
+            targets,
+            f"fault-{name}",
+            url.removeprefix("http://"),
+            {"job": name, "namespace": namespace},
+        )
+        for name, url, namespace in (
+            (GATE_PROCESS, gate_url, env.overflow.namespace),
+            (HEALTH_PROCESS, health_url, env.health.controller.namespace),
+        )
+    ]
+    stopped = None
+    try:
+        # Before the fault: steady, then the spill (every step sampled from the steady state on).
+        sampler.until(
+            lambda: day._gate_closed(kube, p), REACT_SECONDS, f"the gate closing {p.provider.node_name}"
+        )
+        made = kube.create(day.deployment(p))
+        created.append(("apps/v1", "Deployment", made["metadata"]["name"], p.service.namespace))
+        selector = ",".join(f"{k}={v}" for k, v in sorted(p.service.pod_selector.items()))
+        pool_nodes = day._pool_nodes(kube, p.pool)
+
+        def serving() -> tuple[int, int, int]:
+            pods = [
+                x
+                for x in kube.list("v1", "Pod", p.service.namespace, label_selector=selector)
+                if not x["metadata"].get("deletionTimestamp")
+            ]
+            ready = [x for x in pods if is_true(x, "Ready")]
+            home = sum(1 for x in ready if x["spec"].get("nodeName") in pool_nodes)
+            away = sum(1 for x in ready if x["spec"].get("nodeName") == p.provider.node_name)
+            return len(ready), home, away
+
+        sampler.until(
+            lambda: serving()[1] == p.replicas, REACT_SECONDS, f"{p.replicas} replicas Ready on {p.pool.name}"
+        )
+        sampler.until(lambda: day._budget(kube, p), REACT_SECONDS, "the PDB counting them")
+        sampler.active = True
+        quarantined = _quarantined(kube)
+        sampler.step(
+            f"steady: {p.replicas} replicas of {p.service.deployment} Ready on {p.pool.name}, "
+            f"{p.provider.node_name} closed, quarantined nodes {sorted(quarantined) or 'none'}; "
+            f"sampling the invariants every second from here"
+        )
+        job_name = f"fault-gang-{uuid.uuid4().hex[:6]}"
+        job = kube.create(day.gang_job(p, job_name))
+        created.append(("batch/v1", "Job", job_name, p.namespace))
+        arrived = sampler.now()
+        sampler.until(
+            lambda: is_true(workload_of(kube, job), "Admitted"), REACT_SECONDS, f"Kueue admitting {job_name}"
+        )
+        sampler.until(lambda: not day._gate_closed(kube, p), REACT_SECONDS, "the gate opening")
+        sampler.until(
+            lambda: serving() == (p.replicas, p.replicas - p.spilled, p.spilled),
+            REACT_SECONDS,
+            f"{p.spilled} replicas Running on {p.provider.node_name}",
+        )
+        result.timings["spill"] = sampler.now() - arrived
+        opened, closed = _transitions(gate_url, p.provider.name)
+        sampler.step(
+            f"spilled: gang {job_name} ({p.gang} x {p.pool.gpus_per_node} GPUs) running, the gate "
+            f"opened {p.provider.node_name} (transitions open {opened:g}, close {closed:g}), "
+            f"{p.spilled} replicas there"
+        )
+
+        # The training ends; once the gate reads the freed GPUs its close hold runs, and the
+        # fault lands inside that hold: Prometheus down for two holds.
+        pods = kube.list("v1", "Pod", p.namespace, label_selector=f"job-name={job_name}")
+        sampler.checks.deleted_by_scene(p.namespace, [x["metadata"]["name"] for x in pods])
+        kube.delete("batch/v1", "Job", job_name, p.namespace)
+        sampler.step(f"the training ends (the scene deletes {job_name}, {len(pods)} pods)")
+        line = p.provider.band.close_when_free_gpus_at_least
+
+        def freed() -> float | None:
+            free = metrics_of(gate_url, "trainyard_gate_free_gpus").get("trainyard_gate_free_gpus")
+            return free if free is not None and free >= line else None
+
+        free = sampler.until(freed, REACT_SECONDS, f"the gate reading at least {line} free GPUs")
+        sampler.step(f"the gate reads {free:g} free GPUs (close line {line}): its {hold}s close hold runs")
+        stopped = stop_process(context.folder, PROMETHEUS)
+        down_wall, down_at = time.time(), sampler.now()
+        sampler.step(
+            f"FAULT: Prometheus stopped (SIGTERM, TSDB kept) inside that hold, for {outage}s = "
+            f"2 x closeAfterSeconds"
+        )
+        blind: list[float] = []
+
+        def during() -> str | None:
+            if day._gate_closed(kube, p):
+                return f"the gate closed {p.provider.node_name} blind, with Prometheus down"
+            if _transitions(gate_url, p.provider.name) != (opened, closed):
+                return "the gate counted a transition with Prometheus down"
+            if _quarantined(kube) != quarantined:
+                return (
+                    f"the health controller changed the quarantined nodes blind: {sorted(_quarantined(kube))}"
+                )
+            if (
+                not blind
+                and metrics_of(gate_url, "trainyard_gate_query_success").get("trainyard_gate_query_success")
+                == 0
+            ):
+                blind.append(sampler.now())
+            return None
+
+        sampler.hold(outage, during)
+        if not blind:
+            sampler.problem("the gate never reported a failed query while Prometheus was down")
+        else:
+            result.timings["gate saw the outage"] = blind[0] - down_at
+        sampler.step(
+            f"held for {outage}s: {p.provider.node_name} still open, transitions unchanged, "
+            f"quarantined nodes unchanged; the gate's query failing from +{blind[0] if blind else 0:.1f}s"
+        )
+
+        # Back: the same process, the same TSDB.
+        start_again(context.folder, stopped)
+        stopped = None
+        up_at = sampler.now()
+        sampler.until(lambda: _ready(state.prometheus), REACT_SECONDS, "Prometheus ready again")
+        result.timings["Prometheus ready after start"] = sampler.now() - up_at
+        sampler.step("Prometheus started again and ready")
+
+        def query_back() -> bool:
+            found = metrics_of(gate_url, "trainyard_gate_query_success")
+            return found.get("trainyard_gate_query_success") == 1
+
+        sampler.until(query_back, REACT_SECONDS, "the gate's free-GPU query succeeding again")
+        result.timings["gate reading again"] = sampler.now() - up_at
+        up_wall = time.time() - (sampler.now() - up_at)
+
+        def counted(job: str, prefix: str) -> float | None:
+            found = query(
+                state.prometheus,
+                f'max(increase({prefix}_errors_total{{job="{job}", stage="query"}}[5m]))',
+            )
+            value = float(found[0]["value"][1]) if found else 0.0  # type: ignore[index]
+            return value if value > 0 else None
+
+        gate_failed = sampler.until(
+            lambda: counted(GATE_PROCESS, "trainyard_gate"),
+            REACT_SECONDS,
+            "the gate's failed queries in Prometheus",
+        )
+        health_failed = sampler.until(
+            lambda: counted(HEALTH_PROCESS, "trainyard_health"),
+            REACT_SECONDS,
+            "the health controller's failed queries in Prometheus",
+        )
+        result.timings["outage visible in Prometheus"] = sampler.now() - up_at
+        fired = {a: fired_between(state.prometheus, a, down_wall, time.time()) for a in BLIND_ALERTS}
+        sampler.step(
+            f"the outage seen in Prometheus once back: failed queries, gate {gate_failed:.0f}, health "
+            f"controller {health_failed:.0f}; blind alerts: "
+            + ", ".join(f"{a} {_when(fired[a], up_wall)}" for a in BLIND_ALERTS)
+        )
+        sampler.until(
+            lambda: day._gate_closed(kube, p), REACT_SECONDS + 2 * hold, "the gate closing on its own"
+        )
+        result.timings["gate closed after Prometheus back"] = sampler.now() - up_at
+        sampler.step(f"the gate closed {p.provider.node_name} on its own (closeAfterSeconds {hold}s)")
+        back = seconds_back(p)
+        sampler.until(
+            lambda: serving()[1] == p.replicas, back, f"all {p.replicas} replicas home on {p.pool.name}"
+        )
+        result.timings["settled after Prometheus back"] = sampler.now() - up_at
+        if _quarantined(kube) != quarantined:
+            sampler.problem(f"quarantined nodes changed across the outage: {sorted(_quarantined(kube))}")
+        grace = sampler.checks.limits.cause_grace_seconds
+        sampler.hold(min(grace, 10), lambda: None)  # let the last evictions' events land
+        sampler.sample(final=True)
+        sampler.step(
+            f"settled: {p.replicas} replicas home, {p.provider.node_name} closed, transitions "
+            f"{_transitions(gate_url, p.provider.name)} (open, close)"
+        )
+    except InvariantBroken:
+        pass  # the violation is in the timeline; clean up below
+    except AssertionError as err:
+        sampler.problem(str(err))
+    finally:
+        sampler.active = False
+        if stopped is not None:  # never leave the box without its Prometheus
+            start_again(context.folder, stopped)
+        for api_version, kind, name, namespace in reversed(created):
+            kube.delete(api_version, kind, name, namespace)
+        for path in scraped:
+            path.unlink(missing_ok=True)
+    return result
+
+
+def seconds_back(p: day.Plan) -> float:
+    """The descheduler's time to bring the spill home (as day-in-the-life allows it)."""
+    back = p.overflow.migrate_back
+    interval, age = seconds_of(back.descheduling_interval), seconds_of(back.min_pod_age)
+    return REACT_SECONDS + age + 2 * (p.spilled + 1) * interval
+
+
+def _when(fired: float | None, began: float) -> str:
+    return "not fired (read again first)" if fired is None else f"fired +{fired - began:.1f}s after the start"
