@@ -84,6 +84,12 @@ def _prometheus_down(context: SceneContext) -> SceneResult:
     return fault_prometheus_down.prometheus_down(context)
 
 
+def _gate_leader_killed(context: SceneContext) -> SceneResult:
+    from box.scenes import fault_gate_leader
+
+    return fault_gate_leader.gate_leader_killed(context)
+
+
 # name -> scene; the CLI's `box scene NAME` choices, in this order.
 SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "day-in-the-life": _day_in_the_life,
@@ -96,4 +102,5 @@ SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "pull-request": _pull_request,
     "replace-and-prune": _replace_and_prune,
     "prometheus-down": _prometheus_down,
+    "gate-leader-killed": _gate_leader_killed,
 }

@@ -28,9 +28,8 @@ from __future__ import annotations
 import dataclasses
 import time
 import urllib.request
-import uuid
 
-from box.kube import Kube, is_true
+from box.kube import Kube
 from box.monitoring import query, scene_targets
 from box.scenes import day_in_the_life as day
 from box.scenes.context import SceneContext
@@ -39,15 +38,15 @@ from box.scenes.faults import (
     FaultResult,
     InvariantBroken,
     Sampler,
+    Spill,
     fired_between,
     metrics_of,
     process_url,
     start_again,
     stop_process,
+    transitions,
     write_scrape_target,
 )
-from box.scenes.workloads import workload_of
-from box.speed import seconds_of
 from generators.model.health import TAINT_KEY
 
 NAME = "prometheus-down"
@@ -63,14 +62,6 @@ def _quarantined(kube: Kube) -> set[str]:
         for n in kube.list("v1", "Node")
         if any(t.get("key") == TAINT_KEY for t in (n.get("spec") or {}).get("taints") or [])
     }
-
-
-def _transitions(url: str, provider: str) -> tuple[float, float]:
-    found = metrics_of(url, "trainyard_gate_transitions_total")
-    return tuple(  # type: ignore[return-value]
-        next((v for k, v in found.items() if f'gate="{provider}"' in k and f'direction="{d}"' in k), 0.0)
-        for d in ("open", "close")
-    )
 
 
 def _ready(url: str) -> bool:
@@ -95,7 +86,7 @@ def prometheus_down(context: SceneContext) -> FaultResult:
         result.problems.append("the box runs no gate, health controller or Prometheus: nothing to fault")
         return result
     sampler = Sampler(context, result, [p.service.namespace, p.namespace], lambda: gate_url)
-    created: list[tuple[str, str, str, str]] = []
+    loop = Spill(context, sampler, p)
     targets = scene_targets(context.folder)
     scraped = [
         write_scrape_target(
@@ -112,71 +103,29 @@ def prometheus_down(context: SceneContext) -> FaultResult:
     stopped = None
     try:
         # Before the fault: steady, then the spill (every step sampled from the steady state on).
-        sampler.until(
-            lambda: day._gate_closed(kube, p), REACT_SECONDS, f"the gate closing {p.provider.node_name}"
-        )
-        made = kube.create(day.deployment(p))
-        created.append(("apps/v1", "Deployment", made["metadata"]["name"], p.service.namespace))
-        selector = ",".join(f"{k}={v}" for k, v in sorted(p.service.pod_selector.items()))
-        pool_nodes = day._pool_nodes(kube, p.pool)
-
-        def serving() -> tuple[int, int, int]:
-            pods = [
-                x
-                for x in kube.list("v1", "Pod", p.service.namespace, label_selector=selector)
-                if not x["metadata"].get("deletionTimestamp")
-            ]
-            ready = [x for x in pods if is_true(x, "Ready")]
-            home = sum(1 for x in ready if x["spec"].get("nodeName") in pool_nodes)
-            away = sum(1 for x in ready if x["spec"].get("nodeName") == p.provider.node_name)
-            return len(ready), home, away
-
-        sampler.until(
-            lambda: serving()[1] == p.replicas, REACT_SECONDS, f"{p.replicas} replicas Ready on {p.pool.name}"
-        )
-        sampler.until(lambda: day._budget(kube, p), REACT_SECONDS, "the PDB counting them")
-        sampler.active = True
+        loop.steady()
         quarantined = _quarantined(kube)
         sampler.step(
             f"steady: {p.replicas} replicas of {p.service.deployment} Ready on {p.pool.name}, "
             f"{p.provider.node_name} closed, quarantined nodes {sorted(quarantined) or 'none'}; "
             f"sampling the invariants every second from here"
         )
-        job_name = f"fault-gang-{uuid.uuid4().hex[:6]}"
-        job = kube.create(day.gang_job(p, job_name))
-        created.append(("batch/v1", "Job", job_name, p.namespace))
-        arrived = sampler.now()
-        sampler.until(
-            lambda: is_true(workload_of(kube, job), "Admitted"), REACT_SECONDS, f"Kueue admitting {job_name}"
-        )
-        sampler.until(lambda: not day._gate_closed(kube, p), REACT_SECONDS, "the gate opening")
-        sampler.until(
-            lambda: serving() == (p.replicas, p.replicas - p.spilled, p.spilled),
-            REACT_SECONDS,
-            f"{p.spilled} replicas Running on {p.provider.node_name}",
-        )
-        result.timings["spill"] = sampler.now() - arrived
-        opened, closed = _transitions(gate_url, p.provider.name)
+        result.timings["spill"] = loop.spill()
+        opened, closed = transitions(gate_url, p.provider.name)
         sampler.step(
-            f"spilled: gang {job_name} ({p.gang} x {p.pool.gpus_per_node} GPUs) running, the gate "
+            f"spilled: gang {loop.job} ({p.gang} x {p.pool.gpus_per_node} GPUs) running, the gate "
             f"opened {p.provider.node_name} (transitions open {opened:g}, close {closed:g}), "
             f"{p.spilled} replicas there"
         )
 
         # The training ends; once the gate reads the freed GPUs its close hold runs, and the
         # fault lands inside that hold: Prometheus down for two holds.
-        pods = kube.list("v1", "Pod", p.namespace, label_selector=f"job-name={job_name}")
-        sampler.checks.deleted_by_scene(p.namespace, [x["metadata"]["name"] for x in pods])
-        kube.delete("batch/v1", "Job", job_name, p.namespace)
-        sampler.step(f"the training ends (the scene deletes {job_name}, {len(pods)} pods)")
-        line = p.provider.band.close_when_free_gpus_at_least
-
-        def freed() -> float | None:
-            free = metrics_of(gate_url, "trainyard_gate_free_gpus").get("trainyard_gate_free_gpus")
-            return free if free is not None and free >= line else None
-
-        free = sampler.until(freed, REACT_SECONDS, f"the gate reading at least {line} free GPUs")
-        sampler.step(f"the gate reads {free:g} free GPUs (close line {line}): its {hold}s close hold runs")
+        sampler.step(f"the training ends (the scene deletes {loop.job}, {loop.end_training()} pods)")
+        free = loop.freed(lambda: gate_url)
+        sampler.step(
+            f"the gate reads {free:g} free GPUs (close line "
+            f"{p.provider.band.close_when_free_gpus_at_least}): its {hold}s close hold runs"
+        )
         stopped = stop_process(context.folder, PROMETHEUS)
         down_wall, down_at = time.time(), sampler.now()
         sampler.step(
@@ -188,7 +137,7 @@ def prometheus_down(context: SceneContext) -> FaultResult:
         def during() -> str | None:
             if day._gate_closed(kube, p):
                 return f"the gate closed {p.provider.node_name} blind, with Prometheus down"
-            if _transitions(gate_url, p.provider.name) != (opened, closed):
+            if transitions(gate_url, p.provider.name) != (opened, closed):
                 return "the gate counted a transition with Prometheus down"
             if _quarantined(kube) != quarantined:
                 return (
@@ -258,19 +207,14 @@ def prometheus_down(context: SceneContext) -> FaultResult:
         )
         result.timings["gate closed after Prometheus back"] = sampler.now() - up_at
         sampler.step(f"the gate closed {p.provider.node_name} on its own (closeAfterSeconds {hold}s)")
-        back = seconds_back(p)
-        sampler.until(
-            lambda: serving()[1] == p.replicas, back, f"all {p.replicas} replicas home on {p.pool.name}"
-        )
+        loop.home()
         result.timings["settled after Prometheus back"] = sampler.now() - up_at
         if _quarantined(kube) != quarantined:
             sampler.problem(f"quarantined nodes changed across the outage: {sorted(_quarantined(kube))}")
-        grace = sampler.checks.limits.cause_grace_seconds
-        sampler.hold(min(grace, 10), lambda: None)  # let the last evictions' events land
-        sampler.sample(final=True)
+        loop.settle()
         sampler.step(
             f"settled: {p.replicas} replicas home, {p.provider.node_name} closed, transitions "
-            f"{_transitions(gate_url, p.provider.name)} (open, close)"
+            f"{transitions(gate_url, p.provider.name)} (open, close)"
         )
     except InvariantBroken:
         pass  # the violation is in the timeline; clean up below
@@ -280,18 +224,10 @@ def prometheus_down(context: SceneContext) -> FaultResult:
         sampler.active = False
         if stopped is not None:  # never leave the box without its Prometheus
             start_again(context.folder, stopped)
-        for api_version, kind, name, namespace in reversed(created):
-            kube.delete(api_version, kind, name, namespace)
+        loop.remove()
         for path in scraped:
             path.unlink(missing_ok=True)
     return result
-
-
-def seconds_back(p: day.Plan) -> float:
-    """The descheduler's time to bring the spill home (as day-in-the-life allows it)."""
-    back = p.overflow.migrate_back
-    interval, age = seconds_of(back.descheduling_interval), seconds_of(back.min_pod_age)
-    return REACT_SECONDS + age + 2 * (p.spilled + 1) * interval
 
 
 def _when(fired: float | None, began: float) -> str:
