@@ -1,0 +1,59 @@
+"""The fault scenes on one staging box (`box up staging --speed 30`), one after another.
+
+Each scene (box/scenes/fault_*.py) breaks one part of the running loop and samples the
+invariants of box/invariants.py every second from before the fault until the loop has
+settled; it exits 1 on the first violated invariant and removes what it created, so the next
+scene starts from the same cluster (tests/box/test_faults_invariants.py makes every invariant
+fail on purpose). The scenes share this one box: each leaves the gate closed, no quarantine,
+no workload of its own and the box's processes as it found them (a process it restarted is
+recorded again in the box's state file).
+
+Expected values are staging's, worked by hand from environments/staging.yaml at speed 30:
+closeAfterSeconds 300 / 30 = 10 s, so Prometheus is down for 2 x 10 = 20 s; the one provider
+is `mock`, its node `vk-mock`; the gate's Lease (the gate's default, not sped up) lasts 15 s
+and is retried every 2 s; 8 chat-api replicas of 2 GPUs, 4 of them spilled while the 7-node
+gang runs.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.support.box import SceneRun, UpBox, run_scene
+
+pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
+
+BOX_ENV = "staging"  # one box for the whole module (tests/box/conftest.py)
+BOX_SPEED = 30
+SCENE_SECONDS = 300  # each scene takes 60 to 90 s on the box; generous for a loaded machine
+LEASE_SECONDS, RETRY_SECONDS = 15, 2
+
+
+def _ran(run: SceneRun) -> str:
+    out = run.done.stdout
+    assert run.done.returncode == 0, f"{out}\n{run.done.stderr[-3000:]}"
+    assert re.search(r"\d+ samples of the invariants, all held", out), out
+    return out
+
+
+def test_prometheus_down_mid_spill_the_gate_holds_and_the_loop_resumes(box: UpBox) -> None:
+    out = _ran(run_scene(box, "prometheus-down", SCENE_SECONDS))
+    print(out)
+    assert "FAULT: Prometheus stopped (SIGTERM, TSDB kept) inside that hold, for 20s" in out
+    assert "held for 20s: vk-mock still open, transitions unchanged, quarantined nodes unchanged" in out
+    assert re.search(r"failed queries, gate [1-9]\d*, health controller [1-9]\d*", out), out
+    assert "the gate closed vk-mock on its own" in out
+    assert "settled: 8 replicas home, vk-mock closed" in out
+
+
+def test_gate_leader_killed_mid_transition_the_stand_by_takes_over_once(box: UpBox) -> None:
+    out = _ran(run_scene(box, "gate-leader-killed", SCENE_SECONDS))
+    print(out)
+    taken = re.search(r"took the Lease \(\S+\) ([\d.]+)s after the kill", out)
+    assert taken, out
+    assert float(taken.group(1)) <= LEASE_SECONDS + RETRY_SECONDS + 2  # two 1 s samples of slack
+    assert "its transitions (open, close) since the steady state 1, 0" in out
+    assert "the new leader closed vk-mock: its transitions (open, close) (0.0, 1.0), taint patches 1" in out
+    assert "started again and stands by" in out
