@@ -90,6 +90,12 @@ def _gate_leader_killed(context: SceneContext) -> SceneResult:
     return fault_gate_leader.gate_leader_killed(context)
 
 
+def _quarantine_storm(context: SceneContext) -> SceneResult:
+    from box.scenes import fault_quarantine_storm
+
+    return fault_quarantine_storm.quarantine_storm(context)
+
+
 # name -> scene; the CLI's `box scene NAME` choices, in this order.
 SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "day-in-the-life": _day_in_the_life,
@@ -103,4 +109,5 @@ SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "replace-and-prune": _replace_and_prune,
     "prometheus-down": _prometheus_down,
     "gate-leader-killed": _gate_leader_killed,
+    "quarantine-storm": _quarantine_storm,
 }

@@ -57,3 +57,16 @@ def test_gate_leader_killed_mid_transition_the_stand_by_takes_over_once(box: UpB
     assert "its transitions (open, close) since the steady state 1, 0" in out
     assert "the new leader closed vk-mock: its transitions (open, close) (0.0, 1.0), taint patches 1" in out
     assert "started again and stands by" in out
+
+
+def test_quarantine_storm_the_caps_hold_the_alert_fires_and_the_release_follows(box: UpBox) -> None:
+    """staging: cap {maxNodes: 1, maxPercentOfPool: 5} on train-h100 (32 nodes): 1 node at
+    most; 3 nodes bad, then 3 more: 1 quarantined, 5 held back; XID window 20 s (errorWindow
+    10m / 30, floored at 20 s) + releaseAfterSeconds 1800 / 30 = 60 s before the release."""
+    out = _ran(run_scene(box, "quarantine-storm", SCENE_SECONDS))
+    print(out)
+    assert "quarantined ['train-h100-000'] (the cap used), held back 2" in out
+    assert "held: quarantined ['train-h100-000'], held back 5; GpuHealthCapHoldsBack firing: True" in out
+    released = re.search(r"released \['train-h100-000'\] ([\d.]+)s after the errors stopped", out)
+    assert released, out
+    assert 20 + 60 - 2 <= float(released.group(1)) <= 20 + 60 + 60  # window + cool-down, passes, load
