@@ -22,7 +22,8 @@ descheduler and the job and ReplicaSet controllers) against limits taken from th
 5. every pod that ended has a recorded cause: it Succeeded, its Failed status carries a
    reason, or an event names why (Preempted by the scheduler, Descheduled by the descheduler,
    TaintManagerEviction by the node lifecycle controller, SuccessfulDelete by its Job's or
-   ReplicaSet's controller), within `cause_grace_seconds` (events land after the fact).
+   ReplicaSet's controller, Stopped on its Job by Kueue), within `cause_grace_seconds`
+   (events land after the fact).
 
 Checks 3 to 5 keep memory across samples (`Memory`), so a scene uses one `Invariants` for
 the whole run. The checks are plain functions of plain objects, so tests/box/test_invariants.py
@@ -59,6 +60,10 @@ POD_CAUSES = {
 }
 DESCHEDULED_ACTION = "Descheduled"  # the descheduler's event: action Descheduled, on the pod
 OWNER_DELETE = "SuccessfulDelete"  # Job and ReplicaSet controllers: note "Deleted pod: NAME"
+# Kueue stopping a Job it evicted (preempted, or its admission lost): the job controller then
+# deletes every pod without an event per pod, so the Job's event is the record.
+JOB_STOPPED = "Stopped"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 
 
 @dataclass(frozen=True)
@@ -146,6 +151,7 @@ class _PodSeen:
     uid: str
     phase: str
     reason: str
+    job: str = ""  # the Job that owns it (its job-name label), if any
     ended_at: float | None = None
 
 
@@ -428,6 +434,10 @@ def _causes(events: Iterable[Obj]) -> dict[str, str]:
             cause = POD_CAUSES[event["reason"]]
         elif event.get("action") == DESCHEDULED_ACTION and about.get("kind") == "Pod":
             cause = "evicted by the descheduler"
+        elif event.get("reason") == JOB_STOPPED and about.get("kind") == "Job":
+            note = event.get("note") or event.get("message") or ""
+            found.setdefault(f"job:{namespace}/{about.get('name', '')}", f"its Job stopped by Kueue: {note}")
+            continue
         elif event.get("reason") == OWNER_DELETE:
             note = event.get("note") or event.get("message") or ""
             if note.startswith("Deleted pod: "):
@@ -453,7 +463,12 @@ def check_pod_causes(
         phase, reason = status.get("phase", ""), status.get("reason", "")
         if seen is None:
             seen = memory.pods[uid] = _PodSeen(
-                pod["metadata"]["namespace"], pod["metadata"]["name"], uid, phase, reason
+                pod["metadata"]["namespace"],
+                pod["metadata"]["name"],
+                uid,
+                phase,
+                reason,
+                (pod["metadata"].get("labels") or {}).get(JOB_NAME_LABEL, ""),
             )
         seen.phase, seen.reason = phase, reason
         if phase in ("Succeeded", "Failed") and seen.ended_at is None:
@@ -469,7 +484,8 @@ def check_pod_causes(
         if seen.phase == "Succeeded" or (seen.phase == "Failed" and seen.reason):
             continue
         named = f"{seen.namespace}/{seen.name}"
-        if uid in causes or named in causes or named in memory.by_scene:
+        stopped = f"job:{seen.namespace}/{seen.job}" if seen.job else ""
+        if uid in causes or named in causes or stopped in causes or named in memory.by_scene:
             continue
         if final or snapshot.at - seen.ended_at >= limits.cause_grace_seconds:
             memory.reported.add(uid)

@@ -96,6 +96,18 @@ def _quarantine_storm(context: SceneContext) -> SceneResult:
     return fault_quarantine_storm.quarantine_storm(context)
 
 
+def _kueue_restart(context: SceneContext) -> SceneResult:
+    from box.scenes import fault_preemption
+
+    return fault_preemption.kueue_restart(context)
+
+
+def _apiserver_restart(context: SceneContext) -> SceneResult:
+    from box.scenes import fault_preemption
+
+    return fault_preemption.apiserver_restart(context)
+
+
 # name -> scene; the CLI's `box scene NAME` choices, in this order.
 SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "day-in-the-life": _day_in_the_life,
@@ -110,4 +122,6 @@ SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "prometheus-down": _prometheus_down,
     "gate-leader-killed": _gate_leader_killed,
     "quarantine-storm": _quarantine_storm,
+    "kueue-restart": _kueue_restart,
+    "apiserver-restart": _apiserver_restart,
 }

@@ -52,6 +52,7 @@ class FaultResult:
     problems: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     samples: int = 0
+    unread: int = 0  # samples skipped because the API did not answer
 
     @property
     def ok(self) -> bool:
@@ -60,7 +61,9 @@ class FaultResult:
     def lines(self) -> list[str]:
         found = [f"+{at:7.1f}s  {text}" for at, text in self.steps]
         found.append(
-            f"{self.name}: {self.samples} samples of the invariants, "
+            f"{self.name}: {self.samples} samples of the invariants"
+            + (f" ({self.unread} more unread: the API down)" if self.unread else "")
+            + ", "
             + ("all held" if not self.violations else f"{len(self.violations)} violated")
             + "; "
             + ", ".join(f"{k} {v:.1f}s" for k, v in self.timings.items())
@@ -112,7 +115,11 @@ class Sampler:
     def sample(self, final: bool = False) -> invariants.Snapshot | None:
         if not self.active:
             return None
-        snapshot = invariants.take(self.kube, self.now(), time.time(), self.namespaces, self.gate())
+        try:
+            snapshot = invariants.take(self.kube, self.now(), time.time(), self.namespaces, self.gate())
+        except Exception:  # the API itself is the fault (apiserver-restart): nothing to read
+            self.result.unread += 1
+            return None
         found = self.checks.check(snapshot, final)
         self.result.samples = self.checks.samples
         if found:

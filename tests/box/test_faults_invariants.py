@@ -240,6 +240,24 @@ def test_a_pod_that_ended_without_a_cause_fails_after_the_grace() -> None:
     assert invariants.check_pod_causes(LIMITS, checks.memory, settled) == []  # reported once
 
 
+def test_a_pod_of_a_job_kueue_stopped_has_its_cause() -> None:
+    """Kueue's preemption stops the Job (event Stopped on the Job); the job controller then
+    deletes every pod with no event per pod."""
+    checks = Invariants(LIMITS)
+    gang = pod("gang-0")
+    gang["metadata"]["labels"]["batch.kubernetes.io/job-name"] = "gang"
+    other = pod("other-0")
+    other["metadata"]["labels"]["batch.kubernetes.io/job-name"] = "other"
+    assert invariants.check_pod_causes(LIMITS, checks.memory, Snapshot(0, 0, pods=[gang, other])) == []
+    stopped = {
+        "reason": "Stopped",
+        "note": "Preempted to accommodate a workload",
+        "regarding": {"kind": "Job", "name": "gang", "namespace": "serving"},
+    }
+    [found] = invariants.check_pod_causes(LIMITS, checks.memory, Snapshot(9, 9, events=[stopped]), final=True)
+    assert "pod serving/other-0 ended" in found.text
+
+
 def test_every_check_runs_in_one_pass() -> None:
     checks = Invariants(LIMITS)
     bad = Snapshot(

@@ -1,0 +1,289 @@
+"""Fault scenes kueue-restart and apiserver-restart: a control-plane part restarted in the
+middle of a Kueue preemption.
+
+The set-up is the same for both: a `training` gang fills its team's topology queue up to
+everything the queue may use (its nominal quota plus its borrowing limit, which is also all
+its cohort holds, so nothing else fits), then a `training-critical` gang of a few nodes
+arrives in the same queue. Kueue must preempt the first (withinClusterQueue: LowerPriority):
+it marks its Workload Evicted, suspends its Job (the job controller deletes the pods),
+releases the quota and admits the newcomer. Right after the first gang's Workload is seen
+Evicted (the preemption under way), the fault:
+
+- kueue-restart: the Kueue controller process is stopped (SIGTERM) and started again as it
+  ran, once its webhook answers again;
+- apiserver-restart: kube-apiserver is stopped (SIGTERM) and started again as kwokctl ran
+  it (etcd keeps the data), once /readyz answers.
+
+What must hold (box/invariants.py at every sample the API answers, and the scene's checks):
+Kueue's usage never above any ClusterQueue's nominal quota plus borrowing limit, nor above
+what exists; every pod that ended has a recorded cause; the newcomer admitted once and all
+its pods running; the preempted gang entirely stopped (no pod of it left running) and not
+admitted again while the newcomer holds the quota; the gate and the health controller act
+again after the fault (their passes go on).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from box import kueue
+from box.daemon import group_alive, verify_gone
+from box.kube import Kube, Obj, is_true
+from box.scenes import workloads
+from box.scenes.context import SceneContext
+from box.scenes.faults import (
+    REACT_SECONDS,
+    FaultResult,
+    InvariantBroken,
+    Sampler,
+    metrics_of,
+    process_url,
+    start_again,
+    stop_process,
+)
+from box.up import _webhook_answers, cluster_of
+from generators.model.environment import Environment
+from generators.model.types import Pool
+
+LOW, HIGH = "training", "training-critical"
+NEWCOMER_NODES = 4
+API_DOWN_SECONDS = 5  # how long kube-apiserver stays down before it is started again
+
+
+def _queue(env: Environment) -> tuple[Pool, str, str]:
+    """The first topology queue: its pool, a namespace of its team and its LocalQueue."""
+    for queue in env.cluster_queues:
+        if queue.topology:
+            team = next(t for t in env.teams if t.name == queue.team)
+            pool = env.pool(queue.flavors[0].pool)
+            return pool, team.namespaces[0], queue.name
+    raise ValueError(f"{env.name} has no topology-aware queue: the preemption scenes need one")
+
+
+def _may_use(kube: Kube, queue: str, pool: Pool) -> int:
+    """Nominal plus borrowing limit of `queue` on `pool`'s GPUs, as Kueue holds them."""
+    cq = kube.get(workloads.KUEUE_API, "ClusterQueue", queue) or {}
+    for group in cq["spec"]["resourceGroups"]:
+        for flavor in group["flavors"]:
+            if flavor["name"] == pool.name:
+                for resource in flavor["resources"]:
+                    if resource["name"] == pool.gpu_resource:
+                        return int(resource["nominalQuota"]) + int(resource.get("borrowingLimit", 0))
+    raise ValueError(f"{queue} has no {pool.gpu_resource} quota on {pool.name}")
+
+
+def _gang(pool: Pool, name: str, namespace: str, queue: str, tier: str, nodes: int) -> Obj:
+    container = workloads.gpu_container(pool, workloads.TRAINER_IMAGE, pool.gpus_per_node)
+    return workloads.training_job(
+        name, namespace, queue, tier, nodes, {"containers": [container]}, run_for="1h"
+    )
+
+
+def _admissions(kube: Kube, namespace: str, workload: str) -> int:
+    return sum(
+        1
+        for e in kube.list("events.k8s.io/v1", "Event", namespace)
+        if (e.get("regarding") or {}).get("name") == workload and e.get("reason") == "Admitted"
+    )
+
+
+def _running(kube: Kube, namespace: str, job: str) -> int:
+    pods = kube.list("v1", "Pod", namespace, label_selector=f"job-name={job}")
+    return sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running")
+
+
+def _restart_kueue(context: SceneContext, sampler: Sampler) -> float:
+    """Kueue stopped and started again as box/kueue.py starts it: its binary's command line
+    (read from /proc) inside the same private-/etc wrapper (the metrics certificate path)."""
+    stopped = stop_process(context.folder, "kueue")
+    workdir = Path(stopped.record.log).parent
+    script = kueue._private_etc_script(workdir / "certs", workdir / "private-etc", stopped.argv)
+    stopped.argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
+    down = sampler.now()
+    sampler.step("FAULT: the Kueue controller stopped (SIGTERM)")
+    start_again(context.folder, stopped)
+    sampler.until(lambda: _answers(context.kube), REACT_SECONDS, "Kueue's webhook answering again")
+    return sampler.now() - down
+
+
+def _restart_apiserver(context: SceneContext, sampler: Sampler) -> float:
+    """kube-apiserver stopped and started again exactly as kwokctl ran it (command line,
+    directory, environment, log), its new pid written where kwokctl keeps it, so `box down`
+    stops it."""
+    cluster = cluster_of(context.env.name, context.folder)
+    pid = cluster.component_pids()["kube-apiserver"]
+    proc = Path("/proc") / str(pid)
+    argv = [a.decode() for a in (proc / "cmdline").read_bytes().split(b"\0") if a]
+    cwd = os.readlink(proc / "cwd")
+    environ = dict(
+        item.decode().split("=", 1) for item in (proc / "environ").read_bytes().split(b"\0") if b"=" in item
+    )
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 60
+    while group_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    verify_gone("kube-apiserver", pid, ())
+    down = sampler.now()
+    sampler.step(f"FAULT: kube-apiserver stopped (SIGTERM; etcd keeps the data) for {API_DOWN_SECONDS}s")
+    sampler.hold(API_DOWN_SECONDS, lambda: None)  # samples fail while it is down: counted, skipped
+    log = cluster.folder / "logs" / "kube-apiserver.log"
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=cwd,
+            env=environ,
+            start_new_session=True,
+        )
+    (cluster.folder / "pids" / "kube-apiserver.pid").write_text(f"{process.pid}\n", encoding="utf-8")
+    sampler.until(lambda: _api_ready(context.kube), REACT_SECONDS, "kube-apiserver ready again")
+    return sampler.now() - down
+
+
+def _answers(kube: Kube) -> bool:
+    """Kueue's webhook mutates a dry-run Job again (box/up.py's own check of Kueue)."""
+    try:
+        return _webhook_answers(kube)
+    except Exception:  # refused while Kueue starts: the apiserver's 500 naming the webhook
+        return False
+
+
+def _api_ready(kube: Kube) -> bool:
+    try:
+        return kube.raw_get("/readyz") is not None
+    except Exception:  # down: connection refused, or a 500 while it starts
+        return False
+
+
+def _passes(url: str, name: str) -> float:
+    found = metrics_of(url, name)
+    return found.get(name, 0.0)
+
+
+def preemption(
+    context: SceneContext, name: str, fault: Callable[[SceneContext, Sampler], float]
+) -> FaultResult:
+    env, kube, state = context.env, context.kube, context.state
+    pool, namespace, queue = _queue(env)
+    result = FaultResult(name)
+    sampler = Sampler(context, result, [namespace], lambda: None)
+    gate_url, health_url = process_url(state, "overflow-gate"), process_url(state, "gpu-health")
+    tag = uuid.uuid4().hex[:6]
+    low_name, high_name = f"fault-low-{tag}", f"fault-high-{tag}"
+    created: list[str] = []
+    try:
+        gpus = _may_use(kube, queue, pool)
+        nodes = gpus // pool.gpus_per_node
+        sampler.active = True
+        low = kube.create(_gang(pool, low_name, namespace, queue, LOW, nodes))
+        created.append(low_name)
+
+        def admitted(job: Obj) -> Obj | None:
+            found = workloads.workload_of(kube, job)
+            return found if is_true(found, "Admitted") else None
+
+        low_workload = sampler.until(lambda: admitted(low), REACT_SECONDS, f"Kueue admitting {low_name}")
+        sampler.until(
+            lambda: _running(kube, namespace, low_name) == nodes or None,
+            REACT_SECONDS,
+            f"{nodes} pods running",
+        )
+        sampler.step(
+            f"{low_name}: {nodes} x {pool.gpus_per_node} GPUs at {LOW} admitted in {queue} and running "
+            f"({gpus} GPUs: nominal plus borrowing limit, all its cohort holds)"
+        )
+        high = kube.create(_gang(pool, high_name, namespace, queue, HIGH, NEWCOMER_NODES))
+        created.append(high_name)
+        arrived = sampler.now()
+
+        def evicted() -> bool:
+            found = workloads.workload_of(kube, low)
+            return is_true(found, "Evicted")
+
+        sampler.until(evicted, REACT_SECONDS, f"Kueue evicting {low_name}")
+        sampler.step(
+            f"{high_name} ({NEWCOMER_NODES} nodes at {HIGH}) arrived; Kueue marked {low_name} Evicted "
+            f"{sampler.now() - arrived:.1f}s later, {_running(kube, namespace, low_name)} of its pods "
+            "still running"
+        )
+        gate_before = (
+            _passes(gate_url, "trainyard_gate_last_successful_query_timestamp_seconds") if gate_url else 0
+        )
+        health_before = (
+            _passes(health_url, "trainyard_health_last_success_timestamp_seconds") if health_url else 0
+        )
+        result.timings["fault down to back"] = fault(context, sampler)
+        back = sampler.now()
+        sampler.step(f"back after {result.timings['fault down to back']:.1f}s")
+        high_workload = sampler.until(lambda: admitted(high), REACT_SECONDS, f"Kueue admitting {high_name}")
+        sampler.until(
+            lambda: _running(kube, namespace, high_name) == NEWCOMER_NODES or None,
+            REACT_SECONDS,
+            f"{NEWCOMER_NODES} pods of {high_name} running",
+        )
+        sampler.until(
+            lambda: _running(kube, namespace, low_name) == 0 or None, REACT_SECONDS, f"{low_name} stopped"
+        )
+        result.timings["preemption done after the fault"] = sampler.now() - back
+        if gate_url and health_url:
+            sampler.until(
+                lambda: (
+                    _passes(gate_url, "trainyard_gate_last_successful_query_timestamp_seconds") > gate_before
+                    and _passes(health_url, "trainyard_health_last_success_timestamp_seconds") > health_before
+                ),
+                REACT_SECONDS,
+                "the gate and the health controller passing again",
+            )
+        sampler.hold(
+            10,
+            lambda: (
+                f"{low_name} admitted again"
+                if is_true(workloads.workload_of(kube, low), "Admitted")
+                else None
+            ),
+        )
+        times = {
+            low_name: _admissions(kube, namespace, low_workload["metadata"]["name"]),
+            high_name: _admissions(kube, namespace, high_workload["metadata"]["name"]),
+        }
+        sampler.sample(final=True)
+        sampler.step(
+            f"{high_name} admitted and its {NEWCOMER_NODES} pods running, {low_name} stopped "
+            f"({_running(kube, namespace, low_name)} running) and pending; Admitted events {times}; "
+            "the gate and the health controller passing again"
+        )
+        if times[high_name] != 1 or times[low_name] != 1:
+            sampler.problem(f"admissions {times}: each gang admitted once expected")
+    except InvariantBroken:
+        pass
+    except AssertionError as err:
+        sampler.problem(str(err))
+    finally:
+        sampler.active = False
+        for job in reversed(created):
+            kube.delete("batch/v1", "Job", job, namespace)
+        with contextlib.suppress(AssertionError):
+            sampler.until(
+                lambda: not kube.list("v1", "Pod", namespace, label_selector=workloads.SCENE_LABEL) or None,
+                REACT_SECONDS,
+                "the scene's pods gone",
+            )
+    return result
+
+
+def kueue_restart(context: SceneContext) -> FaultResult:
+    return preemption(context, "kueue-restart", _restart_kueue)
+
+
+def apiserver_restart(context: SceneContext) -> FaultResult:
+    return preemption(context, "apiserver-restart", _restart_apiserver)
