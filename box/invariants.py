@@ -22,7 +22,8 @@ descheduler and the job and ReplicaSet controllers) against limits taken from th
 5. every pod that ended has a recorded cause: it Succeeded, its Failed status carries a
    reason, or an event names why (Preempted by the scheduler, Descheduled by the descheduler,
    TaintManagerEviction by the node lifecycle controller, SuccessfulDelete by its Job's or
-   ReplicaSet's controller, Stopped on its Job by Kueue), within `cause_grace_seconds`
+   ReplicaSet's controller, Stopped on its Job by Kueue), or its Job's Workload shows Kueue
+   evicted it (status, not an event: events are best effort), within `cause_grace_seconds`
    (events land after the fact).
 
 Checks 3 to 5 keep memory across samples (`Memory`), so a scene uses one `Invariants` for
@@ -124,6 +125,7 @@ class Snapshot:
     pods: list[Obj] = field(default_factory=list)  # every pod the scene watches
     pdbs: list[Obj] = field(default_factory=list)
     events: list[Obj] = field(default_factory=list)  # events.k8s.io/v1 of the watched namespaces
+    workloads: list[Obj] = field(default_factory=list)  # Kueue's, of the watched namespaces
 
 
 @dataclass(frozen=True)
@@ -423,9 +425,28 @@ def check_pdb(limits: Limits, memory: Memory, snapshot: Snapshot) -> list[Violat
     return found
 
 
-def _causes(events: Iterable[Obj]) -> dict[str, str]:
-    """Pod uid or namespace/name -> the recorded cause of its end."""
+def _evictions(workload: Obj) -> str:
+    """Why Kueue evicted `workload`, from its status (durable, unlike events): its Evicted
+    condition, else its eviction counts; empty if it never was."""
+    status = workload.get("status") or {}
+    for entry in status.get("conditions") or []:
+        if entry.get("type") == "Evicted" and entry.get("status") == "True":
+            return f"{entry.get('reason', '')}: {entry.get('message', '')}"
+    counted = (status.get("schedulingStats") or {}).get("evictions") or []
+    return ", ".join(f"{e.get('reason', '')} x{e.get('count', 1)}" for e in counted)
+
+
+def _causes(events: Iterable[Obj], workloads: Iterable[Obj] = ()) -> dict[str, str]:
+    """Pod uid, namespace/name or job:namespace/job -> the recorded cause of its end."""
     found: dict[str, str] = {}
+    for workload in workloads:
+        why = _evictions(workload)
+        for owner in workload["metadata"].get("ownerReferences") or []:
+            if why and owner.get("kind") == "Job":
+                found.setdefault(
+                    f"job:{workload['metadata'].get('namespace', '')}/{owner.get('name', '')}",
+                    f"its Job's Workload evicted by Kueue ({why})",
+                )
     for event in events:
         about = _regarding(event)
         namespace = about.get("namespace", "")
@@ -476,7 +497,7 @@ def check_pod_causes(
     for uid, seen in memory.pods.items():
         if uid not in listed and seen.ended_at is None:
             seen.ended_at = snapshot.at
-    causes = _causes(snapshot.events)
+    causes = _causes(snapshot.events, snapshot.workloads)
     found = []
     for uid, seen in sorted(memory.pods.items(), key=lambda item: item[1].name):
         if seen.ended_at is None or uid in memory.reported:
@@ -585,4 +606,5 @@ def take(kube: Kube, at: float, wall: float, namespaces: Iterable[str], gate: Ga
         snapshot.pods += kube.list("v1", "Pod", namespace)
         snapshot.pdbs += kube.list("policy/v1", "PodDisruptionBudget", namespace)
         snapshot.events += kube.list("events.k8s.io/v1", "Event", namespace)
+        snapshot.workloads += kube.list(KUEUE_API, "Workload", namespace)
     return snapshot

@@ -11,8 +11,8 @@ Evicted (the preemption under way), the fault:
 
 - kueue-restart: the Kueue controller process is stopped (SIGTERM) and started again as it
   ran, once its webhook answers again;
-- apiserver-restart: kube-apiserver is stopped (SIGTERM) and started again as kwokctl ran
-  it (etcd keeps the data), once /readyz answers.
+- apiserver-restart: kube-apiserver is killed (SIGKILL) and started again as kwokctl ran it
+  a few seconds later (etcd keeps the data); the scene goes on once /readyz answers.
 
 What must hold (box/invariants.py at every sample the API answers, and the scene's checks):
 Kueue's usage never above any ClusterQueue's nominal quota plus borrowing limit, nor above
@@ -28,7 +28,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -55,6 +54,7 @@ from generators.model.types import Pool
 LOW, HIGH = "training", "training-critical"
 NEWCOMER_NODES = 4
 API_DOWN_SECONDS = 5  # how long kube-apiserver stays down before it is started again
+SUPERVISED = ("kube-controller-manager", "kube-scheduler")  # static pods a kubelet restarts
 
 
 def _queue(env: Environment) -> tuple[Pool, str, str]:
@@ -113,29 +113,21 @@ def _restart_kueue(context: SceneContext, sampler: Sampler) -> float:
     return sampler.now() - down
 
 
-def _restart_apiserver(context: SceneContext, sampler: Sampler) -> float:
-    """kube-apiserver stopped and started again exactly as kwokctl ran it (command line,
-    directory, environment, log), its new pid written where kwokctl keeps it, so `box down`
-    stops it."""
-    cluster = cluster_of(context.env.name, context.folder)
-    pid = cluster.component_pids()["kube-apiserver"]
+def _command(pid: int) -> tuple[list[str], str, dict[str, str]]:
+    """A running process's command line, working directory and environment, from /proc."""
     proc = Path("/proc") / str(pid)
     argv = [a.decode() for a in (proc / "cmdline").read_bytes().split(b"\0") if a]
-    cwd = os.readlink(proc / "cwd")
     environ = dict(
         item.decode().split("=", 1) for item in (proc / "environ").read_bytes().split(b"\0") if b"=" in item
     )
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 60
-    while group_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    verify_gone("kube-apiserver", pid, ())
-    down = sampler.now()
-    sampler.step(f"FAULT: kube-apiserver stopped (SIGTERM; etcd keeps the data) for {API_DOWN_SECONDS}s")
-    sampler.hold(API_DOWN_SECONDS, lambda: None)  # samples fail while it is down: counted, skipped
-    log = cluster.folder / "logs" / "kube-apiserver.log"
-    with log.open("ab") as out:
+    return argv, os.readlink(proc / "cwd"), environ
+
+
+def _start_component(folder: Path, name: str, command: tuple[list[str], str, dict[str, str]]) -> None:
+    """Start a kwokctl component as kwokctl ran it (its log appended), and write its pid where
+    kwokctl keeps it, so `box down` stops it."""
+    argv, cwd, environ = command
+    with (folder / "logs" / f"{name}.log").open("ab") as out:
         process = subprocess.Popen(
             argv,
             stdout=out,
@@ -145,9 +137,35 @@ def _restart_apiserver(context: SceneContext, sampler: Sampler) -> float:
             env=environ,
             start_new_session=True,
         )
-    (cluster.folder / "pids" / "kube-apiserver.pid").write_text(f"{process.pid}\n", encoding="utf-8")
+    (folder / "pids" / f"{name}.pid").write_text(f"{process.pid}\n", encoding="utf-8")
+
+
+def _restart_apiserver(context: SceneContext, sampler: Sampler) -> float:
+    """kube-apiserver killed (SIGKILL: a SIGTERM drains for up to a minute while it still
+    serves, so the preemption would finish first) and started again exactly as kwokctl ran
+    it (etcd keeps the data). kube-controller-manager and kube-scheduler end themselves when
+    they cannot renew their Lease for 10 s (`leaderelection lost`); a kubelet restarts them
+    in a cluster, kwokctl does not: the scene does, as a kubelet would, and says so."""
+    cluster = cluster_of(context.env.name, context.folder)
+    pids = cluster.component_pids()
+    commands = {name: _command(pids[name]) for name in ("kube-apiserver", *SUPERVISED)}
+    pid = pids["kube-apiserver"]
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    verify_gone("kube-apiserver", pid, ())
+    down = sampler.now()
+    sampler.step(f"FAULT: kube-apiserver killed (SIGKILL; etcd keeps the data), down {API_DOWN_SECONDS}s")
+    sampler.hold(API_DOWN_SECONDS, lambda: None)  # samples fail while it is down: counted, skipped
+    _start_component(cluster.folder, "kube-apiserver", commands["kube-apiserver"])
     sampler.until(lambda: _api_ready(context.kube), REACT_SECONDS, "kube-apiserver ready again")
-    return sampler.now() - down
+    took = sampler.now() - down
+    for name in SUPERVISED:
+        if not group_alive(pids[name]):
+            _start_component(cluster.folder, name, commands[name])
+            sampler.step(
+                f"{name} had ended (its Lease lost while the API was down); restarted as a kubelet would"
+            )
+    return took
 
 
 def _answers(kube: Kube) -> bool:

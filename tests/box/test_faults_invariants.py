@@ -258,6 +258,29 @@ def test_a_pod_of_a_job_kueue_stopped_has_its_cause() -> None:
     assert "pod serving/other-0 ended" in found.text
 
 
+def test_a_pod_of_a_job_whose_workload_kueue_evicted_has_its_cause() -> None:
+    """The Workload's Evicted condition is the durable record (the Job's event may be lost)."""
+    checks = Invariants(LIMITS)
+    gang = pod("gang-0")
+    gang["metadata"]["labels"]["batch.kubernetes.io/job-name"] = "gang"
+    invariants.check_pod_causes(LIMITS, checks.memory, Snapshot(0, 0, pods=[gang]))
+    workload = {
+        "metadata": {"namespace": "serving", "ownerReferences": [{"kind": "Job", "name": "gang"}]},
+        "status": {"conditions": [{"type": "Evicted", "status": "True", "reason": "Preempted"}]},
+    }
+    assert (
+        invariants.check_pod_causes(LIMITS, checks.memory, Snapshot(9, 9, workloads=[workload]), final=True)
+        == []
+    )
+    admitted = {**workload, "status": {"conditions": [{"type": "Admitted", "status": "True"}]}}
+    fresh = Invariants(LIMITS)
+    invariants.check_pod_causes(LIMITS, fresh.memory, Snapshot(0, 0, pods=[gang]))
+    [found] = invariants.check_pod_causes(
+        LIMITS, fresh.memory, Snapshot(9, 9, workloads=[admitted]), final=True
+    )
+    assert "pod serving/gang-0 ended" in found.text
+
+
 def test_every_check_runs_in_one_pass() -> None:
     checks = Invariants(LIMITS)
     bad = Snapshot(
