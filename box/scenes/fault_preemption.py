@@ -42,11 +42,13 @@ from box.scenes.faults import (
     FaultResult,
     InvariantBroken,
     Sampler,
+    command_of,
     metrics_of,
     process_url,
     start_again,
     stop_process,
 )
+from box.state import State
 from box.up import _webhook_answers, cluster_of
 from generators.model.environment import Environment
 from generators.model.types import Pool
@@ -55,6 +57,7 @@ LOW, HIGH = "training", "training-critical"
 NEWCOMER_NODES = 4
 API_DOWN_SECONDS = 5  # how long kube-apiserver stays down before it is started again
 SUPERVISED = ("kube-controller-manager", "kube-scheduler")  # static pods a kubelet restarts
+ELECTED = ("overflow-gate", "gpu-health")  # exit 1 on a lost Lease; their Deployment restarts them
 
 
 def _queue(env: Environment) -> tuple[Pool, str, str]:
@@ -148,23 +151,37 @@ def _restart_apiserver(context: SceneContext, sampler: Sampler) -> float:
     in a cluster, kwokctl does not: the scene does, as a kubelet would, and says so."""
     cluster = cluster_of(context.env.name, context.folder)
     pids = cluster.component_pids()
+    dead = [name for name in ("kube-apiserver", *SUPERVISED) if not group_alive(pids[name])]
+    if dead:
+        raise AssertionError(
+            f"{', '.join(dead)} not running before the fault: the box is broken, bring it up again"
+        )
     commands = {name: _command(pids[name]) for name in ("kube-apiserver", *SUPERVISED)}
+    state = State.load(context.folder)
+    assert state is not None
+    controllers = {p.name: command_of(context.folder, p.name) for p in state.processes if p.name in ELECTED}
     pid = pids["kube-apiserver"]
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
     verify_gone("kube-apiserver", pid, ())
     down = sampler.now()
     sampler.step(f"FAULT: kube-apiserver killed (SIGKILL; etcd keeps the data), down {API_DOWN_SECONDS}s")
-    sampler.hold(API_DOWN_SECONDS, lambda: None)  # samples fail while it is down: counted, skipped
-    _start_component(cluster.folder, "kube-apiserver", commands["kube-apiserver"])
-    sampler.until(lambda: _api_ready(context.kube), REACT_SECONDS, "kube-apiserver ready again")
-    took = sampler.now() - down
-    for name in SUPERVISED:
-        if not group_alive(pids[name]):
-            _start_component(cluster.folder, name, commands[name])
-            sampler.step(
-                f"{name} had ended (its Lease lost while the API was down); restarted as a kubelet would"
-            )
+    try:
+        sampler.hold(API_DOWN_SECONDS, lambda: None)  # samples fail while it is down: counted, skipped
+        _start_component(cluster.folder, "kube-apiserver", commands["kube-apiserver"])
+        sampler.until(lambda: _api_ready(context.kube), REACT_SECONDS, "kube-apiserver ready again")
+        took = sampler.now() - down
+    finally:  # never leave the box without them, whatever failed above
+        for name in SUPERVISED:
+            if not group_alive(pids[name]):
+                _start_component(cluster.folder, name, commands[name])
+                sampler.step(
+                    f"{name} had ended (its Lease lost while the API was down); restarted as a kubelet would"
+                )
+        for name, stopped in controllers.items():
+            if not group_alive(stopped.record.pgid):
+                start_again(context.folder, stopped)
+                sampler.step(f"{name} had exited (its Lease lost: by design); restarted as its kubelet would")
     return took
 
 
@@ -178,7 +195,7 @@ def _answers(kube: Kube) -> bool:
 
 def _api_ready(kube: Kube) -> bool:
     try:
-        return kube.raw_get("/readyz") is not None
+        return bool(kube.raw_get("/version").get("gitVersion"))  # JSON; /readyz answers plain text
     except Exception:  # down: connection refused, or a 500 while it starts
         return False
 

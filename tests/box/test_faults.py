@@ -70,3 +70,30 @@ def test_quarantine_storm_the_caps_hold_the_alert_fires_and_the_release_follows(
     released = re.search(r"released \['train-h100-000'\] ([\d.]+)s after the errors stopped", out)
     assert released, out
     assert 20 + 60 - 2 <= float(released.group(1)) <= 20 + 60 + 60  # window + cool-down, passes, load
+
+
+def _preempted_once(out: str) -> None:
+    """staging's foundation queue: nominal 128 + borrowing limit 120 = 248 GPUs, 31 whole
+    H100 nodes at `training`; 4 nodes at `training-critical` preempt them."""
+    assert re.search(
+        r"fault-low-\w+: 31 x 8 GPUs at training admitted in foundation and running \(248 GPUs", out
+    )
+    assert re.search(
+        r"fault-high-\w+ admitted and its 4 pods running, fault-low-\w+ stopped \(0 running\)", out
+    )
+    assert re.search(r"Admitted events \{'fault-low-\w+': 1, 'fault-high-\w+': 1\}", out), out
+    assert "the gate and the health controller passing again" in out
+
+
+def test_kueue_restarted_during_a_preemption_admits_once_and_stops_the_whole_gang(box: UpBox) -> None:
+    out = _ran(run_scene(box, "kueue-restart", SCENE_SECONDS))
+    print(out)
+    assert "FAULT: the Kueue controller stopped (SIGTERM)" in out
+    _preempted_once(out)
+
+
+def test_apiserver_restarted_during_a_preemption_loses_nothing(box: UpBox) -> None:
+    out = _ran(run_scene(box, "apiserver-restart", SCENE_SECONDS))
+    print(out)
+    assert "FAULT: kube-apiserver killed (SIGKILL; etcd keeps the data), down 5s" in out
+    _preempted_once(out)
