@@ -34,7 +34,7 @@ LEASE_SECONDS, RETRY_SECONDS = 15, 2
 def _ran(run: SceneRun) -> str:
     out = run.done.stdout
     assert run.done.returncode == 0, f"{out}\n{run.done.stderr[-3000:]}"
-    assert re.search(r"\d+ samples of the invariants, all held", out), out
+    assert re.search(r"\d+ samples of the invariants( \([^)]*\))?, all held", out), out
     return out
 
 
