@@ -30,10 +30,11 @@ namespaces), and pods in training namespaces that tolerate one are refused.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
-from generators.components import Obj
+from generators.k8s.admission import binding, mutating_binding
+from generators.k8s.cel import literal
+from generators.k8s.objects import Obj
 from generators.model.environment import Environment
 from generators.model.health import Toleration
 from generators.model.types import Tier
@@ -62,11 +63,6 @@ QUARANTINE_REFUSED = "trainyard-training-no-quarantine-tolerations"
 QUARANTINE_REQUIRED = "trainyard-inference-quarantine-tolerations-required"
 
 
-def _cel(value: str) -> str:
-    """A CEL string literal (JSON's escaping is valid CEL)."""
-    return json.dumps(value)
-
-
 def managed_by_kueue(env: Environment) -> str:
     """CEL: the pod being created belongs to a workload Kueue manages (module docstring)."""
     keys = [PODSET_LABEL]
@@ -74,7 +70,7 @@ def managed_by_kueue(env: Environment) -> str:
         keys += [QUEUE_LABEL, MANAGED_LABEL]
     return (
         "has(object.metadata.labels) && ("
-        + " || ".join(f"{_cel(k)} in object.metadata.labels" for k in keys)
+        + " || ".join(f"{literal(k)} in object.metadata.labels" for k in keys)
         + ")"
     )
 
@@ -89,8 +85,8 @@ def _class_patch(tier: Tier) -> str:
     """ApplyConfiguration CEL setting class, value and preemption policy as the apiserver's
     Priority plugin would have (it ran before any admission policy)."""
     return (
-        f"Object{{spec: Object.spec{{priorityClassName: {_cel(tier.name)}, "
-        f"priority: {tier.value}, preemptionPolicy: {_cel(tier.preemption_policy)}}}}}"
+        f"Object{{spec: Object.spec{{priorityClassName: {literal(tier.name)}, "
+        f"priority: {tier.value}, preemptionPolicy: {literal(tier.preemption_policy)}}}}}"
     )
 
 
@@ -105,7 +101,7 @@ def admission(env: Environment) -> list[Obj]:
     tier = env.default_training_tier
     low = lowest_tier(env)
     allowed = [t.name for t in env.training_tiers]
-    names = "[" + ", ".join(_cel(n) for n in allowed) + "]"
+    names = literal(allowed)
     managed = managed_by_kueue(env)
     require = kubernetes.mechanism(Feature.TRAINING_PRIORITY, env.kubernetes_version) is Mechanism.REQUIRE
     mutating = not require
@@ -134,7 +130,7 @@ def admission(env: Environment) -> list[Obj]:
     )
     objects = []
     if mutating:
-        label = _cel(PRIORITY_CLASS_LABEL)
+        label = literal(PRIORITY_CLASS_LABEL)
         objects += [
             render(
                 "priorities/mutatingadmissionpolicy.yaml.j2",
@@ -142,30 +138,22 @@ def admission(env: Environment) -> list[Obj]:
                 managed=managed,
                 apply_expression=_class_patch(tier),
             ),
-            render("priorities/mutatingadmissionpolicybinding.yaml.j2", name=POLICY, namespaces=namespaces),
+            mutating_binding(POLICY, namespaces),
             render(
                 "priorities/outside-kueue-mutatingadmissionpolicy.yaml.j2",
                 name=OUTSIDE_POLICY,
                 unmanaged=f"!({managed})",
                 apply_expression=_class_patch(low),
             ),
-            render(
-                "priorities/mutatingadmissionpolicybinding.yaml.j2",
-                name=OUTSIDE_POLICY,
-                namespaces=namespaces,
-            ),
+            mutating_binding(OUTSIDE_POLICY, namespaces),
             render(
                 "priorities/workload-priority-mutatingadmissionpolicy.yaml.j2",
                 name=WORKLOAD_POLICY,
                 no_label=f"!has(object.metadata.labels) || !({label} in object.metadata.labels)",
                 apply_expression=f"Object{{metadata: Object.metadata{{labels: {{{label}: "
-                f"{_cel(tier.name)}}}}}}}",
+                f"{literal(tier.name)}}}}}}}",
             ),
-            render(
-                "priorities/mutatingadmissionpolicybinding.yaml.j2",
-                name=WORKLOAD_POLICY,
-                namespaces=namespaces,
-            ),
+            mutating_binding(WORKLOAD_POLICY, namespaces),
         ]
     job_policies = [
         obj
@@ -207,7 +195,7 @@ def admission(env: Environment) -> list[Obj]:
                 f"{no_mutation}, else its pods are refused after it is admitted'",
             }
         )
-    low_names = _cel_list([low.name])
+    low_names = literal([low.name])
     low_expression = f"has(object.spec.priorityClassName) && object.spec.priorityClassName in {low_names}"
     return [
         *objects,
@@ -217,11 +205,7 @@ def admission(env: Environment) -> list[Obj]:
             name=WORKLOAD_TIER_POLICY,
             validations=workload_checks,
         ),
-        render(
-            "priorities/validatingadmissionpolicybinding.yaml.j2",
-            name=WORKLOAD_TIER_POLICY,
-            namespaces=namespaces,
-        ),
+        binding(WORKLOAD_TIER_POLICY, namespaces),
         render(
             "priorities/validatingadmissionpolicy.yaml.j2",
             name=POLICY,
@@ -229,7 +213,7 @@ def admission(env: Environment) -> list[Obj]:
             expression=f"has(object.spec.priorityClassName) && object.spec.priorityClassName in {names}",
             message_expression=message,
         ),
-        render("priorities/validatingadmissionpolicybinding.yaml.j2", name=POLICY, namespaces=namespaces),
+        binding(POLICY, namespaces),
         render(
             "priorities/outside-kueue-validatingadmissionpolicy.yaml.j2",
             name=OUTSIDE_POLICY,
@@ -237,9 +221,7 @@ def admission(env: Environment) -> list[Obj]:
             message_expression=low_message,
             expression=low_expression,
         ),
-        render(
-            "priorities/validatingadmissionpolicybinding.yaml.j2", name=OUTSIDE_POLICY, namespaces=namespaces
-        ),
+        binding(OUTSIDE_POLICY, namespaces),
     ]
 
 
@@ -251,7 +233,7 @@ def sent_to_a_queue(env: Environment) -> str:
     """CEL: Kueue manages the job (it names a queue, or every job is managed)."""
     if env.kueue.manage_jobs_without_queue_name:
         return "true"
-    return f"has(object.metadata.labels) && {_cel(QUEUE_LABEL)} in object.metadata.labels"
+    return f"has(object.metadata.labels) && {literal(QUEUE_LABEL)} in object.metadata.labels"
 
 
 def job_policy(
@@ -261,7 +243,7 @@ def job_policy(
     template) is refused when it is created; below 1.36 (REQUIRE) so is one sent to a queue
     whose pod templates name no class: Kueue would admit it, then every pod would be refused
     while the Workload held its quota until waitForPodsReady evicted it."""
-    label = _cel(PRIORITY_CLASS_LABEL)
+    label = literal(PRIORITY_CLASS_LABEL)
     tiers = ", ".join(allowed)
     what = f"{kind.kind.lower()}s in training namespaces run at a training tier ({tiers})"
     klass = "t.spec.priorityClassName"
@@ -299,11 +281,7 @@ def job_policy(
             templates=kind.templates,
             validations=checks,
         ),
-        render(
-            "priorities/validatingadmissionpolicybinding.yaml.j2",
-            name=name,
-            namespaces=env.training_namespaces,
-        ),
+        binding(name, env.training_namespaces),
     ]
 
 
@@ -319,9 +297,8 @@ def inference_namespaces(env: Environment) -> tuple[str, ...]:
 
 def toleration_patch(tolerations: tuple[Toleration, ...]) -> str:
     """JSONPatch CEL adding an Exists toleration per quarantine taint the pod lacks."""
-    wanted = (
-        "[" + ", ".join(f"{{'key': {_cel(t.key)}, 'effect': {_cel(t.effect)}}}" for t in tolerations) + "]"
-    )
+    each = (f"{{'key': {literal(t.key)}, 'effect': {literal(t.effect)}}}" for t in tolerations)
+    wanted = "[" + ", ".join(each) + "]"
     value = "Object.spec.tolerations{key: x.key, operator: 'Exists', effect: x.effect}"
     missing = f"{wanted}.filter(x, !object.spec.tolerations.exists(t, has(t.key) && t.key == x.key))"
     return (
@@ -336,7 +313,7 @@ def refusal_validations(tolerations: tuple[Toleration, ...]) -> list[dict[str, s
     effects = sorted({t.effect for t in tolerations})
     return [
         {
-            "expression": f"variables.tolerations.all(t, !has(t.key) || !(t.key in {_cel_list(keys)}))",
+            "expression": f"variables.tolerations.all(t, !has(t.key) || !(t.key in {literal(keys)}))",
             "message": f"training pods must not tolerate the quarantine taint ({', '.join(keys)}): a "
             "quarantined node has a bad GPU or link and must not receive a gang member",
             "reason": "Forbidden",
@@ -344,7 +321,7 @@ def refusal_validations(tolerations: tuple[Toleration, ...]) -> list[dict[str, s
         {
             "expression": "variables.tolerations.all(t, (has(t.key) && t.key != '') || !has(t.operator) || "
             f"t.operator != 'Exists' || (has(t.effect) && t.effect != '' && "
-            f"!(t.effect in {_cel_list(effects)})))",
+            f"!(t.effect in {literal(effects)})))",
             "message": "a toleration with operator Exists and no key tolerates every taint, the quarantine "
             f"taint ({', '.join(keys)}) included; name the key",
             "reason": "Forbidden",
@@ -371,7 +348,7 @@ def required_validations(tolerations: tuple[Toleration, ...], version: str) -> l
     it a quarantined node would stop taking new inference pods too (docs/health.md)."""
     checks = []
     for t in tolerations:
-        key, effect = _cel(t.key), _cel(t.effect)
+        key, effect = literal(t.key), literal(t.effect)
         checks.append(
             {
                 "expression": f"variables.tolerations.exists(t, has(t.key) && t.key == {key} && "
@@ -384,10 +361,6 @@ def required_validations(tolerations: tuple[Toleration, ...], version: str) -> l
             }
         )
     return checks
-
-
-def _cel_list(values: list[str]) -> str:
-    return "[" + ", ".join(_cel(v) for v in values) + "]"
 
 
 def quarantine(env: Environment) -> list[Obj]:
@@ -405,11 +378,7 @@ def quarantine(env: Environment) -> list[Obj]:
                 name=QUARANTINE_REQUIRED,
                 validations=required_validations(tolerations, env.kubernetes_version),
             ),
-            render(
-                "priorities/validatingadmissionpolicybinding.yaml.j2",
-                name=QUARANTINE_REQUIRED,
-                namespaces=inference,
-            ),
+            binding(QUARANTINE_REQUIRED, inference),
         ]
     elif inference:
         objects += [
@@ -418,11 +387,7 @@ def quarantine(env: Environment) -> list[Obj]:
                 name=QUARANTINE_TOLERATED,
                 patch_expression=toleration_patch(tolerations),
             ),
-            render(
-                "priorities/mutatingadmissionpolicybinding.yaml.j2",
-                name=QUARANTINE_TOLERATED,
-                namespaces=inference,
-            ),
+            mutating_binding(QUARANTINE_TOLERATED, inference),
         ]
     if env.training_namespaces:
         objects += [
@@ -431,11 +396,7 @@ def quarantine(env: Environment) -> list[Obj]:
                 name=QUARANTINE_REFUSED,
                 validations=refusal_validations(tolerations),
             ),
-            render(
-                "priorities/validatingadmissionpolicybinding.yaml.j2",
-                name=QUARANTINE_REFUSED,
-                namespaces=env.training_namespaces,
-            ),
+            binding(QUARANTINE_REFUSED, env.training_namespaces),
         ]
     return objects
 

@@ -156,7 +156,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "admission-default-preemption-never",
         "generators/components/priorities.py",
-        'preemptionPolicy: {_cel(tier.preemption_policy)}}}}}"',
+        'preemptionPolicy: {literal(tier.preemption_policy)}}}}}"',
         "preemptionPolicy: 'Never'}}}}\"",
         "the mutating policy sets the default tier's preemptionPolicy",
     ),

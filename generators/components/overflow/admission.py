@@ -18,7 +18,7 @@ generators/k8s/cel.py, the node guard's objects in generators/k8s/admission.py).
 from __future__ import annotations
 
 from generators.components import Obj
-from generators.k8s.admission import binding, node_guard
+from generators.k8s.admission import binding, mutating_binding, node_guard
 from generators.k8s.cel import field, literal, same_map_except, taints
 from generators.model.overflow import GATE, GATE_TAINT_VALUE, PROVIDER_LABEL, Overflow
 from generators.output.templating import render
@@ -83,7 +83,7 @@ def node_label_policy(ov: Overflow) -> list[Obj]:
             provider_expression=f"{literal(providers)}[object.metadata.name]",
             mutations=mutations,
         ),
-        render("overflow/mutatingadmissionpolicybinding.yaml.j2", name=NODE_LABEL_POLICY),
+        mutating_binding(NODE_LABEL_POLICY, None),
     ]
 
 
