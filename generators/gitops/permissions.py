@@ -32,14 +32,13 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from generators.errors import Location, Problem
 from generators.gitops.argoglob import matches
 from generators.gitops.sources import applied
+from generators.k8s.objects import Obj
 from generators.layout import RENDERED
 
-Obj = dict[str, Any]
 # util/settings/resources_filter.go:7-11: (group, kind), "*" for every kind of the group.
 CORE_EXCLUDED = {
     ("events.k8s.io", "*"),

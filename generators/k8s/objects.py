@@ -1,4 +1,5 @@
-"""Single objects several components render: a Namespace, a ConfigMap, a ServiceMonitor."""
+"""Single objects several components render: a Namespace, a ConfigMap, a ServiceMonitor; and
+`Obj`, the type of a rendered Kubernetes object (a plain mapping), for the whole tree."""
 
 from __future__ import annotations
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from generators.k8s.objects import Obj
 from generators.output.templating import render
 
-Obj = dict[str, Any]
 Rule = dict[str, Any]
 
 CLUSTER_PREFIX = "trainyard-"  # cluster-scoped names: say whose they are

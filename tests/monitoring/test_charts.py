@@ -48,11 +48,11 @@ import re
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
+from generators.k8s.objects import Obj
 from generators.upstream import charts
 from tests.monitoring import kubeselect, stack_chart
 from tests.monitoring.conftest import ENVIRONMENTS
@@ -62,7 +62,6 @@ from tests.support.edits import edited
 from tests.support.recipes import header_command, helm_commands
 from tests.support.scratch import run_cli, write_environment
 
-Obj = dict[str, Any]
 KUEUE_CONFIG_KEY = "controller_manager_config.yaml"
 NODE = "gpu-node-17"  # a node name the scrape target carries in __meta_kubernetes_pod_node_name
 

@@ -23,11 +23,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from generators.components import Obj
 from generators.components.monitoring import adapter, dashboards, installers
 from generators.components.monitoring.alerts import groups
 from generators.components.monitoring.promql import GATE_JOB
-from generators.k8s.objects import service_monitor
+from generators.k8s.objects import Obj, service_monitor
 from generators.model.environment import Environment
 from generators.output import yamlemit
 from generators.output.templating import render

@@ -37,8 +37,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from generators.components import Obj
 from generators.k8s.hardening import CONTAINER_SECURITY, MACHINERY_PRIORITY_CLASS, pod_security
+from generators.k8s.objects import Obj
 from generators.model.environment import Environment
 from generators.output import yamlemit
 from generators.output.templating import render

@@ -37,9 +37,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from generators.components import Obj
 from generators.components.monitoring import dcgm_counters
 from generators.components.monitoring.promql import ksm_label
+from generators.k8s.objects import Obj
 from generators.layout import INSTALLERS, RENDERED
 from generators.model.environment import Environment
 from generators.output.templating import render

@@ -17,9 +17,9 @@ generators/k8s/cel.py, the node guard's objects in generators/k8s/admission.py).
 
 from __future__ import annotations
 
-from generators.components import Obj
 from generators.k8s.admission import binding, mutating_binding, node_guard
 from generators.k8s.cel import field, literal, same_map_except, taints
+from generators.k8s.objects import Obj
 from generators.model.overflow import GATE, GATE_TAINT_VALUE, PROVIDER_LABEL, Overflow
 from generators.output.templating import render
 from generators.upstream.kubernetes import Mechanism

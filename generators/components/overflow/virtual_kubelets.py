@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from generators.components import Obj
 from generators.k8s.hardening import hardened
-from generators.k8s.objects import config_map
+from generators.k8s.objects import Obj, config_map
 from generators.k8s.rbac import CLUSTER_PREFIX, cluster_role, identity, role_binding
 from generators.k8s.workload import sha256
 from generators.model.overflow import GATE_TAINT_VALUE, Overflow, Provider
