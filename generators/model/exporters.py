@@ -246,11 +246,6 @@ def dcgm_exporter(text: str, stated: Contract | None = None) -> DcgmExporterChoi
     return DcgmExporterChoice(release, text if tag else None)
 
 
-def dcgm_host_label(text: str) -> str:
-    """The host label of the dcgm-exporter a spec value names (no stated contract)."""
-    return dcgm_exporter(text).release.host_label
-
-
 def kube_state_metrics(text: str, stated: Contract | None = None) -> KubeStateMetricsRelease:
     version = parse_version(text)
     inside = version is not None and version in KUBE_STATE_METRICS_RANGE

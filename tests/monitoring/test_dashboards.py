@@ -74,7 +74,9 @@ def test_current_schema_variables_and_panel_ids(shipped: Shipped) -> None:
 
 
 def test_host_variable_uses_the_host_label_of_the_named_exporter(shipped: Shipped) -> None:
-    host_label = exporters.dcgm_host_label(shipped.spec["monitoring"]["exporters"]["dcgmExporter"])
+    host_label = exporters.dcgm_exporter(
+        shipped.spec["monitoring"]["exporters"]["dcgmExporter"]
+    ).release.host_label
     board = next(b for b in dashboards(shipped) if b["uid"].endswith("-gpu-hardware"))
     host = next(v for v in board["templating"]["list"] if v["name"] == "host")
     assert host["query"].endswith(f", {host_label})")

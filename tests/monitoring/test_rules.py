@@ -133,5 +133,5 @@ def test_spec_defaults_are_the_talks_numbers() -> None:
     assert props["gpuTempLimitCelsius"]["default"] == 78
     assert props["alerts"]["properties"]["gpuTempFor"]["default"] == "2m"
     default_dcgm = props["exporters"]["properties"]["dcgmExporter"]["default"]
-    assert exporters.dcgm_host_label(default_dcgm) == "Hostname"
+    assert exporters.dcgm_exporter(default_dcgm).release.host_label == "Hostname"
     assert set(props["xidReplaceCodes"]["default"]) == {48, 63, 64, 74, 79, 94, 95}
