@@ -90,83 +90,69 @@ def _class_patch(tier: Tier) -> str:
     )
 
 
-def admission(env: Environment) -> list[Obj]:
-    """Pods Kueue manages in training namespaces run at a training tier, every other pod
-    there at the lowest tier. From Kubernetes 1.36 MutatingAdmissionPolicies give a class-less
-    pod its tier; before, no policy can mutate, so the validating policies alone refuse a
-    class-less pod and their messages name the class to set (generators/upstream/kubernetes.py)."""
-    namespaces = env.training_namespaces
-    if not namespaces:
-        return []
-    tier = env.default_training_tier
-    low = lowest_tier(env)
-    allowed = [t.name for t in env.training_tiers]
-    names = literal(allowed)
-    managed = managed_by_kueue(env)
-    require = kubernetes.mechanism(Feature.TRAINING_PRIORITY, env.kubernetes_version) is Mechanism.REQUIRE
-    mutating = not require
-    no_mutation = f"(Kubernetes {env.kubernetes_version} has no MutatingAdmissionPolicy to default it)"
+def _require(env: Environment) -> bool:
+    """Below 1.36 no MutatingAdmissionPolicy can give a class-less pod its tier (REQUIRE)."""
+    return kubernetes.mechanism(Feature.TRAINING_PRIORITY, env.kubernetes_version) is Mechanism.REQUIRE
+
+
+def _no_mutation(env: Environment) -> str:
+    return f"(Kubernetes {env.kubernetes_version} has no MutatingAdmissionPolicy to default it)"
+
+
+def _class_refusal(env: Environment, rule: str, tier: Tier, alternative: str) -> str:
+    """CEL message of a refused pod: `rule`, the class the pod named, and the fix: drop the
+    class (the mutating policy then gives `tier`) or, below 1.36, set `tier` itself."""
     fix = (
-        f"remove priorityClassName to get {tier.name}"
-        if mutating
-        else f"set priorityClassName: {tier.name} {no_mutation}"
+        f"set priorityClassName: {tier.name} {_no_mutation(env)}"
+        if _require(env)
+        else f"remove priorityClassName to get {tier.name}"
     )
-    message = (
-        f"'pods in training namespaces run at a training tier ({', '.join(allowed)}); got ' + "
-        "(has(object.spec.priorityClassName) ? object.spec.priorityClassName : 'none') + "
-        f"': {fix}, or name a training tier'"
-    )
-    low_fix = (
-        f"remove priorityClassName to get {low.name}"
-        if mutating
-        else f"set priorityClassName: {low.name} {no_mutation}"
-    )
-    low_message = (
-        f"'pods that Kueue does not manage run at {low.name} in training namespaces (they hold no "
-        "quota, so a higher class would preempt what Kueue admitted); got ' + "
-        "(has(object.spec.priorityClassName) ? object.spec.priorityClassName : 'none') + "
-        f"': {low_fix}, or submit it as a job to the team queue "
-        f"(label {QUEUE_LABEL})'"
-    )
-    objects = []
-    if mutating:
-        label = literal(PRIORITY_CLASS_LABEL)
-        objects += [
-            render(
-                "priorities/mutatingadmissionpolicy.yaml.j2",
-                name=POLICY,
-                managed=managed,
-                apply_expression=_class_patch(tier),
-            ),
-            mutating_binding(POLICY, namespaces),
-            render(
-                "priorities/outside-kueue-mutatingadmissionpolicy.yaml.j2",
-                name=OUTSIDE_POLICY,
-                unmanaged=f"!({managed})",
-                apply_expression=_class_patch(low),
-            ),
-            mutating_binding(OUTSIDE_POLICY, namespaces),
-            render(
-                "priorities/workload-priority-mutatingadmissionpolicy.yaml.j2",
-                name=WORKLOAD_POLICY,
-                no_label=f"!has(object.metadata.labels) || !({label} in object.metadata.labels)",
-                apply_expression=f"Object{{metadata: Object.metadata{{labels: {{{label}: "
-                f"{literal(tier.name)}}}}}}}",
-            ),
-            mutating_binding(WORKLOAD_POLICY, namespaces),
-        ]
-    job_policies = [
-        obj
-        for kind in job_kinds.enabled(env.kueue.integrations)
-        for obj in job_policy(env, kind, allowed, names, require)
+    named = "(has(object.spec.priorityClassName) ? object.spec.priorityClassName : 'none')"
+    return f"'{rule}; got ' + {named} + ': {fix}, or {alternative}'"
+
+
+def _mutating_policies(env: Environment, managed: str) -> list[Obj]:
+    """From 1.36: a class-less pod Kueue manages gets the default training tier, any other pod
+    the lowest tier, and a class-less Workload the default tier's WorkloadPriorityClass."""
+    tier, namespaces = env.default_training_tier, env.training_namespaces
+    label = literal(PRIORITY_CLASS_LABEL)
+    return [
+        render(
+            "priorities/mutatingadmissionpolicy.yaml.j2",
+            name=POLICY,
+            managed=managed,
+            apply_expression=_class_patch(tier),
+        ),
+        mutating_binding(POLICY, namespaces),
+        render(
+            "priorities/outside-kueue-mutatingadmissionpolicy.yaml.j2",
+            name=OUTSIDE_POLICY,
+            unmanaged=f"!({managed})",
+            apply_expression=_class_patch(lowest_tier(env)),
+        ),
+        mutating_binding(OUTSIDE_POLICY, namespaces),
+        render(
+            "priorities/workload-priority-mutatingadmissionpolicy.yaml.j2",
+            name=WORKLOAD_POLICY,
+            no_label=f"!has(object.metadata.labels) || !({label} in object.metadata.labels)",
+            apply_expression=f"Object{{metadata: Object.metadata{{labels: {{{label}: "
+            f"{literal(tier.name)}}}}}}}",
+        ),
+        mutating_binding(WORKLOAD_POLICY, namespaces),
     ]
+
+
+def _workload_checks(env: Environment, allowed: list[str]) -> list[dict[str, str]]:
+    """A Workload in a training namespace names only training tiers (its class and its pod
+    templates'); below 1.36 every pod template names one."""
+    names = literal(allowed)
     owner = (
         "(has(object.metadata.ownerReferences) && size(object.metadata.ownerReferences) > 0 ? "
         "object.metadata.ownerReferences[0].kind + ' ' + object.metadata.ownerReferences[0].name : "
         "object.metadata.name)"
     )
     pod_class = "p.template.spec.priorityClassName"
-    workload_checks = [
+    checks = [
         {
             "expression": (
                 f"!has(object.spec.priorityClassRef) || object.spec.priorityClassRef.name in {names}"
@@ -186,24 +172,60 @@ def admission(env: Environment) -> list[Obj]:
             ".template.spec.priorityClassName",
         },
     ]
-    if require:
-        workload_checks.append(
+    if _require(env):
+        checks.append(
             {
                 "expression": f"object.spec.podSets.all(p, has({pod_class}) && {pod_class} != '')",
                 "message": f"'workloads in training namespaces name a training tier on every pod template; "
-                f"the pod templates of ' + {owner} + ' name none: set priorityClassName: {tier.name} "
-                f"{no_mutation}, else its pods are refused after it is admitted'",
+                f"the pod templates of ' + {owner} + ' name none: set priorityClassName: "
+                f"{env.default_training_tier.name} {_no_mutation(env)}, else its pods are refused after "
+                "it is admitted'",
             }
         )
-    low_names = literal([low.name])
-    low_expression = f"has(object.spec.priorityClassName) && object.spec.priorityClassName in {low_names}"
+    return checks
+
+
+def admission(env: Environment) -> list[Obj]:
+    """Pods Kueue manages in training namespaces run at a training tier, every other pod
+    there at the lowest tier. From Kubernetes 1.36 MutatingAdmissionPolicies give a class-less
+    pod its tier; before, no policy can mutate, so the validating policies alone refuse a
+    class-less pod and their messages name the class to set (generators/upstream/kubernetes.py)."""
+    namespaces = env.training_namespaces
+    if not namespaces:
+        return []
+    low = lowest_tier(env)
+    allowed = [t.name for t in env.training_tiers]
+    names = literal(allowed)
+    managed = managed_by_kueue(env)
+    require = _require(env)
+    message = _class_refusal(
+        env,
+        f"pods in training namespaces run at a training tier ({', '.join(allowed)})",
+        env.default_training_tier,
+        "name a training tier",
+    )
+    low_message = _class_refusal(
+        env,
+        f"pods that Kueue does not manage run at {low.name} in training namespaces (they hold no "
+        "quota, so a higher class would preempt what Kueue admitted)",
+        low,
+        f"submit it as a job to the team queue (label {QUEUE_LABEL})",
+    )
+    job_policies = [
+        obj
+        for kind in job_kinds.enabled(env.kueue.integrations)
+        for obj in job_policy(env, kind, allowed, names, require)
+    ]
+    low_expression = (
+        f"has(object.spec.priorityClassName) && object.spec.priorityClassName in {literal([low.name])}"
+    )
     return [
-        *objects,
+        *([] if require else _mutating_policies(env, managed)),
         *job_policies,
         render(
             "priorities/workload-validatingadmissionpolicy.yaml.j2",
             name=WORKLOAD_TIER_POLICY,
-            validations=workload_checks,
+            validations=_workload_checks(env, allowed),
         ),
         binding(WORKLOAD_TIER_POLICY, namespaces),
         render(
