@@ -10,20 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from generators.k8s import quantity
+from generators.model.types import Taint
 
 
 class NodeListError(Exception):
     """The nodes file is not a `kubectl get nodes -o json` document we can read."""
 
 
-@dataclass(frozen=True)
-class NodeTaint:
-    key: str
-    value: str | None
-    effect: str
-
-    def __str__(self) -> str:
-        return f"{self.key}{'=' + self.value if self.value else ''}:{self.effect}"
+def taint_text(taint: Taint) -> str:
+    """A taint as kubectl writes it: key=value:effect, or key:effect without a value."""
+    return f"{taint.key}{'=' + taint.value if taint.value else ''}:{taint.effect}"
 
 
 @dataclass(frozen=True)
@@ -32,7 +28,7 @@ class Node:
     labels: Mapping[str, str]
     ready: bool  # the Ready condition is "True"
     unschedulable: bool  # cordoned (spec.unschedulable)
-    taints: tuple[NodeTaint, ...]
+    taints: tuple[Taint, ...]
     allocatable: Mapping[str, str]  # raw quantities as the kubelet reports them
     capacity: Mapping[str, str]
 
@@ -75,7 +71,7 @@ def _node(item: Any, index: int) -> Node:
         isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True" for c in conditions
     )
     taints = tuple(
-        NodeTaint(
+        Taint(
             str(t.get("key", "")),
             None if t.get("value") in (None, "") else str(t["value"]),
             str(t.get("effect", "")),

@@ -7,7 +7,7 @@ with the list (generators/spec/overflow_checks.py).
 from __future__ import annotations
 
 from generators.providers.azure_aci import AzureAci
-from generators.providers.contract import Contract, NodeTaint, ProviderInput
+from generators.providers.contract import Contract, ProviderInput, VirtualNodeTaint
 from generators.providers.interlink import InterLink
 from generators.providers.mock import Mock
 
@@ -15,4 +15,4 @@ CONTRACTS: dict[str, Contract] = {c.type: c for c in (Mock(), InterLink(), Azure
 # Every taint key a supported provider's node carries: inference tolerates these (NoSchedule).
 PROVIDER_TAINT_KEYS: tuple[str, ...] = tuple(sorted({c.taint_key for c in CONTRACTS.values()}))
 
-__all__ = ["CONTRACTS", "PROVIDER_TAINT_KEYS", "Contract", "NodeTaint", "ProviderInput"]
+__all__ = ["CONTRACTS", "PROVIDER_TAINT_KEYS", "Contract", "ProviderInput", "VirtualNodeTaint"]
