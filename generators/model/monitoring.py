@@ -127,9 +127,6 @@ class Monitoring:
         The one default of the gate's and the health controller's prometheusUrl."""
         return f"http://prometheus-operated.{self.namespace}.svc:9090"
 
-    def runbook_url(self, alert: str) -> str:
-        return self.runbook_url_pattern.replace("%s", alert.lower())
-
     def dashboard_uid(self, slug: str) -> str:
         uid = f"{self.dashboards.uid_prefix}-{slug}"
         if len(uid) > MAX_DASHBOARD_UID:  # prefix <= 16 by schema, slugs are ours: a bug here

@@ -15,8 +15,7 @@ from tests.monitoring.conftest import load_shipped
 
 
 class Book:
-    def runbook_url(self, alert: str) -> str:
-        return f"https://runbooks.invalid/{alert}"
+    runbook_url_pattern = "https://runbooks.invalid/%s"
 
 
 def queries() -> Queries:
@@ -46,7 +45,7 @@ def test_a_row_names_its_settings_labels_and_facts() -> None:
             "annotations": {
                 "summary": "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} above 78 °C for 7m.",
                 "description": "{{ $value | humanize }} / {{ $value | humanizePercentage }}",
-                "runbook_url": "https://runbooks.invalid/Example",
+                "runbook_url": "https://runbooks.invalid/example",
             },
         }
     ]
