@@ -54,7 +54,7 @@ def build(value: dict[str, Any], source_file: str) -> Environment:
     tiers: tuple[Tier, ...] = take(Environment, "tiers", value)
     monitoring: Monitoring = take(Environment, "monitoring", value)
     resources = _resources(value["pools"])
-    queues = build_queues(pools, teams, resources)
+    team_flavors = build_queues(pools, teams, resources)
     health = build_health(value["health"], pools, monitoring)
     return from_spec(
         Environment,
@@ -68,8 +68,10 @@ def build(value: dict[str, Any], source_file: str) -> Environment:
             # Training may preempt, while borrowing, only what ranks as inference.
             "kueue.preemption.borrow_max_priority": max(t.value for t in tiers if t.role == "inference"),
             "resources": resources,
-            "queues": queues,
-            "cluster_queues": tuple(q for t in teams for q in split_by_placement(t, queues[t.name], pools)),
+            "team_flavors": team_flavors,
+            "cluster_queues": tuple(
+                q for t in teams for q in split_by_placement(t, team_flavors[t.name], pools)
+            ),
             "monitoring": monitoring,
             "overflow": build_overflow(
                 value.get("overflow"), pools, monitoring, tiers, inference_tolerated_keys(health)

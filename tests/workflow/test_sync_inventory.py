@@ -125,7 +125,7 @@ def test_counts_out_not_ready_cordoned_tainted_and_degraded(repo: Path) -> None:
     assert "wrote environments/prod.yaml" in out
     assert load(repo, "prod").pools[0].nodes == pool.nodes - 8
     generate(repo, "render", "prod")  # the quotas follow the new count
-    assert load(repo, "prod").queues != env.queues
+    assert load(repo, "prod").team_flavors != env.team_flavors
 
 
 def test_matching_inventory_writes_nothing(repo: Path) -> None:
