@@ -1,4 +1,4 @@
-"""rendered/<env>/health/: the built-in quarantine controller (backend trainyard).
+"""rendered/<env>/health/: the built-in health controller (backend trainyard).
 
 The gate program (gate/, image trainyard-gate) runs a NodeHealthPolicy (ConfigMap gpu-health-policy,
 the contract in docs/health.md): per node, the condition queries of model/health.py; a node
