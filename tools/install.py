@@ -14,9 +14,7 @@ warm run takes milliseconds. Stdlib only: this runs before any venv exists.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
-import fcntl
 import hashlib
 import json
 import os
@@ -43,6 +41,7 @@ from tools.toolchain import (
     cache_dir,
     cached_archive,
     expected_path,
+    file_lock,
     is_installed,
     sha256_of,
 )
@@ -539,18 +538,6 @@ def wrapper_gomod(w: Wrapper, upstream: str, go_version: str) -> str:
 
 
 # --------------------------------------------------------------------------- install
-
-
-@contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """Exclusive lock so concurrent installs (parallel CI jobs, devs) don't double-build."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _digest(obj: object) -> str:
