@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from generators.k8s.admission import binding, mutating_binding
+from generators.k8s.admission import binding, mutating_binding, tolerations_policy
 from generators.k8s.cel import literal
 from generators.k8s.objects import Obj
 from generators.model.environment import Environment
@@ -120,14 +120,16 @@ def _mutating_policies(env: Environment, managed: str) -> list[Obj]:
         render(
             "priorities/mutatingadmissionpolicy.yaml.j2",
             name=POLICY,
-            managed=managed,
+            condition="managed-by-kueue",
+            selects=managed,
             apply_expression=_class_patch(tier),
         ),
         mutating_binding(POLICY, namespaces),
         render(
-            "priorities/outside-kueue-mutatingadmissionpolicy.yaml.j2",
+            "priorities/mutatingadmissionpolicy.yaml.j2",
             name=OUTSIDE_POLICY,
-            unmanaged=f"!({managed})",
+            condition="not-managed-by-kueue",
+            selects=f"!({managed})",
             apply_expression=_class_patch(lowest_tier(env)),
         ),
         mutating_binding(OUTSIDE_POLICY, namespaces),
@@ -231,15 +233,17 @@ def admission(env: Environment) -> list[Obj]:
         render(
             "priorities/validatingadmissionpolicy.yaml.j2",
             name=POLICY,
-            managed=managed,
+            condition="managed-by-kueue",
+            selects=managed,
             expression=f"has(object.spec.priorityClassName) && object.spec.priorityClassName in {names}",
             message_expression=message,
         ),
         binding(POLICY, namespaces),
         render(
-            "priorities/outside-kueue-validatingadmissionpolicy.yaml.j2",
+            "priorities/validatingadmissionpolicy.yaml.j2",
             name=OUTSIDE_POLICY,
-            unmanaged=f"!({managed})",
+            condition="not-managed-by-kueue",
+            selects=f"!({managed})",
             message_expression=low_message,
             expression=low_expression,
         ),
@@ -413,11 +417,8 @@ def quarantine(env: Environment) -> list[Obj]:
         ]
     if env.training_namespaces:
         objects += [
-            render(
-                "priorities/tolerations-validatingadmissionpolicy.yaml.j2",
-                name=QUARANTINE_REFUSED,
-                validations=refusal_validations(tolerations),
-            ),
+            # A node taken away for a hot GPU or a bad link must not receive a gang member.
+            tolerations_policy(QUARANTINE_REFUSED, refusal_validations(tolerations)),
             binding(QUARANTINE_REFUSED, env.training_namespaces),
         ]
     return objects

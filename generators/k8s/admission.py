@@ -24,6 +24,13 @@ def mutating_binding(name: str, namespaces: Sequence[str] | None) -> Obj:
     return render("common/mutatingadmissionpolicybinding.yaml.j2", name=name, namespaces=namespaces)
 
 
+def tolerations_policy(name: str, validations: list[dict[str, str]]) -> Obj:
+    """A ValidatingAdmissionPolicy on pod CREATE and UPDATE (tolerations can be added to a
+    running pod): the pod's tolerations (`variables.tolerations`, [] when none) must pass
+    every validation. Bind it with `binding`."""
+    return render("common/tolerations-validatingadmissionpolicy.yaml.j2", name=name, validations=validations)
+
+
 def node_guard(name: str, match_expression: str, validations: list[dict[str, str]]) -> list[Obj]:
     """Node UPDATEs by the users `match_expression` selects must pass every validation."""
     return [

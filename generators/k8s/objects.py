@@ -15,8 +15,8 @@ def namespace(name: str, role: str) -> Obj:
     return render("common/namespace.yaml.j2", name=name, role=role)
 
 
-def config_map(name: str, namespace: str, data: dict[str, str]) -> Obj:
-    return render("common/configmap.yaml.j2", name=name, namespace=namespace, data=data)
+def config_map(name: str, namespace: str, data: dict[str, str], labels: dict[str, str] | None = None) -> Obj:
+    return render("common/configmap.yaml.j2", name=name, namespace=namespace, data=data, labels=labels)
 
 
 def service_monitor(name: str, namespace: str, labels: dict[str, str]) -> Obj:
