@@ -15,8 +15,22 @@ def namespace(name: str, role: str) -> Obj:
     return render("common/namespace.yaml.j2", name=name, role=role)
 
 
-def config_map(name: str, namespace: str, data: dict[str, str], labels: dict[str, str] | None = None) -> Obj:
-    return render("common/configmap.yaml.j2", name=name, namespace=namespace, data=data, labels=labels)
+def config_map(
+    name: str,
+    namespace: str,
+    data: dict[str, str],
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+) -> Obj:
+    """ConfigMap `name` holding `data`; metadata.labels and .annotations only when given."""
+    return render(
+        "common/configmap.yaml.j2",
+        name=name,
+        namespace=namespace,
+        data=data,
+        labels=labels,
+        annotations=annotations,
+    )
 
 
 def service_monitor(name: str, namespace: str, labels: dict[str, str]) -> Obj:
