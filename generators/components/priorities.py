@@ -30,7 +30,7 @@ namespaces), and pods in training namespaces that tolerate one are refused.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from generators.k8s.admission import binding, mutating_binding, tolerations_policy
 from generators.k8s.cel import literal
@@ -111,28 +111,50 @@ def _class_refusal(env: Environment, rule: str, tier: Tier, alternative: str) ->
     return f"'{rule}; got ' + {named} + ': {fix}, or {alternative}'"
 
 
+def _names_one_of(classes: str) -> str:
+    """CEL: the pod names a class, one of `classes` (a CEL list)."""
+    return f"has(object.spec.priorityClassName) && object.spec.priorityClassName in {classes}"
+
+
+def _scopes(managed: str) -> tuple[tuple[str, str, str], tuple[str, str, str]]:
+    """(policy name, matchCondition name, its CEL) of the class policies for the pods Kueue
+    manages and for every other pod of a training namespace."""
+    return (POLICY, "managed-by-kueue", managed), (OUTSIDE_POLICY, "not-managed-by-kueue", f"!({managed})")
+
+
+def _class_policy(
+    template: str,
+    bind: Callable[[str, Sequence[str]], Obj],
+    scope: tuple[str, str, str],
+    namespaces: Sequence[str],
+    **fields: str,
+) -> list[Obj]:
+    """A class policy (`template`) for the pods `scope` selects, and its binding."""
+    name, condition, selects = scope
+    return [
+        render(template, name=name, condition=condition, selects=selects, **fields),
+        bind(name, namespaces),
+    ]
+
+
 def _mutating_policies(env: Environment, managed: str) -> list[Obj]:
     """From 1.36: a class-less pod Kueue manages gets the default training tier, any other pod
     the lowest tier, and a class-less Workload the default tier's WorkloadPriorityClass."""
     tier, namespaces = env.default_training_tier, env.training_namespaces
     label = literal(PRIORITY_CLASS_LABEL)
+    kueue_pods, other_pods = _scopes(managed)
+    template = "priorities/mutatingadmissionpolicy.yaml.j2"
     return [
-        render(
-            "priorities/mutatingadmissionpolicy.yaml.j2",
-            name=POLICY,
-            condition="managed-by-kueue",
-            selects=managed,
-            apply_expression=_class_patch(tier),
+        *_class_policy(
+            template, mutating_binding, kueue_pods, namespaces, apply_expression=_class_patch(tier)
         ),
-        mutating_binding(POLICY, namespaces),
-        render(
-            "priorities/mutatingadmissionpolicy.yaml.j2",
-            name=OUTSIDE_POLICY,
-            condition="not-managed-by-kueue",
-            selects=f"!({managed})",
+        *_class_policy(
+            template,
+            mutating_binding,
+            other_pods,
+            namespaces,
             apply_expression=_class_patch(lowest_tier(env)),
         ),
-        mutating_binding(OUTSIDE_POLICY, namespaces),
         render(
             "priorities/workload-priority-mutatingadmissionpolicy.yaml.j2",
             name=WORKLOAD_POLICY,
@@ -218,9 +240,8 @@ def admission(env: Environment) -> list[Obj]:
         for kind in job_kinds.enabled(env.kueue.integrations)
         for obj in job_policy(env, kind, allowed, names, require)
     ]
-    low_expression = (
-        f"has(object.spec.priorityClassName) && object.spec.priorityClassName in {literal([low.name])}"
-    )
+    kueue_pods, other_pods = _scopes(managed)
+    template = "priorities/validatingadmissionpolicy.yaml.j2"
     return [
         *([] if require else _mutating_policies(env, managed)),
         *job_policies,
@@ -230,24 +251,22 @@ def admission(env: Environment) -> list[Obj]:
             validations=_workload_checks(env, allowed),
         ),
         binding(WORKLOAD_TIER_POLICY, namespaces),
-        render(
-            "priorities/validatingadmissionpolicy.yaml.j2",
-            name=POLICY,
-            condition="managed-by-kueue",
-            selects=managed,
-            expression=f"has(object.spec.priorityClassName) && object.spec.priorityClassName in {names}",
+        *_class_policy(
+            template,
+            binding,
+            kueue_pods,
+            namespaces,
+            expression=_names_one_of(names),
             message_expression=message,
         ),
-        binding(POLICY, namespaces),
-        render(
-            "priorities/validatingadmissionpolicy.yaml.j2",
-            name=OUTSIDE_POLICY,
-            condition="not-managed-by-kueue",
-            selects=f"!({managed})",
+        *_class_policy(
+            template,
+            binding,
+            other_pods,
+            namespaces,
+            expression=_names_one_of(literal([low.name])),
             message_expression=low_message,
-            expression=low_expression,
         ),
-        binding(OUTSIDE_POLICY, namespaces),
     ]
 
 
