@@ -345,17 +345,9 @@ def spilled_pod(name: str, secret: str, account: str) -> Obj:
     }
 
 
-def test_interlink_virtual_kubelet_registers_is_gated_and_runs_a_pod_with_its_secret(
-    scene: Scene,
-    kube: Kube,
-    control_plane: ControlPlane,
-    prometheus_url: str,  # noqa: F811
-    exporter: Exporter,  # noqa: F811
-) -> None:
-    node = wait_registered_and_ready(kube, scene)
-
-    # Registered as the gate expects: GPUs from Resources.Accelerators, the labels the
-    # rendered selector matches, interLink's taint and the closed gate (admission policy).
+def _assert_registered_as_the_gate_expects(node: Obj, scene: Scene) -> None:
+    """GPUs from Resources.Accelerators, the labels the rendered selector matches, interLink's
+    taint and the closed gate (admission policy)."""
     assert node["status"]["allocatable"]["nvidia.com/gpu"] == GPUS
     assert node["status"]["capacity"]["nvidia.com/gpu"] == GPUS
     labels = node["metadata"]["labels"]
@@ -372,53 +364,85 @@ def test_interlink_virtual_kubelet_registers_is_gated_and_runs_a_pod_with_its_se
     assert INTERLINK_TAINT in taints and GATE_TAINT in taints, taints
     assert node["metadata"]["annotations"]["interlink.virtual-kubelet.io/ping-response"] == "stand-in"
 
+
+def _spilled_pod_runs_with_its_secret(kube: Kube, scene: Scene) -> None:
+    """A pod spilled onto the open virtual node gets its Secret, read where it runs."""
+    suffix = uuid.uuid4().hex[:6]
+    secret, account, pod = f"model-token-{suffix}", f"chat-api-{suffix}", f"chat-api-{suffix}"
+    value = f"s3cr3t-{suffix}"
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": secret, "namespace": INFERENCE_NAMESPACE},
+            "stringData": {"token": value},
+        }
+    )
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": account, "namespace": INFERENCE_NAMESPACE},
+        }
+    )
+    kube.create(spilled_pod(pod, secret, account))
+    try:
+
+        def sent_to_interlink() -> list[Obj]:
+            return [r for r in scene.standin.created() if r["pod"]["metadata"]["name"] == pod]
+
+        [request] = wait_for(sent_to_interlink, STEP_SECONDS, f"{NODE} creating {pod} at interLink")
+        [server] = request["pod"]["spec"]["containers"]
+        assert {"name": "MODEL_TOKEN", "value": value} in server["env"], server["env"]
+        [sent] = [s for s in request["secrets"] if s["metadata"]["name"] == secret]
+        assert base64.b64decode(sent["data"]["token"]).decode() == value
+        [projected] = [p for p in request["projectedvolumesmaps"] if p["metadata"]["name"] == "api-token"]
+        assert projected["data"]["token"].count(".") == 2  # a JWT minted by TokenRequest
+        assert all(call.authorized for call in scene.standin.calls())
+
+        def running() -> Obj | None:
+            found = kube.get("v1", "Pod", pod, INFERENCE_NAMESPACE)
+            return found if (found or {}).get("status", {}).get("phase") == "Running" else None
+
+        wait_for(running, STEP_SECONDS, f"{pod} Running from the interLink API's status")
+    finally:
+        kube.delete("v1", "Pod", pod, INFERENCE_NAMESPACE)
+
+
+def _kubelet_api_answers_anyone(scene: Scene) -> None:
+    """Anyone who reaches the kubelet API gets an answer: no client certificate, no token;
+    its certificate is self-signed (DisableCSR, main.go:276-278: no CSR waiting for approval)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # self-signed (DisableCSR), CN system:node:vk-lambda
+    with urllib.request.urlopen(
+        f"https://127.0.0.1:{scene.kubelet_port}/runningpods/", timeout=30, context=context
+    ) as response:
+        assert response.status == 200
+        body = json.loads(response.read())
+    assert body["kind"] == "PodList"
+    pem = ssl.get_server_certificate(("127.0.0.1", scene.kubelet_port))
+    certificate = x509.load_pem_x509_certificate(pem.encode())
+    assert certificate.subject == certificate.issuer
+    [common_name] = certificate.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    assert common_name.value == f"system:node:{NODE}"
+
+
+def test_interlink_virtual_kubelet_registers_is_gated_and_runs_a_pod_with_its_secret(
+    scene: Scene,
+    kube: Kube,
+    control_plane: ControlPlane,
+    prometheus_url: str,  # noqa: F811
+    exporter: Exporter,  # noqa: F811
+) -> None:
+    _assert_registered_as_the_gate_expects(wait_registered_and_ready(kube, scene), scene)
+
     # The gate opens it when free in-cluster GPUs drop below M...
     gate, band = start_gate(kube, control_plane, scene, prometheus_url)
     try:
         exporter.set(float(band["openWhenFreeGpusBelow"] - 1))
         wait_for(lambda: not _gated(kube), STEP_SECONDS, "the gate to open vk-lambda")
-
-        # ...and a pod spilled onto it gets its Secret, read where it runs.
-        suffix = uuid.uuid4().hex[:6]
-        secret, account, pod = f"model-token-{suffix}", f"chat-api-{suffix}", f"chat-api-{suffix}"
-        value = f"s3cr3t-{suffix}"
-        kube.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": secret, "namespace": INFERENCE_NAMESPACE},
-                "stringData": {"token": value},
-            }
-        )
-        kube.create(
-            {
-                "apiVersion": "v1",
-                "kind": "ServiceAccount",
-                "metadata": {"name": account, "namespace": INFERENCE_NAMESPACE},
-            }
-        )
-        kube.create(spilled_pod(pod, secret, account))
-        try:
-
-            def sent_to_interlink() -> list[Obj]:
-                return [r for r in scene.standin.created() if r["pod"]["metadata"]["name"] == pod]
-
-            [request] = wait_for(sent_to_interlink, STEP_SECONDS, f"{NODE} creating {pod} at interLink")
-            [server] = request["pod"]["spec"]["containers"]
-            assert {"name": "MODEL_TOKEN", "value": value} in server["env"], server["env"]
-            [sent] = [s for s in request["secrets"] if s["metadata"]["name"] == secret]
-            assert base64.b64decode(sent["data"]["token"]).decode() == value
-            [projected] = [p for p in request["projectedvolumesmaps"] if p["metadata"]["name"] == "api-token"]
-            assert projected["data"]["token"].count(".") == 2  # a JWT minted by TokenRequest
-            assert all(call.authorized for call in scene.standin.calls())
-
-            def running() -> Obj | None:
-                found = kube.get("v1", "Pod", pod, INFERENCE_NAMESPACE)
-                return found if (found or {}).get("status", {}).get("phase") == "Running" else None
-
-            wait_for(running, STEP_SECONDS, f"{pod} Running from the interLink API's status")
-        finally:
-            kube.delete("v1", "Pod", pod, INFERENCE_NAMESPACE)
+        _spilled_pod_runs_with_its_secret(kube, scene)
 
         # The grant that made it work reads Secrets only where spilled pods run.
         assert allowed(kube, NODE, "get", "secrets", INFERENCE_NAMESPACE)
@@ -434,20 +458,5 @@ def test_interlink_virtual_kubelet_registers_is_gated_and_runs_a_pod_with_its_se
     finally:
         gate.stop()
 
-    # Anyone who reaches the kubelet API gets an answer: no client certificate, no token.
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE  # self-signed (DisableCSR), CN system:node:vk-lambda
-    with urllib.request.urlopen(
-        f"https://127.0.0.1:{scene.kubelet_port}/runningpods/", timeout=30, context=context
-    ) as response:
-        assert response.status == 200
-        body = json.loads(response.read())
-    assert body["kind"] == "PodList"
-    # DisableCSR: a certificate it signed itself (main.go:276-278), no CSR waiting for approval.
-    pem = ssl.get_server_certificate(("127.0.0.1", scene.kubelet_port))
-    certificate = x509.load_pem_x509_certificate(pem.encode())
-    assert certificate.subject == certificate.issuer
-    [common_name] = certificate.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
-    assert common_name.value == f"system:node:{NODE}"
+    _kubelet_api_answers_anyone(scene)
     assert scene.vk.running(), scene.vk.log_tail()
