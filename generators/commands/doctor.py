@@ -102,9 +102,7 @@ def _run_cluster(env: Environment, args: argparse.Namespace) -> int:
         api = kubeapi.connect(kubeconfig, args.context, args.timeout)
         gaps, read = cluster.check(env, api)
     except kubeapi.KubeconfigError as error:
-        print(
-            f"doctor: kubeconfig: {error} — fix: pass --kubeconfig FILE and --context NAME", file=sys.stderr
-        )
+        print(f"doctor: kubeconfig: {error} — fix: {error.fix}", file=sys.stderr)
         return 2
     except kubeapi.Unreachable as error:
         print(

@@ -15,6 +15,7 @@ line naming the first few. docs/doctor.md lists every line and what it reads.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from generators.model.health import TAINT_KEY as QUARANTINE_TAINT_KEY
 from generators.model.types import Pool
 from generators.upstream import charts, kubernetes
 
+NODE_CONDITION_TAINTS = "node.kubernetes.io/"
 SHOWN = 5  # node names a grouped line names before "and N more"
 ARGOCD = "argocd/"  # rendered/<env>/argocd/ goes to Argo CD's cluster, maybe not this one
 KUEUE_DEPLOYMENT_SELECTOR = "control-plane=controller-manager"  # chart and manifests alike
@@ -102,6 +104,15 @@ def server_minor(info: Obj) -> tuple[tuple[int, int], bool]:
     return binary, False
 
 
+def spec_version(info: Obj, found: tuple[int, int]) -> str:
+    """MAJOR.MINOR.PATCH for cluster.kubernetesVersion: the server's gitVersion without its
+    build suffix (v1.30.4-eks-a737599 -> 1.30.4), or <minor>.0 when it emulates another minor."""
+    parsed = re.match(r"v?(\d+)\.(\d+)\.(\d+)", str(info.get("gitVersion", "")))
+    if parsed and (int(parsed[1]), int(parsed[2])) == found:
+        return f"{parsed[1]}.{parsed[2]}.{parsed[3]}"
+    return f"{kubernetes.name(found)}.0"
+
+
 def check_version(env: Environment, api: Api, summary: Summary) -> list[Gap]:
     info = api.get("/version") or {}
     found, emulated = server_minor(info)
@@ -115,8 +126,8 @@ def check_version(env: Environment, api: Api, summary: Summary) -> list[Gap]:
         fix = f"trainyard renders for Kubernetes {oldest} to {newest}: upgrade the cluster"
     else:
         fix = (
-            f'set cluster.kubernetesVersion: "{shown}" in {env.source_file} and re-render: what '
-            "is rendered differs by minor (generators/upstream/kubernetes.py)"
+            f'set cluster.kubernetesVersion: "{spec_version(info, found)}" in {env.source_file} and '
+            "re-render: what is rendered differs by minor (generators/upstream/kubernetes.py)"
         )
     return [
         Gap(
@@ -353,13 +364,22 @@ def check_pools(env: Environment, nodes: list[Node], summary: Summary) -> list[G
     return gaps
 
 
+def operational(env: Environment, key: str) -> bool:
+    """A taint that says how a node is, not how it is configured: Kubernetes' own condition
+    taints (node.kubernetes.io/not-ready, unreachable, unschedulable, *-pressure: the node
+    lifecycle controller and the TaintNodesByCondition admission plugin set and clear them),
+    and a quarantine by the health backend (trainyard.dev/gpu-health, NVSentinel's taints)."""
+    health = env.health.taint_keys if env.health is not None else ()
+    return key.startswith(NODE_CONDITION_TAINTS) or key in {QUARANTINE_TAINT_KEY, *health}
+
+
 def pool_gaps(env: Environment, pool: Pool, members: list[Node]) -> list[Gap]:
     where = f"pool {pool.name}"
     gaps = []
     if len(members) != pool.nodes:
         fix = (
             f"label its nodes {labels_text(pool.node_labels)}, or count what is there: "
-            f"generate.py sync-inventory {env.name} --nodes <(kubectl get nodes -o json)"
+            f"generate.py sync-inventory {env.name} --nodes FILE (of kubectl get nodes -o json)"
         )
         gaps.append(
             Gap(
@@ -388,8 +408,8 @@ def pool_gaps(env: Environment, pool: Pool, members: list[Node]) -> list[Gap]:
     foreign: dict[str, list[str]] = defaultdict(list)
     for node in members:
         for carried in node.taints:
-            if carried.key == QUARANTINE_TAINT_KEY or carried.effect not in census_module.BLOCKING_EFFECTS:
-                continue  # a quarantine is the health controller's, not a configuration gap
+            if carried.effect not in census_module.BLOCKING_EFFECTS or operational(env, carried.key):
+                continue
             if not any(t.key == carried.key and t.effect == carried.effect for t in pool.taints):
                 foreign[str(carried)].append(node.name)
     for taint_text, tainted in sorted(foreign.items()):

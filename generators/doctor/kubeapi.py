@@ -41,7 +41,12 @@ EXEC_TIMEOUT_SECONDS = 60  # an exec plugin may open a browser-less token refres
 
 
 class KubeconfigError(Exception):
-    """The kubeconfig cannot be read or names what this client does not do."""
+    """The kubeconfig cannot be read or names what this client does not do; `fix` says what to
+    do about it."""
+
+    def __init__(self, what: str, fix: str = "pass --kubeconfig FILE and --context NAME") -> None:
+        super().__init__(what)
+        self.fix = fix
 
 
 class Unreachable(Exception):
@@ -90,7 +95,7 @@ def _merge(paths: list[Path], explicit: bool) -> Merged:
         merged.current = merged.current or str(data.get("current-context") or "")
     if not read:
         raise KubeconfigError(
-            f"no kubeconfig at {os.pathsep.join(map(str, paths))}: pass --kubeconfig FILE or set KUBECONFIG"
+            f"no kubeconfig at {os.pathsep.join(map(str, paths))}", "pass --kubeconfig FILE or set KUBECONFIG"
         )
     return merged
 
@@ -267,11 +272,10 @@ def connect(kubeconfig: Path | None, context: str | None, timeout: float) -> Api
     merged = _merge([kubeconfig] if kubeconfig else default_paths(), explicit=kubeconfig is not None)
     name = context or merged.current
     if not name:
-        raise KubeconfigError("no current-context: pass --context NAME")
+        raise KubeconfigError("the kubeconfig sets no current-context", "pass --context NAME")
     if name not in merged.contexts:
-        raise KubeconfigError(
-            f"no context {name!r} (contexts: {', '.join(sorted(merged.contexts)) or 'none'})"
-        )
+        known = ", ".join(sorted(merged.contexts)) or "none"
+        raise KubeconfigError(f"no context {name!r}", f"pass --context with one of: {known}")
     chosen = merged.contexts[name]
     cluster_name, user_name = str(chosen.get("cluster", "")), str(chosen.get("user", ""))
     if cluster_name not in merged.clusters:
