@@ -16,8 +16,11 @@ literals and the spec's numbers, not doctor's code.
 from __future__ import annotations
 
 import copy
+import json
+import sys
 import tarfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -439,3 +442,93 @@ def test_no_kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert (code, out) == (2, ""), err
     fix = "pass --kubeconfig FILE or set KUBECONFIG"
     assert err == f"doctor: kubeconfig: no kubeconfig at {tmp_path / 'absent'} — fix: {fix}\n", err
+
+
+# The reads docs/doctor.md lists ("The kubeconfig"); discovery and /version are open to every
+# authenticated user by the API server's default system:discovery binding.
+DOCTOR_RULES = [
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]},
+    {"apiGroups": [""], "resources": ["namespaces", "configmaps"], "verbs": ["get"]},
+    {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["list"]},
+    {"apiGroups": ["monitoring.coreos.com"], "resources": ["prometheuses"], "verbs": ["list"]},
+]
+
+
+@contextmanager
+def service_account_kubeconfig(cluster: Cluster, rules: list[Obj], folder: Path) -> Iterator[Path]:
+    """A kubeconfig whose user is an exec plugin (this Python, printing an ExecCredential with
+    a ServiceAccount token from the TokenRequest API) bound to `rules` only."""
+    name = "trainyard-doctor"
+    account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": name, "namespace": KUEUE_NAMESPACE},
+    }
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": rules,
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": KUEUE_NAMESPACE}],
+    }
+    for obj in (account, role, binding):
+        cluster.kube.apply(obj)
+    try:
+        request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
+        token = cluster.kube.raw_post(
+            f"/api/v1/namespaces/{KUEUE_NAMESPACE}/serviceaccounts/{name}/token", request
+        )["status"]["token"]
+        credential = {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "kind": "ExecCredential",
+            "status": {"token": token},
+        }
+        admin = yaml.safe_load(cluster.kubeconfig.read_text())
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": admin["clusters"],
+            "users": [
+                {
+                    "name": name,
+                    "user": {
+                        "exec": {
+                            "apiVersion": "client.authentication.k8s.io/v1",
+                            "command": sys.executable,
+                            "args": ["-c", f"print({json.dumps(json.dumps(credential))})"],
+                            "interactiveMode": "Never",
+                        }
+                    },
+                }
+            ],
+            "contexts": [{"name": name, "context": {"cluster": admin["clusters"][0]["name"], "user": name}}],
+            "current-context": name,
+        }
+        path = folder / "kubeconfig"
+        path.write_text(yaml.safe_dump(config))
+        yield path
+    finally:
+        cluster.kube.delete("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", name)
+        cluster.kube.delete("rbac.authorization.k8s.io/v1", "ClusterRole", name)
+        cluster.kube.delete("v1", "ServiceAccount", name, KUEUE_NAMESPACE)
+
+
+def test_the_documented_reads_suffice(cluster: Cluster, tmp_path: Path) -> None:
+    """An exec-plugin token bound to the documented reads only: silent, as the admin is."""
+    with service_account_kubeconfig(cluster, DOCTOR_RULES, tmp_path) as kubeconfig:
+        code, out, err = run_cli(cluster.root, "doctor", ENV, "--kubeconfig", str(kubeconfig))
+    assert (code, out) == (0, ""), err
+
+
+def test_a_refused_read_is_exit_2(cluster: Cluster, tmp_path: Path) -> None:
+    without_nodes = DOCTOR_RULES[1:]
+    with service_account_kubeconfig(cluster, without_nodes, tmp_path) as kubeconfig:
+        code, out, err = run_cli(cluster.root, "doctor", ENV, "--kubeconfig", str(kubeconfig))
+    assert (code, out) == (2, ""), err
+    assert len(err.splitlines()) == 1 and "GET /api/v1/nodes: 403 Forbidden" in err, err
