@@ -220,10 +220,15 @@ class Cluster:
 def cluster(
     control_plane: ControlPlane, kube: Kube, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Cluster]:
+    """The matching cluster; on exit what this module added is gone again (the nodes, the
+    charts' objects, the Prometheus CRD and the namespaces if they were not there before)."""
     root = tmp_path_factory.mktemp("doctor")
     write_environment(root, ENV, environment(VERSION))
-    install_crds(kube, [prometheus_crd()])
-    for namespace in (KUEUE_NAMESPACE, MONITORING_NAMESPACE):
+    crd = prometheus_crd()
+    had_crd = kube.get(crd["apiVersion"], crd["kind"], crd["metadata"]["name"]) is not None
+    install_crds(kube, [crd])
+    created = [n for n in (KUEUE_NAMESPACE, MONITORING_NAMESPACE) if kube.get("v1", "Namespace", n) is None]
+    for namespace in created:
         kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     state = Cluster(kube, root, control_plane.kubeconfig, baseline_nodes(), chart_objects(root))
     state.restore()
@@ -232,7 +237,11 @@ def cluster(
     finally:
         for obj in state.nodes:
             kube.delete("v1", "Node", obj["metadata"]["name"])
-        purge_namespaces(kube, [KUEUE_NAMESPACE, MONITORING_NAMESPACE])
+        for obj in state.charts:
+            kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], obj["metadata"]["namespace"])
+        purge_namespaces(kube, created)
+        if not had_crd:
+            kube.delete(crd["apiVersion"], crd["kind"], crd["metadata"]["name"])
 
 
 @pytest.fixture
