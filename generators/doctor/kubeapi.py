@@ -268,8 +268,18 @@ def _status_message(err: urllib.error.HTTPError) -> str:
 
 def connect(kubeconfig: Path | None, context: str | None, timeout: float) -> Api:
     """An Api for `context` (default: the current context) of the kubeconfig kubectl would
-    read, or of `kubeconfig` when given."""
-    merged = _merge([kubeconfig] if kubeconfig else default_paths(), explicit=kubeconfig is not None)
+    read, or of `kubeconfig` when given (then it must exist)."""
+    if kubeconfig is not None:
+        return _connect(_merge([kubeconfig], explicit=True), context, timeout)
+    return connect_paths(default_paths(), context, timeout)
+
+
+def connect_paths(paths: list[Path], context: str | None, timeout: float) -> Api:
+    """connect() over a kubeconfig list such as $KUBECONFIG's (missing files skipped)."""
+    return _connect(_merge(paths, explicit=False), context, timeout)
+
+
+def _connect(merged: Merged, context: str | None, timeout: float) -> Api:
     name = context or merged.current
     if not name:
         raise KubeconfigError("the kubeconfig sets no current-context", "pass --context NAME")
