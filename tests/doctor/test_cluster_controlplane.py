@@ -303,6 +303,12 @@ def kueue_config(clean: Cluster) -> tuple[Obj, dict[str, Any]]:
     return config_map, yaml.safe_load(config_map["data"]["controller_manager_config.yaml"])
 
 
+def test_kueue_configuration_missing(clean: Cluster) -> None:
+    clean.kube.delete("v1", "ConfigMap", "kueue-manager-config", KUEUE_NAMESPACE)
+    line = clean.gap()
+    assert "Kueue's Configuration is missing: no ConfigMap kueue-system/kueue-manager-config" in line, line
+
+
 def test_kueue_integrations(clean: Cluster) -> None:
     config_map, config = kueue_config(clean)
     config["integrations"]["frameworks"] = ["batch/job", "trainer.kubeflow.org/trainjob", "pod"]
@@ -319,6 +325,16 @@ def test_kueue_configuration_drift(clean: Cluster) -> None:
     clean.kube.apply(config_map)
     line = clean.gap()
     assert "waitForPodsReady.timeout: '5m', rendered '30m'" in line, line
+
+
+def test_gpu_node_of_no_pool(clean: Cluster) -> None:
+    stray = node("doctor-stray", {}, [], {"cpu": "64", "nvidia.com/gpu": "8"})
+    clean.apply_node(stray)
+    try:
+        line = clean.gap()
+    finally:
+        clean.kube.delete("v1", "Node", "doctor-stray")
+    assert line.startswith("doctor: 1 GPU node(s) carry no pool's nodeLabels: doctor-stray"), line
 
 
 def test_pool_node_missing(clean: Cluster) -> None:
@@ -357,6 +373,17 @@ def test_pool_extra_resource_short(clean: Cluster) -> None:
     clean.apply_node(short)
     line = clean.gap()
     assert f"less rdma/ib allocatable than the spec's 8 per node: {TRAIN_NODES[0]} (0)" in line, line
+
+
+def test_no_prometheus_operator(clean: Cluster) -> None:
+    crd = prometheus_crd()
+    clean.kube.delete(crd["apiVersion"], crd["kind"], crd["metadata"]["name"])
+    wait_gone(clean.kube, crd["apiVersion"], crd["kind"], crd["metadata"]["name"], 60)
+    try:
+        line = clean.gap()
+    finally:
+        install_crds(clean.kube, [crd])
+    assert line.startswith("doctor: the cluster serves no monitoring.coreos.com/v1 Prometheus"), line
 
 
 def test_prometheus_of_another_release(clean: Cluster) -> None:
