@@ -24,10 +24,11 @@ from typing import Any
 
 import yaml
 
-from generators.doctor.kubeapi import Api, Obj
+from generators.doctor.kubeapi import Api
 from generators.inventory import census as census_module
 from generators.inventory import nodes as node_module
 from generators.inventory.nodes import Node
+from generators.k8s.objects import Obj
 from generators.model.environment import Environment
 from generators.model.health import TAINT_KEY as QUARANTINE_TAINT_KEY
 from generators.model.types import Pool
@@ -398,7 +399,7 @@ def pool_gaps(env: Environment, pool: Pool, members: list[Node]) -> list[Gap]:
             )
         ]
         if lacking:
-            shown = f"{taint.key}{'=' + taint.value if taint.value else ''}:{taint.effect}"
+            shown = node_module.taint_text(taint)
             gaps.append(
                 Gap(
                     f"{where}: {len(lacking)} node(s) lack its taint {shown}: {names(lacking)}",
@@ -411,7 +412,7 @@ def pool_gaps(env: Environment, pool: Pool, members: list[Node]) -> list[Gap]:
             if carried.effect not in census_module.BLOCKING_EFFECTS or operational(env, carried.key):
                 continue
             if not any(t.key == carried.key and t.effect == carried.effect for t in pool.taints):
-                foreign[str(carried)].append(node.name)
+                foreign[node_module.taint_text(carried)].append(node.name)
     for taint_text, tainted in sorted(foreign.items()):
         gaps.append(
             Gap(

@@ -35,7 +35,8 @@ from typing import Any
 
 import yaml
 
-Obj = dict[str, Any]
+from generators.k8s.objects import Obj
+
 PAGE = 500  # list page size: a large cluster's nodes arrive in a few requests
 EXEC_TIMEOUT_SECONDS = 60  # an exec plugin may open a browser-less token refresh
 
