@@ -2,7 +2,9 @@
 
 The root is environment.py (Environment), its leaf types types.py, its sections
 monitoring.py, overflow.py and health.py; build.py is the one constructor, quota.py the
-quota derivation, fromspec.py the rule that maps spec keys onto fields. load.py loads,
+quota derivation, quantity.py resource quantities in the API server's canonical form
+(read by the spec checks, generators/k8s and the policies too), fromspec.py the rule that
+maps spec keys onto fields. load.py loads,
 validates and builds an environment. The shared rules (teams.py, apportion.py,
 exporters.py) import nothing of the model, so generators/spec/ reads them before a model
 exists. This package's __init__ imports nothing: importing one of its modules (from the spec

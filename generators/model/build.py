@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.k8s import quantity
-from generators.k8s.quantity import Format
+from generators.model import quantity
 from generators.model.environment import Environment
 from generators.model.fromspec import from_spec, take
 from generators.model.health import build_health, inference_tolerated_keys
 from generators.model.monitoring import Monitoring
 from generators.model.overflow import build_overflow
+from generators.model.quantity import Format
 from generators.model.quota import build_queues, split_by_placement
 from generators.model.types import Pool, ResourceKind, Team, Tier
 

@@ -357,7 +357,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "quantity-binary-never",
-        "generators/k8s/quantity.py",
+        "generators/model/quantity.py",
         'if fmt == "binary" and value.denominator == 1',
         "if False and value.denominator == 1",
         "memory quotas print in the apiserver's canonical binary form (1Ti)",
