@@ -255,8 +255,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 
 # Edges that still go up, each with the import that makes it; none may be added.
 UPWARD: dict[tuple[str, str], str] = {
-    ("generators.speedups", "generators.output"): "speedups/parsereuse reads output/yamlemit.is_plain",
-    ("generators.speedups", "generators.pipeline"): "speedups/parsereuse types pipeline/render.RenderedFile",
     ("generators.providers", "generators.k8s"): "providers/contract re-exports k8s/rbac's rule shape",
     ("generators.spec", "generators.model"): "the spec's cross-field checks read the model's rules",
     ("generators.components", "generators.validation"): "monitoring/installers reads validation/promql_ast",
