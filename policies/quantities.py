@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from generators.model import quantity
-from generators.spec.quantities import INT64_MAX
+from generators.model.checks.quantities import INT64_MAX
 from policies import walk
 from policies.context import Context, Finding, RenderedObject
 

@@ -48,7 +48,7 @@ def _resources(raw_pools: list[dict[str, Any]]) -> tuple[ResourceKind, ...]:
 
 
 def build(value: dict[str, Any], source_file: str) -> Environment:
-    """The model of one environment. `value` must have passed spec.load_environment."""
+    """The model of one environment. `value` must have passed model.load.load_environment."""
     pools = tuple(from_spec(Pool, p, {"per_node": _per_node(p)}) for p in value["pools"])
     teams: tuple[Team, ...] = take(Environment, "teams", value)
     tiers: tuple[Tier, ...] = take(Environment, "tiers", value)

@@ -16,7 +16,7 @@ from generators.model.exporters import Exporters, build_exporters
 from generators.model.fromspec import setting
 
 Delivery = Literal["sidecar", "grafana-operator"]
-# The monitoring stacks the spec can name; generators/spec/monitoring_checks.py refuses the
+# The monitoring stacks the spec can name; generators/model/checks/monitoring.py refuses the
 # ones trainyard cannot render a working setup for (docs/monitoring.md).
 Stack = Literal["kube-prometheus-stack", "kube-prometheus"]
 ExternalMetricsAdapter = Literal["prometheus-adapter", "none"]
@@ -117,7 +117,7 @@ class Monitoring:
         default values (88.5.3 templates/prometheus/prometheus.yaml: serviceMonitorSelector and
         ruleSelector `matchLabels: {release: <Release.Name>}` while *SelectorNilUsesHelmValues
         is true, the default), then rules.labels (a release key there other than this one is
-        refused by generators/spec/monitoring_checks.py)."""
+        refused by generators/model/checks/monitoring.py)."""
         return {"release": self.release, **self.rule_labels}
 
     @property

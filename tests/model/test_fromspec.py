@@ -64,13 +64,13 @@ def lookup(node: Node, path: Keys) -> Node | None:
 # Schema properties the model holds no field for, and what consumes them instead.
 ELSEWHERE = {
     "environment.extends": "spec/load.py merges the base file in before the model sees the value",
-    "environment.example": "spec/example_checks.py: an example's placeholders are no warning",
+    "environment.example": "model/checks/example.py: an example's placeholders are no warning",
     "environment.whatif": "diff/whatif.py: the PR's what-if replay reads it; nothing renders from it",
-    "environment.pools[].exoticHardware": "spec/quantities.py: lifts the plausibility bounds of the "
+    "environment.pools[].exoticHardware": "model/checks/quantities.py: lifts the plausibility bounds of the "
     "per-node amounts",
     "environment.kueue.waitForPodsReady.enabled": "the schema admits only true: Kueue v0.19 has no "
     "switch for it",
-    "environment.overflow.requireImageDigests": "spec/overflow_checks.py refuses an image without a digest",
+    "environment.overflow.requireImageDigests": "model/checks/overflow.py refuses an image without a digest",
     **{
         f"environment.overflow.gate.{key}": "Provider.band, derived in build_overflow: staggered down "
         "the fill order"

@@ -13,15 +13,8 @@ from typing import Any
 
 from generators.errors import Problem
 from generators.model import exporters
+from generators.model.checks import argocd, example, health, monitoring, overflow, quantities
 from generators.model.teams import TRAINING_ROLES, flex_queue, trains
-from generators.spec import (
-    argocd_checks,
-    example_checks,
-    health_checks,
-    monitoring_checks,
-    overflow_checks,
-    quantities,
-)
 from generators.spec.checker import Checker, Path_
 from generators.spec.source import Document
 from generators.upstream import kubernetes
@@ -92,11 +85,11 @@ class _Checker(Checker):
         self.preemption()
         self.serving_namespaces()
         self.exporter_versions()
-        self.problems += overflow_checks.check(self.doc, v)
-        self.problems += health_checks.check(self.doc, v)
-        self.problems += monitoring_checks.check(self.doc, v)
-        self.problems += example_checks.check(self.doc, v)
-        self.problems += argocd_checks.check(self.doc, v)
+        self.problems += overflow.check(self.doc, v)
+        self.problems += health.check(self.doc, v)
+        self.problems += monitoring.check(self.doc, v)
+        self.problems += example.check(self.doc, v)
+        self.problems += argocd.check(self.doc, v)
         return self.problems
 
     def kubernetes_version(self) -> None:

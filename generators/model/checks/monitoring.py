@@ -36,8 +36,8 @@ from typing import Any
 
 from generators.errors import Problem, format_path
 from generators.model import exporters
+from generators.model.checks.health import NVIDIA_PREFIX
 from generators.spec.checker import Checker, Path_
-from generators.spec.health_checks import NVIDIA_PREFIX
 from generators.spec.source import Document
 from generators.upstream import charts
 
