@@ -81,6 +81,15 @@ def derived(*reads: str) -> dict[str, Any]:
     return {_KEY: _Declared(None, None, MISSING, reads)}
 
 
+def spec_path(cls: type, field: str) -> tuple[str, ...]:
+    """The keys from `cls`'s section to the property `field` holds: how a cross-field check
+    (checks/) that reads the field locates a problem in the file."""
+    rule = next(r for r in rules(cls) if r.field == field)
+    if not rule.path:
+        raise TypeError(f"{cls.__name__}.{field} is derived or inline: it has no property of its own")
+    return rule.path
+
+
 def spec_key(field: str) -> str:
     """The schema's name for a field: snake_case -> camelCase."""
     head, *rest = field.split("_")
