@@ -100,7 +100,7 @@ class Monitoring:
     dcgm_namespace: str = field(metadata=setting("dcgmExporter.namespace"))
     dcgm_config_map: str = field(metadata=setting("dcgmExporter.configMapName"))
     dashboards: Dashboards
-    rule_labels: Mapping[str, str] = field(metadata=setting("rules.labels"))
+    rules_labels: Mapping[str, str] = field(metadata=setting("rules.labels"))
     # %s = lower-case alert name
     runbook_url_pattern: str = field(metadata=setting("rules.runbookUrlPattern"))
     alerts: AlertThresholds
@@ -118,7 +118,7 @@ class Monitoring:
         ruleSelector `matchLabels: {release: <Release.Name>}` while *SelectorNilUsesHelmValues
         is true, the default), then rules.labels (a release key there other than this one is
         refused by generators/model/checks/monitoring.py)."""
-        return {"release": self.release, **self.rule_labels}
+        return {"release": self.release, **self.rules_labels}
 
     @property
     def prometheus_url(self) -> str:
