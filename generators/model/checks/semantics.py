@@ -24,6 +24,7 @@ from generators.errors import Problem, format_path
 from generators.model import exporters
 from generators.model.build import build_pools
 from generators.model.checks import argocd, example, health, monitoring, overflow, quantities
+from generators.model.checks.where import item, section
 from generators.model.environment import Environment
 from generators.model.fromspec import spec_path, take
 from generators.model.teams import TRAINING_ROLES, flex_queue, trains
@@ -38,15 +39,6 @@ ARCH_LABEL = "kubernetes.io/arch"  # the kubelet sets it on every node
 def _grace(model: str) -> bool:
     """NVIDIA's Grace superchips (GB200, GB300, GH200) pair the GPUs with an arm64 CPU."""
     return model.upper().startswith(("GB", "GH"))
-
-
-def _item(section: str, i: int, cls: type | None = None, field: str | None = None) -> Path_:
-    """Where item `i` of Environment's `section` (and, given, its `field` of class `cls`) sits
-    in the file: `_item("pools", 2, Pool, "reserve_nodes")` is pools[2].reserveNodes."""
-    head: Path_ = (*spec_path(Environment, section), i)
-    if cls is None or field is None:
-        return head
-    return (*head, *spec_path(cls, field))
 
 
 class _Checker(Checker):
@@ -71,22 +63,22 @@ class _Checker(Checker):
         close = difflib.get_close_matches(pool, sorted(pools), n=1)
         typo = f"; if it is a typo, did you mean {close[0]!r}?" if close else ""
         self.add(
-            (*_item("teams", team, Team, "shares"), pool),
+            (*item("teams", team, Team, "shares"), pool),
             f"share of unknown pool {pool!r}",
             f"if the pool was removed, delete this share{typo}",
             key=True,
         )
 
-    def unique(self, section: str, items: Sequence[Pool | Team | Cohort], what: str) -> None:
+    def unique(self, held: str, items: Sequence[Pool | Team | Cohort], what: str) -> None:
         seen: dict[str, int] = {}
-        for i, item in enumerate(items):
-            if item.name in seen:
+        for i, one in enumerate(items):
+            if one.name in seen:
                 self.add(
-                    _item(section, i, type(item), "name"),
-                    f"duplicate {what} name {item.name!r}",
-                    f"first used at {format_path((*spec_path(Environment, section), seen[item.name]))}",
+                    item(held, i, type(one), "name"),
+                    f"duplicate {what} name {one.name!r}",
+                    f"first used at {format_path(item(held, seen[one.name]))}",
                 )
-            seen.setdefault(item.name, i)
+            seen.setdefault(one.name, i)
 
     def run(self) -> list[Problem]:
         v = self.v
@@ -163,12 +155,12 @@ class _Checker(Checker):
                 )
 
     def preemption(self) -> None:
-        where = (*spec_path(Environment, "kueue"), *spec_path(KueueOptions, "preemption"))
-        section = self.v
+        where = section((Environment, "kueue"), (KueueOptions, "preemption"))
+        raw = self.v
         for key in where:
-            section = section[key]
-        reclaim: str = take(Preemption, "reclaim_within_cohort", section)
-        borrow: str = take(Preemption, "borrow_within_cohort", section)
+            raw = raw[key]
+        reclaim: str = take(Preemption, "reclaim_within_cohort", raw)
+        borrow: str = take(Preemption, "borrow_within_cohort", raw)
         if reclaim == "Never" and borrow != "Never":
             self.add(
                 (*where, *spec_path(Preemption, "borrow_within_cohort")),
@@ -181,19 +173,19 @@ class _Checker(Checker):
         for i, tier in enumerate(self.tiers):
             if tier.name.startswith("system-"):
                 self.add(
-                    _item("tiers", i, Tier, "name"),
+                    item("tiers", i, Tier, "name"),
                     "names starting with 'system-' are reserved for Kubernetes",
                     "pick another tier name",
                 )
             if tier.name in seen:
-                self.add(_item("tiers", i, Tier, "name"), f"duplicate tier name {tier.name!r}")
+                self.add(item("tiers", i, Tier, "name"), f"duplicate tier name {tier.name!r}")
             seen.add(tier.name)
 
     def check_pools(self) -> None:
         for i, pool in enumerate(self.pools):
             if pool.reserve_nodes >= pool.nodes:
                 self.add(
-                    _item("pools", i, Pool, "reserve_nodes"),
+                    item("pools", i, Pool, "reserve_nodes"),
                     f"reserve of {pool.reserve_nodes} nodes leaves no capacity in a pool of {pool.nodes}",
                     "reserveNodes must be below nodes",
                 )
@@ -201,12 +193,12 @@ class _Checker(Checker):
             for resource in self.v["pools"][i]["extraResources"]:
                 if resource in ("cpu", "memory", pool.gpu_resource):
                     self.add(
-                        (*_item("pools", i), "extraResources", resource),
+                        (*item("pools", i), "extraResources", resource),
                         f"{resource!r} is already covered by gpu/cpu/memory",
                         key=True,
                     )
             levels = pool.topology_levels
-            topology = _item("pools", i, Pool, "topology_levels")  # pools[i].topology.levels
+            topology = item("pools", i, Pool, "topology_levels")  # pools[i].topology.levels
             if levels and pool.role != "training":
                 self.add(
                     topology[:-1],
@@ -230,7 +222,7 @@ class _Checker(Checker):
         for i, cohort in enumerate(self.cohorts):
             parent = cohort.parent
             if parent is not None and parent not in names:
-                self.unknown(_item("cohorts", i, Cohort, "parent"), "cohort", parent, names)
+                self.unknown(item("cohorts", i, Cohort, "parent"), "cohort", parent, names)
             seen = {cohort.name}
             while parent is not None and parent in parents:
                 if parent in seen:
@@ -238,7 +230,7 @@ class _Checker(Checker):
                     # the loop is reported on the cohorts that are on it.
                     if parent == cohort.name:
                         self.add(
-                            _item("cohorts", i, Cohort, "parent"),
+                            item("cohorts", i, Cohort, "parent"),
                             f"cohort {cohort.name!r} is its own ancestor",
                         )
                     break
@@ -252,11 +244,11 @@ class _Checker(Checker):
         namespaces: dict[str, str] = {}
         for i, team in enumerate(self.teams):
             if team.cohort is not None and team.cohort not in cohorts:
-                self.unknown(_item("teams", i, Team, "cohort"), "cohort", team.cohort, cohorts)
+                self.unknown(item("teams", i, Team, "cohort"), "cohort", team.cohort, cohorts)
             if team.cohort is None:
                 for field in ("max_usage_percent", "lendable_percent"):
                     if getattr(team, field) is not None:
-                        key = _item("teams", i, Team, field)
+                        key = item("teams", i, Team, field)
                         self.add(
                             key,
                             f"{key[-1]} needs a cohort to borrow from or lend to",
@@ -268,7 +260,7 @@ class _Checker(Checker):
                     self.unknown_share(i, pool, pools)
                 if isinstance(share, float):  # JSON Schema's integer admits 1.0
                     self.add(
-                        (*_item("teams", i, Team, "shares"), pool),
+                        (*item("teams", i, Team, "shares"), pool),
                         f"share {share} is not a whole percent",
                         f"shares are percents of the pool: write {int(share)}"
                         + (" (or 100 for the whole pool: 1.0 is not 100%)" if share == 1.0 else ""),
@@ -280,7 +272,7 @@ class _Checker(Checker):
             for j, ns in enumerate(team.namespaces):
                 if ns in namespaces:
                     self.add(
-                        (*_item("teams", i, Team, "namespaces"), j),
+                        (*item("teams", i, Team, "namespaces"), j),
                         f"namespace {ns!r} already belongs to team {namespaces[ns]!r}",
                         "a namespace feeds exactly one ClusterQueue",
                     )
@@ -294,7 +286,7 @@ class _Checker(Checker):
                 )
                 verdict = "over" if total > 100 else "under"
                 self.add(
-                    _item("pools", i, Pool, "name"),
+                    item("pools", i, Pool, "name"),
                     f"team shares of pool {held.name!r} sum to {total}%, {verdict} 100%",
                     f"shares: {owners}; they must add up to exactly 100 so quota equals capacity",
                 )
@@ -325,7 +317,7 @@ class _Checker(Checker):
                     others = ", ".join(f"{p.name} ({p.gpu_model})" for p in group if p is not pool)
                     index = next(k for k, p in enumerate(self.pools) if p.name == pool.name)
                     self.add(
-                        _item("pools", index, Pool, "node_labels"),
+                        item("pools", index, Pool, "node_labels"),
                         f"pool {pool.name!r} "
                         f"({pool.gpu_model}) shares team {team.name!r}'s queue with "
                         f"{others} but its nodeLabels lack {ARCH_LABEL}",
@@ -339,7 +331,7 @@ class _Checker(Checker):
         for field in ("max_usage_percent", "lendable_percent"):
             value = getattr(team, field)
             if isinstance(value, float):
-                key = _item("teams", i, Team, field)
+                key = item("teams", i, Team, field)
                 self.add(key, f"{key[-1]} {value} is not a whole percent", f"write {int(value)}")
         cap = team.max_usage_percent
         # A pool the team owns whole has nothing to borrow: the cap is moot there.
@@ -349,7 +341,7 @@ class _Checker(Checker):
         pool, share = max(partial.items(), key=lambda item: (item[1], item[0]))
         if cap < share:
             self.add(
-                _item("teams", i, Team, "max_usage_percent"),
+                item("teams", i, Team, "max_usage_percent"),
                 f"maxUsagePercent {cap} is below the team's own share of pool {pool!r} ({share}%)",
                 "it caps own plus borrowed capacity; set it to "
                 f"at least {share} (borrowing then starts above the share) or remove it",
@@ -360,7 +352,7 @@ class _Checker(Checker):
         owns quota of it (Kueue lends only within a cohort tree)."""
         root = self.cohort_root(team.cohort)
         for j, pool in enumerate(team.borrow_from):
-            path: Path_ = (*_item("teams", i, Team, "borrow_from"), j)
+            path: Path_ = (*item("teams", i, Team, "borrow_from"), j)
             if pool not in pools:
                 self.unknown(path, "pool", pool, pools)
             elif pool in team.shares:
@@ -406,13 +398,13 @@ class _Checker(Checker):
             flex = flex_queue(team.name)
             if flex in names:
                 self.add(
-                    _item("teams", i, Team, "name"),
+                    item("teams", i, Team, "name"),
                     f"team {team.name!r} would render ClusterQueue {flex!r}, the name of another team",
                     "rename one of the two teams",
                 )
             elif len(flex) > 63:
                 self.add(
-                    _item("teams", i, Team, "name"),
+                    item("teams", i, Team, "name"),
                     f"ClusterQueue name {flex!r} is longer than 63 characters "
                     "(it is a label value: kueue.x-k8s.io/queue-name)",
                     "shorten the team name",
@@ -434,7 +426,7 @@ class _Checker(Checker):
             _, high = max(by_role["inference"], key=lambda t: t[1].value)
             if low.value <= high.value:
                 self.add(
-                    _item("tiers", low_i, Tier, "value"),
+                    item("tiers", low_i, Tier, "value"),
                     f"training tier {low.name!r} ({low.value}) is not above "
                     f"inference tier {high.name!r} ({high.value})",
                     "every training tier must outrank every inference tier so training preempts serving",
@@ -443,7 +435,7 @@ class _Checker(Checker):
         for i, tier in enumerate(self.tiers):
             if values[tier.value] > 1:
                 self.add(
-                    _item("tiers", i, Tier, "value"),
+                    item("tiers", i, Tier, "value"),
                     f"value {tier.value} is used by more than one tier",
                     "values must be unique so the order is unambiguous",
                 )
