@@ -7,10 +7,9 @@ The checks read the model's leaf objects (pools, teams, cohorts, tiers), mapped 
 schema-valid value by fromspec's rule before the rest of the model is built (build() assumes
 what these checks establish), and locate a problem by the same rule (fromspec.spec_path): a
 setting is named here by its field (`pool.reserve_nodes`), and the file position comes from
-the key the field maps (`pools[2].reserveNodes`). What no model field holds yet is read from
-the value: a pool's extraResources (summed into Pool.per_node), the monitoring exporters'
-versions (whose parse is what is checked) and the overflow's services (built after these
-checks, from what they establish).
+the key the field maps (`pools[2].reserveNodes`). What no model field holds is read from
+the value: a pool's extraResources (summed into Pool.per_node) and the monitoring exporters'
+versions (whose parse is what is checked).
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ from generators.model.checks import argocd, example, health, monitoring, overflo
 from generators.model.checks.where import item, section
 from generators.model.environment import Environment
 from generators.model.fromspec import spec_path, take
+from generators.model.overflow import InferenceService, Overflow
 from generators.model.teams import TRAINING_ROLES, flex_queue, trains
 from generators.model.types import Cohort, KueueOptions, Pool, Preemption, Team, Tier
 from generators.spec.checker import Checker, Path_
@@ -143,12 +143,20 @@ class _Checker(Checker):
             if trains(roles.get(pool) for pool in (*t.shares, *t.borrow_from))
             for ns in t.namespaces
         }
-        for i, service in enumerate((self.v.get("overflow") or {}).get("inference", [])):
-            team = training.get(service["namespace"])
+        overflow = spec_path(Environment, "overflow")[0]
+        services: tuple[InferenceService, ...] = (
+            take(Overflow, "inference", self.v[overflow]) if overflow in self.v else ()
+        )
+        for i, service in enumerate(services):
+            team = training.get(service.namespace)
             if team is not None:
                 self.add(
-                    ("overflow", "inference", i, "namespace"),
-                    f"namespace {service['namespace']!r} "
+                    (
+                        *section((Environment, "overflow"), (Overflow, "inference")),
+                        i,
+                        *spec_path(InferenceService, "namespace"),
+                    ),
+                    f"namespace {service.namespace!r} "
                     f"is a training namespace of team {team!r}: its pods run at a training tier",
                     "serve from a namespace of a team that holds only inference pools, or from "
                     "overflow.extraNamespaces",
