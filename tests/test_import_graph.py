@@ -249,6 +249,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("generators.pipeline",),
     ("generators.validation",),
     ("generators.inventory", "generators.diff"),
+    ("generators.doctor",),  # the live cluster against the model and the render
     ("generators.commands",),
     ("generators.cli",),
     ("box",),
