@@ -24,8 +24,8 @@ from generators.k8s import objects as k8s_objects
 from generators.k8s.admission import binding, mutating_binding
 from generators.k8s.cel import literal
 from generators.k8s.objects import Obj
-from generators.k8s.quantity import canonical
 from generators.model.environment import Environment
+from generators.model.quantity import canonical
 from generators.model.types import ClusterQueue, FlavorQuota, ResourceKind
 from generators.output import yamlemit
 from generators.output.templating import render
