@@ -11,8 +11,8 @@ so the test tree mirrors the code. What is allowed besides, each with its reason
   folders can each hold a `test_<module>.py` of the same name;
 - every folder is named in docs/testing.md's section, so the table a newcomer reads is the
   layout the test enforces;
-- a test module does not import another test module (rule 4), except the ones listed in
-  IMPORTED_TEST_MODULES, the known exceptions of docs/testing.md, which may only shrink.
+- a test module does not import another test module (rule 4): what tests share is a non-test
+  module of their folder or tests/support/ (none is imported today, and a new one fails).
 
 The walk reads the tree only (names, not imports), so a scratch tree shows it failing.
 """
@@ -48,23 +48,6 @@ SPECIAL = {
     "workflow": "the review workflow end to end: diff, plan and sync-inventory as commands",
 }
 HINT = 'docs/testing.md "Where a test goes"'
-# Test modules other test modules still import helpers from (docs/testing.md "Known
-# exceptions"): each is fixed by moving the helper to a non-test module of its folder or to
-# tests/support/, and then leaves this list; a new one fails the test.
-IMPORTED_TEST_MODULES = frozenset(
-    {
-        "tests.box.test_box_up",
-        "tests.controlplane.test_interlink_vk",
-        "tests.monitoring.test_charts",
-        "tests.monitoring.test_dashboards",
-        "tests.monitoring.test_health_rules",
-        "tests.monitoring.test_queries_live",
-        "tests.monitoring.test_rules",
-        "tests.oracles.test_kueue_quotas",
-        "tests.whatif.test_readme_whatif",
-        "tests.workflow.test_sync_inventory",
-    }
-)
 
 
 def folder_kinds(root: Path, components: Iterable[str]) -> dict[str, str]:
@@ -147,13 +130,9 @@ def test_the_docs_name_every_folder() -> None:
     assert sorted(folders - named) == []
 
 
-def test_no_new_test_module_is_imported_by_another() -> None:
-    new = {
-        name: files
-        for name, files in imported_test_modules(ROOT).items()
-        if name not in IMPORTED_TEST_MODULES
-    }
-    assert new == {}, f"move the helper to a non-test module or tests/support/ ({HINT}, rule 4)"
+def test_no_test_module_is_imported_by_another() -> None:
+    found = imported_test_modules(ROOT)
+    assert found == {}, f"move the helper to a non-test module or tests/support/ ({HINT}, rule 4)"
 
 
 def test_an_imported_test_module_is_found(tmp_path: Path) -> None:

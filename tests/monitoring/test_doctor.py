@@ -25,8 +25,8 @@ from generators.validation import doctor
 from generators.validation.promql_ast import label_uses, selectors
 from tests.monitoring import synthetic
 from tests.monitoring.conftest import ENVIRONMENTS, load_shipped
-from tests.monitoring.test_queries_live import backfill_text, serve
 from tests.support import ROOT, free_port
+from tests.support.prometheus import backfill_text, serve
 
 pytestmark = pytest.mark.slow
 
