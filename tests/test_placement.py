@@ -37,6 +37,7 @@ TOP_LEVEL = {
     "test_placement.py": "this rule, over the whole of tests/",
     "test_quota_properties.py": "property tests over random environments, the whole render",
     "test_setup.py": "README's set-up commands against what `make setup` installs",
+    "test_test_homes.py": "every module with logic of the tree against where its tests are",
 }
 PROGRAMS = {"gate": "gate/trainyard_gate", "policies": "policies", "box": "box", "whatif": "whatif"}
 SPECIAL = {
