@@ -9,8 +9,9 @@ so the test tree mirrors the code. What is allowed besides, each with its reason
   a component of `generators/components/` (its registry's names), or one of SPECIAL;
 - a folder that holds tests is a package (`__init__.py`, as every folder has), so two
   folders can each hold a `test_<module>.py` of the same name;
-- every folder is named in docs/testing.md's section, so the table a newcomer reads is the
-  layout the test enforces;
+- every folder but a component's is named in docs/testing.md's section, so the table a
+  newcomer reads is the layout the test enforces (a component's folder is named by the
+  registry and the table's generic `tests/<component>/` row);
 - a test module does not import another test module (rule 4): what tests share is a non-test
   module of their folder or tests/support/ (none is imported today, and a new one fails).
 
@@ -31,6 +32,7 @@ TOP_LEVEL = {
     "test_adopting_guide.py": "docs/adopting.md, a guide spanning every area (rule 5)",
     "test_bad_input.py": "the bad-input corpus through the CLI: every layer's one-line errors",
     "test_component_homes.py": "every component against the registry and rendered/ on disk",
+    "test_component_recipe.py": "docs/components.md's recipe run on a scratch component, every check after",
     "test_golden.py": "every shipped environment's render against the committed rendered/",
     "test_import_graph.py": "the imports of the whole of generators/",
     "test_messages.py": "the first-hour messages of several commands (render, sync-inventory, usage)",
@@ -124,11 +126,14 @@ def test_every_allowed_top_level_test_exists() -> None:
 
 
 def test_the_docs_name_every_folder() -> None:
+    """A component's folder is named by the registry and the generic `tests/<component>/` row,
+    so a new component needs no row here (docs/components.md "Adding a component")."""
     text = (ROOT / "docs" / "testing.md").read_text(encoding="utf-8")
     section = text[text.index("## Where a test goes") : text.index("## What a test may expect")]
     named = set(re.findall(r"tests/([a-z0-9_]+)/", section)) | set(re.findall(r"`([a-z0-9_]+)`", section))
+    assert "tests/<component>/" in section, "the generic row for the components' folders"
     folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and p.name != "__pycache__"}
-    assert sorted(folders - named) == []
+    assert sorted(folders - named - set(NAMES)) == []
 
 
 def test_no_test_module_is_imported_by_another() -> None:
