@@ -27,8 +27,11 @@ keeps ~/.kube/config untouched; every listener binds 127.0.0.1 (kwokctl's defaul
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +83,31 @@ BINARY_FLAGS = {
 
 class ClusterError(RuntimeError):
     """kwokctl failed; the message ends with its output."""
+
+
+# One machine-wide lock file, whatever TRAINYARD_BOX_DIR says: the collision it prevents is
+# between boxes of different checkouts (CI beside a developer's box, two worktrees).
+CREATE_LOCK = Path(tempfile.gettempdir()) / "trainyard-kwokctl-create.lock"
+
+
+@contextlib.contextmanager
+def _create_lock() -> Iterator[None]:
+    """Hold the machine-wide lock while kwokctl creates and starts a cluster.
+
+    kwokctl chooses each component's port when it creates the cluster, walking down from
+    32767 and taking the first port a test listen succeeds on (sigs.k8s.io/kwok v0.8.0,
+    pkg/utils/net/unused_port.go:33-58), and binds it only when that component starts; two
+    clusters created in the same second once chose the same etcd peer port, and one never
+    started (docs/testing.md, flake table). Under the lock, the
+    ports of a cluster are listened on (`--wait` returns once it is ready) before the next
+    cluster chooses, so its probe sees them taken. Held for one start (about 10 to 30 s); a
+    box that waits here is slower, never wrong."""
+    with CREATE_LOCK.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @dataclass(frozen=True)
@@ -153,17 +181,18 @@ class Cluster:
             yaml.safe_dump(config) + "---\n" + STAGES.read_text(encoding="utf-8"), encoding="utf-8"
         )
         binaries = [f"{flag}={tool_path(tool)}" for tool, flag in BINARY_FLAGS.items()]
-        self._run(
-            "create",
-            "cluster",
-            "--runtime",
-            "binary",
-            "--kubeconfig=",
-            "--quiet-pull",
-            f"--wait={CREATE_SECONDS}s",
-            *binaries,
-            timeout=CREATE_SECONDS + 60,
-        )
+        with _create_lock():
+            self._run(
+                "create",
+                "cluster",
+                "--runtime",
+                "binary",
+                "--kubeconfig=",
+                "--quiet-pull",
+                f"--wait={CREATE_SECONDS}s",
+                *binaries,
+                timeout=CREATE_SECONDS + 60,
+            )
 
     def component_pids(self) -> dict[str, int]:
         """Component -> pid, from the pid files kwokctl writes (each is its own session)."""
