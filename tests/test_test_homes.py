@@ -13,7 +13,9 @@ names it, with where its tests are and why they are not at the mirror.
   scene `box/scenes/<s>.py` may also be `tests/box/test_scene_<s>.py` (rule 3: one module per
   scene); `gate/trainyard_gate/<p>/<m>.py` -> `tests/gate/<p>/test_<m>.py`. A package's own
   `__init__.py` is `test_<package>.py` in the package's folder or beside it
-  (`tests/speedups/test_speedups.py`, `tests/monitoring/test_dashboards.py`).
+  (`tests/speedups/test_speedups.py`, `tests/monitoring/test_dashboards.py`). A module whose
+  tests need a real server may have only `test_<module>_live.py` or
+  `test_<module>_controlplane.py` there (rule 3).
 - **The table** may only name modules that need it: a row for a module that has its mirror
   now, that has no logic, or that is gone fails, and every row points at tests that exist.
 
@@ -34,6 +36,7 @@ from tests.support import ROOT
 CODE = ("generators", "box", "whatif", "gate/trainyard_gate")
 SECTION = "### Modules tested elsewhere"
 HINT = 'docs/testing.md "Modules tested elsewhere"'
+REAL_SERVER_SUFFIXES = (".py", "_live.py", "_controlplane.py")
 
 
 def has_logic(path: Path) -> bool:
@@ -74,6 +77,16 @@ def mirrors(module: str, components: Iterable[str]) -> list[str]:
     return found
 
 
+def at_mirror(root: Path, module: str, components: Iterable[str]) -> bool:
+    """A test module at a mirror, or its real-server sibling (rule 3: `test_<m>_live.py`
+    against the pinned Prometheus, `test_<m>_controlplane.py` against the apiserver)."""
+    return any(
+        (root / mirror.replace(".py", suffix)).is_file()
+        for mirror in mirrors(module, components)
+        for suffix in REAL_SERVER_SUFFIXES
+    )
+
+
 def table(root: Path) -> list[tuple[list[str], list[str]]]:
     """The rows of the docs table: (modules named, test paths named)."""
     text = (root / "docs" / "testing.md").read_text(encoding="utf-8")
@@ -96,15 +109,13 @@ def homeless(root: Path, components: Iterable[str]) -> list[str]:
     return [
         f"{module}: no {' or '.join(mirrors(module, components))}, and no row in {HINT}"
         for module in modules_with_logic(root)
-        if module not in listed and not any((root / m).is_file() for m in mirrors(module, components))
+        if module not in listed and not at_mirror(root, module, components)
     ]
 
 
 def stale_rows(root: Path, components: Iterable[str]) -> list[str]:
     """One line per table row that names a module not needing it, or tests that are not there."""
-    needing = {
-        m for m in modules_with_logic(root) if not any((root / t).is_file() for t in mirrors(m, components))
-    }
+    needing = {m for m in modules_with_logic(root) if not at_mirror(root, m, components)}
     found = []
     for modules, tests in table(root):
         found += [
@@ -194,7 +205,9 @@ SCRATCH = {
     "generators/output/kinds.py": "KINDS = ('a',)\n\n\nclass Shape:\n    name: str\n",  # no logic
     "generators/model/quota.py": LOGIC,
     "gate/trainyard_gate/runtime/timer.py": "class Timer:\n    def left(self) -> int:\n        return 0\n",
+    "generators/doctor/cluster.py": LOGIC,
     "tests/output/test_yamlemit.py": "",
+    "tests/doctor/test_cluster_controlplane.py": "",  # only a real-server test: still its mirror
     "tests/oracles/test_kueue_quotas.py": "",
 }
 
@@ -206,6 +219,7 @@ def test_a_scratch_tree_with_a_home_for_each_module_passes(tmp_path: Path) -> No
     )
     root = _scratch(tmp_path, SCRATCH, row)
     assert modules_with_logic(root) == [
+        "generators/doctor/cluster.py",
         "generators/model/quota.py",
         "generators/output/yamlemit.py",
         "gate/trainyard_gate/runtime/timer.py",
