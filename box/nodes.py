@@ -17,8 +17,8 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from generators.k8s.quantity import canonical
 from generators.model.environment import Environment
+from generators.model.quantity import canonical
 from generators.model.types import Pool
 
 HOSTNAME = "kubernetes.io/hostname"

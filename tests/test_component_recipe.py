@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from generators.layout import environment_names
-from generators.spec.load import load_environment
+from generators.spec.load import load_valid
 from tests.support import ROOT
 from tests.support.scratch import copy_repo
 
@@ -151,7 +151,7 @@ def test_a_scratch_component_in_the_recipes_places_renders_and_passes_the_checks
     done = run(root, "generate.py", "render")
     assert done.returncode == 0, done.stdout + done.stderr
     for env_name in environment_names(ROOT):
-        _, spec = load_environment(ROOT, env_name)  # the spec, defaults filled in by the schema
+        _, spec = load_valid(ROOT, env_name)  # the spec, defaults filled in by the schema
         path = root / "rendered" / env_name / NAME / spec["kueue"]["namespace"] / "configmap-gadgets.yaml"
         assert path.is_file(), sorted(p.name for p in (root / "rendered" / env_name).iterdir())
         obj = yaml.safe_load(path.read_text(encoding="utf-8"))

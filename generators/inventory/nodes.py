@@ -9,7 +9,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from generators.k8s import quantity
+from generators.model import quantity
 
 
 class NodeListError(Exception):

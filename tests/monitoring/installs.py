@@ -41,7 +41,7 @@ class Env:
     objects; under `root` (the checkout, or a scratch repository the test rendered)."""
 
     def __init__(self, name: str, root: Path = ROOT) -> None:
-        from generators.spec.load import load_environment
+        from generators.model.load import load_environment
 
         self.name, self.root = name, root
         _, self.spec = load_environment(root, name)

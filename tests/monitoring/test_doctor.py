@@ -21,8 +21,8 @@ import pytest
 from generators.cli import main
 from generators.components import monitoring
 from generators.model.environment import Environment
+from generators.promql.reads import label_uses, selectors
 from generators.validation import doctor
-from generators.validation.promql_ast import label_uses, selectors
 from tests.monitoring import synthetic
 from tests.monitoring.conftest import ENVIRONMENTS, load_shipped
 from tests.support import ROOT, free_port
