@@ -25,8 +25,8 @@ from generators.promql.reads import label_uses, selectors
 from generators.validation import doctor
 from tests.monitoring import synthetic
 from tests.monitoring.conftest import ENVIRONMENTS, load_shipped
-from tests.monitoring.test_queries_live import backfill_text, serve
 from tests.support import ROOT, free_port
+from tests.support.prometheus import backfill_text, serve
 
 pytestmark = pytest.mark.slow
 
