@@ -6,9 +6,7 @@ One module for every scene about deploying with the real Argo CD v3.5.1, so they
 box: bringing a box up with Argo CD costs 80 to 110 s (the first sync is part of `box up`),
 and CI's budget is tight. Each scene leaves the box as it found it (or changes nothing), and the
 scenes run in the order written here, first-sync first, since it reads the first sync's own
-report. The replace-and-prune scene has no test here: on the box its pruning sync waits
-forever on the GrafanaDashboards' health (no grafana-operator; docs/gitops.md, "On the box:
-what the real Argo CD did"), which would hold CI for its whole timeout. `--speed 30` as in
+report, replace-and-prune last (it restores the spec it changes). `--speed 30` as in
 the day-in-the-life module: no-drift runs that scene's controllers.
 
 Expected values are the spec's and Argo CD's documented vocabulary (sync Synced, health
@@ -128,3 +126,53 @@ def test_pull_request_kueue_reports_the_quotas_generate_py_diff_printed(pull_req
     assert (
         "quota research [train-h100] nvidia.com/gpu: diff 72 -> 48; Kueue after sync 48, after revert 72"
     ) in lines
+
+
+@pytest.fixture(scope="module")
+def replace_and_prune(box: UpBox, pull_request: SceneRun) -> SceneRun:
+    return run_scene(box, "replace-and-prune", SCENE_SECONDS)
+
+
+def test_replace_and_prune_recreates_the_priority_class_and_prunes_what_is_rendered_no_more(
+    replace_and_prune: SceneRun,
+) -> None:
+    """The tier change, the pool rename with a team removed, and the original spec again,
+    each a commit Argo CD syncs: every object rendered no more is reported Pruned by one of
+    the operations the change started, after every object those applied (PruneLast), and is
+    gone from the cluster; the box ends as it began."""
+    out = replace_and_prune.done.stdout
+    assert replace_and_prune.done.returncode == 0, out + replace_and_prune.done.stderr[-4000:]
+    lines = out.splitlines()
+    assert lines[-1] == "OK"
+    # environments/_defaults.yaml: the default training tier `training` is 900000.
+    assert lines[0] == (
+        "tier training: PriorityClass 900000 -> 900001, recreated (new uid): True; "
+        "WorkloadPriorityClass 900001"
+    )
+    # environments/staging.yaml: train-h100 is the first training pool with a topology, and
+    # evals the last team whose removal keeps the shares adding up (its train-h100 share
+    # goes to foundation); foundation and research keep the renamed pool.
+    assert lines[1] == (
+        "pool train-h100 -> train-h100-v2, team evals removed: ClusterQueues now "
+        "{'foundation': ['train-h100-v2'], 'research': ['train-h100-v2']}, Active: True"
+    )
+    # The operation the rename started applied the new flavor, topology and queues, then
+    # pruned (Argo CD's own order of results).
+    first = next(line for line in lines if line.startswith("sync 2 operation 1: "))
+    assert re.search(r": Succeeded, 0 retries, [1-9]\d* applied, then [1-9]\d* pruned: ", first), first
+    pruned = {line.removeprefix("sync 2 pruned: ") for line in lines if line.startswith("sync 2 pruned: ")}
+    assert {
+        "kueue.x-k8s.io/ResourceFlavor train-h100",
+        "kueue.x-k8s.io/Topology train-h100",
+        "kueue.x-k8s.io/ClusterQueue evals",
+        "kueue.x-k8s.io/LocalQueue evals/evals",
+        "core/Namespace evals",
+    } <= pruned, out
+    restored = {line.removeprefix("sync 3 pruned: ") for line in lines if line.startswith("sync 3 pruned: ")}
+    assert restored == {
+        "kueue.x-k8s.io/ResourceFlavor train-h100-v2",
+        "kueue.x-k8s.io/Topology train-h100-v2",
+    }
+    broken = ("NOT PRUNED", "PRUNED WHILE RENDERED", "PRUNED EARLY", "STILL THERE", "NOTE")
+    assert not [line for line in lines if line.startswith(broken)], out
+    assert "restored: PriorityClass training 900000" in lines
