@@ -543,3 +543,64 @@ def watch_operations(
             return Watched([Operation.of(s) for s in states], app, restarts)
         if time.monotonic() > deadline:
             raise TimeoutError(f"Application {namespace}/{name}: {describe(app)}")
+
+
+# ------------------------------------------------------------------ what Argo CD refuses
+
+TRY_SECONDS = 120  # one sync that Argo CD refuses before applying anything (1 to 2 s seen)
+
+
+@dataclass
+class Verdict:
+    """What Argo CD reported about one sync of an Application: the operation's phase and
+    message, the Application's conditions, each object's result, how many objects it
+    compared."""
+
+    phase: str
+    message: str
+    conditions: list[str]  # "Type: message"
+    results: list[dict[str, Any]]
+    compared: int  # status.resources
+
+    def failed(self) -> list[dict[str, Any]]:
+        return [r for r in self.results if r.get("status") == "SyncFailed"]
+
+
+def try_sync(kube: Kube, project: Obj, app: Obj, timeout: float = TRY_SECONDS) -> Verdict:
+    """Apply `project` and `app` (Argo CD-side objects), start one sync operation of `app`
+    as `argocd app sync` does (status.operation, no retry), wait until it ends, read what
+    Argo CD reported, and delete both. `app` must have no automated sync and no
+    resources-finalizer: deleting it leaves whatever it applied."""
+    namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
+    kube.apply(project)
+    kube.apply(app)
+    try:
+        since = application(kube, namespace, name)
+        assert since is not None
+        operation = {
+            "initiatedBy": {"username": "trainyard-box"},
+            "sync": {"revision": app["spec"]["source"]["targetRevision"]},
+            "retry": {"limit": 0},
+        }
+        kube.merge_patch(API, "Application", name, {"operation": operation}, namespace)
+        watched = watch_operations(
+            kube,
+            namespace,
+            name,
+            since,
+            lambda seen: operation_state(seen).get("phase") in FINISHED,
+            timeout,
+        )
+        assert watched.app is not None
+        state = operation_state(watched.app)
+        status = watched.app.get("status") or {}
+        return Verdict(
+            phase=str(state.get("phase", "")),
+            message=str(state.get("message", "")),
+            conditions=[f"{c.get('type')}: {c.get('message')}" for c in status.get("conditions") or []],
+            results=list((state.get("syncResult") or {}).get("resources") or []),
+            compared=len(status.get("resources") or []),
+        )
+    finally:
+        kube.delete(API, "Application", name, namespace)
+        kube.delete(API, "AppProject", project["metadata"]["name"], project["metadata"]["namespace"])

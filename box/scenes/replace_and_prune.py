@@ -1,19 +1,22 @@
 """Scene replace-and-prune: the changes docs/immutable-fields.md says need a recreate or a
 rename, each landed as a merged pull request, with the real Argo CD doing the sync.
 
-On the box's repository (box/argocd_repo.py), one change at a time, each committed, pushed and
-refreshed (box/scenes/pull_request.py `land`):
-1. the default training tier's value goes up by one: its PriorityClass (`value` immutable,
-   rendered with `Force=true,Replace=true`) must be deleted and recreated by Argo CD (a new
-   uid, the new value), its WorkloadPriorityClass updated in place;
-2. the first training pool is renamed `<pool>-v2` with hostname-only levels (the documented
-   migration for a Topology `levels` change), and a team is removed (`removable_team`, its
-   shares given to a team sharing the same pool): Argo CD creates
-   the new ResourceFlavor and Topology, moves the ClusterQueues to them, and prunes the old
-   flavor, the old topology and the removed team's objects last (`PruneLast=true`), once
-   Kueue lifts its `resource-in-use` finalizers;
-3. the original spec lands the same way (the tier back, the pool renamed back, the team
-   back), so the box is left as it was.
+On the box's repository (box/argocd_repo.py), two commits, each pushed and refreshed as a
+merged pull request lands (box/scenes/pull_request.py `land`):
+1. the change: the default training tier's value goes up by one, so its PriorityClass
+   (`value` immutable, rendered with `Force=true,Replace=true`) must be deleted and recreated
+   by Argo CD (a new uid, the new value) and its WorkloadPriorityClass updated in place; the
+   first training pool is renamed `<pool>-v2` with hostname-only levels (the documented
+   migration for a Topology `levels` change); and a team is removed (`removable_team`, its
+   shares given to a team sharing the same pool). Argo CD creates the new ResourceFlavor and
+   Topology, moves the ClusterQueues to them, and prunes the old flavor, the old topology
+   and the removed team's objects last (`PruneLast=true`), once Kueue lifts its
+   `resource-in-use` finalizers;
+2. the original spec lands the same way (the tier back, recreating the PriorityClass again,
+   the pool renamed back, the team back), so the box is left as it was.
+One commit carries the three changes rather than one each: every sync costs the CI budget
+(Argo CD waits 2 s between waves, controller/sync.go:610-622), and each change is still
+read back on its own objects.
 It reads back only what Argo CD and the cluster report: every operation a change started
 (a watch of the Application, box/argocd.py watch_operations: phase, retries, each object's
 result in Argo CD's order), the live objects (uid, value, which flavors each ClusterQueue
@@ -113,12 +116,13 @@ class ReplaceAndPrune:
     pool: str
     team: str
     steps: list[Step] = field(default_factory=list)
-    priority: tuple[int, int] = (0, 0)  # PriorityClass value before and after step 1
-    recreated: bool = False  # a new uid after step 1
-    workload_priority: int = 0  # WorkloadPriorityClass value after step 1
-    queue_flavors: dict[str, list[str]] = field(default_factory=dict)  # after step 2
+    priority: tuple[int, int] = (0, 0)  # PriorityClass value before and after the change
+    recreated: bool = False  # a new uid after the change
+    workload_priority: int = 0  # WorkloadPriorityClass value after the change
+    queue_flavors: dict[str, list[str]] = field(default_factory=dict)  # after the change
     queues_active: bool = False
     restored_priority: int = 0
+    restored_recreated: bool = False  # a new uid again after the restore
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -136,7 +140,7 @@ class ReplaceAndPrune:
     def ok(self) -> bool:
         old, new = self.priority
         return (
-            len(self.steps) == 3
+            len(self.steps) == 2
             and all(step.ok for step in self.steps)
             and new == old + 1
             and self.recreated
@@ -144,8 +148,9 @@ class ReplaceAndPrune:
             and bool(self.queue_flavors)
             and all(f"{self.pool}-v2" in f and self.pool not in f for f in self.queue_flavors.values())
             and self.queues_active
-            and self.removed <= set(self.steps[1].expected)
+            and self.removed <= set(self.steps[0].expected)
             and self.restored_priority == old
+            and self.restored_recreated
             and not self.notes
         )
 
@@ -157,7 +162,8 @@ class ReplaceAndPrune:
             f"pool {self.pool} -> {self.pool}-v2, team {self.team} removed: ClusterQueues now "
             f"{self.queue_flavors}, Active: {self.queues_active}",
             *(line for i, step in enumerate(self.steps) for line in step.lines(i + 1)),
-            f"restored: PriorityClass {self.tier} {self.restored_priority}",
+            f"restored: PriorityClass {self.tier} {self.restored_priority}, recreated (new uid): "
+            f"{self.restored_recreated}",
             *(f"NOTE: {note}" for note in self.notes),
             "OK" if self.ok else "BROKEN",
         ]
@@ -289,24 +295,19 @@ def replace_and_prune(context: SceneContext) -> ReplaceAndPrune:
         for q in kube.list(KUEUE_API, "ClusterQueue")
         if pool in _flavors(q) and q["metadata"]["name"] != team
     ]
+    change = f"tier {tier} value +1, pool {pool} renamed {pool}-v2, team {team} removed"
+    after: Obj = {}
     try:
-        document = yaml.safe_load(original)
+        document = _rename_and_remove(merged, pool, team)
         _edit_tier(document, merged, tier)
         path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
-        context.say(f"replace-and-prune: tier {tier} value +1")
-        result.steps.append(_sync(context, deployed, f"tier {tier} value +1"))
+        context.say(f"replace-and-prune: {change}")
+        result.steps.append(_sync(context, deployed, change))
         after = kube.get("scheduling.k8s.io/v1", "PriorityClass", tier) or {}
         result.priority = (old_value, int(after.get("value", 0)))
         result.recreated = bool(after) and after["metadata"]["uid"] != old_uid
         workload = kube.get(KUEUE_API, "WorkloadPriorityClass", tier) or {}
         result.workload_priority = int(workload.get("value", 0))
-        path.write_text(
-            yaml.safe_dump(_rename_and_remove(load_document(repo.checkout, env_name).value, pool, team)),
-            encoding="utf-8",
-        )
-        context.say(f"replace-and-prune: pool {pool} renamed {pool}-v2, team {team} removed")
-        change = f"pool {pool} renamed {pool}-v2, team {team} removed"
-        result.steps.append(_sync(context, deployed, change))
         result.queue_flavors = {q: _flavors(kube.get(KUEUE_API, "ClusterQueue", q)) for q in queues}
         result.queues_active = all(is_true(kube.get(KUEUE_API, "ClusterQueue", q), "Active") for q in queues)
     finally:
@@ -315,4 +316,6 @@ def replace_and_prune(context: SceneContext) -> ReplaceAndPrune:
         result.steps.append(_sync(context, deployed, "original spec restored"))
         restored = kube.get("scheduling.k8s.io/v1", "PriorityClass", tier) or {}
         result.restored_priority = int(restored.get("value", 0))
+        uids = (old_uid, after.get("metadata", {}).get("uid"))
+        result.restored_recreated = bool(restored) and restored["metadata"]["uid"] not in uids
     return result
