@@ -566,6 +566,24 @@ class Verdict:
         return [r for r in self.results if r.get("status") == "SyncFailed"]
 
 
+def sync_operation(app: Obj, retry: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The operation `argocd app sync NAME` (or the UI's Sync) sets on an Application, as
+    Argo CD v3.5.1's API server builds it (server/application/application.go:2120-2174): the
+    Application's source at its targetRevision, its syncOptions and retry, no prune (the
+    CLI's default), initiated by a user. `retry` replaces the Application's."""
+    spec = app["spec"]
+    policy = spec.get("syncPolicy") or {}
+    sync: dict[str, Any] = {
+        "source": spec["source"],
+        "revision": spec["source"].get("targetRevision", "HEAD"),
+        "syncOptions": list(policy.get("syncOptions") or []),
+    }
+    operation: dict[str, Any] = {"initiatedBy": {"username": "trainyard-box"}, "sync": sync}
+    if retry is not None or policy.get("retry") is not None:
+        operation["retry"] = retry if retry is not None else policy["retry"]
+    return operation
+
+
 def try_sync(kube: Kube, project: Obj, app: Obj, timeout: float = TRY_SECONDS) -> Verdict:
     """Apply `project` and `app` (Argo CD-side objects), start one sync operation of `app`
     as `argocd app sync` does (status.operation, no retry), wait until it ends, read what
@@ -577,11 +595,7 @@ def try_sync(kube: Kube, project: Obj, app: Obj, timeout: float = TRY_SECONDS) -
     try:
         since = application(kube, namespace, name)
         assert since is not None
-        operation = {
-            "initiatedBy": {"username": "trainyard-box"},
-            "sync": {"revision": app["spec"]["source"]["targetRevision"]},
-            "retry": {"limit": 0},
-        }
+        operation = sync_operation(app, retry={"limit": 0})
         kube.merge_patch(API, "Application", name, {"operation": operation}, namespace)
         watched = watch_operations(
             kube,
