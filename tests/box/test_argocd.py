@@ -9,9 +9,11 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from box import argocd
 from box.kube import Obj
+from tests.support import ROOT
 from tools.toolchain import ToolNotInstalled
 
 
@@ -145,3 +147,26 @@ def test_a_self_heal_operation_names_what_it_was_limited_to() -> None:
         "2026-12-04T23:53:55Z (automated, selfHeal limited to core/Namespace evals): Succeeded, 0 retries, "
         "0 applied, then 1 pruned: successfully synced (all tasks run)"
     )
+
+
+def test_the_sync_a_person_presses_is_the_api_servers_operation() -> None:
+    """What `box up prod --argocd` sets on prod's manual Application: the operation Argo CD
+    v3.5.1's API server builds for `argocd app sync` (server/application/application.go
+    2120-2174): the source at its targetRevision, the Application's syncOptions and retry,
+    no prune, a user's name."""
+    app = yaml.safe_load((ROOT / "rendered/prod/argocd/argocd/application-trainyard-prod.yaml").read_text())
+    assert "automated" not in app["spec"]["syncPolicy"]  # environments/prod.yaml: manual
+    operation = argocd.sync_operation(app)
+    assert operation["initiatedBy"] == {"username": "trainyard-box"}
+    assert operation["sync"]["revision"] == "main"
+    assert operation["sync"]["syncOptions"] == [
+        "ApplyOutOfSyncOnly=true",
+        "PruneLast=true",
+        "RespectIgnoreDifferences=true",
+    ]
+    assert "prune" not in operation["sync"]
+    assert operation["retry"] == {
+        "limit": 5,
+        "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"},
+    }
+    assert argocd.sync_operation(app, retry={"limit": 0})["retry"] == {"limit": 0}
