@@ -22,8 +22,8 @@ from fractions import Fraction
 from typing import Any
 
 from generators.components import Obj
-from generators.k8s.quantity import canonical
 from generators.model.environment import Environment
+from generators.model.quantity import canonical
 from generators.model.types import ClusterQueue, FlavorQuota, ResourceKind
 from generators.output import yamlemit
 from generators.output.templating import render

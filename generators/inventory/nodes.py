@@ -9,7 +9,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from generators.k8s import quantity
+from generators.model import quantity
 
 
 class NodeListError(Exception):
@@ -116,6 +116,11 @@ def read(path: Path) -> list[Node]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         data = _yaml(text, f"not JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}")
+    return parse(data)
+
+
+def parse(data: Any) -> list[Node]:
+    """Nodes of a decoded NodeList: a file's (read) or the API server's (doctor)."""
     if not isinstance(data, dict) or not isinstance(data.get("items"), list):
         raise NodeListError(
             "expected the output of `kubectl get nodes -o json` (or -o yaml): a List with items"

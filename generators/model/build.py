@@ -8,18 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.k8s import quantity
-from generators.k8s.quantity import Format
+from generators.model import quantity
 from generators.model.environment import Environment
 from generators.model.fromspec import from_spec, take
 from generators.model.health import build_health, inference_tolerated_keys
 from generators.model.monitoring import Monitoring
 from generators.model.overflow import build_overflow
+from generators.model.quantity import Format
 from generators.model.quota import build_queues, split_by_placement
 from generators.model.types import Pool, ResourceKind, Team, Tier
 
 
-def _per_node(raw: dict[str, Any]) -> dict[str, Any]:
+def per_node(raw: dict[str, Any]) -> dict[str, Any]:
     """Base units per node of every resource of the pool: GPUs, cpu, memory, extras by name."""
     per_node = {
         raw["gpu"]["resource"]: quantity.parse(raw["gpu"]["perNode"]).value,
@@ -47,9 +47,15 @@ def _resources(raw_pools: list[dict[str, Any]]) -> tuple[ResourceKind, ...]:
     )
 
 
+def build_pools(value: dict[str, Any]) -> tuple[Pool, ...]:
+    """The pools of a schema-valid environment (the cross-field checks read them too: the
+    schema's pattern makes every quantity parse)."""
+    return tuple(from_spec(Pool, p, {"per_node": per_node(p)}) for p in value["pools"])
+
+
 def build(value: dict[str, Any], source_file: str) -> Environment:
-    """The model of one environment. `value` must have passed spec.load_environment."""
-    pools = tuple(from_spec(Pool, p, {"per_node": _per_node(p)}) for p in value["pools"])
+    """The model of one environment. `value` must have passed model.load.load_environment."""
+    pools = build_pools(value)
     teams: tuple[Team, ...] = take(Environment, "teams", value)
     tiers: tuple[Tier, ...] = take(Environment, "tiers", value)
     monitoring: Monitoring = take(Environment, "monitoring", value)

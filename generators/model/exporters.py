@@ -288,7 +288,7 @@ class Exporters:
 
 
 def build_exporters(raw: Mapping[str, Any]) -> Exporters:
-    """Model of monitoring.exporters (already checked by generators/spec/semantics.py)."""
+    """Model of monitoring.exporters (already checked by generators/model/checks/semantics.py)."""
     stated = raw.get("labelContract", {})
     return Exporters(
         dcgm_exporter(raw["dcgmExporter"], stated.get("dcgmExporter")),

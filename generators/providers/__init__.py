@@ -1,7 +1,7 @@
 """One module per virtual-kubelet provider type (contract.py says what each one states).
 
 CONTRACTS is the list of supported `type:` values; anything else is refused at load time
-with the list (generators/spec/overflow_checks.py).
+with the list (generators/model/checks/overflow.py).
 """
 
 from __future__ import annotations

@@ -65,6 +65,7 @@ from tests.controlplane.fixtures import applied, require_tools
 from tests.controlplane.harness import ControlPlane
 from tests.controlplane.interlink_standin import InterLinkStandIn
 from tests.controlplane.overflow_scene import wait_node_labelled
+from tests.controlplane.virtual_kubelets import NAMESPACE, rendered, service_account_kubeconfig, with_flags
 from tests.gate.conftest import METRIC, Exporter, exporter, prometheus_url  # noqa: F401 (fixtures)
 from tests.support import GATE_DIR
 
@@ -75,7 +76,6 @@ PROVIDER = "lambda"  # prod's interLink provider
 NODE = "vk-lambda"
 GPUS = "64"  # environments/prod.yaml: overflow.providers[lambda].gpus
 MODEL = "A100-SXM4-80GB"  # ... .gpuModel
-NAMESPACE = "trainyard-system"  # overflow.namespace (the schema's default)
 INFERENCE_NAMESPACE = "serving-prod"  # overflow.inference[0].namespace
 GATE_TAINT = {"key": "trainyard.dev/overflow-gate", "value": "closed", "effect": "NoSchedule"}
 INTERLINK_TAINT = {"key": "virtual-node.interlink/no-schedule", "value": "true", "effect": "NoSchedule"}
@@ -84,53 +84,6 @@ HOLD_SECONDS = 2
 # start on two busy cores adds to it.
 READY_SECONDS = 120
 STEP_SECONDS = 90
-
-
-def rendered(objects: list[Obj], kind: str, name: str) -> Obj:
-    [found] = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
-    return found
-
-
-def with_flags(args: list[str], values: dict[str, str]) -> list[str]:
-    """The rendered container's `--flag=value` arguments, the flags named in `values` given
-    the test's value (a local path or port) and every other argument as rendered; each named
-    flag must be rendered."""
-    flags = [a.split("=", 1)[0] for a in args]
-    missing = set(values) - set(flags)
-    assert not missing, f"not in the rendered arguments: {sorted(missing)}"
-    return [f"{flag}={values[flag]}" if flag in values else a for flag, a in zip(flags, args, strict=True)]
-
-
-def service_account_kubeconfig(kube: Kube, plane: ControlPlane, account: str, path: Path) -> Path:
-    """A kubeconfig authenticating as the rendered ServiceAccount (a TokenRequest)."""
-    assert plane.certs is not None
-    request = {
-        "apiVersion": "authentication.k8s.io/v1",
-        "kind": "TokenRequest",
-        "spec": {"expirationSeconds": 3600},
-    }
-    answer = kube.dynamic.request(
-        "post", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{account}/token", body=request
-    )
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "sa",
-                "clusters": [
-                    {
-                        "name": "test",
-                        "cluster": {"server": plane.url, "certificate-authority": str(plane.certs.ca_cert)},
-                    }
-                ],
-                "users": [{"name": account, "user": {"token": answer.status.token}}],
-                "contexts": [{"name": "sa", "context": {"cluster": "test", "user": account}}],
-            }
-        ),
-        encoding="utf-8",
-    )
-    return path
 
 
 def allowed(kube: Kube, account: str, verb: str, resource: str, namespace: str | None) -> bool:

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from box.charts import template_argv
-from generators.spec.load import load_environment
+from generators.model.load import load_environment
 from generators.upstream.charts import KUBE_PROMETHEUS_STACK, Chart
 from tests.support import ROOT, archive, tool
 

@@ -15,16 +15,8 @@ import yaml
 from generators.components.monitoring.alerts.health import duration
 from tests.monitoring.alert_cases import Builder, promtool_tests
 from tests.monitoring.conftest import Shipped, load_shipped
-from tests.monitoring.test_rules import all_rules, rules_file_text, run
+from tests.monitoring.rendered_views import QUARANTINING, all_rules, policy, rules_file_text, run
 from tests.support import ROOT
-
-QUARANTINING = ["staging", "prod"]
-
-
-def policy(env: str) -> dict[str, object]:
-    path = ROOT / "rendered" / env / "health" / "trainyard-system" / "configmap-gpu-health-policy.yaml"
-    document: dict[str, object] = yaml.safe_load(yaml.safe_load(path.read_text())["data"]["policy.yaml"])
-    return document
 
 
 @pytest.mark.parametrize("env", QUARANTINING)

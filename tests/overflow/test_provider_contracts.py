@@ -17,9 +17,8 @@ from generators.model.load import load
 from generators.providers import CONTRACTS, PROVIDER_TAINT_KEYS
 from generators.providers.contract import CONFIG_DIR, CREDENTIALS_DIR, SERVING_DIR
 from tests.support import ROOT
+from tests.support.overflow_spec import BASE
 from tests.support.scratch import repo_with, run_cli
-
-from .specs import BASE
 
 Obj = dict[str, Any]
 

@@ -43,8 +43,8 @@ from generators.components.monitoring.promql import ksm_label
 from generators.layout import INSTALLERS, RENDERED
 from generators.model.environment import Environment
 from generators.output.templating import render
+from generators.promql.reads import selectors
 from generators.upstream import charts
-from generators.validation.promql_ast import selectors
 
 GPU_OPERATOR_VALUES = "gpu-operator-values.yaml"  # rendered/<env>/installers/<this>
 KUBE_PROMETHEUS_STACK_VALUES = "kube-prometheus-stack-values.yaml"

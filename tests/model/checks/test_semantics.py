@@ -1,4 +1,4 @@
-"""The spec's cross-field checks (generators/spec/semantics.py): the cohort graph and the share
+"""The spec's cross-field checks (generators/model/checks/semantics.py): the cohort graph and the share
 sums, on small specs written here, with the expected errors typed out by hand.
 
 The bad-input corpus (tests/corpus/bad) holds one file per refusal; these cases are the

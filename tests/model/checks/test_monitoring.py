@@ -1,5 +1,5 @@
 """The mismatches with a monitoring stack that the environment file itself shows
-(generators/spec/monitoring_checks.py), each at its file:line:col.
+(generators/model/checks/monitoring.py), each at its file:line:col.
 
 Each case edits prod's file (kube-prometheus-stack release `kube-prometheus-stack` in
 `monitoring`, the defaults; overflow on) the way the trial's cluster was written: its stack
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from generators.spec.monitoring_checks import prometheus_service, stack_fullname
+from generators.model.checks.monitoring import prometheus_service, stack_fullname
 from tests.support import ROOT
 from tests.support.edits import edited
 from tests.support.scratch import repo_with, run_cli, tree_digest

@@ -16,7 +16,7 @@ from functools import cache
 from typing import Any
 
 from generators.errors import Problem, format_path
-from generators.k8s import quantity
+from generators.model import quantity
 from generators.spec.schema import root
 from generators.spec.source import Document
 

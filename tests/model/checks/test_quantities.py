@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from generators.k8s import quantity
+from generators.model import quantity
 from generators.spec.schema import SCHEMA_DIR
 from tests.support import CORPUS, ROOT
 from tests.support.scratch import repo_with, run_cli, tree_digest

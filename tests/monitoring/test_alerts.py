@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
-from generators.components.monitoring import RULES_KEY, RULES_NAME
+from generators.components.monitoring import RULES_NAME
 from generators.model import exporters
 from tests.monitoring.alert_cases import Builder, promtool_tests
 from tests.monitoring.conftest import Shipped
+from tests.monitoring.rendered_views import all_rules, rules_file_text, run
 from tests.support import ROOT
 
 DOCS = ROOT / "docs" / "monitoring.md"
@@ -21,24 +20,9 @@ HEALTH_DOCS = ROOT / "docs" / "health.md"  # runbooks of the trainyard-health gr
 CAMEL_CASE = re.compile(r"^[A-Z][A-Za-z0-9]+$")
 
 
-def rules_file_text(shipped: Shipped) -> str:
-    """The plain rules file, from the ConfigMap that carries it in rendered/."""
-    text: str = shipped.named("ConfigMap", f"{RULES_NAME}-rules-file")["data"][RULES_KEY]
-    return text
-
-
-def all_rules(shipped: Shipped) -> list[dict[str, Any]]:
-    groups = yaml.safe_load(rules_file_text(shipped))["groups"]
-    return [rule for group in groups for rule in group["rules"]]
-
-
 def health_alerts(shipped: Shipped) -> set[str]:
     groups = yaml.safe_load(rules_file_text(shipped))["groups"]
     return {r["alert"] for g in groups if g["name"] == "trainyard-health" for r in g["rules"]}
-
-
-def run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
 
 
 def test_prometheusrule_and_rules_file_hold_the_same_groups(shipped: Shipped) -> None:

@@ -196,7 +196,7 @@ def test_an_amd_pool_watched_by_its_role_is_refused_at_its_resource(tmp_path: Pa
 
 def test_the_nvidia_pools_alone_render_with_a_dashboard_warning(tmp_path: Path) -> None:
     """Watching only the H200 pool renders; the MI300X pool gets the warning that no GPU
-    dashboard shows it (generators/spec/monitoring_checks.py)."""
+    dashboard shows it (generators/model/checks/monitoring.py)."""
     code, err, text = _amd(tmp_path, "[train-h200]")
     assert code == 0, err
     at = _position(text, "amd.com/gpu")

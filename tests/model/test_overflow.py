@@ -12,9 +12,8 @@ from generators.model.overflow import Overflow, default_query, inference_pools
 from generators.model.promql import Inventory
 from generators.model.types import Pool, Role, Taint
 from tests.support import ROOT
+from tests.support.overflow_spec import BASE, SECOND_PROVIDER
 from tests.support.scratch import repo_with
-
-from .specs import BASE, SECOND_PROVIDER
 
 THIRD_PROVIDER = SECOND_PROVIDER.replace("name: dear", "name: deal").replace(
     "costPerGpuHourUsd: 3.5", "costPerGpuHourUsd: 9.0\n      preference: 1"

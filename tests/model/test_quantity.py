@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from generators.k8s.quantity import QuantityError, canonical, parse
+from generators.model.quantity import QuantityError, canonical, parse
 
 
 @pytest.mark.parametrize(

@@ -21,18 +21,23 @@ from __future__ import annotations
 from typing import Any
 
 from generators.errors import Problem, format_path
+from generators.model.checks.where import section
+from generators.model.environment import Environment
+from generators.model.fromspec import take
+from generators.model.types import ArgoCD
 from generators.spec.source import Document
 
 
 def check(doc: Document, value: dict[str, Any]) -> list[Problem]:
-    url = value["cluster"]["argocd"]["repoURL"]
+    argocd: ArgoCD = take(Environment, "argocd", value)
+    url = argocd.repo_url
     if "[" in url:
         what = "holds [, which Argo CD's glob reads as a character class"
     elif url.startswith("!"):
         what = "starts with !, which makes it a deny pattern"
     else:
         return []
-    path = ("cluster", "argocd", "repoURL")
+    path = section((Environment, "argocd"), (ArgoCD, "repo_url"))
     return [
         Problem(
             doc.locate(path),

@@ -1,10 +1,10 @@
-"""generators/validation/promql_ast.py: what an expression reads, from its syntax tree."""
+"""generators/promql/reads.py: what an expression reads, from its syntax tree."""
 
 from __future__ import annotations
 
 import pytest
 
-from generators.validation.promql_ast import Matcher, concrete, label_uses, selectors
+from generators.promql.reads import Matcher, concrete, label_uses, selectors
 
 
 def needs(expr: str) -> set[tuple[str, str]]:

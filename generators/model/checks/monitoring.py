@@ -1,6 +1,10 @@
 """Semantic rules of the `monitoring` section that its schema cannot express.
 
-Called from semantics.check; each Problem sits at the offending value of the file.
+Called from semantics.check; each Problem sits at the offending value of the file. The
+checks read the section's settings and the pools through the model's fields (fromspec's rule)
+and locate problems by it; the controllers' prometheusUrl (each controller's own URL is
+derived from it) and the exporters' versions (whose parse is what is checked) are read as
+written.
 
 `stack: kube-prometheus` is refused (issue 20, item 8), with the reason, until trainyard
 renders what that stack needs. Read in prometheus-operator/kube-prometheus v0.18.0
@@ -36,8 +40,14 @@ from typing import Any
 
 from generators.errors import Problem, format_path
 from generators.model import exporters
+from generators.model.build import build_pools
+from generators.model.checks.health import NVIDIA_PREFIX
+from generators.model.checks.where import item
+from generators.model.environment import Environment
+from generators.model.fromspec import spec_path, take
+from generators.model.monitoring import Monitoring
+from generators.model.types import Pool
 from generators.spec.checker import Checker, Path_
-from generators.spec.health_checks import NVIDIA_PREFIX
 from generators.spec.source import Document
 from generators.upstream import charts
 
@@ -76,22 +86,28 @@ def prometheus_service(release: str) -> str:
 
 
 class _Monitoring(Checker):
-    section = ("monitoring",)
+    section = spec_path(Environment, "monitoring")
+
+    def __init__(self, doc: Document, value: dict[str, Any]) -> None:
+        super().__init__(doc, value)
+        self.m: dict[str, Any] = value[self.section[0]]
+        self.release: str = take(Monitoring, "release", self.m)
+        self.namespace: str = take(Monitoring, "namespace", self.m)
 
     def stack(self) -> None:
-        stack = self.v["monitoring"]["stack"]
+        stack: str = take(Monitoring, "stack", self.m)
         if stack not in SUPPORTED:
             message, hint = _REASONS[stack]
-            self.add(("stack",), message, hint)
+            self.add(spec_path(Monitoring, "stack"), message, hint)
 
     def release_label(self) -> None:
-        m = self.v["monitoring"]
-        labelled = m["rules"]["labels"].get("release")
-        if labelled is not None and labelled != m["release"]:
+        labels: dict[str, str] = take(Monitoring, "rules_labels", self.m)
+        labelled = labels.get("release")
+        if labelled is not None and labelled != self.release:
             self.add(
-                ("rules", "labels", "release"),
-                f"release label {labelled!r} is not monitoring.release {m['release']!r}: the stack's "
-                f"Prometheus selects release: {m['release']} and would select none of trainyard's "
+                (*spec_path(Monitoring, "rules_labels"), "release"),
+                f"release label {labelled!r} is not monitoring.release {self.release!r}: the stack's "
+                f"Prometheus selects release: {self.release} and would select none of trainyard's "
                 "ServiceMonitors and rules",
                 "remove it, or set monitoring.release to the stack's Helm release (docs/adopting.md)",
             )
@@ -99,9 +115,8 @@ class _Monitoring(Checker):
     def prometheus_urls(self) -> None:
         """A controller's in-cluster Prometheus URL names the stack's namespace, and, when it
         names a kube-prometheus-stack Prometheus Service, the stack's release's."""
-        m = self.v["monitoring"]
-        ours = (OPERATED, prometheus_service(m["release"]))
-        default = f"remove it: the default is http://{OPERATED}.{m['namespace']}.svc:9090"
+        ours = (OPERATED, prometheus_service(self.release))
+        default = f"remove it: the default is http://{OPERATED}.{self.namespace}.svc:9090"
         for path in _CONTROLLERS:
             section: Any = self.v
             for part in path[:-1]:
@@ -112,12 +127,12 @@ class _Monitoring(Checker):
                 continue
             service, namespace = found["service"], found["namespace"]
             where = f"{path[0]} asks Prometheus {service} in namespace {namespace}"
-            if namespace != m["namespace"]:
-                message = f"{where}, but the stack runs in monitoring.namespace {m['namespace']!r}"
+            if namespace != self.namespace:
+                message = f"{where}, but the stack runs in monitoring.namespace {self.namespace!r}"
                 self._warn_at(path, message, default)
             elif service not in ours and service.endswith("-prometheus"):
                 message = (
-                    f"{where}: release {m['release']} (monitoring.release) names its Prometheus "
+                    f"{where}: release {self.release} (monitoring.release) names its Prometheus "
                     f"Service {ours[1]}"
                 )
                 self._warn_at(path, message, default)
@@ -128,7 +143,7 @@ class _Monitoring(Checker):
         )
 
     def dcgm_image(self) -> None:
-        named = self.v["monitoring"]["exporters"]
+        named = self.m["exporters"]
         stated = named.get("labelContract", {}).get("dcgmExporter")
         try:
             choice = exporters.dcgm_exporter(named["dcgmExporter"], stated)
@@ -155,13 +170,13 @@ class _Monitoring(Checker):
     def other_gpus(self) -> None:
         """A pool of another vendor's GPUs (amd.com/gpu) is on no GPU dashboard: the hardware,
         utilization and training dashboards and the GPU alerts read dcgm-exporter series."""
-        for i, pool in enumerate(self.v["pools"]):
-            resource = pool["gpu"]["resource"]
+        for i, pool in enumerate(build_pools(self.v)):
+            resource = pool.gpu_resource
             if resource.startswith(NVIDIA_PREFIX):
                 continue
             self._warn_at(
-                ("pools", i, "gpu", "resource"),
-                f"pool {pool['name']!r} ({resource}) shows on no panel of the GPU hardware, "
+                item("pools", i, Pool, "gpu_resource"),
+                f"pool {pool.name!r} ({resource}) shows on no panel of the GPU hardware, "
                 "utilization and training dashboards and in no GPU hardware alert: they read "
                 "dcgm-exporter, which sees NVIDIA GPUs only",
                 "its quotas, placement, GPUMissing, KueueQuotaDrift and sync-inventory do count it "
