@@ -5,15 +5,14 @@ scrapes. The overflow gate and the health controller are this workload with anot
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Protocol
+from typing import Protocol
 
 from generators.k8s.hardening import hardened
-from generators.k8s.objects import config_map
+from generators.k8s.objects import Obj, config_map
 from generators.model.types import Image, Resources
 from generators.output import yamlemit
 from generators.output.templating import render
 
-Obj = dict[str, Any]
 POLICY_FILE = "policy.yaml"
 
 

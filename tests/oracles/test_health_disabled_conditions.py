@@ -25,8 +25,8 @@ from trainyard_gate.health.state import HealthState
 from trainyard_gate.runtime.nodes import NodeTaints
 
 from generators.model.build import build
+from generators.model.load import load_environment
 from generators.pipeline import render
-from generators.spec.load import load_environment
 from tests.monitoring.alert_cases import Builder, Case, Expect, promtool_tests, series
 from tests.oracles.spec import NAME, oracle_spec
 from tests.support import tool

@@ -246,11 +246,14 @@ def test_the_readme_states_the_range_the_code_enforces() -> None:
     assert "| 1.32 to 1.37 (" in row
 
 
-def test_the_scheduling_docs_version_table_is_the_mechanism_table() -> None:
-    """docs/scheduling.md says which mechanism each minor gets; it must be what the code does."""
+@pytest.mark.parametrize("doc", ["scheduling.md", "adopting.md"])
+def test_the_docs_version_table_is_the_mechanism_table(doc: str) -> None:
+    """docs/scheduling.md and docs/adopting.md say which mechanism each minor gets; it must be
+    what the code does."""
     from generators.upstream.kubernetes import Feature, mechanism, minors, name
 
-    text = (ROOT / "docs" / "scheduling.md").read_text()
+    text = (ROOT / "docs" / doc).read_text()
+    assert text.count("<!-- mechanisms -->") == 1
     table = text[text.index("<!-- mechanisms -->") :].split("\n\n", 1)[0].splitlines()[1:]
     header = [cell.strip() for cell in table[0].strip("|").split("|")]
     assert header == ["minor", *(f.value for f in Feature)]
