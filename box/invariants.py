@@ -39,7 +39,7 @@ from datetime import datetime
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from generators.k8s.quantity import QuantityError, parse
+from generators.model.quantity import QuantityError, parse
 
 if TYPE_CHECKING:
     from box.kube import Kube
