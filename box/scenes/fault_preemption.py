@@ -97,6 +97,17 @@ def _admissions(kube: Kube, namespace: str, workload: str) -> int:
     )
 
 
+def _admitted_at(kube: Kube, namespace: str, workload: str) -> list[str]:
+    """When each Admitted event of `workload` was written, and its message (to tell a second
+    admission from a restarted Kueue writing the event again)."""
+    return [
+        f"{e.get('eventTime') or e.get('deprecatedLastTimestamp')} "
+        f"x{e.get('deprecatedCount', 1)}: {e.get('note', '')}"
+        for e in kube.list("events.k8s.io/v1", "Event", namespace)
+        if (e.get("regarding") or {}).get("name") == workload and e.get("reason") == "Admitted"
+    ]
+
+
 def _running(kube: Kube, namespace: str, job: str) -> int:
     pods = kube.list("v1", "Pod", namespace, label_selector=f"job-name={job}")
     return sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running")
@@ -298,7 +309,11 @@ def preemption(
             "the gate and the health controller passing again"
         )
         if times[high_name] != 1 or times[low_name] != 1:
-            sampler.problem(f"admissions {times}: each gang admitted once expected")
+            stamps = _admitted_at(kube, namespace, low_workload["metadata"]["name"])
+            sampler.problem(
+                f"admissions {times}: each gang admitted once expected; {low_name}'s Admitted events at "
+                f"{stamps} (scene began {sampler.began_wall:.1f})"
+            )
     except InvariantBroken:
         pass
     except AssertionError as err:

@@ -88,6 +88,7 @@ class Sampler:
         self.namespaces = sorted(set(namespaces))
         self.gate_url = gate_url
         self.began = time.monotonic()
+        self.began_wall = time.time()
         self.active = False  # sampling starts with `start`, before the fault
 
     def now(self) -> float:
