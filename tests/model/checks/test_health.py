@@ -134,22 +134,10 @@ name: bad
 example: true
 cluster: {kubernetesVersion: "1.36.2"}
 pools:
-  - name: train-h200
-    role: training
-    gpu: {model: H200, perNode: 8}
-    nodes: 12
-    reserveNodes: 1
-    cpu: 192
-    memory: 2000Gi
-    nodeLabels: {trainyard.dev/pool: train-h200}
-  - name: train-mi300x
-    role: training
-    gpu: {model: MI300X, perNode: 8, resource: amd.com/gpu}
-    nodes: 8
-    reserveNodes: 1
-    cpu: 192
-    memory: 2000Gi
-    nodeLabels: {trainyard.dev/pool: train-mi300x}
+  - {name: train-h200, role: training, gpu: {model: H200, perNode: 8}, nodes: 12, reserveNodes: 1,
+     cpu: 192, memory: 2000Gi, nodeLabels: {trainyard.dev/pool: train-h200}}
+  - {name: train-mi300x, role: training, gpu: {model: MI300X, perNode: 8, resource: amd.com/gpu},
+     nodes: 8, reserveNodes: 1, cpu: 192, memory: 2000Gi, nodeLabels: {trainyard.dev/pool: train-mi300x}}
 teams:
   - name: research
     namespaces: [research]
