@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from tests.support import CORPUS, ROOT
-from tests.support.scratch import rendered_repo, repo_with, run_cli
+from tests.support.scratch import refused, rendered_repo, repo_with, run_cli
 
 MINIMAL = (CORPUS / "valid-minimal.yaml").read_text()
 
@@ -65,10 +65,7 @@ def test_a_version_outside_the_range_is_refused_at_its_line(tmp_path: Path, vers
     line = text.splitlines()[2]
     assert line.startswith("cluster:")
     column = line.index(f'"{version}"') + 1
-    root = repo_with(tmp_path, text)
-    code, _, err = run_cli(root, "render", "bad")
-    assert code == 1
-    assert err.splitlines()[0] == (
+    assert refused(repo_with(tmp_path, text), "render", "bad")[0] == (
         f"environments/bad.yaml:3:{column}: error: Kubernetes {version} is outside the supported range "
         "1.32 to 1.37 (cluster.kubernetesVersion); the rendered objects are checked against that "
         "range's API schemas (generators/upstream/kubernetes.py says why each end is there)"
@@ -160,16 +157,13 @@ def test_a_node_cli_provider_below_1_36_is_refused_at_its_type_with_a_fix(tmp_pa
     text = _staging_at("1.35.4", interlink=False)
     lines = text.splitlines()
     line = next(i for i, t in enumerate(lines) if t == "      type: mock") + 1
-    root = repo_with(tmp_path, text)
-    code, _, err = run_cli(root, "render", "bad")
-    assert code == 1
-    assert err.splitlines()[0] == (
+    assert refused(repo_with(tmp_path, text), "render", "bad")[0] == (
         f"environments/bad.yaml:{line}:13: error: provider 'mock' of type mock cannot come up closed on "
         "Kubernetes 1.35.4: its program registers one taint and no extra label, and 1.36 is the first "
         "minor whose MutatingAdmissionPolicy can add the gate taint and the provider label "
         "(overflow.providers[0].type); use type interlink (it registers them from its config), or set "
         "cluster.kubernetesVersion to 1.36 or newer"
-    ), err
+    )
 
 
 def _job_policy(root: Path, kind: str) -> dict[str, Any]:
