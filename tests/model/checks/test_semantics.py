@@ -55,27 +55,32 @@ def problems(tmp_path: Path, body: str) -> list[str]:
     return []
 
 
-def test_shares_summing_under_100_are_refused(tmp_path: Path) -> None:
-    # train: 60 + 30 = 90 (10 % of the pool would be in nobody's quota); serve: 100
-    body = """teams:
-  - {name: a, namespaces: [a], shares: {train: 60}}
-  - {name: b, namespaces: [b], shares: {train: 30, serve: 100}}
+@pytest.mark.parametrize(
+    ("a", "b", "error"),
+    [
+        pytest.param(
+            60,
+            30,  # 10 % of the pool would be in nobody's quota
+            "team shares of pool 'train' sum to 90%, under 100% (pools[0].name); shares: a=60, b=30",
+            id="summing_under_100",
+        ),
+        pytest.param(
+            70,
+            40,  # neither share alone above 100
+            "team shares of pool 'train' sum to 110%, over 100% (pools[0].name); shares: a=70, b=40",
+            id="two_partial_shares_over_100",
+        ),
+    ],
+)
+def test_shares_not_adding_to_100_are_refused(tmp_path: Path, a: int, b: int, error: str) -> None:
+    # serve: 100 (b's), so only train is off
+    body = f"""teams:
+  - {{name: a, namespaces: [a], shares: {{train: {a}}}}}
+  - {{name: b, namespaces: [b], shares: {{train: {b}, serve: 100}}}}
 """
     assert problems(tmp_path, body) == [
-        "environments/sem.yaml:4:11: error: team shares of pool 'train' sum to 90%, under 100% "
-        "(pools[0].name); shares: a=60, b=30; they must add up to exactly 100 so quota equals capacity"
-    ]
-
-
-def test_two_partial_shares_over_100_are_refused(tmp_path: Path) -> None:
-    # train: 70 + 40 = 110, neither share alone above 100
-    body = """teams:
-  - {name: a, namespaces: [a], shares: {train: 70}}
-  - {name: b, namespaces: [b], shares: {train: 40, serve: 100}}
-"""
-    assert problems(tmp_path, body) == [
-        "environments/sem.yaml:4:11: error: team shares of pool 'train' sum to 110%, over 100% "
-        "(pools[0].name); shares: a=70, b=40; they must add up to exactly 100 so quota equals capacity"
+        f"environments/sem.yaml:4:11: error: {error}; "
+        "they must add up to exactly 100 so quota equals capacity"
     ]
 
 
