@@ -75,6 +75,22 @@ def test_a_namespace_outside_the_destinations_is_refused() -> None:
     assert all("namespace kueue-system " not in line for line in lines)  # the glob matches it
 
 
+def test_a_destination_namespace_does_not_make_cluster_scoped_objects_namespaced() -> None:
+    """With the Application's destination in a namespace, Argo CD v3.5.1 still reads each
+    object's scope from discovery: the real Argo CD on the box refused only the namespaces
+    (tests/box/test_scene_argocd.py), none of the cluster-scoped kinds. The render reads the
+    scope off metadata.namespace, so a ClusterQueue stays cluster-scoped."""
+    files = copy.deepcopy(_prod())
+    project = _project(files)["spec"]
+    project["destinations"] = [{**project["destinations"][0], "namespace": "kueue-*"}]
+    next(f.obj for f in files if f.path == APP)["spec"]["destination"]["namespace"] = "kueue-system"
+    lines = _lines(files)
+    assert [line for line in lines if "whitelist" in line] == []
+    assert any(
+        " namespace serving-prod is not in project trainyard-prod's destinations" in line for line in lines
+    )
+
+
 def test_a_repository_outside_source_repos_is_refused_at_the_application() -> None:
     files = copy.deepcopy(_prod())
     _project(files)["spec"]["sourceRepos"] = ["https://github.com/other/*"]
