@@ -113,7 +113,7 @@ def _run_cluster(env: Environment, args: argparse.Namespace) -> int:
         )
         return 2
     for gap in gaps:
-        print(gap.line())
+        print(f"doctor: {gap.what} — fix: {gap.fix}")
     state = f"{len(gaps)} gap{'' if len(gaps) == 1 else 's'}" if gaps else "the cluster matches"
     print(
         f"{env.name}: {state} (context {api.context_name}: Kubernetes {read.version}, Kueue "
@@ -147,7 +147,7 @@ def _run_prometheus(env: Environment, args: argparse.Namespace) -> int:
         print(f"generate.py doctor: error: {error}" + (f"; hint: {hint}" if hint else ""), file=sys.stderr)
         return 2
     for gap in gaps:
-        print(gap.line())
+        print(f"{gap.what}: {gap.fix}")
     checked = counted[0]
     print(
         f"{env.name}: {len(gaps) or 'no'} gap{'' if len(gaps) == 1 else 's'} "

@@ -26,6 +26,7 @@ from generators.k8s.cel import literal
 from generators.k8s.objects import Obj
 from generators.model.environment import Environment
 from generators.model.quantity import canonical
+from generators.model.quota import preferred_level
 from generators.model.types import ClusterQueue, FlavorQuota, ResourceKind
 from generators.output import yamlemit
 from generators.output.templating import render
@@ -152,19 +153,13 @@ TOPOLOGY_ANNOTATIONS = (
     PREFERRED_TOPOLOGY,
     "kueue.x-k8s.io/podset-unconstrained-topology",
 )
-HOSTNAME = "kubernetes.io/hostname"
 
 
 def default_level(env: Environment, queue: ClusterQueue) -> str | None:
-    """The level a class-less gang of a topology queue should prefer: the topmost level its
-    flavors share (a gang then takes as few blocks, then racks, as fit); None when the
-    queue has no topology, its pools' levels differ, or the only level is the host."""
+    """The level a class-less gang of a topology queue should prefer (model/quota.py,
+    preferred_level); None when the queue has no topology."""
     pools = {p.name: p for p in env.pools}
-    levels = {pools[f.pool].topology_levels for f in queue.flavors}
-    if not queue.topology or len(levels) != 1:
-        return None
-    (shared,) = levels
-    return shared[0] if shared and shared[0] != HOSTNAME else None
+    return preferred_level(pools[f.pool] for f in queue.flavors) if queue.topology else None
 
 
 def _escaped(key: str) -> str:

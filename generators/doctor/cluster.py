@@ -33,6 +33,7 @@ from generators.model.environment import Environment
 from generators.model.health import TAINT_KEY as QUARANTINE_TAINT_KEY
 from generators.model.types import Pool
 from generators.upstream import charts, kubernetes
+from generators.validation.doctor import Gap
 
 NODE_CONDITION_TAINTS = "node.kubernetes.io/"
 SHOWN = 5  # node names a grouped line names before "and N more"
@@ -51,15 +52,6 @@ STACK_VALUES = {  # the kube-prometheus-stack value that writes each field
     for pair in MONITOR_SELECTORS.values()
     for field_name in pair
 }
-
-
-@dataclass(frozen=True)
-class Gap:
-    what: str
-    fix: str
-
-    def line(self) -> str:
-        return f"doctor: {self.what} — fix: {self.fix}"
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Single objects several components render: a Namespace, a ConfigMap, a ServiceMonitor; and
+"""Single objects several components render: a Namespace, a Service, a ConfigMap, a ServiceMonitor; and
 `Obj`, the type of a rendered Kubernetes object (a plain mapping), for the whole tree."""
 
 from __future__ import annotations
@@ -13,6 +13,12 @@ Obj = dict[str, Any]
 def namespace(name: str, role: str) -> Obj:
     """A Namespace labelled with its role (infrastructure: trainyard's controllers; inference)."""
     return render("common/namespace.yaml.j2", name=name, role=role)
+
+
+def service(name: str, namespace: str, port: int, port_name: str) -> Obj:
+    """Service `name` in front of the pods labelled app.kubernetes.io/name=`name`: `port`, sent
+    on to their container port called `port_name` (which the Service's port is named too)."""
+    return render("common/service.yaml.j2", name=name, namespace=namespace, port=port, port_name=port_name)
 
 
 def config_map(

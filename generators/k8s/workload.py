@@ -8,7 +8,7 @@ import hashlib
 from typing import Protocol
 
 from generators.k8s.hardening import hardened
-from generators.k8s.objects import Obj, config_map
+from generators.k8s.objects import Obj, config_map, service
 from generators.model.types import Image, Resources
 from generators.output import yamlemit
 from generators.output.templating import render
@@ -60,7 +60,5 @@ def gate_program(name: str, namespace: str, program: Program, policy: Obj) -> li
             policy_sha256=sha256(text),
             **hardened(program.resources),
         ),
-        render(
-            "common/gate-program-service.yaml.j2", name=name, namespace=namespace, port=program.metrics_port
-        ),
+        service(name, namespace, program.metrics_port, "metrics"),
     ]

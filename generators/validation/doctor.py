@@ -55,11 +55,12 @@ class Unreachable(Exception):
 
 @dataclass(frozen=True)
 class Gap:
+    """What `doctor` found missing or different, and how to fix it (both modes: this
+    Prometheus's series, and the cluster read by generators/doctor/cluster.py; each mode's
+    command prints it its own way)."""
+
     what: str
     fix: str
-
-    def line(self) -> str:
-        return f"{self.what}: {self.fix}"
 
 
 @dataclass(frozen=True)

@@ -31,19 +31,23 @@ def test_each_kind_is_read_by_its_own_parser(tmp_path: Path, text: str, kind: ty
     assert isinstance(load_policy(written(tmp_path, text)), kind)
 
 
-def test_another_kind_is_refused_where_it_is_written(tmp_path: Path) -> None:
-    path = written(tmp_path, "apiVersion: trainyard.dev/v1alpha1\nkind: Widget\n")
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        pytest.param(
+            "apiVersion: trainyard.dev/v1alpha1\nkind: Widget\n",
+            "2:7: error: expected 'TaintPolicy' or 'NodeHealthPolicy', got 'Widget' (kind)",
+            id="another_kind_is_refused_where_it_is_written",
+        ),
+        pytest.param(
+            "kind: [\n",
+            "2:1: error: invalid YAML: expected the node content, but found '<stream end>'",
+            id="broken_yaml_is_reported_with_its_place",
+        ),
+    ],
+)
+def test_a_policy_no_parser_reads_is_refused_at_its_place(tmp_path: Path, text: str, error: str) -> None:
+    path = written(tmp_path, text)
     with pytest.raises(PolicyError) as refused:
         load_policy(path)
-    assert str(refused.value) == (
-        f"{path}:2:7: error: expected 'TaintPolicy' or 'NodeHealthPolicy', got 'Widget' (kind)"
-    )
-
-
-def test_broken_yaml_is_reported_with_its_place(tmp_path: Path) -> None:
-    path = written(tmp_path, "kind: [\n")
-    with pytest.raises(PolicyError) as refused:
-        load_policy(path)
-    assert str(refused.value) == (
-        f"{path}:2:1: error: invalid YAML: expected the node content, but found '<stream end>'"
-    )
+    assert str(refused.value) == f"{path}:{error}"

@@ -34,14 +34,8 @@ from tests.support.scratch import write_environment
 
 SPEC = oracle_spec("""\
 pools:
-  - name: train
-    role: training
-    gpu: {model: H100, perNode: 8}
-    nodes: 10
-    reserveNodes: 2
-    cpu: 96
-    memory: 1000Gi
-    nodeLabels: {trainyard.dev/pool: train}
+  - {name: train, role: training, gpu: {model: H100, perNode: 8}, nodes: 10, reserveNodes: 2, cpu: 96,
+     memory: 1000Gi, nodeLabels: {trainyard.dev/pool: train}}
 teams:
   - name: alpha
     namespaces: [alpha]

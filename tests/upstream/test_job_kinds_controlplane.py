@@ -77,17 +77,17 @@ def _name() -> str:
     return f"k-{uuid.uuid4().hex[:6]}"
 
 
+def _object(api_version: str, kind: str, spec: dict[str, Any], labels: dict[str, str] = LABELS) -> Obj:
+    """A job of `kind`, of a fresh name in the team's namespace, created suspended (a job
+    sent to a Kueue queue waits for admission)."""
+    metadata = {"name": _name(), "namespace": TEAM, "labels": dict(labels)}
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, "spec": {"suspend": True, **spec}}
+
+
 def _jobset(pod_class: str | None, labels: dict[str, str] = LABELS) -> Obj:
     job = {"parallelism": 2, "completions": 2, "template": _template(pod_class)}
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": _name(), "namespace": TEAM, "labels": dict(labels)},
-        "spec": {
-            "suspend": True,
-            "replicatedJobs": [{"name": "node", "replicas": 1, "template": {"spec": job}}],
-        },
-    }
+    replicated = [{"name": "node", "replicas": 1, "template": {"spec": job}}]
+    return _object("jobset.x-k8s.io/v1alpha2", "JobSet", {"replicatedJobs": replicated}, labels)
 
 
 def _rayjob(pod_class: str | None) -> Obj:
@@ -102,25 +102,13 @@ def _rayjob(pod_class: str | None) -> Obj:
             "template": _template(pod_class),
         }
     ]
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayJob",
-        "metadata": {"name": _name(), "namespace": TEAM, "labels": dict(LABELS)},
-        "spec": {
-            "suspend": True,
-            "entrypoint": "python train.py",
-            "rayClusterSpec": {"headGroupSpec": head, "workerGroupSpecs": workers},
-        },
-    }
+    cluster = {"headGroupSpec": head, "workerGroupSpecs": workers}
+    return _object("ray.io/v1", "RayJob", {"entrypoint": "python train.py", "rayClusterSpec": cluster})
 
 
 def _trainjob() -> Obj:
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": _name(), "namespace": TEAM, "labels": dict(LABELS)},
-        "spec": {"suspend": True, "runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 2}},
-    }
+    spec = {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 2}}
+    return _object("trainer.kubeflow.org/v1alpha1", "TrainJob", spec)
 
 
 def _workload(pod_class: str | None) -> Obj:

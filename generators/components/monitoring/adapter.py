@@ -131,7 +131,7 @@ def generate(env: Environment) -> list[Obj]:
         ),
         # prometheus-adapter's metrics discovery config (--config): externalRules only.
         objects.config_map(NAME, namespace, {CONFIG_FILE: text}, labels),
-        render("monitoring/adapter-service.yaml.j2", name=NAME, namespace=namespace, port=SERVICE_PORT),
+        objects.service(NAME, namespace, SERVICE_PORT, "https"),
         render(
             "monitoring/adapter-deployment.yaml.j2",
             name=NAME,

@@ -27,11 +27,12 @@ from generators.model.checks.where import item, section
 from generators.model.environment import Environment
 from generators.model.fromspec import spec_path, take
 from generators.model.overflow import InferenceService, Overflow
+from generators.model.quota import preferred_level
 from generators.model.teams import TRAINING_ROLES, flex_queue, trains
 from generators.model.types import Cohort, KueueOptions, Pool, Preemption, Team, Tier
 from generators.spec.checker import Checker, Path_
 from generators.spec.source import Document
-from generators.upstream import kubernetes
+from generators.upstream import job_kinds, kubernetes
 
 ARCH_LABEL = "kubernetes.io/arch"  # the kubelet sets it on every node
 
@@ -277,6 +278,7 @@ class _Checker(Checker):
             self.usage_cap(i, team)
             self.borrow_from(i, team, pools)
             self.one_architecture_or_selectable(team, pools)
+            self.default_topology(i, team, pools)
             for j, ns in enumerate(team.namespaces):
                 if ns in namespaces:
                     self.add(
@@ -332,6 +334,26 @@ class _Checker(Checker):
                         f"Kueue gives a job the first flavor that fits; add {ARCH_LABEL}: "
                         "<amd64|arm64> to each pool so a job picks its generation by nodeSelector",
                     )
+
+    def default_topology(self, i: int, team: Team, pools: dict[str, Pool]) -> None:
+        """A team whose topology queue holds pools of different topologies gets no default
+        level (preferred_level): its gangs that name none are placed host by host, silently
+        unless said here. Kueue takes one preferred level per pod set, and a level one
+        flavor's Topology lacks is not one Kueue can place on that flavor."""
+        kinds = job_kinds.enabled(take(KueueOptions, "integrations", self.v.get("kueue", {})))
+        group = [
+            pools[p] for p in (*team.shares, *team.borrow_from) if p in pools and pools[p].topology_levels
+        ]
+        if not kinds or len({p.topology_levels for p in group}) < 2 or preferred_level(group) is not None:
+            return
+        tops = ", ".join(f"{p.name}: {p.topology_levels[0]}" for p in sorted(group, key=lambda p: p.name))
+        self.warn(
+            item("teams", i, Team, "shares"),
+            f"team {team.name!r}'s topology queue holds pools of different topologies ({tops}): "
+            "a gang that names no topology gets no default level and is placed host by host",
+            "give the pools one shared top level (the same rack or block label first in "
+            "topology.levels), or have the team's jobs set kueue.x-k8s.io/podset-preferred-topology",
+        )
 
     def usage_cap(self, i: int, team: Team) -> None:
         """maxUsagePercent caps own + borrowed capacity: below the team's own share it cannot

@@ -1,4 +1,4 @@
-"""Issue 22 item 3: the health cap in nodes a person can check.
+"""The health cap in nodes a person can check.
 
 `maxNodes: 500, maxPercentOfPool: 100` rendered with no finding although the docs say keep
 the cap at or below the reserve; one percentage for all pools put small pools on a rounding
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.support import ROOT
@@ -133,22 +134,10 @@ name: bad
 example: true
 cluster: {kubernetesVersion: "1.36.2"}
 pools:
-  - name: train-h200
-    role: training
-    gpu: {model: H200, perNode: 8}
-    nodes: 12
-    reserveNodes: 1
-    cpu: 192
-    memory: 2000Gi
-    nodeLabels: {trainyard.dev/pool: train-h200}
-  - name: train-mi300x
-    role: training
-    gpu: {model: MI300X, perNode: 8, resource: amd.com/gpu}
-    nodes: 8
-    reserveNodes: 1
-    cpu: 192
-    memory: 2000Gi
-    nodeLabels: {trainyard.dev/pool: train-mi300x}
+  - {name: train-h200, role: training, gpu: {model: H200, perNode: 8}, nodes: 12, reserveNodes: 1,
+     cpu: 192, memory: 2000Gi, nodeLabels: {trainyard.dev/pool: train-h200}}
+  - {name: train-mi300x, role: training, gpu: {model: MI300X, perNode: 8, resource: amd.com/gpu},
+     nodes: 8, reserveNodes: 1, cpu: 192, memory: 2000Gi, nodeLabels: {trainyard.dev/pool: train-mi300x}}
 teams:
   - name: research
     namespaces: [research]
@@ -160,50 +149,50 @@ health:
 """
 
 
-def _amd(tmp_path: Path, health_pools: str | None) -> tuple[int, str, str]:
+@pytest.mark.parametrize(
+    ("health_pools", "code", "marker", "line"),
+    [
+        pytest.param(
+            "[train-h200, train-mi300x]",
+            1,
+            "train-mi300x]",
+            "error: pool 'train-mi300x' (amd.com/gpu) is listed in health.pools, but every GPU "
+            "health condition reads dcgm-exporter, which sees NVIDIA GPUs only: its GPUs would never "
+            "be checked (health.pools[1]); list only train-h200 under health.pools "
+            "(docs/adopting.md, 'Pools of other GPUs')",
+            id="listed_in_health_pools_is_refused",
+        ),
+        pytest.param(
+            None,
+            1,
+            "amd.com/gpu",
+            "error: pool 'train-mi300x' (amd.com/gpu) is watched by default (role training), but "
+            "every GPU health condition reads dcgm-exporter, which sees NVIDIA GPUs only: its GPUs "
+            "would never be checked (pools[1].gpu.resource); list only train-h200 under "
+            "health.pools (docs/adopting.md, 'Pools of other GPUs')",
+            id="watched_by_its_role_is_refused_at_its_resource",
+        ),
+        pytest.param(
+            # Watching only the H200 pool renders; the MI300X pool gets the warning that no GPU
+            # dashboard shows it (generators/model/checks/monitoring.py).
+            "[train-h200]",
+            0,
+            "amd.com/gpu",
+            "warning: pool 'train-mi300x' (amd.com/gpu) shows on no panel of the GPU hardware, "
+            "utilization and training dashboards and in no GPU hardware alert: they read "
+            "dcgm-exporter, which sees NVIDIA GPUs only (pools[1].gpu.resource); its quotas, "
+            "placement, GPUMissing, KueueQuotaDrift and sync-inventory do count it "
+            "(docs/adopting.md, 'Pools of other GPUs')",
+            id="not_watched_renders_with_a_dashboard_warning",
+        ),
+    ],
+)
+def test_an_amd_pool(tmp_path: Path, health_pools: str | None, code: int, marker: str, line: str) -> None:
     text = AMD_SPEC if health_pools is None else AMD_SPEC + f"  pools: {health_pools}\n"
     root = repo_with(tmp_path, text)
     before = tree_digest(root / "rendered")
-    code, _, err = run_cli(root, "render", "bad")
+    returned, _, err = run_cli(root, "render", "bad")
+    assert returned == code, err
+    assert f"environments/bad.yaml:{_position(text, marker)}: {line}" in err.splitlines(), err
     if code:
         assert tree_digest(root / "rendered") == before
-    return code, err, text
-
-
-def test_an_amd_pool_listed_in_health_pools_is_refused(tmp_path: Path) -> None:
-    code, err, text = _amd(tmp_path, "[train-h200, train-mi300x]")
-    assert code == 1, err
-    at = _position(text, "train-mi300x]")
-    assert (
-        f"environments/bad.yaml:{at}: error: pool 'train-mi300x' (amd.com/gpu) is listed in "
-        "health.pools, but every GPU health condition reads dcgm-exporter, which sees NVIDIA GPUs "
-        "only: its GPUs would never be checked (health.pools[1]); list only train-h200 under "
-        "health.pools (docs/adopting.md, 'Pools of other GPUs')"
-    ) in err.splitlines(), err
-
-
-def test_an_amd_pool_watched_by_its_role_is_refused_at_its_resource(tmp_path: Path) -> None:
-    code, err, text = _amd(tmp_path, None)
-    assert code == 1, err
-    at = _position(text, "amd.com/gpu")
-    assert (
-        f"environments/bad.yaml:{at}: error: pool 'train-mi300x' (amd.com/gpu) is watched by "
-        "default (role training), but every GPU health condition reads dcgm-exporter, which sees "
-        "NVIDIA GPUs only: its GPUs would never be checked (pools[1].gpu.resource); list only "
-        "train-h200 under health.pools (docs/adopting.md, 'Pools of other GPUs')"
-    ) in err.splitlines(), err
-
-
-def test_the_nvidia_pools_alone_render_with_a_dashboard_warning(tmp_path: Path) -> None:
-    """Watching only the H200 pool renders; the MI300X pool gets the warning that no GPU
-    dashboard shows it (generators/model/checks/monitoring.py)."""
-    code, err, text = _amd(tmp_path, "[train-h200]")
-    assert code == 0, err
-    at = _position(text, "amd.com/gpu")
-    assert (
-        f"environments/bad.yaml:{at}: warning: pool 'train-mi300x' (amd.com/gpu) shows on no panel "
-        "of the GPU hardware, utilization and training dashboards and in no GPU hardware alert: "
-        "they read dcgm-exporter, which sees NVIDIA GPUs only (pools[1].gpu.resource); its quotas, "
-        "placement, GPUMissing, KueueQuotaDrift and sync-inventory do count it (docs/adopting.md, "
-        "'Pools of other GPUs')"
-    ) in err.splitlines(), err

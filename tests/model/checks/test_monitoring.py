@@ -57,30 +57,56 @@ def test_a_release_label_the_stack_does_not_select_is_refused(tmp_path: Path) ->
     assert tree_digest(root / "rendered") == before
 
 
-def test_a_gate_url_in_another_namespace_warns(tmp_path: Path) -> None:
-    text = _prod(("monitoring:\n", STACK), (SHIPPED_URL, f"    prometheusUrl: {OLD_GUIDE_URL}\n"))
-    code, err, _ = _render(tmp_path, text)
-    assert code == 0, err
-    assert (
-        f"environments/bad.yaml:{_position(text, OLD_GUIDE_URL)}: warning: overflow asks Prometheus "
-        "kube-prometheus-stack-prometheus in namespace monitoring, but the stack runs in "
-        "monitoring.namespace 'observability' (overflow.gate.prometheusUrl); remove it: the default "
-        "is http://prometheus-operated.observability.svc:9090"
-    ) in err.splitlines(), err
+OTHER_RELEASE_URL = "http://kube-prometheus-stack-prometheus.observability.svc:9090"
 
 
-def test_a_gate_url_naming_another_releases_prometheus_warns(tmp_path: Path) -> None:
-    url = "http://kube-prometheus-stack-prometheus.observability.svc:9090"
-    text = _prod(("monitoring:\n", STACK), (SHIPPED_URL, f"    prometheusUrl: {url}\n"))
+@pytest.mark.parametrize(
+    ("edits", "marker", "warning"),
+    [
+        pytest.param(
+            [("monitoring:\n", STACK), (SHIPPED_URL, f"    prometheusUrl: {OLD_GUIDE_URL}\n")],
+            OLD_GUIDE_URL,
+            "overflow asks Prometheus kube-prometheus-stack-prometheus in namespace monitoring, but the "
+            "stack runs in monitoring.namespace 'observability' (overflow.gate.prometheusUrl); remove "
+            "it: the default is http://prometheus-operated.observability.svc:9090",
+            id="a_gate_url_in_another_namespace",
+        ),
+        pytest.param(
+            [("monitoring:\n", STACK), (SHIPPED_URL, f"    prometheusUrl: {OTHER_RELEASE_URL}\n")],
+            OTHER_RELEASE_URL,
+            "overflow asks Prometheus kube-prometheus-stack-prometheus in namespace observability: "
+            "release monitoring (monitoring.release) names its Prometheus Service "
+            "monitoring-kube-prometheus-prometheus (overflow.gate.prometheusUrl); remove it: the "
+            "default is http://prometheus-operated.observability.svc:9090",
+            id="a_gate_url_naming_another_releases_prometheus",
+        ),
+        pytest.param(
+            [("dcgmExporter: 4.4.1-4.5.2-distroless", "dcgmExporter: 4.5.2")],
+            "4.5.2,",
+            "dcgm-exporter 4.5.2 names no image: the GPU operator values cannot pin it, so the "
+            "operator runs its chart's default image, a release whose labels were not read for this "
+            "environment (monitoring.exporters.dcgmExporter); write the image tag "
+            "4.4.1-4.5.2-distroless (or -ubuntu22.04)",
+            id="a_dcgm_exporter_named_by_version_is_not_pinned",
+        ),
+        pytest.param(
+            # 4.5.1 is inside the checked range (4.5.0 to 4.8.2) but no such release was tabled.
+            [("dcgmExporter: 4.4.1-4.5.2-distroless", "dcgmExporter: 4.4.1-4.5.1-distroless")],
+            "4.4.1-4.5.1",
+            "dcgm-exporter 4.5.1 is not in the table of releases this project has read "
+            "(generators/model/exporters.py): its image tag's DCGM part is not checked "
+            "(monitoring.exporters.dcgmExporter); name a tabled release, e.g. 4.5.3-4.8.2-distroless",
+            id="a_dcgm_exporter_outside_the_table",
+        ),
+    ],
+)
+def test_a_mismatch_warns_at_its_place(
+    tmp_path: Path, edits: list[tuple[str, str]], marker: str, warning: str
+) -> None:
+    text = _prod(*edits)
     code, err, _ = _render(tmp_path, text)
     assert code == 0, err
-    assert (
-        f"environments/bad.yaml:{_position(text, url)}: warning: overflow asks Prometheus "
-        "kube-prometheus-stack-prometheus in namespace observability: release monitoring "
-        "(monitoring.release) names its Prometheus Service monitoring-kube-prometheus-prometheus "
-        "(overflow.gate.prometheusUrl); remove it: the default is "
-        "http://prometheus-operated.observability.svc:9090"
-    ) in err.splitlines(), err
+    assert f"environments/bad.yaml:{_position(text, marker)}: warning: {warning}" in err.splitlines(), err
 
 
 @pytest.mark.parametrize(
@@ -106,28 +132,3 @@ def test_the_charts_service_names() -> None:
     assert stack_fullname("observability") == "observability-kube-prometh"
     assert stack_fullname("abcdefghijkl") == "abcdefghijkl-kube-prometheu"[:26]
     assert stack_fullname("abcdefghijklmnopqrstuvwxy") == "abcdefghijklmnopqrstuvwxy"  # 25 + "-" dropped
-
-
-def test_a_dcgm_exporter_named_by_version_warns_that_the_image_is_not_pinned(tmp_path: Path) -> None:
-    text = _prod(("dcgmExporter: 4.4.1-4.5.2-distroless", "dcgmExporter: 4.5.2"))
-    code, err, _ = _render(tmp_path, text)
-    assert code == 0, err
-    assert (
-        f"environments/bad.yaml:{_position(text, '4.5.2,')}: warning: dcgm-exporter 4.5.2 names no "
-        "image: the GPU operator values cannot pin it, so the operator runs its chart's default "
-        "image, a release whose labels were not read for this environment "
-        "(monitoring.exporters.dcgmExporter); write the image tag 4.4.1-4.5.2-distroless (or -ubuntu22.04)"
-    ) in err.splitlines(), err
-
-
-def test_a_dcgm_exporter_outside_the_table_warns(tmp_path: Path) -> None:
-    """4.5.1 is inside the checked range (4.5.0 to 4.8.2) but no such release was tabled."""
-    text = _prod(("dcgmExporter: 4.4.1-4.5.2-distroless", "dcgmExporter: 4.4.1-4.5.1-distroless"))
-    code, err, _ = _render(tmp_path, text)
-    assert code == 0, err
-    assert (
-        f"environments/bad.yaml:{_position(text, '4.4.1-4.5.1')}: warning: dcgm-exporter 4.5.1 is not "
-        "in the table of releases this project has read (generators/model/exporters.py): its image "
-        "tag's DCGM part is not checked (monitoring.exporters.dcgmExporter); name a tabled release, "
-        "e.g. 4.5.3-4.8.2-distroless"
-    ) in err.splitlines(), err

@@ -55,27 +55,32 @@ def problems(tmp_path: Path, body: str) -> list[str]:
     return []
 
 
-def test_shares_summing_under_100_are_refused(tmp_path: Path) -> None:
-    # train: 60 + 30 = 90 (10 % of the pool would be in nobody's quota); serve: 100
-    body = """teams:
-  - {name: a, namespaces: [a], shares: {train: 60}}
-  - {name: b, namespaces: [b], shares: {train: 30, serve: 100}}
+@pytest.mark.parametrize(
+    ("a", "b", "error"),
+    [
+        pytest.param(
+            60,
+            30,  # 10 % of the pool would be in nobody's quota
+            "team shares of pool 'train' sum to 90%, under 100% (pools[0].name); shares: a=60, b=30",
+            id="summing_under_100",
+        ),
+        pytest.param(
+            70,
+            40,  # neither share alone above 100
+            "team shares of pool 'train' sum to 110%, over 100% (pools[0].name); shares: a=70, b=40",
+            id="two_partial_shares_over_100",
+        ),
+    ],
+)
+def test_shares_not_adding_to_100_are_refused(tmp_path: Path, a: int, b: int, error: str) -> None:
+    # serve: 100 (b's), so only train is off
+    body = f"""teams:
+  - {{name: a, namespaces: [a], shares: {{train: {a}}}}}
+  - {{name: b, namespaces: [b], shares: {{train: {b}, serve: 100}}}}
 """
     assert problems(tmp_path, body) == [
-        "environments/sem.yaml:4:11: error: team shares of pool 'train' sum to 90%, under 100% "
-        "(pools[0].name); shares: a=60, b=30; they must add up to exactly 100 so quota equals capacity"
-    ]
-
-
-def test_two_partial_shares_over_100_are_refused(tmp_path: Path) -> None:
-    # train: 70 + 40 = 110, neither share alone above 100
-    body = """teams:
-  - {name: a, namespaces: [a], shares: {train: 70}}
-  - {name: b, namespaces: [b], shares: {train: 40, serve: 100}}
-"""
-    assert problems(tmp_path, body) == [
-        "environments/sem.yaml:4:11: error: team shares of pool 'train' sum to 110%, over 100% "
-        "(pools[0].name); shares: a=70, b=40; they must add up to exactly 100 so quota equals capacity"
+        f"environments/sem.yaml:4:11: error: {error}; "
+        "they must add up to exactly 100 so quota equals capacity"
     ]
 
 
@@ -174,3 +179,55 @@ teams:
         else []
     )
     assert problems(tmp_path, body) == expected
+
+
+TWO_TOPOLOGIES = """name: sem
+cluster: {kubernetesVersion: "1.36.2"}
+pools:
+  - name: train-h100
+    role: training
+    gpu: {model: H100, perNode: 8}
+    nodes: 8
+    cpu: 96
+    memory: 1000Gi
+    nodeLabels: {pool: h100, kubernetes.io/arch: amd64}
+    topology: {levels: [RACK_H100, kubernetes.io/hostname]}
+  - name: train-gb200
+    role: training
+    gpu: {model: GB200, perNode: 4}
+    nodes: 8
+    cpu: 96
+    memory: 1000Gi
+    nodeLabels: {pool: gb200, kubernetes.io/arch: arm64}
+    topology: {levels: [RACK_GB200, kubernetes.io/hostname]}
+teams:
+  - name: pretrain
+    namespaces: [pretrain]
+    shares: {train-h100: 100, train-gb200: 100}
+"""
+
+
+@pytest.mark.parametrize(
+    ("h100", "gb200", "warned"),
+    [
+        # acme.yaml's shape (docs/adopting.md): GB200 placed by NVLink clique, H100 by rack
+        pytest.param("example.com/rack", "nvidia.com/gpu.clique", True, id="different_tops"),
+        pytest.param("example.com/rack", "example.com/rack", False, id="one_shared_top"),
+    ],
+)
+def test_a_topology_queue_of_different_topologies_is_warned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], h100: str, gb200: str, warned: bool
+) -> None:
+    """Such a queue gets no default level (one annotation names one level for every flavor),
+    so a gang naming none would be placed host by host without a word."""
+    body = TWO_TOPOLOGIES.replace("RACK_H100", h100).replace("RACK_GB200", gb200)
+    write_environment(tmp_path, "sem", body + TIERS)
+    load(tmp_path, "sem")
+    err = capsys.readouterr().err
+    expected = (
+        "environments/sem.yaml:23:13: warning: team 'pretrain''s topology queue holds pools of "
+        "different topologies (train-gb200: nvidia.com/gpu.clique, train-h100: example.com/rack): "
+        "a gang that names no topology gets no default level and is placed host by host"
+    )
+    assert (expected in err) is warned, err
+    assert err.count("different topologies") == int(warned), err
