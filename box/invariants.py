@@ -24,9 +24,13 @@ descheduler and the job and ReplicaSet controllers) against limits taken from th
    TaintManagerEviction by the node lifecycle controller, SuccessfulDelete by its Job's or
    ReplicaSet's controller, Stopped on its Job by Kueue), or its Job's Workload shows Kueue
    evicted it (status, not an event: events are best effort), within `cause_grace_seconds`
-   (events land after the fact).
+   (events land after the fact);
+6. no job admitted twice at once, read from the Workloads (not from Kueue's Admitted events,
+   which it emits at every admission it makes, a legitimate re-admission included): the
+   reservations held together in one ClusterQueue within its nominal quota plus borrowing
+   limit, and no Workload reserved again while a pod of its previous admission still runs.
 
-Checks 3 to 5 keep memory across samples (`Memory`), so a scene uses one `Invariants` for
+Checks 3 to 6 keep memory across samples (`Memory`), so a scene uses one `Invariants` for
 the whole run. The checks are plain functions of plain objects, so tests/box/test_invariants.py
 makes each fail on a hand-built violating snapshot in milliseconds.
 """
@@ -52,6 +56,7 @@ QUARANTINE_CAP = "quarantine-cap"
 GATE = "gate"
 PDB = "pdb"
 POD_CAUSE = "pod-cause"
+ADMISSION = "admission"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 
 # Event reasons (on the pod) that record why it ended, and who writes them.
@@ -164,6 +169,11 @@ class Memory:
     pods: dict[str, _PodSeen] = field(default_factory=dict)  # uid -> what was seen
     reported: set[str] = field(default_factory=set)  # uids already reported without a cause
     by_scene: set[str] = field(default_factory=set)  # namespace/name of pods the scene deleted
+    # namespace/name of a Workload -> each of its quota reservations seen, in order (the
+    # lastTransitionTime of its QuotaReserved=True condition)
+    reservations: dict[str, list[str]] = field(default_factory=dict)
+    # namespace/name of a Workload -> uids of its Job's pods seen Running under its latest reservation
+    running_under: dict[str, set[str]] = field(default_factory=dict)
 
 
 def quantity(text: str | int | float) -> Fraction:
@@ -521,8 +531,115 @@ def check_pod_causes(
     return found
 
 
+def reservation_of(workload: Obj) -> str | None:
+    """When `workload`'s quota reservation in force began, or None if it holds none.
+
+    The durable record of an admission is the Workload's own status, not its events: Kueue
+    writes QuotaReserved=True and status.admission when it reserves quota and QuotaReserved=False
+    (admission cleared) when it releases it (workload.SetQuotaReservation and
+    UnsetQuotaReservationWithCondition, pkg/workload/workload.go in Kueue v0.19.2), through
+    apimeta.SetStatusCondition, which moves lastTransitionTime only when the status flips. So
+    a new lastTransitionTime on a True condition is a new reservation made after the previous
+    one was released, and an unchanged one is the same admission however often Kueue writes it."""
+    status = workload.get("status") or {}
+    if not status.get("admission"):
+        return None
+    for entry in status.get("conditions") or []:
+        if entry.get("type") == "QuotaReserved" and entry.get("status") == "True":
+            return str(entry.get("lastTransitionTime", ""))
+    return None
+
+
+def _job_of(workload: Obj) -> str:
+    for owner in workload["metadata"].get("ownerReferences") or []:
+        if owner.get("kind") == "Job":
+            return str(owner.get("name", ""))
+    return ""
+
+
+def _reserved(workload: Obj) -> dict[tuple[str, str], Fraction]:
+    """(flavor, resource) -> what `workload`'s admission reserves."""
+    found: dict[tuple[str, str], Fraction] = {}
+    for podset in ((workload.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []:
+        flavors = podset.get("flavors") or {}
+        for resource, amount in (podset.get("resourceUsage") or {}).items():
+            at = (flavors.get(resource, ""), resource)
+            found[at] = found.get(at, Fraction(0)) + quantity(amount)
+    return found
+
+
+def check_admissions(memory: Memory, snapshot: Snapshot) -> list[Violation]:
+    """No job admitted twice at once, read from the Workloads themselves (Kueue's Admitted
+    events are no evidence either way: its scheduler emits one at every admission it makes,
+    pkg/scheduler/scheduler.go:1217-1224, including a legitimate re-admission of a preempted
+    Workload once its eviction completed).
+
+    Violated when (1) the reservations the Workloads of one ClusterQueue hold together exceed
+    its nominal quota plus borrowing limit (quota counted twice: two admissions overlapping),
+    or (2) a Workload is reserved again while a pod its Job ran under the previous reservation
+    still runs (pods of both admissions). A re-admission after the eviction completed, its
+    pods gone and its quota released, holds: that is a requeue, not a second admission."""
+    found: list[Violation] = []
+    running: dict[tuple[str, str], set[str]] = {}
+    for pod in snapshot.pods:
+        meta = pod["metadata"]
+        # A terminating pod (deletionTimestamp set) is one its Job no longer counts active, and
+        # Kueue releases an evicted Workload's quota once its Job has no active pod
+        # (pkg/controller/jobframework/reconciler.go:585-588, Job.IsActive is status.active != 0,
+        # pkg/controller/jobs/job/job_controller.go:161-163): it is being stopped, not running on.
+        if (pod.get("status") or {}).get("phase") == "Running" and not meta.get("deletionTimestamp"):
+            job = (meta.get("labels") or {}).get(JOB_NAME_LABEL, "")
+            running.setdefault((meta.get("namespace", ""), job), set()).add(meta["uid"])
+    held: dict[str, dict[tuple[str, str], Fraction]] = {}
+    holders: dict[str, list[str]] = {}
+    for workload in snapshot.workloads:
+        namespace, name = workload["metadata"].get("namespace", ""), workload["metadata"]["name"]
+        key = f"{namespace}/{name}"
+        since = reservation_of(workload)
+        if since is None:
+            continue
+        job = _job_of(workload)
+        pods = running.get((namespace, job), set()) if job else set()
+        seen = memory.reservations.setdefault(key, [])
+        if not seen or seen[-1] != since:
+            still = pods & memory.running_under.get(key, set())
+            if seen and still:
+                found.append(
+                    Violation(
+                        ADMISSION,
+                        snapshot.at,
+                        f"Workload {key} reserved again (QuotaReserved since {since}, after {seen[-1]}) "
+                        f"while {len(still)} pod(s) of its previous admission still run",
+                    )
+                )
+            seen.append(since)
+            memory.running_under[key] = set()
+        memory.running_under[key] |= pods
+        in_queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
+        holders.setdefault(in_queue, []).append(name)
+        for at, amount in _reserved(workload).items():
+            held.setdefault(in_queue, {})[at] = held.get(in_queue, {}).get(at, Fraction(0)) + amount
+    for cluster_queue in snapshot.cluster_queues:
+        name = cluster_queue["metadata"]["name"]
+        groups = (cluster_queue.get("spec") or {}).get("resourceGroups") or []
+        for flavor, resource, entry in _resources(groups):
+            limit = entry.get("borrowingLimit")
+            total = held.get(name, {}).get((flavor, resource), Fraction(0))
+            if limit is not None and total > quantity(entry.get("nominalQuota", 0)) + quantity(limit):
+                found.append(
+                    Violation(
+                        ADMISSION,
+                        snapshot.at,
+                        f"Workloads {', '.join(sorted(holders[name]))} hold {total} {resource} of flavor "
+                        f"{flavor} in ClusterQueue {name} at once, above its nominal "
+                        f"{entry.get('nominalQuota', 0)} plus borrowing limit {limit}",
+                    )
+                )
+    return found
+
+
 class Invariants:
-    """The five checks with their memory, for one scene run."""
+    """The six checks with their memory, for one scene run."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
@@ -542,6 +659,7 @@ class Invariants:
             *check_gate(self.limits, self.memory, snapshot),
             *check_pdb(self.limits, self.memory, snapshot),
             *check_pod_causes(self.limits, self.memory, snapshot, final),
+            *check_admissions(self.memory, snapshot),
         ]
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from box import invariants
 from box.invariants import (
+    ADMISSION,
     GATE,
     PDB,
     POD_CAUSE,
@@ -279,6 +280,106 @@ def test_a_pod_of_a_job_whose_workload_kueue_evicted_has_its_cause() -> None:
         LIMITS, fresh.memory, Snapshot(9, 9, workloads=[admitted]), final=True
     )
     assert "pod serving/gang-0 ended" in found.text
+
+
+T1, T2, T3 = "2026-12-05T01:05:36Z", "2026-12-05T01:05:41Z", "2026-12-05T01:05:42Z"
+TRAINING = queue("foundation", "32", "0", "0", flavor="train-h100")
+
+
+def gang_pod(job: str, index: int, phase: str = "Running", terminating: bool = False) -> Obj:
+    found = pod(f"{job}-{index}", phase=phase)
+    found["metadata"]["labels"]["batch.kubernetes.io/job-name"] = job
+    if terminating:
+        found["metadata"]["deletionTimestamp"] = T2
+    return found
+
+
+def workload(job: str, since: str | None, gpus: str, evicted: bool = False) -> Obj:
+    """A Job's Workload as Kueue writes it: QuotaReserved=True since `since` with its admission,
+    or QuotaReserved=False with none (`since` None)."""
+    conditions: list[Obj] = [
+        {"type": "QuotaReserved", "status": "True" if since else "False", "lastTransitionTime": since or T3}
+    ]
+    if evicted:
+        conditions.append(
+            {"type": "Evicted", "status": "True", "reason": "Preempted", "lastTransitionTime": T1}
+        )
+    status: Obj = {"conditions": conditions}
+    if since:
+        status["admission"] = {
+            "clusterQueue": "foundation",
+            "podSetAssignments": [
+                {
+                    "name": "main",
+                    "flavors": {"nvidia.com/gpu": "train-h100"},
+                    "resourceUsage": {"nvidia.com/gpu": gpus},
+                }
+            ],
+        }
+    meta = {"name": f"job-{job}", "namespace": "serving", "ownerReferences": [{"kind": "Job", "name": job}]}
+    return {"metadata": meta, "status": status}
+
+
+def admissions_of(history: list[tuple[list[Obj], list[Obj]]]) -> tuple[list[str], Invariants]:
+    """Feed (workloads, pods) samples in order; the admission violations' texts."""
+    checks = Invariants(LIMITS)
+    found: list[str] = []
+    for at, (workloads, pods) in enumerate(history):
+        snapshot = Snapshot(at, at, cluster_queues=[TRAINING], workloads=workloads, pods=pods)
+        found += [
+            v.text for v in invariants.check_admissions(checks.memory, snapshot) if v.invariant == ADMISSION
+        ]
+    return found, checks
+
+
+def test_a_preempted_gang_readmitted_after_its_eviction_completed_holds() -> None:
+    """The kueue-restart history as a watch saw it: low preempted, its quota released once its
+    Job had no active pod, admitted again by the restarted scheduler (a new QuotaReserved
+    transition), preempted again, then high admitted. Kueue's status rewritten with the same
+    reservation (another Admitted event, no new transition) is the same admission."""
+    low = [gang_pod("low", 0), gang_pod("low", 1)]
+    stopping = [gang_pod("low", 0, terminating=True)]
+    high = [gang_pod("high", 0), gang_pod("high", 1)]
+    found, checks = admissions_of(
+        [
+            ([workload("low", T1, "32"), workload("high", None, "16")], low),
+            ([workload("low", T1, "32", evicted=True), workload("high", None, "16")], low),
+            ([workload("low", T1, "32", evicted=True), workload("high", None, "16")], low),  # re-written
+            ([workload("low", None, "32", evicted=True), workload("high", None, "16")], stopping),
+            ([workload("low", T2, "32"), workload("high", None, "16")], stopping),
+            ([workload("low", None, "32", evicted=True), workload("high", T3, "16")], high),
+        ]
+    )
+    assert found == []
+    assert checks.memory.reservations == {"serving/job-low": [T1, T2], "serving/job-high": [T3]}
+
+
+def test_a_gang_reserved_again_while_its_previous_pods_run_fails() -> None:
+    low = [gang_pod("low", 0), gang_pod("low", 1)]
+    found, _ = admissions_of(
+        [
+            ([workload("low", T1, "32")], low),
+            ([workload("low", T2, "32")], [gang_pod("low", 0), gang_pod("low", 2, phase="Pending")]),
+        ]
+    )
+    assert found == [
+        f"Workload serving/job-low reserved again (QuotaReserved since {T2}, after {T1}) while 1 pod(s) "
+        "of its previous admission still run"
+    ]
+
+
+def test_two_gangs_holding_one_queue_quota_at_once_fails() -> None:
+    """low's 32 GPUs and high's 16 in a queue of 32 nominal, 0 borrowing: quota counted twice."""
+    found, _ = admissions_of(
+        [
+            ([workload("low", T1, "32", evicted=True), workload("high", None, "16")], []),
+            ([workload("low", T1, "32", evicted=True), workload("high", T3, "16")], []),
+        ]
+    )
+    assert found == [
+        "Workloads job-high, job-low hold 48 nvidia.com/gpu of flavor train-h100 in ClusterQueue foundation "
+        "at once, above its nominal 32 plus borrowing limit 0"
+    ]
 
 
 def test_every_check_runs_in_one_pass() -> None:
