@@ -20,7 +20,7 @@ from tests.support.box import SceneRun, UpBox
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
-BOX_ENV = ENV = "staging"  # a box of its own, the scene run once on it (tests/box/conftest.py)
+BOX_ENV = ENV = "staging"  # the shared staging box, the scene run once on it (tests/box/conftest.py)
 SCENE = "immutable-change"
 SCENE_SECONDS = 600
 
