@@ -414,3 +414,207 @@ def read_timeline(path: Path) -> tuple[float, list[tuple[float, dict[str, list[s
         record = json.loads(line)
         records.append((float(record["t"]), record["changed"]))
     return float(json.loads(header)["began"]), records
+
+
+# ------------------------------------------------------------------ every operation of a change
+
+WATCH_SECONDS = 5  # one watch request; between two, the deadline and `done` are checked
+
+
+@dataclass
+class Operation:
+    """One sync operation as Argo CD last reported it (status.operationState): how it was
+    started, how it ended, and each object's result in the order Argo CD ran them.
+
+    The order is Argo CD's own: gitops-engine numbers a result when a task first gets one
+    (`Order = len(syncRes) + 1`, pkg/sync/sync_context.go:1774 of v3.5.1, during the wet run),
+    `GetState` sorts by it (:755) and the controller writes the list in that order
+    (controller/sync.go:374-391), so a prune listed after every applied object ran after them.
+    """
+
+    started: str
+    phase: str
+    message: str
+    retries: int
+    revision: str
+    automated: bool
+    named: list[str]  # operation.sync.resources: what a selfHeal (a partial sync) was limited to
+    results: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, state: dict[str, Any]) -> Operation:
+        operation = state.get("operation") or {}
+        sync = operation.get("sync") or {}
+        return cls(
+            started=str(state.get("startedAt", "")),
+            phase=str(state.get("phase", "")),
+            message=str(state.get("message", "")),
+            retries=int(state.get("retryCount") or 0),
+            revision=str((state.get("syncResult") or {}).get("revision", "")),
+            automated=bool((operation.get("initiatedBy") or {}).get("automated")),
+            named=[resource_name(r) for r in sync.get("resources") or []],
+            results=list((state.get("syncResult") or {}).get("resources") or []),
+        )
+
+    def with_status(self, status: str) -> list[str]:
+        return [resource_name(r) for r in self.results if r.get("status") == status]
+
+    def pruned_before_applied(self) -> list[str]:
+        """Each pruned object Argo CD reports before an object it applied in the same
+        operation (PruneLast=true promises none)."""
+        found, seen_prune = [], []
+        for result in self.results:
+            if result.get("status") == "Pruned":
+                seen_prune.append(resource_name(result))
+            elif seen_prune:
+                found.append(f"{', '.join(seen_prune)} pruned before {resource_name(result)} was applied")
+                seen_prune = []
+        return found
+
+    def line(self) -> str:
+        how = "automated" if self.automated else "manual"
+        if self.named:
+            how += f", selfHeal limited to {', '.join(self.named)}"
+        pruned = len(self.with_status("Pruned"))
+        order = "then" if not self.pruned_before_applied() else "and, not all after them,"
+        return (
+            f"{self.started} ({how}): {self.phase}, {self.retries} retries, "
+            f"{len(self.results) - pruned} applied, {order} {pruned} pruned: {self.message}"
+        )
+
+
+@dataclass
+class Watched:
+    """What a watch of one Application saw: every operation that started during it, in
+    order, and the Application as last read."""
+
+    operations: list[Operation]
+    app: Obj | None
+    restarts: int  # watches the apiserver ended with an error (410 Gone): a gap is possible
+
+
+def watch_operations(
+    kube: Kube,
+    namespace: str,
+    name: str,
+    since: Obj,
+    done: Callable[[Obj], bool],
+    timeout: float,
+) -> Watched:
+    """Watch the Application from the read `since` (its resourceVersion) until `done(app)`,
+    keeping each operation's last reported state. A watch delivers every write of the
+    object, so an operation that ends and is followed at once by another (selfHeal starts its
+    first one without delay: controller/appcontroller.go:2511-2541 with 0 attempts) is seen
+    with its final results, which polling would miss. Raises TimeoutError with what Argo CD
+    reported last."""
+    resource = kube.resource(API, "Application")
+    before = str(operation_state(since).get("startedAt", ""))
+    version = str(since["metadata"]["resourceVersion"])
+    states: list[dict[str, Any]] = []  # one per operation, its last reported state
+    app: Obj | None = since
+    restarts = 0
+    deadline = time.monotonic() + timeout
+    while True:
+        for event in kube.dynamic.watch(
+            resource, namespace=namespace, name=name, resource_version=version, timeout=WATCH_SECONDS
+        ):
+            raw = event["raw_object"]
+            if event["type"] == "ERROR":  # the resourceVersion is too old: read, go on from now
+                restarts += 1
+                app = application(kube, namespace, name)
+                version = str((app or {}).get("metadata", {}).get("resourceVersion", ""))
+                break
+            app = dict(raw)
+            version = str(app["metadata"]["resourceVersion"])
+            state = operation_state(app)
+            started = str(state.get("startedAt", ""))
+            if state and started != before:
+                last = states[-1] if states else {}
+                # startedAt has whole seconds: a Running state after a finished one with the
+                # same startedAt is a new operation too.
+                again = last.get("phase") in FINISHED and state.get("phase") == "Running"
+                if not last or last.get("startedAt") != started or again:
+                    states.append(state)
+                else:
+                    states[-1] = state
+            if done(app):
+                return Watched([Operation.of(s) for s in states], app, restarts)
+        if app is not None and done(app):
+            return Watched([Operation.of(s) for s in states], app, restarts)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"Application {namespace}/{name}: {describe(app)}")
+
+
+# ------------------------------------------------------------------ what Argo CD refuses
+
+TRY_SECONDS = 120  # one sync that Argo CD refuses before applying anything (1 to 2 s seen)
+
+
+@dataclass
+class Verdict:
+    """What Argo CD reported about one sync of an Application: the operation's phase and
+    message, the Application's conditions, each object's result, how many objects it
+    compared."""
+
+    phase: str
+    message: str
+    conditions: list[str]  # "Type: message"
+    results: list[dict[str, Any]]
+    compared: int  # status.resources
+
+    def failed(self) -> list[dict[str, Any]]:
+        return [r for r in self.results if r.get("status") == "SyncFailed"]
+
+
+def sync_operation(app: Obj, retry: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The operation `argocd app sync NAME` (or the UI's Sync) sets on an Application, as
+    Argo CD v3.5.1's API server builds it (server/application/application.go:2120-2174): the
+    Application's source at its targetRevision, its syncOptions and retry, no prune (the
+    CLI's default), initiated by a user. `retry` replaces the Application's."""
+    spec = app["spec"]
+    policy = spec.get("syncPolicy") or {}
+    sync: dict[str, Any] = {
+        "source": spec["source"],
+        "revision": spec["source"].get("targetRevision", "HEAD"),
+        "syncOptions": list(policy.get("syncOptions") or []),
+    }
+    operation: dict[str, Any] = {"initiatedBy": {"username": "trainyard-box"}, "sync": sync}
+    if retry is not None or policy.get("retry") is not None:
+        operation["retry"] = retry if retry is not None else policy["retry"]
+    return operation
+
+
+def try_sync(kube: Kube, project: Obj, app: Obj, timeout: float = TRY_SECONDS) -> Verdict:
+    """Apply `project` and `app` (Argo CD-side objects), start one sync operation of `app`
+    as `argocd app sync` does (status.operation, no retry), wait until it ends, read what
+    Argo CD reported, and delete both. `app` must have no automated sync and no
+    resources-finalizer: deleting it leaves whatever it applied."""
+    namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
+    kube.apply(project)
+    kube.apply(app)
+    try:
+        since = application(kube, namespace, name)
+        assert since is not None
+        operation = sync_operation(app, retry={"limit": 0})
+        kube.merge_patch(API, "Application", name, {"operation": operation}, namespace)
+        watched = watch_operations(
+            kube,
+            namespace,
+            name,
+            since,
+            lambda seen: operation_state(seen).get("phase") in FINISHED,
+            timeout,
+        )
+        assert watched.app is not None
+        state = operation_state(watched.app)
+        status = watched.app.get("status") or {}
+        return Verdict(
+            phase=str(state.get("phase", "")),
+            message=str(state.get("message", "")),
+            conditions=[f"{c.get('type')}: {c.get('message')}" for c in status.get("conditions") or []],
+            results=list((state.get("syncResult") or {}).get("resources") or []),
+            compared=len(status.get("resources") or []),
+        )
+    finally:
+        kube.delete(API, "Application", name, namespace)
+        kube.delete(API, "AppProject", project["metadata"]["name"], project["metadata"]["namespace"])

@@ -9,7 +9,9 @@ In place of the box's own applier (box/manifests.py apply_all), in order:
 4. `kubectl apply -R -f rendered/<env>/argocd/` of that repository, what docs/adopting.md
    tells a user to run once. From here on Argo CD applies everything: the bootstrap
    Application syncs the Argo CD objects, the environment Application the rest, wave by wave;
-5. up once Argo CD reports both Applications Synced and Healthy with their last operation
+5. where the environment syncs manually (prod), the box presses Sync once Argo CD has
+   compared the Application, as a person does after merging (`PressSync`);
+6. up once Argo CD reports both Applications Synced and Healthy with their last operation
    Succeeded. Meanwhile the box wires the prometheus-adapter as it does without Argo CD
    (box/adapter.py): once Argo CD has created the adapter's Deployment, Service and
    APIService, the adapter runs as a host process and the Service and the APIService's port
@@ -183,6 +185,29 @@ class AdapterWiring:
         return self.kube.get(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace")) is not None
 
 
+@dataclass
+class PressSync:
+    """Called with every read of the environment Application while the first sync runs:
+    where the spec says `syncPolicy: manual` (prod), nothing syncs until a person presses
+    Sync, so once Argo CD has compared the Application (OutOfSync) the box presses it once,
+    as `argocd app sync` does (box/argocd.py sync_operation)."""
+
+    kube: Kube
+    say: Callable[[str], None]
+    pressed: bool = False
+
+    def __call__(self, app: Obj | None) -> None:
+        if self.pressed or app is None or argocd.sync_status(app) != "OutOfSync" or app.get("operation"):
+            return
+        meta = app["metadata"]
+        self.say(f"{meta['namespace']}/{meta['name']} syncs manually: pressing Sync (argocd app sync)")
+        operation = argocd.sync_operation(app)
+        self.kube.merge_patch(
+            argocd.API, "Application", meta["name"], {"operation": operation}, meta["namespace"]
+        )
+        self.pressed = True
+
+
 def deploy(
     kube: Kube,
     admin_kubeconfig: Path,
@@ -197,7 +222,7 @@ def deploy(
     say: Callable[[str], None],
     checks: Checks,
 ) -> Deployed:
-    """Steps 1-5 of the module docstring; returns what scenes need to find Argo CD again."""
+    """Steps 1-6 of the module docstring; returns what scenes need to find Argo CD again."""
     workdir = folder / "argocd"
     workdir.mkdir(parents=True, exist_ok=True)
     namespace = env.argocd.namespace
@@ -262,7 +287,10 @@ def deploy(
     )
     began = time.monotonic()
     say(f"waiting for Argo CD to sync {namespace}/{bootstrap} and {namespace}/{application}")
-    argocd.wait_settled(kube, namespace, application, SYNC_SECONDS, ticks=(timeline, wiring))
+    ticks: list[Callable[[Obj | None], None]] = [timeline, wiring]
+    if not env.argocd.automated:
+        ticks.append(PressSync(kube, say))
+    argocd.wait_settled(kube, namespace, application, SYNC_SECONDS, ticks=ticks)
     argocd.wait_settled(kube, namespace, bootstrap, SYNC_SECONDS)
     deployed.sync_seconds = round(time.monotonic() - began, 1)
     deployed.save(folder)

@@ -27,7 +27,6 @@ keeps ~/.kube/config untouched; every listener binds 127.0.0.1 (kwokctl's defaul
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import subprocess
 import tempfile
@@ -38,7 +37,7 @@ from pathlib import Path
 import yaml
 
 from box.daemon import group_alive, stop_group
-from tools.toolchain import PINS, tool_path
+from tools.toolchain import PINS, file_lock, tool_path
 
 # KWOK's Stages (its defaults, pod-complete holding a Job pod for its annotation's time).
 STAGES = Path(__file__).with_name("kwok-stages.yaml")
@@ -102,12 +101,8 @@ def _create_lock() -> Iterator[None]:
     ports of a cluster are listened on (`--wait` returns once it is ready) before the next
     cluster chooses, so its probe sees them taken. Held for one start (about 10 to 30 s); a
     box that waits here is slower, never wrong."""
-    with CREATE_LOCK.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with file_lock(CREATE_LOCK):
+        yield
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import subprocess
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from box import pki
+from box import pki, readyz
 from box.daemon import Daemon, free_port
 from box.kube import Obj
 from tools.toolchain import PINS
@@ -115,16 +114,5 @@ def start_jobset(binary: Path, kubeconfig: Path, workdir: Path) -> tuple[Daemon,
         ports=tuple(ports.values()),
         cwd=workdir,
     )
-    daemon.start()
-    url = f"http://127.0.0.1:{ports['health']}/readyz"
-    try:
-        daemon.wait_until(lambda: _ok(url), READY_SECONDS, "/readyz ok")
-    except BaseException:
-        daemon.stop()
-        raise
+    readyz.start(daemon, ports["health"], READY_SECONDS)
     return daemon, f"https://127.0.0.1:{ports['webhook']}", (cert_dir / "ca.crt").read_bytes()
-
-
-def _ok(url: str) -> bool:
-    with urllib.request.urlopen(url, timeout=2) as response:
-        return bool(response.status == 200)

@@ -18,7 +18,9 @@ from kubernetes import config
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
-Obj = dict[str, Any]
+# The one definition is generators'; box's own modules and tests import it from here.
+from generators.k8s.objects import Obj as Obj
+
 T = TypeVar("T")
 FIELD_MANAGER = "trainyard-tests"
 

@@ -28,7 +28,8 @@ RECREATE_SECONDS = 60  # a forced replace waits for the delete (finalizers) befo
 EXTERNAL_NAMESPACES = {
     "kueue-system": "created by Kueue's own install (the chart or manifests own kueue-manager-config there)",
     "argocd": "created by Argo CD's own install (AppProjects and Applications live there)",
-    "monitoring": "created by the Prometheus/Grafana operators' install (rules, dashboards)",
+    "monitoring": "created by the Prometheus/Grafana operators' install (rules, dashboards; "
+    "or the namespace of monitoring.namespace, found by its PrometheusRules)",
     "gpu-operator": "created by the NVIDIA GPU operator's install (dcgm-exporter metrics config)",
 }
 
@@ -123,8 +124,11 @@ def ensure_external_namespaces(kube: Kube, objects: list[Obj]) -> list[str]:
 
     Any other missing namespace is a rendering bug and is left for the apply to report.
     """
+    # The stack's namespace is the spec's monitoring.namespace ("monitoring" by default, a
+    # team's own elsewhere, e.g. observability): where the rendered PrometheusRules go.
+    stack = {o["metadata"]["namespace"] for o in objects if o["kind"] == "PrometheusRule"}
     created = []
-    for name in sorted(foreign_namespaces(objects) & set(EXTERNAL_NAMESPACES)):
+    for name in sorted(foreign_namespaces(objects) & (set(EXTERNAL_NAMESPACES) | stack)):
         kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         created.append(name)
     return created

@@ -18,6 +18,7 @@ from fractions import Fraction
 from typing import Any
 
 from generators.model.environment import Environment
+from generators.model.quantity import canonical
 from generators.model.types import Pool
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -34,10 +35,9 @@ def domain_sizes(nodes: int, levels: int) -> list[int]:
 
 
 def quantity(value: Fraction) -> str:
-    """A base-unit amount as a Kubernetes quantity (whole numbers stay whole)."""
-    if value.denominator == 1:
-        return str(value.numerator)
-    return f"{round(float(value) * 1000)}m"  # cpu fractions: millicores
+    """A base-unit amount as the apiserver prints it back (`box up` waits for the node to
+    report exactly this): its canonical decimal form, so 2000Gi of bytes is 2147483648k."""
+    return canonical(value, "decimal")
 
 
 def capacity(pool: Pool) -> dict[str, str]:

@@ -94,6 +94,25 @@ def _leaf(
     return builder.sign(ca_key, hashes.SHA256()), key
 
 
+KEY_USAGES = (
+    "digital_signature",
+    "content_commitment",
+    "key_encipherment",
+    "data_encipherment",
+    "key_agreement",
+    "key_cert_sign",
+    "crl_sign",
+    "encipher_only",
+    "decipher_only",
+)  # x509.KeyUsage's nine flags, each a required argument
+
+
+def _key_usage(*uses: str) -> x509.KeyUsage:
+    """A KeyUsage with `uses` set and every other flag off."""
+    assert set(uses) <= set(KEY_USAGES), uses
+    return x509.KeyUsage(**{flag: flag in uses for flag in KEY_USAGES})
+
+
 def generate(folder: Path) -> Pki:
     """Create the CA, serving, admin-client and service-account material in `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -102,20 +121,7 @@ def generate(folder: Path) -> Pki:
     ca_cert = (
         _builder(ca_name, ca_name, ca_key.public_key())
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(_key_usage("digital_signature", "key_cert_sign", "crl_sign"), critical=True)
         .sign(ca_key, hashes.SHA256())
     )
     san = x509.SubjectAlternativeName(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from generators.k8s.quantity import QuantityError, parse
+from generators.model.quantity import QuantityError, parse
 from policies.context import Context, Finding, RenderedObject
 
 ID = "kueue-rules"

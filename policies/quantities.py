@@ -14,8 +14,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from fractions import Fraction
 from typing import Any
 
-from generators.k8s import quantity
-from generators.spec.quantities import INT64_MAX
+from generators.model import quantity
+from generators.model.checks.quantities import INT64_MAX
 from policies import walk
 from policies.context import Context, Finding, RenderedObject
 

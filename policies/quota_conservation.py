@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from fractions import Fraction
 from typing import Any
 
-from generators.k8s.quantity import QuantityError, canonical, parse
+from generators.model.quantity import QuantityError, canonical, parse
 from policies.context import Context, Finding, RenderedObject
 
 ID = "quota-conservation"

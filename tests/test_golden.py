@@ -81,11 +81,13 @@ def test_node_count_change_flows_to_every_quota(repo_copy: Path) -> None:
     after = load(repo_copy, "prod")
     before = load(ROOT, "prod")
     pool = before.pools[0].name
-    changed = [t.name for t in before.teams if any(f.pool == pool and f.nodes for f in before.queues[t.name])]
+    changed = [
+        t.name for t in before.teams if any(f.pool == pool and f.nodes for f in before.team_flavors[t.name])
+    ]
     assert changed
     for team in changed:
-        old = next(f for f in before.queues[team] if f.pool == pool)
-        new = next(f for f in after.queues[team] if f.pool == pool)
+        old = next(f for f in before.team_flavors[team] if f.pool == pool)
+        new = next(f for f in after.team_flavors[team] if f.pool == pool)
         assert new.nodes < old.nodes
         assert all(
             q_new.nominal < q_old.nominal

@@ -21,11 +21,17 @@ What counts as an edge from module M to module N (both under generators/):
   is a cycle: issue 24's (model/__init__ -> spec.load -> spec checks -> generators.model.*);
 - relative imports are resolved against M's package.
 
-The unit is the module (a package counts as its `__init__.py`); packages as a whole are not
-layered here (generators.spec reads the model's shared rules, generators.model.load reads
-generators.spec.load: two modules each way, no loop). A failure names every cycle: its
-strongly connected component's size and its shortest loop through the lowest-named module,
-with file:line and where each import stands.
+The first test's unit is the module (a package counts as its `__init__.py`). A failure
+names every cycle: its strongly connected component's size and its shortest loop through the
+lowest-named module, with file:line and where each import stands.
+
+The second test lifts the same edges to packages (generators/<pkg>, and box/ and whatif/ as
+wholes) and holds them to LAYERS: a package imports only packages of a lower layer, so no
+two packages import each other, however far apart the modules that do it (model and k8s
+did, through a quantity module and the types; spec and model, through the checks). An edge
+that still goes up is listed in UPWARD with why; the test fails on any other upward edge,
+and on a listed one that is gone (so the list only shrinks). A failure names each edge with
+the first module and line that makes it.
 """
 
 from __future__ import annotations
@@ -223,6 +229,93 @@ def test_no_import_cycle_in_generators() -> None:
     assert not loops, f"{len(loops)} import cycle(s) inside {', '.join(f'{p}/' for p in PACKAGES)}:\n{report}"
 
 
+# The packages from the bottom up: each imports only packages of the layers below it. Why
+# this order: the model reads the spec's loader, the providers' contracts and upstream facts
+# and nothing that renders; output turns model values into YAML; k8s renders the shapes
+# several components share; components render an environment's objects; the pipeline runs
+# them; validation, diff, inventory and the commands read what the pipeline renders; the box
+# and the what-if drive all of it from outside.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("generators", "generators.errors", "generators.layout", "generators.promql"),  # the leaves
+    ("generators.upstream",),  # pinned facts of Kubernetes, charts, job kinds
+    ("generators.speedups",),  # caches keyed by files: they read no renderer
+    ("generators.providers",),  # what each virtual-kubelet program states
+    ("generators.spec",),  # the environment file: positions, schema, defaults
+    ("generators.model",),  # the typed model, its checks, quantities, PromQL vocabulary
+    ("generators.output",),  # YAML and templates
+    ("generators.k8s",),  # shapes more than one component renders
+    ("generators.gitops",),
+    ("generators.components",),
+    ("generators.pipeline",),
+    ("generators.validation",),
+    ("generators.inventory", "generators.diff"),
+    ("generators.doctor",),  # the live cluster against the model and the render
+    ("generators.commands",),
+    ("generators.cli",),
+    ("box",),
+    ("whatif",),
+)
+
+
+# Edges that still go up, each with the import that makes it; none may be added.
+UPWARD: dict[tuple[str, str], str] = {
+    # The providers state their programs' RBAC rules in k8s/rbac's PolicyRule shape, and the
+    # model reads the providers' contracts: providers -> k8s -> model -> providers.
+    ("generators.providers", "generators.k8s"): "providers/contract imports k8s/rbac's rule shape",
+}
+
+
+def package_of(module: str, split: str = PACKAGE) -> str:
+    """split.<pkg> for a module under `split` (the renderer); any other top-level package
+    (box, whatif) is one package."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == split else parts[0]
+
+
+def package_graph(
+    g: Mapping[str, Mapping[str, Import]], split: str = PACKAGE
+) -> dict[str, dict[str, tuple[str, Import]]]:
+    """package -> {imported package: (the first importing module, its import)}."""
+    out: dict[str, dict[str, tuple[str, Import]]] = {}
+    for module in sorted(g):
+        source = package_of(module, split)
+        edges = out.setdefault(source, {})
+        for target, imp in sorted(g[module].items()):
+            if package_of(target, split) != source:
+                edges.setdefault(package_of(target, split), (module, imp))
+    return out
+
+
+def upward(
+    pg: Mapping[str, Mapping[str, tuple[str, Import]]], layers: tuple[tuple[str, ...], ...]
+) -> list[str]:
+    """Every edge of the package graph that does not go to a lower layer (and every package
+    the layers do not place), one line each."""
+    layer = {name: i for i, names in enumerate(layers) for name in names}
+    out = []
+    for source, edges in sorted(pg.items()):
+        if source not in layer:
+            out.append(f"{source}: in no layer")
+            continue
+        for target, (module, imp) in sorted(edges.items()):
+            if target not in layer:
+                out.append(f"{target}: in no layer")
+            elif layer[target] >= layer[source]:
+                out.append(f"{source} -> {target}  ({module} line {imp.line}, {imp.where})")
+    return out
+
+
+def test_packages_import_only_lower_layers() -> None:
+    known = {name: path for package in PACKAGES for name, path in modules(ROOT, package).items()}
+    pg = package_graph(graph(known))
+    found = upward(pg, LAYERS)
+    listed = {f"{a} -> {b}" for a, b in UPWARD}
+    new = [line for line in found if line.split("  (")[0] not in listed]
+    gone = sorted(listed - {line.split("  (")[0] for line in found})
+    assert not new, "package edges against LAYERS (import only from a lower layer):\n" + "\n".join(new)
+    assert not gone, "listed in UPWARD but no longer imported (delete the entry):\n" + "\n".join(gone)
+
+
 # --- the walker is tried on small trees, so it is known to find what it must ------------
 
 
@@ -289,3 +382,23 @@ def test_walker_accepts_a_layered_tree(tmp_path: Path) -> None:
     assert cycles(g) == []
     # pkg has started before pkg.s.load runs: no edge; pkg.m (its __init__) runs first: one
     assert set(g["pkg.s.load"]) == {"pkg.m", "pkg.m.rules"}
+
+
+def test_package_layers_refuse_an_edge_up_and_a_loop(tmp_path: Path) -> None:
+    g = _tree(
+        tmp_path,
+        {
+            "pkg/low/a.py": "import json\n",
+            "pkg/high/b.py": "from pkg.low.a import x\n",
+            "pkg/low/c.py": "from pkg.high import b\n",  # modules without a loop, packages with one
+        },
+    )
+    assert cycles(g) == []
+    pg = package_graph(g, "pkg")
+    assert set(pg["pkg.high"]) == {"pkg.low"}
+    assert upward(pg, (("pkg",), ("pkg.low",), ("pkg.high",))) == [
+        "pkg.low -> pkg.high  (pkg.low.c line 1, module)"
+    ]
+    assert upward(pg, (("pkg",), ("pkg.high",), ("pkg.low",))) == [
+        "pkg.high -> pkg.low  (pkg.high.b line 1, module)"
+    ]

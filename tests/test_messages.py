@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support import CORPUS, ROOT
+from tests.support.inventory import inventory
 from tests.support.scratch import copy_repo, repo_with, run_cli, tree_digest
-from tests.workflow.test_sync_inventory import inventory
 
 
 def _fails(root: Path, *argv: str) -> str:

@@ -12,7 +12,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generators.k8s import quantity
+from generators.model import quantity
 from generators.model.environment import Environment
 from generators.model.load import load
 from generators.output import yamlemit

@@ -11,8 +11,11 @@ exists.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from types import MappingProxyType
 from typing import Final
@@ -199,3 +202,17 @@ def tool_path(name: str) -> Path:
             f"{name} {PINS[name]} is not installed at {path}; run: python tools/install.py {name}"
         )
     return path
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive flock on `path` (created if missing) for the block: concurrent
+    installs do not build one tool twice, two boxes do not start kwokctl at once. The
+    kernel drops it if the process dies, so a crash leaves no stale lock."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -17,10 +17,10 @@ import random
 import sys
 from pathlib import Path
 
-from generators.k8s.quantity import parse as parse_quantity
 from generators.model.environment import Environment
 from generators.model.load import load
 from generators.model.overflow import inference_pools
+from generators.model.quantity import parse as parse_quantity
 from generators.model.types import Pool
 
 SEED = 23  # issue 23

@@ -18,8 +18,8 @@ from typing import Any
 from box.dcgm_fake import NVIDIA_GPU
 from box.speed import SpeedError, seconds_of
 from generators.errors import Location, Problem, SpecError, format_path
-from generators.k8s.quantity import parse as parse_quantity
 from generators.model.environment import Environment
+from generators.model.quantity import parse as parse_quantity
 from generators.spec.source import Document, load_file
 from whatif.horizon import first_arrival_if_none_before
 

@@ -46,9 +46,9 @@ from typing import Any
 import yaml
 
 from generators.errors import Location, Problem, SpecError, format_path
-from generators.k8s.quantity import QuantityError, canonical
-from generators.k8s.quantity import parse as parse_quantity
 from generators.model.environment import Environment
+from generators.model.quantity import QuantityError, canonical
+from generators.model.quantity import parse as parse_quantity
 from whatif.trace import DEFAULT_CPU, DEFAULT_MEMORY
 
 Path_ = tuple[str | int, ...]

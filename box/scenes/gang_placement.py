@@ -189,7 +189,7 @@ def gang_placement(kube: Kube, env: Environment) -> GangPlacement:
         tier = env.default_training_tier.name
         job = kube.create(_job(f"gang-{run}", namespace, queue, pool, gang, tier, level))
         created.append(("batch/v1", "Job", job["metadata"]["name"]))
-        hosts = _placed_hosts(kube, job, gang)
+        hosts = _placed_hosts(kube, job, gang, f"{JOB_UID_LABEL}={job['metadata']['uid']}")
         labels = {n["metadata"]["name"]: n["metadata"]["labels"] for n in nodes}
         jobset_hosts = None
         if jobset.INTEGRATION in env.kueue.integrations:
@@ -197,7 +197,9 @@ def gang_placement(kube: Kube, env: Environment) -> GangPlacement:
             created.remove(("batch/v1", "Job", job["metadata"]["name"]))
             gang_set = kube.create(_jobset(f"gangset-{run}", namespace, queue, pool, gang, tier, level))
             created.append((JOBSET_API, "JobSet", gang_set["metadata"]["name"]))
-            jobset_hosts = sorted(_placed_jobset_hosts(kube, gang_set, gang))
+            jobset_hosts = sorted(
+                _placed_hosts(kube, gang_set, gang, f"{JOBSET_NAME_LABEL}={gang_set['metadata']['name']}")
+            )
         priority, refusal = None, ""
         try:
             classless = kube.create(_job(f"classless-{run}", namespace, queue, pool, 1, None))
@@ -234,23 +236,24 @@ def _running(kube: Kube, namespace: str, name: str) -> bool:
     return bool(pod and (pod.get("status") or {}).get("phase") == "Running")
 
 
-def _placed_hosts(kube: Kube, job: Obj, pods: int) -> list[str]:
-    """Until Kueue admitted the gang and the scheduler bound every pod; their nodes."""
+def _placed_hosts(kube: Kube, gang: Obj, pods: int, selector: str) -> list[str]:
+    """Until Kueue admitted the gang (a Job or a JobSet) and the scheduler bound all `pods`
+    of it (its pods are those `selector` matches); their nodes."""
     wait_for(
-        lambda: is_true(workloads.workload_of(kube, job), "Admitted"),
+        lambda: is_true(workloads.workload_of(kube, gang), "Admitted"),
         SECONDS,
-        f"Kueue admitting {job['metadata']['name']}",
+        f"Kueue admitting {gang['metadata']['name']}",
     )
-    selector = f"batch.kubernetes.io/controller-uid={job['metadata']['uid']}"
 
     def bound() -> list[str] | None:
-        found = kube.list("v1", "Pod", job["metadata"]["namespace"], label_selector=selector)
+        found = kube.list("v1", "Pod", gang["metadata"]["namespace"], label_selector=selector)
         names = [p["spec"].get("nodeName") for p in found]
         return [n for n in names if n] if len(found) >= pods and all(names) else None
 
-    return wait_for(bound, SECONDS, f"the scheduler binding the pods of {job['metadata']['name']}")
+    return wait_for(bound, SECONDS, f"the scheduler binding the pods of {gang['metadata']['name']}")
 
 
+JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"  # the Job controller labels its pods
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"  # JobSet v0.12.0 api/jobset/v1alpha2
 
@@ -269,23 +272,6 @@ def _jobset(
     }
     labels = {k: v for k, v in job["metadata"]["labels"].items() if k != workloads.SCENE_LABEL}
     return workloads.scene_object(JOBSET_API, "JobSet", name, namespace, spec, **labels)
-
-
-def _placed_jobset_hosts(kube: Kube, gang_set: Obj, pods: int) -> list[str]:
-    """Until Kueue admitted the JobSet and the scheduler bound all its pods; their nodes."""
-    wait_for(
-        lambda: is_true(workloads.workload_of(kube, gang_set), "Admitted"),
-        SECONDS,
-        f"Kueue admitting {gang_set['metadata']['name']}",
-    )
-    selector = f"{JOBSET_NAME_LABEL}={gang_set['metadata']['name']}"
-
-    def bound() -> list[str] | None:
-        found = kube.list("v1", "Pod", gang_set["metadata"]["namespace"], label_selector=selector)
-        names = [p["spec"].get("nodeName") for p in found]
-        return [n for n in names if n] if len(found) >= pods and all(names) else None
-
-    return wait_for(bound, SECONDS, f"the scheduler binding the pods of {gang_set['metadata']['name']}")
 
 
 def _remove_job(kube: Kube, job: Obj) -> None:

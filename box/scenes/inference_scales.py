@@ -40,7 +40,7 @@ from box.kube import Kube, Obj, condition, wait_for
 from box.scenes.workloads import SCENE_LABEL
 from box.series import SyntheticSeries, write_target
 from generators.components.overflow.inference import inference_pod_snippet
-from generators.k8s import quantity
+from generators.model import quantity
 from generators.model.environment import Environment
 from generators.model.overflow import InferenceService, inference_pools
 from generators.model.types import Pool

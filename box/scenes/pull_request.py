@@ -20,6 +20,7 @@ Exit 1 when a quota differs, the sync does not settle, or the revert does not.
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -33,7 +34,7 @@ import yaml
 from box import argocd
 from box.argocd_repo import Repo
 from box.argocd_up import Deployed
-from box.kube import Kube
+from box.kube import Kube, Obj
 from box.scenes.context import SceneContext
 from generators.layout import ENV_DIR
 
@@ -141,16 +142,30 @@ def live_quotas(kube: Kube, cells: list[Cell]) -> dict[Cell, str]:
     return found
 
 
+@dataclass
+class Landed:
+    """A change landed: its commit, the seconds from the refresh to Argo CD reporting it
+    synced, and every operation Argo CD ran meanwhile (box/argocd.py watch_operations)."""
+
+    commit: str
+    seconds: float
+    watched: argocd.Watched
+
+
 def land(
     kube: Kube, deployed: Deployed, repo: Repo, env_name: str, message: str, seconds: float = SYNC_SECONDS
-) -> tuple[str, float]:
+) -> Landed:
     """Render, commit, push, refresh; wait until Argo CD reports the commit synced."""
     repo.render(env_name)
     commit = repo.commit(message)
     began = time.monotonic()
+    since = argocd.application(kube, deployed.namespace, deployed.application)
+    assert since is not None, f"Application {deployed.namespace}/{deployed.application} is gone"
     refresh(kube, deployed)
-    wait_synced_at(kube, deployed, commit, seconds)
-    return commit, time.monotonic() - began
+    watched = argocd.watch_operations(
+        kube, deployed.namespace, deployed.application, since, functools.partial(synced_at, commit), seconds
+    )
+    return Landed(commit, time.monotonic() - began, watched)
 
 
 def refresh(kube: Kube, deployed: Deployed) -> None:
@@ -163,20 +178,14 @@ def refresh(kube: Kube, deployed: Deployed) -> None:
     )
 
 
-def wait_synced_at(kube: Kube, deployed: Deployed, commit: str, seconds: float = SYNC_SECONDS) -> None:
-    """Until Argo CD reports the Application settled (box/argocd.py) at `commit`: its sync
-    status compared at it and its last operation synced it."""
-    deadline = time.monotonic() + seconds
-    while True:
-        app = argocd.application(kube, deployed.namespace, deployed.application)
-        if app is not None and argocd.settled(app):
-            synced = ((app.get("status") or {}).get("sync") or {}).get("revision")
-            result = (argocd.operation_state(app).get("syncResult") or {}).get("revision")
-            if synced == commit and result == commit:
-                return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"Argo CD never reported {commit[:12]} synced: {argocd.describe(app)}")
-        time.sleep(2)
+def synced_at(commit: str, app: Obj) -> bool:
+    """Argo CD reports the Application settled (box/argocd.py) at `commit`: its sync status
+    compared at it and its last operation synced it."""
+    if not argocd.settled(app):
+        return False
+    synced = ((app.get("status") or {}).get("sync") or {}).get("revision")
+    result = (argocd.operation_state(app).get("syncResult") or {}).get("revision")
+    return bool(synced == commit and result == commit)
 
 
 def pull_request(context: SceneContext) -> PullRequest:
@@ -193,9 +202,8 @@ def pull_request(context: SceneContext) -> PullRequest:
     result = PullRequest(change, diff_after=after, diff_before=before)
     cells = sorted(after)
     try:
-        result.commit, result.synced_seconds = land(
-            context.kube, deployed, repo, env_name, f"shares: {change}"
-        )
+        landed = land(context.kube, deployed, repo, env_name, f"shares: {change}")
+        result.commit, result.synced_seconds = landed.commit, landed.seconds
         result.live_after = live_quotas(context.kube, cells)
     except TimeoutError as err:
         result.notes.append(str(err))
@@ -203,9 +211,9 @@ def pull_request(context: SceneContext) -> PullRequest:
         context.say("reverting the pull request")
         path.write_text(original, encoding="utf-8")
         try:
-            _, result.restored_seconds = land(
+            result.restored_seconds = land(
                 context.kube, deployed, repo, env_name, f"revert shares: {change}"
-            )
+            ).seconds
             result.live_restored = live_quotas(context.kube, cells)
         except TimeoutError as err:
             result.notes.append(f"revert: {err}")

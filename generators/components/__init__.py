@@ -9,12 +9,6 @@ its folder under rendered/, with one entry point:
 argocd, last, reads them: its project whitelists and ignoreDifferences describe the rest).
 A component may also define `installer_inputs(env)` for rendered/<env>/installers/. The
 registry finds every module here (registry.discover: no list to extend);
-docs/components.md says what to touch to add one. This module holds only the object
-type, so components can import it without a cycle.
+docs/components.md says what to touch to add one. `Obj`, the object type, is
+generators/k8s/objects.py's.
 """
-
-from __future__ import annotations
-
-from typing import Any
-
-Obj = dict[str, Any]

@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from generators.components import Obj
 from generators.gitops import health
 from generators.gitops.argoglob import literal
 from generators.gitops.syncoptions import ANNOTATION as SYNC_OPTIONS
+from generators.k8s.objects import Obj
 from generators.layout import INSTALLERS, RENDERED
 from generators.model.environment import Environment
 from generators.output.templating import render

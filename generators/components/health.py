@@ -1,4 +1,4 @@
-"""rendered/<env>/health/: the built-in quarantine controller (backend trainyard).
+"""rendered/<env>/health/: the built-in health controller (backend trainyard).
 
 The gate program (gate/, image trainyard-gate) runs a NodeHealthPolicy (ConfigMap gpu-health-policy,
 the contract in docs/health.md): per node, the condition queries of model/health.py; a node
@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from generators.components import Obj
 from generators.k8s import network
 from generators.k8s.admission import node_guard
 from generators.k8s.cel import field, literal, same_map_except, taints
-from generators.k8s.objects import namespace, service_monitor
+from generators.k8s.objects import Obj, namespace, service_monitor
 from generators.k8s.rbac import CLUSTER_PREFIX, identity, lease_rules, namespaced, rule
 from generators.k8s.workload import gate_program
 from generators.model.environment import Environment

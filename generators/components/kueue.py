@@ -16,14 +16,17 @@ needs a `kubectl rollout restart` after each change).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from generators.components import Obj
-from generators.k8s.quantity import canonical
+from generators.k8s import objects as k8s_objects
+from generators.k8s.admission import binding, mutating_binding
+from generators.k8s.cel import literal
+from generators.k8s.objects import Obj
 from generators.model.environment import Environment
+from generators.model.quantity import canonical
+from generators.model.quota import preferred_level
 from generators.model.types import ClusterQueue, FlavorQuota, ResourceKind
 from generators.output import yamlemit
 from generators.output.templating import render
@@ -85,13 +88,12 @@ def configuration(env: Environment) -> Obj:
 
 
 def config_map(env: Environment) -> Obj:
-    """kueue-manager-config with the Configuration (delivery `configMap` only)."""
-    return render(
-        "kueue/configmap.yaml.j2",
-        namespace=env.kueue.namespace,
-        name=CONFIG_MAP_NAME,
-        key=CONFIG_KEY,
-        config=yamlemit.dump(configuration(env)),
+    """kueue-manager-config with the Configuration (delivery `configMap` only: Kueue
+    installed from plain manifests, this ConfigMap owned by trainyard). The controller reads
+    it at start-up only, so a change needs `kubectl rollout restart` of the controller
+    (docs/kueue.md)."""
+    return k8s_objects.config_map(
+        CONFIG_MAP_NAME, env.kueue.namespace, {CONFIG_KEY: yamlemit.dump(configuration(env))}
     )
 
 
@@ -151,19 +153,13 @@ TOPOLOGY_ANNOTATIONS = (
     PREFERRED_TOPOLOGY,
     "kueue.x-k8s.io/podset-unconstrained-topology",
 )
-HOSTNAME = "kubernetes.io/hostname"
 
 
 def default_level(env: Environment, queue: ClusterQueue) -> str | None:
-    """The level a class-less gang of a topology queue should prefer: the topmost level its
-    flavors share (a gang then takes as few blocks, then racks, as fit); None when the
-    queue has no topology, its pools' levels differ, or the only level is the host."""
+    """The level a class-less gang of a topology queue should prefer (model/quota.py,
+    preferred_level); None when the queue has no topology."""
     pools = {p.name: p for p in env.pools}
-    levels = {pools[f.pool].topology_levels for f in queue.flavors}
-    if not queue.topology or len(levels) != 1:
-        return None
-    (shared,) = levels
-    return shared[0] if shared and shared[0] != HOSTNAME else None
+    return preferred_level(pools[f.pool] for f in queue.flavors) if queue.topology else None
 
 
 def _escaped(key: str) -> str:
@@ -176,20 +172,20 @@ def _template_patch(template: str, path: str, level: str) -> str:
     that the CEL string `path` evaluates to) the preferred-topology annotation, whatever of
     metadata/annotations it has (a JSONPatch add needs the parent to exist)."""
     annotation = {PREFERRED_TOPOLOGY: level}
-    key = json.dumps(_escaped(PREFERRED_TOPOLOGY))
+    key = literal(_escaped(PREFERRED_TOPOLOGY))
     return (
         f"(!has({template}.metadata) ? JSONPatch{{op: 'add', path: {path} + '/metadata', "
-        f"value: {{'annotations': {json.dumps(annotation)}}}}} : "
+        f"value: {{'annotations': {literal(annotation)}}}}} : "
         f"!has({template}.metadata.annotations) ? JSONPatch{{op: 'add', path: {path} + "
-        f"'/metadata/annotations', value: {json.dumps(annotation)}}} : "
+        f"'/metadata/annotations', value: {literal(annotation)}}} : "
         f"JSONPatch{{op: 'add', path: {path} + '/metadata/annotations/' + {key}, "
-        f"value: {json.dumps(level)}}})"
+        f"value: {literal(level)}}})"
     )
 
 
 def _untopological(template: str) -> str:
     """CEL: the pod template at `template` names no topology annotation."""
-    annotations = "[" + ", ".join(json.dumps(a) for a in TOPOLOGY_ANNOTATIONS) + "]"
+    annotations = literal(list(TOPOLOGY_ANNOTATIONS))
     return (
         f"(!has({template}.metadata) || !has({template}.metadata.annotations) || "
         f"!{annotations}.exists(k, k in {template}.metadata.annotations))"
@@ -209,7 +205,7 @@ def _patch_expression(kind: job_kinds.JobKind, level: str) -> str:
     head = f"{spec}.headGroupSpec.template"
     workers = f"{spec}.workerGroupSpecs"
     at = f"'{base}/workerGroupSpecs/' + string({workers}.indexOf(w)) + '/template'"
-    head_path = json.dumps(f"{base}/headGroupSpec/template")
+    head_path = literal(f"{base}/headGroupSpec/template")
     head_patch = f"({_untopological(head)} ? [{_template_patch(head, head_path, level)}] : [])"
     worker_patches = (
         f"(has({workers}) ? {workers}.filter(w, {_untopological('w.template')}).map(w, "
@@ -239,9 +235,9 @@ def default_topology(env: Environment) -> list[Obj]:
         if level is None:
             continue
         to_queue = (
-            f"has(object.metadata.labels) && {json.dumps(QUEUE_LABEL)} in "
-            f"object.metadata.labels && object.metadata.labels[{json.dumps(QUEUE_LABEL)}]"
-            f" == {json.dumps(queue.name)}"
+            f"has(object.metadata.labels) && {literal(QUEUE_LABEL)} in "
+            f"object.metadata.labels && object.metadata.labels[{literal(QUEUE_LABEL)}]"
+            f" == {literal(queue.name)}"
         )
         for kind in kinds:
             name = f"trainyard-default-topology-{queue.name}"
@@ -251,7 +247,7 @@ def default_topology(env: Environment) -> list[Obj]:
                     "ApplyConfiguration",
                     "Object{spec: Object.spec{template: Object.spec.template{metadata: "
                     "Object.spec.template.metadata{annotations: "
-                    f"{{{json.dumps(PREFERRED_TOPOLOGY)}: {json.dumps(level)}}}}}}}}}}}",
+                    f"{{{literal(PREFERRED_TOPOLOGY)}: {literal(level)}}}}}}}}}}}",
                     _untopological("object.spec.template")[1:-1],
                 )
             else:
@@ -270,11 +266,7 @@ def default_topology(env: Environment) -> list[Obj]:
                     patch_type=patch_type,
                     expression=expression,
                 ),
-                render(
-                    "kueue/mutatingadmissionpolicybinding.yaml.j2",
-                    name=name,
-                    namespaces=teams[queue.team].namespaces,
-                ),
+                mutating_binding(name, teams[queue.team].namespaces),
             ]
     return objects
 
@@ -286,10 +278,8 @@ def warn_topology(env: Environment, kinds: list[job_kinds.JobKind], levels: dict
     namespaces = sorted(
         {ns for q in env.cluster_queues if q.name in levels for ns in teams[q.team].namespaces}
     )
-    queue = f"object.metadata.labels[{json.dumps(QUEUE_LABEL)}]"
-    level_of = (
-        "{" + ", ".join(f"{json.dumps(q)}: {json.dumps(lvl)}" for q, lvl in sorted(levels.items())) + "}"
-    )
+    queue = f"object.metadata.labels[{literal(QUEUE_LABEL)}]"
+    level_of = literal(dict(sorted(levels.items())))
     objects: list[Obj] = []
     for kind in kinds:
         name = f"trainyard-default-topology-{kind.kind.lower()}"
@@ -306,11 +296,11 @@ def warn_topology(env: Environment, kinds: list[job_kinds.JobKind], levels: dict
                 name=name,
                 kind=kind,
                 templates=kind.templates,
-                to_queue=f"has(object.metadata.labels) && {json.dumps(QUEUE_LABEL)} in "
+                to_queue=f"has(object.metadata.labels) && {literal(QUEUE_LABEL)} in "
                 f"object.metadata.labels && {queue} in {level_of}",
                 expression=f"variables.templates.all(t, !{_untopological('t')})",
                 message=message,
             ),
-            render("kueue/warn-validatingadmissionpolicybinding.yaml.j2", name=name, namespaces=namespaces),
+            binding(name, namespaces, action="Warn"),
         ]
     return objects

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from generators.components import Obj
+from generators.k8s.objects import Obj
 from generators.model.environment import Environment
 from generators.output.templating import render
 

@@ -30,10 +30,11 @@ namespaces), and pods in training namespaces that tolerate one are refused.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from generators.components import Obj
+from generators.k8s.admission import binding, mutating_binding, tolerations_policy
+from generators.k8s.cel import literal
+from generators.k8s.objects import Obj
 from generators.model.environment import Environment
 from generators.model.health import Toleration
 from generators.model.types import Tier
@@ -62,11 +63,6 @@ QUARANTINE_REFUSED = "trainyard-training-no-quarantine-tolerations"
 QUARANTINE_REQUIRED = "trainyard-inference-quarantine-tolerations-required"
 
 
-def _cel(value: str) -> str:
-    """A CEL string literal (JSON's escaping is valid CEL)."""
-    return json.dumps(value)
-
-
 def managed_by_kueue(env: Environment) -> str:
     """CEL: the pod being created belongs to a workload Kueue manages (module docstring)."""
     keys = [PODSET_LABEL]
@@ -74,7 +70,7 @@ def managed_by_kueue(env: Environment) -> str:
         keys += [QUEUE_LABEL, MANAGED_LABEL]
     return (
         "has(object.metadata.labels) && ("
-        + " || ".join(f"{_cel(k)} in object.metadata.labels" for k in keys)
+        + " || ".join(f"{literal(k)} in object.metadata.labels" for k in keys)
         + ")"
     )
 
@@ -89,96 +85,98 @@ def _class_patch(tier: Tier) -> str:
     """ApplyConfiguration CEL setting class, value and preemption policy as the apiserver's
     Priority plugin would have (it ran before any admission policy)."""
     return (
-        f"Object{{spec: Object.spec{{priorityClassName: {_cel(tier.name)}, "
-        f"priority: {tier.value}, preemptionPolicy: {_cel(tier.preemption_policy)}}}}}"
+        f"Object{{spec: Object.spec{{priorityClassName: {literal(tier.name)}, "
+        f"priority: {tier.value}, preemptionPolicy: {literal(tier.preemption_policy)}}}}}"
     )
 
 
-def admission(env: Environment) -> list[Obj]:
-    """Pods Kueue manages in training namespaces run at a training tier, every other pod
-    there at the lowest tier. From Kubernetes 1.36 MutatingAdmissionPolicies give a class-less
-    pod its tier; before, no policy can mutate, so the validating policies alone refuse a
-    class-less pod and their messages name the class to set (generators/upstream/kubernetes.py)."""
-    namespaces = env.training_namespaces
-    if not namespaces:
-        return []
-    tier = env.default_training_tier
-    low = lowest_tier(env)
-    allowed = [t.name for t in env.training_tiers]
-    names = "[" + ", ".join(_cel(n) for n in allowed) + "]"
-    managed = managed_by_kueue(env)
-    require = kubernetes.mechanism(Feature.TRAINING_PRIORITY, env.kubernetes_version) is Mechanism.REQUIRE
-    mutating = not require
-    no_mutation = f"(Kubernetes {env.kubernetes_version} has no MutatingAdmissionPolicy to default it)"
+def _require(env: Environment) -> bool:
+    """Below 1.36 no MutatingAdmissionPolicy can give a class-less pod its tier (REQUIRE)."""
+    return kubernetes.mechanism(Feature.TRAINING_PRIORITY, env.kubernetes_version) is Mechanism.REQUIRE
+
+
+def _no_mutation(env: Environment) -> str:
+    return f"(Kubernetes {env.kubernetes_version} has no MutatingAdmissionPolicy to default it)"
+
+
+def _class_refusal(env: Environment, rule: str, tier: Tier, alternative: str) -> str:
+    """CEL message of a refused pod: `rule`, the class the pod named, and the fix: drop the
+    class (the mutating policy then gives `tier`) or, below 1.36, set `tier` itself."""
     fix = (
-        f"remove priorityClassName to get {tier.name}"
-        if mutating
-        else f"set priorityClassName: {tier.name} {no_mutation}"
+        f"set priorityClassName: {tier.name} {_no_mutation(env)}"
+        if _require(env)
+        else f"remove priorityClassName to get {tier.name}"
     )
-    message = (
-        f"'pods in training namespaces run at a training tier ({', '.join(allowed)}); got ' + "
-        "(has(object.spec.priorityClassName) ? object.spec.priorityClassName : 'none') + "
-        f"': {fix}, or name a training tier'"
-    )
-    low_fix = (
-        f"remove priorityClassName to get {low.name}"
-        if mutating
-        else f"set priorityClassName: {low.name} {no_mutation}"
-    )
-    low_message = (
-        f"'pods that Kueue does not manage run at {low.name} in training namespaces (they hold no "
-        "quota, so a higher class would preempt what Kueue admitted); got ' + "
-        "(has(object.spec.priorityClassName) ? object.spec.priorityClassName : 'none') + "
-        f"': {low_fix}, or submit it as a job to the team queue "
-        f"(label {QUEUE_LABEL})'"
-    )
-    objects = []
-    if mutating:
-        label = _cel(PRIORITY_CLASS_LABEL)
-        objects += [
-            render(
-                "priorities/mutatingadmissionpolicy.yaml.j2",
-                name=POLICY,
-                managed=managed,
-                apply_expression=_class_patch(tier),
-            ),
-            render("priorities/mutatingadmissionpolicybinding.yaml.j2", name=POLICY, namespaces=namespaces),
-            render(
-                "priorities/outside-kueue-mutatingadmissionpolicy.yaml.j2",
-                name=OUTSIDE_POLICY,
-                unmanaged=f"!({managed})",
-                apply_expression=_class_patch(low),
-            ),
-            render(
-                "priorities/mutatingadmissionpolicybinding.yaml.j2",
-                name=OUTSIDE_POLICY,
-                namespaces=namespaces,
-            ),
-            render(
-                "priorities/workload-priority-mutatingadmissionpolicy.yaml.j2",
-                name=WORKLOAD_POLICY,
-                no_label=f"!has(object.metadata.labels) || !({label} in object.metadata.labels)",
-                apply_expression=f"Object{{metadata: Object.metadata{{labels: {{{label}: "
-                f"{_cel(tier.name)}}}}}}}",
-            ),
-            render(
-                "priorities/mutatingadmissionpolicybinding.yaml.j2",
-                name=WORKLOAD_POLICY,
-                namespaces=namespaces,
-            ),
-        ]
-    job_policies = [
-        obj
-        for kind in job_kinds.enabled(env.kueue.integrations)
-        for obj in job_policy(env, kind, allowed, names, require)
+    named = "(has(object.spec.priorityClassName) ? object.spec.priorityClassName : 'none')"
+    return f"'{rule}; got ' + {named} + ': {fix}, or {alternative}'"
+
+
+def _names_one_of(classes: str) -> str:
+    """CEL: the pod names a class, one of `classes` (a CEL list)."""
+    return f"has(object.spec.priorityClassName) && object.spec.priorityClassName in {classes}"
+
+
+def _scopes(managed: str) -> tuple[tuple[str, str, str], tuple[str, str, str]]:
+    """(policy name, matchCondition name, its CEL) of the class policies for the pods Kueue
+    manages and for every other pod of a training namespace."""
+    return (POLICY, "managed-by-kueue", managed), (OUTSIDE_POLICY, "not-managed-by-kueue", f"!({managed})")
+
+
+def _class_policy(
+    template: str,
+    bind: Callable[[str, Sequence[str]], Obj],
+    scope: tuple[str, str, str],
+    namespaces: Sequence[str],
+    **fields: str,
+) -> list[Obj]:
+    """A class policy (`template`) for the pods `scope` selects, and its binding."""
+    name, condition, selects = scope
+    return [
+        render(template, name=name, condition=condition, selects=selects, **fields),
+        bind(name, namespaces),
     ]
+
+
+def _mutating_policies(env: Environment, managed: str) -> list[Obj]:
+    """From 1.36: a class-less pod Kueue manages gets the default training tier, any other pod
+    the lowest tier, and a class-less Workload the default tier's WorkloadPriorityClass."""
+    tier, namespaces = env.default_training_tier, env.training_namespaces
+    label = literal(PRIORITY_CLASS_LABEL)
+    kueue_pods, other_pods = _scopes(managed)
+    template = "priorities/mutatingadmissionpolicy.yaml.j2"
+    return [
+        *_class_policy(
+            template, mutating_binding, kueue_pods, namespaces, apply_expression=_class_patch(tier)
+        ),
+        *_class_policy(
+            template,
+            mutating_binding,
+            other_pods,
+            namespaces,
+            apply_expression=_class_patch(lowest_tier(env)),
+        ),
+        render(
+            "priorities/workload-priority-mutatingadmissionpolicy.yaml.j2",
+            name=WORKLOAD_POLICY,
+            no_label=f"!has(object.metadata.labels) || !({label} in object.metadata.labels)",
+            apply_expression=f"Object{{metadata: Object.metadata{{labels: {{{label}: "
+            f"{literal(tier.name)}}}}}}}",
+        ),
+        mutating_binding(WORKLOAD_POLICY, namespaces),
+    ]
+
+
+def _workload_checks(env: Environment, allowed: list[str]) -> list[dict[str, str]]:
+    """A Workload in a training namespace names only training tiers (its class and its pod
+    templates'); below 1.36 every pod template names one."""
+    names = literal(allowed)
     owner = (
         "(has(object.metadata.ownerReferences) && size(object.metadata.ownerReferences) > 0 ? "
         "object.metadata.ownerReferences[0].kind + ' ' + object.metadata.ownerReferences[0].name : "
         "object.metadata.name)"
     )
     pod_class = "p.template.spec.priorityClassName"
-    workload_checks = [
+    checks = [
         {
             "expression": (
                 f"!has(object.spec.priorityClassRef) || object.spec.priorityClassRef.name in {names}"
@@ -198,47 +196,76 @@ def admission(env: Environment) -> list[Obj]:
             ".template.spec.priorityClassName",
         },
     ]
-    if require:
-        workload_checks.append(
+    if _require(env):
+        checks.append(
             {
                 "expression": f"object.spec.podSets.all(p, has({pod_class}) && {pod_class} != '')",
                 "message": f"'workloads in training namespaces name a training tier on every pod template; "
-                f"the pod templates of ' + {owner} + ' name none: set priorityClassName: {tier.name} "
-                f"{no_mutation}, else its pods are refused after it is admitted'",
+                f"the pod templates of ' + {owner} + ' name none: set priorityClassName: "
+                f"{env.default_training_tier.name} {_no_mutation(env)}, else its pods are refused after "
+                "it is admitted'",
             }
         )
-    low_names = _cel_list([low.name])
-    low_expression = f"has(object.spec.priorityClassName) && object.spec.priorityClassName in {low_names}"
+    return checks
+
+
+def admission(env: Environment) -> list[Obj]:
+    """Pods Kueue manages in training namespaces run at a training tier, every other pod
+    there at the lowest tier. From Kubernetes 1.36 MutatingAdmissionPolicies give a class-less
+    pod its tier; before, no policy can mutate, so the validating policies alone refuse a
+    class-less pod and their messages name the class to set (generators/upstream/kubernetes.py)."""
+    namespaces = env.training_namespaces
+    if not namespaces:
+        return []
+    low = lowest_tier(env)
+    allowed = [t.name for t in env.training_tiers]
+    names = literal(allowed)
+    managed = managed_by_kueue(env)
+    require = _require(env)
+    message = _class_refusal(
+        env,
+        f"pods in training namespaces run at a training tier ({', '.join(allowed)})",
+        env.default_training_tier,
+        "name a training tier",
+    )
+    low_message = _class_refusal(
+        env,
+        f"pods that Kueue does not manage run at {low.name} in training namespaces (they hold no "
+        "quota, so a higher class would preempt what Kueue admitted)",
+        low,
+        f"submit it as a job to the team queue (label {QUEUE_LABEL})",
+    )
+    job_policies = [
+        obj
+        for kind in job_kinds.enabled(env.kueue.integrations)
+        for obj in job_policy(env, kind, allowed, names, require)
+    ]
+    kueue_pods, other_pods = _scopes(managed)
+    template = "priorities/validatingadmissionpolicy.yaml.j2"
     return [
-        *objects,
+        *([] if require else _mutating_policies(env, managed)),
         *job_policies,
         render(
             "priorities/workload-validatingadmissionpolicy.yaml.j2",
             name=WORKLOAD_TIER_POLICY,
-            validations=workload_checks,
+            validations=_workload_checks(env, allowed),
         ),
-        render(
-            "priorities/validatingadmissionpolicybinding.yaml.j2",
-            name=WORKLOAD_TIER_POLICY,
-            namespaces=namespaces,
-        ),
-        render(
-            "priorities/validatingadmissionpolicy.yaml.j2",
-            name=POLICY,
-            managed=managed,
-            expression=f"has(object.spec.priorityClassName) && object.spec.priorityClassName in {names}",
+        binding(WORKLOAD_TIER_POLICY, namespaces),
+        *_class_policy(
+            template,
+            binding,
+            kueue_pods,
+            namespaces,
+            expression=_names_one_of(names),
             message_expression=message,
         ),
-        render("priorities/validatingadmissionpolicybinding.yaml.j2", name=POLICY, namespaces=namespaces),
-        render(
-            "priorities/outside-kueue-validatingadmissionpolicy.yaml.j2",
-            name=OUTSIDE_POLICY,
-            unmanaged=f"!({managed})",
+        *_class_policy(
+            template,
+            binding,
+            other_pods,
+            namespaces,
+            expression=_names_one_of(literal([low.name])),
             message_expression=low_message,
-            expression=low_expression,
-        ),
-        render(
-            "priorities/validatingadmissionpolicybinding.yaml.j2", name=OUTSIDE_POLICY, namespaces=namespaces
         ),
     ]
 
@@ -251,7 +278,7 @@ def sent_to_a_queue(env: Environment) -> str:
     """CEL: Kueue manages the job (it names a queue, or every job is managed)."""
     if env.kueue.manage_jobs_without_queue_name:
         return "true"
-    return f"has(object.metadata.labels) && {_cel(QUEUE_LABEL)} in object.metadata.labels"
+    return f"has(object.metadata.labels) && {literal(QUEUE_LABEL)} in object.metadata.labels"
 
 
 def job_policy(
@@ -261,7 +288,7 @@ def job_policy(
     template) is refused when it is created; below 1.36 (REQUIRE) so is one sent to a queue
     whose pod templates name no class: Kueue would admit it, then every pod would be refused
     while the Workload held its quota until waitForPodsReady evicted it."""
-    label = _cel(PRIORITY_CLASS_LABEL)
+    label = literal(PRIORITY_CLASS_LABEL)
     tiers = ", ".join(allowed)
     what = f"{kind.kind.lower()}s in training namespaces run at a training tier ({tiers})"
     klass = "t.spec.priorityClassName"
@@ -299,11 +326,7 @@ def job_policy(
             templates=kind.templates,
             validations=checks,
         ),
-        render(
-            "priorities/validatingadmissionpolicybinding.yaml.j2",
-            name=name,
-            namespaces=env.training_namespaces,
-        ),
+        binding(name, env.training_namespaces),
     ]
 
 
@@ -319,9 +342,8 @@ def inference_namespaces(env: Environment) -> tuple[str, ...]:
 
 def toleration_patch(tolerations: tuple[Toleration, ...]) -> str:
     """JSONPatch CEL adding an Exists toleration per quarantine taint the pod lacks."""
-    wanted = (
-        "[" + ", ".join(f"{{'key': {_cel(t.key)}, 'effect': {_cel(t.effect)}}}" for t in tolerations) + "]"
-    )
+    each = (f"{{'key': {literal(t.key)}, 'effect': {literal(t.effect)}}}" for t in tolerations)
+    wanted = "[" + ", ".join(each) + "]"
     value = "Object.spec.tolerations{key: x.key, operator: 'Exists', effect: x.effect}"
     missing = f"{wanted}.filter(x, !object.spec.tolerations.exists(t, has(t.key) && t.key == x.key))"
     return (
@@ -336,7 +358,7 @@ def refusal_validations(tolerations: tuple[Toleration, ...]) -> list[dict[str, s
     effects = sorted({t.effect for t in tolerations})
     return [
         {
-            "expression": f"variables.tolerations.all(t, !has(t.key) || !(t.key in {_cel_list(keys)}))",
+            "expression": f"variables.tolerations.all(t, !has(t.key) || !(t.key in {literal(keys)}))",
             "message": f"training pods must not tolerate the quarantine taint ({', '.join(keys)}): a "
             "quarantined node has a bad GPU or link and must not receive a gang member",
             "reason": "Forbidden",
@@ -344,7 +366,7 @@ def refusal_validations(tolerations: tuple[Toleration, ...]) -> list[dict[str, s
         {
             "expression": "variables.tolerations.all(t, (has(t.key) && t.key != '') || !has(t.operator) || "
             f"t.operator != 'Exists' || (has(t.effect) && t.effect != '' && "
-            f"!(t.effect in {_cel_list(effects)})))",
+            f"!(t.effect in {literal(effects)})))",
             "message": "a toleration with operator Exists and no key tolerates every taint, the quarantine "
             f"taint ({', '.join(keys)}) included; name the key",
             "reason": "Forbidden",
@@ -371,7 +393,7 @@ def required_validations(tolerations: tuple[Toleration, ...], version: str) -> l
     it a quarantined node would stop taking new inference pods too (docs/health.md)."""
     checks = []
     for t in tolerations:
-        key, effect = _cel(t.key), _cel(t.effect)
+        key, effect = literal(t.key), literal(t.effect)
         checks.append(
             {
                 "expression": f"variables.tolerations.exists(t, has(t.key) && t.key == {key} && "
@@ -384,10 +406,6 @@ def required_validations(tolerations: tuple[Toleration, ...], version: str) -> l
             }
         )
     return checks
-
-
-def _cel_list(values: list[str]) -> str:
-    return "[" + ", ".join(_cel(v) for v in values) + "]"
 
 
 def quarantine(env: Environment) -> list[Obj]:
@@ -405,11 +423,7 @@ def quarantine(env: Environment) -> list[Obj]:
                 name=QUARANTINE_REQUIRED,
                 validations=required_validations(tolerations, env.kubernetes_version),
             ),
-            render(
-                "priorities/validatingadmissionpolicybinding.yaml.j2",
-                name=QUARANTINE_REQUIRED,
-                namespaces=inference,
-            ),
+            binding(QUARANTINE_REQUIRED, inference),
         ]
     elif inference:
         objects += [
@@ -418,24 +432,13 @@ def quarantine(env: Environment) -> list[Obj]:
                 name=QUARANTINE_TOLERATED,
                 patch_expression=toleration_patch(tolerations),
             ),
-            render(
-                "priorities/mutatingadmissionpolicybinding.yaml.j2",
-                name=QUARANTINE_TOLERATED,
-                namespaces=inference,
-            ),
+            mutating_binding(QUARANTINE_TOLERATED, inference),
         ]
     if env.training_namespaces:
         objects += [
-            render(
-                "priorities/tolerations-validatingadmissionpolicy.yaml.j2",
-                name=QUARANTINE_REFUSED,
-                validations=refusal_validations(tolerations),
-            ),
-            render(
-                "priorities/validatingadmissionpolicybinding.yaml.j2",
-                name=QUARANTINE_REFUSED,
-                namespaces=env.training_namespaces,
-            ),
+            # A node taken away for a hot GPU or a bad link must not receive a gang member.
+            tolerations_policy(QUARANTINE_REFUSED, refusal_validations(tolerations)),
+            binding(QUARANTINE_REFUSED, env.training_namespaces),
         ]
     return objects
 

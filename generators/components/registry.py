@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from generators.components import Obj
+from generators.k8s.objects import Obj
 from generators.model.environment import Environment
 
 Generate = Callable[[Environment, Sequence[Obj]], list[Obj]]

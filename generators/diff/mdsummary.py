@@ -58,93 +58,99 @@ def _share(presence: str, value: Delta[Any]) -> str:
     return wording.delta(value, ARROW, unit="%")
 
 
+def _pools(summary: EnvSummary, max_rows: int) -> str:
+    return "**Capacity per pool**\n\n" + table(
+        ("pool", "change", "role", "GPU", "nodes", "reserve", "schedulable GPUs", "per node"),
+        [
+            (
+                p.name,
+                p.presence,
+                p.role,
+                p.gpu_model,
+                _d(p.nodes),
+                _d(p.reserve_nodes),
+                _d(p.schedulable_gpus),
+                ", ".join(f"{n} {_d(d)}" for n, d in p.per_node) or "",
+            )
+            for p in summary.pools
+        ],
+        max_rows,
+    )
+
+
+def _quotas(summary: EnvSummary, max_rows: int) -> str:
+    """The GPU cells as a table; the other resources' changes counted in one sentence."""
+    others = wording.other_quotas(summary.quotas)
+    return (
+        "**GPU quota per team and flavor** (changed cells; `none`: no limit; `added`: the "
+        "queue did not have this flavor before, `removed`: it has not after)\n\n"
+        + table(
+            (
+                "team",
+                "flavor",
+                "change",
+                "share",
+                "nodes",
+                "resource",
+                "nominal quota",
+                "borrowing limit",
+                "lending limit",
+            ),
+            [
+                (
+                    q.team,
+                    q.flavor,
+                    q.presence,
+                    _share(q.presence, q.share),
+                    _q(q.presence, q.nodes),
+                    q.resource,
+                    _q(q.presence, q.nominal),
+                    _q(q.presence, q.borrowing_limit, "none"),
+                    _q(q.presence, q.lending_limit, "none"),
+                )
+                for q in summary.quotas
+                if q.is_gpu
+            ],
+            max_rows,
+        )
+        + (f"\n\n_{others[0].upper()}{others[1:]}._" if others else "")
+    )
+
+
+def _tiers(summary: EnvSummary, max_rows: int) -> str:
+    return "**Priority tiers**\n\n" + table(
+        ("tier", "change", "priority", "preemption policy"),
+        [(t.name, t.presence, _d(t.value), _d(t.preemption_policy)) for t in summary.tiers],
+        max_rows,
+    )
+
+
+def _overflow(summary: EnvSummary, max_rows: int) -> str:
+    return "**Overflow: providers and gate thresholds**\n\n" + table(
+        ("setting", "value"), [(o.label, _d(o.value, "(unset)")) for o in summary.overflow], max_rows
+    )
+
+
+def _health(summary: EnvSummary, max_rows: int) -> str:
+    """A list, not a table: each setting reads as a sentence (`max_rows` does not apply)."""
+    return "**Health quarantine**\n\n" + "\n".join(
+        [
+            *(f"- {wording.setting(h, ARROW)}" for h in summary.health),
+            *(f"- {wording.cap(c, ARROW)}" for c in summary.caps),
+        ]
+    )
+
+
 def summary_tables(summary: EnvSummary, max_rows: int) -> str:
     """Pools, quotas, tiers, overflow and health settings that changed; empty string if none did."""
-    parts = []
-    if summary.pools:
-        parts.append(
-            "**Capacity per pool**\n\n"
-            + table(
-                ("pool", "change", "role", "GPU", "nodes", "reserve", "schedulable GPUs", "per node"),
-                [
-                    (
-                        p.name,
-                        p.presence,
-                        p.role,
-                        p.gpu_model,
-                        _d(p.nodes),
-                        _d(p.reserve_nodes),
-                        _d(p.schedulable_gpus),
-                        ", ".join(f"{n} {_d(d)}" for n, d in p.per_node) or "",
-                    )
-                    for p in summary.pools
-                ],
-                max_rows,
-            )
-        )
-    if summary.quotas:
-        gpus = [q for q in summary.quotas if q.is_gpu]
-        others = wording.other_quotas(summary.quotas)
-        parts.append(
-            "**GPU quota per team and flavor** (changed cells; `none`: no limit; `added`: the "
-            "queue did not have this flavor before, `removed`: it has not after)\n\n"
-            + table(
-                (
-                    "team",
-                    "flavor",
-                    "change",
-                    "share",
-                    "nodes",
-                    "resource",
-                    "nominal quota",
-                    "borrowing limit",
-                    "lending limit",
-                ),
-                [
-                    (
-                        q.team,
-                        q.flavor,
-                        q.presence,
-                        _share(q.presence, q.share),
-                        _q(q.presence, q.nodes),
-                        q.resource,
-                        _q(q.presence, q.nominal),
-                        _q(q.presence, q.borrowing_limit, "none"),
-                        _q(q.presence, q.lending_limit, "none"),
-                    )
-                    for q in gpus
-                ],
-                max_rows,
-            )
-            + (f"\n\n_{others[0].upper()}{others[1:]}._" if others else "")
-        )
-    if summary.tiers:
-        parts.append(
-            "**Priority tiers**\n\n"
-            + table(
-                ("tier", "change", "priority", "preemption policy"),
-                [(t.name, t.presence, _d(t.value), _d(t.preemption_policy)) for t in summary.tiers],
-                max_rows,
-            )
-        )
-    if summary.overflow:
-        parts.append(
-            "**Overflow: providers and gate thresholds**\n\n"
-            + table(
-                ("setting", "value"), [(o.label, _d(o.value, "(unset)")) for o in summary.overflow], max_rows
-            )
-        )
-    if summary.health or summary.caps:
-        parts.append(
-            "**Health quarantine**\n\n"
-            + "\n".join(
-                [
-                    *(f"- {wording.setting(h, ARROW)}" for h in summary.health),
-                    *(f"- {wording.cap(c, ARROW)}" for c in summary.caps),
-                ]
-            )
-        )
-    return "\n\n".join(parts)
+    sections = (
+        (bool(summary.pools), _pools),
+        (bool(summary.quotas), _quotas),
+        (bool(summary.tiers), _tiers),
+        (bool(summary.overflow), _overflow),
+        (bool(summary.health or summary.caps), _health),
+    )
+    return "\n\n".join(part(summary, max_rows) for changed, part in sections if changed)
 
 
 def _id(prefix: str, name: str) -> str:

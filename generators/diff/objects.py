@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import yaml
 
+from generators.k8s.objects import Obj
 from generators.layout import RENDERED, is_installer_input
 from generators.pipeline.render import RenderedFile
 from generators.speedups.parsereuse import held as known_object
-
-Obj = dict[str, Any]
 
 
 class RenderedTreeError(Exception):

@@ -180,7 +180,7 @@ def _cells(env: Environment | None) -> dict[tuple[str, str, str], Quota]:
         return {}
     return {
         (team, flavor.pool, q.resource.name): q
-        for team, flavors in env.queues.items()
+        for team, flavors in env.team_flavors.items()
         for flavor in flavors
         for q in flavor.quotas
     }
@@ -193,7 +193,7 @@ def _holdings(env: Environment | None) -> dict[tuple[str, str], tuple[int, int]]
     shares = {t.name: t.shares for t in env.teams}
     return {
         (team, flavor.pool): (shares[team].get(flavor.pool, 0), flavor.nodes)
-        for team, flavors in env.queues.items()
+        for team, flavors in env.team_flavors.items()
         for flavor in flavors
     }
 

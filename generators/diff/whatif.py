@@ -45,7 +45,7 @@ def _spec(root: Path, env: str) -> dict[str, Any] | None:
     """The environment's checked spec (bases merged, defaults applied); None if it has none
     or it does not load (the diff and validate report that; the what-if only skips it)."""
     from generators.errors import SpecError
-    from generators.spec.load import load_environment
+    from generators.model.load import load_environment
 
     if not (root / ENV_DIR / f"{env}.yaml").is_file():
         return None

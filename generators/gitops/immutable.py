@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from generators.errors import Location, Problem, format_path
+from generators.k8s.objects import Obj
 
-Obj = dict[str, Any]
 Path = tuple[str | int, ...]
 Procedure = Literal["recreate", "refuse"]
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "<missing>"})()

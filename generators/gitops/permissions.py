@@ -32,14 +32,13 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from generators.errors import Location, Problem
 from generators.gitops.argoglob import matches
 from generators.gitops.sources import applied
+from generators.k8s.objects import Obj
 from generators.layout import RENDERED
 
-Obj = dict[str, Any]
 # util/settings/resources_filter.go:7-11: (group, kind), "*" for every kind of the group.
 CORE_EXCLUDED = {
     ("events.k8s.io", "*"),
@@ -185,7 +184,11 @@ def refusals(env: str, files: Sequence[File]) -> list[Problem]:
             if "kind" not in obj:  # an installer input: the repo server skips it (repository.go:2063-2074)
                 continue
             meta = obj.get("metadata", {})
-            namespace = meta.get("namespace") or spec["destination"].get("namespace", "")
+            # The scope is read off the object, never from the destination: Argo CD reads it
+            # from discovery and checks a cluster-scoped kind against the cluster whitelist
+            # and no namespace, whatever the Application's destination namespace (on the box,
+            # docs/gitops.md).
+            namespace = meta.get("namespace") or ""
             group = _group(obj)
             if (group, "*") in CORE_EXCLUDED or (group, obj["kind"]) in CORE_EXCLUDED:
                 refuse(

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from generators.inventory.nodes import Node, NodeTaint
+from generators.inventory.nodes import Node, taint_text
 from generators.model.environment import Environment
 from generators.model.health import TAINT_KEY as QUARANTINE_TAINT_KEY
-from generators.model.types import Pool
+from generators.model.types import Pool, Taint
 
 IGNORED_ROLE_LABELS = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
 VIRTUAL_NODE_LABEL = ("type", "virtual-kubelet")  # set by virtual-kubelet on the nodes it creates
@@ -58,7 +58,7 @@ def matches(pool: Pool, node: Node) -> bool:
     return all(node.labels.get(k) == v for k, v in pool.node_labels.items())
 
 
-def _tolerated(pool: Pool, taint: NodeTaint) -> bool:
+def _tolerated(pool: Pool, taint: Taint) -> bool:
     return any(
         t.key == taint.key and t.effect == taint.effect and (t.value is None or t.value == taint.value)
         for t in pool.taints
@@ -75,7 +75,7 @@ def why_not_counted(pool: Pool, node: Node) -> str | None:
         if taint.key == QUARANTINE_TAINT_KEY and taint.effect in BLOCKING_EFFECTS:
             return f"quarantined ({taint.value or 'no reason'})"
         if taint.effect in BLOCKING_EFFECTS and not _tolerated(pool, taint):
-            return f"tainted {taint}"
+            return f"tainted {taint_text(taint)}"
     if node.amount(pool.gpu_resource) < pool.gpus_per_node:
         return f"{node.amount(pool.gpu_resource)} of {pool.gpus_per_node} {pool.gpu_resource} allocatable"
     return None

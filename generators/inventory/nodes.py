@@ -9,21 +9,17 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from generators.k8s import quantity
+from generators.model import quantity
+from generators.model.types import Taint
 
 
 class NodeListError(Exception):
     """The nodes file is not a `kubectl get nodes -o json` document we can read."""
 
 
-@dataclass(frozen=True)
-class NodeTaint:
-    key: str
-    value: str | None
-    effect: str
-
-    def __str__(self) -> str:
-        return f"{self.key}{'=' + self.value if self.value else ''}:{self.effect}"
+def taint_text(taint: Taint) -> str:
+    """A taint as kubectl writes it: key=value:effect, or key:effect without a value."""
+    return f"{taint.key}{'=' + taint.value if taint.value else ''}:{taint.effect}"
 
 
 @dataclass(frozen=True)
@@ -32,7 +28,7 @@ class Node:
     labels: Mapping[str, str]
     ready: bool  # the Ready condition is "True"
     unschedulable: bool  # cordoned (spec.unschedulable)
-    taints: tuple[NodeTaint, ...]
+    taints: tuple[Taint, ...]
     allocatable: Mapping[str, str]  # raw quantities as the kubelet reports them
     capacity: Mapping[str, str]
 
@@ -75,7 +71,7 @@ def _node(item: Any, index: int) -> Node:
         isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True" for c in conditions
     )
     taints = tuple(
-        NodeTaint(
+        Taint(
             str(t.get("key", "")),
             None if t.get("value") in (None, "") else str(t["value"]),
             str(t.get("effect", "")),
@@ -116,6 +112,11 @@ def read(path: Path) -> list[Node]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         data = _yaml(text, f"not JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}")
+    return parse(data)
+
+
+def parse(data: Any) -> list[Node]:
+    """Nodes of a decoded NodeList: a file's (read) or the API server's (doctor)."""
     if not isinstance(data, dict) or not isinstance(data.get("items"), list):
         raise NodeListError(
             "expected the output of `kubectl get nodes -o json` (or -o yaml): a List with items"

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from generators.k8s.objects import Obj
 from generators.output.templating import render
-
-Obj = dict[str, Any]
 
 
 def policy(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from generators.k8s.objects import Obj
 from generators.output.templating import render
 
-Obj = dict[str, Any]
 Rule = dict[str, Any]
 
 CLUSTER_PREFIX = "trainyard-"  # cluster-scoped names: say whose they are
@@ -41,9 +41,10 @@ def role_binding(
     *,
     subject_namespace: str | None = None,
     cluster_role: bool = False,
+    role: str | None = None,
 ) -> Obj:
-    """RoleBinding `name` in `namespace` of Role (or ClusterRole) `name` to ServiceAccount
-    `account` of `subject_namespace` (default: the same namespace)."""
+    """RoleBinding `name` in `namespace` of Role (or ClusterRole) `role` (default: `name`) to
+    ServiceAccount `account` of `subject_namespace` (default: the same namespace)."""
     return render(
         "common/rolebinding.yaml.j2",
         name=name,
@@ -51,15 +52,32 @@ def role_binding(
         namespace=namespace,
         subject_namespace=subject_namespace or namespace,
         kind="ClusterRole" if cluster_role else "Role",
+        role=role or name,
+    )
+
+
+def service_account(name: str, namespace: str, labels: dict[str, str] | None = None) -> Obj:
+    return render("common/serviceaccount.yaml.j2", name=name, namespace=namespace, labels=labels)
+
+
+def cluster_role_binding(name: str, account: str, namespace: str, role: str | None = None) -> Obj:
+    """ClusterRoleBinding `name` of ClusterRole `role` (default: `name`) to ServiceAccount
+    `account` of `namespace`."""
+    return render(
+        "common/clusterrolebinding.yaml.j2",
+        name=name,
+        account=account,
+        namespace=namespace,
+        role=role or name,
     )
 
 
 def identity(account: str, namespace: str, cluster_name: str, rules: list[Rule]) -> list[Obj]:
     """ServiceAccount + ClusterRole + ClusterRoleBinding of one workload."""
     return [
-        render("common/serviceaccount.yaml.j2", name=account, namespace=namespace),
+        service_account(account, namespace),
         cluster_role(cluster_name, rules),
-        render("common/clusterrolebinding.yaml.j2", name=cluster_name, account=account, namespace=namespace),
+        cluster_role_binding(cluster_name, account, namespace),
     ]
 
 

@@ -5,15 +5,14 @@ scrapes. The overflow gate and the health controller are this workload with anot
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Protocol
+from typing import Protocol
 
 from generators.k8s.hardening import hardened
-from generators.k8s.objects import config_map
+from generators.k8s.objects import Obj, config_map, service
 from generators.model.types import Image, Resources
 from generators.output import yamlemit
 from generators.output.templating import render
 
-Obj = dict[str, Any]
 POLICY_FILE = "policy.yaml"
 
 
@@ -61,7 +60,5 @@ def gate_program(name: str, namespace: str, program: Program, policy: Obj) -> li
             policy_sha256=sha256(text),
             **hardened(program.resources),
         ),
-        render(
-            "common/gate-program-service.yaml.j2", name=name, namespace=namespace, port=program.metrics_port
-        ),
+        service(name, namespace, program.metrics_port, "metrics"),
     ]

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.k8s import quantity
-from generators.k8s.quantity import Format
+from generators.model import quantity
 from generators.model.environment import Environment
 from generators.model.fromspec import from_spec, take
 from generators.model.health import build_health, inference_tolerated_keys
 from generators.model.monitoring import Monitoring
 from generators.model.overflow import build_overflow
+from generators.model.quantity import Format
 from generators.model.quota import build_queues, split_by_placement
 from generators.model.types import Pool, ResourceKind, Team, Tier
 
 
-def _per_node(raw: dict[str, Any]) -> dict[str, Any]:
+def per_node(raw: dict[str, Any]) -> dict[str, Any]:
     """Base units per node of every resource of the pool: GPUs, cpu, memory, extras by name."""
     per_node = {
         raw["gpu"]["resource"]: quantity.parse(raw["gpu"]["perNode"]).value,
@@ -47,14 +47,20 @@ def _resources(raw_pools: list[dict[str, Any]]) -> tuple[ResourceKind, ...]:
     )
 
 
+def build_pools(value: dict[str, Any]) -> tuple[Pool, ...]:
+    """The pools of a schema-valid environment (the cross-field checks read them too: the
+    schema's pattern makes every quantity parse)."""
+    return tuple(from_spec(Pool, p, {"per_node": per_node(p)}) for p in value["pools"])
+
+
 def build(value: dict[str, Any], source_file: str) -> Environment:
-    """The model of one environment. `value` must have passed spec.load_environment."""
-    pools = tuple(from_spec(Pool, p, {"per_node": _per_node(p)}) for p in value["pools"])
+    """The model of one environment. `value` must have passed model.load.load_environment."""
+    pools = build_pools(value)
     teams: tuple[Team, ...] = take(Environment, "teams", value)
     tiers: tuple[Tier, ...] = take(Environment, "tiers", value)
     monitoring: Monitoring = take(Environment, "monitoring", value)
     resources = _resources(value["pools"])
-    queues = build_queues(pools, teams, resources)
+    team_flavors = build_queues(pools, teams, resources)
     health = build_health(value["health"], pools, monitoring)
     return from_spec(
         Environment,
@@ -68,8 +74,10 @@ def build(value: dict[str, Any], source_file: str) -> Environment:
             # Training may preempt, while borrowing, only what ranks as inference.
             "kueue.preemption.borrow_max_priority": max(t.value for t in tiers if t.role == "inference"),
             "resources": resources,
-            "queues": queues,
-            "cluster_queues": tuple(q for t in teams for q in split_by_placement(t, queues[t.name], pools)),
+            "team_flavors": team_flavors,
+            "cluster_queues": tuple(
+                q for t in teams for q in split_by_placement(t, team_flavors[t.name], pools)
+            ),
             "monitoring": monitoring,
             "overflow": build_overflow(
                 value.get("overflow"), pools, monitoring, tiers, inference_tolerated_keys(health)

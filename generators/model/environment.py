@@ -43,8 +43,8 @@ class Environment:
     kueue: KueueOptions
     # coveredResources, same order in every ClusterQueue
     resources: tuple[ResourceKind, ...] = field(metadata=derived("pools"))
-    # team -> its flavors with quotas
-    queues: Mapping[str, tuple[FlavorQuota, ...]] = field(metadata=derived("pools", "teams"))
+    # team -> its flavors with quotas (one ClusterQueue's worth, before the split below)
+    team_flavors: Mapping[str, tuple[FlavorQuota, ...]] = field(metadata=derived("pools", "teams"))
     # the same flavors, split by placement (team order)
     cluster_queues: tuple[ClusterQueue, ...] = field(metadata=derived("pools", "teams"))
     monitoring: Monitoring  # always present: every field has a schema default

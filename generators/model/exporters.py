@@ -246,11 +246,6 @@ def dcgm_exporter(text: str, stated: Contract | None = None) -> DcgmExporterChoi
     return DcgmExporterChoice(release, text if tag else None)
 
 
-def dcgm_host_label(text: str) -> str:
-    """The host label of the dcgm-exporter a spec value names (no stated contract)."""
-    return dcgm_exporter(text).release.host_label
-
-
 def kube_state_metrics(text: str, stated: Contract | None = None) -> KubeStateMetricsRelease:
     version = parse_version(text)
     inside = version is not None and version in KUBE_STATE_METRICS_RANGE
@@ -288,7 +283,7 @@ class Exporters:
 
 
 def build_exporters(raw: Mapping[str, Any]) -> Exporters:
-    """Model of monitoring.exporters (already checked by generators/spec/semantics.py)."""
+    """Model of monitoring.exporters (already checked by generators/model/checks/semantics.py)."""
     stated = raw.get("labelContract", {})
     return Exporters(
         dcgm_exporter(raw["dcgmExporter"], stated.get("dcgmExporter")),

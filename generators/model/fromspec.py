@@ -22,6 +22,14 @@ A field that differs says so next to itself, in its metadata:
 tests/model/test_fromspec.py walks the schema against these classes (a property the model does
 not hold, such as one only a spec check reads, is listed there with what consumes it), so
 adding a setting is: the schema property, the field, and nothing else.
+
+One spelling per setting: code reads a setting only through its field, never by the spec key
+(the cross-field checks too, in checks/: they read these classes and locate a problem with
+spec_path), and a field is named by its key's mechanical snake_case (`reserveNodes` ->
+`reserve_nodes`), or its dotted path's (`gpu.model` -> `gpu_model`). So a grep for the key,
+or for its snake_case, finds every reader. A field named otherwise names its key in
+setting() beside it, and tests/model/test_fromspec.py (OTHER_NAMES) lists it with why; a new
+field takes the rule's name.
 """
 
 from __future__ import annotations
@@ -79,6 +87,15 @@ def inline(*, absent: Any = MISSING) -> dict[str, Any]:
 def derived(*reads: str) -> dict[str, Any]:
     """Field metadata: the builder computes this field (from the dotted properties `reads`)."""
     return {_KEY: _Declared(None, None, MISSING, reads)}
+
+
+def spec_path(cls: type, field: str) -> tuple[str, ...]:
+    """The keys from `cls`'s section to the property `field` holds: how a cross-field check
+    (checks/) that reads the field locates a problem in the file."""
+    rule = next(r for r in rules(cls) if r.field == field)
+    if not rule.path:
+        raise TypeError(f"{cls.__name__}.{field} is derived or inline: it has no property of its own")
+    return rule.path
 
 
 def spec_key(field: str) -> str:

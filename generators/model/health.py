@@ -146,9 +146,6 @@ class Health:
             return self.nvsentinel.taints
         return (Toleration(TAINT_KEY, TAINT_EFFECT),)
 
-    def runbook_url(self, alert: str) -> str:
-        return self.runbook_url_pattern.replace("%s", alert.lower())
-
     @property
     def taint_keys(self) -> tuple[str, ...]:
         return tuple(t.key for t in self.tolerations)

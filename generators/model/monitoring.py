@@ -16,7 +16,7 @@ from generators.model.exporters import Exporters, build_exporters
 from generators.model.fromspec import setting
 
 Delivery = Literal["sidecar", "grafana-operator"]
-# The monitoring stacks the spec can name; generators/spec/monitoring_checks.py refuses the
+# The monitoring stacks the spec can name; generators/model/checks/monitoring.py refuses the
 # ones trainyard cannot render a working setup for (docs/monitoring.md).
 Stack = Literal["kube-prometheus-stack", "kube-prometheus"]
 ExternalMetricsAdapter = Literal["prometheus-adapter", "none"]
@@ -100,7 +100,7 @@ class Monitoring:
     dcgm_namespace: str = field(metadata=setting("dcgmExporter.namespace"))
     dcgm_config_map: str = field(metadata=setting("dcgmExporter.configMapName"))
     dashboards: Dashboards
-    rule_labels: Mapping[str, str] = field(metadata=setting("rules.labels"))
+    rules_labels: Mapping[str, str] = field(metadata=setting("rules.labels"))
     # %s = lower-case alert name
     runbook_url_pattern: str = field(metadata=setting("rules.runbookUrlPattern"))
     alerts: AlertThresholds
@@ -117,8 +117,8 @@ class Monitoring:
         default values (88.5.3 templates/prometheus/prometheus.yaml: serviceMonitorSelector and
         ruleSelector `matchLabels: {release: <Release.Name>}` while *SelectorNilUsesHelmValues
         is true, the default), then rules.labels (a release key there other than this one is
-        refused by generators/spec/monitoring_checks.py)."""
-        return {"release": self.release, **self.rule_labels}
+        refused by generators/model/checks/monitoring.py)."""
+        return {"release": self.release, **self.rules_labels}
 
     @property
     def prometheus_url(self) -> str:
@@ -126,9 +126,6 @@ class Monitoring:
         creates beside every Prometheus it runs, in the stack's namespace, port 9090 (web).
         The one default of the gate's and the health controller's prometheusUrl."""
         return f"http://prometheus-operated.{self.namespace}.svc:9090"
-
-    def runbook_url(self, alert: str) -> str:
-        return self.runbook_url_pattern.replace("%s", alert.lower())
 
     def dashboard_uid(self, slug: str) -> str:
         uid = f"{self.dashboards.uid_prefix}-{slug}"

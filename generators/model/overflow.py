@@ -16,7 +16,7 @@ from generators.model.fromspec import derived, from_spec, setting
 from generators.model.monitoring import Monitoring
 from generators.model.promql import Inventory, match_none
 from generators.model.types import Image, Pool, Resources, Tier
-from generators.providers import CONTRACTS, PROVIDER_TAINT_KEYS, Contract, NodeTaint, ProviderInput
+from generators.providers import CONTRACTS, PROVIDER_TAINT_KEYS, Contract, ProviderInput, VirtualNodeTaint
 
 NODE_PREFIX = "vk-"  # virtual node of provider p is vk-<p>; the default query excludes these
 # Set by the rendered MutatingAdmissionPolicy on every vk-<p> (and by interLink itself from
@@ -96,7 +96,7 @@ class Provider:
         )
 
     @property
-    def node_taint(self) -> NodeTaint:
+    def node_taint(self) -> VirtualNodeTaint:
         """The taint the provider's node really registers with."""
         return self.contract.taint(self.contract_input)
 

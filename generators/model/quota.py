@@ -18,6 +18,7 @@ quota of 0). The flavors are then split into ClusterQueues by placement (see Clu
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from fractions import Fraction
 
 from generators.model.apportion import largest_remainder
@@ -86,3 +87,18 @@ def split_by_placement(
     if plain:
         queues.append(ClusterQueue(flex_queue(team.name) if tas else team.name, team.name, False, plain))
     return tuple(queues)
+
+
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def preferred_level(pools: Iterable[Pool]) -> str | None:
+    """The level a class-less gang of one topology queue holding `pools` should prefer: the
+    topmost level their topologies share (a gang then takes as few blocks, then racks, as
+    fit). None when the pools' levels differ (one annotation names one level for every
+    flavor the queue may try) or the only level is the host."""
+    levels = {p.topology_levels for p in pools}
+    if len(levels) != 1:
+        return None
+    (shared,) = levels
+    return shared[0] if shared and shared[0] != HOSTNAME else None

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal
 
-from generators.k8s.quantity import Format, canonical
 from generators.model.fromspec import derived, setting
+from generators.model.quantity import Format, canonical
 
 Role = Literal["training", "inference", "shared"]
 

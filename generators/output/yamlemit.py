@@ -188,14 +188,3 @@ def dump(value: Any) -> str:
     out: list[str] = []
     _emit(value, "", out)
     return "\n".join(out) + "\n"
-
-
-def is_plain(value: Any) -> bool:
-    """Only what a YAML parse builds: dicts with str keys, lists, str, int, float, bool, None
-    (a tuple, say, would hide its items from walk.nodes, which follows lists)."""
-    kind = type(value)
-    if kind is dict:
-        return all(type(k) is str and is_plain(v) for k, v in value.items())
-    if kind is list:
-        return all(is_plain(v) for v in value)
-    return value is None or kind in (str, int, float, bool)

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generators.components import Obj
 from generators.components.registry import COMPONENTS
 from generators.errors import SpecError
 from generators.gitops import health, permissions, syncoptions
 from generators.gitops.syncwaves import wave
+from generators.k8s.objects import Obj
 from generators.layout import INSTALLERS, RENDERED, is_installer_input
 from generators.model.environment import Environment
 from generators.output import yamlemit

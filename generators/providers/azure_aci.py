@@ -39,9 +39,9 @@ from typing import ClassVar
 from generators.providers.contract import (
     CONFIG_DIR,
     Launch,
-    NodeTaint,
     NodeUtilContract,
     ProviderInput,
+    VirtualNodeTaint,
     value,
 )
 
@@ -84,8 +84,8 @@ class AzureAci(NodeUtilContract):
     config_keys = frozenset(TOML_KEYS)
     case_sensitive_keys = False  # BurntSushi/toml matches keys case-insensitively
 
-    def taint(self, p: ProviderInput) -> NodeTaint:
-        return NodeTaint(self.taint_key, "azure")
+    def taint(self, p: ProviderInput) -> VirtualNodeTaint:
+        return VirtualNodeTaint(self.taint_key, "azure")
 
     def advertised_gpus(self, p: ProviderInput) -> int:
         return 0

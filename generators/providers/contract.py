@@ -30,8 +30,9 @@ KUBELET_PORT = 10250
 
 
 @dataclass(frozen=True)
-class NodeTaint:
-    """The NoSchedule taint the provider's node registers with (inference tolerates it)."""
+class VirtualNodeTaint:
+    """A taint a provider's virtual node registers with (NoSchedule: inference tolerates it).
+    Not model.types.Taint: the contracts must not import the model (ProviderInput)."""
 
     key: str
     value: str
@@ -53,7 +54,7 @@ class ProviderInput:
     provider_label: str  # the label key gates and affinities select a provider's node by
     # Taints the program must register its node with besides its own (the closed overflow
     # gate below Kubernetes 1.36, where no admission policy can add it: upstream/kubernetes.py).
-    born_with: tuple[NodeTaint, ...] = ()
+    born_with: tuple[VirtualNodeTaint, ...] = ()
 
     @property
     def credentials_file(self) -> str:
@@ -146,7 +147,7 @@ class Contract(ABC):
     registers_labels_and_taints: ClassVar[bool] = False
 
     @abstractmethod
-    def taint(self, p: ProviderInput) -> NodeTaint: ...
+    def taint(self, p: ProviderInput) -> VirtualNodeTaint: ...
 
     @abstractmethod
     def advertised_gpus(self, p: ProviderInput) -> int:

@@ -42,10 +42,10 @@ from generators.providers.contract import (
     ConfigProblem,
     Contract,
     Launch,
-    NodeTaint,
     PodInputScope,
     ProviderInput,
     Rule,
+    VirtualNodeTaint,
     node_and_pod_controller_rules,
     pod_ip,
     rule,
@@ -195,8 +195,8 @@ class InterLink(Contract):
     # NodeLabels (virtualkubelet.go:428-437) and NodeTaints (:452-474, added after its own taint)
     registers_labels_and_taints: ClassVar[bool] = True
 
-    def taint(self, p: ProviderInput) -> NodeTaint:
-        return NodeTaint(self.taint_key, "true")
+    def taint(self, p: ProviderInput) -> VirtualNodeTaint:
+        return VirtualNodeTaint(self.taint_key, "true")
 
     def reserved_config_keys(self) -> frozenset[str]:
         return frozenset({TOKEN_KEY, "NodeLabels", *CERTIFICATE_KEYS, *DECIDED})

@@ -32,9 +32,9 @@ from generators.providers.contract import (
     CONFIG_DIR,
     KUBELET_PORT,
     Launch,
-    NodeTaint,
     NodeUtilContract,
     ProviderInput,
+    VirtualNodeTaint,
     json_text,
     value,
 )
@@ -71,8 +71,8 @@ class Mock(NodeUtilContract):
     config_keys = frozenset({"cpu", "memory", "pods", "others", "providerID"})
     case_sensitive_keys = False
 
-    def taint(self, p: ProviderInput) -> NodeTaint:
-        return NodeTaint(self.taint_key, self.type)
+    def taint(self, p: ProviderInput) -> VirtualNodeTaint:
+        return VirtualNodeTaint(self.taint_key, self.type)
 
     def reserved_config_keys(self) -> frozenset[str]:
         return frozenset()  # others[gpuResource] is overwritten from `gpus`

@@ -1,4 +1,4 @@
-"""What the section rules (semantics, health_checks, overflow_checks) share: a Problem is
+"""What the section rules (generators/model/checks/) share: a Problem is
 located at the value its path names (or at its key), with the path as the spec path."""
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
-"""Environment file -> validated, defaulted plain data (or SpecError). No model yet."""
+"""Environment file -> schema-valid, defaulted plain data (or SpecError). No model yet: the
+cross-field checks follow in generators/model/load.py."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 from generators.errors import Location, Problem, SpecError
 from generators.layout import ENV_DIR, environment_names
-from generators.spec import schema, semantics
+from generators.spec import schema
 from generators.spec.source import Document, load_file, merge
 
 MAX_EXTENDS_DEPTH = 4
@@ -73,8 +73,9 @@ def load_document(root: Path, name: str) -> Document:
     return merged
 
 
-def load_environment(root: Path, name: str) -> tuple[Document, dict[str, Any]]:
-    """Load, schema-check, default and semantically check environment `name`."""
+def load_valid(root: Path, name: str) -> tuple[Document, dict[str, Any]]:
+    """Load, schema-check and default environment `name` (the cross-field checks are the
+    model's: generators/model/load.load_environment runs them on this)."""
     if not (root / ENV_DIR / f"{name}.yaml").is_file():
         known = environment_names(root)
         raise SpecError(
@@ -90,11 +91,4 @@ def load_environment(root: Path, name: str) -> tuple[Document, dict[str, Any]]:
     problems = schema.check(doc)
     if problems:
         raise SpecError(problems)
-    value = schema.apply_defaults(doc.value)
-    problems = semantics.check(doc, value, name)
-    errors = [p for p in problems if p.severity == "error"]
-    if errors:
-        raise SpecError(errors)
-    for warning in problems:  # nothing invalid: say it, render anyway
-        print(warning.format(), file=sys.stderr)
-    return doc, value
+    return doc, schema.apply_defaults(doc.value)

@@ -4,23 +4,33 @@
 Both commands render every environment anyway; a committed file whose text is exactly what the
 render made holds exactly the object the render made (the emitter's round trip is tested), so
 parsing it again (~170 M instructions, ~30 ms, per environment) is skipped. Only plain data
-qualifies (yamlemit.is_plain), as a parse would give: a tuple, say, would hide its items from
+qualifies (is_plain), as a parse would give: a tuple, say, would hide its items from
 the policies' walk. In memory only, nothing on disk: on in CI.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from generators import speedups
 from generators.layout import RENDERED
-from generators.output.yamlemit import is_plain
-
-if TYPE_CHECKING:
-    from generators.pipeline.render import RenderedFile
 
 Content = TypeVar("Content", str, bytes)
+
+
+class RenderedFile(Protocol):
+    """What this layer reads of generators/pipeline/render.RenderedFile (the pipeline sits
+    above the speed-ups: tests/test_import_graph.py LAYERS)."""
+
+    @property
+    def path(self) -> str: ...  # relative to rendered/<env>/
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def obj(self) -> dict[str, Any]: ...
 
 
 def rendered_objects(name: str, files: Iterable[RenderedFile]) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -37,3 +47,14 @@ def held(known: Mapping[str, tuple[Content, Any]] | None, path: str, content: Co
     if entry is not None and entry[0] == content and is_plain(entry[1]):
         return entry[1]
     return None
+
+
+def is_plain(value: Any) -> bool:
+    """Only what a YAML parse builds: dicts with str keys, lists, str, int, float, bool, None
+    (a tuple, say, would hide its items from walk.nodes, which follows lists)."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and is_plain(v) for k, v in value.items())
+    if kind is list:
+        return all(is_plain(v) for v in value)
+    return value is None or kind in (str, int, float, bool)

@@ -2,7 +2,7 @@
 
 The list of what is needed is not kept here: it is read out of the expressions the
 environment ships (every dashboard panel and variable, every alert rule, the overflow gate's
-free-GPU query) with generators/validation/promql_ast.py: each series they select, and each label they
+free-GPU query) with generators/promql/reads.py: each series they select, and each label they
 group, join or match on. Each is asked of Prometheus read-only (GET /api/v1/query, `count`
 queries, a timeout per request); each gap is one line with its fix, which names the spec
 field or the rendered installer fragment (rendered/<env>/installers/) that closes it.
@@ -29,7 +29,7 @@ from generators.components.monitoring.alerts.exporters import scraped
 from generators.model import exporters as exporter_table
 from generators.model.environment import Environment
 from generators.model.health import NAME as HEALTH_JOB
-from generators.validation.promql_ast import Matcher, Selector, label_uses, selectors
+from generators.promql.reads import Matcher, Selector, label_uses, selectors
 
 DCGM, NODE, KSM, KUEUE = "dcgm-exporter", "node-exporter", "kube-state-metrics", "kueue"
 SPEC_SELECTOR = {DCGM: "dcgm", NODE: "nodeExporter", KSM: "kubeStateMetrics", KUEUE: "kueue"}
@@ -55,11 +55,12 @@ class Unreachable(Exception):
 
 @dataclass(frozen=True)
 class Gap:
+    """What `doctor` found missing or different, and how to fix it (both modes: this
+    Prometheus's series, and the cluster read by generators/doctor/cluster.py; each mode's
+    command prints it its own way)."""
+
     what: str
     fix: str
-
-    def line(self) -> str:
-        return f"{self.what}: {self.fix}"
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ import shutil
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -431,9 +431,3 @@ def _accept_null(schema: Schema) -> Schema:
     if isinstance(one_of, list) and all("type" in branch for branch in one_of):
         out["oneOf"] = [b for b in one_of if b != {"type": "null"}] + [{"type": "null"}]
     return out
-
-
-def load_manifest(schema_dir: Path) -> Mapping[str, Any]:
-    """The manifest.json written with a schema set (inputs, file count, build time)."""
-    manifest: Mapping[str, Any] = json.loads((schema_dir / MANIFEST).read_text())
-    return manifest

@@ -9,9 +9,11 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from box import argocd
 from box.kube import Obj
+from tests.support import ROOT
 from tools.toolchain import ToolNotInstalled
 
 
@@ -88,3 +90,83 @@ def test_a_timeline_records_transitions_only(tmp_path: Path) -> None:
         ["kueue.x-k8s.io/ClusterQueue evals"],
     ]
     assert records[1][1]["kueue.x-k8s.io/ClusterQueue evals"] == ["Synced", "", ""]
+
+
+def _result(kind: str, name: str, status: str, group: str = "kueue.x-k8s.io") -> dict[str, str]:
+    return {"group": group, "version": "v1beta2", "kind": kind, "name": name, "status": status}
+
+
+def test_an_operation_reads_prunes_in_argo_cds_order() -> None:
+    """status.operationState as Argo CD v3.5.1 writes it (controller/sync.go:391: the results
+    in the order they were first set); a prune listed before an applied object is reported,
+    one listed after every applied object is not."""
+    state = {
+        "phase": "Succeeded",
+        "message": "successfully synced (all tasks run)",
+        "startedAt": "2026-12-04T23:53:35Z",
+        "operation": {"initiatedBy": {"automated": True}, "sync": {"revision": "abc"}},
+        "syncResult": {
+            "revision": "abc",
+            "resources": [
+                _result("ResourceFlavor", "train-h100-v2", "Synced"),
+                _result("ClusterQueue", "foundation", "Synced"),
+                _result("ResourceFlavor", "train-h100", "Pruned"),
+                {**_result("Namespace", "evals", "Pruned", group=""), "version": "v1"},
+            ],
+        },
+    }
+    last = argocd.Operation.of(state)
+    assert last.with_status("Pruned") == ["kueue.x-k8s.io/ResourceFlavor train-h100", "core/Namespace evals"]
+    assert last.pruned_before_applied() == []
+    assert last.line() == (
+        "2026-12-04T23:53:35Z (automated): Succeeded, 0 retries, 2 applied, then 2 pruned: "
+        "successfully synced (all tasks run)"
+    )
+    resources = state["syncResult"]["resources"]  # type: ignore[index]
+    early = argocd.Operation.of({**state, "syncResult": {"resources": [resources[2], *resources[:2]]}})
+    assert early.pruned_before_applied() == [
+        "kueue.x-k8s.io/ResourceFlavor train-h100 pruned before kueue.x-k8s.io/ResourceFlavor train-h100-v2 "
+        "was applied"
+    ]
+
+
+def test_a_self_heal_operation_names_what_it_was_limited_to() -> None:
+    """The partial sync selfHeal starts names only the objects not Synced
+    (controller/appcontroller.go:2418-2427): group, kind and name, no namespace."""
+    state = {
+        "phase": "Succeeded",
+        "message": "successfully synced (all tasks run)",
+        "startedAt": "2026-12-04T23:53:55Z",
+        "operation": {
+            "initiatedBy": {"automated": True},
+            "sync": {"resources": [{"group": "", "kind": "Namespace", "name": "evals"}]},
+        },
+        "syncResult": {"resources": [{**_result("Namespace", "evals", "Pruned", group=""), "version": "v1"}]},
+    }
+    assert argocd.Operation.of(state).line() == (
+        "2026-12-04T23:53:55Z (automated, selfHeal limited to core/Namespace evals): Succeeded, 0 retries, "
+        "0 applied, then 1 pruned: successfully synced (all tasks run)"
+    )
+
+
+def test_the_sync_a_person_presses_is_the_api_servers_operation() -> None:
+    """What `box up prod --argocd` sets on prod's manual Application: the operation Argo CD
+    v3.5.1's API server builds for `argocd app sync` (server/application/application.go
+    2120-2174): the source at its targetRevision, the Application's syncOptions and retry,
+    no prune, a user's name."""
+    app = yaml.safe_load((ROOT / "rendered/prod/argocd/argocd/application-trainyard-prod.yaml").read_text())
+    assert "automated" not in app["spec"]["syncPolicy"]  # environments/prod.yaml: manual
+    operation = argocd.sync_operation(app)
+    assert operation["initiatedBy"] == {"username": "trainyard-box"}
+    assert operation["sync"]["revision"] == "main"
+    assert operation["sync"]["syncOptions"] == [
+        "ApplyOutOfSyncOnly=true",
+        "PruneLast=true",
+        "RespectIgnoreDifferences=true",
+    ]
+    assert "prune" not in operation["sync"]
+    assert operation["retry"] == {
+        "limit": 5,
+        "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"},
+    }
+    assert argocd.sync_operation(app, retry={"limit": 0})["retry"] == {"limit": 0}

@@ -1,21 +1,29 @@
-"""`generate.py box up trial --kubernetes 1.35 --speed 30`: the cluster people run today.
+"""`generate.py box up trial --kubernetes 1.35 --scale 8 --speed 30`: the cluster people run today.
 
-`trial` is staging with its overflow provider an interLink one (node-cli's mock cannot come up
-closed below 1.36), written to a scratch checkout; `--kubernetes 1.35` renders it for 1.35 and
-runs the pinned v1.36.5 control plane at compatibility version 1.35 (box/cluster.py). What
-the generators choose for that minor (generators/upstream/kubernetes.py) is then shown by the
-real controllers: no MutatingAdmissionPolicy API at all, the virtual node registered labelled
-and closed as its config says, an inference pod without the quarantine toleration refused
-naming it, and the gang-placement scene (a Job and a JobSet gang each on one rack, a
-class-less Job refused at creation naming the class to set), and the day-in-the-life scene
-(inference spilling to the virtual node born closed, and back). Full size (the scene needs
-staging's inference pool whole; --scale would leave it no free GPUs), at --speed 30 for the
-scene's controller durations.
+`trial` is tests/corpus/trial.yaml (the trial's cluster: Kubernetes 1.35, Job, JobSet,
+TrainJob and RayJob integrations, the stack another team owns as release `monitoring` in
+`observability`, H200 and GB200 arm64 training pools, an MI300X `amd.com/gpu` pool, L40S
+serving, an interLink provider, overflow and quarantine on), written into a scratch
+checkout. `--kubernetes 1.35` renders it for 1.35 and runs the pinned v1.36.5 control plane
+at compatibility version 1.35 (box/cluster.py). What the generators choose for that minor
+(generators/upstream/kubernetes.py) is then shown by the real controllers on ONE box: no
+MutatingAdmissionPolicy API at all; the virtual node registered labelled and closed as its
+config says; an inference pod without the quarantine toleration refused naming it; the
+gang-placement scene (a Job and a JobSet gang each on one rack, a class-less Job refused at
+creation naming the class to set); the day-in-the-life scene (inference spilling to the
+virtual node born closed, and back); and a hot GPU's node quarantined by the health
+controller reading the box's Prometheus.
+
+`--scale 8` (12 H200, 3 GB200, 1 MI300X and 4 L40S nodes, racks of 2) keeps the box small:
+the L40S pool keeps 16 GPUs free at the day's steady state, the gate's close line, and the
+H200 racks hold the gang. `--speed 30` for the controllers' durations (the health
+controller's 300 s quarantineAfterSeconds becomes 10 s).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -24,26 +32,26 @@ from pathlib import Path
 import pytest
 from kubernetes.dynamic.exceptions import ForbiddenError, UnprocessibleEntityError
 
-from box.kube import Obj
-from tests.support import ROOT
+from box import dcgm_fake
+from box.kube import Obj, wait_for
+from box.scenes.bad_node import Exporter
+from tests.support import CORPUS, ROOT
 from tests.support.box import UpBox, box_up, run_cli, to_stderr
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
 ENV = "trial"
 MINOR = "1.35"
-MOCK = "      type: mock\n"
-MOCK_CONFIG = 'config: {cpu: "64", memory: 512Gi, pods: "110"}'
-INTERLINK_CONFIG = 'config: {InterlinkURL: "https://interlink.example.org", InterlinkPort: "443"}'
+SCALE = 8
+PROVIDER = "slurm"  # the trial's interLink provider: its node is vk-slurm
+TEAM = "pretrain"  # a team (namespace = LocalQueue) whose queue is topology-aware
+SERVING = "serving"  # the trial's inference namespace
 
 
 def _checkout(folder: Path) -> Path:
-    """A checkout holding environments/ with trial.yaml (staging, interLink provider)."""
+    """A checkout holding environments/ with trial.yaml (tests/corpus/trial.yaml)."""
     shutil.copytree(ROOT / "environments", folder / "environments")
-    staging = (ROOT / "environments" / "staging.yaml").read_text()
-    assert MOCK in staging and MOCK_CONFIG in staging
-    trial = staging.replace("name: staging", f"name: {ENV}", 1).replace(MOCK, "      type: interlink\n")
-    (folder / "environments" / f"{ENV}.yaml").write_text(trial.replace(MOCK_CONFIG, INTERLINK_CONFIG))
+    shutil.copy(CORPUS / "trial.yaml", folder / "environments" / f"{ENV}.yaml")
     return folder
 
 
@@ -55,7 +63,13 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def box(checkout: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpBox]:
     with box_up(
-        tmp_path_factory.mktemp("box"), ENV, speed=30, kubernetes=MINOR, root=checkout, say=to_stderr
+        tmp_path_factory.mktemp("box"),
+        ENV,
+        speed=30,
+        scale=SCALE,
+        kubernetes=MINOR,
+        root=checkout,
+        say=to_stderr,
     ) as up:
         yield up
 
@@ -69,9 +83,9 @@ def test_the_apiserver_serves_1_35_without_mutating_admission_policies(box: UpBo
 
 
 def test_the_virtual_node_is_born_labelled_and_closed(box: UpBox) -> None:
-    node = box.kube.get("v1", "Node", "vk-mock")
+    node = box.kube.get("v1", "Node", f"vk-{PROVIDER}")
     assert node is not None
-    assert node["metadata"]["labels"]["trainyard.dev/provider"] == "mock"
+    assert node["metadata"]["labels"]["trainyard.dev/provider"] == PROVIDER
     assert node["metadata"]["labels"]["virtual-node.interlink/type"] == "virtual-kubelet"
     taints = {(t["key"], t.get("value"), t["effect"]) for t in node["spec"]["taints"]}
     assert ("trainyard.dev/overflow-gate", "closed", "NoSchedule") in taints, taints
@@ -81,7 +95,7 @@ def _inference_pod(tolerations: list[dict[str, str]]) -> dict[str, object]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": "quarantine-probe", "namespace": "serving-staging"},
+        "metadata": {"name": "quarantine-probe", "namespace": SERVING},
         "spec": {
             "priorityClassName": "inference-prod",
             "tolerations": tolerations,
@@ -112,8 +126,8 @@ def test_a_gang_without_topology_is_admitted_with_a_warning_naming_the_annotatio
         "kind": "Job",
         "metadata": {
             "name": "warn-probe",
-            "namespace": "foundation",
-            "labels": {"kueue.x-k8s.io/queue-name": "foundation"},
+            "namespace": TEAM,
+            "labels": {"kueue.x-k8s.io/queue-name": TEAM},
         },
         "spec": {
             "suspend": True,
@@ -167,9 +181,9 @@ def test_a_classless_jobset_and_workload_are_refused_naming_the_class(box: UpBox
         "kind": "JobSet",
         "metadata": {
             "name": "classless",
-            "namespace": "foundation",
+            "namespace": TEAM,
             "labels": {
-                "kueue.x-k8s.io/queue-name": "foundation",
+                "kueue.x-k8s.io/queue-name": TEAM,
                 "kueue.x-k8s.io/priority-class": "training",
             },
         },
@@ -181,28 +195,68 @@ def test_a_classless_jobset_and_workload_are_refused_naming_the_class(box: UpBox
     workload: Obj = {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
-        "metadata": {"name": "classless", "namespace": "foundation"},
-        "spec": {"queueName": "foundation", "podSets": [{"name": "main", "count": 1, "template": template}]},
+        "metadata": {"name": "classless", "namespace": TEAM},
+        "spec": {"queueName": TEAM, "podSets": [{"name": "main", "count": 1, "template": template}]},
     }
     assert "name none: set priorityClassName: training" in _refusal(workload, box)
 
 
 def test_gang_placement_with_a_jobset_on_1_35(box: UpBox, checkout: Path) -> None:
+    """The scene reports the racks (the nodes' rack labels) of the pods the scheduler bound."""
     done = run_cli(
         "-C", str(checkout), "box", "scene", "gang-placement", ENV, box_dir=box.box_dir, timeout=900
     )
     out = done.stdout
-    assert "JobSet racks" in out and "refused:" in out, out + done.stderr[-3000:]
-    assert "set priorityClassName: training on every pod template" in out, out
     assert done.returncode == 0, out + done.stderr[-3000:]
+    assert "pool train-h200:" in out, out
+    jobset = re.search(r"JobSet racks \(topology\.trainyard\.dev/rack\): (\S+); fewest that fit: 1  OK", out)
+    assert jobset, out  # one rack: a second would be listed, comma-separated
+    assert "set priorityClassName: training on every pod template" in out, out
 
 
 def test_day_in_the_life_on_1_35(box: UpBox, checkout: Path) -> None:
-    """Inference spills to vk-mock (opened by the gate, though nothing but its own config
-    closed it at birth) while a training gang borrows its pool, and comes back."""
+    """Inference spills to vk-slurm (opened by the gate, though nothing but its own config
+    closed it at birth) while research's gang borrows the L40S pool, and comes back."""
     done = run_cli(
         "-C", str(checkout), "box", "scene", "day-in-the-life", ENV, box_dir=box.box_dir, timeout=900
     )
     out = done.stdout
-    assert "the gate opened vk-mock" in out and "steady again" in out, out + done.stderr[-3000:]
+    assert f"the gate opened vk-{PROVIDER}" in out and "steady again" in out, out + done.stderr[-3000:]
     assert done.returncode == 0, out + done.stderr[-3000:]
+
+
+HOT_CELSIUS = 85  # above the trial's gpuTempLimitCelsius (the schema default, 78)
+HOT_NODE = "train-h200-005"  # a node of a watched pool (the box names nodes <pool>-<index>)
+QUARANTINE_SECONDS = 10 + 120  # quarantineAfterSeconds 300 / speed 30, and the reactions on 2 busy cores
+
+
+def test_a_hot_gpus_node_is_quarantined(box: UpBox) -> None:
+    """One GPU of an H200 node reads above the limit in the box's synthetic dcgm-exporter;
+    the health controller (the gate's image, the rendered NodeHealthPolicy) sees it through
+    the box's Prometheus and taints the node. Read back: the Node's taints. Last on the box:
+    the node is not waited back (the box goes down)."""
+    [port] = [p.ports[0] for p in box.state.processes if p.name == dcgm_fake.NAME]
+    exporter = Exporter(f"http://127.0.0.1:{port}")
+
+    def node_taints() -> set[tuple[str, str | None, str]]:
+        node = box.kube.get("v1", "Node", HOT_NODE) or {}
+        return {(t["key"], t.get("value"), t["effect"]) for t in node.get("spec", {}).get("taints") or []}
+
+    assert not any(key == "trainyard.dev/gpu-health" for key, _, _ in node_taints())
+    exporter.fault(HOT_NODE, gpuTemperature=HOT_CELSIUS)
+    try:
+        taint = wait_for(
+            lambda: ("trainyard.dev/gpu-health", "gpu-temperature", "NoSchedule") in node_taints(),
+            QUARANTINE_SECONDS,
+            f"{HOT_NODE} quarantined",
+        )
+    finally:
+        exporter.heal()
+    assert taint
+    others = [
+        n["metadata"]["name"]
+        for n in box.kube.list("v1", "Node")
+        if n["metadata"]["name"] != HOT_NODE
+        and any(t["key"] == "trainyard.dev/gpu-health" for t in n.get("spec", {}).get("taints") or [])
+    ]
+    assert others == []

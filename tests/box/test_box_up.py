@@ -16,7 +16,6 @@ import json
 import re
 import subprocess
 import urllib.request
-import uuid
 from pathlib import Path
 
 import pytest
@@ -29,14 +28,13 @@ from box.scenes.workloads import job_pods, workload_of
 from box.state import State
 from generators.model.load import load
 from tests.support import ROOT
-from tests.support.box import UpBox, run_cli
+from tests.support.box import CONTROLLER_SECONDS, UpBox, run_cli
+from tests.support.recipes import readme_job
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
 BOX_ENV = ENV = "staging"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
-RECIPE_MARKER = "<!-- recipe:training-job -->"
-CONTROLLER_SECONDS = 120  # admission, ungating, binding, KWOK and the job controller on 2 busy cores
 
 
 def kubectl(box: UpBox, *args: str) -> str:
@@ -157,15 +155,6 @@ def test_one_ready_kwok_node_per_node_of_the_spec(box: UpBox) -> None:
             # the node lifecycle controller lifted the taint the apiserver put on the new node
             taints = node["spec"].get("taints") or []
             assert not [t for t in taints if t["key"].startswith("node.kubernetes.io/")]
-
-
-def readme_job(name: str) -> Obj:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"```yaml\n(.*?)```", text[text.index(RECIPE_MARKER) :], re.DOTALL)
-    assert block is not None
-    job: Obj = yaml.safe_load(block.group(1))
-    job["metadata"]["name"] = f"{name}-{uuid.uuid4().hex[:6]}"
-    return job
 
 
 def test_unsuspended_job_is_suspended_by_kueues_webhook(box: UpBox) -> None:

@@ -23,8 +23,8 @@ import pytest
 
 from box.kube import Kube, Obj, is_true, wait_for
 from box.scenes.workloads import job_pods, workload_of
-from tests.box.test_box_up import CONTROLLER_SECONDS, readme_job
-from tests.support.box import UpBox
+from tests.support.box import CONTROLLER_SECONDS, UpBox
+from tests.support.recipes import readme_job
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 

@@ -34,8 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from box.httpd import Background
-
-Obj = dict[str, Any]
+from generators.k8s.objects import Obj
 
 
 @dataclass

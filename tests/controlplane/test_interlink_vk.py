@@ -65,6 +65,7 @@ from tests.controlplane.fixtures import applied, require_tools
 from tests.controlplane.harness import ControlPlane
 from tests.controlplane.interlink_standin import InterLinkStandIn
 from tests.controlplane.overflow_scene import wait_node_labelled
+from tests.controlplane.virtual_kubelets import NAMESPACE, rendered, service_account_kubeconfig, with_flags
 from tests.gate.conftest import METRIC, Exporter, exporter, prometheus_url  # noqa: F401 (fixtures)
 from tests.support import GATE_DIR
 
@@ -75,7 +76,6 @@ PROVIDER = "lambda"  # prod's interLink provider
 NODE = "vk-lambda"
 GPUS = "64"  # environments/prod.yaml: overflow.providers[lambda].gpus
 MODEL = "A100-SXM4-80GB"  # ... .gpuModel
-NAMESPACE = "trainyard-system"  # overflow.namespace (the schema's default)
 INFERENCE_NAMESPACE = "serving-prod"  # overflow.inference[0].namespace
 GATE_TAINT = {"key": "trainyard.dev/overflow-gate", "value": "closed", "effect": "NoSchedule"}
 INTERLINK_TAINT = {"key": "virtual-node.interlink/no-schedule", "value": "true", "effect": "NoSchedule"}
@@ -84,53 +84,6 @@ HOLD_SECONDS = 2
 # start on two busy cores adds to it.
 READY_SECONDS = 120
 STEP_SECONDS = 90
-
-
-def rendered(objects: list[Obj], kind: str, name: str) -> Obj:
-    [found] = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
-    return found
-
-
-def with_flags(args: list[str], values: dict[str, str]) -> list[str]:
-    """The rendered container's `--flag=value` arguments, the flags named in `values` given
-    the test's value (a local path or port) and every other argument as rendered; each named
-    flag must be rendered."""
-    flags = [a.split("=", 1)[0] for a in args]
-    missing = set(values) - set(flags)
-    assert not missing, f"not in the rendered arguments: {sorted(missing)}"
-    return [f"{flag}={values[flag]}" if flag in values else a for flag, a in zip(flags, args, strict=True)]
-
-
-def service_account_kubeconfig(kube: Kube, plane: ControlPlane, account: str, path: Path) -> Path:
-    """A kubeconfig authenticating as the rendered ServiceAccount (a TokenRequest)."""
-    assert plane.certs is not None
-    request = {
-        "apiVersion": "authentication.k8s.io/v1",
-        "kind": "TokenRequest",
-        "spec": {"expirationSeconds": 3600},
-    }
-    answer = kube.dynamic.request(
-        "post", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{account}/token", body=request
-    )
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "sa",
-                "clusters": [
-                    {
-                        "name": "test",
-                        "cluster": {"server": plane.url, "certificate-authority": str(plane.certs.ca_cert)},
-                    }
-                ],
-                "users": [{"name": account, "user": {"token": answer.status.token}}],
-                "contexts": [{"name": "sa", "context": {"cluster": "test", "user": account}}],
-            }
-        ),
-        encoding="utf-8",
-    )
-    return path
 
 
 def allowed(kube: Kube, account: str, verb: str, resource: str, namespace: str | None) -> bool:
@@ -345,17 +298,9 @@ def spilled_pod(name: str, secret: str, account: str) -> Obj:
     }
 
 
-def test_interlink_virtual_kubelet_registers_is_gated_and_runs_a_pod_with_its_secret(
-    scene: Scene,
-    kube: Kube,
-    control_plane: ControlPlane,
-    prometheus_url: str,  # noqa: F811
-    exporter: Exporter,  # noqa: F811
-) -> None:
-    node = wait_registered_and_ready(kube, scene)
-
-    # Registered as the gate expects: GPUs from Resources.Accelerators, the labels the
-    # rendered selector matches, interLink's taint and the closed gate (admission policy).
+def _assert_registered_as_the_gate_expects(node: Obj, scene: Scene) -> None:
+    """GPUs from Resources.Accelerators, the labels the rendered selector matches, interLink's
+    taint and the closed gate (admission policy)."""
     assert node["status"]["allocatable"]["nvidia.com/gpu"] == GPUS
     assert node["status"]["capacity"]["nvidia.com/gpu"] == GPUS
     labels = node["metadata"]["labels"]
@@ -372,53 +317,85 @@ def test_interlink_virtual_kubelet_registers_is_gated_and_runs_a_pod_with_its_se
     assert INTERLINK_TAINT in taints and GATE_TAINT in taints, taints
     assert node["metadata"]["annotations"]["interlink.virtual-kubelet.io/ping-response"] == "stand-in"
 
+
+def _spilled_pod_runs_with_its_secret(kube: Kube, scene: Scene) -> None:
+    """A pod spilled onto the open virtual node gets its Secret, read where it runs."""
+    suffix = uuid.uuid4().hex[:6]
+    secret, account, pod = f"model-token-{suffix}", f"chat-api-{suffix}", f"chat-api-{suffix}"
+    value = f"s3cr3t-{suffix}"
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": secret, "namespace": INFERENCE_NAMESPACE},
+            "stringData": {"token": value},
+        }
+    )
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": account, "namespace": INFERENCE_NAMESPACE},
+        }
+    )
+    kube.create(spilled_pod(pod, secret, account))
+    try:
+
+        def sent_to_interlink() -> list[Obj]:
+            return [r for r in scene.standin.created() if r["pod"]["metadata"]["name"] == pod]
+
+        [request] = wait_for(sent_to_interlink, STEP_SECONDS, f"{NODE} creating {pod} at interLink")
+        [server] = request["pod"]["spec"]["containers"]
+        assert {"name": "MODEL_TOKEN", "value": value} in server["env"], server["env"]
+        [sent] = [s for s in request["secrets"] if s["metadata"]["name"] == secret]
+        assert base64.b64decode(sent["data"]["token"]).decode() == value
+        [projected] = [p for p in request["projectedvolumesmaps"] if p["metadata"]["name"] == "api-token"]
+        assert projected["data"]["token"].count(".") == 2  # a JWT minted by TokenRequest
+        assert all(call.authorized for call in scene.standin.calls())
+
+        def running() -> Obj | None:
+            found = kube.get("v1", "Pod", pod, INFERENCE_NAMESPACE)
+            return found if (found or {}).get("status", {}).get("phase") == "Running" else None
+
+        wait_for(running, STEP_SECONDS, f"{pod} Running from the interLink API's status")
+    finally:
+        kube.delete("v1", "Pod", pod, INFERENCE_NAMESPACE)
+
+
+def _kubelet_api_answers_anyone(scene: Scene) -> None:
+    """Anyone who reaches the kubelet API gets an answer: no client certificate, no token;
+    its certificate is self-signed (DisableCSR, main.go:276-278: no CSR waiting for approval)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # self-signed (DisableCSR), CN system:node:vk-lambda
+    with urllib.request.urlopen(
+        f"https://127.0.0.1:{scene.kubelet_port}/runningpods/", timeout=30, context=context
+    ) as response:
+        assert response.status == 200
+        body = json.loads(response.read())
+    assert body["kind"] == "PodList"
+    pem = ssl.get_server_certificate(("127.0.0.1", scene.kubelet_port))
+    certificate = x509.load_pem_x509_certificate(pem.encode())
+    assert certificate.subject == certificate.issuer
+    [common_name] = certificate.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    assert common_name.value == f"system:node:{NODE}"
+
+
+def test_interlink_virtual_kubelet_registers_is_gated_and_runs_a_pod_with_its_secret(
+    scene: Scene,
+    kube: Kube,
+    control_plane: ControlPlane,
+    prometheus_url: str,  # noqa: F811
+    exporter: Exporter,  # noqa: F811
+) -> None:
+    _assert_registered_as_the_gate_expects(wait_registered_and_ready(kube, scene), scene)
+
     # The gate opens it when free in-cluster GPUs drop below M...
     gate, band = start_gate(kube, control_plane, scene, prometheus_url)
     try:
         exporter.set(float(band["openWhenFreeGpusBelow"] - 1))
         wait_for(lambda: not _gated(kube), STEP_SECONDS, "the gate to open vk-lambda")
-
-        # ...and a pod spilled onto it gets its Secret, read where it runs.
-        suffix = uuid.uuid4().hex[:6]
-        secret, account, pod = f"model-token-{suffix}", f"chat-api-{suffix}", f"chat-api-{suffix}"
-        value = f"s3cr3t-{suffix}"
-        kube.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": secret, "namespace": INFERENCE_NAMESPACE},
-                "stringData": {"token": value},
-            }
-        )
-        kube.create(
-            {
-                "apiVersion": "v1",
-                "kind": "ServiceAccount",
-                "metadata": {"name": account, "namespace": INFERENCE_NAMESPACE},
-            }
-        )
-        kube.create(spilled_pod(pod, secret, account))
-        try:
-
-            def sent_to_interlink() -> list[Obj]:
-                return [r for r in scene.standin.created() if r["pod"]["metadata"]["name"] == pod]
-
-            [request] = wait_for(sent_to_interlink, STEP_SECONDS, f"{NODE} creating {pod} at interLink")
-            [server] = request["pod"]["spec"]["containers"]
-            assert {"name": "MODEL_TOKEN", "value": value} in server["env"], server["env"]
-            [sent] = [s for s in request["secrets"] if s["metadata"]["name"] == secret]
-            assert base64.b64decode(sent["data"]["token"]).decode() == value
-            [projected] = [p for p in request["projectedvolumesmaps"] if p["metadata"]["name"] == "api-token"]
-            assert projected["data"]["token"].count(".") == 2  # a JWT minted by TokenRequest
-            assert all(call.authorized for call in scene.standin.calls())
-
-            def running() -> Obj | None:
-                found = kube.get("v1", "Pod", pod, INFERENCE_NAMESPACE)
-                return found if (found or {}).get("status", {}).get("phase") == "Running" else None
-
-            wait_for(running, STEP_SECONDS, f"{pod} Running from the interLink API's status")
-        finally:
-            kube.delete("v1", "Pod", pod, INFERENCE_NAMESPACE)
+        _spilled_pod_runs_with_its_secret(kube, scene)
 
         # The grant that made it work reads Secrets only where spilled pods run.
         assert allowed(kube, NODE, "get", "secrets", INFERENCE_NAMESPACE)
@@ -434,20 +411,5 @@ def test_interlink_virtual_kubelet_registers_is_gated_and_runs_a_pod_with_its_se
     finally:
         gate.stop()
 
-    # Anyone who reaches the kubelet API gets an answer: no client certificate, no token.
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE  # self-signed (DisableCSR), CN system:node:vk-lambda
-    with urllib.request.urlopen(
-        f"https://127.0.0.1:{scene.kubelet_port}/runningpods/", timeout=30, context=context
-    ) as response:
-        assert response.status == 200
-        body = json.loads(response.read())
-    assert body["kind"] == "PodList"
-    # DisableCSR: a certificate it signed itself (main.go:276-278), no CSR waiting for approval.
-    pem = ssl.get_server_certificate(("127.0.0.1", scene.kubelet_port))
-    certificate = x509.load_pem_x509_certificate(pem.encode())
-    assert certificate.subject == certificate.issuer
-    [common_name] = certificate.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
-    assert common_name.value == f"system:node:{NODE}"
+    _kubelet_api_answers_anyone(scene)
     assert scene.vk.running(), scene.vk.log_tail()

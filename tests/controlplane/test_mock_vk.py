@@ -27,7 +27,7 @@ from box.manifests import REPO_ROOT, environment_objects
 from tests.controlplane.fixtures import applied
 from tests.controlplane.harness import ControlPlane
 from tests.controlplane.overflow_scene import wait_node_labelled
-from tests.controlplane.test_interlink_vk import rendered, service_account_kubeconfig, with_flags
+from tests.controlplane.virtual_kubelets import rendered, service_account_kubeconfig, with_flags
 from tests.support import tool
 from tools.toolchain import PINS
 

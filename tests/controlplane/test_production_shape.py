@@ -312,7 +312,7 @@ def test_training_critical_preempts_training_of_the_same_team(clean: Shape) -> N
     if clean.name != "staging":
         pytest.skip("prod's nodes are scaled down: only staging has quota equal to its nodes")
     pool = clean.env.pool("train-h100")
-    [flavor] = [f for f in clean.env.queues["foundation"] if f.pool == pool.name]
+    [flavor] = [f for f in clean.env.team_flavors["foundation"] if f.pool == pool.name]
     team = next(t for t in clean.env.teams if t.name == "foundation")
     ceiling = pool.schedulable_nodes * (team.max_usage_percent or 100) // 100
     low = jobs.submit(clean.kube, recipe("all-of-it", pods=ceiling))  # every node the team may use

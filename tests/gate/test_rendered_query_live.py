@@ -42,8 +42,8 @@ from generators.model.load import load
 from tests.gate import prod_shape
 from tests.gate.prod_shape import Cluster, Value, node_names, reserve
 from tests.monitoring.alert_cases import equality_matchers
-from tests.monitoring.test_queries_live import backfill_text, serve
 from tests.support import ROOT, tool
+from tests.support.prometheus import backfill_text, serve
 
 pytestmark = pytest.mark.slow
 

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 import yaml
 
+from generators.k8s.objects import Obj
 from generators.layout import environment_names, is_installer_input
 from tests.support import ROOT
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 ENVIRONMENTS = environment_names(ROOT)
-Obj = dict[str, Any]
 
 
 def rendered_files(env: str) -> dict[str, Any]:

@@ -16,12 +16,13 @@ import yaml
 
 from generators.components import argocd
 from generators.gitops.syncwaves import wave
+from generators.k8s.objects import Obj
 from generators.model.load import load
 from generators.validation.kubeconform import run_kubeconform
 from generators.validation.schemastore import default_crd_dir, ensure_schemas
 from tests.support import ROOT, tool
 
-from .conftest import ENVIRONMENTS, Obj, rendered_files, rendered_objects
+from .conftest import ENVIRONMENTS, rendered_files, rendered_objects
 
 ARGO_DIR = "argocd/"
 INSTALLERS_DIR = "installers/"

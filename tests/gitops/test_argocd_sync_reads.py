@@ -25,9 +25,10 @@ import pytest
 import yaml
 
 from generators.gitops.sources import applied
+from generators.k8s.objects import Obj
 from tests.support import ROOT
 
-from .conftest import ENVIRONMENTS, Obj, rendered_files, rendered_objects
+from .conftest import ENVIRONMENTS, rendered_files, rendered_objects
 
 WAVE = "argocd.argoproj.io/sync-wave"
 IGNORE_HEALTH = "argocd.argoproj.io/ignore-healthcheck"

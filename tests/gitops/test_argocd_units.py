@@ -9,11 +9,10 @@ import pytest
 
 from generators.components import argocd, registry
 from generators.gitops import syncoptions
+from generators.k8s.objects import Obj
 from generators.model.load import load
 from generators.pipeline import render
 from tests.support import ROOT
-
-from .conftest import Obj
 
 
 def _obj(api_version: str, kind: str, name: str, namespace: str | None = None, **spec: Any) -> Obj:

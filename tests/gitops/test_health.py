@@ -23,9 +23,10 @@ import pytest
 import yaml
 
 from generators.gitops import health
+from generators.k8s.objects import Obj
 from tests.support import ROOT, tool
 
-from .conftest import Obj, rendered_objects
+from .conftest import rendered_objects
 
 HPA = "overflow/serving-staging/horizontalpodautoscaler-chat-api.yaml"
 DASHBOARD = "monitoring/monitoring/grafanadashboard-trainyard-fabric.yaml"

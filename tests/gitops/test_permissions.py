@@ -15,6 +15,7 @@ from generators.components import argocd, registry
 from generators.errors import SpecError
 from generators.gitops import permissions, syncwaves
 from generators.gitops.argoglob import literal, matches
+from generators.k8s.objects import Obj
 from generators.model.load import load
 from generators.pipeline import render
 from tests.support import CORPUS, ROOT
@@ -28,7 +29,7 @@ def _prod() -> list[permissions.File]:
     return [permissions.File(f.path, f.obj) for f in render.render_tree(load(ROOT, "prod"))]
 
 
-def _project(files: list[permissions.File]) -> permissions.Obj:
+def _project(files: list[permissions.File]) -> Obj:
     return next(f.obj for f in files if f.path == PROJECT)
 
 
@@ -58,7 +59,7 @@ def test_a_kind_missing_from_the_whitelist_is_refused_once_at_its_first_file() -
 
 def test_an_empty_namespaced_whitelist_allows_nothing_but_a_missing_one_everything() -> None:
     """app_project_types.go:405-407: `nil` passes every namespaced kind, `[]` none."""
-    project: permissions.Obj = {"spec": {"namespaceResourceWhitelist": []}}
+    project: Obj = {"spec": {"namespaceResourceWhitelist": []}}
     assert not permissions.kind_permitted(project, "apps", "Deployment", "x", namespaced=True)
     assert permissions.kind_permitted({"spec": {}}, "apps", "Deployment", "x", namespaced=True)
     assert not permissions.kind_permitted({"spec": {}}, "", "Namespace", "x", namespaced=False)
@@ -72,6 +73,22 @@ def test_a_namespace_outside_the_destinations_is_refused() -> None:
         " namespace serving-prod is not in project trainyard-prod's destinations" in line for line in lines
     )
     assert all("namespace kueue-system " not in line for line in lines)  # the glob matches it
+
+
+def test_a_destination_namespace_does_not_make_cluster_scoped_objects_namespaced() -> None:
+    """With the Application's destination in a namespace, Argo CD v3.5.1 still reads each
+    object's scope from discovery: the real Argo CD on the box refused only the namespaces
+    (tests/box/test_scene_argocd.py), none of the cluster-scoped kinds. The render reads the
+    scope off metadata.namespace, so a ClusterQueue stays cluster-scoped."""
+    files = copy.deepcopy(_prod())
+    project = _project(files)["spec"]
+    project["destinations"] = [{**project["destinations"][0], "namespace": "kueue-*"}]
+    next(f.obj for f in files if f.path == APP)["spec"]["destination"]["namespace"] = "kueue-system"
+    lines = _lines(files)
+    assert [line for line in lines if "whitelist" in line] == []
+    assert any(
+        " namespace serving-prod is not in project trainyard-prod's destinations" in line for line in lines
+    )
 
 
 def test_a_repository_outside_source_repos_is_refused_at_the_application() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from tests.support import ROOT
-from tests.support.scratch import repo_with, run_cli
+from tests.support.scratch import rendered_repo
 
 
 def _staging(version: str = "1.36.2", integrations: str = "") -> str:
@@ -44,9 +44,7 @@ def _policies(files: dict[str, dict[str, Any]], prefix: str) -> list[str]:
 
 
 def test_jobsets_get_the_default_topology_and_only_enabled_kinds_are_matched(tmp_path: Path) -> None:
-    root = repo_with(tmp_path, _staging(integrations="[jobset.x-k8s.io/jobset]"))
-    code, _, err = run_cli(root, "render", "bad")
-    assert code == 0, err
+    root = rendered_repo(tmp_path, _staging(integrations="[jobset.x-k8s.io/jobset]"))
     files = _kueue(root)
     assert _policies(files, "mutatingadmissionpolicy-") == [
         "mutatingadmissionpolicy-trainyard-default-topology-evals-jobset.yaml",
@@ -64,8 +62,7 @@ def test_jobsets_get_the_default_topology_and_only_enabled_kinds_are_matched(tmp
 
 
 def test_rayjobs_get_it_on_the_head_and_each_worker_group(tmp_path: Path) -> None:
-    root = repo_with(tmp_path, _staging(integrations="[ray.io/rayjob]"))
-    assert run_cli(root, "render", "bad")[0] == 0
+    root = rendered_repo(tmp_path, _staging(integrations="[ray.io/rayjob]"))
     policy = _kueue(root)["mutatingadmissionpolicy-trainyard-default-topology-foundation-rayjob.yaml"]
     expression = policy["spec"]["mutations"][0]["jsonPatch"]["expression"]
     assert "\"/spec/rayClusterSpec/headGroupSpec/template\" + '/metadata'" in expression
@@ -73,9 +70,7 @@ def test_rayjobs_get_it_on_the_head_and_each_worker_group(tmp_path: Path) -> Non
 
 
 def test_below_1_36_a_gang_without_topology_is_warned_naming_the_annotation(tmp_path: Path) -> None:
-    root = repo_with(tmp_path, _staging("1.35.4"))
-    code, _, err = run_cli(root, "render", "bad")
-    assert code == 0, err
+    root = rendered_repo(tmp_path, _staging("1.35.4"))
     files = _kueue(root)
     assert _policies(files, "mutatingadmissionpolicy") == []
     assert _policies(files, "validatingadmissionpolicy-") == [

@@ -11,6 +11,7 @@ known to fail when they disagree.
 from __future__ import annotations
 
 import json
+import re
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field, is_dataclass
@@ -64,13 +65,13 @@ def lookup(node: Node, path: Keys) -> Node | None:
 # Schema properties the model holds no field for, and what consumes them instead.
 ELSEWHERE = {
     "environment.extends": "spec/load.py merges the base file in before the model sees the value",
-    "environment.example": "spec/example_checks.py: an example's placeholders are no warning",
+    "environment.example": "model/checks/example.py: an example's placeholders are no warning",
     "environment.whatif": "diff/whatif.py: the PR's what-if replay reads it; nothing renders from it",
-    "environment.pools[].exoticHardware": "spec/quantities.py: lifts the plausibility bounds of the "
+    "environment.pools[].exoticHardware": "model/checks/quantities.py: lifts the plausibility bounds of the "
     "per-node amounts",
     "environment.kueue.waitForPodsReady.enabled": "the schema admits only true: Kueue v0.19 has no "
     "switch for it",
-    "environment.overflow.requireImageDigests": "spec/overflow_checks.py refuses an image without a digest",
+    "environment.overflow.requireImageDigests": "model/checks/overflow.py refuses an image without a digest",
     **{
         f"environment.overflow.gate.{key}": "Provider.band, derived in build_overflow: staggered down "
         "the fill order"
@@ -211,6 +212,95 @@ def test_every_health_condition_setting_is_declared_once() -> None:
 def test_camel_case_rule() -> None:
     assert spec_key("gpu_temp_limit_celsius") == "gpuTempLimitCelsius"
     assert spec_key("name") == "name"
+
+
+def snake_case(key: str) -> str:
+    """A spec key's mechanical snake_case: reserveNodes -> reserve_nodes, repoURL -> repo_url."""
+    key = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", key)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key).lower()
+
+
+def test_snake_case_rule() -> None:
+    assert snake_case("reserveNodes") == "reserve_nodes"
+    assert snake_case("kubernetesVersion") == "kubernetes_version"
+    assert snake_case("repoURL") == "repo_url"
+    assert snake_case("closeWhenFreeGpusAtLeast") == "close_when_free_gpus_at_least"
+    assert snake_case("name") == "name"
+
+
+# Fields named otherwise than their property (each names its key in setting() beside it, where
+# a grep for the key finds it), and why. A new field takes the rule's name.
+OTHER_NAMES = {
+    "ArgoCD.automated": "syncPolicy, converted to a bool: whether Argo CD syncs by itself",
+    "KueueOptions.fair_sharing": "fairSharing.enabled: the switch of Kueue's fairSharing block, "
+    "read under this name by templates/kueue/configuration.yaml.j2",
+    "KueueOptions.fair_sharing_strategies": "fairSharing.preemptionStrategies, read under this "
+    "name by templates/kueue/configuration.yaml.j2",
+    "Monitoring.dcgm_config_map": "dcgmExporter.configMapName, read under this name by the "
+    "monitoring components and doctor",
+    "Monitoring.dcgm_namespace": "dcgmExporter.namespace, read under this name by the PromQL "
+    "vocabulary and the monitoring installers",
+    "Pool.gpus_per_node": "gpu.perNode (GPUs of the node, not gpu_per_node), read under this name "
+    "by the components, box, what-if and tests (about 20 modules)",
+    "Provider.credentials": "credentialsSecret, a SecretRef (name and key), read under this name by "
+    "the overflow components and provider contracts",
+}
+
+
+def model_classes(root: type = Environment) -> list[type]:
+    """Every dataclass the model reaches from `root` through its fields' type hints."""
+    found: dict[type, None] = {}
+    todo = [root]
+    while todo:
+        cls = todo.pop()
+        if cls in found:
+            continue
+        found[cls] = None
+        for rule in rules(cls):
+            args = [rule.hint, *get_args(rule.hint)]
+            args += [inner for arg in args[1:] for inner in get_args(arg)]
+            todo += [a for a in args if isinstance(a, type) and is_dataclass(a)]
+    return sorted(found, key=lambda c: c.__name__)
+
+
+def other_names(classes: list[type]) -> dict[str, str]:
+    """Class.field -> its dotted property, for each field that maps a property but is named
+    neither its key's snake_case (reserveNodes -> reserve_nodes) nor its dotted path's
+    (gpu.model -> gpu_model)."""
+    out = {}
+    for cls in classes:
+        for rule in rules(cls):
+            if not rule.path:  # derived or inline: it names what it reads in its metadata
+                continue
+            named = {snake_case(rule.path[-1]), "_".join(snake_case(k) for k in rule.path)}
+            if rule.field not in named:
+                out[f"{cls.__name__}.{rule.field}"] = ".".join(rule.path)
+    return out
+
+
+def test_each_setting_is_spelled_as_its_key() -> None:
+    """A grep for a spec key finds its field: the field is the key's snake_case (or its dotted
+    path's), or setting() beside it names the key and OTHER_NAMES says why it differs. A
+    property no field holds is read by a derived field (named in derived() beside it) or
+    listed in ELSEWHERE (test_every_setting_is_declared_once_in_schema_and_model)."""
+    classes = model_classes()
+    assert Condition in classes and len(classes) > 30, "the walk reaches every section"
+    found = other_names(classes)
+    unlisted = {name: key for name, key in found.items() if name not in OTHER_NAMES}
+    assert unlisted == {}, "name these fields by their key's snake_case, or list them in OTHER_NAMES"
+    assert set(OTHER_NAMES) <= set(found), "OTHER_NAMES entries now named by the rule: delete them"
+    assert all(reason.strip() for reason in OTHER_NAMES.values())
+
+
+def test_a_field_named_otherwise_is_found() -> None:
+    @dataclass(frozen=True)
+    class Section:
+        reserve_nodes: int
+        gpu_model: str = field(metadata=setting("gpu.model"))
+        spare: int = field(metadata=setting("reserveNodes"))
+        total: int = field(metadata=derived("nodes"))
+
+    assert other_names([Section]) == {"Section.spare": "reserveNodes"}
 
 
 # Small wrong pairs: the checker must name each disagreement.

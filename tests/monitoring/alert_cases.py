@@ -80,7 +80,7 @@ class Builder:
         self.node_job = equality_matchers(sel["nodeExporter"])
         self.ksm_job = equality_matchers(sel["kubeStateMetrics"])
         self.kueue_job = equality_matchers(sel["kueue"])
-        self.host = exporters.dcgm_host_label(self.mon["exporters"]["dcgmExporter"])
+        self.host = exporters.dcgm_exporter(self.mon["exporters"]["dcgmExporter"]).release.host_label
         self.node_host = self.mon["nodeExporterHostLabel"]
         self.window = minutes(self.alerts["errorWindow"])
 

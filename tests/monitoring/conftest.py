@@ -16,7 +16,7 @@ import yaml
 from generators.layout import environment_names
 from generators.model.build import build
 from generators.model.environment import Environment
-from generators.spec.load import load_environment
+from generators.model.load import load_environment
 from tests.support import ROOT, tool
 
 ENVIRONMENTS = environment_names(ROOT)

@@ -12,9 +12,8 @@ honorLabels onto the first endpoint at :5002).
 
 from __future__ import annotations
 
-from typing import Any
+from generators.k8s.objects import Obj
 
-Obj = dict[str, Any]
 SERVICE = "nvidia-dcgm-exporter"  # the Service, its app label and the ServiceMonitor's name
 PORT = "gpu-metrics"  # the Service's port name
 

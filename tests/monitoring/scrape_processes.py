@@ -34,20 +34,19 @@ import urllib.parse
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any
 
 import requests
 import yaml
 
 from box.daemon import Daemon, free_port
 from box.httpd import Background
+from generators.k8s.objects import Obj
 from tests.monitoring import servicemonitor
 from tests.monitoring.scrape_cluster import NodePlan
 from tests.support import tool
 from tests.support.httpserver import QuietHTTPServer
 from tests.support.prometheus import Prometheus, prometheus_server
 
-Obj = dict[str, Any]
 READY_SECONDS = 60
 SCRAPE_INTERVAL = "2s"  # node_exporter scrapes took up to 0.31 s here: 6x margin on 2 busy cores
 FAKE_SYSFS_MOUNT = "/host/sys"  # the chart's mountPath of the host's /sys

@@ -23,6 +23,7 @@ from typing import Any
 
 from box.daemon import Daemon
 from box.kube import Kube, wait_for
+from generators.k8s.objects import Obj
 from generators.model.environment import Environment
 from generators.model.load import load
 from generators.model.types import Pool
@@ -36,8 +37,6 @@ WORKLOADS = "trainyard-scrape"  # namespace of the inference pod
 PORT_DOWN_DEVICE = "mlx5_3"
 LINK_ERRORS_DEVICE, LINK_ERRORS = "mlx5_0", 500
 SERIES_SECONDS = 90  # discovery + first scrapes on 2 busy cores
-
-Obj = dict[str, Any]
 
 
 @dataclass

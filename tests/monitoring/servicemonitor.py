@@ -29,9 +29,8 @@ translation against the operator's own golden file for its `TestGenerateRelabelC
 from __future__ import annotations
 
 import re
-from typing import Any
 
-Obj = dict[str, Any]
+from generators.k8s.objects import Obj
 
 # Endpoint fields translated below; any other field present is refused.
 _ENDPOINT_FIELDS = {

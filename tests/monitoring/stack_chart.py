@@ -17,12 +17,12 @@ import tempfile
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from box.charts import template_argv
-from generators.spec.load import load_environment
+from generators.k8s.objects import Obj
+from generators.model.load import load_environment
 from generators.upstream.charts import KUBE_PROMETHEUS_STACK, Chart
 from tests.support import ROOT, archive, tool
 
@@ -32,8 +32,6 @@ KSM_SOURCE = "kube-prometheus-stack/charts/kube-state-metrics/templates/"
 NODE_EXPORTER_SOURCE = "kube-prometheus-stack/charts/prometheus-node-exporter/templates/"
 
 HELM_HOMES = ("CACHE", "CONFIG", "DATA")
-
-Obj = dict[str, Any]
 
 
 def values_file(env: str) -> Path:

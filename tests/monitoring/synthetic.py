@@ -190,7 +190,7 @@ def kueue_series(c: Cluster) -> None:
             {**job, "preempting_cluster_queue": team.name, "reason": "InClusterQueue"},
             slope=0.1,
         )
-        for flavor in c.env.queues[team.name]:
+        for flavor in c.env.team_flavors[team.name]:
             gpu = c.env.pool(flavor.pool).gpu_resource
             for quota in flavor.quotas:
                 if quota.resource.name != gpu:

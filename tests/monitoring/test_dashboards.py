@@ -4,35 +4,19 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 import yaml
 
 from generators.components.monitoring import dcgm_counters, generate
 from generators.model import exporters
 from tests.monitoring.conftest import Shipped
+from tests.monitoring.rendered_views import dashboards, panels
 from tests.support import ROOT
 
 UID = re.compile(r"^[a-zA-Z0-9_-]{1,40}$")
 CLIENT_SIDE_APPLY_LIMIT = 262144
 CONFIGMAP_LIMIT = 1024 * 1024
 SSA = ("argocd.argoproj.io/sync-options", "ServerSideApply=true")
-
-
-def dashboards(shipped: Shipped) -> list[dict[str, Any]]:
-    """The dashboard JSON models inside the rendered objects."""
-    out = []
-    for obj in shipped.objects:
-        if obj["kind"] == "GrafanaDashboard":
-            out.append(json.loads(obj["spec"]["json"]))
-        elif obj["kind"] == "ConfigMap" and any(k.endswith(".json") for k in obj.get("data", {})):
-            (text,) = obj["data"].values()  # one dashboard per ConfigMap
-            out.append(json.loads(text))
-    return out
-
-
-def panels(board: dict[str, Any]) -> list[dict[str, Any]]:
-    return [p for p in board["panels"] if p["type"] != "row"]
 
 
 def test_delivery_matches_the_spec(shipped: Shipped) -> None:
@@ -74,7 +58,9 @@ def test_current_schema_variables_and_panel_ids(shipped: Shipped) -> None:
 
 
 def test_host_variable_uses_the_host_label_of_the_named_exporter(shipped: Shipped) -> None:
-    host_label = exporters.dcgm_host_label(shipped.spec["monitoring"]["exporters"]["dcgmExporter"])
+    host_label = exporters.dcgm_exporter(
+        shipped.spec["monitoring"]["exporters"]["dcgmExporter"]
+    ).release.host_label
     board = next(b for b in dashboards(shipped) if b["uid"].endswith("-gpu-hardware"))
     host = next(v for v in board["templating"]["list"] if v["name"] == "host")
     assert host["query"].endswith(f", {host_label})")

@@ -31,7 +31,7 @@ def test_every_environment_ships_a_counters_csv() -> None:
 
 @pytest.mark.parametrize("name", ENVIRONMENTS)
 def test_dcgm_exporter_reads_the_shipped_csv(reader: Path, name: str, tmp_path: Path) -> None:
-    from tests.monitoring.test_charts import Env, one
+    from tests.monitoring.installs import Env, one
 
     env = Env(name)
     data = one(env.gpu_operator(), "ConfigMap", env.m["dcgmExporter"]["configMapName"])["data"]

@@ -101,7 +101,7 @@ def test_node_label_names_follow_kube_state_metrics(key: str, label: str) -> Non
 
 
 def test_rules_group_gpu_alerts_by_the_host_label_of_the_named_release(shipped: Shipped) -> None:
-    host = exporters.dcgm_host_label(shipped.spec["monitoring"]["exporters"]["dcgmExporter"])
+    host = exporters.dcgm_exporter(shipped.spec["monitoring"]["exporters"]["dcgmExporter"]).release.host_label
     rules = [r for g in groups(shipped.env) for r in g["rules"] if r.get("alert") == "GPUTemperatureHigh"]
     assert rules and rules[0]["expr"].startswith(f"max by ({host}, gpu, UUID) ")
 

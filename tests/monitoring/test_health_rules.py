@@ -12,19 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generators.components.monitoring.alerts.health import duration
+from generators.components.monitoring.alerts.health import prometheus_duration
 from tests.monitoring.alert_cases import Builder, promtool_tests
 from tests.monitoring.conftest import Shipped, load_shipped
-from tests.monitoring.test_rules import all_rules, rules_file_text, run
+from tests.monitoring.rendered_views import QUARANTINING, all_rules, policy, rules_file_text, run
 from tests.support import ROOT
-
-QUARANTINING = ["staging", "prod"]
-
-
-def policy(env: str) -> dict[str, object]:
-    path = ROOT / "rendered" / env / "health" / "trainyard-system" / "configmap-gpu-health-policy.yaml"
-    document: dict[str, object] = yaml.safe_load(yaml.safe_load(path.read_text())["data"]["policy.yaml"])
-    return document
 
 
 @pytest.mark.parametrize("env", QUARANTINING)
@@ -40,7 +32,7 @@ def test_each_condition_alert_runs_the_controllers_query_for_its_duration(env: s
         rule = rules[cond.alert]
         assert rule["expr"] == rendered["query"] == cond.query
         seconds = rendered["quarantineAfterSeconds"]
-        assert rule.get("for") == (duration(seconds) if seconds else None)
+        assert rule.get("for") == (prometheus_duration(seconds) if seconds else None)
         assert rule["labels"]["reason"] == rendered["reason"]
 
 
@@ -55,7 +47,7 @@ def test_no_health_alerts_without_the_builtin_backend() -> None:
     ("seconds", "text"), [(300, "5m"), (0, "0h"), (90, "90s"), (3600, "1h"), (1860, "31m")]
 )
 def test_duration(seconds: int, text: str) -> None:
-    assert duration(seconds) == text
+    assert prometheus_duration(seconds) == text
 
 
 def test_a_shorter_quarantine_duration_fails_promtool(promtool: Path, tmp_path: Path) -> None:
@@ -65,8 +57,8 @@ def test_a_shorter_quarantine_duration_fails_promtool(promtool: Path, tmp_path: 
     hold = shipped.spec["health"]["conditions"]["gpuTemperature"]["quarantineAfterSeconds"]
     groups = yaml.safe_load(rules_file_text(shipped))
     [rule] = [r for g in groups["groups"] for r in g["rules"] if r.get("alert") == "GpuHealthGpuTemperature"]
-    assert rule["for"] == duration(hold)
-    rule["for"] = duration(hold - 60)
+    assert rule["for"] == prometheus_duration(hold)
+    rule["for"] = prometheus_duration(hold - 60)
     broken = yaml.safe_dump(groups, sort_keys=False)
     cases = [c for c in Builder(shipped.spec).all() if c.alert == "GpuHealthGpuTemperature"]
     (tmp_path / "rules.yaml").write_text(broken)

@@ -13,7 +13,7 @@ from generators.components import monitoring
 from generators.components.monitoring import dashboards
 from generators.components.monitoring.alerts import groups
 from generators.pipeline.render import render_environment, render_tree
-from generators.validation.promql_ast import selectors
+from generators.promql.reads import selectors
 from tests.monitoring.conftest import Shipped
 from tests.support import ROOT
 

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,29 +20,10 @@ import yaml
 
 from tests.monitoring import synthetic
 from tests.monitoring.conftest import ENVIRONMENTS, Shipped, load_shipped
-from tests.monitoring.test_dashboards import dashboards, panels
-from tests.support import free_port
+from tests.monitoring.rendered_views import concrete, dashboards, panels
+from tests.support.prometheus import backfill_text, serve
 
 pytestmark = pytest.mark.slow
-
-# Grafana's variables and macros, as a user would pick them: every host, the last hour.
-SUBSTITUTIONS = (
-    ("$__rate_interval", "2m"),
-    ("$__range_s", "3600"),
-    ("$__range", "1h"),
-    ("$__interval", "1m"),
-    ("$cluster_queue", ".*"),
-    ("$namespace", ".*"),
-    ("$host", ".*"),
-)
-READY_DEADLINE_SECONDS = 120  # start-up on a busy 2-core machine; not an assertion on speed
-
-
-def concrete(expr: str) -> str:
-    for variable, value in SUBSTITUTIONS:
-        expr = expr.replace(variable, value)
-    assert "$" not in expr.replace('"$1"', ""), expr
-    return expr
 
 
 def queries(shipped: Shipped) -> list[tuple[str, str]]:
@@ -73,61 +52,6 @@ def all_shipped() -> list[Shipped]:
 def backfill(promtool: Path, work: Path, all_shipped: list[Shipped]) -> None:
     """A TSDB at work/tsdb holding the synthetic series of every shipped environment."""
     backfill_text(promtool, work, synthetic.openmetrics([s.env for s in all_shipped]))
-
-
-def backfill_text(promtool: Path, work: Path, openmetrics: str) -> None:
-    """A TSDB at work/tsdb holding the series of an OpenMetrics text."""
-    (work / "data.om").write_text(openmetrics)
-    done = subprocess.run(
-        [str(promtool), "tsdb", "create-blocks-from", "openmetrics", "data.om", "tsdb"],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
-def wait_ready(url: str, server: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + READY_DEADLINE_SECONDS
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        if server.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"prometheus did not start:\n{log.read_text()[-3000:]}")
-        time.sleep(0.5)
-
-
-@contextmanager
-def serve(prometheus_binary: Path, work: Path) -> Iterator[str]:
-    """The pinned Prometheus serving work/tsdb on a free local port; its URL."""
-    (work / "prometheus.yml").write_text("global: {scrape_interval: 1m}\n")
-    port = free_port()
-    log = (work / "prometheus.log").open("w")
-    server = subprocess.Popen(
-        [
-            str(prometheus_binary),
-            "--config.file=prometheus.yml",
-            "--storage.tsdb.path=tsdb",
-            "--storage.tsdb.retention.time=100y",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        cwd=work,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(url, server, work / "prometheus.log")
-        yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
 
 
 @pytest.fixture(scope="module")

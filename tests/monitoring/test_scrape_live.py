@@ -49,7 +49,7 @@ from trainyard_gate.runtime.reader import PrometheusEndpoint
 
 from box.kube import Kube
 from generators.layout import environment_names
-from generators.validation.promql_ast import parse, selectors
+from generators.promql.reads import parse, selectors
 from tests.monitoring import scrape_stack, servicemonitor
 from tests.monitoring.scrape_cluster import GPU_POD_REQUEST
 from tests.monitoring.scrape_processes import container_port

@@ -19,9 +19,7 @@ import yaml
 
 from tests.monitoring.alert_cases import DCGM_PLACEHOLDER, Builder, series
 from tests.monitoring.conftest import load_shipped
-from tests.monitoring.test_dashboards import dashboards, panels
-from tests.monitoring.test_health_rules import QUARANTINING, policy
-from tests.monitoring.test_rules import all_rules, run
+from tests.monitoring.rendered_views import QUARANTINING, all_rules, dashboards, panels, policy, run
 
 EVAL_MINUTES = 5
 

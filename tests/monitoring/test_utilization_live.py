@@ -34,7 +34,7 @@ from generators.model.promql import ExporterQueries
 from tests.monitoring import servicemonitor
 from tests.monitoring.conftest import Shipped, load_shipped
 from tests.monitoring.gpu_operator import PORT, SERVICE, dcgm_service_monitor
-from tests.monitoring.test_queries_live import concrete
+from tests.monitoring.rendered_views import concrete
 from tests.support import ROOT
 from tests.support.httpserver import QuietHTTPServer
 from tests.support.prometheus import Prometheus, prometheus_server

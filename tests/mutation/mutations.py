@@ -156,7 +156,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "admission-default-preemption-never",
         "generators/components/priorities.py",
-        'preemptionPolicy: {_cel(tier.preemption_policy)}}}}}"',
+        'preemptionPolicy: {literal(tier.preemption_policy)}}}}}"',
         "preemptionPolicy: 'Never'}}}}\"",
         "the mutating policy sets the default tier's preemptionPolicy",
     ),
@@ -357,7 +357,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "quantity-binary-never",
-        "generators/k8s/quantity.py",
+        "generators/model/quantity.py",
         'if fmt == "binary" and value.denominator == 1',
         "if False and value.denominator == 1",
         "memory quotas print in the apiserver's canonical binary form (1Ti)",
@@ -575,35 +575,35 @@ MUTATIONS: tuple[Mutation, ...] = (
     # the spec's cross-field checks: the cohort graph, the share sums
     Mutation(
         "spec-shares-under-100-accepted",
-        "generators/spec/semantics.py",
+        "generators/model/checks/semantics.py",
         "            if total != 100:",
         "            if total > 100:",
         "team shares of a pool summing under 100% are refused (quota below capacity)",
     ),
     Mutation(
         "spec-shares-last-team-wins",
-        "generators/spec/semantics.py",
+        "generators/model/checks/semantics.py",
         "totals[pool] += int(share)",
         "totals[pool] = int(share)",
         "the share sum of a pool adds every team's share",
     ),
     Mutation(
         "spec-cohort-root-one-step",
-        "generators/spec/semantics.py",
+        "generators/model/checks/semantics.py",
         "        while cohort is not None and parents.get(cohort) is not None and cohort not in seen:",
         "        if cohort is not None and parents.get(cohort) is not None and cohort not in seen:",
         "borrowing works across a cohort tree of any depth (the root, not the parent)",
     ),
     Mutation(
         "spec-cohort-cycle-only-through-self",
-        "generators/spec/semantics.py",
+        "generators/model/checks/semantics.py",
         "                if parent in seen:",
         "                if parent == cohort['name']:",
         "a cohort whose ancestors loop is refused (not an endless check)",
     ),
     Mutation(
         "spec-usage-cap-smallest-share",
-        "generators/spec/semantics.py",
+        "generators/model/checks/semantics.py",
         "pool, share = max(partial.items(), key=lambda item: (item[1], item[0]))",
         "pool, share = min(partial.items(), key=lambda item: (item[1], item[0]))",
         "maxUsagePercent below the team's LARGEST partial share is refused",

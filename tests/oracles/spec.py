@@ -31,7 +31,7 @@ def oracle_spec(body: str) -> str:
     at the pinned Kubernetes minor), then the test's own `body` (pools, teams, ...).
 
     `example: true`: the oracle specs name example images (ghcr.io/example/...) on purpose,
-    so their placeholder warnings (generators/spec/example_checks.py) would only bury the
+    so their placeholder warnings (generators/model/checks/example.py) would only bury the
     failure of an oracle under lines about image names. The flag changes no rendered byte."""
     return (
         f"extends: _defaults.yaml\nname: {NAME}\nexample: true\n"

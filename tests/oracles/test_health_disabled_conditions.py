@@ -25,8 +25,8 @@ from trainyard_gate.health.state import HealthState
 from trainyard_gate.runtime.nodes import NodeTaints
 
 from generators.model.build import build
+from generators.model.load import load_environment
 from generators.pipeline import render
-from generators.spec.load import load_environment
 from tests.monitoring.alert_cases import Builder, Case, Expect, promtool_tests, series
 from tests.oracles.spec import NAME, oracle_spec
 from tests.support import tool
@@ -34,14 +34,8 @@ from tests.support.scratch import write_environment
 
 SPEC = oracle_spec("""\
 pools:
-  - name: train
-    role: training
-    gpu: {model: H100, perNode: 8}
-    nodes: 10
-    reserveNodes: 2
-    cpu: 96
-    memory: 1000Gi
-    nodeLabels: {trainyard.dev/pool: train}
+  - {name: train, role: training, gpu: {model: H100, perNode: 8}, nodes: 10, reserveNodes: 2, cpu: 96,
+     memory: 1000Gi, nodeLabels: {trainyard.dev/pool: train}}
 teams:
   - name: alpha
     namespaces: [alpha]

@@ -1,8 +1,8 @@
 """Quotas, cohort tree and TAS split of a small spec, against numbers worked out by hand.
 
-The spec (SPEC below): pool `train` (training, topology) 13 nodes, 1 in reserve, so 12
-schedulable, 8 GPUs + 8 rdma/ib + 96 CPU + 1Ti per node; pool `serve` (inference) 10 nodes,
-4 GPUs + 64 CPU + 512Gi per node. Teams are written zeta, mid, alpha (not name order).
+The spec (SPEC, tests/oracles/quota_spec.py): pool `train` (training, topology) 13 nodes, 1 in
+reserve, so 12 schedulable, 8 GPUs + 8 rdma/ib + 96 CPU + 1Ti per node; pool `serve`
+(inference) 10 nodes, 4 GPUs + 64 CPU + 512Gi per node. Teams are written zeta, mid, alpha (not name order).
 
 Largest remainder, by hand:
   train, 12 nodes: alpha 25% = 3.0, mid 40% = 4.8, zeta 35% = 4.2 -> floors 3, 4, 4 = 11;
@@ -25,57 +25,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.oracles.spec import Objects, cells, oracle_spec, rendered
-
-SPEC = oracle_spec("""\
-pools:
-  - name: train
-    role: training
-    gpu: {model: H100, perNode: 8}
-    nodes: 13
-    reserveNodes: 1
-    cpu: 96
-    memory: 1Ti
-    extraResources: {rdma/ib: 8}
-    topology: {levels: [example.com/block, example.com/rack, kubernetes.io/hostname]}
-    nodeLabels: {pool: train}
-  - name: serve
-    role: inference
-    gpu: {model: L4, perNode: 4}
-    nodes: 10
-    cpu: 64
-    memory: 512Gi
-    nodeLabels: {pool: serve}
-cohorts:
-  - name: root
-  - name: research
-    parent: root
-teams:
-  - name: zeta
-    namespaces: [zeta]
-    cohort: research
-    shares: {train: 35, serve: 25}
-    maxUsagePercent: 60
-  - name: mid
-    namespaces: [mid]
-    cohort: research
-    shares: {train: 40, serve: 50}
-    lendablePercent: 70
-  - name: alpha
-    namespaces: [alpha]
-    cohort: root
-    shares: {train: 25, serve: 25}
-    maxUsagePercent: 25
-  - name: probe
-    namespaces: [probe]
-    cohort: research
-    shares: {serve: 0}
-    borrowFrom: [train]
-    maxUsagePercent: 50
-kueue:
-  waitForPodsReady: {blockAdmission: true, timeout: 20m}
-  integrations: [batch/job]
-""")
+from tests.oracles.quota_spec import SPEC
+from tests.oracles.spec import Objects, cells, rendered
 
 
 @pytest.fixture(scope="module")

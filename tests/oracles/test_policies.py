@@ -12,8 +12,8 @@ import pytest
 from generators.pipeline import render
 from policies import kueue_rules, names, quota_conservation, references
 from policies.context import Context, RenderedObject
+from tests.oracles.quota_spec import SPEC
 from tests.oracles.spec import environment
-from tests.oracles.test_kueue_quotas import SPEC
 
 Edit = Callable[[dict[str, Any]], None]
 

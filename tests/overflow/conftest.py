@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import yaml
 
+from generators.k8s.objects import Obj
 from generators.layout import environment_names
 from tests.support import ROOT
 
 ENVIRONMENTS = environment_names(ROOT)
-Obj = dict[str, Any]
 
 
 @cache

@@ -14,10 +14,11 @@ from celpy import celtypes
 from celpy.adapter import json_to_cel
 
 from generators.components.overflow.inference import inference_pod_snippet
+from generators.k8s.objects import Obj
 from generators.model.load import load
 from tests.support import ROOT
 
-from .conftest import Obj, one, overflow_envs
+from .conftest import one, overflow_envs
 
 GATE = "trainyard.dev/overflow-gate"
 LIFECYCLE = [

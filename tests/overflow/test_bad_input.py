@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.overflow_spec import BASE, OVERFLOW, SECOND_PROVIDER
 from tests.support.scratch import repo_with, run_cli, tree_digest
-
-from .specs import BASE, OVERFLOW, SECOND_PROVIDER
 
 ONE_LINE = re.compile(r"^environments/bad\.yaml:\d+:\d+: error: [^\n]+$")
 

@@ -8,20 +8,17 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
+from generators.k8s.objects import Obj
 from generators.model.load import load
 from generators.providers import CONTRACTS, PROVIDER_TAINT_KEYS
 from generators.providers.contract import CONFIG_DIR, CREDENTIALS_DIR, SERVING_DIR
 from tests.support import ROOT
+from tests.support.overflow_spec import BASE
 from tests.support.scratch import repo_with, run_cli
-
-from .specs import BASE
-
-Obj = dict[str, Any]
 
 # One provider of each type, as an environment owner would write it.
 PROVIDERS = {

@@ -10,10 +10,11 @@ import yaml
 from trainyard_gate.overflow.policy import load as load_taint_policy
 
 from generators.components.overflow.inference import inference_pod_snippet
+from generators.k8s.objects import Obj
 from generators.model.load import load
 from tests.support import ROOT, mappings
 
-from .conftest import ENVIRONMENTS, Obj, objects, one, overflow_envs, rendered
+from .conftest import ENVIRONMENTS, objects, one, overflow_envs, rendered
 
 OVERFLOW_ENVS = overflow_envs()
 PLUGIN_SET_KEYS = {"presort", "sort", "deschedule", "balance", "filter", "preevictionfilter"}

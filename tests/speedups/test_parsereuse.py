@@ -10,9 +10,8 @@ import pytest
 
 from generators.layout import environment_names
 from generators.model.load import load
-from generators.output.yamlemit import is_plain
 from generators.pipeline import render
-from generators.speedups.parsereuse import rendered_objects
+from generators.speedups.parsereuse import is_plain, rendered_objects
 from generators.validation.kubeconform import manifest_files
 from policies.context import read_objects
 from tests.speedups.objects import same

@@ -104,7 +104,7 @@ def test_code_fingerprint_covers_templates_code_and_schemas(
     copy_repo(tmp_path, keys.FOLDERS)
     monkeypatch.setattr(keys, "CODE", tmp_path)
     seen = set()
-    edits = ("templates/kueue/cohort.yaml.j2", "generators/k8s/quantity.py", "schemas/overflow.schema.json")
+    edits = ("templates/kueue/cohort.yaml.j2", "generators/model/quantity.py", "schemas/overflow.schema.json")
     for edited in edits:
         keys.code_fingerprint.cache_clear()
         seen.add(keys.code_fingerprint())

@@ -49,6 +49,7 @@ BOX_TOOLS = (
 ARGOCD_TOOLS = ("argocd", "miniredis")
 UP_SECONDS = 900  # a cold start on 2 cores shared by several sessions
 DOWN_SECONDS = 300
+CONTROLLER_SECONDS = 120  # admission, ungating, binding, KWOK and the job controller on 2 busy cores
 LOG_LINES = 40  # of each component's log, printed on a failure
 
 

@@ -3,9 +3,15 @@ and the oracle of tests/oracles/test_tiers_and_overflow.py: a mock provider entr
 inference pool the default free-GPU query counts, and one served Deployment. What a test
 is about (a provider's name, GPU model, price and preference; the gate band; the tiers)
 stays written in the test; the fields that only make an entry valid live here once, so a
-schema change to them is one edit, not one per folder."""
+schema change to them is one edit, not one per folder.
+
+And a small valid environment with an overflow section (BASE: the minimal corpus spec plus
+the inference pool the default free-GPU query counts), with a second provider to add
+(tests/overflow and the overflow model's tests/model/test_overflow.py)."""
 
 from __future__ import annotations
+
+from tests.support import CORPUS
 
 
 def mock_provider(name: str, model: str, cost: float, preference: int | None = None) -> str:
@@ -44,3 +50,30 @@ SERVED_API = """\
       maxReplicas: 4
       metric: {name: queue_depth, averageValue: "5"}
 """
+
+OVERFLOW = (
+    "overflow:\n  providers:\n"
+    + mock_provider("cheap", "L4", 0.8)
+    + """\
+  gate:
+    prometheusUrl: http://prometheus:9090
+    closeWhenFreeGpusAtLeast: 16
+    openWhenFreeGpusBelow: 4
+    image: {repository: ghcr.io/example/gate, tag: 0.1.0}
+  migrateBack:
+    maxPodsToEvictPerNode: 2
+    maxPodsToEvictPerNamespace: 2
+    maxPodsToEvictTotal: 4
+  extraNamespaces: [web]  # alpha trains: its pods run at a training tier, serving lives apart
+  inference:
+"""
+    + SERVED_API
+)
+SECOND_PROVIDER = mock_provider("dear", "H100", 3.5)  # differs in name, GPU model and price only
+MINIMAL = (CORPUS / "valid-minimal.yaml").read_text()
+BASE = (
+    MINIMAL.replace("teams:\n", INFERENCE_POOL + "teams:\n", 1).replace(
+        "shares: {train: 100}", "shares: {train: 100, serve: 100}"
+    )
+    + OVERFLOW
+)

@@ -1,5 +1,8 @@
 """The pinned Prometheus as the tests run it (tools/toolchain.py PINS): one command line, one
 readiness wait, the two API reads the tests make (an instant query, the active targets).
+And a TSDB backfilled from an OpenMetrics text (`backfill_text`), served read-only by the same
+binary (`serve(binary, work)`: tests/monitoring/test_queries_live.py and the tests that reuse
+its series).
 
 `prometheus_server(workdir, config)` writes `config` to workdir/prometheus.yml and returns the server,
 not started, with its TSDB in workdir/data and its web API on a free loopback port.
@@ -9,10 +12,16 @@ not started, with its TSDB in workdir/data and its web API on a free loopback po
 
 from __future__ import annotations
 
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import requests
 
 from box.daemon import Daemon
@@ -72,3 +81,61 @@ def prometheus_server(workdir: Path, config: str) -> Prometheus:
         cwd=workdir,
     )
     return Prometheus(daemon, f"http://127.0.0.1:{port}")
+
+
+READY_DEADLINE_SECONDS = 120  # start-up on a busy 2-core machine; not an assertion on speed
+
+
+def backfill_text(promtool: Path, work: Path, openmetrics: str) -> None:
+    """A TSDB at work/tsdb holding the series of an OpenMetrics text."""
+    (work / "data.om").write_text(openmetrics)
+    done = subprocess.run(
+        [str(promtool), "tsdb", "create-blocks-from", "openmetrics", "data.om", "tsdb"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def wait_ready(url: str, server: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + READY_DEADLINE_SECONDS
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"prometheus did not start:\n{log.read_text()[-3000:]}")
+        time.sleep(0.5)
+
+
+@contextmanager
+def serve(prometheus_binary: Path, work: Path) -> Iterator[str]:
+    """The pinned Prometheus serving work/tsdb on a free local port; its URL."""
+    (work / "prometheus.yml").write_text("global: {scrape_interval: 1m}\n")
+    port = free_port()
+    log = (work / "prometheus.log").open("w")
+    server = subprocess.Popen(
+        [
+            str(prometheus_binary),
+            "--config.file=prometheus.yml",
+            "--storage.tsdb.path=tsdb",
+            "--storage.tsdb.retention.time=100y",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        cwd=work,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(url, server, work / "prometheus.log")
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()

@@ -4,7 +4,15 @@ them: `helm upgrade [--install] ...` with its `\\` continuation lines joined, sp
 from __future__ import annotations
 
 import re
+import uuid
 from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.support import ROOT
+
+README_JOB_MARKER = "<!-- recipe:training-job -->"
 
 
 def helm_commands(text: str) -> list[str]:
@@ -27,3 +35,14 @@ def header_command(path: Path) -> str:
     """The one helm command a rendered installer values file's header states."""
     [command] = helm_commands(header(path))
     return command
+
+
+def readme_job(name: str) -> dict[str, Any]:
+    """README's training Job (the YAML block after its recipe marker), named `<name>-<random>`
+    so two tests on one box never collide."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```yaml\n(.*?)```", text[text.index(README_JOB_MARKER) :], re.DOTALL)
+    assert block is not None
+    job: dict[str, Any] = yaml.safe_load(block.group(1))
+    job["metadata"]["name"] = f"{name}-{uuid.uuid4().hex[:6]}"
+    return job

@@ -62,6 +62,15 @@ def repo_with(root: Path, env_text: str) -> Path:
     return root
 
 
+def rendered_repo(root: Path, env_text: str) -> Path:
+    """repo_with(root, env_text) with `bad` rendered, which must succeed (exit 0, its stderr
+    shown if not); the repository root, to read rendered/bad/ from."""
+    repo_with(root, env_text)
+    code, _, err = run_cli(root, "render", "bad")
+    assert code == 0, err
+    return root
+
+
 def run_cli(root: Path, *argv: str) -> tuple[int, str, str]:
     """Run generate.py with `root` as the repository root; returns (exit, stdout, stderr)."""
     out, err = io.StringIO(), io.StringIO()

@@ -1,4 +1,4 @@
-"""Issue 22 item 2: the supported Kubernetes range (generators/upstream/kubernetes.py, README).
+"""The supported Kubernetes range (generators/upstream/kubernetes.py, README).
 
 Below 1.36 there is no MutatingAdmissionPolicy (GA, admissionregistration.k8s.io/v1, in
 1.36), so the priority enforcement renders validating-only: a class-less training pod is
@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from tests.support import CORPUS, ROOT
-from tests.support.scratch import repo_with, run_cli
+from tests.support.scratch import refused, rendered_repo, repo_with, run_cli
 
 MINIMAL = (CORPUS / "valid-minimal.yaml").read_text()
 
@@ -33,9 +33,7 @@ def _priorities(root: Path) -> dict[str, dict[str, Any]]:
 
 
 def test_below_1_36_the_priority_policy_validates_only(tmp_path: Path) -> None:
-    root = repo_with(tmp_path, _at("1.33.5"))
-    code, _, err = run_cli(root, "render", "bad")
-    assert code == 0, err
+    root = rendered_repo(tmp_path, _at("1.33.5"))
     files = _priorities(root)
     assert not [name for name in files if name.startswith("mutatingadmissionpolicy")], sorted(files)
     policy = files["validatingadmissionpolicy-trainyard-training-priority.yaml"]
@@ -51,9 +49,7 @@ def test_below_1_36_the_priority_policy_validates_only(tmp_path: Path) -> None:
 
 
 def test_from_1_36_a_classless_training_pod_is_defaulted(tmp_path: Path) -> None:
-    root = repo_with(tmp_path, _at("1.36.2"))
-    code, _, err = run_cli(root, "render", "bad")
-    assert code == 0, err
+    root = rendered_repo(tmp_path, _at("1.36.2"))
     files = _priorities(root)
     mutating = files["mutatingadmissionpolicy-trainyard-training-priority.yaml"]
     expression = mutating["spec"]["mutations"][0]["applyConfiguration"]["expression"]
@@ -69,10 +65,7 @@ def test_a_version_outside_the_range_is_refused_at_its_line(tmp_path: Path, vers
     line = text.splitlines()[2]
     assert line.startswith("cluster:")
     column = line.index(f'"{version}"') + 1
-    root = repo_with(tmp_path, text)
-    code, _, err = run_cli(root, "render", "bad")
-    assert code == 1
-    assert err.splitlines()[0] == (
+    assert refused(repo_with(tmp_path, text), "render", "bad")[0] == (
         f"environments/bad.yaml:3:{column}: error: Kubernetes {version} is outside the supported range "
         "1.32 to 1.37 (cluster.kubernetesVersion); the rendered objects are checked against that "
         "range's API schemas (generators/upstream/kubernetes.py says why each end is there)"
@@ -122,9 +115,7 @@ def test_overflow_and_quarantine_render_below_1_36_born_closed_and_required(tmp_
     """Finding 1: overflow and health quarantine were refused below 1.36. Now the interLink
     node registers itself labelled and closed (NodeLabels/NodeTaints, no mutating policy),
     and inference pods without the quarantine toleration are refused, naming it."""
-    root = repo_with(tmp_path, _staging_at("1.35.4", interlink=True))
-    code, _, err = run_cli(root, "render", "bad")
-    assert code == 0, err
+    root = rendered_repo(tmp_path, _staging_at("1.35.4", interlink=True))
     overflow = _rendered(root, "overflow")
     assert not [n for n in overflow if n.startswith("mutatingadmissionpolicy")], sorted(overflow)
     config_map = overflow["configmap-vk-mock.yaml"]
@@ -153,9 +144,7 @@ def test_overflow_and_quarantine_render_below_1_36_born_closed_and_required(tmp_
 
 
 def test_from_1_36_the_virtual_node_is_closed_by_policy_not_by_its_config(tmp_path: Path) -> None:
-    root = repo_with(tmp_path, _staging_at("1.36.2", interlink=True))
-    code, _, err = run_cli(root, "render", "bad")
-    assert code == 0, err
+    root = rendered_repo(tmp_path, _staging_at("1.36.2", interlink=True))
     overflow = _rendered(root, "overflow")
     assert "mutatingadmissionpolicy-trainyard-virtual-node-labels.yaml" in overflow
     config = yaml.safe_load(overflow["configmap-vk-mock.yaml"]["data"]["InterLinkConfig.yaml"])
@@ -168,16 +157,13 @@ def test_a_node_cli_provider_below_1_36_is_refused_at_its_type_with_a_fix(tmp_pa
     text = _staging_at("1.35.4", interlink=False)
     lines = text.splitlines()
     line = next(i for i, t in enumerate(lines) if t == "      type: mock") + 1
-    root = repo_with(tmp_path, text)
-    code, _, err = run_cli(root, "render", "bad")
-    assert code == 1
-    assert err.splitlines()[0] == (
+    assert refused(repo_with(tmp_path, text), "render", "bad")[0] == (
         f"environments/bad.yaml:{line}:13: error: provider 'mock' of type mock cannot come up closed on "
         "Kubernetes 1.35.4: its program registers one taint and no extra label, and 1.36 is the first "
         "minor whose MutatingAdmissionPolicy can add the gate taint and the provider label "
         "(overflow.providers[0].type); use type interlink (it registers them from its config), or set "
         "cluster.kubernetesVersion to 1.36 or newer"
-    ), err
+    )
 
 
 def _job_policy(root: Path, kind: str) -> dict[str, Any]:
@@ -191,9 +177,7 @@ def test_below_1_36_a_classless_training_job_is_refused_at_every_kind(tmp_path: 
     text = _at("1.35.4").replace(
         "teams:", "kueue: {integrations: [batch/job, jobset.x-k8s.io/jobset, ray.io/rayjob]}\nteams:"
     )
-    root = repo_with(tmp_path, text)
-    code, _, err = run_cli(root, "render", "bad")
-    assert code == 0, err
+    root = rendered_repo(tmp_path, text)
     names = sorted(_priorities(root))
     assert [n for n in names if n.startswith("validatingadmissionpolicy-trainyard-training-")] == [
         "validatingadmissionpolicy-trainyard-training-job-priority.yaml",
@@ -222,8 +206,7 @@ def test_below_1_36_a_classless_training_job_is_refused_at_every_kind(tmp_path: 
 
 
 def test_from_1_36_a_classless_job_is_not_refused(tmp_path: Path) -> None:
-    root = repo_with(tmp_path, _at("1.36.2"))
-    assert run_cli(root, "render", "bad")[0] == 0
+    root = rendered_repo(tmp_path, _at("1.36.2"))
     assert len(_job_policy(root, "job")["spec"]["validations"]) == 2
     workload = _priorities(root)["validatingadmissionpolicy-trainyard-training-workload-tier.yaml"]
     assert len(workload["spec"]["validations"]) == 2
@@ -231,8 +214,7 @@ def test_from_1_36_a_classless_job_is_not_refused(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_validate_accepts_what_1_33_renders(tmp_path: Path) -> None:
-    root = repo_with(tmp_path, _at("1.33.5"))
-    assert run_cli(root, "render", "bad")[0] == 0
+    root = rendered_repo(tmp_path, _at("1.33.5"))
     code, out, err = run_cli(root, "validate", "bad")
     assert code == 0, out + err
 
@@ -246,11 +228,14 @@ def test_the_readme_states_the_range_the_code_enforces() -> None:
     assert "| 1.32 to 1.37 (" in row
 
 
-def test_the_scheduling_docs_version_table_is_the_mechanism_table() -> None:
-    """docs/scheduling.md says which mechanism each minor gets; it must be what the code does."""
+@pytest.mark.parametrize("doc", ["scheduling.md", "adopting.md"])
+def test_the_docs_version_table_is_the_mechanism_table(doc: str) -> None:
+    """docs/scheduling.md and docs/adopting.md say which mechanism each minor gets; it must be
+    what the code does."""
     from generators.upstream.kubernetes import Feature, mechanism, minors, name
 
-    text = (ROOT / "docs" / "scheduling.md").read_text()
+    text = (ROOT / "docs" / doc).read_text()
+    assert text.count("<!-- mechanisms -->") == 1
     table = text[text.index("<!-- mechanisms -->") :].split("\n\n", 1)[0].splitlines()[1:]
     header = [cell.strip() for cell in table[0].strip("|").split("|")]
     assert header == ["minor", *(f.value for f in Feature)]

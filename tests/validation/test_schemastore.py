@@ -19,6 +19,7 @@ from generators.validation import schemastore
 from generators.validation.kubeconform import run_kubeconform
 from generators.validation.schemastore import (
     DRAFT4,
+    MANIFEST,
     CrdVerificationError,
     SchemaBuildError,
     crd_files,
@@ -26,7 +27,6 @@ from generators.validation.schemastore import (
     ensure_schemas,
     exact_kubernetes_version,
     fetch_crds,
-    load_manifest,
     normalize_kubernetes_version,
     read_sources,
     schema_file_name,
@@ -108,7 +108,7 @@ def test_layout_has_every_kind_and_served_crd_version(schema_dir: Path, crd_dir:
             for version in (v for v in spec["versions"] if v["served"]):
                 api_version = f"{spec['group']}/{version['name']}"
                 assert schema_file_name(spec["names"]["kind"], api_version) in files
-    assert set(load_manifest(schema_dir)["files"]) == files
+    assert set(json.loads((schema_dir / MANIFEST).read_text())["files"]) == files
 
 
 def test_every_file_is_standalone_draft4_and_reasonably_small(schema_dir: Path) -> None:
@@ -338,7 +338,7 @@ def test_fetch_crds_verifies_each_download(
 def test_every_schema_compiles_in_kubeconform(kubeconform: Path, schema_dir: Path, tmp_path: Path) -> None:
     # kubeconform drops a schema it cannot compile (draft-04 metaschema, RE2 patterns) and
     # calls it missing: feed it one stub object per file and demand a schema for each.
-    files = load_manifest(schema_dir)["files"]
+    files = json.loads((schema_dir / MANIFEST).read_text())["files"]
     stubs = [
         {"apiVersion": f["apiVersion"], "kind": f["kind"], "metadata": {"name": "x"}}
         for f in files.values()

@@ -34,8 +34,8 @@ import pytest
 from box.state import BOX_DIR_ENV
 from tests.support import ROOT, tools
 from tests.support.box import BOX_TOOLS, log_tails
+from tests.whatif.readme_block import matches_run
 from tests.whatif.scratch import committed, shares_change
-from tests.whatif.test_readme_whatif import matches_run
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 

@@ -9,22 +9,10 @@ SMALL = (
 example: true
 cluster: {kubernetesVersion: "1.36.2"}
 pools:
-  - name: train-gb200
-    role: training
-    gpu: {model: GB200, perNode: 4}
-    nodes: 36
-    reserveNodes: 2
-    cpu: 144
-    memory: 800Gi
-    nodeLabels: {trainyard.dev/pool: train-gb200}
-  - name: train-h100
-    role: training
-    gpu: {model: H100, perNode: 8}
-    nodes: 32
-    reserveNodes: 1
-    cpu: 96
-    memory: 1000Gi
-    nodeLabels: {trainyard.dev/pool: train-h100}
+  - {name: train-gb200, role: training, gpu: {model: GB200, perNode: 4}, nodes: 36, reserveNodes: 2,
+     cpu: 144, memory: 800Gi, nodeLabels: {trainyard.dev/pool: train-gb200}}
+  - {name: train-h100, role: training, gpu: {model: H100, perNode: 8}, nodes: 32, reserveNodes: 1,
+     cpu: 96, memory: 1000Gi, nodeLabels: {trainyard.dev/pool: train-h100}}
 teams:
   - name: alpha
     namespaces: [alpha]

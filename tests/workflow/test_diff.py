@@ -46,7 +46,7 @@ def expected_queue_fields(before: Environment, after: Environment, team: str) ->
     """Changed ClusterQueue paths derived from the two models (flavors and resources keep
     their order in this change)."""
     out = set()
-    for i, (old, new) in enumerate(zip(before.queues[team], after.queues[team], strict=True)):
+    for i, (old, new) in enumerate(zip(before.team_flavors[team], after.team_flavors[team], strict=True)):
         for j, (q0, q1) in enumerate(zip(old.quotas, new.quotas, strict=True)):
             for attribute, field in LIMIT_FIELDS:
                 if getattr(q0, attribute) != getattr(q1, attribute):
@@ -76,7 +76,7 @@ def test_reports_exactly_the_changed_objects_and_fields(repo: Path) -> None:
         if obj["kind"] == "ClusterQueue":
             assert oracle == expected_queue_fields(before, after, obj["name"]), path
     queues = {o["name"] for o in reported.values() if o["kind"] == "ClusterQueue"}
-    assert queues == {t for t in after.queues if after.queues[t] != before.queues[t]}
+    assert queues == {t for t in after.team_flavors if after.team_flavors[t] != before.team_flavors[t]}
     assert "research" in queues and "serving" not in queues
 
 
@@ -85,7 +85,7 @@ def test_summary_line_has_the_models_numbers(repo: Path) -> None:
     out = generate(repo, "diff", "--no-color").stdout
 
     def gpus(env: Environment, team: str) -> int:
-        flavor = next(f for f in env.queues[team] if f.pool == "train-h100-a")
+        flavor = next(f for f in env.team_flavors[team] if f.pool == "train-h100-a")
         return int(next(q.nominal for q in flavor.quotas if q.resource.name == "nvidia.com/gpu"))
 
     assert gpus(before, "research") != gpus(after, "research")

@@ -30,15 +30,8 @@ def test_plan_lists_every_pool_team_and_tier(name: str) -> None:
         f"{env.schedulable_gpus} schedulable\n"
     )
     for p in env.pools:
-        assert _row(
-            out,
-            p.name,
-            p.role,
-            p.nodes,
-            p.reserve_nodes,
-            p.schedulable_nodes,
-            p.schedulable_gpus,
-        ), p.name
+        row = (p.name, p.role, p.nodes, p.reserve_nodes, p.schedulable_nodes, p.schedulable_gpus)
+        assert _row(out, *row), p.name
     teams = {t.name: t for t in env.teams}
     for queue in env.cluster_queues:
         team = teams[queue.team]

@@ -13,8 +13,8 @@ import pytest
 
 from generators.model.load import load
 from tests.support import CORPUS
+from tests.support.inventory import inventory
 from tests.support.scratch import repo_with, run_cli
-from tests.workflow.test_sync_inventory import inventory
 
 CASES = sorted((CORPUS / "sync").glob("*.yaml"))
 

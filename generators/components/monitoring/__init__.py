@@ -23,11 +23,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from generators.components import Obj
 from generators.components.monitoring import adapter, dashboards, installers
 from generators.components.monitoring.alerts import groups
 from generators.components.monitoring.promql import GATE_JOB
-from generators.k8s.objects import service_monitor
+from generators.k8s.objects import Obj, config_map, service_monitor
 from generators.model.environment import Environment
 from generators.output import yamlemit
 from generators.output.templating import render
@@ -78,13 +77,12 @@ def dashboard_objects(env: Environment) -> list[Obj]:
         uid = m.dashboard_uid(slug)
         text = dashboard_json(build(env))
         if m.dashboards.delivery == "sidecar":
-            obj = render(
-                "monitoring/dashboard-configmap.yaml.j2",
-                name=uid,
-                namespace=m.namespace,
+            # One dashboard per ConfigMap, picked up by the Grafana sidecar (kube-prometheus-stack).
+            obj = config_map(
+                uid,
+                m.namespace,
+                {f"{uid}.json": text},
                 labels=dict(m.dashboards.sidecar_labels),
-                key=f"{uid}.json",
-                json=text,
                 annotations={m.dashboards.sidecar_folder_annotation: m.dashboards.folder},
             )
         else:
@@ -111,12 +109,10 @@ def rule_objects(env: Environment) -> list[Obj]:
         labels=m.selection_labels,
         groups=rule_groups,
     )
-    plain = render(
-        "monitoring/rules-configmap.yaml.j2",
-        name=f"{RULES_NAME}-rules-file",
-        namespace=m.namespace,
-        key=RULES_KEY,
-        rules=yamlemit.dump({"groups": rule_groups}),
+    # The same rule groups as a plain Prometheus rules file: for Prometheus without the
+    # operator (mount it and list it in rule_files) and for promtool.
+    plain = config_map(
+        f"{RULES_NAME}-rules-file", m.namespace, {RULES_KEY: yamlemit.dump({"groups": rule_groups})}
     )
     return [_sized(rule), _sized(plain)]
 

@@ -37,8 +37,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from generators.components import Obj
+from generators.k8s import objects, rbac
 from generators.k8s.hardening import CONTAINER_SECURITY, MACHINERY_PRIORITY_CLASS, pod_security
+from generators.k8s.objects import Obj
 from generators.model.environment import Environment
 from generators.output import yamlemit
 from generators.output.templating import render
@@ -113,27 +114,24 @@ def generate(env: Environment) -> list[Obj]:
         return []
     namespace = env.monitoring.namespace
     text = config_text(env)
-    account = {"account": NAME, "namespace": namespace}
+    labels = {"app.kubernetes.io/name": NAME}
     return [
-        render("monitoring/adapter-serviceaccount.yaml.j2", name=NAME, namespace=namespace),
-        # Delegated authentication and authorization: TokenReviews and SubjectAccessReviews.
-        render(
-            "monitoring/adapter-clusterrolebinding.yaml.j2",
-            name=f"{CLUSTER_NAME}-auth-delegator",
-            role="system:auth-delegator",
-            **account,
-        ),
-        # The apiserver's client and request-header CAs (kube-system/extension-apiserver-authentication).
-        render(
-            "monitoring/adapter-rolebinding.yaml.j2",
-            name=f"{CLUSTER_NAME}-auth-reader",
+        rbac.service_account(NAME, namespace, labels),
+        # Delegated authentication and authorization (TokenReviews, SubjectAccessReviews): the
+        # built-in ClusterRole, bound as upstream's deploy/manifests bind it.
+        rbac.cluster_role_binding(f"{CLUSTER_NAME}-auth-delegator", NAME, namespace, "system:auth-delegator"),
+        # The apiserver's client and request-header CAs: the built-in Role in kube-system that
+        # reads the extension-apiserver-authentication ConfigMap.
+        rbac.role_binding(
+            f"{CLUSTER_NAME}-auth-reader",
+            NAME,
+            "kube-system",
+            subject_namespace=namespace,
             role="extension-apiserver-authentication-reader",
-            **account,
         ),
-        render(
-            "monitoring/adapter-configmap.yaml.j2", name=NAME, namespace=namespace, key=CONFIG_FILE, text=text
-        ),
-        render("monitoring/adapter-service.yaml.j2", name=NAME, namespace=namespace, port=SERVICE_PORT),
+        # prometheus-adapter's metrics discovery config (--config): externalRules only.
+        objects.config_map(NAME, namespace, {CONFIG_FILE: text}, labels),
+        objects.service(NAME, namespace, SERVICE_PORT, "https"),
         render(
             "monitoring/adapter-deployment.yaml.j2",
             name=NAME,

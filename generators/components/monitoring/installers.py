@@ -37,14 +37,14 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from generators.components import Obj
 from generators.components.monitoring import dcgm_counters
 from generators.components.monitoring.promql import ksm_label
+from generators.k8s.objects import Obj
 from generators.layout import INSTALLERS, RENDERED
 from generators.model.environment import Environment
 from generators.output.templating import render
+from generators.promql.reads import selectors
 from generators.upstream import charts
-from generators.validation.promql_ast import selectors
 
 GPU_OPERATOR_VALUES = "gpu-operator-values.yaml"  # rendered/<env>/installers/<this>
 KUBE_PROMETHEUS_STACK_VALUES = "kube-prometheus-stack-values.yaml"

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from generators.components import Obj
 from generators.components.overflow.admission import admission_objects
 from generators.components.overflow.descheduler import descheduler_objects
 from generators.components.overflow.gate import gate_objects
 from generators.components.overflow.inference import inference_objects
 from generators.components.overflow.network import network_policies
 from generators.components.overflow.virtual_kubelets import provider_objects
-from generators.k8s.objects import namespace
+from generators.k8s.objects import Obj, namespace
 from generators.model.environment import Environment
 from generators.upstream import kubernetes
 

@@ -17,9 +17,9 @@ generators/k8s/cel.py, the node guard's objects in generators/k8s/admission.py).
 
 from __future__ import annotations
 
-from generators.components import Obj
-from generators.k8s.admission import binding, node_guard
+from generators.k8s.admission import binding, mutating_binding, node_guard, tolerations_policy
 from generators.k8s.cel import field, literal, same_map_except, taints
+from generators.k8s.objects import Obj
 from generators.model.overflow import GATE, GATE_TAINT_VALUE, PROVIDER_LABEL, Overflow
 from generators.output.templating import render
 from generators.upstream.kubernetes import Mechanism
@@ -83,7 +83,7 @@ def node_label_policy(ov: Overflow) -> list[Obj]:
             provider_expression=f"{literal(providers)}[object.metadata.name]",
             mutations=mutations,
         ),
-        render("overflow/mutatingadmissionpolicybinding.yaml.j2", name=NODE_LABEL_POLICY),
+        mutating_binding(NODE_LABEL_POLICY, None),
     ]
 
 
@@ -117,11 +117,9 @@ def toleration_policy(ov: Overflow) -> list[Obj]:
     if not ov.inference:
         return []
     return [
-        render(
-            "overflow/validatingadmissionpolicy.yaml.j2",
-            name=TOLERATION_POLICY,
-            validations=toleration_validations(ov.gate.taint_key),
-        ),
+        # The gate is what keeps inference (and the money) in the cluster, and what lets the
+        # descheduler bring it back: inference never tolerates it.
+        tolerations_policy(TOLERATION_POLICY, toleration_validations(ov.gate.taint_key)),
         binding(TOLERATION_POLICY, ov.inference_namespaces),
     ]
 

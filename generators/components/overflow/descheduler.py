@@ -13,9 +13,8 @@ protection is on (defaultevictor.go applySystemCriticalPodsProtection).
 
 from __future__ import annotations
 
-from generators.components import Obj
 from generators.k8s.hardening import hardened
-from generators.k8s.objects import config_map
+from generators.k8s.objects import Obj, config_map
 from generators.k8s.rbac import CLUSTER_PREFIX, identity, lease_rules, namespaced, rule
 from generators.k8s.workload import POLICY_FILE, sha256
 from generators.model.overflow import Overflow

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.components import Obj
+from generators.k8s.objects import Obj
 from generators.k8s.rbac import CLUSTER_PREFIX, identity, lease_rules, namespaced, rule
 from generators.k8s.workload import gate_program
 from generators.model.overflow import GATE, GATE_TAINT_VALUE, Overflow

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.components import Obj
+from generators.k8s.objects import Obj
 from generators.model.overflow import IN_CLUSTER_WEIGHT, PROVIDER_LABEL, InferenceService, Overflow
 from generators.output.templating import render
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.components import Obj
 from generators.components.overflow.descheduler import DESCHEDULER, DESCHEDULER_METRICS_PORT
 from generators.k8s import network
+from generators.k8s.objects import Obj
 from generators.model.overflow import GATE, NODE_PREFIX, Overflow
 from generators.providers.contract import KUBELET_PORT
 

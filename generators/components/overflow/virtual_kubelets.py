@@ -5,14 +5,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from generators.components import Obj
 from generators.k8s.hardening import hardened
-from generators.k8s.objects import config_map
+from generators.k8s.objects import Obj, config_map
 from generators.k8s.rbac import CLUSTER_PREFIX, cluster_role, identity, role_binding
 from generators.k8s.workload import sha256
 from generators.model.overflow import GATE_TAINT_VALUE, Overflow, Provider
 from generators.output.templating import render
-from generators.providers.contract import CONFIG_DIR, CREDENTIALS_DIR, KUBELET_PORT, SERVING_DIR, NodeTaint
+from generators.providers.contract import (
+    CONFIG_DIR,
+    CREDENTIALS_DIR,
+    KUBELET_PORT,
+    SERVING_DIR,
+    VirtualNodeTaint,
+)
 from generators.upstream.kubernetes import Mechanism
 
 
@@ -42,13 +47,13 @@ def serving_secret(provider: Provider) -> str:
     return f"{provider.node_name}-serving-cert"
 
 
-def born_with(ov: Overflow, virtual_node: Mechanism) -> tuple[NodeTaint, ...]:
+def born_with(ov: Overflow, virtual_node: Mechanism) -> tuple[VirtualNodeTaint, ...]:
     """The taints the program itself registers its node with: below Kubernetes 1.36
     (Mechanism.PROVIDER) no admission policy can close a new virtual node, so the program is
     told to register it with the closed gate taint (and, as always, the provider label). The
     spec check refuses a provider whose program cannot (overflow_checks.py)."""
     if virtual_node is Mechanism.PROVIDER:
-        return (NodeTaint(ov.gate.taint_key, GATE_TAINT_VALUE),)
+        return (VirtualNodeTaint(ov.gate.taint_key, GATE_TAINT_VALUE),)
     return ()
 
 

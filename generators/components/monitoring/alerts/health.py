@@ -19,7 +19,7 @@ DOWN_FOR = "5m"  # several scrape intervals and a pod restart
 HOLD_PASSES = 2  # a candidate held back on two passes in a row is not a race with a release
 
 
-def duration(seconds: int) -> str:
+def prometheus_duration(seconds: int) -> str:
     """A Prometheus duration for whole seconds: 300 -> 5m, 90 -> 90s, 3600 -> 1h."""
     for unit, size in (("h", 3600), ("m", 60)):
         if seconds % size == 0:
@@ -33,12 +33,12 @@ def condition(cond: Condition) -> Alert:
     return Alert(
         cond.alert,
         lambda q: cond.query,
-        for_=duration(after) if after else "",
+        for_=prometheus_duration(after) if after else "",
         severity="warning",
         labels={"reason": cond.reason},
         facts={
             "bad": cond.summary,
-            "held": f"for {duration(after)}" if after else "once",
+            "held": f"for {prometheus_duration(after)}" if after else "once",
             "acts": (
                 f"the health controller quarantines it (taint trainyard.dev/gpu-health={cond.reason}) "
                 "unless the cap holds it back"
@@ -169,8 +169,10 @@ def rules(q: Queries) -> list[Rule]:
     facts = context(
         q,
         c=c,
-        release_wait=duration(c.release_after_seconds + HOLD_PASSES * c.reconcile_interval_seconds),
-        hold_wait=duration(HOLD_PASSES * c.reconcile_interval_seconds),
+        release_wait=prometheus_duration(
+            c.release_after_seconds + HOLD_PASSES * c.reconcile_interval_seconds
+        ),
+        hold_wait=prometheus_duration(HOLD_PASSES * c.reconcile_interval_seconds),
         down_for=DOWN_FOR,
         blind=_blind_after(q),
     )

@@ -26,9 +26,16 @@ VALUE_PERCENT = "{{ $value | humanizePercentage }}"
 
 
 class Runbooks(Protocol):
-    """Where an alert's runbook is: Monitoring (docs/monitoring.md) or Health (docs/health.md)."""
+    """Where an alert's runbook is: Monitoring (docs/monitoring.md) or Health (docs/health.md),
+    each with its own `runbookUrlPattern` setting."""
 
-    def runbook_url(self, alert: str) -> str: ...
+    @property
+    def runbook_url_pattern(self) -> str: ...
+
+
+def runbook_url(runbooks: Runbooks, alert: str) -> str:
+    """The pattern with `%s` replaced by the alert's name in lower case (a docs anchor)."""
+    return runbooks.runbook_url_pattern.replace("%s", alert.lower())
 
 
 def label(name: str) -> str:
@@ -85,7 +92,7 @@ def evaluate(
         rule["annotations"] = {
             "summary": row.summary.format_map(texts),
             "description": row.description.format_map(texts),
-            "runbook_url": runbooks.runbook_url(row.name),
+            "runbook_url": runbook_url(runbooks, row.name),
         }
         rules.append(rule)
     return rules

@@ -133,7 +133,7 @@ def errors(q: Queries) -> list[g.Panel]:
 
 
 DASHBOARD = g.Dashboard(
-    "gpu-hardware",  # not "gpu-health": that names the quarantine controller (health.py)
+    "gpu-hardware",  # not "gpu-health": that names the health controller (components/health.py)
     "GPU hardware",
     "Temperature, power, clocks, throttling and errors per GPU. "
     "Above {m.gpu_temp_limit_celsius} °C a GPU throttles the whole job: drain the node, have it replaced.",
