@@ -8,8 +8,9 @@ wave 4, its Deployment in wave 5). The scene shows, with the real apiserver and 
 1. the project's check (`generate.py diff`'s) notes the PriorityClass as recreated;
 2. a plain server-side apply in wave order is refused at the PriorityClass, and the wave-4
    and wave-5 objects stay unapplied (the finding);
-3. the box's sync (box/manifests.py apply_all, honouring Force=true,Replace=true as
-   Argo CD does) applies everything; a pod admitted before keeps its priority, one created
+3. the box's sync (box/manifests.py apply_all, honouring Force=true,Replace=true as Argo CD
+   does; all but the adapter objects `box up` wires itself: immutable_migration.box_sync)
+   applies everything; a pod admitted before keeps its priority, one created
    after gets the new one; every ClusterQueue stays Active;
 4. every rule of generators/gitops/immutable.py whose field the environment renders is refused by
    the API (dry-run), and a WorkloadPriorityClass value change is admitted;
@@ -36,6 +37,8 @@ from box.scenes.context import SceneContext
 from box.scenes.immutable_api import NEW_LEVEL, plain_apply, table_on_api
 from box.scenes.immutable_migration import (
     Migration,
+    box_objects,
+    box_sync,
     check_lines,
     edited_render,
     migrate,
@@ -227,11 +230,11 @@ def run(context: SceneContext) -> ImmutableChange:
     try:
         kube.create(_pod(namespace, pods[0], tier.name))
         lines = check_lines(root, env.name, original, files)
-        refused_at, message = plain_apply(kube, changed)
+        refused_at, message = plain_apply(kube, box_objects(changed))
         unapplied = [_show(o) for o, _, fields in later if not _holds(kube, o, fields)]
         context.say("immutable-change: syncing the change with Force=true,Replace=true honoured")
         uids = _uids(kube, original)
-        manifests.apply_all(kube, changed)
+        box_sync(kube, changed)
         recreated = [name for name, uid in _uids(kube, original).items() if uids.get(name) != uid]
         applied = [_show(o) for o, _, fields in later if _holds(kube, o, fields)]
         live = {
@@ -266,7 +269,7 @@ def run(context: SceneContext) -> ImmutableChange:
         for pod in pods:
             kube.delete("v1", "Pod", pod, namespace)
         context.say("immutable-change: syncing the original rendering back")
-        manifests.apply_all(kube, original)
+        box_sync(kube, original)
     priorities = [o for o in original if o["kind"] in PRIORITY_KINDS]
     result.restored = (
         all(_live(kube, o) is not None for o in original)

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from box import manifests
+from box import adapter, manifests
 from box.kube import Kube, Obj, is_true, wait_for
 from box.nodes import HOSTNAME
 from box.scale import scaled_checkout
@@ -26,6 +26,19 @@ from generators.spec.load import load_document
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 SECONDS = 120
+
+
+def box_sync(kube: Kube, objects: list[Obj]) -> None:
+    """The box's sync of a rendering (box/up.py): every object but the prometheus-adapter's
+    Service and APIService, which `box up` wires to the adapter's host process
+    (box/adapter.py register). Syncing the rendered ones would point the aggregator at an
+    in-cluster Service nothing serves, and External metrics would be gone for the next scene."""
+    manifests.apply_all(kube, box_objects(objects))
+
+
+def box_objects(objects: list[Obj]) -> list[Obj]:
+    """`objects` without the ones `box up` wires itself (box_sync)."""
+    return [o for o in objects if not adapter.deferred(o)]
 
 
 @dataclass
@@ -144,7 +157,7 @@ def migrate(context: SceneContext, original: list[Obj], pool: str) -> Migration:
     lines = check_lines(root, context.env.name, original, files)
     context.say(f"immutable-change: migration, pool {pool} renamed {renamed}")
     try:
-        manifests.apply_all(kube, moved)
+        box_sync(kube, moved)
         pruned = manifests.prune(kube, _not_in(original, moved))
         had_pool = [
             o["metadata"]["name"] for o in original if o["kind"] == "ClusterQueue" and pool in _flavors(o)
@@ -157,7 +170,7 @@ def migrate(context: SceneContext, original: list[Obj], pool: str) -> Migration:
         )
     finally:  # the way back is the same migration: apply the original, prune the renamed
         context.say(f"immutable-change: migration back, {renamed} renamed {pool}")
-        manifests.apply_all(kube, original)
+        box_sync(kube, original)
         back = manifests.prune(kube, _not_in(moved, original))
     migration.back = back
     return migration

@@ -1,5 +1,5 @@
 """Which pods of a training namespace run at a training tier, on the cluster in a box
-(`generate.py box up staging`, its own box for this module), every actor real: the
+(`generate.py box up staging`, the box this module shares, tests/box/conftest.py), every actor real: the
 ReplicaSet and job controllers (kube-controller-manager v1.36.5) create the pods, the
 rendered admission policies in kube-apiserver give them their class, Kueue v0.19.2 (with its
 webhooks) admits the Job and writes its labels into the pod template when it starts it, and
@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
 HOST = "infer-l40s-007"  # one L40S node of staging: 8 GPUs
 SCOPE_LABEL = "trainyard.dev/test-priority-scope"
-BOX_ENV = "staging"  # a box of its own (tests/box/conftest.py)
+BOX_ENV = "staging"  # the shared staging box (tests/box/conftest.py)
 
 
 def _deployment(name: str, namespace: str, pod_class: str | None) -> Obj:

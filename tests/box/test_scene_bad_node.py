@@ -34,7 +34,7 @@ from tests.support.box import UpBox, run_cli
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
-BOX_ENV = ENV = "staging"  # a box of its own (tests/box/conftest.py)
+BOX_ENV = ENV = "staging"  # the shared staging box at speed 30 (tests/box/conftest.py)
 BOX_SPEED = 30
 SCENE_SECONDS = 900
 TAINT = "trainyard.dev/gpu-health"

@@ -33,7 +33,7 @@ from tests.support.box import UpBox
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
-BOX_ENV = ENV = "staging"  # a box of its own (tests/box/conftest.py)
+BOX_ENV = ENV = "staging"  # the shared staging box at speed 30 (tests/box/conftest.py)
 BOX_SPEED = SPEED = 30
 NAMESPACE = "serving-staging"
 VIRTUAL = "vk-mock"

@@ -14,12 +14,13 @@ import pytest
 import yaml
 
 from box.kube import is_true
+from generators.components.monitoring import adapter as rendered_adapter
 from tests.support import ROOT
-from tests.support.box import SceneRun
+from tests.support.box import SceneRun, UpBox
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
-BOX_ENV = ENV = "staging"  # a box of its own, the scene run once on it (tests/box/conftest.py)
+BOX_ENV = ENV = "staging"  # the shared staging box, the scene run once on it (tests/box/conftest.py)
 SCENE = "immutable-change"
 SCENE_SECONDS = 600
 
@@ -150,3 +151,16 @@ def test_the_migration_for_a_refused_change_reaches_the_cluster(scene: SceneRun)
     )
     flavors = {f["metadata"]["name"] for f in scene.kube.list("kueue.x-k8s.io/v1beta2", "ResourceFlavor")}
     assert flavors == {"train-h100", "infer-l40s"}  # rendered/staging/kueue/resourceflavor-*.yaml
+
+
+def test_the_adapter_is_still_wired_to_its_host_process(box: UpBox, scene: SceneRun) -> None:
+    """`box up` wires the adapter's Service and APIService to the host process
+    (box/adapter.py register); the scene's syncs must leave them so, or External metrics are
+    gone for whatever runs on the box next (the inference-scales scene found it so)."""
+    [adapter] = [p for p in box.state.processes if p.name == rendered_adapter.NAME]
+    api = scene.kube.get("apiregistration.k8s.io/v1", "APIService", rendered_adapter.APISERVICE_NAME)
+    assert api is not None and api["spec"]["service"]["port"] == adapter.ports[0], api
+    [service] = [
+        s for s in scene.kube.list("v1", "Service") if s["metadata"]["name"] == rendered_adapter.NAME
+    ]
+    assert service["spec"]["type"] == "ExternalName" and service["spec"]["externalName"] == "127.0.0.1"
