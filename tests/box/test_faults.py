@@ -3,7 +3,7 @@
 Each scene (box/scenes/fault_*.py) breaks one part of the running loop and samples the
 invariants of box/invariants.py every second from before the fault until the loop has
 settled; it exits 1 on the first violated invariant and removes what it created, so the next
-scene starts from the same cluster (tests/box/test_faults_invariants.py makes every invariant
+scene starts from the same cluster (tests/box/test_invariants.py makes every invariant
 fail on purpose). The scenes share this one box: each leaves the gate closed, no quarantine,
 no workload of its own and the box's processes as it found them (a process it restarted is
 recorded again in the box's state file).
