@@ -27,7 +27,6 @@ from box.scenes.context import SceneContext
 from box.scenes.faults import (
     REACT_SECONDS,
     FaultResult,
-    InvariantBroken,
     Sampler,
     Spill,
     forget_process,
@@ -93,87 +92,87 @@ def gate_leader_killed(context: SceneContext) -> FaultResult:
         return str((lease.get("spec") or {}).get("holderIdentity") or "")
 
     try:
-        sampler.until(lambda: _answers(second), REACT_SECONDS, "the second replica up")
-        acting = sampler.until(leader, REACT_SECONDS, "one gate leading")
-        if _leading(first) and _leading(second):
-            sampler.problem("both gate replicas report leading")
-        loop.steady()
-        at_steady = transitions(acting, p.provider.name)
-        sampler.step(
-            f"steady, two gate replicas: {urls[acting]} leads (Lease holder {holder()}), the other "
-            f"stands by; {p.provider.node_name} closed; sampling the invariants every second"
-        )
-        result.timings["spill"] = loop.spill()
-        sampler.step(f"spilled: the gate opened {p.provider.node_name}, {p.spilled} replicas there")
-        sampler.step(f"the training ends (the scene deletes {loop.job}, {loop.end_training()} pods)")
-        free = loop.freed(leader)
-        sampler.step(f"the leader reads {free:g} free GPUs: its {hold}s close hold runs")
-
-        acting = sampler.until(leader, REACT_SECONDS, "the leader")
-        before = holder()
-        opened_before = transitions(acting, p.provider.name)
-        killed = kill_process(folder, urls[acting])
-        killed_at = sampler.now()
-        standby = next(url for url in urls if url != acting)
-        sampler.step(
-            f"FAULT: leader {urls[acting]} killed (SIGKILL) inside its close hold; its transitions "
-            f"(open, close) since the steady state {opened_before[0] - at_steady[0]:g}, "
-            f"{opened_before[1] - at_steady[1]:g}"
-        )
-        lease = kube.get(LEASE_API, "Lease", lease_name, namespace) or {}
-        duration = float((lease.get("spec") or {}).get("leaseDurationSeconds") or 15)
-        taken_by = sampler.until(
-            lambda: holder() if holder() not in ("", before) and _leading(standby) else None,
-            REACT_SECONDS,
-            "the stand-by taking the Lease",
-        )
-        taken = sampler.now() - killed_at
-        result.timings["Lease taken after the kill"] = taken
-        sampler.step(
-            f"{urls[standby]} took the Lease ({taken_by}) {taken:.1f}s after the kill "
-            f"(leaseDurationSeconds {duration:g}, retry {RETRY_SECONDS}s)"
-        )
-        if taken > duration + RETRY_SECONDS + 2 * sampler.checks.limits.sample_seconds:
-            sampler.problem(f"the Lease was taken {taken:.1f}s after the kill, beyond its {duration:g}s")
-        sampler.until(loop.closed, REACT_SECONDS + 2 * hold, f"the new leader closing {p.provider.node_name}")
-        result.timings["closed after the kill"] = sampler.now() - killed_at
-        after = transitions(standby, p.provider.name)
-        taints = _patches(standby, "taint")
-        sampler.step(
-            f"the new leader closed {p.provider.node_name}: its transitions (open, close) {after}, "
-            f"taint patches {taints:g}"
-        )
-        if after != (0.0, 1.0) or taints != 1:
-            sampler.problem(
-                f"the new leader counted transitions {after} and {taints:g} taint patches; "
-                "one close and one patch expected (none doubled, none lost)"
+        with sampler.recording():
+            sampler.until(lambda: _answers(second), REACT_SECONDS, "the second replica up")
+            acting = sampler.until(leader, REACT_SECONDS, "one gate leading")
+            if _leading(first) and _leading(second):
+                sampler.problem("both gate replicas report leading")
+            loop.steady()
+            at_steady = transitions(acting, p.provider.name)
+            sampler.step(
+                f"steady, two gate replicas: {urls[acting]} leads (Lease holder {holder()}), the other "
+                f"stands by; {p.provider.node_name} closed; sampling the invariants every second"
             )
-        spill = (opened_before[0] - at_steady[0], opened_before[1] - at_steady[1])
-        if spill != (1.0, 0.0):
-            sampler.problem(f"the killed leader counted (open, close) {spill} in this spill; (1, 0) expected")
+            result.timings["spill"] = loop.spill()
+            sampler.step(f"spilled: the gate opened {p.provider.node_name}, {p.spilled} replicas there")
+            sampler.step(f"the training ends (the scene deletes {loop.job}, {loop.end_training()} pods)")
+            free = loop.freed(leader)
+            sampler.step(f"the leader reads {free:g} free GPUs: its {hold}s close hold runs")
 
-        start_again(folder, killed)
-        restarted = acting
-        sampler.until(lambda: _answers(restarted), REACT_SECONDS, "the killed replica back")
-        loop.home()
-        if _leading(restarted):
-            sampler.problem(f"the restarted {urls[restarted]} leads beside {urls[standby]}")
-        sampler.step(
-            f"{urls[restarted]} started again and stands by; all {p.replicas} replicas home, "
-            f"{p.provider.node_name} closed, Lease held by {holder()}"
-        )
-        loop.settle()
-        renewed = (kube.get(LEASE_API, "Lease", lease_name, namespace) or {}).get("spec") or {}
-        stamp = renewed.get("renewTime")
-        if stamp:
-            age = time.time() - datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-            sampler.step(f"the Lease renewed {age:.1f}s ago by {renewed.get('holderIdentity')}")
-    except InvariantBroken:
-        pass
-    except AssertionError as err:
-        sampler.problem(str(err))
+            acting = sampler.until(leader, REACT_SECONDS, "the leader")
+            before = holder()
+            opened_before = transitions(acting, p.provider.name)
+            killed = kill_process(folder, urls[acting])
+            killed_at = sampler.now()
+            standby = next(url for url in urls if url != acting)
+            sampler.step(
+                f"FAULT: leader {urls[acting]} killed (SIGKILL) inside its close hold; its transitions "
+                f"(open, close) since the steady state {opened_before[0] - at_steady[0]:g}, "
+                f"{opened_before[1] - at_steady[1]:g}"
+            )
+            lease = kube.get(LEASE_API, "Lease", lease_name, namespace) or {}
+            duration = float((lease.get("spec") or {}).get("leaseDurationSeconds") or 15)
+            taken_by = sampler.until(
+                lambda: holder() if holder() not in ("", before) and _leading(standby) else None,
+                REACT_SECONDS,
+                "the stand-by taking the Lease",
+            )
+            taken = sampler.now() - killed_at
+            result.timings["Lease taken after the kill"] = taken
+            sampler.step(
+                f"{urls[standby]} took the Lease ({taken_by}) {taken:.1f}s after the kill "
+                f"(leaseDurationSeconds {duration:g}, retry {RETRY_SECONDS}s)"
+            )
+            if taken > duration + RETRY_SECONDS + 2 * sampler.checks.limits.sample_seconds:
+                sampler.problem(f"the Lease was taken {taken:.1f}s after the kill, beyond its {duration:g}s")
+            sampler.until(
+                loop.closed, REACT_SECONDS + 2 * hold, f"the new leader closing {p.provider.node_name}"
+            )
+            result.timings["closed after the kill"] = sampler.now() - killed_at
+            after = transitions(standby, p.provider.name)
+            taints = _patches(standby, "taint")
+            sampler.step(
+                f"the new leader closed {p.provider.node_name}: its transitions (open, close) {after}, "
+                f"taint patches {taints:g}"
+            )
+            if after != (0.0, 1.0) or taints != 1:
+                sampler.problem(
+                    f"the new leader counted transitions {after} and {taints:g} taint patches; "
+                    "one close and one patch expected (none doubled, none lost)"
+                )
+            spill = (opened_before[0] - at_steady[0], opened_before[1] - at_steady[1])
+            if spill != (1.0, 0.0):
+                sampler.problem(
+                    f"the killed leader counted (open, close) {spill} in this spill; (1, 0) expected"
+                )
+
+            start_again(folder, killed)
+            restarted = acting
+            sampler.until(lambda: _answers(restarted), REACT_SECONDS, "the killed replica back")
+            loop.home()
+            if _leading(restarted):
+                sampler.problem(f"the restarted {urls[restarted]} leads beside {urls[standby]}")
+            sampler.step(
+                f"{urls[restarted]} started again and stands by; all {p.replicas} replicas home, "
+                f"{p.provider.node_name} closed, Lease held by {holder()}"
+            )
+            loop.settle()
+            renewed = (kube.get(LEASE_API, "Lease", lease_name, namespace) or {}).get("spec") or {}
+            stamp = renewed.get("renewTime")
+            if stamp:
+                age = time.time() - datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+                sampler.step(f"the Lease renewed {age:.1f}s ago by {renewed.get('holderIdentity')}")
     finally:
-        sampler.active = False
         loop.remove()
         forget_process(folder, REPLICA)
     return result

@@ -40,7 +40,6 @@ from box.scenes.context import SceneContext
 from box.scenes.faults import (
     REACT_SECONDS,
     FaultResult,
-    InvariantBroken,
     Sampler,
     command_of,
     metrics_of,
@@ -249,112 +248,113 @@ def preemption(
     low_name, high_name = f"fault-low-{tag}", f"fault-high-{tag}"
     created: list[str] = []
     try:
-        gpus = _may_use(kube, queue, pool)
-        nodes = gpus // pool.gpus_per_node
-        sampler.active = True
-        low = kube.create(_gang(pool, low_name, namespace, queue, LOW, nodes))
-        created.append(low_name)
+        with sampler.recording():
+            gpus = _may_use(kube, queue, pool)
+            nodes = gpus // pool.gpus_per_node
+            sampler.active = True
+            low = kube.create(_gang(pool, low_name, namespace, queue, LOW, nodes))
+            created.append(low_name)
 
-        def admitted(job: Obj) -> Obj | None:
-            found = workloads.workload_of(kube, job)
-            return found if is_true(found, "Admitted") else None
+            def admitted(job: Obj) -> Obj | None:
+                found = workloads.workload_of(kube, job)
+                return found if is_true(found, "Admitted") else None
 
-        low_workload = sampler.until(lambda: admitted(low), REACT_SECONDS, f"Kueue admitting {low_name}")
-        sampler.until(
-            lambda: _running(kube, namespace, low_name) == nodes or None,
-            REACT_SECONDS,
-            f"{nodes} pods running",
-        )
-        sampler.step(
-            f"{low_name}: {nodes} x {pool.gpus_per_node} GPUs at {LOW} admitted in {queue} and running "
-            f"({gpus} GPUs: nominal plus borrowing limit, all its cohort holds)"
-        )
-        high = kube.create(_gang(pool, high_name, namespace, queue, HIGH, NEWCOMER_NODES))
-        created.append(high_name)
-        arrived = sampler.now()
-
-        def evicted() -> bool:
-            found = workloads.workload_of(kube, low)
-            return is_true(found, "Evicted")
-
-        sampler.until(evicted, REACT_SECONDS, f"Kueue evicting {low_name}")
-        sampler.step(
-            f"{high_name} ({NEWCOMER_NODES} nodes at {HIGH}) arrived; Kueue marked {low_name} Evicted "
-            f"{sampler.now() - arrived:.1f}s later, {_running(kube, namespace, low_name)} of its pods "
-            "still running"
-        )
-        gate_before = (
-            _passes(gate_url, "trainyard_gate_last_successful_query_timestamp_seconds") if gate_url else 0
-        )
-        health_before = (
-            _passes(health_url, "trainyard_health_last_success_timestamp_seconds") if health_url else 0
-        )
-        result.timings["fault down to back"] = fault(context, sampler)
-        back = sampler.now()
-        sampler.step(f"back after {result.timings['fault down to back']:.1f}s")
-        high_workload = sampler.until(lambda: admitted(high), REACT_SECONDS, f"Kueue admitting {high_name}")
-        sampler.until(
-            lambda: _running(kube, namespace, high_name) == NEWCOMER_NODES or None,
-            REACT_SECONDS,
-            f"{NEWCOMER_NODES} pods of {high_name} running",
-        )
-        sampler.until(
-            lambda: _running(kube, namespace, low_name) == 0 or None, REACT_SECONDS, f"{low_name} stopped"
-        )
-        result.timings["preemption done after the fault"] = sampler.now() - back
-        if gate_url and health_url:
+            low_workload = sampler.until(lambda: admitted(low), REACT_SECONDS, f"Kueue admitting {low_name}")
             sampler.until(
-                lambda: (
-                    _passes(gate_url, "trainyard_gate_last_successful_query_timestamp_seconds") > gate_before
-                    and _passes(health_url, "trainyard_health_last_success_timestamp_seconds") > health_before
-                ),
+                lambda: _running(kube, namespace, low_name) == nodes or None,
                 REACT_SECONDS,
-                "the gate and the health controller passing again",
+                f"{nodes} pods running",
             )
-        sampler.hold(
-            10,
-            lambda: (
-                f"{low_name} admitted again"
-                if is_true(workloads.workload_of(kube, low), "Admitted")
-                else None
-            ),
-        )
-        sampler.sample(final=True)
-        # Admissions are read from the Workloads (box/invariants.py check_admissions, at every
-        # sample): a reservation is a QuotaReserved=True transition. Admitted events are only
-        # reported: Kueue's scheduler emits one at every admission it makes
-        # (pkg/scheduler/scheduler.go:1217-1224 in Kueue v0.19.2), and after a restart it can
-        # legitimately admit the preempted gang again (see `_readmitted`).
-        reserved = sampler.checks.memory.reservations
-        low_seen = reserved.get(f"{namespace}/{low_workload['metadata']['name']}", [])
-        high_seen = reserved.get(f"{namespace}/{high_workload['metadata']['name']}", [])
-        events = {
-            low_name: _admissions(kube, namespace, low_workload["metadata"]["name"]),
-            high_name: _admissions(kube, namespace, high_workload["metadata"]["name"]),
-        }
-        sampler.step(
-            f"{high_name} admitted and its {NEWCOMER_NODES} pods running, {low_name} stopped "
-            f"({_running(kube, namespace, low_name)} running) and pending; quota reservations seen "
-            f"{low_name} {len(low_seen)}, {high_name} {len(high_seen)}; Admitted events {events}; "
-            "the gate and the health controller passing again"
-        )
-        if len(low_seen) > 1 or events[low_name] > 1:
             sampler.step(
-                _readmitted(
-                    low_name, low_seen, _admitted_at(kube, namespace, low_workload["metadata"]["name"])
+                f"{low_name}: {nodes} x {pool.gpus_per_node} GPUs at {LOW} admitted in {queue} and running "
+                f"({gpus} GPUs: nominal plus borrowing limit, all its cohort holds)"
+            )
+            high = kube.create(_gang(pool, high_name, namespace, queue, HIGH, NEWCOMER_NODES))
+            created.append(high_name)
+            arrived = sampler.now()
+
+            def evicted() -> bool:
+                found = workloads.workload_of(kube, low)
+                return is_true(found, "Evicted")
+
+            sampler.until(evicted, REACT_SECONDS, f"Kueue evicting {low_name}")
+            sampler.step(
+                f"{high_name} ({NEWCOMER_NODES} nodes at {HIGH}) arrived; Kueue marked {low_name} Evicted "
+                f"{sampler.now() - arrived:.1f}s later, {_running(kube, namespace, low_name)} of its pods "
+                "still running"
+            )
+            gate_before = (
+                _passes(gate_url, "trainyard_gate_last_successful_query_timestamp_seconds") if gate_url else 0
+            )
+            health_before = (
+                _passes(health_url, "trainyard_health_last_success_timestamp_seconds") if health_url else 0
+            )
+            result.timings["fault down to back"] = fault(context, sampler)
+            back = sampler.now()
+            sampler.step(f"back after {result.timings['fault down to back']:.1f}s")
+            high_workload = sampler.until(
+                lambda: admitted(high), REACT_SECONDS, f"Kueue admitting {high_name}"
+            )
+            sampler.until(
+                lambda: _running(kube, namespace, high_name) == NEWCOMER_NODES or None,
+                REACT_SECONDS,
+                f"{NEWCOMER_NODES} pods of {high_name} running",
+            )
+            sampler.until(
+                lambda: _running(kube, namespace, low_name) == 0 or None, REACT_SECONDS, f"{low_name} stopped"
+            )
+            result.timings["preemption done after the fault"] = sampler.now() - back
+            if gate_url and health_url:
+                sampler.until(
+                    lambda: (
+                        _passes(gate_url, "trainyard_gate_last_successful_query_timestamp_seconds")
+                        > gate_before
+                        and _passes(health_url, "trainyard_health_last_success_timestamp_seconds")
+                        > health_before
+                    ),
+                    REACT_SECONDS,
+                    "the gate and the health controller passing again",
                 )
+            sampler.hold(
+                10,
+                lambda: (
+                    f"{low_name} admitted again"
+                    if is_true(workloads.workload_of(kube, low), "Admitted")
+                    else None
+                ),
             )
-        if len(high_seen) != 1 or events[high_name] != 1:
-            sampler.problem(
-                f"{high_name} reserved {len(high_seen)} times ({high_seen}), {events[high_name]} Admitted "
-                "events: one admission expected, nothing preempts it"
+            sampler.sample(final=True)
+            # Admissions are read from the Workloads (box/invariants.py check_admissions, at every
+            # sample): a reservation is a QuotaReserved=True transition. Admitted events are only
+            # reported: Kueue's scheduler emits one at every admission it makes
+            # (pkg/scheduler/scheduler.go:1217-1224 in Kueue v0.19.2), and after a restart it can
+            # legitimately admit the preempted gang again (see `_readmitted`).
+            reserved = sampler.checks.memory.reservations
+            low_seen = reserved.get(f"{namespace}/{low_workload['metadata']['name']}", [])
+            high_seen = reserved.get(f"{namespace}/{high_workload['metadata']['name']}", [])
+            events = {
+                low_name: _admissions(kube, namespace, low_workload["metadata"]["name"]),
+                high_name: _admissions(kube, namespace, high_workload["metadata"]["name"]),
+            }
+            sampler.step(
+                f"{high_name} admitted and its {NEWCOMER_NODES} pods running, {low_name} stopped "
+                f"({_running(kube, namespace, low_name)} running) and pending; quota reservations seen "
+                f"{low_name} {len(low_seen)}, {high_name} {len(high_seen)}; Admitted events {events}; "
+                "the gate and the health controller passing again"
             )
-    except InvariantBroken:
-        pass
-    except AssertionError as err:
-        sampler.problem(str(err))
+            if len(low_seen) > 1 or events[low_name] > 1:
+                sampler.step(
+                    _readmitted(
+                        low_name, low_seen, _admitted_at(kube, namespace, low_workload["metadata"]["name"])
+                    )
+                )
+            if len(high_seen) != 1 or events[high_name] != 1:
+                sampler.problem(
+                    f"{high_name} reserved {len(high_seen)} times ({high_seen}), "
+                    f"{events[high_name]} Admitted "
+                    "events: one admission expected, nothing preempts it"
+                )
     finally:
-        sampler.active = False
         for job in reversed(created):
             kube.delete("batch/v1", "Job", job, namespace)
         with contextlib.suppress(AssertionError):

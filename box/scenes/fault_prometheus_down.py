@@ -36,7 +36,6 @@ from box.scenes.context import SceneContext
 from box.scenes.faults import (
     REACT_SECONDS,
     FaultResult,
-    InvariantBroken,
     Sampler,
     Spill,
     fired_between,
@@ -102,126 +101,125 @@ def prometheus_down(context: SceneContext) -> FaultResult:
     ]
     stopped = None
     try:
-        # Before the fault: steady, then the spill (every step sampled from the steady state on).
-        loop.steady()
-        quarantined = _quarantined(kube)
-        sampler.step(
-            f"steady: {p.replicas} replicas of {p.service.deployment} Ready on {p.pool.name}, "
-            f"{p.provider.node_name} closed, quarantined nodes {sorted(quarantined) or 'none'}; "
-            f"sampling the invariants every second from here"
-        )
-        result.timings["spill"] = loop.spill()
-        opened, closed = transitions(gate_url, p.provider.name)
-        sampler.step(
-            f"spilled: gang {loop.job} ({p.gang} x {p.pool.gpus_per_node} GPUs) running, the gate "
-            f"opened {p.provider.node_name} (transitions open {opened:g}, close {closed:g}), "
-            f"{p.spilled} replicas there"
-        )
-
-        # The training ends; once the gate reads the freed GPUs its close hold runs, and the
-        # fault lands inside that hold: Prometheus down for two holds.
-        sampler.step(f"the training ends (the scene deletes {loop.job}, {loop.end_training()} pods)")
-        free = loop.freed(lambda: gate_url)
-        sampler.step(
-            f"the gate reads {free:g} free GPUs (close line "
-            f"{p.provider.band.close_when_free_gpus_at_least}): its {hold}s close hold runs"
-        )
-        stopped = stop_process(context.folder, PROMETHEUS)
-        down_wall, down_at = time.time(), sampler.now()
-        sampler.step(
-            f"FAULT: Prometheus stopped (SIGTERM, TSDB kept) inside that hold, for {outage}s = "
-            f"2 x closeAfterSeconds"
-        )
-        blind: list[float] = []
-
-        def during() -> str | None:
-            if day._gate_closed(kube, p):
-                return f"the gate closed {p.provider.node_name} blind, with Prometheus down"
-            if transitions(gate_url, p.provider.name) != (opened, closed):
-                return "the gate counted a transition with Prometheus down"
-            if _quarantined(kube) != quarantined:
-                return (
-                    f"the health controller changed the quarantined nodes blind: {sorted(_quarantined(kube))}"
-                )
-            if (
-                not blind
-                and metrics_of(gate_url, "trainyard_gate_query_success").get("trainyard_gate_query_success")
-                == 0
-            ):
-                blind.append(sampler.now())
-            return None
-
-        sampler.hold(outage, during)
-        if not blind:
-            sampler.problem("the gate never reported a failed query while Prometheus was down")
-        else:
-            result.timings["gate saw the outage"] = blind[0] - down_at
-        sampler.step(
-            f"held for {outage}s: {p.provider.node_name} still open, transitions unchanged, "
-            f"quarantined nodes unchanged; the gate's query failing from +{blind[0] if blind else 0:.1f}s"
-        )
-
-        # Back: the same process, the same TSDB.
-        start_again(context.folder, stopped)
-        stopped = None
-        up_at = sampler.now()
-        sampler.until(lambda: _ready(state.prometheus), REACT_SECONDS, "Prometheus ready again")
-        result.timings["Prometheus ready after start"] = sampler.now() - up_at
-        sampler.step("Prometheus started again and ready")
-
-        def query_back() -> bool:
-            found = metrics_of(gate_url, "trainyard_gate_query_success")
-            return found.get("trainyard_gate_query_success") == 1
-
-        sampler.until(query_back, REACT_SECONDS, "the gate's free-GPU query succeeding again")
-        result.timings["gate reading again"] = sampler.now() - up_at
-        up_wall = time.time() - (sampler.now() - up_at)
-
-        def counted(job: str, prefix: str) -> float | None:
-            found = query(
-                state.prometheus,
-                f'max(increase({prefix}_errors_total{{job="{job}", stage="query"}}[5m]))',
+        with sampler.recording():
+            # Before the fault: steady, then the spill (every step sampled from the steady state on).
+            loop.steady()
+            quarantined = _quarantined(kube)
+            sampler.step(
+                f"steady: {p.replicas} replicas of {p.service.deployment} Ready on {p.pool.name}, "
+                f"{p.provider.node_name} closed, quarantined nodes {sorted(quarantined) or 'none'}; "
+                f"sampling the invariants every second from here"
             )
-            value = float(found[0]["value"][1]) if found else 0.0  # type: ignore[index]
-            return value if value > 0 else None
+            result.timings["spill"] = loop.spill()
+            opened, closed = transitions(gate_url, p.provider.name)
+            sampler.step(
+                f"spilled: gang {loop.job} ({p.gang} x {p.pool.gpus_per_node} GPUs) running, the gate "
+                f"opened {p.provider.node_name} (transitions open {opened:g}, close {closed:g}), "
+                f"{p.spilled} replicas there"
+            )
 
-        gate_failed = sampler.until(
-            lambda: counted(GATE_PROCESS, "trainyard_gate"),
-            REACT_SECONDS,
-            "the gate's failed queries in Prometheus",
-        )
-        health_failed = sampler.until(
-            lambda: counted(HEALTH_PROCESS, "trainyard_health"),
-            REACT_SECONDS,
-            "the health controller's failed queries in Prometheus",
-        )
-        result.timings["outage visible in Prometheus"] = sampler.now() - up_at
-        fired = {a: fired_between(state.prometheus, a, down_wall, time.time()) for a in BLIND_ALERTS}
-        sampler.step(
-            f"the outage seen in Prometheus once back: failed queries, gate {gate_failed:.0f}, health "
-            f"controller {health_failed:.0f}; blind alerts: "
-            + ", ".join(f"{a} {_when(fired[a], up_wall)}" for a in BLIND_ALERTS)
-        )
-        sampler.until(
-            lambda: day._gate_closed(kube, p), REACT_SECONDS + 2 * hold, "the gate closing on its own"
-        )
-        result.timings["gate closed after Prometheus back"] = sampler.now() - up_at
-        sampler.step(f"the gate closed {p.provider.node_name} on its own (closeAfterSeconds {hold}s)")
-        loop.home()
-        result.timings["settled after Prometheus back"] = sampler.now() - up_at
-        if _quarantined(kube) != quarantined:
-            sampler.problem(f"quarantined nodes changed across the outage: {sorted(_quarantined(kube))}")
-        loop.settle()
-        sampler.step(
-            f"settled: {p.replicas} replicas home, {p.provider.node_name} closed, transitions "
-            f"{transitions(gate_url, p.provider.name)} (open, close)"
-        )
-    except InvariantBroken:
-        pass  # the violation is in the timeline; clean up below
-    except AssertionError as err:
-        sampler.problem(str(err))
+            # The training ends; once the gate reads the freed GPUs its close hold runs, and the
+            # fault lands inside that hold: Prometheus down for two holds.
+            sampler.step(f"the training ends (the scene deletes {loop.job}, {loop.end_training()} pods)")
+            free = loop.freed(lambda: gate_url)
+            sampler.step(
+                f"the gate reads {free:g} free GPUs (close line "
+                f"{p.provider.band.close_when_free_gpus_at_least}): its {hold}s close hold runs"
+            )
+            stopped = stop_process(context.folder, PROMETHEUS)
+            down_wall, down_at = time.time(), sampler.now()
+            sampler.step(
+                f"FAULT: Prometheus stopped (SIGTERM, TSDB kept) inside that hold, for {outage}s = "
+                f"2 x closeAfterSeconds"
+            )
+            blind: list[float] = []
+
+            def during() -> str | None:
+                if day._gate_closed(kube, p):
+                    return f"the gate closed {p.provider.node_name} blind, with Prometheus down"
+                if transitions(gate_url, p.provider.name) != (opened, closed):
+                    return "the gate counted a transition with Prometheus down"
+                if _quarantined(kube) != quarantined:
+                    return (
+                        "the health controller changed the quarantined nodes blind: "
+                        f"{sorted(_quarantined(kube))}"
+                    )
+                if (
+                    not blind
+                    and metrics_of(gate_url, "trainyard_gate_query_success").get(
+                        "trainyard_gate_query_success"
+                    )
+                    == 0
+                ):
+                    blind.append(sampler.now())
+                return None
+
+            sampler.hold(outage, during)
+            if not blind:
+                sampler.problem("the gate never reported a failed query while Prometheus was down")
+            else:
+                result.timings["gate saw the outage"] = blind[0] - down_at
+            sampler.step(
+                f"held for {outage}s: {p.provider.node_name} still open, transitions unchanged, "
+                f"quarantined nodes unchanged; the gate's query failing from +{blind[0] if blind else 0:.1f}s"
+            )
+
+            # Back: the same process, the same TSDB.
+            start_again(context.folder, stopped)
+            stopped = None
+            up_at = sampler.now()
+            sampler.until(lambda: _ready(state.prometheus), REACT_SECONDS, "Prometheus ready again")
+            result.timings["Prometheus ready after start"] = sampler.now() - up_at
+            sampler.step("Prometheus started again and ready")
+
+            def query_back() -> bool:
+                found = metrics_of(gate_url, "trainyard_gate_query_success")
+                return found.get("trainyard_gate_query_success") == 1
+
+            sampler.until(query_back, REACT_SECONDS, "the gate's free-GPU query succeeding again")
+            result.timings["gate reading again"] = sampler.now() - up_at
+            up_wall = time.time() - (sampler.now() - up_at)
+
+            def counted(job: str, prefix: str) -> float | None:
+                found = query(
+                    state.prometheus,
+                    f'max(increase({prefix}_errors_total{{job="{job}", stage="query"}}[5m]))',
+                )
+                value = float(found[0]["value"][1]) if found else 0.0  # type: ignore[index]
+                return value if value > 0 else None
+
+            gate_failed = sampler.until(
+                lambda: counted(GATE_PROCESS, "trainyard_gate"),
+                REACT_SECONDS,
+                "the gate's failed queries in Prometheus",
+            )
+            health_failed = sampler.until(
+                lambda: counted(HEALTH_PROCESS, "trainyard_health"),
+                REACT_SECONDS,
+                "the health controller's failed queries in Prometheus",
+            )
+            result.timings["outage visible in Prometheus"] = sampler.now() - up_at
+            fired = {a: fired_between(state.prometheus, a, down_wall, time.time()) for a in BLIND_ALERTS}
+            sampler.step(
+                f"the outage seen in Prometheus once back: failed queries, gate {gate_failed:.0f}, health "
+                f"controller {health_failed:.0f}; blind alerts: "
+                + ", ".join(f"{a} {_when(fired[a], up_wall)}" for a in BLIND_ALERTS)
+            )
+            sampler.until(
+                lambda: day._gate_closed(kube, p), REACT_SECONDS + 2 * hold, "the gate closing on its own"
+            )
+            result.timings["gate closed after Prometheus back"] = sampler.now() - up_at
+            sampler.step(f"the gate closed {p.provider.node_name} on its own (closeAfterSeconds {hold}s)")
+            loop.home()
+            result.timings["settled after Prometheus back"] = sampler.now() - up_at
+            if _quarantined(kube) != quarantined:
+                sampler.problem(f"quarantined nodes changed across the outage: {sorted(_quarantined(kube))}")
+            loop.settle()
+            sampler.step(
+                f"settled: {p.replicas} replicas home, {p.provider.node_name} closed, transitions "
+                f"{transitions(gate_url, p.provider.name)} (open, close)"
+            )
     finally:
-        sampler.active = False
         if stopped is not None:  # never leave the box without its Prometheus
             start_again(context.folder, stopped)
         loop.remove()

@@ -25,7 +25,6 @@ from box.scenes.context import SceneContext
 from box.scenes.faults import (
     REACT_SECONDS,
     FaultResult,
-    InvariantBroken,
     Sampler,
     firing,
     process_url,
@@ -77,67 +76,67 @@ def quarantine_storm(context: SceneContext) -> FaultResult:
         return health_metrics(health_url).get(held_key, 0.0)
 
     try:
-        sampler.until(
-            lambda: not quarantined(), REACT_SECONDS + release, "no quarantined node before the storm"
-        )
-        sampler.active = True
-        sampler.step(
-            f"calm: no node of {pool.name} ({len(names)} nodes) quarantined; cap {cap} in the pool "
-            f"(maxPercentOfPool {controller.cap.max_percent_of_pool}%, own {controller.cap.own(pool)}), "
-            f"maxNodes {controller.cap.max_nodes}; sampling the invariants every second"
-        )
-        began = sampler.now()
-        for name in first:
-            exporter.fault(name, xid=SPIKE_XID)
-        sampler.step(f"STORM: XID {SPIKE_XID} on {len(first)} nodes at once: {', '.join(first)}")
-        taken = sampler.until(lambda: quarantined() or None, REACT_SECONDS, "the first quarantine")
-        result.timings["first quarantine"] = sampler.now() - began
-        sampler.until(lambda: held_back() >= len(first) - cap or None, REACT_SECONDS, "the rest held back")
-        sampler.step(f"quarantined {taken} (the cap used), held back {held_back():g}")
-        passes = 2 * interval
-        sampler.hold(passes, lambda: None)
-        for name in second:
-            exporter.fault(name, xid=SPIKE_XID)
-        sampler.step(
-            f"STORM grows {passes}s later: XID {SPIKE_XID} on {len(second)} more: {', '.join(second)}"
-        )
-        wanted = len(first) + len(second) - cap
-        sampler.until(lambda: held_back() >= wanted or None, REACT_SECONDS, f"{wanted} nodes held back")
-        alerted = sampler.until(
-            lambda: CAP_ALERT in firing(state.prometheus) or None, REACT_SECONDS, CAP_ALERT
-        )
-        result.timings[f"{CAP_ALERT} firing"] = sampler.now() - began
-        sampler.step(
-            f"held: quarantined {quarantined()}, held back {held_back():g}; {CAP_ALERT} firing: {alerted}"
-        )
-        if quarantined() != taken:
-            sampler.problem(f"the quarantined nodes changed during the storm: {taken} -> {quarantined()}")
+        with sampler.recording():
+            sampler.until(
+                lambda: not quarantined(), REACT_SECONDS + release, "no quarantined node before the storm"
+            )
+            sampler.active = True
+            sampler.step(
+                f"calm: no node of {pool.name} ({len(names)} nodes) quarantined; cap {cap} in the pool "
+                f"(maxPercentOfPool {controller.cap.max_percent_of_pool}%, own {controller.cap.own(pool)}), "
+                f"maxNodes {controller.cap.max_nodes}; sampling the invariants every second"
+            )
+            began = sampler.now()
+            for name in first:
+                exporter.fault(name, xid=SPIKE_XID)
+            sampler.step(f"STORM: XID {SPIKE_XID} on {len(first)} nodes at once: {', '.join(first)}")
+            taken = sampler.until(lambda: quarantined() or None, REACT_SECONDS, "the first quarantine")
+            result.timings["first quarantine"] = sampler.now() - began
+            sampler.until(
+                lambda: held_back() >= len(first) - cap or None, REACT_SECONDS, "the rest held back"
+            )
+            sampler.step(f"quarantined {taken} (the cap used), held back {held_back():g}")
+            passes = 2 * interval
+            sampler.hold(passes, lambda: None)
+            for name in second:
+                exporter.fault(name, xid=SPIKE_XID)
+            sampler.step(
+                f"STORM grows {passes}s later: XID {SPIKE_XID} on {len(second)} more: {', '.join(second)}"
+            )
+            wanted = len(first) + len(second) - cap
+            sampler.until(lambda: held_back() >= wanted or None, REACT_SECONDS, f"{wanted} nodes held back")
+            alerted = sampler.until(
+                lambda: CAP_ALERT in firing(state.prometheus) or None, REACT_SECONDS, CAP_ALERT
+            )
+            result.timings[f"{CAP_ALERT} firing"] = sampler.now() - began
+            sampler.step(
+                f"held: quarantined {quarantined()}, held back {held_back():g}; {CAP_ALERT} firing: {alerted}"
+            )
+            if quarantined() != taken:
+                sampler.problem(f"the quarantined nodes changed during the storm: {taken} -> {quarantined()}")
 
-        exporter.heal()
-        healed = sampler.now()
-        sampler.step(
-            f"the errors stop (every fault cleared); release expected after the XID window "
-            f"{xid_window(env)}s + releaseAfterSeconds {controller.release_after_seconds}s"
-        )
-        sampler.until(lambda: not quarantined(), REACT_SECONDS + release, "the release")
-        result.timings["released after the errors stopped"] = sampler.now() - healed
-        if sampler.now() - healed < controller.release_after_seconds - 2:
-            sampler.problem(f"released {sampler.now() - healed:.0f}s after, before releaseAfterSeconds")
-        sampler.hold(
-            2 * interval, lambda: f"{quarantined()} quarantined after the release" if quarantined() else None
-        )
-        sampler.sample(final=True)
-        sampler.step(
-            f"released {taken} {result.timings['released after the errors stopped']:.1f}s after the errors "
-            "stopped; nothing else "
-            f"quarantined over two more passes; held back {held_back():g}"
-        )
-    except InvariantBroken:
-        pass
-    except AssertionError as err:
-        sampler.problem(str(err))
+            exporter.heal()
+            healed = sampler.now()
+            sampler.step(
+                f"the errors stop (every fault cleared); release expected after the XID window "
+                f"{xid_window(env)}s + releaseAfterSeconds {controller.release_after_seconds}s"
+            )
+            sampler.until(lambda: not quarantined(), REACT_SECONDS + release, "the release")
+            result.timings["released after the errors stopped"] = sampler.now() - healed
+            if sampler.now() - healed < controller.release_after_seconds - 2:
+                sampler.problem(f"released {sampler.now() - healed:.0f}s after, before releaseAfterSeconds")
+            sampler.hold(
+                2 * interval,
+                lambda: f"{quarantined()} quarantined after the release" if quarantined() else None,
+            )
+            sampler.sample(final=True)
+            sampler.step(
+                f"released {taken} {result.timings['released after the errors stopped']:.1f}s "
+                "after the errors "
+                "stopped; nothing else "
+                f"quarantined over two more passes; held back {held_back():g}"
+            )
     finally:
-        sampler.active = False
         exporter.heal()
         target.unlink(missing_ok=True)
         deadline = time.monotonic() + REACT_SECONDS + release

@@ -18,7 +18,7 @@ import time
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -90,6 +90,20 @@ class Sampler:
         self.began = time.monotonic()
         self.began_wall = time.time()
         self.active = False  # sampling starts with `start`, before the fault
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[None]:
+        """A scene's body: a broken invariant ends it (the violation is already in the
+        timeline), a failed wait becomes a problem; either way sampling stops, and the
+        scene's own clean-up (its `finally`) runs after."""
+        try:
+            yield
+        except InvariantBroken:
+            pass
+        except AssertionError as err:
+            self.problem(str(err))
+        finally:
+            self.active = False
 
     def now(self) -> float:
         return time.monotonic() - self.began
