@@ -4,6 +4,8 @@
 PY := .venv/bin/python
 RUNTIME := .venv/.runtime-installed
 STAMP := .venv/.installed
+# The tool cache (tools/toolchain.py cache_root): outside the checkout, shared by fresh clones.
+CACHE := $(or $(TRAINYARD_CACHE),$(HOME)/.cache/trainyard)
 
 .PHONY: setup setup-runtime tools render check validate test test-fast lint
 
@@ -38,6 +40,11 @@ validate: setup-runtime
 	$(PY) generate.py fetch-crds --if-missing
 	$(PY) generate.py validate
 
+# mypy's incremental cache kept beside the tool cache, outside the checkout, so CI's fresh
+# clone reuses it: a fresh clone's mypy took 148 s cold (load 8) against 2 s warm. mypy checks
+# each module's mtime and, when it differs (a fresh clone), the source's hash, so only a module
+# whose text changed is checked again, with everything that depends on its interface.
+lint: export MYPY_CACHE_DIR := $(CACHE)/mypy
 lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
@@ -51,7 +58,7 @@ FAST := -m "not controlplane and not slow"
 # the checkout: with PYTHONDONTWRITEBYTECODE set (as in some shells and CI images) every test
 # process and every `generate.py` a test starts compiled the whole tree again (collection
 # 6.2 s -> 2.8 s measured). Python checks each file's mtime and size, so an edit recompiles it.
-PYCACHE := $(or $(TRAINYARD_CACHE),$(HOME)/.cache/trainyard)/pycache
+PYCACHE := $(CACHE)/pycache
 test-fast test: export PYTHONDONTWRITEBYTECODE :=
 test-fast test: export PYTHONPYCACHEPREFIX := $(PYCACHE)
 test-fast: setup
