@@ -9,15 +9,28 @@ CACHE := $(or $(TRAINYARD_CACHE),$(HOME)/.cache/trainyard)
 
 .PHONY: setup setup-runtime tools render check validate test test-fast lint
 
+# uv installs the pinned requirements into .venv: the same pins as pip would, from uv's own
+# cache (~/.cache/uv). Measured in a fresh clone under load 9-13: pip 159-243 s, uv 5 s warm,
+# 25 s cold. uv itself is pinned and kept in the tool cache, outside the checkout; it is built
+# in a scratch venv and only its binary (a static executable) is kept, moved into place in one
+# step so two makes started at once never see half an install.
+UV_VERSION := 0.13.9
+UV := $(CACHE)/bin/uv-$(UV_VERSION)
+$(UV):
+	@mkdir -p $(CACHE)/bin
+	@tmp=$$(mktemp -d) && python3 -m venv $$tmp \
+	  && $$tmp/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION) \
+	  && cp $$tmp/bin/uv $(UV).$$$$ && mv -f $(UV).$$$$ $(UV); rc=$$?; rm -rf $$tmp; exit $$rc
+
 # Rendering needs only requirements.txt (about 60 MB); the dev set (pytest, mypy, the
 # Kubernetes client, ...) is installed on top when a test or lint target asks for it.
-$(RUNTIME): requirements.txt
+$(RUNTIME): requirements.txt | $(UV)
 	python3 -m venv .venv
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(UV) pip install --quiet --python $(PY) -r requirements.txt
 	touch $(RUNTIME)
 
-$(STAMP): $(RUNTIME) requirements-dev.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+$(STAMP): $(RUNTIME) requirements-dev.txt | $(UV)
+	$(UV) pip install --quiet --python $(PY) -r requirements-dev.txt
 	touch $(STAMP)
 
 setup-runtime: $(RUNTIME)
