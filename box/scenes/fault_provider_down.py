@@ -43,6 +43,7 @@ import contextlib
 import dataclasses
 import math
 import re
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -291,14 +292,20 @@ def provider_down(context: SceneContext) -> FaultResult:
             )
             if transitions(gate_url, p.provider.name) != (opened, closed):
                 sampler.problem("the gate counted a transition while its provider failed and came back")
+            # The training ends now, so the gate's close hold runs while the scene settles: the
+            # next scene starts from a closed gate (the clean-up waits for it).
+            ended = loop.end_training()
             sampler.hold(SETTLE_SECONDS, lambda: None)  # the evictions' events landed long before
             sampler.sample(final=True)
-            sampler.step(f"settled: {p.replicas} replicas Ready, every ended pod with a recorded cause")
+            sampler.step(f"the training ended ({ended} pods); every ended pod with a recorded cause")
     finally:
         if kwok:
             with contextlib.suppress(Exception):
                 provider_back(kube, node, kwok)
         loop.remove()
+        deadline = time.monotonic() + REACT_SECONDS
+        while not loop.closed() and time.monotonic() < deadline:  # leave the box as found
+            time.sleep(1)
     return result
 
 
