@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from generators.policyrule import Rule, rule
 from generators.providers.contract import (
     CONFIG_DIR,
     KUBELET_PORT,
@@ -44,11 +45,9 @@ from generators.providers.contract import (
     Launch,
     PodInputScope,
     ProviderInput,
-    Rule,
     VirtualNodeTaint,
     node_and_pod_controller_rules,
     pod_ip,
-    rule,
     value,
 )
 
