@@ -1,4 +1,4 @@
-"""No import cycle inside generators/ (issue 24): the modules form a graph without a loop.
+"""No import cycle inside generators/, box/ or whatif/: the modules form a graph without a loop.
 
 The graph is read from the source with `ast`, never by importing it (an import that works
 today only because of the order modules happen to load in is exactly what it must catch).
@@ -10,15 +10,15 @@ What counts as an edge from module M to module N (both under generators/):
   counts too, by decision: it still needs N whenever M's function runs, and a lazy import
   kept only to dodge a cycle is still a cycle. No exception is granted. The function-level
   imports left (about 50) are lazy for start-up time (the CLI's commands, the registry of
-  box scenes) or for a dependency not always installed; none of them closes a loop. Before
-  issue 24, three of the five cycles ran through one (spec checks -> model, box scene
-  registry -> scene, diff report -> immutable);
+  box scenes) or for a dependency not always installed; none of them closes a loop. Of the
+  five cycles this test found when it was written, three ran through one (spec checks ->
+  model, box scene registry -> scene, diff report -> immutable);
 - `from P import x` where x is a submodule of package P: an edge to P.x; to P itself only
   when some imported name is P's own (defined in its `__init__`);
 - importing P.x runs P's `__init__` first, so it is an edge to P too, unless P is a package
   M sits in: those have started before M runs, so only a name read from them is an edge. A
   package whose `__init__` imports something that in turn imports a submodule of the package
-  is a cycle: issue 24's (model/__init__ -> spec.load -> spec checks -> generators.model.*);
+  is a cycle (one was model/__init__ -> spec.load -> spec checks -> generators.model.*);
 - relative imports are resolved against M's package.
 
 The first test's unit is the module (a package counts as its `__init__.py`). A failure

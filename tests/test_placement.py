@@ -1,4 +1,4 @@
-"""Where a test goes (docs/testing.md "Where a test goes", issue 24 item 5), checked over tests/.
+"""Where a test goes (docs/testing.md "Where a test goes"), checked over tests/.
 
 A unit test of one module of `generators/<package>/` is `tests/<package>/test_<module>.py`,
 so the test tree mirrors the code. What is allowed besides, each with its reason:
