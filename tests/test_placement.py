@@ -65,7 +65,7 @@ def folder_kinds(root: Path, components: Iterable[str]) -> dict[str, str]:
 
 def _mirrors_a_top_module(root: Path, name: str) -> bool:
     """tests/test_<m>.py is the mirror of generators/<m>.py, a module at the top of the renderer
-    (layout, policyrule): tests/test_test_homes.py's rule, so both tests agree."""
+    (layout): tests/test_test_homes.py's rule, so both tests agree."""
     return (root / "generators" / name.removeprefix("test_")).is_file()
 
 

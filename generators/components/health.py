@@ -33,7 +33,7 @@ from generators.model.health import (
     Controller,
 )
 from generators.output.templating import render
-from generators.policyrule import lease_rules, rule
+from generators.upstream.rbac import lease_rules, rule
 
 NODE_POLICY = f"{CLUSTER_PREFIX}{NAME}-node-changes"
 

@@ -1,10 +1,10 @@
-"""RBAC objects: a workload's identity, its namespaced Role (rules in generators/policyrule.py's shape)."""
+"""RBAC objects: a workload's identity, its namespaced Role (rules in generators/upstream/rbac.py's shape)."""
 
 from __future__ import annotations
 
 from generators.k8s.objects import Obj
 from generators.output.templating import render
-from generators.policyrule import Rule
+from generators.upstream.rbac import Rule
 
 CLUSTER_PREFIX = "trainyard-"  # cluster-scoped names: say whose they are
 

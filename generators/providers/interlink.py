@@ -36,7 +36,6 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from generators.policyrule import Rule, rule
 from generators.providers.contract import (
     CONFIG_DIR,
     KUBELET_PORT,
@@ -50,6 +49,7 @@ from generators.providers.contract import (
     pod_ip,
     value,
 )
+from generators.upstream.rbac import Rule, rule
 
 TOKEN_KEY = "VKTokenFile"
 RESOURCES_KEY = "Resources"

@@ -20,7 +20,7 @@ from generators.k8s.workload import POLICY_FILE, sha256
 from generators.model.overflow import Overflow
 from generators.output import yamlemit
 from generators.output.templating import render
-from generators.policyrule import lease_rules, rule
+from generators.upstream.rbac import lease_rules, rule
 
 DESCHEDULER = "descheduler"
 DESCHEDULER_METRICS_PORT = 10258

@@ -10,7 +10,7 @@ from generators.k8s.rbac import CLUSTER_PREFIX, identity, namespaced
 from generators.k8s.workload import gate_program
 from generators.model.overflow import GATE, GATE_TAINT_VALUE, Overflow
 from generators.output.templating import render
-from generators.policyrule import lease_rules, rule
+from generators.upstream.rbac import lease_rules, rule
 
 
 def gate_rules(ov: Overflow) -> list[dict[str, Any]]:

@@ -1,9 +1,11 @@
-"""The RBAC PolicyRule shape every rule the project renders is written in (rbac.authorization.k8s.io/v1).
+"""Kubernetes' RBAC PolicyRule (rbac.authorization.k8s.io/v1): the shape every rule the project
+renders is written in.
 
-A leaf: it imports nothing of the renderer, so the providers' contracts (which state the
+It imports nothing of the renderer, so the providers' contracts (which state the
 rules their programs need, and which the model reads) and k8s/rbac (which renders Roles
 and ClusterRoles from them) share one shape without the providers importing a renderer
-package. tests/test_import_graph.py holds it in the leaf layer.
+package. Here, with the other upstream facts, it sits below the providers in
+tests/test_import_graph.py's layers.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""generators/policyrule.py: the RBAC PolicyRule shape every rendered Role and ClusterRole
+"""generators/upstream/rbac.py: the RBAC PolicyRule shape every rendered Role and ClusterRole
 uses (rbac.authorization.k8s.io/v1 PolicyRule: apiGroups, resources, resourceNames, verbs)."""
 
 from __future__ import annotations
 
-from generators.policyrule import lease_rules, rule
+from generators.upstream.rbac import lease_rules, rule
 
 
 def test_a_rule_without_names_has_no_resource_names_key() -> None:
