@@ -14,8 +14,9 @@ from typing import Any, Literal
 
 from generators.model.fromspec import derived, from_spec, setting
 from generators.model.monitoring import Monitoring
-from generators.model.promql import Inventory, match_none
+from generators.model.promql import Inventory
 from generators.model.types import Image, Pool, Resources, Tier
+from generators.promql.vocabulary import match_none
 from generators.providers import CONTRACTS, PROVIDER_TAINT_KEYS, Contract, ProviderInput, VirtualNodeTaint
 
 NODE_PREFIX = "vk-"  # virtual node of provider p is vk-<p>; the default query excludes these

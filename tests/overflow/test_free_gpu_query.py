@@ -17,8 +17,8 @@ import yaml
 
 from generators.model.load import load
 from generators.model.overflow import inference_pools
-from generators.model.promql import ksm_label
 from generators.model.types import Pool
+from generators.promql.vocabulary import ksm_label
 from tests.support import ROOT, tool
 
 from .conftest import one, overflow_envs
