@@ -31,6 +31,7 @@ from box.scenes.faults import (
     FaultResult,
     Sampler,
     Spill,
+    SpillSteps,
     Stopped,
     forget_process,
     kill_process,
@@ -118,21 +119,12 @@ class _Kill:
 
 
 @dataclass
-class _Election:
+class _Election(SpillSteps):
     """The scene's loop and two gate replicas (url -> process name), shared by its steps."""
 
-    context: SceneContext
-    p: day.Plan
-    result: FaultResult
-    sampler: Sampler
-    loop: Spill
     urls: dict[str, str]
     namespace: str
     lease_name: str = GATE_PROCESS  # the rendered --lease-name
-
-    @property
-    def hold(self) -> int:
-        return self.p.provider.band.close_after_seconds
 
     def leader(self) -> str | None:
         return _leader(self.urls)

@@ -40,6 +40,7 @@ from box.scenes.faults import (
     FaultResult,
     Sampler,
     Spill,
+    SpillSteps,
     fired_between,
     metrics_of,
     process_url,
@@ -135,22 +136,13 @@ def _scrape_controllers(context: SceneContext, gate_url: str, health_url: str) -
 
 
 @dataclass
-class _Outage:
+class _Outage(SpillSteps):
     """The scene's loop and what its steps read before the fault, shared by its steps."""
 
-    context: SceneContext
-    p: day.Plan
-    result: FaultResult
-    sampler: Sampler
-    loop: Spill
     gate_url: str
     quarantined: set[str] = field(default_factory=set)
     opened: float = 0.0
     closed: float = 0.0
-
-    @property
-    def hold(self) -> int:
-        return self.p.provider.band.close_after_seconds
 
     @property
     def outage(self) -> int:

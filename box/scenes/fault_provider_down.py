@@ -56,6 +56,7 @@ from box.scenes.faults import (
     FaultResult,
     Sampler,
     Spill,
+    SpillSteps,
     process_url,
     transitions,
 )
@@ -229,15 +230,10 @@ def provider_down(context: SceneContext) -> FaultResult:
 
 
 @dataclass
-class _Outage:
+class _Outage(SpillSteps):
     """The scene's loop, its tolerated NotReady seconds and what its steps read before the
     fault, shared by its steps."""
 
-    context: SceneContext
-    p: day.Plan
-    result: FaultResult
-    sampler: Sampler
-    loop: Spill
     gate_url: str
     seconds: int
     spilled: list[str] = field(default_factory=list)

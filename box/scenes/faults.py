@@ -436,6 +436,23 @@ class Spill:
             self.kube.delete(api_version, kind, name, namespace)
 
 
+@dataclass
+class SpillSteps:
+    """What the steps of a fault scene on the spill loop share (each scene's steps are the
+    methods of a subclass, so its body reads as its timeline)."""
+
+    context: SceneContext
+    p: day.Plan
+    result: FaultResult
+    sampler: Sampler
+    loop: Spill
+
+    @property
+    def hold(self) -> int:
+        """The gate's close hold (closeAfterSeconds)."""
+        return self.p.provider.band.close_after_seconds
+
+
 def transitions(url: str, provider: str) -> tuple[float, float]:
     """The gate process's (open, close) transition counters for `provider`."""
     found = metrics_of(url, "trainyard_gate_transitions_total")
