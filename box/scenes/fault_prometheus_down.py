@@ -38,9 +38,9 @@ from box.scenes.context import SceneContext
 from box.scenes.faults import (
     REACT_SECONDS,
     FaultResult,
+    GateSpillSteps,
     Sampler,
     Spill,
-    SpillSteps,
     fired_between,
     metrics_of,
     process_url,
@@ -136,13 +136,10 @@ def _scrape_controllers(context: SceneContext, gate_url: str, health_url: str) -
 
 
 @dataclass
-class _Outage(SpillSteps):
+class _Outage(GateSpillSteps):
     """The scene's loop and what its steps read before the fault, shared by its steps."""
 
-    gate_url: str
     quarantined: set[str] = field(default_factory=set)
-    opened: float = 0.0
-    closed: float = 0.0
 
     @property
     def outage(self) -> int:

@@ -54,9 +54,9 @@ from box.scenes.context import SceneContext
 from box.scenes.faults import (
     REACT_SECONDS,
     FaultResult,
+    GateSpillSteps,
     Sampler,
     Spill,
-    SpillSteps,
     process_url,
     transitions,
 )
@@ -202,7 +202,7 @@ def provider_down(context: SceneContext) -> FaultResult:
     period = monitor_period(context.folder, env.name)
     seconds = toleration_seconds(state.speed, period)
     tolerating(loop.deployment, seconds)
-    run = _Outage(context, p, result, sampler, loop, gate_url, seconds)
+    run = _Outage(context, p, result, sampler, loop, gate_url, seconds=seconds)
     kwok = ""
     try:
         with sampler.recording():
@@ -229,16 +229,13 @@ def provider_down(context: SceneContext) -> FaultResult:
     return result
 
 
-@dataclass
-class _Outage(SpillSteps):
+@dataclass(kw_only=True)  # after the base's defaulted fields
+class _Outage(GateSpillSteps):
     """The scene's loop, its tolerated NotReady seconds and what its steps read before the
     fault, shared by its steps."""
 
-    gate_url: str
     seconds: int
     spilled: list[str] = field(default_factory=list)
-    opened: float = 0.0
-    closed: float = 0.0
 
     @property
     def node(self) -> str:

@@ -453,6 +453,16 @@ class SpillSteps:
         return self.p.provider.band.close_after_seconds
 
 
+@dataclass
+class GateSpillSteps(SpillSteps):
+    """The steps of a fault scene that reads one gate: its URL, and its transitions (open,
+    close) counted at the spill, which the fault must leave unchanged."""
+
+    gate_url: str
+    opened: float = 0.0
+    closed: float = 0.0
+
+
 def transitions(url: str, provider: str) -> tuple[float, float]:
     """The gate process's (open, close) transition counters for `provider`."""
     found = metrics_of(url, "trainyard_gate_transitions_total")
