@@ -28,20 +28,15 @@ from collections.abc import Callable, Mapping
 from generators.model import exporters
 from generators.model.monitoring import Monitoring
 from generators.model.types import Pool
-
-# The words this module writes with; the `as` form re-exports the ones
-# generators/components/monitoring/promql.py and policies/gate_query.py still import from here
-# (their home is generators/promql/vocabulary.py: import them from there).
-from generators.promql.vocabulary import ksm_label as ksm_label
-from generators.promql.vocabulary import ksm_resource as ksm_resource
-from generators.promql.vocabulary import labelled_union as labelled_union
-from generators.promql.vocabulary import match_any as match_any
-from generators.promql.vocabulary import num as num
-from generators.promql.vocabulary import quote as quote
-from generators.promql.vocabulary import regex_any as regex_any
-from generators.promql.vocabulary import selector as selector
-from generators.promql.vocabulary import to_node
-from generators.promql.vocabulary import with_label as with_label
+from generators.promql.vocabulary import (
+    ksm_label,
+    ksm_resource,
+    labelled_union,
+    match_any,
+    quote,
+    selector,
+    to_node,
+)
 
 
 def below_blank(expr: str) -> str:
