@@ -30,6 +30,7 @@ import signal
 import subprocess
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from box import kueue
@@ -258,134 +259,186 @@ def _passes(url: str, name: str) -> float:
     return found.get(name, 0.0)
 
 
+GATE_PASS = "trainyard_gate_last_successful_query_timestamp_seconds"
+HEALTH_PASS = "trainyard_health_last_success_timestamp_seconds"
+
+
 def preemption(
     context: SceneContext, name: str, fault: Callable[[SceneContext, Sampler], float]
 ) -> FaultResult:
-    env, kube, state = context.env, context.kube, context.state
+    env, state = context.env, context.state
     pool, namespace, queue = _queue(env)
     result = FaultResult(name)
     sampler = Sampler(context, result, [namespace], lambda: None)
     gate_url, health_url = process_url(state, "overflow-gate"), process_url(state, "gpu-health")
     tag = uuid.uuid4().hex[:6]
-    low_name, high_name = f"fault-low-{tag}", f"fault-high-{tag}"
-    created: list[str] = []
+    run = _Preemption(
+        context, result, sampler, pool, namespace, queue, f"fault-low-{tag}", f"fault-high-{tag}"
+    )
     try:
         with sampler.recording():
-            gpus = _may_use(kube, queue, pool)
-            nodes = gpus // pool.gpus_per_node
-            sampler.active = True
-            low = kube.create(_gang(pool, low_name, namespace, queue, LOW, nodes))
-            created.append(low_name)
-
-            def admitted(job: Obj) -> Obj | None:
-                found = workloads.workload_of(kube, job)
-                return found if is_true(found, "Admitted") else None
-
-            low_workload = sampler.until(lambda: admitted(low), REACT_SECONDS, f"Kueue admitting {low_name}")
-            sampler.until(
-                lambda: _running(kube, namespace, low_name) == nodes or None,
-                REACT_SECONDS,
-                f"{nodes} pods running",
-            )
-            sampler.step(
-                f"{low_name}: {nodes} x {pool.gpus_per_node} GPUs at {LOW} admitted in {queue} and running "
-                f"({gpus} GPUs: nominal plus borrowing limit, all its cohort holds)"
-            )
-            high = kube.create(_gang(pool, high_name, namespace, queue, HIGH, NEWCOMER_NODES))
-            created.append(high_name)
-            arrived = sampler.now()
-
-            def evicted() -> bool:
-                found = workloads.workload_of(kube, low)
-                return is_true(found, "Evicted")
-
-            sampler.until(evicted, REACT_SECONDS, f"Kueue evicting {low_name}")
-            sampler.step(
-                f"{high_name} ({NEWCOMER_NODES} nodes at {HIGH}) arrived; Kueue marked {low_name} Evicted "
-                f"{sampler.now() - arrived:.1f}s later, {_running(kube, namespace, low_name)} of its pods "
-                "still running"
-            )
-            gate_before = (
-                _passes(gate_url, "trainyard_gate_last_successful_query_timestamp_seconds") if gate_url else 0
-            )
-            health_before = (
-                _passes(health_url, "trainyard_health_last_success_timestamp_seconds") if health_url else 0
-            )
+            low, low_workload = run.fill_the_queue()
+            high = run.newcomer_evicts(low)
+            gate_before = _passes(gate_url, GATE_PASS) if gate_url else 0
+            health_before = _passes(health_url, HEALTH_PASS) if health_url else 0
             result.timings["fault down to back"] = fault(context, sampler)
             back = sampler.now()
             sampler.step(f"back after {result.timings['fault down to back']:.1f}s")
-            high_workload = sampler.until(
-                lambda: admitted(high), REACT_SECONDS, f"Kueue admitting {high_name}"
-            )
-            sampler.until(
-                lambda: _running(kube, namespace, high_name) == NEWCOMER_NODES or None,
-                REACT_SECONDS,
-                f"{NEWCOMER_NODES} pods of {high_name} running",
-            )
-            sampler.until(
-                lambda: _running(kube, namespace, low_name) == 0 or None, REACT_SECONDS, f"{low_name} stopped"
-            )
-            result.timings["preemption done after the fault"] = sampler.now() - back
+            high_workload = run.preemption_completes(high, back)
             if gate_url and health_url:
                 sampler.until(
                     lambda: (
-                        _passes(gate_url, "trainyard_gate_last_successful_query_timestamp_seconds")
-                        > gate_before
-                        and _passes(health_url, "trainyard_health_last_success_timestamp_seconds")
-                        > health_before
+                        _passes(gate_url, GATE_PASS) > gate_before
+                        and _passes(health_url, HEALTH_PASS) > health_before
                     ),
                     REACT_SECONDS,
                     "the gate and the health controller passing again",
                 )
-            sampler.hold(
-                10,
-                lambda: (
-                    f"{low_name} admitted again"
-                    if is_true(workloads.workload_of(kube, low), "Admitted")
-                    else None
-                ),
-            )
-            sampler.sample(final=True)
-            # Admissions are read from the Workloads (box/invariants.py check_admissions, at every
-            # sample): a reservation is a QuotaReserved=True transition. Admitted events are only
-            # reported: Kueue's scheduler emits one at every admission it makes
-            # (pkg/scheduler/scheduler.go:1217-1224 in Kueue v0.19.2), and after a restart it can
-            # legitimately admit the preempted gang again (see `_readmitted`).
-            reserved = sampler.checks.memory.reservations
-            low_seen = reserved.get(f"{namespace}/{low_workload['metadata']['name']}", [])
-            high_seen = reserved.get(f"{namespace}/{high_workload['metadata']['name']}", [])
-            events = {
-                low_name: _admissions(kube, namespace, low_workload["metadata"]["name"]),
-                high_name: _admissions(kube, namespace, high_workload["metadata"]["name"]),
-            }
-            sampler.step(
-                f"{high_name} admitted and its {NEWCOMER_NODES} pods running, {low_name} stopped "
-                f"({_running(kube, namespace, low_name)} running) and pending; quota reservations seen "
-                f"{low_name} {len(low_seen)}, {high_name} {len(high_seen)}; Admitted events {events}; "
-                "the gate and the health controller passing again"
-            )
-            if len(low_seen) > 1 or events[low_name] > 1:
-                sampler.step(
-                    _readmitted(
-                        low_name, low_seen, _admitted_at(kube, namespace, low_workload["metadata"]["name"])
-                    )
-                )
-            if len(high_seen) != 1 or events[high_name] != 1:
-                sampler.problem(
-                    f"{high_name} reserved {len(high_seen)} times ({high_seen}), "
-                    f"{events[high_name]} Admitted "
-                    "events: one admission expected, nothing preempts it"
-                )
+            run.low_stays_out(low)
+            run.admitted_once(low_workload, high_workload)
     finally:
-        for job in reversed(created):
+        run.remove()
+    return result
+
+
+@dataclass
+class _Preemption:
+    """The scene's queue and its two gangs (the preempted and the newcomer), shared by its steps."""
+
+    context: SceneContext
+    result: FaultResult
+    sampler: Sampler
+    pool: Pool
+    namespace: str
+    queue: str
+    low_name: str
+    high_name: str
+    created: list[str] = field(default_factory=list)
+
+    def admitted(self, job: Obj) -> Obj | None:
+        found = workloads.workload_of(self.context.kube, job)
+        return found if is_true(found, "Admitted") else None
+
+    def running(self, job: str) -> int:
+        return _running(self.context.kube, self.namespace, job)
+
+    def fill_the_queue(self) -> tuple[Obj, Obj]:
+        """The `training` gang admitted and running on all the queue may use; returns its Job
+        and Workload."""
+        kube, sampler, pool, low_name = self.context.kube, self.sampler, self.pool, self.low_name
+        gpus = _may_use(kube, self.queue, pool)
+        nodes = gpus // pool.gpus_per_node
+        sampler.active = True
+        low = kube.create(_gang(pool, low_name, self.namespace, self.queue, LOW, nodes))
+        self.created.append(low_name)
+        low_workload = sampler.until(lambda: self.admitted(low), REACT_SECONDS, f"Kueue admitting {low_name}")
+        sampler.until(
+            lambda: self.running(low_name) == nodes or None,
+            REACT_SECONDS,
+            f"{nodes} pods running",
+        )
+        sampler.step(
+            f"{low_name}: {nodes} x {pool.gpus_per_node} GPUs at {LOW} admitted in {self.queue} and running "
+            f"({gpus} GPUs: nominal plus borrowing limit, all its cohort holds)"
+        )
+        return low, low_workload
+
+    def newcomer_evicts(self, low: Obj) -> Obj:
+        """The `training-critical` gang arrives; Kueue marks the first gang's Workload Evicted
+        (the preemption under way). Returns the newcomer's Job."""
+        kube, sampler, low_name, high_name = self.context.kube, self.sampler, self.low_name, self.high_name
+        high = kube.create(_gang(self.pool, high_name, self.namespace, self.queue, HIGH, NEWCOMER_NODES))
+        self.created.append(high_name)
+        arrived = sampler.now()
+
+        def evicted() -> bool:
+            found = workloads.workload_of(kube, low)
+            return is_true(found, "Evicted")
+
+        sampler.until(evicted, REACT_SECONDS, f"Kueue evicting {low_name}")
+        sampler.step(
+            f"{high_name} ({NEWCOMER_NODES} nodes at {HIGH}) arrived; Kueue marked {low_name} Evicted "
+            f"{sampler.now() - arrived:.1f}s later, {self.running(low_name)} of its pods "
+            "still running"
+        )
+        return high
+
+    def preemption_completes(self, high: Obj, back: float) -> Obj:
+        """After the fault: the newcomer admitted and running, the first gang stopped. Returns
+        the newcomer's Workload."""
+        sampler, low_name, high_name = self.sampler, self.low_name, self.high_name
+        high_workload = sampler.until(
+            lambda: self.admitted(high), REACT_SECONDS, f"Kueue admitting {high_name}"
+        )
+        sampler.until(
+            lambda: self.running(high_name) == NEWCOMER_NODES or None,
+            REACT_SECONDS,
+            f"{NEWCOMER_NODES} pods of {high_name} running",
+        )
+        sampler.until(lambda: self.running(low_name) == 0 or None, REACT_SECONDS, f"{low_name} stopped")
+        self.result.timings["preemption done after the fault"] = sampler.now() - back
+        return high_workload
+
+    def low_stays_out(self, low: Obj) -> None:
+        """The preempted gang not admitted again while the newcomer holds the quota."""
+        kube = self.context.kube
+        self.sampler.hold(
+            10,
+            lambda: (
+                f"{self.low_name} admitted again"
+                if is_true(workloads.workload_of(kube, low), "Admitted")
+                else None
+            ),
+        )
+        self.sampler.sample(final=True)
+
+    def admitted_once(self, low_workload: Obj, high_workload: Obj) -> None:
+        """The newcomer reserved and admitted once; a second admission of the preempted gang
+        reported, not a problem."""
+        kube, sampler, namespace = self.context.kube, self.sampler, self.namespace
+        low_name, high_name = self.low_name, self.high_name
+        # Admissions are read from the Workloads (box/invariants.py check_admissions, at every
+        # sample): a reservation is a QuotaReserved=True transition. Admitted events are only
+        # reported: Kueue's scheduler emits one at every admission it makes
+        # (pkg/scheduler/scheduler.go:1217-1224 in Kueue v0.19.2), and after a restart it can
+        # legitimately admit the preempted gang again (see `_readmitted`).
+        reserved = sampler.checks.memory.reservations
+        low_seen = reserved.get(f"{namespace}/{low_workload['metadata']['name']}", [])
+        high_seen = reserved.get(f"{namespace}/{high_workload['metadata']['name']}", [])
+        events = {
+            low_name: _admissions(kube, namespace, low_workload["metadata"]["name"]),
+            high_name: _admissions(kube, namespace, high_workload["metadata"]["name"]),
+        }
+        sampler.step(
+            f"{high_name} admitted and its {NEWCOMER_NODES} pods running, {low_name} stopped "
+            f"({self.running(low_name)} running) and pending; quota reservations seen "
+            f"{low_name} {len(low_seen)}, {high_name} {len(high_seen)}; Admitted events {events}; "
+            "the gate and the health controller passing again"
+        )
+        if len(low_seen) > 1 or events[low_name] > 1:
+            sampler.step(
+                _readmitted(
+                    low_name, low_seen, _admitted_at(kube, namespace, low_workload["metadata"]["name"])
+                )
+            )
+        if len(high_seen) != 1 or events[high_name] != 1:
+            sampler.problem(
+                f"{high_name} reserved {len(high_seen)} times ({high_seen}), "
+                f"{events[high_name]} Admitted "
+                "events: one admission expected, nothing preempts it"
+            )
+
+    def remove(self) -> None:
+        """Delete the scene's Jobs and wait for their pods to go, whatever happened."""
+        kube, namespace = self.context.kube, self.namespace
+        for job in reversed(self.created):
             kube.delete("batch/v1", "Job", job, namespace)
         with contextlib.suppress(AssertionError):
-            sampler.until(
+            self.sampler.until(
                 lambda: not kube.list("v1", "Pod", namespace, label_selector=workloads.SCENE_LABEL) or None,
                 REACT_SECONDS,
                 "the scene's pods gone",
             )
-    return result
 
 
 def kueue_restart(context: SceneContext) -> FaultResult:

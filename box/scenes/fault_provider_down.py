@@ -44,6 +44,7 @@ import dataclasses
 import math
 import re
 import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -53,6 +54,7 @@ from box.scenes.context import SceneContext
 from box.scenes.faults import (
     REACT_SECONDS,
     FaultResult,
+    GateSpillSteps,
     Sampler,
     Spill,
     process_url,
@@ -200,104 +202,22 @@ def provider_down(context: SceneContext) -> FaultResult:
     period = monitor_period(context.folder, env.name)
     seconds = toleration_seconds(state.speed, period)
     tolerating(loop.deployment, seconds)
+    run = _Outage(context, p, result, sampler, loop, gate_url, seconds=seconds)
     kwok = ""
     try:
         with sampler.recording():
-            loop.steady()
-            sampler.step(
-                f"steady: {p.replicas} replicas of {p.service.deployment} Ready on {p.pool.name}, tolerating "
-                f"a NotReady node for {seconds}s (300s / speed {state.speed}, at least the node "
-                f"monitor period {period:g}s + {MARGIN_SECONDS}s); {node} closed"
-            )
-            result.timings["spill"] = loop.spill()
-            spilled = _pods_on(kube, p, node)
-            opened, closed = transitions(gate_url, p.provider.name)
-            sampler.step(f"spilled: {len(spilled)} replicas Running on {node}, the gate open")
-
+            run.steady_and_spill(period)
             kwok = provider_fails(kube, node)
             fault = sampler.now()
             sampler.step(
                 f"FAULT: the provider fails: {node} reports Ready=False ({REASON}), still heartbeating"
             )
-
-            def checked() -> None:
-                """What must hold at every poll while the node is down."""
-                if _ready(kube, node) != "False":  # a KWOK heartbeat queued before the fault
-                    report_not_ready(kube, node)
-                    sampler.step(f"{node} read Ready again while down; reported NotReady again")
-                placed = sorted(set(_pods_on(kube, p, node)) - set(spilled))
-                if placed:
-                    raise AssertionError(f"placed on {node} while NotReady: {', '.join(placed)}")
-                if transitions(gate_url, p.provider.name) != (opened, closed):
-                    raise AssertionError("the gate counted a transition while the provider was down")
-
-            def tainted(effect: str) -> bool:
-                checked()
-                return (NOT_READY, effect) in _taints(kube, node)
-
-            sampler.until(lambda: tainted("NoSchedule"), REACT_SECONDS, f"{NOT_READY}:NoSchedule on {node}")
-            result.timings["NoSchedule taint"] = sampler.now() - fault
-            sampler.until(lambda: tainted("NoExecute"), REACT_SECONDS, f"{NOT_READY}:NoExecute on {node}")
-            result.timings["NoExecute taint"] = sampler.now() - fault
-            sampler.step(
-                f"{node} tainted {NOT_READY} NoSchedule +{result.timings['NoSchedule taint']:.1f}s and "
-                f"NoExecute +{result.timings['NoExecute taint']:.1f}s after the fault "
-                "(node lifecycle controller)"
-            )
-
-            def replaced() -> bool:
-                checked()
-                left = set(_pods_on(kube, p, node)) & set(spilled)  # evicted: gone or terminating
-                pending = _pending(kube, p)
-                return (
-                    not left
-                    and len(pending) == len(spilled)
-                    and loop.serving()[1] == p.replicas - len(spilled)
-                )
-
-            sampler.until(
-                replaced, REACT_SECONDS + seconds, f"the {len(spilled)} spilled replicas evicted and replaced"
-            )
-            result.timings["evicted and replaced"] = sampler.now() - fault
-            sampler.step(
-                f"the {len(spilled)} spilled replicas evicted (taint eviction after {seconds}s) and replaced "
-                f"+{result.timings['evicted and replaced']:.1f}s after the fault: {len(spilled)} "
-                f"replacements Pending (the gang holds {p.pool.name}; {node} refuses them), the gate "
-                "still open, no transition"
-            )
-
+            run.node_tainted(fault)
+            run.evicted_and_replaced(fault)
             finished = provider_back(kube, node, kwok)
             kwok = ""
-            back = sampler.now()
-            sampler.step(
-                f"the provider answers again: its virtual-kubelet completes the {len(finished)} evicted "
-                f"pods' deletion and reports {node} Ready"
-            )
-            sampler.until(
-                lambda: _ready(kube, node) == "True" and (NOT_READY, "NoSchedule") not in _taints(kube, node),
-                REACT_SECONDS,
-                f"{node} Ready and its NoSchedule taint lifted",
-            )
-            result.timings["Ready again"] = sampler.now() - back
-            sampler.until(
-                lambda: loop.serving() == (p.replicas, p.replicas - len(spilled), len(spilled)),
-                REACT_SECONDS,
-                f"{len(spilled)} replicas Running on {node} again",
-            )
-            result.timings["replicas back on the provider"] = sampler.now() - back
-            sampler.step(
-                f"{node} Ready +{result.timings['Ready again']:.1f}s after the provider answered; the "
-                f"{len(spilled)} replacements Running there "
-                f"+{result.timings['replicas back on the provider']:.1f}s; the gate counted no transition"
-            )
-            if transitions(gate_url, p.provider.name) != (opened, closed):
-                sampler.problem("the gate counted a transition while its provider failed and came back")
-            # The training ends now, so the gate's close hold runs while the scene settles: the
-            # next scene starts from a closed gate (the clean-up waits for it).
-            ended = loop.end_training()
-            sampler.hold(SETTLE_SECONDS, lambda: None)  # the evictions' events landed long before
-            sampler.sample(final=True)
-            sampler.step(f"the training ended ({ended} pods); every ended pod with a recorded cause")
+            run.provider_answers(finished)
+            run.training_ends()
     finally:
         if kwok:
             with contextlib.suppress(Exception):
@@ -307,6 +227,135 @@ def provider_down(context: SceneContext) -> FaultResult:
         while not loop.closed() and time.monotonic() < deadline:  # leave the box as found
             time.sleep(1)
     return result
+
+
+@dataclass(kw_only=True)  # after the base's defaulted fields
+class _Outage(GateSpillSteps):
+    """The scene's loop, its tolerated NotReady seconds and what its steps read before the
+    fault, shared by its steps."""
+
+    seconds: int
+    spilled: list[str] = field(default_factory=list)
+
+    @property
+    def node(self) -> str:
+        return self.p.provider.node_name
+
+    def steady_and_spill(self, period: float) -> None:
+        """Steady, tolerating a NotReady node for the scene's seconds; then the spill."""
+        p, sampler, loop, node, speed = self.p, self.sampler, self.loop, self.node, self.context.state.speed
+        loop.steady()
+        sampler.step(
+            f"steady: {p.replicas} replicas of {p.service.deployment} Ready on {p.pool.name}, tolerating "
+            f"a NotReady node for {self.seconds}s (300s / speed {speed}, at least the node "
+            f"monitor period {period:g}s + {MARGIN_SECONDS}s); {node} closed"
+        )
+        self.result.timings["spill"] = loop.spill()
+        self.spilled = _pods_on(self.context.kube, p, node)
+        self.opened, self.closed = transitions(self.gate_url, p.provider.name)
+        sampler.step(f"spilled: {len(self.spilled)} replicas Running on {node}, the gate open")
+
+    def checked(self) -> None:
+        """What must hold at every poll while the node is down."""
+        kube, node = self.context.kube, self.node
+        if _ready(kube, node) != "False":  # a KWOK heartbeat queued before the fault
+            report_not_ready(kube, node)
+            self.sampler.step(f"{node} read Ready again while down; reported NotReady again")
+        placed = sorted(set(_pods_on(kube, self.p, node)) - set(self.spilled))
+        if placed:
+            raise AssertionError(f"placed on {node} while NotReady: {', '.join(placed)}")
+        if transitions(self.gate_url, self.p.provider.name) != (self.opened, self.closed):
+            raise AssertionError("the gate counted a transition while the provider was down")
+
+    def node_tainted(self, fault: float) -> None:
+        """The node lifecycle controller taints the node NoSchedule, then NoExecute."""
+        sampler, result, node = self.sampler, self.result, self.node
+
+        def tainted(effect: str) -> bool:
+            self.checked()
+            return (NOT_READY, effect) in _taints(self.context.kube, node)
+
+        sampler.until(lambda: tainted("NoSchedule"), REACT_SECONDS, f"{NOT_READY}:NoSchedule on {node}")
+        result.timings["NoSchedule taint"] = sampler.now() - fault
+        sampler.until(lambda: tainted("NoExecute"), REACT_SECONDS, f"{NOT_READY}:NoExecute on {node}")
+        result.timings["NoExecute taint"] = sampler.now() - fault
+        sampler.step(
+            f"{node} tainted {NOT_READY} NoSchedule +{result.timings['NoSchedule taint']:.1f}s and "
+            f"NoExecute +{result.timings['NoExecute taint']:.1f}s after the fault "
+            "(node lifecycle controller)"
+        )
+
+    def evicted_and_replaced(self, fault: float) -> None:
+        """After the toleration, the spilled replicas evicted and replaced by Pending ones."""
+        p, sampler, result, node, spilled = self.p, self.sampler, self.result, self.node, self.spilled
+        seconds = self.seconds
+
+        def replaced() -> bool:
+            self.checked()
+            left = set(_pods_on(self.context.kube, p, node)) & set(spilled)  # evicted: gone or terminating
+            pending = _pending(self.context.kube, p)
+            return (
+                not left
+                and len(pending) == len(spilled)
+                and self.loop.serving()[1] == p.replicas - len(spilled)
+            )
+
+        sampler.until(
+            replaced,
+            REACT_SECONDS + self.seconds,
+            f"the {len(spilled)} spilled replicas evicted and replaced",
+        )
+        result.timings["evicted and replaced"] = sampler.now() - fault
+        sampler.step(
+            f"the {len(spilled)} spilled replicas evicted (taint eviction after {seconds}s) and replaced "
+            f"+{result.timings['evicted and replaced']:.1f}s after the fault: {len(spilled)} "
+            f"replacements Pending (the gang holds {p.pool.name}; {node} refuses them), the gate "
+            "still open, no transition"
+        )
+
+    def provider_answers(self, finished: list[str]) -> None:
+        """The node Ready again and the replacements Running there; the gate counted no
+        transition."""
+        p, sampler, result, node, spilled, kube = (
+            self.p,
+            self.sampler,
+            self.result,
+            self.node,
+            self.spilled,
+            self.context.kube,
+        )
+        back = sampler.now()
+        sampler.step(
+            f"the provider answers again: its virtual-kubelet completes the {len(finished)} evicted "
+            f"pods' deletion and reports {node} Ready"
+        )
+        sampler.until(
+            lambda: _ready(kube, node) == "True" and (NOT_READY, "NoSchedule") not in _taints(kube, node),
+            REACT_SECONDS,
+            f"{node} Ready and its NoSchedule taint lifted",
+        )
+        result.timings["Ready again"] = sampler.now() - back
+        sampler.until(
+            lambda: self.loop.serving() == (p.replicas, p.replicas - len(spilled), len(spilled)),
+            REACT_SECONDS,
+            f"{len(spilled)} replicas Running on {node} again",
+        )
+        result.timings["replicas back on the provider"] = sampler.now() - back
+        sampler.step(
+            f"{node} Ready +{result.timings['Ready again']:.1f}s after the provider answered; the "
+            f"{len(spilled)} replacements Running there "
+            f"+{result.timings['replicas back on the provider']:.1f}s; the gate counted no transition"
+        )
+        if transitions(self.gate_url, p.provider.name) != (self.opened, self.closed):
+            sampler.problem("the gate counted a transition while its provider failed and came back")
+
+    def training_ends(self) -> None:
+        """The training ends now, so the gate's close hold runs while the scene settles: the
+        next scene starts from a closed gate (the clean-up waits for it)."""
+        ended = self.loop.end_training()
+        self.sampler.hold(SETTLE_SECONDS, lambda: None)  # the evictions' events landed long before
+        self.sampler.sample(final=True)
+        self.sampler.step(f"the training ended ({ended} pods); every ended pod with a recorded cause")
 
 
 def _pods_on(kube: Kube, p: day.Plan, node: str) -> list[str]:

@@ -249,21 +249,8 @@ def start_replica(folder: Path, name: str, replica: str) -> Daemon:
     running = command_of(folder, name)
     port = free_port()
     log = Path(running.record.log).with_name(f"{replica}.log")
-    daemon = Daemon(
-        replica,
-        [*running.argv, f"--metrics-port={port}"],
-        log,
-        ports=[port],
-        env=running.env,
-        cwd=Path(running.cwd),
-    )
-    daemon.start()
-    assert daemon.process is not None
-    state = State.load(folder)
-    assert state is not None
-    state.processes.append(Process(replica, daemon.process.pid, [port], str(log)))
-    state.save(folder)
-    return daemon
+    argv = [*running.argv, f"--metrics-port={port}"]
+    return _start_recorded(folder, replica, argv, log, [port], running.env, Path(running.cwd), new=True)
 
 
 def forget_process(folder: Path, name: str) -> None:
@@ -280,21 +267,43 @@ def start_again(folder: Path, stopped: Stopped) -> Daemon:
     """Start a stopped process as it ran (same arguments, ports, log), and record its new
     process group in the box's state file, so `box down` stops it."""
     record = stopped.record
-    daemon = Daemon(
+    return _start_recorded(
+        folder,
         record.name,
         stopped.argv,
         Path(record.log),
-        ports=record.ports,
-        env=stopped.env,
-        cwd=Path(stopped.cwd),
+        record.ports,
+        stopped.env,
+        Path(stopped.cwd),
+        new=False,
     )
+
+
+def _start_recorded(
+    folder: Path,
+    name: str,
+    argv: list[str],
+    log: Path,
+    ports: list[int],
+    env: dict[str, str],
+    cwd: Path,
+    *,
+    new: bool,
+) -> Daemon:
+    """Start `name` and record its process group in the box's state file, so `box down` stops
+    it: a new entry (a replica), or the group of the entry of that name (a process started
+    again)."""
+    daemon = Daemon(name, argv, log, ports=ports, env=env, cwd=cwd)
     daemon.start()
     assert daemon.process is not None
     state = State.load(folder)
     assert state is not None
-    for process in state.processes:
-        if process.name == record.name:
-            process.pgid = daemon.process.pid
+    if new:
+        state.processes.append(Process(name, daemon.process.pid, ports, str(log)))
+    else:
+        for process in state.processes:
+            if process.name == name:
+                process.pgid = daemon.process.pid
     state.save(folder)
     return daemon
 
@@ -425,6 +434,33 @@ class Spill:
     def remove(self) -> None:
         for api_version, kind, name, namespace in reversed(self.created):
             self.kube.delete(api_version, kind, name, namespace)
+
+
+@dataclass
+class SpillSteps:
+    """What the steps of a fault scene on the spill loop share (each scene's steps are the
+    methods of a subclass, so its body reads as its timeline)."""
+
+    context: SceneContext
+    p: day.Plan
+    result: FaultResult
+    sampler: Sampler
+    loop: Spill
+
+    @property
+    def hold(self) -> int:
+        """The gate's close hold (closeAfterSeconds)."""
+        return self.p.provider.band.close_after_seconds
+
+
+@dataclass
+class GateSpillSteps(SpillSteps):
+    """The steps of a fault scene that reads one gate: its URL, and its transitions (open,
+    close) counted at the spill, which the fault must leave unchanged."""
+
+    gate_url: str
+    opened: float = 0.0
+    closed: float = 0.0
 
 
 def transitions(url: str, provider: str) -> tuple[float, float]:
