@@ -3,8 +3,9 @@
 Up, in order (each step waits on the real effect of the one before, never on a sleep):
 1. kwokctl starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK
    (box/cluster.py);
-2. the pinned CRDs of the other projects the rendered tree names (Argo CD, Prometheus
-   operator, Grafana operator) are applied and Established;
+2. the pinned CRDs of the other projects' kinds the rendered tree holds (Argo CD,
+   Prometheus operator, Grafana operator; with `--argocd` all of theirs) are applied and
+   Established;
 3. Kueue from its pinned chart: CRDs, RBAC and ConfigMap applied, the controller started as
    the chart's ServiceAccount, then the webhooks registered, and up only once the apiserver
    has been seen calling them (a dry-run Job comes back suspended by Kueue's mutating
@@ -17,7 +18,8 @@ Up, in order (each step waits on the real effect of the one before, never on a s
 6. kube-state-metrics (the pinned kube-prometheus-stack chart's, as its ServiceAccount), a
    synthetic dcgm-exporter (box/dcgm_fake.py) and a Prometheus scraping both with
    the rendered alert rules, up once every node's kube_node_labels series and every GPU's
-   temperature is in Prometheus (box/monitoring.py);
+   temperature is in Prometheus (box/monitoring.py); started once the nodes are Ready and
+   waited for after step 5, so its first scrapes come while step 5 applies;
 7. the rendered prometheus-adapter (environments with inference HPAs) as a host process
    querying that Prometheus, its APIService registered with the aggregator, up once the
    APIService is Available (box/adapter.py);
@@ -25,8 +27,8 @@ Up, in order (each step waits on the real effect of the one before, never on a s
    overflow gate and the health controller, querying that Prometheus) as host processes
    with their rendered arguments, configuration and ServiceAccounts
    (box/controllers.py).
-With `--argocd`, step 5 is the real Argo CD's sync instead (box/argocd_up.py), and step 6
-comes before it (the adapter Argo CD waits on queries that Prometheus).
+With `--argocd`, step 5 is the real Argo CD's sync instead (box/argocd_up.py), and step 6 is
+waited for before it (the adapter Argo CD waits on queries that Prometheus).
 Any failure stops whatever was started (`down`), so a failed `up` leaves nothing running.
 """
 
@@ -274,20 +276,25 @@ def _build(
         say(f"creating {len(nodes)} KWOK nodes")
         _create_nodes(kube, nodes)
         say("installing the pinned CRDs the rendered tree uses")
-        _install_foreign_crds(kube, env)
+        _install_foreign_crds(kube, env, objects, every=argocd is not None)
         say("installing Kueue from its pinned chart, with webhooks")
         _install_kueue(build)
         _start_jobset(build)
         say(f"waiting for the {len(nodes)} KWOK nodes to be Ready")
         _wait_nodes_ready(kube, nodes)
+        # Prometheus scrapes every SCRAPE_SECONDS from a start offset of its own: its first
+        # series come seconds after it starts, time spent here applying the rendered tree
+        # instead of waiting. Not before the nodes are Ready: the rendered alerts would
+        # evaluate a fleet still coming up.
+        say("starting kube-state-metrics (the chart's) and Prometheus")
+        monitors = _launch_monitoring(build, len(nodes))
         manifests.ensure_external_namespaces(kube, objects)
         if argocd is None:
             say(f"applying {len(objects)} rendered objects in sync-wave order")
             manifests.apply_all(kube, [o for o in objects if not adapter.deferred(o)])  # adapter: step 7
         else:
             # Prometheus first: the adapter Argo CD's sync waits on queries it.
-            say("starting kube-state-metrics (the chart's) and Prometheus")
-            _start_monitoring(build, len(nodes))
+            _await_monitoring(monitors)
             _deploy_with_argocd(build, argocd)
         _register_virtual_nodes(build)
         for obj in objects:
@@ -296,8 +303,7 @@ def _build(
                     kube, KUEUE_API, "ClusterQueue", obj["metadata"]["name"], "Active", QUEUES_ACTIVE_SECONDS
                 )
         if argocd is None:
-            say("starting kube-state-metrics (the chart's) and Prometheus")
-            _start_monitoring(build, len(nodes))
+            _await_monitoring(monitors)
             _start_adapter(build)
         _start_controllers(build)
     finally:
@@ -398,11 +404,20 @@ def _closed_by_policy(vk: Kube, node: Obj, provider: str, taint_key: str) -> boo
     )
 
 
-def _install_foreign_crds(kube: Kube, env: Environment) -> None:
-    """Every pinned CRD but Kueue's (the chart brings those, with their conversion webhook),
-    and JobSet's when the environment enables it (before Kueue, which sets up its JobSet
-    integration only when the CRD is there)."""
-    crds = [crd for crd in manifests.crd_documents() if crd["spec"]["group"] != KUEUE_GROUP]
+def _install_foreign_crds(kube: Kube, env: Environment, objects: list[Obj], every: bool) -> None:
+    """The pinned CRDs of the kinds the rendered tree holds (`every`: all pinned CRDs), but
+    Kueue's (the chart brings those, with their conversion webhook), and JobSet's when the
+    environment enables it (before Kueue, which sets up its JobSet integration only when the
+    CRD is there). Only the rendered kinds: the apiserver's work per CRD is most of this
+    step, and ApplicationSet's (the largest, 0.4 MB), PodMonitor's and GrafanaFolder's are
+    of kinds no environment renders; with Argo CD every one, for its controller."""
+    kinds = {(o["apiVersion"].split("/")[0], o["kind"]) for o in objects}
+    crds = [
+        crd
+        for crd in manifests.crd_documents()
+        if crd["spec"]["group"] != KUEUE_GROUP
+        and (every or (crd["spec"]["group"], crd["spec"]["names"]["kind"]) in kinds)
+    ]
     if jobset.INTEGRATION in env.kueue.integrations:
         crds += jobset.crds()
     manifests.install_crds(kube, crds)
@@ -497,10 +512,22 @@ def _start_controllers(build: _Build) -> None:
         daemon.wait_until(functools.partial(check, url), CONTROLLER_READY_SECONDS, f"{url} ok")
 
 
-def _start_monitoring(build: _Build, nodes: int) -> None:
-    """kube-state-metrics, the fake dcgm-exporter and Prometheus (box/monitoring.py);
-    up once Prometheus holds one kube_node_labels series per node and one GPU temperature
-    per NVIDIA GPU."""
+@dataclass
+class _Monitors:
+    """kube-state-metrics, the fake dcgm-exporter and Prometheus, started, not yet waited for."""
+
+    ksm: Daemon
+    dcgm: Daemon
+    server: Daemon
+    url: str  # Prometheus's
+    nodes: int  # kube_node_labels series to wait for
+    temperatures: str  # the query of every GPU's temperature
+    gpus: int  # its series to wait for
+
+
+def _launch_monitoring(build: _Build, nodes: int) -> _Monitors:
+    """Start kube-state-metrics, the fake dcgm-exporter and Prometheus (box/monitoring.py);
+    _await_monitoring waits for them."""
     kube, objects, state, folder = build.kube, build.objects, build.state, build.folder
     chart = monitoring.template(build.installer_values(monitoring.VALUES), MONITORING_NAMESPACE)
     rbac, deployment = monitoring.kube_state_metrics(chart)
@@ -516,14 +543,8 @@ def _start_monitoring(build: _Build, nodes: int) -> None:
     )
     ksm.start()
     build.record(ksm)
-    dcgm, fleet = _start_dcgm_fake(build)  # both start at once; waited for below
-    ksm_url = f"http://127.0.0.1:{ksm.ports[0]}"
-    ksm.wait_until(functools.partial(_http_ok, f"{ksm_url}/healthz"), CONTROLLER_READY_SECONDS, "/healthz ok")
-    dcgm.wait_until(
-        functools.partial(_http_ok, f"http://127.0.0.1:{dcgm.ports[0]}/healthz"),
-        CONTROLLER_READY_SECONDS,
-        "/healthz ok",
-    )
+    dcgm, fleet = _start_dcgm_fake(build)
+    # Prometheus is told the two ports now; until they answer its scrapes fail and are retried.
     dcgm_selector = build.env.monitoring.selectors.dcgm
     jobs = [dcgm_fake.scrape_job(dcgm_selector, dcgm.ports[0], f"{monitoring.SCRAPE_SECONDS}s")]
     server = monitoring.prometheus(
@@ -534,17 +555,33 @@ def _start_monitoring(build: _Build, nodes: int) -> None:
     url = f"http://127.0.0.1:{server.ports[0]}"
     state.prometheus = url
     state.save(folder)
-    server.wait_until(
-        lambda: len(monitoring.query(url, "kube_node_labels")) >= nodes,
-        monitoring.READY_SECONDS,
-        f"{nodes} kube_node_labels series",
-    )
     temperatures = f"{dcgm_fake.TEMPERATURE}{{{dcgm_selector}}}"
     gpus = sum(node.gpus for node in fleet.nodes)
-    server.wait_until(
-        lambda: len(monitoring.query(url, temperatures)) >= gpus,
+    return _Monitors(ksm, dcgm, server, url, nodes, temperatures, gpus)
+
+
+def _await_monitoring(m: _Monitors) -> None:
+    """Up once kube-state-metrics and the fake exporter answer, and Prometheus holds one
+    kube_node_labels series per node and one GPU temperature per NVIDIA GPU."""
+    m.ksm.wait_until(
+        functools.partial(_http_ok, f"http://127.0.0.1:{m.ksm.ports[0]}/healthz"),
+        CONTROLLER_READY_SECONDS,
+        "/healthz ok",
+    )
+    m.dcgm.wait_until(
+        functools.partial(_http_ok, f"http://127.0.0.1:{m.dcgm.ports[0]}/healthz"),
+        CONTROLLER_READY_SECONDS,
+        "/healthz ok",
+    )
+    m.server.wait_until(
+        lambda: len(monitoring.query(m.url, "kube_node_labels")) >= m.nodes,
         monitoring.READY_SECONDS,
-        f"{gpus} {temperatures} series (the fake dcgm-exporter scraped)",
+        f"{m.nodes} kube_node_labels series",
+    )
+    m.server.wait_until(
+        lambda: len(monitoring.query(m.url, m.temperatures)) >= m.gpus,
+        monitoring.READY_SECONDS,
+        f"{m.gpus} {m.temperatures} series (the fake dcgm-exporter scraped)",
     )
 
 

@@ -86,12 +86,30 @@ def _host(state: State) -> Reading:
     return reading
 
 
+def _listed(kube: Kube, kinds: set[tuple[str, str]]) -> dict[tuple[str, str], dict[tuple[str, str], Obj]]:
+    """Every live object of `kinds`, by (namespace, name), each with its apiVersion and kind
+    as a GET returns it. One list per kind, not one GET per rendered object: ~25 requests
+    instead of ~130, each reading of the box is seconds shorter on the busy 2 cores."""
+    found: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}
+    for api_version, kind in kinds:
+        found[api_version, kind] = {
+            (o["metadata"].get("namespace", ""), o["metadata"]["name"]): {
+                "apiVersion": api_version,
+                "kind": kind,
+                **o,
+            }
+            for o in kube.list(api_version, kind)
+        }
+    return found
+
+
 def read(kube: Kube, state: State, rendered: list[Obj]) -> Reading:
     """The box as it is now (module docstring)."""
     reading: Reading = {}
+    listed = _listed(kube, {(o["apiVersion"], o["kind"]) for o in rendered})
     for obj in rendered:
         md = obj["metadata"]
-        live = kube.get(obj["apiVersion"], obj["kind"], md["name"], md.get("namespace"))
+        live = listed[obj["apiVersion"], obj["kind"]].get((md.get("namespace", ""), md["name"]))
         reading[_key(obj["kind"], obj)] = None if live is None else _live(live)
     for api_version, kind in CREATED:
         names = sorted(_key(kind, o) for o in kube.list(api_version, kind))

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
-from box.daemon import port_open
-from box.kube import Kube, is_true, purge_namespaces
+from box.daemon import group_alive, port_open
+from box.kube import Kube, is_true, purge_namespaces, wait_for
 from box.manifests import crd_documents
 from tests.controlplane.fixtures import CONTROL_PLANE_TOOLS, require_tools
 from tests.controlplane.harness import ControlPlane
@@ -64,3 +67,33 @@ def test_a_second_control_plane_stops_without_leftovers(tmp_path: Path) -> None:
     plane.stop()  # raises DaemonFailed if anything survived
     assert not any(port_open(port) for port in ports)
     assert all(daemon is not None and not daemon.running() for daemon in daemons)
+
+
+ZOMBIE_CHILD = """
+import os, time
+pid = os.fork()
+if pid == 0:
+    os.setpgid(0, 0)  # a group of its own, then exit: a zombie its parent never collects
+    os._exit(0)
+print(pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_group_left_with_only_a_zombie_is_stopped() -> None:
+    """`box down` waits until each group is gone: a zombie has exited (no port, no memory)
+    but killpg(pgid, 0) still finds it until its parent or init collects it, which on this
+    machine took about 2 s per stopped process (box/daemon.py)."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", ZOMBIE_CHILD], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        stat = Path(f"/proc/{child}/stat")
+        wait_for(lambda: stat.read_text().rsplit(")", 1)[1].split()[0] == "Z", 10, "the child a zombie")
+        os.killpg(child, 0)  # the group still "exists" for the kernel's signal check
+        assert not group_alive(child)
+    finally:
+        parent.kill()
+        parent.wait()
