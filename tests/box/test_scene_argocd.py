@@ -107,6 +107,18 @@ def test_no_drift_argo_cd_reports_synced_at_every_refresh_while_controllers_act(
     refreshes = [line for line in lines if line.startswith("refresh +")]
     assert len(refreshes) >= 3, out
     assert all(line.endswith(": Synced") for line in refreshes), refreshes
+    # The health controller's quarantine, the whole of it while Argo CD refreshed: staging at
+    # speed 30 quarantines after 300 / 30 = 10 s and releases 1800 / 30 = 60 s after the fault.
+    health = next(line for line in lines if line.startswith("health controller: "))
+    match = re.fullmatch(
+        r"health controller: (\S+) quarantined \(gpu-temperature\) at \+(\d+)s, released at \+(\d+)s; "
+        r"(\d+) refreshes in between: (.*)",
+        health,
+    )
+    assert match, health
+    at, released, between = int(match.group(2)), int(match.group(3)), int(match.group(4))
+    assert released - at >= 60 - 1 and between >= 1, health
+    assert match.group(5) == ", ".join(["Synced"] * between), health
     history = next(line for line in lines if line.startswith("sync history "))
     before, after = re.match(r"sync history (\d+) -> (\d+) entries", history).groups()  # type: ignore[union-attr]
     assert before == after, history  # selfHeal never started a sync
