@@ -4,18 +4,33 @@
 PY := .venv/bin/python
 RUNTIME := .venv/.runtime-installed
 STAMP := .venv/.installed
+# The tool cache (tools/toolchain.py cache_root): outside the checkout, shared by fresh clones.
+CACHE := $(or $(TRAINYARD_CACHE),$(HOME)/.cache/trainyard)
 
 .PHONY: setup setup-runtime tools render check validate test test-fast lint
 
+# uv installs the pinned requirements into .venv: the same pins as pip would, from uv's own
+# cache (~/.cache/uv). Measured in a fresh clone under load 9-13: pip 159-243 s, uv 5 s warm,
+# 25 s cold. uv itself is pinned and kept in the tool cache, outside the checkout; it is built
+# in a scratch venv and only its binary (a static executable) is kept, moved into place in one
+# step so two makes started at once never see half an install.
+UV_VERSION := 0.13.9
+UV := $(CACHE)/bin/uv-$(UV_VERSION)
+$(UV):
+	@mkdir -p $(CACHE)/bin
+	@tmp=$$(mktemp -d) && python3 -m venv $$tmp \
+	  && $$tmp/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION) \
+	  && cp $$tmp/bin/uv $(UV).$$$$ && mv -f $(UV).$$$$ $(UV); rc=$$?; rm -rf $$tmp; exit $$rc
+
 # Rendering needs only requirements.txt (about 60 MB); the dev set (pytest, mypy, the
 # Kubernetes client, ...) is installed on top when a test or lint target asks for it.
-$(RUNTIME): requirements.txt
+$(RUNTIME): requirements.txt | $(UV)
 	python3 -m venv .venv
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(UV) pip install --quiet --python $(PY) -r requirements.txt
 	touch $(RUNTIME)
 
-$(STAMP): $(RUNTIME) requirements-dev.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+$(STAMP): $(RUNTIME) requirements-dev.txt | $(UV)
+	$(UV) pip install --quiet --python $(PY) -r requirements-dev.txt
 	touch $(STAMP)
 
 setup-runtime: $(RUNTIME)
@@ -38,6 +53,11 @@ validate: setup-runtime
 	$(PY) generate.py fetch-crds --if-missing
 	$(PY) generate.py validate
 
+# mypy's incremental cache kept beside the tool cache, outside the checkout, so CI's fresh
+# clone reuses it: a fresh clone's mypy took 148 s cold (load 8) against 2 s warm. mypy checks
+# each module's mtime and, when it differs (a fresh clone), the source's hash, so only a module
+# whose text changed is checked again, with everything that depends on its interface.
+lint: export MYPY_CACHE_DIR := $(CACHE)/mypy
 lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
@@ -51,7 +71,7 @@ FAST := -m "not controlplane and not slow"
 # the checkout: with PYTHONDONTWRITEBYTECODE set (as in some shells and CI images) every test
 # process and every `generate.py` a test starts compiled the whole tree again (collection
 # 6.2 s -> 2.8 s measured). Python checks each file's mtime and size, so an edit recompiles it.
-PYCACHE := $(or $(TRAINYARD_CACHE),$(HOME)/.cache/trainyard)/pycache
+PYCACHE := $(CACHE)/pycache
 test-fast test: export PYTHONDONTWRITEBYTECODE :=
 test-fast test: export PYTHONPYCACHEPREFIX := $(PYCACHE)
 test-fast: setup

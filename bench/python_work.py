@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The Python work of a fleet, without the CLI's I/O: load, render and run every policy.
 
-The fleet benchmark compares this with kubeconform alone on the same objects (the issue's
+The fleet benchmark compares this with kubeconform alone on the same objects (docs/performance.md's
 "render + policies <= kubeconform" target). Nothing is read from or written to rendered/:
 the policies see the objects the render holds, as `validate` would after a fresh render.
 

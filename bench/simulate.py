@@ -175,7 +175,7 @@ def main() -> int:
     parser.add_argument("--env", default="staging")
     parser.add_argument("--trace", default="traces/staging.yaml")
     # 180: one day of trace in 480 s of wall, leaving the box's up (34 to 60 s measured) inside
-    # issue 23's 10 minutes (docs/whatif.md "Speed")
+    # the 10 minutes docs/whatif.md "Speed" aims at
     parser.add_argument("--speed", type=int, default=180)
     parser.add_argument("--until", help="simulate's --until (trace seconds, a duration, or 'end')")
     parser.add_argument("--scale", type=int, default=1)

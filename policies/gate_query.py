@@ -33,8 +33,8 @@ from collections.abc import Iterable, Iterator, Mapping
 
 from generators.model.environment import Environment
 from generators.model.overflow import INFERENCE_ROLES, blocks_inference, inference_pools
-from generators.model.promql import ksm_label
 from generators.model.types import Pool
+from generators.promql.vocabulary import ksm_label
 from policies.context import Context, Finding, RenderedObject
 from policies.taints import TAINT_POLICY_KIND
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-# Session fixtures for a real kube-apiserver + etcd (issue 7), shared by every test folder.
+# Session fixtures for a real kube-apiserver + etcd, shared by every test folder.
 from tests.controlplane.fixtures import control_plane, kube, kubeconfig  # noqa: F401
 from tests.support import CORPUS, ROOT  # noqa: F401  (old import path, for branches in flight)
 from tests.support.examples import EDIT_LOOP_EXAMPLES

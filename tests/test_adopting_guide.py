@@ -1,4 +1,4 @@
-"""docs/adopting.md is a contract (issue 22 item 11): its environment snippets, joined in
+"""docs/adopting.md is a contract: its environment snippets, joined in
 order, are a heterogeneous environment (two tainted training GPU generations, an inference
 pool with the usual GPU taint, interLink overflow, health on, the stack another team owns as
 release `monitoring` in `observability`) that renders and validates clean

@@ -1,5 +1,5 @@
-"""Issue 13 item 6: the messages a new user met in the first hour. Each test feeds the exact
-input described in the issue and asserts the whole new line, the exit code and that nothing
+"""The messages a new user meets in the first hour. Each test feeds an input a newcomer
+wrote and asserts the whole new line, the exit code and that nothing
 was written. (Single-file mistakes are in tests/corpus/bad too: indentation, tabs, empty and
 comment-only files, an extends cycle, a share of a removed pool.)"""
 

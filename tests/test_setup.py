@@ -1,5 +1,5 @@
-"""Issue 13 item 9: README documents `pre-commit install`, but `make setup` did not install
-pre-commit. Every command the README tells a newcomer to run after `make setup` must come
+"""The README tells a newcomer to run `pre-commit install` after `make setup`, so `make setup`
+must install pre-commit. Every command the README tells a newcomer to run after `make setup` must come
 from what `make setup` installs."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ runpy.run_path("generate.py", run_name="__main__")
 
 
 def test_make_render_needs_only_the_runtime_requirements() -> None:
-    """Issue 22 item 10: `make render` installs requirements.txt only, so rendering (and
+    """`make render` installs requirements.txt only, so rendering (and
     `render --check`, `validate`'s first step) must import nothing from the dev set."""
     makefile = (ROOT / "Makefile").read_text()
     render = re.search(r"^render: (.*)$", makefile, re.M)

@@ -39,7 +39,7 @@ PINS: Final[MappingProxyType[str, str]] = MappingProxyType(
         # k8s.io/kubernetes v1.36.5 with staging modules at v0.36.5 (v1.36.6 is not served).
         "kube-apiserver": "v1.36.5",
         "kubectl": "v1.36.5",
-        # The cluster in a box (issue 21): same wrapper as kube-apiserver, cheap once it is built.
+        # The cluster in a box: same wrapper as kube-apiserver, cheap once it is built.
         "kube-scheduler": "v1.36.5",
         "kube-controller-manager": "v1.36.5",
         # Fake nodes and pod lifecycles for the box (sigs.k8s.io/kwok; kwokctl drives it).

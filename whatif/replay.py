@@ -57,6 +57,10 @@ POOL_LABEL = "trainyard.dev/pool"
 PREEMPTOR_UID = re.compile(r"\(UID: ([0-9a-f-]+)")
 SETTLE_SECONDS = 300  # wall seconds past the serial worst case before the replay gives up
 POLL_SECONDS = 0.2
+# A watch's server-side timeout: a watch thread sees a stop only at its next event or at the
+# end of its watch, so this bounds how long the replay waits for its watches after the end
+# (every replay pays it once); each timeout re-lists, a few small lists every 2 s.
+WATCH_SECONDS = 2
 IMAGE = "registry.example/trainer:1"  # never pulled: KWOK runs nothing
 
 
@@ -177,8 +181,12 @@ class Watch:
     def start(self) -> None:
         self.thread.start()
 
-    def stop(self) -> None:
+    def signal(self) -> None:
+        """Ask the thread to stop (it does at its next event or its watch's timeout)."""
         self.stopping.set()
+
+    def stop(self) -> None:
+        self.signal()
         self.thread.join(timeout=30)
 
     def _loop(self) -> None:
@@ -197,7 +205,7 @@ class Watch:
                 version = body["metadata"]["resourceVersion"]
                 with contextlib.suppress(Exception):  # an expired watch is re-listed above
                     for event in resource.watch(
-                        resource_version=version, timeout=5, label_selector=self.label_selector
+                        resource_version=version, timeout=WATCH_SECONDS, label_selector=self.label_selector
                     ):
                         self.seen(event["raw_object"], time.time(), event["type"] == "DELETED")
                         if self.stopping.is_set():
@@ -425,6 +433,8 @@ def replay(
         drive.loop(watched, say)
     finally:
         drive.ended = time.time()
+        for watch in watched.all:  # all at once: each then ends within one watch timeout
+            watch.signal()
         for watch in watched.all:
             watch.stop()
         if faults is not None:

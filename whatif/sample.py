@@ -23,7 +23,7 @@ from generators.model.overflow import inference_pools
 from generators.model.quantity import parse as parse_quantity
 from generators.model.types import Pool
 
-SEED = 23  # issue 23
+SEED = 23  # fixed: the same sample, byte for byte, on every run
 DAY_SECONDS = 86400
 TARGET_LOAD = 0.7  # assumption: GPU-hours asked / GPU-hours the training pools hold in a day
 # Job sizes in GPUs and their weights: 55% of the jobs take 1 GPU (the median GPU job is 1 GPU
@@ -47,7 +47,7 @@ HEADER = """\
 # Replay it:
 #   python generate.py simulate {env} --trace traces/{env}.yaml{scale_option} [--base main] [--speed X]
 #{scaled}
-# Derivation, figure by figure (published figures as cited in issue 23; assumptions marked):
+# Derivation, figure by figure (published figures, each cited; assumptions marked):
 # - Job sizes: 55% of the jobs ask for 1 GPU (the median GPU job is 1 GPU in every public
 #   trace: Microsoft Philly, Jeon et al., USENIX ATC 2019; SenseTime Helios, Hu et al., SC 2021;
 #   Shanghai AI Lab Acme, Hu et al., NSDI 2024); the rest whole {per_node}-GPU nodes of 8 to

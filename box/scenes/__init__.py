@@ -96,6 +96,12 @@ def _quarantine_storm(context: SceneContext) -> SceneResult:
     return fault_quarantine_storm.quarantine_storm(context)
 
 
+def _provider_down(context: SceneContext) -> SceneResult:
+    from box.scenes import fault_provider_down
+
+    return fault_provider_down.provider_down(context)
+
+
 def _kueue_restart(context: SceneContext) -> SceneResult:
     from box.scenes import fault_preemption
 
@@ -122,6 +128,7 @@ SCENES: dict[str, Callable[[SceneContext], SceneResult]] = {
     "prometheus-down": _prometheus_down,
     "gate-leader-killed": _gate_leader_killed,
     "quarantine-storm": _quarantine_storm,
+    "provider-down": _provider_down,
     "kueue-restart": _kueue_restart,
     "apiserver-restart": _apiserver_restart,
 }

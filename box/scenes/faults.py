@@ -337,6 +337,7 @@ class Spill:
         self.selector = ",".join(f"{k}={v}" for k, v in sorted(p.service.pod_selector.items()))
         self.pool_nodes = day._pool_nodes(self.kube, p.pool)
         self.job = ""
+        self.deployment = day.deployment(self.p)  # a scene may shape it before `steady`
 
     def closed(self) -> bool:
         return day._gate_closed(self.kube, self.p)
@@ -357,7 +358,7 @@ class Spill:
     def steady(self) -> None:
         p, sampler = self.p, self.sampler
         sampler.until(self.closed, REACT_SECONDS, f"the gate closing {p.provider.node_name}")
-        made = self.kube.create(day.deployment(p))
+        made = self.kube.create(self.deployment)
         self.created.append(("apps/v1", "Deployment", made["metadata"]["name"], p.service.namespace))
         sampler.until(
             lambda: self.serving()[1] == p.replicas, REACT_SECONDS, f"{p.replicas} replicas on {p.pool.name}"

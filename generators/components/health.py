@@ -20,7 +20,7 @@ from generators.k8s import network
 from generators.k8s.admission import node_guard
 from generators.k8s.cel import field, literal, same_map_except, taints
 from generators.k8s.objects import Obj, namespace, service_monitor
-from generators.k8s.rbac import CLUSTER_PREFIX, identity, lease_rules, namespaced, rule
+from generators.k8s.rbac import CLUSTER_PREFIX, identity, namespaced
 from generators.k8s.workload import gate_program
 from generators.model.environment import Environment
 from generators.model.health import (
@@ -33,6 +33,7 @@ from generators.model.health import (
     Controller,
 )
 from generators.output.templating import render
+from generators.upstream.rbac import lease_rules, rule
 
 NODE_POLICY = f"{CLUSTER_PREFIX}{NAME}-node-changes"
 

@@ -8,7 +8,7 @@ resolves a pod's priority from its class before any policy runs, and the Priorit
 its class. So the mutating policy defaults class, value and preemption policy together, and
 the validating one, which runs last, refuses any other class in a training namespace.
 
-Scope (issue 21 finding 5): only pods Kueue manages are training pods. A notebook or a
+Scope: only pods Kueue manages are training pods. A notebook or a
 Deployment in a team namespace holds no quota, so at a training tier it would preempt the pods
 Kueue admitted (and serving) through kube-scheduler, outside every quota. Kueue v0.19.2 marks
 the pods of every workload it starts: jobframework's getPodSetsInfoFromStatus
@@ -43,7 +43,8 @@ from generators.upstream import job_kinds, kubernetes
 from generators.upstream.kubernetes import Feature, Mechanism
 
 POLICY = "trainyard-training-priority"
-# Class-less training Jobs get the default tier's WorkloadPriorityClass (issue 21 finding 2).
+# Class-less training Jobs get the default tier's WorkloadPriorityClass
+# (tests/controlplane/test_job_priority.py applies it on a real apiserver).
 WORKLOAD_POLICY = "trainyard-training-workload-priority"
 # Jobs naming an inference class are refused at creation, before Kueue admits them.
 JOB_POLICY = "trainyard-training-job-priority"

@@ -1,33 +1,12 @@
-"""RBAC: one rule shape, a workload's identity, its namespaced Role, the Lease grant."""
+"""RBAC objects: a workload's identity, its namespaced Role (rules in generators/upstream/rbac.py's shape)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from generators.k8s.objects import Obj
 from generators.output.templating import render
-
-Rule = dict[str, Any]
+from generators.upstream.rbac import Rule
 
 CLUSTER_PREFIX = "trainyard-"  # cluster-scoped names: say whose they are
-
-
-def rule(groups: list[str], resources: list[str], verbs: list[str], names: list[str] | None = None) -> Rule:
-    """One RBAC PolicyRule (resourceNames only where the verb allows it)."""
-    found: Rule = {"apiGroups": groups, "resources": resources}
-    if names:
-        found["resourceNames"] = names
-    found["verbs"] = verbs
-    return found
-
-
-def lease_rules(name: str, verbs: list[str]) -> list[Rule]:
-    """The client's LeaseLock creates its one Lease (create cannot be limited by name), then
-    reads and replaces it by name."""
-    return [
-        rule(["coordination.k8s.io"], ["leases"], ["create"]),
-        rule(["coordination.k8s.io"], ["leases"], verbs, [name]),
-    ]
 
 
 def cluster_role(name: str, rules: list[Rule]) -> Obj:

@@ -14,8 +14,9 @@ from typing import Any, Literal
 
 from generators.model.fromspec import derived, from_spec, setting
 from generators.model.monitoring import Monitoring
-from generators.model.promql import Inventory, match_none
+from generators.model.promql import Inventory
 from generators.model.types import Image, Pool, Resources, Tier
+from generators.promql.vocabulary import match_none
 from generators.providers import CONTRACTS, PROVIDER_TAINT_KEYS, Contract, ProviderInput, VirtualNodeTaint
 
 NODE_PREFIX = "vk-"  # virtual node of provider p is vk-<p>; the default query excludes these
@@ -27,6 +28,9 @@ GATE_TAINT_VALUE = "closed"
 # What the inference pod snippet may tolerate (NoSchedule): the taints supported providers'
 # nodes really carry (generators/providers/), nothing else.
 INFERENCE_TOLERATED_TAINT_KEYS = PROVIDER_TAINT_KEYS
+# A pod series older than this is a pod gone (kube-state-metrics scrapes succeed, `up` is
+# guarded, and it no longer exports the pod): several scrape intervals, under the lookback.
+FRESH_SECONDS = 120
 INFERENCE_ROLES = ("inference", "shared")  # pool roles whose nodes inference may use
 IN_CLUSTER_WEIGHT = 100  # node-affinity weight of real nodes: always above any provider
 PROVIDER_WEIGHT_SPAN = 50  # the preferred provider's weight; the others share it downwards
@@ -263,9 +267,14 @@ def default_query(
     )
     # max by (...): identical series from two kube-state-metrics replicas count once.
     requests = inv.ksm("kube_pod_container_resource_requests", gpu)
+    # Only pods kube-state-metrics exported within FRESH_SECONDS: a Prometheus restarted
+    # after a pod was deleted never marks its series stale (new scrape loops), and the
+    # lookback (5 min) would keep counting its GPUs.
+    scraped = f"max by (namespace, pod) (timestamp({inv.ksm('kube_pod_status_phase')}))"
+    fresh = f"{inv.active_pods()} and on (namespace, pod) (time() - {scraped} < {FRESH_SECONDS})"
     used = (
         f"sum by (node) (max by (namespace, pod, container, node, resource) ({requests})"
-        f" * on (namespace, pod) group_left () {inv.active_pods()})"
+        f" * on (namespace, pod) group_left () ({fresh}))"
     )
     # A node without live GPU pods has no `used` series: it uses 0 (per node, not a total).
     free = f"clamp_min({capacity} - on (node) ({used} or on (node) {capacity} * 0), 0)"

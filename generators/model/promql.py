@@ -1,4 +1,6 @@
-"""The one PromQL vocabulary: every query the project renders is built from this module.
+"""The PromQL an environment's model decides: its exporters' series and the predicates over
+them. The words every query is written with (selectors, matchers, label names) are the leaf
+generators/promql/vocabulary.py.
 
 The model derives two kinds of query itself (the overflow gate's free-GPU query, overflow.py;
 the health quarantine conditions, health.py), and the dashboards and alert rules
@@ -21,79 +23,20 @@ what their values mean, are tabled in generators/model/exporters.py.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 
 from generators.model import exporters
 from generators.model.monitoring import Monitoring
 from generators.model.types import Pool
-
-
-def selector(*matchers: str) -> str:
-    """`{a, b}` from non-empty matcher strings."""
-    return "{" + ", ".join(m for m in matchers if m) + "}"
-
-
-def quote(value: str) -> str:
-    """A PromQL double-quoted string literal."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def regex_any(values: list[str]) -> str:
-    """An RE2 alternation matching exactly the given literal values."""
-    return "|".join(re.sub(r"([.+*?()\[\]{}|^$\\])", r"\\\1", v) for v in values)
-
-
-def match_any(label: str, values: list[str]) -> str:
-    """`label="v"` for one value, `label=~"v1|v2"` for several."""
-    unique = sorted(set(values))
-    if len(unique) == 1:
-        return f"{label}={quote(unique[0])}"
-    return f"{label}=~{quote(regex_any(unique))}"
-
-
-def match_none(label: str, values: list[str]) -> str:
-    """`label!="v"` for one value, `label!~"v1|v2"` for several."""
-    unique = sorted(set(values))
-    if len(unique) == 1:
-        return f"{label}!={quote(unique[0])}"
-    return f"{label}!~{quote(regex_any(unique))}"
-
-
-def ksm_label(key: str) -> str:
-    """The label name kube-state-metrics gives a Kubernetes label on kube_node_labels:
-    labelName in internal/store/utils.go (v2.0.0 to v2.20.0, generators/model/exporters.py)
-    sanitises, then snake-cases (instanceType -> instance_type) and lower-cases."""
-    sanitised = re.sub(r"[^a-zA-Z0-9_]", "_", key)
-    return "label_" + re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", sanitised).lower()
-
-
-def ksm_resource(resource: str) -> str:
-    """kube-state-metrics' resource label value for an extended resource (nvidia.com/gpu ->
-    nvidia_com_gpu)."""
-    return re.sub(r"[^a-zA-Z0-9_]", "_", resource)
-
-
-def with_label(expr: str, label: str, value: str) -> str:
-    """`expr` with label `label` set to the constant `value` (label_replace from no source)."""
-    return f'label_replace({expr}, {quote(label)}, {quote(value)}, "", "")'
-
-
-def labelled_union(label: str, exprs: Mapping[str, str]) -> str:
-    """One series set from several expressions, each told apart by `label` = its key
-    (the `counter` of an error-counter family, the `provider` of a spend series)."""
-    return " or ".join(with_label(expr, label, value) for value, expr in exprs.items())
-
-
-def num(value: float) -> str:
-    """A number as PromQL prints best: 78, 0.05."""
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
-
-
-def to_node(expr: str, host_label: str) -> str:
-    """`expr` per node: its host label copied into `node` (the Kubernetes node name, which
-    dcgm-exporter and node_exporter write in their host labels), one series per node."""
-    return f'max by (node) (label_replace({expr}, "node", "$1", {quote(host_label)}, "(.*)"))'
+from generators.promql.vocabulary import (
+    ksm_label,
+    ksm_resource,
+    labelled_union,
+    match_any,
+    quote,
+    selector,
+    to_node,
+)
 
 
 def below_blank(expr: str) -> str:
@@ -110,11 +53,6 @@ def unless_blank(series: str, expr: str) -> str:
 def share_of_time(violation_ns: str, window: str) -> str:
     """The share of time a DCGM violation counter (nanoseconds throttled) counted over `window`."""
     return f"rate({violation_ns}[{window}]) / 1e9"
-
-
-def target_down(up: str) -> str:
-    """The targets of `up` failing their scrapes, or gone from service discovery."""
-    return f"({up} == 0) or absent({up})"
 
 
 Per = Callable[[str], str]  # how a caller aggregates a predicate's readings

@@ -19,8 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from generators.k8s.rbac import Rule as Rule  # re-exported: the providers name their rules with it
-from generators.k8s.rbac import rule as rule
+from generators.upstream.rbac import Rule, rule
 
 # Siblings, never nested: a mount point inside a read-only ConfigMap volume is fragile.
 CONFIG_DIR = "/etc/virtual-kubelet/config"

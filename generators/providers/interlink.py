@@ -44,13 +44,12 @@ from generators.providers.contract import (
     Launch,
     PodInputScope,
     ProviderInput,
-    Rule,
     VirtualNodeTaint,
     node_and_pod_controller_rules,
     pod_ip,
-    rule,
     value,
 )
+from generators.upstream.rbac import Rule, rule
 
 TOKEN_KEY = "VKTokenFile"
 RESOURCES_KEY = "Resources"

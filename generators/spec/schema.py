@@ -314,7 +314,7 @@ def _generic_problem(doc: Document, error: jsonschema.ValidationError) -> Proble
 
 
 # Words for the patterns the schemas share, so a refusal names the form instead of printing
-# a regular expression (issue 22 item 9). Keyed by the pattern text itself: a pattern that
+# a regular expression. Keyed by the pattern text itself: a pattern that
 # changes falls back to its field's description, never to stale words.
 PATTERN_WORDS: dict[str, str] = {
     "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": (

@@ -7,7 +7,7 @@ Each version is the archive in ../shared/charts (tools/toolchain.py ARCHIVES nam
 `<name>-<version>.tgz`) that tests/monitoring/test_charts.py renders with the pinned helm, so a
 command can only name a chart the tests have rendered with our values.
 
-Decision (issue 20, item 10): every command carries `--version` (without it helm takes
+Decision: every command carries `--version` (without it helm takes
 whatever the repository's newest is, and the values were checked against none of it) and
 none carries `--reuse-values`, which keeps the previous release's computed values and so
 ignores new chart defaults:

@@ -6,7 +6,7 @@ use only: a run that selects no `controlplane` test starts nothing.
 
 A pinned binary that is not installed fails the test with the install command
 (ToolNotInstalled's message), as every other missing tool does: CI and `make test` provision
-them, and a quiet skip hid 62 control-plane tests (issue 25). A server that is installed but
+them, and a quiet skip once hid 62 control-plane tests. A server that is installed but
 fails to start is an error too.
 """
 

@@ -1,5 +1,5 @@
 """Quarantine admission on the real kube-apiserver, every rendered object of the environment
-applied (issue 15): inference pods get the quarantine toleration, training pods may not carry
+applied: inference pods get the quarantine toleration, training pods may not carry
 one, and the health controller's identity may change only its taint and annotations on pool
 nodes (RBAC and the rendered ValidatingAdmissionPolicy together, by impersonation).
 

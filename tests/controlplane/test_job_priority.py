@@ -1,5 +1,5 @@
 """Training Jobs and their priority on the real kube-apiserver, staging's rendered objects
-applied (issue 21): a Job naming no class is labelled with the default training tier's
+applied: a Job naming no class is labelled with the default training tier's
 WorkloadPriorityClass (Kueue would make it a priority-0 Workload), and a Job naming an
 inference class, as its label or as its pods' class, is refused when created (the pod
 policy alone refused only its pods, after Kueue had admitted the Job and given it quota).

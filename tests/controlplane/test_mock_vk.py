@@ -1,6 +1,6 @@
 """The reference virtual-kubelet v1.14.1 with its mock provider, staging's overflow provider,
-run for real against the test kube-apiserver with staging's rendered objects (issue 20: "the
-same for the virtual-kubelet mock provider if it builds": it does, tools/install.py pins it).
+run for real against the test kube-apiserver with staging's rendered objects
+(tools/install.py pins and builds it).
 
 The binary (`tool_path("virtual-kubelet")`, built from the Go module proxy) starts with the
 rendered Deployment's arguments and environment and the rendered provider ConfigMap, and

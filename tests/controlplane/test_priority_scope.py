@@ -1,5 +1,5 @@
 """Which pods of a training namespace run at a training tier, on the real kube-apiserver
-v1.36.5 with staging's rendered objects applied (issue 21 finding 5).
+v1.36.5 with staging's rendered objects applied (components/priorities.py "Scope").
 
 Only pods Kueue manages: the training-priority policy once gave every class-less pod there
 900000, so a notebook or a Deployment in a team namespace, holding no quota, preempted pods

@@ -1,6 +1,6 @@
 """The priority scope when a pod-based Kueue integration is on, on the real kube-apiserver
 v1.36.5: staging's model with `deployment` added to `kueue.integrations`, rendered by the
-real generators and applied (issue 21 finding 5).
+real generators and applied (components/priorities.py "Scope").
 
 With the `deployment` integration Kueue manages a Deployment that names a queue: its webhook
 writes `kueue.x-k8s.io/queue-name` and `kueue.x-k8s.io/managed: "true"` into the pod template

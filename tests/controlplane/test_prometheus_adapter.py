@@ -1,7 +1,7 @@
 """The pinned prometheus-adapter v0.12.0 serves each rendered HPA's External metric.
 
-Issue 21, finding 3: the HPAs under rendered/<env>/overflow/ scale on an External metric
-that nothing served. Here the adapter's own code decides whether the rendered config serves
+The HPAs under rendered/<env>/overflow/ scale on an External metric that nothing served
+until the adapter was rendered. Here the adapter's own code decides whether the rendered config serves
 it: the pinned build (tools/install.py, from ../shared/src/prometheus-adapter-v0.12.0.tar.gz)
 runs with the committed rendered/staging/monitoring/ Deployment's arguments and ConfigMap,
 as the rendered ServiceAccount (a TokenRequest token; the rendered auth-delegator and

@@ -1,4 +1,4 @@
-"""Two GPU generations in one team's queue, decided by the real Kueue (issue 22 item 1).
+"""Two GPU generations in one team's queue, decided by the real Kueue.
 
 A team holds shares of a GB200 pool (arm64 hosts, 4 GPUs per tray) and an H100 pool (amd64,
 8 per node); both land in one ClusterQueue, flavors in the order the pools are written.

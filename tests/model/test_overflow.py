@@ -101,7 +101,7 @@ def test_default_query_covers_every_inference_gpu_resource_and_excludes_virtual_
 
 
 def test_only_pools_inference_can_use_count() -> None:
-    # Issue 22 item 5: the usual GPU taint of managed pools. A pool's declared taint is what
+    # The usual GPU taint of managed pools. A pool's declared taint is what
     # its pods tolerate, so the pool counts and its key is tolerated by the query.
     usual = Taint("nvidia.com/gpu", "present", "NoSchedule")
     pools = (

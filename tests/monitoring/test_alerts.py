@@ -111,7 +111,8 @@ def test_every_alert_has_a_runbook_section() -> None:
 
 
 def test_spec_defaults_are_the_talks_numbers() -> None:
-    """78 °C for 2m, the XID replace list: the numbers the issue and the talk give."""
+    """78 °C for 2m, the XID replace list: the talk's numbers (docs/monitoring.md,
+    ../shared/context/talk-digest.md)."""
     schema = yaml.safe_load((ROOT / "schemas" / "monitoring.schema.json").read_text())
     props = schema["properties"]
     assert props["gpuTempLimitCelsius"]["default"] == 78

@@ -1,4 +1,4 @@
-"""The pinned upstream charts, rendered by the pinned helm with our installer values (issue 20).
+"""The pinned upstream charts, rendered by the pinned helm with our installer values.
 
 `helm template` (tools/toolchain.py PINS["helm"], `--kube-version 1.36.5`) of each chart archive
 generators/upstream/charts.py pins (../shared/charts, via tools.toolchain.archive_path) with
@@ -14,7 +14,7 @@ their expectations from the environment file or literals:
   dcgm-exporter's); the node-exporter ServiceMonitor's relabeling gives the label our queries
   join on the node name; the job labels equal our selectors; Grafana's sidecar files our
   dashboards into their folder. With the chart's default values the same checks fail (the
-  tests can fail: what the issue found).
+  tests can fail: what the charts' defaults leave out).
 - gpu-operator v26.7.0: the ClusterPolicy names the counters ConfigMap the chart creates, with
   their sha256 on the exporter's pod template, and the dcgm-exporter ServiceMonitor the
   operator makes from it is selected.
@@ -281,7 +281,8 @@ def test_node_exporter_relabeling_gives_the_node_name_our_queries_join_on(env: E
 
 
 def test_node_exporter_default_leaves_the_host_address_in_instance(env: Env) -> None:
-    """Issue 20 item 3, by the same evaluator: the chart's relabelings are `[]`."""
+    """The control, by the same evaluator: the chart's own relabelings are `[]`, so
+    `instance` keeps the host address the dashboards cannot join on."""
     monitor, _ = _scrape(env.kps(ours=False), "prometheus-node-exporter")
     assert _scraped_labels(monitor)["instance"] == "10.0.0.7:9100"
 
@@ -361,7 +362,7 @@ def test_the_dcgm_exporter_that_runs_is_the_release_the_spec_names(env: Env) -> 
 
 
 def test_gpu_operator_default_has_no_counters_configmap(env: Env) -> None:
-    """Issue 20 item 7: without our values the ClusterPolicy names no counters at all."""
+    """The control: without our values the ClusterPolicy names no counters at all."""
     objects = env.gpu_operator(ours=False)
     assert "config" not in one(objects, "ClusterPolicy")["spec"]["dcgmExporter"]
     assert not [c for c in of_kind(objects, "ConfigMap") if "dcgm-metrics.csv" in c.get("data", {})]

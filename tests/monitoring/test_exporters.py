@@ -14,7 +14,7 @@ import pytest
 
 from generators.components.monitoring.alerts import groups
 from generators.model import exporters
-from generators.model.promql import ksm_label
+from generators.promql.vocabulary import ksm_label
 from tests.monitoring.conftest import Shipped
 from tests.monitoring.minimal import with_section
 from tests.support import ROOT

@@ -1,6 +1,6 @@
 """The gate and the health controller default to one Prometheus URL, derived from
 monitoring.namespace (generators/model/monitoring.py, Monitoring.prometheus_url), and a
-URL the spec states wins (issue 22 item 6)."""
+URL the spec states wins."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 `file:line:col`, the reason, and what to state instead, nothing written
 (minimal.first_refusal). One test, one row per refusal: a dcgm-exporter release outside
 every label contract read (generators/model/exporters.py; the override named), and the
-kube-prometheus stack (issue 20 item 8, docs/monitoring.md "Supported monitoring stacks").
+kube-prometheus stack (docs/monitoring.md "Supported monitoring stacks").
 Expected messages are literals."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The rendered queries against a REAL scrape: kube-state-metrics and node_exporter scraped by
-Prometheus with the relabeling kube-prometheus-stack renders (issue 20, "Done means").
+Prometheus with the relabeling kube-prometheus-stack renders.
 
 Per environment that renders both the overflow gate and the health controller (staging,
 prod): `helm template` of the pinned kube-prometheus-stack 88.5.3 with
@@ -22,7 +22,7 @@ Then the rendered queries, read from the rendered ConfigMaps:
   `<ib pool>-000`), through the health controller's own client
   (`PrometheusClient.query_nodes`). The conditions copy `node` from `instance`; the
   rendered values relabel `instance` to the pod's node name
-  (`prometheus-node-exporter.prometheus.monitor.relabelings`, issue 20 item 3).
+  (`prometheus-node-exporter.prometheus.monitor.relabelings`).
 - the control, `staging-without-relabeling`: the same stack with that relabeling taken out
   of the values (the chart's default `relabelings: []`, what the values carried before
   the fix): the same conditions are keyed by `<hostIP>:9100` and name no node, which is

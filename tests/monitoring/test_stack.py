@@ -1,5 +1,5 @@
 """monitoring.stack: the supported stack renders (kube-prometheus is refused at the spot, with
-its reason, nothing written: a row of test_refusals.py, issue 20 item 8). Also the
+its reason, nothing written: a row of test_refusals.py). Also the
 independent evaluators test_charts.py reads the charts with (kubeselect.py), on literal
 cases, so they cannot pass by accident."""
 

@@ -4,7 +4,7 @@ Each is one plausible bug: a named, exact edit of one source file (`old` must oc
 once, so a list that drifted from the code fails loudly instead of testing nothing), and the
 promise it breaks. They cover the model, components, templates, gate, policies, the YAML
 emitter, sync-inventory, the diff engine and the spec's cross-field checks; the first five
-are the ones issue 25 found escaping every behavioural test, the last 27 were written before
+once escaped every behavioural test, the last 27 were written before
 the tests of the seven areas where one-line bugs had passed the whole suite
 (docs/testing.md, "The seven areas").
 """
@@ -24,7 +24,7 @@ class Mutation:
 
 
 MUTATIONS: tuple[Mutation, ...] = (
-    # --- the five named in issue 25 -------------------------------------------------------
+    # --- the five that once escaped every behavioural test ---------------------------------
     Mutation(
         "quota-lending-rounded",
         "generators/model/quota.py",
@@ -490,7 +490,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "elif False:",
         "dcgm-counters refuses an unknown Prometheus type",
     ),
-    # --- which pods are Kueue's (issue 21 finding 5) ------------------------------------------
+    # --- which pods are Kueue's (components/priorities.py "Scope") -----------------------------
     Mutation(
         "priority-queue-label-always-counts",
         "generators/components/priorities.py",

@@ -4,7 +4,7 @@ An oracle test writes its own small spec, renders it with the real pipeline and 
 what comes out with numbers worked out by hand from that spec (written in the test as
 literals, with the arithmetic in a comment) or by a few lines of arithmetic in the test.
 Never with a value the code under test computes: a bug there would move the expected value
-with it (issue 25)."""
+with it, and the test could not fail."""
 
 from __future__ import annotations
 

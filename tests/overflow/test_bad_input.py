@@ -91,7 +91,7 @@ CASES = [
         "'pods' is a required property",
     ),
     ("floating-tag", "tag: 0.1.0", "tag: latest", "latest", "'latest' is refused here"),
-    # Issue 22 item 7: a tag in the repository rendered ghcr.io/example/gate:0.1.0:0.1.0.
+    # A tag in the repository once rendered ghcr.io/example/gate:0.1.0:0.1.0.
     (
         "tag-in-repository",
         "repository: ghcr.io/example/gate,",

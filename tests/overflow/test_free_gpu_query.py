@@ -17,8 +17,8 @@ import yaml
 
 from generators.model.load import load
 from generators.model.overflow import inference_pools
-from generators.model.promql import ksm_label
 from generators.model.types import Pool
+from generators.promql.vocabulary import ksm_label
 from tests.support import ROOT, tool
 
 from .conftest import one, overflow_envs
@@ -184,3 +184,31 @@ def test_two_kube_state_metrics_replicas_count_once(env: str, tmp_path: Path) ->
         if not s["series"].startswith("up{")
     ] + [s for s in one if s["series"].startswith("up{")]
     _promtool_test(tmp_path, ov.gate.free_gpus_query, [(one, 5), (twice, 5)])
+
+
+def _ended_at(series: list[dict[str, str]], pod: str, minutes: int) -> list[dict[str, str]]:
+    """`series` with `pod`'s samples ending after `minutes` + 1 samples and no staleness
+    marker after them: what a Prometheus restarted after the pod was deleted keeps (its new
+    scrape loops never saw the series, so nothing marks it stale)."""
+    return [
+        {**s, "values": f"{s['values'].split('x')[0]}x{minutes}"} if f'pod="{pod}"' in s["series"] else s
+        for s in series
+    ]
+
+
+@pytest.mark.parametrize("env", overflow_envs())
+def test_a_pod_whose_series_stopped_holds_nothing_after_the_freshness_window(
+    env: str, tmp_path: Path
+) -> None:
+    """The gang's pods deleted while Prometheus was down: their last samples (minute 1) are
+    4 minutes old at minute 5, inside the default 5-minute lookback, yet the pods are gone
+    (kube-state-metrics, scraped at every minute since, no longer exports them). Counted,
+    they kept the gate open 4 min 46 s longer on the box (docs/overflow.md)."""
+    environment = load(ROOT, env)
+    ov = environment.overflow
+    assert ov is not None
+    pool = inference_pools(environment.pools)[0]
+    virtual = list(ov.virtual_nodes)
+    gone = _ended_at(_capacity(pool, virtual) + _pod("gang-0", "gpu-1", [8], "Running"), "gang-0", 1)
+    live = _capacity(pool, virtual) + _pod("serve-0", "gpu-1", [8], "Running")
+    _promtool_test(tmp_path, ov.gate.free_gpus_query, [(gone, 16), (live, 8)])

@@ -116,7 +116,7 @@ UNRESTRICTED = (
     "(infer-l40s): join with `and on (node) max by (node) (kube_node_labels{...})` of those "
     "pools' nodeLabels"
 )
-# The default query before issue 11: every non-virtual GPU, and `or vector(0)` for no pods.
+# The gate's default query as it once was: every non-virtual GPU, and `or vector(0)` for no pods.
 OLD_DEFAULT = (
     'sum(kube_node_status_allocatable{resource="nvidia_com_gpu",node!~"vk-mock"}) - '
     '(sum(kube_pod_container_resource_requests{resource="nvidia_com_gpu",node!~"vk-mock",'
@@ -411,7 +411,7 @@ def test_malformed_dcgm_counters_csv(repo: Repo, validate: Validate) -> None:
     """The help text this project once shipped (a comma: four fields), plus two other ways
     dcgm-exporter refuses a line."""
     rel = f"{DEV}/monitoring/gpu-operator/configmap-trainyard-dcgm-metrics.yaml"
-    # Issue 20: the shipped CSV travels in the gpu-operator values (the chart creates the
+    # The shipped CSV travels in the gpu-operator values (the chart creates the
     # ConfigMap; tests/monitoring/test_dcgm_csv.py reads it with dcgm-exporter's reader). The
     # policy still guards any rendered ConfigMap carrying the key: put one there, shipped CSV.
     values = repo.load(f"{DEV}/installers/gpu-operator-values.yaml")["dcgmExporter"]["config"]

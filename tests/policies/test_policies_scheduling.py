@@ -338,7 +338,7 @@ def test_placement(
 
 
 def test_quantities_past_int64_or_fractional(repo: Repo, validate: Validate) -> None:
-    """Issue 13 item 1: `memory: 1800Pi` on 112 nodes rendered `201600Pi` (about 197 EiB, past
+    """`memory: 1800Pi` on 112 nodes once rendered `201600Pi` (about 197 EiB, past
     int64) and `1.8Ti` rendered millibytes; both would be refused here even if the spec let
     them through."""
 

@@ -14,19 +14,22 @@ borrowed), evals 48 (no maxUsagePercent: no borrowing limit). Every job is `trai
 (900000), so nothing preempts within a queue (withinClusterQueue: LowerPriority) and
 borrowWithinCohort (maxPriorityThreshold 100000) never reaches a training job.
 
-Trace two-teams.yaml (each job 300 s; times are trace seconds; nothing is preempted, up to
+Trace two-teams.yaml (each job 100 s; times are trace seconds; nothing is preempted, up to
 the finish race below):
 - r1 (research, 23 x 8 = 184) at 0 and e1 (evals, 6 x 8 = 48) at 0: 184 + 48 = 232 <= 248,
   both admitted at once: wait 0, 0.
 - r2 (research, 184) at 10: research already holds its 184 maximum -> waits for r1 to
-  finish at 300: wait 290.
-- e2 (evals, 48) at 60: 232 + 48 = 280 > 248 -> waits for e1 at 300: wait 240. At 300 r2
-  and e2 together take 232 <= 248: both admitted then.
-Trace reclaim.yaml: r1 (research, 184, 300 s) at 0 borrows 112; e1 (evals, 8, within its
-nominal) at 0; f1 (foundation, 16 x 8 = 128, its nominal, 120 s) at 60 finds 248 - 184 - 8 =
+  finish at 100: wait 100 - 10 = 90.
+- e2 (evals, 48) at 60: 232 + 48 = 280 > 248 -> waits for e1 at 100: wait 100 - 60 = 40. At
+  100 r2 and e2 together take 232 <= 248: both admitted then.
+(The jobs ran 300 s until 2026-12-05, waits 0, 0, 290, 240: the same reasoning; 100 s keeps
+every wait clear of 0 by more than the early tolerance and halves the replay.)
+Trace reclaim.yaml: r1 (research, 184, 150 s) at 0 borrows 112; e1 (evals, 8, within its
+nominal) at 0; f1 (foundation, 16 x 8 = 128, its nominal, 60 s) at 60 finds 248 - 184 - 8 =
 56 free, so Kueue reclaims from the only borrower: r1 is preempted by f1 (reason
 InCohortReclamation) and f1 is admitted at 60 (wait 0); r1, requeued, needs 184 of the
-248 - 128 - 8 = 112 left and is admitted again after f1 finishes (at 180 or later). e1's
+248 - 128 - 8 = 112 left and is admitted again after f1 finishes (at 120 or later), and runs
+its 150 s again: the replay lasts past 120 + 150 = 270. e1's
 pod is killed 30 s after its admission; the job controller starts a replacement that runs
 the whole 100 s, so e1 holds its quota for 30 + 100 = 130 s. (The Job's status.failed stays
 unset: KWOK's pod-delete Stage deletes the killed pod outright, so the job controller sees one
@@ -37,11 +40,12 @@ reason xid, quarantineAfterSeconds 0, reconcile 30 s / 10 = 3 s; releaseAfterSec
 10 = 180 s of wall time, longer than the rest of the replay) taints exactly that node
 `trainyard.dev/gpu-health=xid` and keeps it so until the replay ends: one quarantine, on one
 node, from at most QUARANTINED_WITHIN after the kill (Prometheus scrapes the exporter every
-5 s, the controller passes every 3 s: 8 s of wall time, 20 s allowed) to the end.
+5 s, the controller passes every 3 s: 8 s of wall time, 20 s allowed) to the end (the kill at
+about 30, the taint by 30 + 200 = 230 at the latest, the replay past 270).
 
 Per-pool utilisation of two-teams.yaml, by hand: 23 + 23 + 6 + 6 = 58 pods of 8 GPUs, each
-bound for its 300 s (within the tolerance below), all on train-h100: 58 x 8 x 300 = 139,200
-GPU-seconds = 38.7 GPU-hours, over the pool's 32 x 8 = 256 GPUs (environments/staging.yaml)
+bound for its 100 s (within the tolerance below), all on train-h100: 58 x 8 x 100 = 46,400
+GPU-seconds = 12.9 GPU-hours, over the pool's 32 x 8 = 256 GPUs (environments/staging.yaml)
 x the trace seconds the replay observed.
 
 Trace inference.yaml, staging's serving overflow by hand: the curve drives chat-api
@@ -49,8 +53,11 @@ Trace inference.yaml, staging's serving overflow by hand: the curve drives chat-
 whole node of infer-l40s, 8 GPUs, as the inference-scales scene sizes it). Load 0, then 36
 from 100 s: the HPA asks for 36 / 4 = 9 replicas; infer-l40s's 8 nodes hold 8, so the 9th
 waits until the gate opens vk-mock (8 GPUs: room for one) and is bound there. Spill: one pod
-of 8 GPUs on provider mock, bound after the load rose, until the curve ends at 1200 s; at
-most 8 x (1200 - 100) s = 2.4 GPU-hours, at mock's $0.01 per GPU-hour.
+of 8 GPUs on provider mock, bound after the load rose, until the curve ends at 800 s; at
+most 8 x (800 - 100) s = 5,600 GPU-seconds = 1.56 GPU-hours, at mock's $0.01 per GPU-hour.
+The curve's length is wall time for the HPA (its 15 s sync and scale-up steps are not sped
+up) and the gate: the first spill was bound 26.5 s of wall after the load rose (load ~2,
+docs/whatif.md), and 800 s leaves 70 s of wall for it.
 
 Trace horizon.yaml, replayed to a horizon of 120 s (`replay(..., until=120)`, what `simulate
 --until` and a trace's `until:` do; the cut accounting has unit tests in test_horizon.py):
@@ -89,6 +96,7 @@ from tests.whatif.replaying import (
     EARLY,
     HERE,
     LATE,
+    RUN,
     SPEED,
     box_at,
     by_job,
@@ -133,11 +141,11 @@ def test_two_teams_wait_as_worked_out_by_hand(
         # (InCohortReclamation) after r1's pods had all completed, before its Workload was
         # Finished. Waits are unaffected; any other preemption is not in the analysis and fails.
         for event in outcome.preempted:
-            assert event.at >= outcome.admissions[0][0] + 300 - EARLY, outcome
+            assert event.at >= outcome.admissions[0][0] + RUN - EARLY, outcome
         assert outcome.pools == ("train-h100",), outcome
-        # held its quota for the 300 s it ran, plus the same latency at most
+        # held its quota for the 100 s it ran, plus the same latency at most
         start, end = outcome.admissions[0]
-        assert 300 - EARLY <= end - start <= 300 + LATE, outcome
+        assert RUN - EARLY <= end - start <= RUN + LATE, outcome
 
 
 def test_the_same_trace_twice_stays_within_the_noise_band(
@@ -156,12 +164,12 @@ def test_pool_utilisation_counts_the_pods_where_the_scheduler_bound_them(
     assert len(replayed.bound) == 58, replayed.bound  # every pod bound once: nothing preempted or killed
     for pod in replayed.bound:
         assert (pod.pool, pod.gpus) == ("train-h100", 8), pod
-        assert 300 - EARLY <= pod.end - pod.start <= 300 + LATE, pod
+        assert RUN - EARLY <= pod.end - pod.start <= RUN + LATE, pod
     side = Side(
         "head", replayed.outcomes, replayed.bound, (), (("train-h100", TRAIN_H100_GPUS),), replayed.span
     )
     [use] = pool_use(side)
-    low, high = 58 * 8 * (300 - EARLY), 58 * 8 * (300 + LATE)
+    low, high = 58 * 8 * (RUN - EARLY), 58 * 8 * (RUN + LATE)
     assert low / 3600 <= use.gpu_hours <= high / 3600, use
     assert (
         low / (TRAIN_H100_GPUS * replayed.span) <= use.utilisation <= high / (TRAIN_H100_GPUS * replayed.span)
@@ -189,7 +197,7 @@ def test_the_inference_curve_scales_the_service_and_spills_to_the_provider(box: 
     [mock] = [s for s in spill(side_of("head", box.env, replayed)) if s.provider == "mock"]
     hours = sum(8 * (b.end - b.start) for b in spilled) / 3600
     assert mock.gpu_hours == pytest.approx(hours), mock
-    assert 0 < mock.gpu_hours <= 8 * (1200 - 100) / 3600, mock
+    assert 0 < mock.gpu_hours <= 8 * (800 - 100) / 3600, mock
     assert mock.usd == pytest.approx(mock.gpu_hours * 0.01), mock  # environments/staging.yaml
 
 

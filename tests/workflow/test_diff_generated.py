@@ -1,4 +1,4 @@
-"""Issue 13 item 7: floods in the diff. Long PromQL lines printed whole (2,500 characters),
+"""Floods in the diff. Long PromQL lines once printed whole (2,500 characters),
 a truncated PrometheusRule change showed two identical prefixes, and generated dashboards
 and rules filled half of a 50 KB PR comment with raw single-line diffs."""
 

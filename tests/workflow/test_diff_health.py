@@ -1,4 +1,4 @@
-"""`generate.py diff` words a health change in people terms (issue 22 item 3): how many nodes
+"""`generate.py diff` words a health change in people terms: how many nodes
 of a pool quarantine may now take at once, what it was, and the pool's reserve; the
 settings (backend, watched pools, fleet cap) by name. Literal expectations from the small
 spec (tests/workflow/health_spec.py), on real commits."""

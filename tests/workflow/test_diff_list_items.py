@@ -1,4 +1,4 @@
-"""Issue 13 item 3: the object diff matches list items by their natural key. Inserting a
+"""The object diff matches list items by their natural key. Inserting a
 pool before another used to read `flavors[2].name: "infer-l40s" -> "train-b200"`,
 `nominalQuota: "96" -> "0"`: a team seemingly losing its L40S quota."""
 

@@ -1,4 +1,4 @@
-"""Issue 13 item 5: a share change from 20 % to 25 % showed only `400 -> 496`. The PR comment
+"""A share change from 20 % to 25 % once showed only `400 -> 496`. The PR comment
 (and text/JSON diff) show the share and the node count it became next to the quota."""
 
 from __future__ import annotations

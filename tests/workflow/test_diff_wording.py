@@ -1,4 +1,4 @@
-"""Issue 13 item 4: before/after wording. A new team (or flavor) read `borrowing limit
+"""Before/after wording. A new team (or flavor) once read `borrowing limit
 none -> 96` while the legend says `none` means "no limit", and Mermaid drew `0 -> 0 GPUs` on
 queues that gained a zero-quota borrowFrom flavor and outlined them as changed."""
 

@@ -65,7 +65,7 @@ def test_plan_of_an_unknown_environment_is_a_usage_error() -> None:
 
 @pytest.mark.parametrize("name", environment_names(ROOT))
 def test_plan_fits_100_columns_and_names_units(name: str) -> None:
-    """Issue 13 item 8: the teams table was ~135 columns and the free-GPU PromQL line made the
+    """The teams table was once ~135 columns and the free-GPU PromQL line made the
     output 334 wide; the header said "memory in bytes" while values were Gi; CPU read `6k`."""
     out = generate(ROOT, "plan", name).stdout
     assert max(len(line) for line in out.splitlines()) <= 100, out

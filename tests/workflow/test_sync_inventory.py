@@ -192,7 +192,7 @@ def test_bad_nodes_file(repo: Path) -> None:
 
 
 def test_nodelist_of_another_cluster_is_one_cause_not_a_line_per_node(repo: Path) -> None:
-    """Issue 13 item 7: prod's 576 nodes synced against a cluster labelled otherwise printed a
+    """Prod's 576 nodes synced against a cluster labelled otherwise once printed a
     line per node before the line that explained it."""
     env = load(repo, "prod")
     items = [n for p in env.pools for n in pool_nodes(p, p.nodes)]
@@ -219,7 +219,7 @@ USUAL_GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSch
 
 
 def test_a_pool_wide_undeclared_taint_is_named_instead_of_accepting_the_drop(repo: Path) -> None:
-    """Issue 22 item 5: managed GPU pools taint every node nvidia.com/gpu=present:NoSchedule.
+    """Managed GPU pools taint every node nvidia.com/gpu=present:NoSchedule.
     Undeclared, sync-inventory counts the whole pool out; the hint must not be
     --max-drop-fraction (that zeroes the pool's quota) but the missing declaration."""
     env = load(repo, "prod")

@@ -1,4 +1,4 @@
-"""Issue 13 item 2: sync-inventory edits only the number tokens, so any layout survives byte
+"""sync-inventory edits only the number tokens, so any layout survives byte
 for byte (tests/corpus/sync: aligned values, 4-space lists, a flow pool with trailing spaces,
 each also with CRLF line ends); where it still refuses, the error names file:line:col and why.
 Each corpus file's first line is `# expect: ok` or the expected error after the file name."""

@@ -45,7 +45,7 @@ class Cap:
         """Nodes of a pool of `pool_nodes` that may be quarantined at once: the pool's own
         maxNodes when it has one, else the percentage, floored, but never below one node for
         a non-empty pool: 3 % of 32 nodes would be 0, and a small pool with a bad GPU would
-        then keep it in service forever (issue 22 item 3)."""
+        then keep it in service forever."""
         if own is not None:
             return min(own, pool_nodes)
         # Integer arithmetic where possible: 10 % of 30 nodes is 3, not 2.9999.

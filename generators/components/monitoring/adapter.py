@@ -1,7 +1,8 @@
 """prometheus-adapter v0.12.0: what serves the External metric every rendered HPA names.
 
 kube-prometheus-stack ships no external-metrics adapter, so without this the HPAs of
-`overflow.inference` read a metric nobody serves and hold `minReplicas` (issue 21, finding 3).
+`overflow.inference` read a metric nobody serves and hold `minReplicas`
+(tests/controlplane/test_prometheus_adapter.py scales one on it).
 Rendered into rendered/<env>/monitoring/ only for an environment with inference services,
 as upstream's deploy/manifests/ lay it out (the ServiceAccount, the auth-delegator and
 extension-apiserver-authentication-reader bindings, the Service, the APIService, the

@@ -1,7 +1,7 @@
 """rendered/<env>/installers/{gpu-operator,kube-prometheus-stack}-values.yaml: what the
 exporters' and the stack's installs must set so that, on a default install of the charts at
 the versions generators/upstream/charts.py pins, Prometheus scrapes what the dashboards, rules, gate
-and health queries read (issue 20; docs/monitoring.md, "What the cluster must provide").
+and health queries read (docs/monitoring.md, "What the cluster must provide").
 
 Decisions, each checked against the chart's templates by tests/monitoring/test_charts.py:
 - Selection: nothing here changes what the stack's Prometheus selects. Its chart's default

@@ -17,8 +17,8 @@ from generators.model.health import NAME as HEALTH_NAME
 from generators.model.health import Controller
 from generators.model.monitoring import Monitoring
 from generators.model.overflow import GATE, Overflow, Provider
-from generators.model.promql import (
-    Inventory,
+from generators.model.promql import Inventory
+from generators.promql.vocabulary import (
     ksm_label,
     ksm_resource,
     labelled_union,

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from generators.k8s.hardening import hardened
 from generators.k8s.objects import Obj, config_map
-from generators.k8s.rbac import CLUSTER_PREFIX, identity, lease_rules, namespaced, rule
+from generators.k8s.rbac import CLUSTER_PREFIX, identity, namespaced
 from generators.k8s.workload import POLICY_FILE, sha256
 from generators.model.overflow import Overflow
 from generators.output import yamlemit
 from generators.output.templating import render
+from generators.upstream.rbac import lease_rules, rule
 
 DESCHEDULER = "descheduler"
 DESCHEDULER_METRICS_PORT = 10258

@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from generators.k8s.objects import Obj
-from generators.k8s.rbac import CLUSTER_PREFIX, identity, lease_rules, namespaced, rule
+from generators.k8s.rbac import CLUSTER_PREFIX, identity, namespaced
 from generators.k8s.workload import gate_program
 from generators.model.overflow import GATE, GATE_TAINT_VALUE, Overflow
 from generators.output.templating import render
+from generators.upstream.rbac import lease_rules, rule
 
 
 def gate_rules(ov: Overflow) -> list[dict[str, Any]]:

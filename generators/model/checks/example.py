@@ -5,7 +5,7 @@ owns: the repository https://github.com/example/trainyard.git, the runbook links
 it, images under ghcr.io/example/. They are valid values, so the
 schema passes them, and an environment copied from an example renders and validates clean
 while Argo CD would sync from a repository that is not the fork and the nodes would pull
-images no registry serves (issue 22 item 7). So every string of the defaulted spec that
+images no registry serves. So every string of the defaulted spec that
 carries one is a warning at its line:col (printed, the environment still renders: a fork
 may render before its images exist), unless the file says it is an example (`example: true`,
 as the shipped ones do). Decision recorded in docs/adopting.md.

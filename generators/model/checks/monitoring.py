@@ -6,7 +6,7 @@ and locate problems by it; the controllers' prometheusUrl (each controller's own
 derived from it) and the exporters' versions (whose parse is what is checked) are read as
 written.
 
-`stack: kube-prometheus` is refused (issue 20, item 8), with the reason, until trainyard
+`stack: kube-prometheus` is refused (tests/monitoring/test_refusals.py), with the reason, until trainyard
 renders what that stack needs. Read in prometheus-operator/kube-prometheus v0.18.0
 (manifests/): its Prometheus `k8s` selects every ServiceMonitor and PrometheusRule
 (prometheus-prometheus.yaml: all four selectors `{}`), but its ServiceAccount prometheus-k8s

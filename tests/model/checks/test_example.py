@@ -1,7 +1,7 @@
 """The shipped examples' placeholders (github.com/example, ghcr.io/example images,
 *.example.* hosts) are warnings at their line:col in an environment that is not marked
-`example: true`; the environment still renders (issue 22 item 7;
-generators/model/checks/example.py, docs/adopting.md). Inputs and expected lines are literals."""
+`example: true`; the environment still renders
+(generators/model/checks/example.py, docs/adopting.md). Inputs and expected lines are literals."""
 
 from __future__ import annotations
 

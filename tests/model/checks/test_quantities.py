@@ -1,5 +1,5 @@
-"""Issue 13 item 1: per-node quantities. The exact inputs of the issue (`1800GB`, `1800`,
-`1800Pi`, `1.8Ti`) are in the bad-input corpus (tests/corpus/bad/memory-*.yaml); here: the
+"""Per-node quantities. Inputs once rendered wrong (`1800GB`, `1800`, `1800Pi`, `1.8Ti`)
+are in the bad-input corpus (tests/corpus/bad/memory-*.yaml); here: the
 bounds stated in the schema are the ones enforced, and exoticHardware lifts them but never
 Kubernetes' own limit."""
 

@@ -184,22 +184,12 @@ teams:
 TWO_TOPOLOGIES = """name: sem
 cluster: {kubernetesVersion: "1.36.2"}
 pools:
-  - name: train-h100
-    role: training
-    gpu: {model: H100, perNode: 8}
-    nodes: 8
-    cpu: 96
-    memory: 1000Gi
-    nodeLabels: {pool: h100, kubernetes.io/arch: amd64}
-    topology: {levels: [RACK_H100, kubernetes.io/hostname]}
-  - name: train-gb200
-    role: training
-    gpu: {model: GB200, perNode: 4}
-    nodes: 8
-    cpu: 96
-    memory: 1000Gi
-    nodeLabels: {pool: gb200, kubernetes.io/arch: arm64}
-    topology: {levels: [RACK_GB200, kubernetes.io/hostname]}
+  - {name: train-h100, role: training, gpu: {model: H100, perNode: 8}, nodes: 8, cpu: 96, memory: 1000Gi,
+     nodeLabels: {pool: h100, kubernetes.io/arch: amd64},
+     topology: {levels: [RACK_H100, kubernetes.io/hostname]}}
+  - {name: train-gb200, role: training, gpu: {model: GB200, perNode: 4}, nodes: 8, cpu: 96, memory: 1000Gi,
+     nodeLabels: {pool: gb200, kubernetes.io/arch: arm64},
+     topology: {levels: [RACK_GB200, kubernetes.io/hostname]}}
 teams:
   - name: pretrain
     namespaces: [pretrain]
@@ -225,7 +215,7 @@ def test_a_topology_queue_of_different_topologies_is_warned(
     load(tmp_path, "sem")
     err = capsys.readouterr().err
     expected = (
-        "environments/sem.yaml:23:13: warning: team 'pretrain''s topology queue holds pools of "
+        "environments/sem.yaml:13:13: warning: team 'pretrain''s topology queue holds pools of "
         "different topologies (train-gb200: nvidia.com/gpu.clique, train-h100: example.com/rack): "
         "a gang that names no topology gets no default level and is placed host by host"
     )

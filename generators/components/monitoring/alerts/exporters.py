@@ -9,7 +9,7 @@ from __future__ import annotations
 from generators.components.monitoring.alerts.rule import Alert, Rule, context, evaluate
 from generators.components.monitoring.promql import GATE_JOB, Queries, selector
 from generators.model.environment import Environment
-from generators.model.promql import target_down
+from generators.promql.vocabulary import target_down
 
 
 def exporter_down(exporter: str, matchers: str) -> Alert:

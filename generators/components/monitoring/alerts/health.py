@@ -13,7 +13,7 @@ from generators.components.monitoring.alerts import controllers
 from generators.components.monitoring.alerts.rule import Alert, Rule, context, evaluate
 from generators.components.monitoring.promql import Queries, labelled_union
 from generators.model.health import Condition
-from generators.model.promql import target_down
+from generators.promql.vocabulary import target_down
 
 DOWN_FOR = "5m"  # several scrape intervals and a pod restart
 HOLD_PASSES = 2  # a candidate held back on two passes in a row is not a race with a release
