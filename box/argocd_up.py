@@ -231,50 +231,17 @@ def deploy(
         root, env.name, scale, speed, workdir / "repo", env.argocd.target_revision, server
     )
     say(f"serving the box's repository {repo.url} ({env.argocd.target_revision} at {repo.head()[:12]})")
-    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     settings = {**health_settings(repo.checkout, env.name), **wiring_settings(objects)}
-    for obj in [*argocd.upstream_objects(namespace, settings), *argocd.manager_objects()]:
-        kube.apply(obj)
-    manager = accounts.token_kubeconfig(
-        kube,
-        admin_kubeconfig,
-        argocd.MANAGER_NAMESPACE,
-        argocd.MANAGER_ACCOUNT,
-        workdir / "kubeconfig-manager",
-    )
-    token = yaml.safe_load(manager.read_text(encoding="utf-8"))["users"][0]["user"]["token"]
-    kube.apply(argocd.cluster_secret(namespace, env.name, server, token, ca_pem))
-    controller_config = accounts.token_kubeconfig(
-        kube, admin_kubeconfig, namespace, argocd.CONTROLLER_ACCOUNT, workdir / "kubeconfig-controller"
+    controller_config = _configure(
+        kube, admin_kubeconfig, env.name, namespace, settings, server, ca_pem, workdir
     )
     say("starting Argo CD v3.5.1: Redis, repo server, application controller")
-    running = argocd.processes(workdir, namespace, controller_config)
-    for daemon in running.all():
-        daemon.start()
-        record(daemon)
-    urls = running.health_urls()
-    running.redis.wait_until(
-        functools.partial(port_open, running.redis.ports[0]), argocd.READY_SECONDS, "a Redis listener"
-    )
-    for daemon in (running.repo_server, running.controller):
-        daemon.wait_until(
-            functools.partial(checks.http_ok, urls[daemon.name]), argocd.READY_SECONDS, "/healthz ok"
-        )
+    _start(workdir, namespace, controller_config, record, checks)
     application, bootstrap = names(env)
     deployed = Deployed(namespace, application, bootstrap, str(repo.folder), repo.branch, server)
     deployed.save(folder)
-    bootstrap_folder = repo.checkout / RENDERED / env.name / COMPONENT
-    # The AppProjects first: `kubectl apply -R` alone goes in file-name order, application-*
-    # before appproject-*, and Argo CD's first attempt at the environment Application then
-    # fails (InvalidSpecError: its project does not exist yet) and is retried.
-    projects = sorted(p for p in bootstrap_folder.rglob("*.yaml") if _kind(p) == "AppProject")
-    shown = f"{RENDERED}/{env.name}/{COMPONENT}/"
-    say(
-        f"kubectl apply the {len(projects)} AppProjects, then -R -f {shown} (the bootstrap, docs/adopting.md)"
-    )
     timeline = argocd.Timeline(first_sync_path(folder))
-    argocd.kubectl_apply(admin_kubeconfig, *projects)
-    argocd.kubectl_apply(admin_kubeconfig, bootstrap_folder)
+    _bootstrap(admin_kubeconfig, repo.checkout / RENDERED / env.name / COMPONENT, say)
     wiring = AdapterWiring(
         kube,
         admin_kubeconfig,
@@ -297,6 +264,69 @@ def deploy(
     if not wiring.wired:
         raise RuntimeError("Argo CD reported the Application Healthy before the prometheus-adapter was wired")
     return deployed
+
+
+def _configure(
+    kube: Kube,
+    admin_kubeconfig: Path,
+    env_name: str,
+    namespace: str,
+    settings: dict[str, str],
+    server: str,
+    ca_pem: bytes,
+    workdir: Path,
+) -> Path:
+    """Step 2: Argo CD's namespace, upstream's RBAC and configuration (argocd-cm with
+    `settings`), the destination cluster registered with the manager account's token as
+    `argocd cluster add` does. Returns the application controller's kubeconfig."""
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    for obj in [*argocd.upstream_objects(namespace, settings), *argocd.manager_objects()]:
+        kube.apply(obj)
+    manager = accounts.token_kubeconfig(
+        kube,
+        admin_kubeconfig,
+        argocd.MANAGER_NAMESPACE,
+        argocd.MANAGER_ACCOUNT,
+        workdir / "kubeconfig-manager",
+    )
+    token = yaml.safe_load(manager.read_text(encoding="utf-8"))["users"][0]["user"]["token"]
+    kube.apply(argocd.cluster_secret(namespace, env_name, server, token, ca_pem))
+    return accounts.token_kubeconfig(
+        kube, admin_kubeconfig, namespace, argocd.CONTROLLER_ACCOUNT, workdir / "kubeconfig-controller"
+    )
+
+
+def _start(
+    workdir: Path, namespace: str, controller_config: Path, record: Callable[[Daemon], None], checks: Checks
+) -> None:
+    """Step 3: Redis, the repo server and the application controller, each recorded in the
+    box's state, up once Redis listens and the other two answer /healthz."""
+    running = argocd.processes(workdir, namespace, controller_config)
+    for daemon in running.all():
+        daemon.start()
+        record(daemon)
+    urls = running.health_urls()
+    running.redis.wait_until(
+        functools.partial(port_open, running.redis.ports[0]), argocd.READY_SECONDS, "a Redis listener"
+    )
+    for daemon in (running.repo_server, running.controller):
+        daemon.wait_until(
+            functools.partial(checks.http_ok, urls[daemon.name]), argocd.READY_SECONDS, "/healthz ok"
+        )
+
+
+def _bootstrap(admin_kubeconfig: Path, bootstrap_folder: Path, say: Callable[[str], None]) -> None:
+    """Step 4: `kubectl apply -R -f` the repository's rendered/ENV/argocd/ (docs/adopting.md).
+    The AppProjects first: `kubectl apply -R` alone goes in file-name order, application-*
+    before appproject-*, and Argo CD's first attempt at the environment Application then
+    fails (InvalidSpecError: its project does not exist yet) and is retried."""
+    projects = sorted(p for p in bootstrap_folder.rglob("*.yaml") if _kind(p) == "AppProject")
+    shown = "/".join(bootstrap_folder.parts[-3:]) + "/"
+    say(
+        f"kubectl apply the {len(projects)} AppProjects, then -R -f {shown} (the bootstrap, docs/adopting.md)"
+    )
+    argocd.kubectl_apply(admin_kubeconfig, *projects)
+    argocd.kubectl_apply(admin_kubeconfig, bootstrap_folder)
 
 
 def _kind(path: Path) -> str:

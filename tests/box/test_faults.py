@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
 BOX_ENV = "staging"  # one box for the whole module (tests/box/conftest.py)
 BOX_SPEED = 30
+BOX_ARGOCD = True  # deployed by Argo CD: the Argo CD scenes share the box
 # Shares the speed-30 staging box with bad-node and day-in-the-life, after them: the scenes
 # restart Kueue, kube-apiserver and the controllers and add a gate replica, which the as-found
 # check between modules would name (tests/box/conftest.py).

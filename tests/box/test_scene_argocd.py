@@ -2,12 +2,15 @@
 CD in the box (`box up ENV --argocd`)"; docs/gitops.md, "On the box: what the real Argo CD
 did").
 
-One module for every scene about deploying with the real Argo CD v3.5.1, so they share one
-box: bringing a box up with Argo CD costs 80 to 110 s (the first sync is part of `box up`),
-and CI's budget is tight. Each scene leaves the box as it found it (or changes nothing), and the
-scenes run in the order written here, first-sync first, since it reads the first sync's own
-report, replace-and-prune last (it restores the spec it changes). `--speed 30` as in
-the day-in-the-life module: no-drift runs that scene's controllers.
+One module for every scene about deploying with the real Argo CD v3.5.1, on the staging box
+at `--speed 30` that the bad-node, day-in-the-life and fault modules share (they declare
+BOX_ARGOCD too; tests/box/conftest.py): bringing a box up with Argo CD costs 75 to 110 s (the
+first sync is part of `box up`), and CI's budget is tight, so no module pays for a box of its
+own. This module comes first of them (file order; the fault module, BOX_LEAVES, last), and
+its scenes run in the order written here, first-sync first, since it reads the first sync's
+own report, replace-and-prune last (it restores the spec it changes). Each scene leaves the
+box as it found it (or changes nothing), which the shared box checks before the next module.
+`--speed 30` as in the day-in-the-life module: no-drift runs that scene's controllers.
 
 Expected values are the spec's and Argo CD's documented vocabulary (sync Synced, health
 Healthy, operation Succeeded), and the sync waves rendered/staging/ carries.
@@ -32,7 +35,7 @@ from tests.support.box import SceneRun, UpBox, run_scene
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
-BOX_ENV = "staging"  # a box of its own (tests/box/conftest.py), deployed by Argo CD
+BOX_ENV = "staging"  # the shared staging box at speed 30 (tests/box/conftest.py)
 BOX_SPEED = 30
 BOX_ARGOCD = True
 SCENE_SECONDS = 600
@@ -56,25 +59,28 @@ def first_sync(box: UpBox) -> SceneRun:
     return run_scene(box, "first-sync", SCENE_SECONDS)
 
 
-def test_first_sync_ends_synced_and_healthy_without_a_failed_operation(first_sync: SceneRun) -> None:
-    out = first_sync.done.stdout
-    assert first_sync.done.returncode == 0, out + first_sync.done.stderr[-4000:]
+def first_sync_held(run: SceneRun, application: str, waves: set[int]) -> None:
+    """The first-sync scene's promises, from its output: Synced and Healthy, the first
+    operation Succeeded without a retry, nothing failed, lingered or out of order, and every
+    wave of `waves` created, in order."""
+    out = run.done.stdout
+    assert run.done.returncode == 0, out + run.done.stderr[-4000:]
     lines = out.splitlines()
     assert lines[-1] == "OK"
     assert lines[0].startswith(
-        "application argocd/trainyard-staging: sync Synced, health Healthy; "
-        "first operation Succeeded, 0 retries: "
+        f"application {application}: sync Synced, health Healthy; first operation Succeeded, 0 retries: "
     ), lines[0]
     assert not [line for line in lines if line.startswith(("FAILED OPERATION", "LINGERED", "OUT OF ORDER"))]
-
-
-def test_first_sync_applied_every_rendered_wave_in_order(first_sync: SceneRun) -> None:
-    waves = [
-        int(match.group(1))
-        for line in first_sync.done.stdout.splitlines()
-        if (match := re.match(r"wave (-?\d+): \d+ objects created", line))
+    created = [
+        int(m.group(1)) for line in lines if (m := re.match(r"wave (-?\d+): \d+ objects created", line))
     ]
-    assert waves == sorted(rendered_waves("staging")), first_sync.done.stdout
+    assert created == sorted(waves), out
+
+
+def test_first_sync_ends_synced_and_healthy_in_wave_order_without_a_failed_operation(
+    first_sync: SceneRun,
+) -> None:
+    first_sync_held(first_sync, "argocd/trainyard-staging", rendered_waves("staging"))
 
 
 def test_the_box_repository_differs_from_rendered_only_in_the_two_urls(box: UpBox) -> None:
@@ -107,6 +113,18 @@ def test_no_drift_argo_cd_reports_synced_at_every_refresh_while_controllers_act(
     refreshes = [line for line in lines if line.startswith("refresh +")]
     assert len(refreshes) >= 3, out
     assert all(line.endswith(": Synced") for line in refreshes), refreshes
+    # The health controller's quarantine, the whole of it while Argo CD refreshed: staging at
+    # speed 30 quarantines after 300 / 30 = 10 s and releases 1800 / 30 = 60 s after the fault.
+    health = next(line for line in lines if line.startswith("health controller: "))
+    match = re.fullmatch(
+        r"health controller: (\S+) quarantined \(gpu-temperature\) at \+(\d+)s, released at \+(\d+)s; "
+        r"(\d+) refreshes in between: (.*)",
+        health,
+    )
+    assert match, health
+    at, released, between = int(match.group(2)), int(match.group(3)), int(match.group(4))
+    assert released - at >= 60 - 1 and between >= 1, health
+    assert match.group(5) == ", ".join(["Synced"] * between), health
     history = next(line for line in lines if line.startswith("sync history "))
     before, after = re.match(r"sync history (\d+) -> (\d+) entries", history).groups()  # type: ignore[union-attr]
     assert before == after, history  # selfHeal never started a sync

@@ -36,6 +36,7 @@ pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
 BOX_ENV = ENV = "staging"  # the shared staging box at speed 30 (tests/box/conftest.py)
 BOX_SPEED = 30
+BOX_ARGOCD = True  # deployed by Argo CD: the Argo CD scenes share the box
 SCENE_SECONDS = 900
 TAINT = "trainyard.dev/gpu-health"
 DCGM = 'job="nvidia-dcgm-exporter"'  # staging's monitoring.selectors.dcgm (the schema default)
