@@ -25,14 +25,13 @@ exits if it is missing. The process therefore runs in a private mount namespace 
 from __future__ import annotations
 
 import shlex
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from box import pki
+from box import pki, readyz
 from box.daemon import Daemon, free_port
 from generators.components import kueue as kueue_component
 from generators.layout import INSTALLERS
@@ -149,16 +148,4 @@ def start_kueue(
         ports=tuple(ports.values()),
         cwd=workdir,
     )
-    daemon.start()
-    url = f"http://127.0.0.1:{ports['health']}/readyz"
-    try:
-        daemon.wait_until(lambda: _ok(url), KUEUE_READY_SECONDS, "/readyz ok")
-    except BaseException:
-        daemon.stop()
-        raise
-    return daemon
-
-
-def _ok(url: str) -> bool:
-    with urllib.request.urlopen(url, timeout=2) as response:
-        return bool(response.status == 200)
+    return readyz.start(daemon, ports["health"], KUEUE_READY_SECONDS)
