@@ -21,7 +21,7 @@ import re
 
 import pytest
 
-from tests.support.box import SceneRun, UpBox, run_scene
+from tests.support.box import UpBox, run_scene
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -36,16 +36,26 @@ SCENE_SECONDS = 300  # each scene takes 20 to 90 s on the box; generous for a lo
 LEASE_SECONDS, RETRY_SECONDS = 15, 2
 
 
-def _ran(run: SceneRun) -> str:
+def _ran(box: UpBox, scene: str) -> str:
+    """Run `scene` on the box and print its output (pytest shows it when a test fails); it
+    must exit 0 with every sample of the invariants held."""
+    run = run_scene(box, scene, SCENE_SECONDS)
     out = run.done.stdout
+    print(out)
     assert run.done.returncode == 0, f"{out}\n{run.done.stderr[-3000:]}"
     assert re.search(r"\d+ samples of the invariants( \([^)]*\))?, all held", out), out
     return out
 
 
+def _seconds(pattern: str, out: str) -> tuple[float, ...]:
+    """The timings `pattern`'s groups capture in the scene's output, which must hold it."""
+    found = re.search(pattern, out)
+    assert found, out
+    return tuple(float(group) for group in found.groups())
+
+
 def test_prometheus_down_mid_spill_the_gate_holds_and_the_loop_resumes(box: UpBox) -> None:
-    out = _ran(run_scene(box, "prometheus-down", SCENE_SECONDS))
-    print(out)
+    out = _ran(box, "prometheus-down")
     assert "FAULT: Prometheus stopped (SIGTERM, TSDB kept) inside that hold, for 20s" in out
     assert "held for 20s: vk-mock still open, transitions unchanged, quarantined nodes unchanged" in out
     assert re.search(r"failed queries, gate [1-9]\d*, health controller [1-9]\d*", out), out
@@ -54,11 +64,9 @@ def test_prometheus_down_mid_spill_the_gate_holds_and_the_loop_resumes(box: UpBo
 
 
 def test_gate_leader_killed_mid_transition_the_stand_by_takes_over_once(box: UpBox) -> None:
-    out = _ran(run_scene(box, "gate-leader-killed", SCENE_SECONDS))
-    print(out)
-    taken = re.search(r"took the Lease \(\S+\) ([\d.]+)s after the kill", out)
-    assert taken, out
-    assert float(taken.group(1)) <= LEASE_SECONDS + RETRY_SECONDS + 2  # two 1 s samples of slack
+    out = _ran(box, "gate-leader-killed")
+    (taken,) = _seconds(r"took the Lease \(\S+\) ([\d.]+)s after the kill", out)
+    assert taken <= LEASE_SECONDS + RETRY_SECONDS + 2  # two 1 s samples of slack
     assert "its transitions (open, close) since the steady state 1, 0" in out
     assert "the new leader closed vk-mock: its transitions (open, close) (0.0, 1.0), taint patches 1" in out
     assert "started again and stands by" in out
@@ -68,31 +76,26 @@ def test_quarantine_storm_the_caps_hold_the_alert_fires_and_the_release_follows(
     """staging: cap {maxNodes: 1, maxPercentOfPool: 5} on train-h100 (32 nodes): 1 node at
     most; 3 nodes bad, then 3 more: 1 quarantined, 5 held back; XID window 20 s (errorWindow
     10m / 30, floored at 20 s) + releaseAfterSeconds 1800 / 30 = 60 s before the release."""
-    out = _ran(run_scene(box, "quarantine-storm", SCENE_SECONDS))
-    print(out)
+    out = _ran(box, "quarantine-storm")
     assert "quarantined ['train-h100-000'] (the cap used), held back 2" in out
     assert "held: quarantined ['train-h100-000'], held back 5; GpuHealthCapHoldsBack firing: True" in out
-    released = re.search(r"released \['train-h100-000'\] ([\d.]+)s after the errors stopped", out)
-    assert released, out
-    assert 20 + 60 - 2 <= float(released.group(1)) <= 20 + 60 + 60  # window + cool-down, passes, load
+    (released,) = _seconds(r"released \['train-h100-000'\] ([\d.]+)s after the errors stopped", out)
+    assert 20 + 60 - 2 <= released <= 20 + 60 + 60  # window + cool-down, passes, load
 
 
 def test_provider_down_while_open_nothing_lands_there_until_it_is_ready(box: UpBox) -> None:
     """kwokctl's box runs kube-controller-manager with --node-monitor-period=25s: the spilled
     pods tolerate a NotReady node for max(300 / 30, 25 + 5) = 30 s (the scene's module
     docstring); staging spills 4 of 8 replicas to vk-mock."""
-    out = _ran(run_scene(box, "provider-down", SCENE_SECONDS))
-    print(out)
+    out = _ran(box, "provider-down")
     assert "tolerating a NotReady node for 30s" in out
     assert "FAULT: the provider fails: vk-mock reports Ready=False" in out
-    tainted = re.search(r"NoSchedule \+([\d.]+)s and NoExecute \+([\d.]+)s after the fault", out)
-    assert tainted, out
-    assert float(tainted.group(2)) <= 25 + 10  # one monitor period, and a loaded machine's slack
-    replaced = re.search(
+    _, no_execute = _seconds(r"NoSchedule \+([\d.]+)s and NoExecute \+([\d.]+)s after the fault", out)
+    assert no_execute <= 25 + 10  # one monitor period, and a loaded machine's slack
+    (replaced,) = _seconds(
         r"evicted \(taint eviction after 30s\) and replaced \+([\d.]+)s after the fault", out
     )
-    assert replaced, out
-    assert float(tainted.group(2)) + 30 - 2 <= float(replaced.group(1))  # not before the toleration ran out
+    assert no_execute + 30 - 2 <= replaced  # not before the toleration ran out
     assert (
         "4 replacements Pending (the gang holds infer-l40s; vk-mock refuses them), the gate still open" in out
     )
@@ -121,14 +124,12 @@ def _preempted_once(out: str) -> None:
 
 
 def test_kueue_restarted_during_a_preemption_admits_once_and_stops_the_whole_gang(box: UpBox) -> None:
-    out = _ran(run_scene(box, "kueue-restart", SCENE_SECONDS))
-    print(out)
+    out = _ran(box, "kueue-restart")
     assert "FAULT: the Kueue controller stopped (SIGTERM)" in out
     _preempted_once(out)
 
 
 def test_apiserver_restarted_during_a_preemption_loses_nothing(box: UpBox) -> None:
-    out = _ran(run_scene(box, "apiserver-restart", SCENE_SECONDS))
-    print(out)
+    out = _ran(box, "apiserver-restart")
     assert "FAULT: kube-apiserver killed (SIGKILL; etcd keeps the data), down 5s" in out
     _preempted_once(out)

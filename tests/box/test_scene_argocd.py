@@ -54,6 +54,15 @@ def rendered_waves(env: str) -> set[int]:
     return waves
 
 
+def passed(run: SceneRun) -> tuple[str, list[str]]:
+    """A scene's output and its lines, once it exited 0 and its last line is OK."""
+    out = run.done.stdout
+    assert run.done.returncode == 0, out + run.done.stderr[-4000:]
+    lines = out.splitlines()
+    assert lines[-1] == "OK", out
+    return out, lines
+
+
 @pytest.fixture(scope="module")
 def first_sync(box: UpBox) -> SceneRun:
     return run_scene(box, "first-sync", SCENE_SECONDS)
@@ -63,10 +72,7 @@ def first_sync_held(run: SceneRun, application: str, waves: set[int]) -> None:
     """The first-sync scene's promises, from its output: Synced and Healthy, the first
     operation Succeeded without a retry, nothing failed, lingered or out of order, and every
     wave of `waves` created, in order."""
-    out = run.done.stdout
-    assert run.done.returncode == 0, out + run.done.stderr[-4000:]
-    lines = out.splitlines()
-    assert lines[-1] == "OK"
+    out, lines = passed(run)
     assert lines[0].startswith(
         f"application {application}: sync Synced, health Healthy; first operation Succeeded, 0 retries: "
     ), lines[0]
@@ -106,10 +112,7 @@ def no_drift(box: UpBox, first_sync: SceneRun) -> SceneRun:
 
 
 def test_no_drift_argo_cd_reports_synced_at_every_refresh_while_controllers_act(no_drift: SceneRun) -> None:
-    out = no_drift.done.stdout
-    assert no_drift.done.returncode == 0, out + no_drift.done.stderr[-4000:]
-    lines = out.splitlines()
-    assert lines[-1] == "OK"
+    out, lines = passed(no_drift)
     refreshes = [line for line in lines if line.startswith("refresh +")]
     assert len(refreshes) >= 3, out
     assert all(line.endswith(": Synced") for line in refreshes), refreshes
@@ -136,10 +139,7 @@ def pull_request(box: UpBox, no_drift: SceneRun) -> SceneRun:
 
 
 def test_pull_request_kueue_reports_the_quotas_generate_py_diff_printed(pull_request: SceneRun) -> None:
-    out = pull_request.done.stdout
-    assert pull_request.done.returncode == 0, out + pull_request.done.stderr[-4000:]
-    lines = out.splitlines()
-    assert lines[-1] == "OK"
+    out, lines = passed(pull_request)
     assert "change: train-h100 share foundation 50 -> 60, research 30 -> 20; merged as " in out
     # staging: 32 H100 nodes, 1 in reserve: 31 x 8 GPUs shared 60/20 in whole nodes
     # (environments/staging.yaml), as `generate.py diff` printed it for this change.
@@ -165,10 +165,7 @@ def test_replace_and_prune_recreates_the_priority_class_and_prunes_what_is_rende
     rendered no more is reported Pruned by one of the operations the commit started, after
     every object those applied (PruneLast), and is gone from the cluster; the box ends as it
     began."""
-    out = replace_and_prune.done.stdout
-    assert replace_and_prune.done.returncode == 0, out + replace_and_prune.done.stderr[-4000:]
-    lines = out.splitlines()
-    assert lines[-1] == "OK"
+    out, lines = passed(replace_and_prune)
     # environments/_defaults.yaml: the default training tier `training` is 900000.
     assert lines[0] == (
         "tier training: PriorityClass 900000 -> 900001, recreated (new uid): True; "
