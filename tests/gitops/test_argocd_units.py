@@ -20,6 +20,12 @@ def _obj(api_version: str, kind: str, name: str, namespace: str | None = None, *
     return {"apiVersion": api_version, "kind": kind, "metadata": meta, "spec": spec}
 
 
+def _hpa(deployment: str, namespace: str) -> Obj:
+    """An HPA named for the Deployment it scales."""
+    target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment}
+    return _obj("autoscaling/v2", "HorizontalPodAutoscaler", deployment, namespace, scaleTargetRef=target)
+
+
 def test_group_kinds_splits_by_namespace_and_sorts() -> None:
     objects = [
         _obj("apps/v1", "Deployment", "gate", "ops"),
@@ -41,13 +47,7 @@ def test_group_kinds_refuses_a_kind_in_both_scopes() -> None:
 
 
 def test_hpa_target_replicas_are_ignored() -> None:
-    hpa = _obj(
-        "autoscaling/v2",
-        "HorizontalPodAutoscaler",
-        "gate",
-        "ops",
-        scaleTargetRef={"apiVersion": "apps/v1", "kind": "Deployment", "name": "gate"},
-    )
+    hpa = _hpa("gate", "ops")
     entries = argocd.ignore_differences([_obj("apps/v1", "Deployment", "gate", "ops"), hpa])
     assert entries == [
         {
@@ -62,13 +62,7 @@ def test_hpa_target_replicas_are_ignored() -> None:
 
 def test_replicas_of_a_target_another_application_manages_are_not_ignored_here() -> None:
     """Argo CD would not apply the entry (controller/state.go:774): the target's owner must."""
-    hpa = _obj(
-        "autoscaling/v2",
-        "HorizontalPodAutoscaler",
-        "chat-api",
-        "serving",
-        scaleTargetRef={"apiVersion": "apps/v1", "kind": "Deployment", "name": "chat-api"},
-    )
+    hpa = _hpa("chat-api", "serving")
     elsewhere = _obj("apps/v1", "Deployment", "chat-api", "other-namespace")
     assert argocd.ignore_differences([hpa, elsewhere]) == []
     assert [e["name"] for e in argocd.hpa_target_replicas([hpa])] == ["chat-api"]

@@ -154,24 +154,32 @@ def test_with_overrides_the_rendered_objects_read_healthy(tmp_path: Path) -> Non
     assert _health(_staging(DASHBOARD), _overrides(tmp_path), tmp_path)[0] == "Healthy"
 
 
-@pytest.mark.parametrize(
-    "conditions", HPA_CONDITIONS, ids=lambda c: "+".join(x["reason"] for x in c) or "none"
-)
+def _each(conditions: list[list[dict[str, str]]]) -> pytest.MarkDecorator:
+    """One case per set of status conditions, named by their reasons."""
+    return pytest.mark.parametrize(
+        "conditions", conditions, ids=lambda c: "+".join(x["reason"] for x in c) or "none"
+    )
+
+
+def _keeps_argo_cds_own_health(path: str, conditions: list[dict[str, str]], tmp_path: Path) -> None:
+    """Without the annotation, staging's object at `path` with `conditions` reads the same
+    with our overrides as with none: Argo CD's own check decides."""
+    obj = _with(_staging(path), conditions, annotated=False)
+    assert _health(obj, _overrides(tmp_path), tmp_path) == _health(obj, _empty_cm(tmp_path), tmp_path)
+
+
+@_each(HPA_CONDITIONS)
 def test_an_hpa_without_the_annotation_keeps_argo_cds_own_health(
     tmp_path: Path, conditions: list[dict[str, str]]
 ) -> None:
-    obj = _with(_staging(HPA), conditions, annotated=False)
-    assert _health(obj, _overrides(tmp_path), tmp_path) == _health(obj, _empty_cm(tmp_path), tmp_path)
+    _keeps_argo_cds_own_health(HPA, conditions, tmp_path)
 
 
-@pytest.mark.parametrize(
-    "conditions", GRAFANA_CONDITIONS, ids=lambda c: "+".join(x["reason"] for x in c) or "none"
-)
+@_each(GRAFANA_CONDITIONS)
 def test_a_dashboard_without_the_annotation_keeps_argo_cds_own_health(
     tmp_path: Path, conditions: list[dict[str, str]]
 ) -> None:
-    obj = _with(_staging(DASHBOARD), conditions, annotated=False)
-    assert _health(obj, _overrides(tmp_path), tmp_path) == _health(obj, _empty_cm(tmp_path), tmp_path)
+    _keeps_argo_cds_own_health(DASHBOARD, conditions, tmp_path)
 
 
 def test_the_lua_templates_hold_no_jinja_delimiters() -> None:
