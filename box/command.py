@@ -9,7 +9,7 @@ import re
 import sys
 
 from box.scenes import SCENES
-from generators.commands import select_environments
+from generators.commands import add_scale_argument, select_environments
 
 HELP = (
     "run the environment on a local cluster in a box (etcd, kube-apiserver, controller-manager, "
@@ -31,14 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="environment name (environments/<ENV>.yaml); for `scene`: the scene's NAME, then ENV",
     )
     parser.add_argument("scene_env", nargs="?", metavar="ENV", help=argparse.SUPPRESS)
-    parser.add_argument(
-        "--scale",
-        type=int,
-        default=1,
-        metavar="N",
-        help="up only: divide the environment's node counts by N (a scaled copy of "
-        "the spec is rendered; quotas follow)",
-    )
+    add_scale_argument(parser, only="up only: ")
     parser.add_argument(
         "--argocd",
         action="store_true",

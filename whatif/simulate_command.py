@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from generators.commands import add_env_argument, select_environments
+from generators.commands import add_env_argument, add_scale_argument, select_environments
 
 HELP = (
     "replay a job trace against the rendered queues on a cluster in a box (real Kueue, scheduler, "
@@ -45,13 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "waiting count as never admitted, running ones count their GPU-hours up to it; 'end': "
         "until every job finished (default: the trace's until:, else 'end')",
     )
-    parser.add_argument(
-        "--scale",
-        type=int,
-        default=1,
-        metavar="N",
-        help="divide the environment's node counts by N, as box up --scale does",
-    )
+    add_scale_argument(parser)
     parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
 
 

@@ -30,3 +30,27 @@ def add_env_argument(parser: argparse.ArgumentParser) -> None:
 def add_envs_argument(parser: argparse.ArgumentParser) -> None:
     """The environments a command works on; select_environments() resolves them."""
     parser.add_argument("envs", nargs="*", metavar="ENV", help="environment names (default: all)")
+
+
+def add_timeout_argument(parser: argparse.ArgumentParser, default: float, per: str) -> None:
+    """`--timeout SECONDS`: how long one network request of the command may take."""
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=default,
+        metavar="SECONDS",
+        help=f"seconds {per} (default {default:g})",
+    )
+
+
+def add_scale_argument(parser: argparse.ArgumentParser, only: str = "") -> None:
+    """`--scale N`: the environment with its node counts divided by N (box/scale.py), the same
+    for `box up` and `simulate`; `only` names the action it applies to, if not all."""
+    parser.add_argument(
+        "--scale",
+        type=int,
+        default=1,
+        metavar="N",
+        help=f"{only}divide the environment's node counts by N (a scaled copy of the spec is rendered; "
+        "quotas follow)",
+    )

@@ -12,7 +12,7 @@ import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from generators.commands import add_env_argument, select_environments
+from generators.commands import add_env_argument, add_timeout_argument, select_environments
 
 if TYPE_CHECKING:
     from generators.model.environment import Environment
@@ -62,13 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Prometheus base URL, e.g. http://localhost:9090 after `kubectl -n monitoring "
         "port-forward svc/prometheus-operated 9090`",
     )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_SECONDS,
-        metavar="SECONDS",
-        help=f"per request (default {DEFAULT_TIMEOUT_SECONDS:g})",
-    )
+    add_timeout_argument(parser, DEFAULT_TIMEOUT_SECONDS, "per request")
     parser.add_argument(
         "--time", metavar="T", help="evaluate at this time (RFC 3339 or Unix seconds) instead of now"
     )

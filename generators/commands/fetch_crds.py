@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from generators.commands import add_timeout_argument
+
 HELP = (
     "download the CRDs pinned in schemas/crds.lock into the cache, verifying each sha256 "
     "(once; needed where ../shared/crds is absent)"
@@ -19,13 +21,7 @@ HELP = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=60.0,
-        metavar="SECONDS",
-        help="per-file download timeout (default: 60)",
-    )
+    add_timeout_argument(parser, 60.0, "per file download")
     parser.add_argument(
         "--if-missing",
         action="store_true",
