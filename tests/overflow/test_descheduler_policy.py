@@ -57,19 +57,25 @@ def test_rendered_policy_passes_the_descheduler_own_validation(env: str, tmp_pat
 @pytest.mark.parametrize(
     ("old", "new", "refusal"),
     [
-        ("- PodsWithLocalStorage\n", "- PodsWithLocalStorages\n", "PodsWithLocalStorages"),
-        (
+        pytest.param(
+            "- PodsWithLocalStorage\n",
+            "- PodsWithLocalStorages\n",
+            "PodsWithLocalStorages",
+            id="unknown-protection",
+        ),
+        pytest.param(
             "      namespaces:\n        include:\n",
             "      namespaces:\n        exclude: [b]\n        include:\n",
             "Include/Exclude",
+            id="include-and-exclude-namespaces",
         ),
-        (
+        pytest.param(
             "      priorityThreshold:\n",
             "      priorityThreshold:\n        name: training\n",
             "only one of priorityThreshold fields can be set",
+            id="threshold-value-and-name",
         ),
     ],
-    ids=["unknown-protection", "include-and-exclude-namespaces", "threshold-value-and-name"],
 )
 def test_a_broken_policy_is_refused_before_the_api(old: str, new: str, refusal: str, tmp_path: Path) -> None:
     output = _load(edited(one("prod", "ConfigMap", "descheduler")["data"]["policy.yaml"], old, new), tmp_path)
