@@ -19,7 +19,7 @@ from generators.diff.changes import ObjectChange
 from generators.diff.fields import changed_fields
 from generators.diff.objects import key_of
 from tests.support import ROOT
-from tests.workflow.conftest import change_prod, commit_all, generate, git
+from tests.workflow.conftest import change_prod, commit_all, edit, generate, git
 
 ESC = "\x1b["
 
@@ -125,51 +125,39 @@ def test_colour_on_a_terminal_unless_no_color(repo: Path) -> None:
     assert ESC not in generate(repo, "diff").stdout  # a pipe is not a terminal
 
 
+def _documented_excerpt() -> Any:
+    """The excerpt of the real JSON that docs/workflow.md shows (its JSON schema section), for
+    the same change as change_prod: the document's keys, trimmed to one environment, one row
+    per list and one field."""
+    text = (ROOT / "docs" / "workflow.md").read_text(encoding="utf-8")
+    after = text.split("An excerpt of the real JSON", 1)[1]
+    return json.loads(after.split("```json\n", 1)[1].split("```", 1)[0])
+
+
+def _same_keys(real: Any, documented: Any, where: str = "$") -> None:
+    """Every object of `documented` has exactly its keys in `real`, level by level (a list by
+    its first item, where the documented list has one)."""
+    if isinstance(documented, dict):
+        assert isinstance(real, dict) and set(real) == set(documented), (where, real)
+        for key, value in documented.items():
+            _same_keys(real[key], value, f"{where}.{key}")
+    elif isinstance(documented, list) and documented:
+        assert isinstance(real, list) and real, (where, real)
+        _same_keys(real[0], documented[0], f"{where}[0]")
+
+
 def test_json_shape(repo: Path) -> None:
+    """The document has the keys docs/workflow.md documents, at every level (so the two
+    cannot drift apart), for the change its example makes: change_prod, and the overflow gate
+    opening below 24 free GPUs instead of 16."""
     change_prod(repo)
+    edit(repo / "environments" / "prod.yaml", "openWhenFreeGpusBelow: 16 ", "openWhenFreeGpusBelow: 24 ")
     doc = json.loads(generate(repo, "diff", "--format", "json").stdout)
-    assert set(doc) == {"schemaVersion", "base", "changed", "environments"}
-    assert doc["schemaVersion"] == 1 and set(doc["base"]) == {"ref", "commit"}
+    assert doc["schemaVersion"] == 1
     assert [e["name"] for e in doc["environments"]] == ["dev", "prod", "staging"]
     prod = doc["environments"][1]
-    assert set(prod) == {"name", "counts", "summary", "summaryNote", "objects"}
-    assert set(prod["summary"]) == {
-        "pools",
-        "quotas",
-        "priorityTiers",
-        "overflow",
-        "health",
-        "quarantineCaps",
-    }
-    pool = prod["summary"]["pools"][0]
-    assert set(pool) == {
-        "name",
-        "change",
-        "role",
-        "gpuModel",
-        "gpuResource",
-        "nodes",
-        "reserveNodes",
-        "schedulableGpus",
-        "perNode",
-    }
-    assert pool["nodes"] == {"before": 256, "after": 240}
-    quota = prod["summary"]["quotas"][0]
-    assert set(quota) == {
-        "team",
-        "flavor",
-        "resource",
-        "isGpu",
-        "change",
-        "share",
-        "nodes",
-        "nominalQuota",
-        "borrowingLimit",
-        "lendingLimit",
-    }
-    obj = prod["objects"][0]
-    assert set(obj) == {"change", "apiVersion", "group", "kind", "namespace", "name", "path", "fields"}
-    assert set(obj["fields"][0]) == {"path", "before", "after", "beforePresent", "afterPresent", "masked"}
+    _same_keys({**doc, "environments": [prod]}, _documented_excerpt())
+    assert prod["summary"]["pools"][0]["nodes"] == {"before": 256, "after": 240}
 
 
 def _change(before: dict[str, Any], after: dict[str, Any]) -> ObjectChange:
