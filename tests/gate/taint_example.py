@@ -1,31 +1,22 @@
-"""The TaintPolicy contract example (gate/README.md "Policy file"), with two gates (lambda,
-then salad), as text the tests load, edit and feed to the controller."""
+"""The TaintPolicy contract example as text the tests load, edit and feed to the controller:
+the one gate/README.md shows ("Policy file"), read from there so that the documented contract
+is the one tested, then a second gate (salad) for the cases about more than one gate."""
 
 from __future__ import annotations
 
-# The contract, as the overflow generator renders it into ConfigMap key policy.yaml.
-EXAMPLE = """\
-apiVersion: trainyard.dev/v1alpha1
-kind: TaintPolicy
-metadata:
-  name: overflow-gate
-spec:
-  prometheus:
-    url: http://prometheus-operated.monitoring.svc:9090
-    timeoutSeconds: 5
-  query: 'sum(kube_node_status_allocatable{resource="nvidia_com_gpu",node!~"vk-.*"}) - sum(kube_pod_container_resource_requests{resource="nvidia_com_gpu",node!~"vk-.*"})'
-  reconcileIntervalSeconds: 30
-  onPrometheusUnavailable: hold        # hold | close | open
-  dryRun: false
-  gates:                               # one per provider, preferred (cheapest) first
-    - name: lambda                     # provider name
-      nodeSelector:                    # label selector (matchLabels only)
-        matchLabels: {type: virtual-kubelet, trainyard.dev/provider: lambda}
-      taint: {key: trainyard.dev/overflow-gate, value: closed, effect: NoSchedule}
-      closeWhenFreeGpusAtLeast: 64
-      closeAfterSeconds: 600
-      openWhenFreeGpusBelow: 16
-      openAfterSeconds: 60
+from tests.support import GATE_DIR
+
+
+def _documented() -> str:
+    """The yaml block of gate/README.md's "Policy file" section: the policy with one gate
+    (lambda), as the overflow generator renders it into ConfigMap key policy.yaml."""
+    section = (GATE_DIR / "README.md").read_text(encoding="utf-8").split("\n## Policy file\n", 1)[1]
+    return section.split("```yaml\n", 1)[1].split("```", 1)[0]
+
+
+EXAMPLE = (
+    _documented()
+    + """\
     - name: salad
       nodeSelector:
         matchLabels: {type: virtual-kubelet, trainyard.dev/provider: salad}
@@ -34,4 +25,5 @@ spec:
       closeAfterSeconds: 600
       openWhenFreeGpusBelow: 8
       openAfterSeconds: 120
-"""  # noqa: E501
+"""
+)

@@ -32,11 +32,22 @@ def test_contract_example_loads(tmp_path: Path) -> None:
     assert lam.thresholds == Thresholds(64, 600, 16, 60)
 
 
+def _without_line(text: str, start: str) -> str:
+    """`text` without its first line that starts with `start` (which one must)."""
+    found = re.search(f"^{re.escape(start)}.*\n", text, flags=re.MULTILINE)
+    assert found, f"no line starts with {start!r}"
+    return text[: found.start()] + text[found.end() :]
+
+
 def test_optional_fields_take_documented_defaults() -> None:
-    text = EXAMPLE.replace("    timeoutSeconds: 5\n", "")
-    for line in ("  reconcileIntervalSeconds: 30\n", "  dryRun: false\n"):
-        text = text.replace(line, "")
-    text = text.replace("  onPrometheusUnavailable: hold        # hold | close | open\n", "")
+    text = EXAMPLE
+    for key in (
+        "    timeoutSeconds:",
+        "  reconcileIntervalSeconds:",
+        "  onPrometheusUnavailable:",
+        "  dryRun:",
+    ):
+        text = _without_line(text, key)
     policy = parse(text, "policy.yaml")
     assert policy.prometheus.timeout_seconds == 5
     assert policy.reconcile_interval_seconds == 30
@@ -70,18 +81,21 @@ def test_close_threshold_must_exceed_open_threshold(open_below: int) -> None:
 @pytest.mark.parametrize(
     ("line", "path"),
     [
-        ("    url: http://prometheus-operated.monitoring.svc:9090\n", "spec.prometheus.url"),
-        ("      closeWhenFreeGpusAtLeast: 64\n", "spec.gates[0].closeWhenFreeGpusAtLeast"),
-        ("      closeAfterSeconds: 600\n", "spec.gates[0].closeAfterSeconds"),
-        ("      openWhenFreeGpusBelow: 16\n", "spec.gates[0].openWhenFreeGpusBelow"),
-        ("      openAfterSeconds: 60\n", "spec.gates[0].openAfterSeconds"),
-        ("    - name: lambda                     # provider name\n", "spec.gates[0].name"),
-        ("metadata:\n  name: overflow-gate\n", "metadata.name"),
-        ("kind: TaintPolicy\n", "kind"),
+        ("    url:", "spec.prometheus.url"),
+        ("      closeWhenFreeGpusAtLeast:", "spec.gates[0].closeWhenFreeGpusAtLeast"),
+        ("      closeAfterSeconds:", "spec.gates[0].closeAfterSeconds"),
+        ("      openWhenFreeGpusBelow:", "spec.gates[0].openWhenFreeGpusBelow"),
+        ("      openAfterSeconds:", "spec.gates[0].openAfterSeconds"),
+        ("    - name: lambda", "spec.gates[0].name"),
+        ("  name: overflow-gate", "metadata.name"),
+        ("kind:", "kind"),
     ],
 )
 def test_missing_required_field(line: str, path: str) -> None:
-    text = EXAMPLE.replace(line, "metadata: {}\n" if path == "metadata.name" else "", 1)
+    """The first line starting with `line` removed (the lambda gate's, for a gate's field)."""
+    text = _without_line(EXAMPLE, line)
+    if path == "metadata.name":  # metadata there, its name not
+        text = text.replace("metadata:\n", "metadata: {}\n", 1)
     if path == "spec.gates[0].name":
         text = text.replace("      nodeSelector:", "    - nodeSelector:", 1)
     message = _error(text)
@@ -129,7 +143,7 @@ def test_missing_query_and_gates() -> None:
             "key: 'bad key', value: closed",
             "invalid taint key",
         ),
-        ("    timeoutSeconds: 5\n", "    timeoutSeconds: 5\n    timeoutSeconds: 6\n", "duplicate key"),
+        ("    timeoutSeconds: 5 ", "    timeoutSeconds: 6\n    timeoutSeconds: 5 ", "duplicate key"),
     ],
 )
 def test_bad_values_are_reported_with_position_and_path(old: str, new: str, expected: str) -> None:
