@@ -55,6 +55,10 @@ def test_optional_fields_take_documented_defaults() -> None:
     assert policy.dry_run is False
 
 
+# The lambda gate's node selector, which three cases below break.
+LAMBDA_SELECTOR = "matchLabels: {type: virtual-kubelet, trainyard.dev/provider: lambda}"
+
+
 def _error(text: str) -> str:
     return refusal(parse, text)
 
@@ -123,26 +127,10 @@ def test_missing_query_and_gates() -> None:
         ("- name: lambda", "- name: Lambda_GPUs", "DNS label"),
         ("- name: salad", "- name: lambda", "duplicate gate name"),
         ("provider: salad}", "provider: lambda}", "would fight"),
-        (
-            "matchLabels: {type: virtual-kubelet, trainyard.dev/provider: lambda}",
-            "matchLabels: {}",
-            "empty selector matches all",
-        ),
-        (
-            "matchLabels: {type: virtual-kubelet, trainyard.dev/provider: lambda}",
-            "matchLabels: {type: virtual-kubelet, gpus: 8}",
-            "label value must be a string",
-        ),
-        (
-            "        matchLabels: {type: virtual-kubelet, trainyard.dev/provider: lambda}",
-            "        matchExpressions: []",
-            "unknown field 'matchExpressions'",
-        ),
-        (
-            "key: trainyard.dev/overflow-gate, value: closed",
-            "key: 'bad key', value: closed",
-            "invalid taint key",
-        ),
+        (LAMBDA_SELECTOR, "matchLabels: {}", "empty selector matches all"),
+        (LAMBDA_SELECTOR, "matchLabels: {type: virtual-kubelet, gpus: 8}", "label value must be a string"),
+        (LAMBDA_SELECTOR, "matchExpressions: []", "unknown field 'matchExpressions'"),
+        ("key: trainyard.dev/overflow-gate,", "key: 'bad key',", "invalid taint key"),
         ("    timeoutSeconds: 5 ", "    timeoutSeconds: 6\n    timeoutSeconds: 5 ", "duplicate key"),
     ],
 )
