@@ -1,4 +1,4 @@
-"""Scene bad-node (issue 21, scene 3): a GPU node goes bad under a running training workload.
+"""Scene bad-node: a GPU node goes bad under a running training workload.
 
 docs/health.md promises: a node bad on a condition's query for its `quarantineAfterSeconds`
 gets the NoSchedule taint `trainyard.dev/gpu-health=<reason>` and two annotations; no new

@@ -1,4 +1,4 @@
-"""Scene day-in-the-life (issue 21, scene 1): training takes the inference GPUs, inference
+"""Scene day-in-the-life: training takes the inference GPUs, inference
 spills to the virtual node and comes back, every actor real.
 
 What the scene writes is what users write: the serving team's Deployment (the pod snippet

@@ -1,4 +1,4 @@
-"""Scene gang-placement (issue 21, scene 2): the README promises "gangs on as few racks/IB blocks as
+"""Scene gang-placement: the README promises "gangs on as few racks/IB blocks as
 fit, no annotation needed" for a team's topology queue. The scene occupies all but one host
 of the first rack with plain 8-GPU pods (not Kueue's: Kueue counts their usage on the nodes,
 pkg/cache/scheduler/tas_non_tas_pod_cache.go), submits the README's kind of gang (4 pods x

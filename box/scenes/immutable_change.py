@@ -1,4 +1,4 @@
-"""Scene immutable-change (issue 21, scene 5): a change to an immutable field reaches the
+"""Scene immutable-change: a change to an immutable field reaches the
 cluster by the documented procedure (docs/immutable-fields.md), and later waves still apply.
 
 On a copy of environments/ (scaled like the box; never rendered/), the default training tier's

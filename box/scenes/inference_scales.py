@@ -1,4 +1,4 @@
-"""Scene inference-scales (issue 21, scene 4): inference scales under load through what the
+"""Scene inference-scales: inference scales under load through what the
 project renders for External metrics, and the scaled pods that do not fit spill.
 
 What the scene writes, as a user and their workload would:

@@ -1,7 +1,7 @@
 """The workloads scenes create, and what Kueue made of them: one home for the training Job
 through a team's LocalQueue (bad-node, gang-placement, day-in-the-life submit it; the box
 tests read its Workload and pods), so a change of how a scene asks Kueue for GPUs is made
-once (issue 24: the three scenes' Job builders were near-copies).
+once (the three scenes' Job builders were near-copies before it).
 
 Every object a scene creates carries SCENE_LABEL (its name, or the scene's), so its pods
 are selected by it and a leftover of an interrupted scene is found by it.

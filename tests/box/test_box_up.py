@@ -216,7 +216,7 @@ def _readme_job_runs(box: UpBox, job: Obj, name: str, namespace: str) -> None:
 
 
 def test_job_with_no_class_ranks_as_training(box: UpBox) -> None:
-    """Issue 21 finding 2: a Job naming no class was a priority-0 Workload (Kueue's
+    """A Job naming no class was a priority-0 Workload (Kueue's
     jobframework reconciler takes the WorkloadPriorityClass label, else the pod template's
     class, else 0). The rendered trainyard-training-workload-priority policy labels it with
     the default training tier; the real apiserver applies it, the real Kueue reads it."""
@@ -237,7 +237,7 @@ def test_scene_gang_placement_runs_from_the_cli(box: UpBox) -> None:
     topology assignment, read back through the scheduler's placement, printed per line."""
     done = run_cli("box", "scene", "gang-placement", ENV, box_dir=box.box_dir, timeout=600)
     assert "landed on train-h100-" in done.stdout, done.stdout + done.stderr[-3000:]
-    # Findings 1 and 2 of issue 21 are fixed by rendered policies: neither promise is broken.
+    # The default topology and the default training class are rendered policies: neither promise is broken.
     assert not re.search(r"SCATTERED|RANKS BELOW", done.stdout), done.stdout
     assert done.returncode == 0, done.stdout
     gang = re.search(r"landed on (.*)$", done.stdout, re.MULTILINE)
@@ -259,7 +259,7 @@ def test_scene_gang_placement_runs_from_the_cli(box: UpBox) -> None:
 
 
 def test_gang_lands_on_as_few_racks_as_fit(box: UpBox) -> None:
-    """Issue 21 finding 1: a Job without a topology annotation was implied TAS at the host
+    """A Job without a topology annotation was implied TAS at the host
     level (kueue pkg/cache/scheduler/tas_flavor_snapshot.go): with 3 hosts of rack-0 busy,
     a 4-host gang took rack-0's last host and 3 of rack-1. The rendered default-topology
     policy asks for the queue's top level as a preference; the real Kueue places it."""

@@ -5,7 +5,7 @@ rendered admission policies in kube-apiserver give them their class, Kueue v0.19
 webhooks) admits the Job and writes its labels into the pod template when it starts it, and
 kube-scheduler v1.36.5 binds and preempts; KWOK runs the pods.
 
-Issue 21 finding 5: the training-priority policy gave every class-less pod in a training
+Before this test, the training-priority policy gave every class-less pod in a training
 namespace 900000, so a Deployment or a notebook there, holding no quota, outranked serving
 and could preempt pods Kueue had admitted. Now only the pods Kueue starts get the training
 tier; any other pod there runs at the lowest tier. Expected values are literals of

@@ -1,4 +1,4 @@
-"""Issue 21 scene 3 on `generate.py box up staging --speed 30`: a bad GPU node.
+"""Scene bad-node on `generate.py box up staging --speed 30`: a bad GPU node.
 
 Real here: the health controller (gate/trainyard_gate with the rendered NodeHealthPolicy, as
 ServiceAccount gpu-health, holding its Lease), Prometheus v3.16.0 evaluating the rendered

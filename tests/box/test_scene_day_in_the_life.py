@@ -1,4 +1,4 @@
-"""Scene 1 of issue 21, a day in the life, on staging's box (`box up staging --speed 30`).
+"""Scene day-in-the-life on staging's box (`box up staging --speed 30`).
 
 Every actor is the real one: kube-scheduler v1.36.5 preempts and places, Kueue v0.19.2
 admits, the kube-controller-manager's ReplicaSet, job, disruption and HPA controllers act,

@@ -1,4 +1,4 @@
-"""Scene immutable-change on `box up staging` (issue 21, scene 5; docs/immutable-fields.md).
+"""Scene immutable-change on `box up staging` (docs/immutable-fields.md).
 
 The refusals are the real kube-apiserver v1.36.5's (PriorityClass: pkg/apis/scheduling/
 validation/validation.go, RBAC and apps validation) and the pinned Kueue v0.19.2 CRDs' CEL

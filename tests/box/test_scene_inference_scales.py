@@ -1,4 +1,4 @@
-"""Scene 4 of issue 21 on the shared staging box: inference scales under load and the surplus spills.
+"""Scene inference-scales on the shared staging box: inference scales under load and the surplus spills.
 
 `generate.py box up staging` as a user runs it, then `box scene inference-scales staging`
 through the CLI. Every actor is the real one: the rendered prometheus-adapter v0.12.0 (its

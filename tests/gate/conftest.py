@@ -106,7 +106,7 @@ def api(request: pytest.FixtureRequest) -> Iterator[client.CoreV1Api]:
     try:
         kubeconfig = request.getfixturevalue("kubeconfig")
     except pytest.FixtureLookupError:
-        pytest.skip("control-plane harness not available yet (issue 7)")
+        pytest.skip("control-plane harness not available (tests/controlplane/fixtures.py)")
     core = core_api(Path(kubeconfig))
     yield core
     core.api_client.close()

@@ -1,7 +1,7 @@
 """Taint add/remove against a REAL kube-apiserver (no fake API).
 
-The apiserver comes from the `kubeconfig` fixture of the control-plane harness (issue 7,
-tests/controlplane/fixtures.py: etcd + kube-apiserver on loopback, shared by the session);
+The apiserver comes from the `kubeconfig` fixture of the control-plane harness
+(tests/controlplane/fixtures.py: etcd + kube-apiserver on loopback, shared by the session);
 without that fixture these tests skip. They create Node objects with unique names and
 labels, the way virtual-kubelet registers its node, and delete them afterwards.
 """

@@ -1,6 +1,6 @@
 """Facts the docs state that have one home in code: the docs must say what the code does.
 
-Issue 20, item 11 found three drifts (a sync-wave table that differed from the rendered
+A review found three drifts (a sync-wave table that differed from the rendered
 waves, the server-side-apply threshold given as 128 KiB in one doc and 200 KiB in another,
 docs/kueue.md saying training queues still mix flavors). Each fact is read from the doc
 and compared with its home, so the next drift fails here instead of misleading a reader.

@@ -147,7 +147,7 @@ def test_an_oversized_body_is_cut_with_a_note(artifact: Path) -> None:
 
 
 def test_sync_inventory_lists_every_environment_file(tmp_path: Path) -> None:
-    """Issue 22 item 10: the matrix comes from environments/, bases (_defaults.yaml) left out."""
+    """The matrix comes from environments/, bases (_defaults.yaml) left out."""
     done, outputs = _run(_step("sync-inventory", "list")["run"], tmp_path)
     assert done.returncode == 0, done.stderr
     assert outputs == {"names": '["dev", "prod", "staging"]'}

@@ -190,7 +190,7 @@ def test_sync_inventory_workflow_reads_nodes_and_opens_a_pr() -> None:
     job = workflow["jobs"]["sync"]
     assert job["environment"] == "${{ matrix.env }}"
     assert job["permissions"] == {"contents": "write", "pull-requests": "write"}
-    # Issue 22 item 10: the matrix is the environment files, not a list typed in the workflow.
+    # The matrix is the environment files, not a list typed in the workflow.
     assert job["needs"] == "environments"
     assert job["strategy"]["matrix"]["env"] == "${{ fromJSON(needs.environments.outputs.names) }}"
     # Without the secret a cluster is skipped: every later step waits on the nodes step.

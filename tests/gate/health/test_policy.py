@@ -60,7 +60,7 @@ def test_the_file_picks_the_kind(tmp_path: Path) -> None:
     )
 
 
-# Issue 22 item 3: a percentage is floored but never below one node of a non-empty pool
+# A percentage is floored but never below one node of a non-empty pool
 # (3 % of 32 nodes was 0: a small pool could never lose a bad node); 0 % still means none.
 @pytest.mark.parametrize(
     "percent, nodes, cap",

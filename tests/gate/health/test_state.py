@@ -254,7 +254,7 @@ def test_first_decision_already_counts_held_back() -> None:
 
 
 def test_pool_cap_is_a_floored_percentage_per_pool() -> None:
-    # 10 % of 30 nodes is 3; 10 % of 9 is 0.9, but a pool may always lose one node (issue 22).
+    # 10 % of 30 nodes is 3; 10 % of 9 is 0.9, but a pool may always lose one node.
     cluster = Cluster({TRAIN: 30, INFER: 9})
     driver = Driver(policy(max_nodes=10, percent=10), cluster)
     outcome = driver.see({XID: sorted(cluster.nodes)}, 0)
