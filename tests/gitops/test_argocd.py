@@ -206,7 +206,7 @@ def test_every_object_carries_its_sync_wave(env: str) -> None:
         assert value == str(wave(obj["kind"])), f"rendered/{env}/{path}: sync-wave {value!r}"
 
 
-def test_waves_follow_the_issue_order(env: str) -> None:
+def test_waves_follow_the_apply_order(env: str) -> None:
     waves: dict[str, set[int]] = {}
     for obj in rendered_objects(env).values():
         waves.setdefault(obj["kind"], set()).add(int(obj["metadata"]["annotations"][WAVE]))
