@@ -15,6 +15,8 @@
 - `mappings(value)`: every mapping nested in a parsed YAML/JSON document.
 - a kubeconfig whose API server nobody serves: tests/support/kubeconfig.py;
 - a valid text broken by one edit, the edit checked to apply: tests/support/edits.py.
+- what the Argo CD scene tests read from a scene's output (the waves an environment
+  Application applies, the first-sync scene's promises): tests/support/argocd.py.
 
 Import from here, not from a conftest.py: a conftest holds fixtures and hooks, which pytest
 finds by itself (its docs advise against importing conftest modules).
