@@ -74,7 +74,10 @@ def rule_files(objects: list[Obj], folder: Path) -> list[Path]:
 def prometheus(ksm_port: int, rules: list[Path], folder: Path, jobs: Sequence[Obj] = ()) -> Daemon:
     """A Prometheus (not started) scraping kube-state-metrics on 127.0.0.1:`ksm_port`, and
     `jobs` (scrape configs of the box's other exporters, e.g. dcgm_fake.scrape_job)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    # The scenes' folder exists from the start, so Prometheus's file watch on it works and
+    # a scene's targets are discovered when written (on a missing folder the watch fails,
+    # logged every 5 s, and discovery falls back to the 5 s refresh).
+    (folder / SCENE_TARGETS).mkdir(parents=True, exist_ok=True)
     config = {
         "global": {"scrape_interval": f"{SCRAPE_SECONDS}s", "evaluation_interval": f"{SCRAPE_SECONDS}s"},
         "rule_files": [str(p) for p in rules],

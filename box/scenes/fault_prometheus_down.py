@@ -56,6 +56,8 @@ GATE_PROCESS = "overflow-gate"  # the rendered Deployments' names: the box's pro
 HEALTH_PROCESS = "gpu-health"
 PROMETHEUS = "prometheus"
 BLIND_ALERTS = ("OverflowGateBlindWhileOpen", "GpuHealthBlind")
+# Each controller's scrape job and metric prefix: `<prefix>_errors_total{stage="query"}`.
+COUNTERS = ((GATE_PROCESS, "trainyard_gate"), (HEALTH_PROCESS, "trainyard_health"))
 
 
 def _quarantined(kube: Kube) -> set[str]:
@@ -92,6 +94,7 @@ def prometheus_down(context: SceneContext) -> FaultResult:
     stopped = None
     try:
         with sampler.recording():
+            run.scraped_before()
             run.spill()
             run.into_the_close_hold()
             stopped = stop_process(context.folder, PROMETHEUS)
@@ -144,6 +147,25 @@ class _Outage(GateSpillSteps):
     @property
     def outage(self) -> int:
         return 2 * self.hold
+
+    def scraped_before(self) -> None:
+        """Before the fault, Prometheus holds a sample of both controllers' failed-query
+        counters (0, every stage exported from start-up): `increase()` counts from a series'
+        first sample, so a counter first scraped after the outage, already at its failed
+        queries, shows no increase and the outage would never be seen. The targets were
+        written a moment ago; discovery and the first scrape take up to two 5 s intervals,
+        and the fault comes about 9 s after this (a race the scene lost once, 2026-12-05)."""
+        prometheus = self.context.state.prometheus
+
+        def scraped() -> bool:
+            return all(
+                query(prometheus, f'{prefix}_errors_total{{job="{job}", stage="query"}}')
+                for job, prefix in COUNTERS
+            )
+
+        self.sampler.until(
+            scraped, REACT_SECONDS, "Prometheus scraping both controllers' failed-query counters"
+        )
 
     def spill(self) -> None:
         """Before the fault: steady, then the spill (every step sampled from the steady state on)."""
@@ -244,13 +266,14 @@ class _Outage(GateSpillSteps):
             value = float(found[0]["value"][1]) if found else 0.0  # type: ignore[index]
             return value if value > 0 else None
 
+        (gate_job, gate_prefix), (health_job, health_prefix) = COUNTERS
         gate_failed = sampler.until(
-            lambda: counted(GATE_PROCESS, "trainyard_gate"),
+            lambda: counted(gate_job, gate_prefix),
             REACT_SECONDS,
             "the gate's failed queries in Prometheus",
         )
         health_failed = sampler.until(
-            lambda: counted(HEALTH_PROCESS, "trainyard_health"),
+            lambda: counted(health_job, health_prefix),
             REACT_SECONDS,
             "the health controller's failed queries in Prometheus",
         )
