@@ -37,6 +37,8 @@ from box import accounts
 from box.controllers import mounted_config
 from box.daemon import Daemon, free_port
 from box.kube import Kube, Obj, wait_true
+from box.monitoring import SCRAPE_SECONDS
+from box.speed import divided, seconds_of
 from generators.components.monitoring import adapter as rendered_adapter
 from tools.toolchain import tool_path
 
@@ -66,11 +68,36 @@ def deployment_of(objects: Iterable[Obj]) -> Obj | None:
     return None
 
 
+def relist_flags(speed: int) -> list[str]:
+    """At `--speed X` the adapter's relist period is divided like the controllers' durations
+    (box/speed.py): the rendered 1m becomes 60 / X seconds, never below the box Prometheus's
+    scrape interval (a relist more often finds nothing new). Each relist still looks back the
+    rendered interval (`--metrics-max-age`, which defaults to the relist period): looking back
+    only 2 s would miss a series scraped every 5 s and drop the metric between two relists.
+    At speed 1 nothing is added: the rendered arguments as they are. Why: the adapter serves
+    an external metric only once a relist has listed its series, so a new series waits up to
+    a whole period, a minute of wall time in every scene and replay that drives a load,
+    which at `--speed 30` is half an hour of the scene's time with the HPA blind."""
+    if speed == 1:
+        return []
+    period = int(seconds_of(rendered_adapter.RELIST_INTERVAL))
+    return [
+        f"--metrics-relist-interval={divided(period, speed, SCRAPE_SECONDS)}s",
+        f"--metrics-max-age={period}s",
+    ]
+
+
 def host_process(
-    deployment: Obj, objects: list[Obj], kubeconfig: Path, folder: Path, prometheus: dict[str, str]
+    deployment: Obj,
+    objects: list[Obj],
+    kubeconfig: Path,
+    folder: Path,
+    prometheus: dict[str, str],
+    speed: int = 1,
 ) -> Daemon:
-    """A Daemon (not started) running the adapter with its rendered arguments; `prometheus`
-    maps the rendered in-cluster Prometheus address to the box's."""
+    """A Daemon (not started) running the adapter with its rendered arguments (and, at a
+    `speed` above 1, `relist_flags`); `prometheus` maps the rendered in-cluster Prometheus
+    address to the box's."""
     spec = deployment["spec"]["template"]["spec"]
     container = spec["containers"][0]
     folder.mkdir(parents=True, exist_ok=True)
@@ -87,7 +114,7 @@ def host_process(
     credentials = [f"--{use}-kubeconfig={kubeconfig}" for use in uses]
     # After the rendered arguments, so they win (pflag keeps the last value).
     listener = [f"--bind-address={LOOPBACK}", f"--secure-port={port}"]
-    argv = [str(tool_path("prometheus-adapter")), *args, *credentials, *listener]
+    argv = [str(tool_path("prometheus-adapter")), *args, *relist_flags(speed), *credentials, *listener]
     log = folder / f"{rendered_adapter.NAME}.log"
     return Daemon(rendered_adapter.NAME, argv, log, ports=(port,), cwd=folder)
 
@@ -107,9 +134,10 @@ def _local(arg: str, mounts: dict[str, Path], addresses: dict[str, str]) -> str:
 
 
 def start(
-    kube: Kube, admin_kubeconfig: Path, objects: list[Obj], folder: Path, prometheus_url: str
+    kube: Kube, admin_kubeconfig: Path, objects: list[Obj], folder: Path, prometheus_url: str, speed: int
 ) -> Daemon | None:
-    """Start the rendered adapter as its ServiceAccount (None: the environment renders none)."""
+    """Start the rendered adapter as its ServiceAccount (None: the environment renders none),
+    its relist sped up at `speed` (`relist_flags`)."""
     deployment = deployment_of(objects)
     if deployment is None:
         return None
@@ -120,7 +148,7 @@ def start(
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     rendered_url = next(a.split("=", 1)[1] for a in container["args"] if a.startswith("--prometheus-url="))
     daemon = host_process(
-        deployment, objects, token, folder, {rendered_url.rstrip("/"): prometheus_url.rstrip("/")}
+        deployment, objects, token, folder, {rendered_url.rstrip("/"): prometheus_url.rstrip("/")}, speed
     )
     daemon.start()
     return daemon

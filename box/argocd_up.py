@@ -148,6 +148,7 @@ class AdapterWiring:
     objects: list[Obj]
     folder: Path
     prometheus: str
+    speed: int
     record: Callable[[Daemon], None]
     say: Callable[[str], None]
     checks: Checks
@@ -168,7 +169,7 @@ class AdapterWiring:
                 "Argo CD created the prometheus-adapter objects: starting it, pointing its APIService at it"
             )
             self.daemon = adapter.start(
-                self.kube, self.admin_kubeconfig, self.objects, self.folder, self.prometheus
+                self.kube, self.admin_kubeconfig, self.objects, self.folder, self.prometheus, self.speed
             )
             assert self.daemon is not None
             self.record(self.daemon)
@@ -248,6 +249,7 @@ def deploy(
         objects,
         folder / "monitoring" / "prometheus-adapter",
         prometheus,
+        speed,
         record,
         say,
         checks,

@@ -600,7 +600,9 @@ def _start_adapter(build: _Build) -> None:
     """The rendered prometheus-adapter, if any, and its APIService (box/adapter.py)."""
     kube, objects = build.kube, build.objects
     workdir = build.folder / "monitoring" / "prometheus-adapter"
-    daemon = adapter.start(kube, build.cluster.kubeconfig, objects, workdir, build.state.prometheus)
+    daemon = adapter.start(
+        kube, build.cluster.kubeconfig, objects, workdir, build.state.prometheus, build.state.speed
+    )
     if daemon is None:
         return
     build.say("starting prometheus-adapter, registering its APIService")

@@ -26,9 +26,8 @@ Prometheus's targets) and must equal its reading when it came up, within CLEAN_S
 garbage collector and the controllers finish a clean-up on their own time). If it does not,
 the module fails with what differs, and the box is brought down, so the next module starts
 on a fresh one. A module that cannot leave the box as found says so (BOX_LEAVES:
-inference-scales leaves the overflow gate open for closeAfterSeconds, 300 s at speed 1, after its pods
-go): it runs after every module that needs the box as found, and only a BOX_LAST module (any
-state will do for it) follows it.
+the fault scenes restart the box's processes): it runs after every module that needs the
+box as found, and only a BOX_LAST module (any state will do for it) follows it.
 """
 
 from __future__ import annotations

@@ -1,9 +1,14 @@
-"""Scene inference-scales on the shared staging box: inference scales under load and the surplus spills.
+"""Scene inference-scales on the shared staging box at speed 30: inference scales under load and
+the surplus spills.
 
-`generate.py box up staging` as a user runs it, then `box scene inference-scales staging`
-through the CLI. Every actor is the real one: the rendered prometheus-adapter v0.12.0 (its
-rendered arguments and ConfigMap, as its ServiceAccount, registered with the kube-apiserver's
-aggregator by the rendered APIService), kube-controller-manager's HPA, Deployment and
+`generate.py box up staging --speed 30 --argocd` as a user runs it (the box the Argo CD,
+bad-node, day-in-the-life and fault modules share), then `box scene inference-scales staging`
+through the CLI. At speed 30 the gate holds 30 / 30 = 1 s before it opens and 300 / 30 = 10 s
+before it closes again, so the scene leaves the box as found; the HPA's scale-up policy and
+sync period are Kubernetes' own, not divided. Every actor is the real one: the rendered
+prometheus-adapter v0.12.0 (its rendered arguments and ConfigMap, its relist sped up as every
+box at a speed runs it, box/adapter.py; as its ServiceAccount, registered with the
+kube-apiserver's aggregator by the rendered APIService), kube-controller-manager's HPA, Deployment and
 ReplicaSet controllers, kube-scheduler, the overflow gate and KWOK. The load series is
 synthetic (box/series.py). Expected numbers are staging's spec, worked by hand
 (environments/staging.yaml): chat-api min 2 / max 12, averageValue 4; pool infer-l40s 8
@@ -22,10 +27,9 @@ from tests.support.box import SceneRun
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
-BOX_ENV = ENV = "staging"  # the shared staging box, the scene run once on it (tests/box/conftest.py)
-# The gate closes closeAfterSeconds (300 s at speed 1) after the pods go: later than the
-# shared box's clean-up check waits, so this module runs after the others on the box.
-BOX_LEAVES = "the overflow gate open on vk-mock"
+BOX_ENV = ENV = "staging"  # the shared staging box at speed 30 (tests/box/conftest.py)
+BOX_SPEED = 30
+BOX_ARGOCD = True  # deployed by Argo CD: the Argo CD scenes share the box
 SCENE = "inference-scales"
 SCENE_SECONDS = 900
 

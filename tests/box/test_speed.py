@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from box import adapter
 from box.scale import scaled_checkout
 from box.speed import SpeedError, seconds_of
 from generators.model.load import load
@@ -89,3 +90,33 @@ def test_the_cli_refuses_a_speed_below_one(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 2 and "--speed must be a positive integer" in done.stderr
+
+
+def _flag(argv: list[str], name: str) -> str | None:
+    """The value pflag keeps: the last `--name=value`."""
+    values = [a.split("=", 1)[1] for a in argv if a.startswith(f"--{name}=")]
+    return values[-1] if values else None
+
+
+@pytest.mark.parametrize(
+    ("speed", "relist", "max_age"),
+    [
+        pytest.param(1, "1m", None, id="speed-1-as-rendered"),
+        pytest.param(10, "6s", "60s", id="speed-10"),
+        # 60 / 30 = 2 s is below the box Prometheus's 5 s scrape interval (box/monitoring.py)
+        pytest.param(30, "5s", "60s", id="speed-30-floor"),
+    ],
+)
+def test_the_adapter_relists_sped_up_and_still_looks_back_a_minute(
+    tmp_path: Path, speed: int, relist: str, max_age: str | None
+) -> None:
+    """The box's prometheus-adapter at `--speed X`: the rendered relist period (1m, upstream's
+    deploy/manifests) divided, each relist still looking back the minute it did."""
+    rendered = objects(render_tree(load(ROOT, "staging")))
+    deployment = adapter.deployment_of(rendered)
+    assert deployment is not None
+    daemon = adapter.host_process(
+        deployment, rendered, tmp_path / "kubeconfig", tmp_path / "adapter", {}, speed
+    )
+    assert _flag(daemon.argv, "metrics-relist-interval") == relist
+    assert _flag(daemon.argv, "metrics-max-age") == max_age

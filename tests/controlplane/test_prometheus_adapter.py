@@ -99,7 +99,7 @@ def served(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
             ):
                 kube.apply(obj)
         daemon = box_adapter.start(
-            kube, control_plane.kubeconfig, objects, folder / "adapter", prometheus_url
+            kube, control_plane.kubeconfig, objects, folder / "adapter", prometheus_url, speed=1
         )
         assert daemon is not None, "rendered/staging has no prometheus-adapter Deployment"
         assert control_plane.certs is not None
